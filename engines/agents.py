@@ -1,0 +1,345 @@
+"""Load and check an agent: a YAML path, a dict, or an agent object.
+
+Two YAML forms are accepted:
+
+* AWorld's multi-agent form::
+
+      agents:
+        solver:
+          system_prompt: ...
+          llm_config: {llm_model_name: ${MODEL}, llm_temperature: 0.7, llm_base_url: ..., llm_api_key: ${KEY}}
+          tools: [calculator.py:add]
+
+* a flat form: ``name, model, system_prompt, temperature, top_p, max_tokens, tools, max_steps``.
+
+``${VAR}`` and ``${VAR:-default}`` are substituted from the environment. Secrets never leave
+this module unmasked: :meth:`AgentSpec.to_dict` writes the ``${VAR}`` a secret came from, or
+``"****"`` when it was written literally.
+"""
+from __future__ import annotations
+
+import inspect
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import yaml
+
+from .checks import CheckError, CheckResult, did_you_mean
+from .loading import ReferenceError_, load_object, resolve_path
+
+FLAT_KEYS = {"name", "model", "system_prompt", "temperature", "top_p", "max_tokens", "max_steps", "tools",
+             "llm_base_url", "api_key", "description", "tool_names"}
+LLM_CONFIG_KEYS = {"llm_model_name": "model", "llm_temperature": "temperature", "llm_top_p": "top_p",
+                   "llm_max_tokens": "max_tokens", "max_tokens": "max_tokens", "llm_base_url": "llm_base_url",
+                   "llm_api_key": "api_key", "llm_provider": None}
+SECRET_RE = re.compile(r"(api_?key|token|secret|password)", re.I)
+ENV_RE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+MASK = "****"
+
+
+@dataclass
+class AgentSpec:
+    """The engine-neutral agent: what the policy is and how it is prompted and sampled."""
+
+    name: str = "agent"
+    model: str = ""
+    system_prompt: str = ""
+    temperature: float = 1.0
+    top_p: float = 1.0
+    max_tokens: int = 256
+    max_steps: int = 1
+    tools: list[str] = field(default_factory=list)
+    llm_base_url: str | None = None
+    api_key: str | None = None
+    source: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+    # where each secret came from: field -> "${VAR}" (or None when written literally)
+    secret_refs: dict[str, str | None] = field(default_factory=dict)
+    # what the check found (not part of the serialized spec)
+    warnings: list[str] = field(default_factory=list, repr=False)
+    tool_schemas: list[dict] = field(default_factory=list, repr=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Serializable and safe to show or write: secrets masked."""
+        d = {
+            "name": self.name, "model": self.model, "system_prompt": self.system_prompt,
+            "temperature": self.temperature, "top_p": self.top_p, "max_tokens": self.max_tokens,
+            "max_steps": self.max_steps, "tools": list(self.tools),
+        }
+        if self.llm_base_url:
+            d["llm_base_url"] = self.llm_base_url
+        if self.api_key:
+            d["api_key"] = self.secret_refs.get("api_key") or MASK
+        if self.extra:
+            d["extra"] = mask_secrets(self.extra)
+        return d
+
+    def tool_callables(self) -> list[Callable]:
+        return [load_object(ref) for ref in self.tools]
+
+
+# Exported under the spec's name: `from engines import Agent`.
+Agent = AgentSpec
+
+
+def mask_secrets(obj: Any) -> Any:
+    if isinstance(obj, dict):
+        return {k: (MASK if SECRET_RE.search(str(k)) and v not in (None, "") else mask_secrets(v))
+                for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [mask_secrets(v) for v in obj]
+    return obj
+
+
+def substitute_env(value: Any, missing: list[str]) -> Any:
+    if isinstance(value, str):
+        def repl(m: re.Match) -> str:
+            var, default = m.group(1), m.group(2)
+            if var in os.environ:
+                return os.environ[var]
+            if default is not None:
+                return default
+            missing.append(var)
+            return ""
+        return ENV_RE.sub(repl, value)
+    if isinstance(value, dict):
+        return {k: substitute_env(v, missing) for k, v in value.items()}
+    if isinstance(value, list):
+        return [substitute_env(v, missing) for v in value]
+    return value
+
+
+def _read_yaml(path: Path) -> dict:
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise CheckError("agent", f"agent file {path.name} is not valid YAML{where}: "
+                         f"{getattr(e, 'problem', None) or e}", "fix the YAML syntax (indentation, quotes, colons)")
+    if data is None:
+        raise CheckError("agent", f"agent file {path.name} is empty", "write at least `model:` and `system_prompt:`")
+    if not isinstance(data, dict):
+        raise CheckError("agent", f"agent file {path.name} must hold a mapping, not a {type(data).__name__}",
+                         "write keys like `name:`, `model:`, `system_prompt:`")
+    return data
+
+
+def _from_object(obj: Any) -> dict:
+    """Duck-typed AWorld Agent (or anything with similar attributes)."""
+    d: dict[str, Any] = {}
+    for key in ("name", "system_prompt", "model", "temperature", "max_tokens", "max_steps", "tools"):
+        val = getattr(obj, key, None)
+        if callable(val) and key == "name":
+            val = val()
+        if val is not None:
+            d[key] = val
+    conf = getattr(obj, "conf", None) or getattr(obj, "config", None)
+    llm = getattr(conf, "llm_config", None) if conf is not None else None
+    if llm is not None:
+        llm_d = llm if isinstance(llm, dict) else {k: getattr(llm, k) for k in dir(llm) if k.startswith("llm_")}
+        d["llm_config"] = llm_d
+    if isinstance(conf, dict):
+        d.update({k: v for k, v in conf.items() if k not in d})
+    if not d:
+        raise CheckError("agent", f"cannot read an agent from a {type(obj).__name__} object",
+                         "pass a YAML path, a dict, or an object with system_prompt and a model")
+    return d
+
+
+def _select_agent(data: dict, warnings: list[str]) -> dict:
+    agents = data.get("agents")
+    if agents is None:
+        return data
+    if isinstance(agents, list):
+        agents = {a.get("name", f"agent{i}"): a for i, a in enumerate(agents) if isinstance(a, dict)}
+    if not isinstance(agents, dict) or not agents:
+        raise CheckError("agent", "`agents:` is empty", "define one agent under `agents:` (name → settings)")
+    name, conf = next(iter(agents.items()))
+    if len(agents) > 1:
+        warnings.append(f"{len(agents)} agents defined; training '{name}' (the first). "
+                        f"Others: {', '.join(list(agents)[1:])}")
+    if not isinstance(conf, dict):
+        raise CheckError("agent", f"agent '{name}' must be a mapping of settings")
+    flat = {"name": name}
+    llm = conf.get("llm_config") or {}
+    for key, target in LLM_CONFIG_KEYS.items():
+        if target and key in llm:
+            flat[target] = llm[key]
+    for key, value in conf.items():
+        if key != "llm_config":
+            flat[key] = value
+    return flat
+
+
+def _number(data: dict, key: str, kind: type, default: Any, lo: float, hi: float) -> Any:
+    value = data.get(key, default)
+    if value is None or value == "":
+        return default
+    try:
+        cast = kind(value)
+        if kind is int and float(value) != cast:
+            raise ValueError
+    except (TypeError, ValueError):
+        raise CheckError("agent", f"`{key}` must be {'an integer' if kind is int else 'a number'}, got {value!r}")
+    if not lo <= cast <= hi:
+        raise CheckError("agent", f"`{key}` = {cast} is out of range", f"use a value between {lo} and {hi}")
+    return cast
+
+
+def check_tool(fn: Callable, ref: str) -> dict:
+    """A tool must be callable with type hints on every parameter and a docstring."""
+    if not callable(fn):
+        raise CheckError("agent", f"tool '{ref}' is not callable")
+    name = getattr(fn, "__name__", ref)
+    doc = inspect.getdoc(fn)
+    if not doc:
+        raise CheckError("agent", f"tool '{name}' ({ref}) has no docstring",
+                         "add a Google-style docstring with a summary line and an `Args:` section — "
+                         "the chat template shows it to the model")
+    sig = inspect.signature(fn)
+    try:
+        hints = inspect.get_annotations(fn, eval_str=True)
+    except Exception:  # unresolvable string annotations
+        hints = getattr(fn, "__annotations__", {})
+    for p in sig.parameters.values():
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            continue
+        if p.name not in hints:
+            raise CheckError("agent", f"tool '{name}' ({ref}) has no type hint for parameter '{p.name}'",
+                             f"annotate it, e.g. `{p.name}: int`")
+    try:
+        from transformers.utils import get_json_schema  # what tool-calling chat templates consume
+
+        schema = get_json_schema(fn)
+    except ImportError:  # pragma: no cover - transformers is a requirement
+        schema = {"type": "function", "function": {"name": name, "description": doc.splitlines()[0]}}
+    except Exception as e:
+        raise CheckError("agent", f"tool '{name}' ({ref}) cannot be described to the model: {e}",
+                         "document every argument under `Args:` in the docstring")
+    return schema
+
+
+def load_agent(agent: Any, load_tools: bool = True) -> AgentSpec:
+    """Parse, substitute, validate. Raises :class:`CheckError` with a fix-it message."""
+    warnings: list[str] = []
+    base_dir: Path | None = None
+    source = None
+    if isinstance(agent, AgentSpec):
+        data = agent.to_dict() | {"api_key": agent.api_key}
+        source = agent.source
+    elif isinstance(agent, (str, os.PathLike)):
+        path = Path(os.path.expanduser(str(agent)))
+        if not path.exists():
+            raise CheckError("agent", f"agent file '{agent}' does not exist",
+                             "give the path of an agent YAML (e.g. assets/agents/letters_agent.yaml)")
+        if path.is_dir():
+            raise CheckError("agent", f"'{agent}' is a folder, not an agent YAML file")
+        data = _read_yaml(path)
+        base_dir = path.resolve().parent
+        source = str(path.resolve())
+    elif isinstance(agent, dict):
+        data = dict(agent)
+    else:
+        data = _from_object(agent)
+
+    raw = _select_agent(data, warnings)
+    missing: list[str] = []
+    secret_refs: dict[str, str | None] = {}
+    if isinstance(raw.get("api_key"), str):
+        m = ENV_RE.fullmatch(raw["api_key"].strip())
+        secret_refs["api_key"] = m.group(0) if m else None
+        if not m and raw["api_key"] not in ("", MASK):
+            warnings.append("an API key is written literally in the agent config; use ${ENV_VAR} instead")
+    flat = substitute_env(raw, missing)
+    if missing:
+        warnings.append(f"environment variable(s) not set: {', '.join(sorted(set(missing)))}")
+
+    unknown = [k for k in flat if k not in FLAT_KEYS and k not in ("extra", "source", "secret_refs")]
+    for k in unknown:
+        warnings.append(f"unknown agent key '{k}'{did_you_mean(k, FLAT_KEYS)} — ignored")
+
+    model = flat.get("model") or ""
+    if not isinstance(model, str) or not model.strip():
+        raise CheckError("agent", "the agent names no model",
+                         "set `model:` (a local folder or a model id) or `llm_config.llm_model_name`")
+    model = model.strip()
+    local = resolve_path(model, base_dir)
+    if local.exists():
+        model = str(local)
+    elif model.startswith((".", "/", "~")):
+        raise CheckError("agent", f"model folder '{model}' does not exist (looked at {local})",
+                         "fix the path; relative paths are resolved against the agent YAML's folder")
+    else:
+        warnings.append(f"model '{model}' is not a local folder; it will be loaded by id "
+                        "(needs a hub connection or a local cache)")
+
+    system_prompt = flat.get("system_prompt") or ""
+    if not isinstance(system_prompt, str):
+        raise CheckError("agent", "`system_prompt` must be text")
+    if not system_prompt.strip():
+        warnings.append("no system prompt: prompts go to the model without one")
+
+    tools = flat.get("tools") or []
+    if isinstance(tools, str):
+        tools = [tools]
+    if not isinstance(tools, list):
+        raise CheckError("agent", "`tools` must be a list of 'file.py:function' or 'module:function' references")
+    tool_refs: list[str] = []
+    schemas: list[dict] = []
+    for t in tools:
+        if callable(t):
+            from .loading import object_ref
+
+            ref = object_ref(t)
+            if ref is None:
+                raise CheckError("agent", f"tool {t!r} is not importable by reference",
+                                 "define tools at module level in a .py file")
+            fn = t
+        else:
+            if not isinstance(t, str) or ":" not in t:
+                raise CheckError("agent", f"tool {t!r} is not a reference",
+                                 "write 'path/to/tools.py:function' or 'package.module:function'")
+            target, _, attr = t.rpartition(":")
+            if target.endswith(".py"):
+                ref = f"{resolve_path(target, base_dir)}:{attr}"
+            else:
+                ref = t
+            fn = None
+        if load_tools:
+            if fn is None:
+                try:
+                    fn = load_object(ref)
+                except ReferenceError_ as e:
+                    raise CheckError("agent", f"tool '{t}' cannot be loaded: {e}")
+            schemas.append(check_tool(fn, ref))
+        tool_refs.append(ref)
+
+    spec = AgentSpec(
+        name=str(flat.get("name") or "agent"),
+        model=model,
+        system_prompt=system_prompt,
+        temperature=_number(flat, "temperature", float, 1.0, 0.0, 5.0),
+        top_p=_number(flat, "top_p", float, 1.0, 0.0, 1.0),
+        max_tokens=_number(flat, "max_tokens", int, 256, 1, 1_000_000),
+        max_steps=_number(flat, "max_steps", int, 3 if tool_refs else 1, 1, 1000),
+        tools=tool_refs,
+        llm_base_url=flat.get("llm_base_url"),
+        api_key=flat.get("api_key") or None,
+        source=source,
+        secret_refs=secret_refs,
+        warnings=warnings,
+        tool_schemas=schemas,
+    )
+    return spec
+
+
+def agent_result(spec: AgentSpec) -> CheckResult:
+    warnings, schemas = list(spec.warnings), list(spec.tool_schemas)
+    tools = ", ".join(s.get("function", {}).get("name", "?") for s in schemas) or "none"
+    msg = f"'{spec.name}' on {Path(spec.model).name or spec.model}; tools: {tools}; max steps {spec.max_steps}"
+    return CheckResult("agent", "warning" if warnings else "ok", msg,
+                       details={"spec": spec.to_dict(), "tool_schemas": schemas}, warnings=warnings)

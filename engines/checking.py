@@ -1,0 +1,108 @@
+"""Check every module and report all of them (for the studio and ``python -m engines check``),
+and prepare a run directory that a run process can execute.
+"""
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from .api import AgentTrainer, get_processor_class
+from .checks import ERROR, CheckError, CheckResult
+from .rundir import QUEUED, RunDir
+
+ORDER = ("agent", "dataset", "reward", "config")
+
+
+def engine_result(engine: str) -> tuple[Any, CheckResult]:
+    try:
+        cls = get_processor_class(engine)
+    except ValueError as e:
+        return None, CheckResult("engine", ERROR, str(e))
+    try:
+        ok, reason = cls.availability()
+    except Exception as e:  # a probe must never take the caller down
+        ok, reason = False, f"availability probe failed: {type(e).__name__}: {e}"
+    status = "ok" if ok else ERROR
+    return cls, CheckResult("engine", status, f"{engine}: " + ("available" if ok else reason),
+                            details={"engine": engine, "available": ok, "reason": reason})
+
+
+def check_all(agent: Any, train_dataset: Any = None, test_dataset: Any = None, reward_func: Any = None,
+              config: Any = None, train_engine_name: str = "trl", run_path: str | None = None,
+              columns: dict | None = None) -> list[CheckResult]:
+    """Run every check in the spec's order; never raises; returns one result per module + engine."""
+    cls, engine = engine_result(train_engine_name)
+    if cls is None:
+        return [CheckResult(m, ERROR, "not checked: unknown engine") for m in ORDER] + [engine]
+    scratch = None
+    if run_path is None:
+        scratch = tempfile.mkdtemp(prefix="aworld-check-")
+        run_path = scratch
+    try:
+        p = cls(run_path)
+        if columns:
+            train_dataset = {"path": train_dataset, "columns": columns}
+        steps = (("agent", lambda: p.check_agent(agent)),
+                 ("dataset", lambda: p.check_dataset(train_dataset, test_dataset)),
+                 ("reward", lambda: p.check_reward(reward_func)),
+                 ("config", lambda: p.check_config(config)))
+        results: list[CheckResult] = []
+        for module, step in steps:
+            try:
+                step()
+                found = [r for r in p.check_results if r.module == module]
+                results.append(found[-1] if found else CheckResult(module, "ok", "checked"))
+            except CheckError as e:
+                results.append(e.result)
+            except Exception as e:  # user code or an engine bug: report it, keep going
+                results.append(CheckResult(module, ERROR, f"{type(e).__name__}: {e}"))
+        return results + [engine]
+    finally:
+        if scratch:
+            shutil.rmtree(scratch, ignore_errors=True)
+
+
+def prepare_run(agent: Any, train_dataset: Any = None, test_dataset: Any = None, reward_func: Any = None,
+                config: Any = None, train_engine_name: str = "trl", runs_dir: str = "runs",
+                columns: dict | None = None) -> RunDir:
+    """Check everything in a fresh run dir and write its run.yaml (state ``queued``).
+    Raises :class:`CheckError` (the run dir is removed) when a module fails."""
+    if columns:
+        train_dataset = {"path": train_dataset, "columns": columns}
+    cls, engine = engine_result(train_engine_name)
+    if cls is None or engine.status == ERROR:
+        raise CheckError("engine", engine.message)
+    run = RunDir.create(runs_dir, train_engine_name)
+    try:
+        trainer = AgentTrainer(agent, train_dataset, test_dataset, reward_func, config, run_path=runs_dir,
+                               train_engine_name=train_engine_name, run_dir=run.path)
+    except BaseException:
+        shutil.rmtree(run.path, ignore_errors=True)
+        raise
+    processor = trainer.train_processor
+    processor.write_run_spec()
+    processor.run.write_status(state=QUEUED, engine=train_engine_name)
+    processor.run.event("created", engine=train_engine_name)
+    return processor.run
+
+
+def trainer_from_run_dir(run_dir: str | Path) -> AgentTrainer:
+    """Rebuild the AgentTrainer of a prepared run from its run.yaml (what the run process does)."""
+    run = RunDir(run_dir)
+    spec = run.read_spec()
+    if not spec:
+        raise ValueError(f"{run.path} has no run.yaml — prepare the run first")
+    data = spec.get("data") or {}
+    columns = data.get("columns")
+    return AgentTrainer(
+        agent=spec["agent"],
+        train_dataset={"path": data.get("train"), "columns": columns},
+        test_dataset=data.get("test"),
+        reward_func=spec.get("reward"),
+        config=spec.get("config"),
+        run_path=str(run.path.parent),
+        train_engine_name=spec["engine"],
+        run_dir=run.path,
+    )

@@ -1,0 +1,69 @@
+"""Check results as data.
+
+Every ``check_*`` step records a :class:`CheckResult` that a GUI or CLI can render.
+An error raises :class:`CheckError` (a ``ValueError``) whose message says what is wrong
+and how to fix it; the structured result rides along on ``.result``.
+"""
+from __future__ import annotations
+
+import difflib
+from dataclasses import asdict, dataclass, field
+from typing import Any, Iterable
+
+OK, WARNING, ERROR = "ok", "warning", "error"
+MODULES = ("agent", "dataset", "reward", "config", "engine")
+
+
+@dataclass
+class CheckResult:
+    module: str
+    status: str  # ok | warning | error
+    message: str
+    details: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.status != ERROR
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "CheckResult":
+        return cls(
+            module=d["module"],
+            status=d["status"],
+            message=d["message"],
+            details=d.get("details") or {},
+            warnings=list(d.get("warnings") or []),
+        )
+
+
+class CheckError(ValueError):
+    """A module failed its check. ``str(err)`` is the user-facing message."""
+
+    def __init__(self, module: str, message: str, hint: str | None = None, **details: Any):
+        self.module = module
+        self.hint = hint
+        text = message if not hint else f"{message} — {hint}"
+        super().__init__(f"[{module}] {text}")
+        self.result = CheckResult(module=module, status=ERROR, message=text, details=details)
+
+
+def did_you_mean(word: str, choices: Iterable[str]) -> str:
+    """' (did you mean "x"?)' or '' when nothing is close."""
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return f' (did you mean "{close[0]}"?)' if close else ""
+
+
+def format_table(results: list[CheckResult]) -> str:
+    """A plain-text table of results, one row per module, warnings indented under it."""
+    icon = {OK: "OK", WARNING: "WARN", ERROR: "ERROR"}
+    width = max([len(r.module) for r in results] + [6])
+    lines = [f"{'module'.ljust(width)}  status  message", "-" * (width + 40)]
+    for r in results:
+        lines.append(f"{r.module.ljust(width)}  {icon.get(r.status, r.status).ljust(6)}  {r.message}")
+        for w in r.warnings:
+            lines.append(f"{' ' * width}          ! {w}")
+    return "\n".join(lines)

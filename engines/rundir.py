@@ -1,0 +1,324 @@
+"""The run directory: the only channel between a training process and any UI.
+
+Layout of ``<runs>/<run_id>/`` (written by the training process, append-only, flushed per write):
+
+- ``run.yaml``      the complete run spec (agent, data, reward, engine, config) that reproduces the run
+- ``metrics.jsonl`` one object per logged step: ``step``, ``time`` and canonical keys
+                    (``loss, reward, reward_std, rewards/<name>, kl, lr, completion_length, step_time``)
+                    plus every engine-specific key
+- ``samples.jsonl`` a few rollouts per step: prompt, trajectory (turns, tool calls/results), rewards
+- ``status.json``   ``state`` (queued/running/stopping/stopped/finished/failed), pid, heartbeat, step/total
+- ``events.jsonl``  started, checkpoint, stop_requested, finished, stopped, failed (with ``cause``)
+- ``train.log``     the process's stdout and stderr
+- ``checkpoints/``  checkpoints;  ``tensorboard/`` TensorBoard event files
+- ``STOP``          a stop request: any process may create it; training stops at the next step boundary
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import secrets
+import socket
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+import yaml
+
+SPEC_FILE = "run.yaml"
+METRICS_FILE = "metrics.jsonl"
+SAMPLES_FILE = "samples.jsonl"
+STATUS_FILE = "status.json"
+EVENTS_FILE = "events.jsonl"
+LOG_FILE = "train.log"
+STOP_FILE = "STOP"
+CHECKPOINTS_DIR = "checkpoints"
+TENSORBOARD_DIR = "tensorboard"
+
+QUEUED, RUNNING, STOPPING, STOPPED, FINISHED, FAILED = (
+    "queued", "running", "stopping", "stopped", "finished", "failed")
+ACTIVE_STATES = (QUEUED, RUNNING, STOPPING)
+TERMINAL_STATES = (STOPPED, FINISHED, FAILED)
+
+# Failure causes (events.jsonl "failed" events and status.json "cause").
+CAUSES = ("out of memory", "bad data", "reward error", "missing dependency", "killed", "unknown")
+
+
+def new_run_id(engine: str, label: str | None = None) -> str:
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    parts = [stamp, engine]
+    if label:
+        parts.append("".join(c if c.isalnum() or c in "-_" else "-" for c in label)[:32])
+    parts.append(secrets.token_hex(2))
+    return "-".join(parts)
+
+
+def _json_default(o: Any):
+    try:
+        import numpy as np  # noqa: WPS433
+
+        if isinstance(o, np.generic):
+            return o.item()
+        if isinstance(o, np.ndarray):
+            return o.tolist()
+    except ImportError:  # pragma: no cover
+        pass
+    if hasattr(o, "item"):
+        return o.item()
+    return str(o)
+
+
+def _clean(value: Any) -> Any:
+    """JSON has no NaN/inf: write them as null so every reader can parse the line."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean(v) for v in value]
+    return value
+
+
+def dumps_line(obj: dict) -> str:
+    return json.dumps(_clean(obj), default=_json_default, ensure_ascii=False) + "\n"
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+class RunDir:
+    """Reader and writer of one run directory."""
+
+    def __init__(self, path: str | os.PathLike):
+        self.path = Path(path).resolve()
+
+    # -- creation -------------------------------------------------------------------------
+    @classmethod
+    def create(cls, runs_dir: str | os.PathLike, engine: str, label: str | None = None) -> "RunDir":
+        base = Path(runs_dir)
+        base.mkdir(parents=True, exist_ok=True)
+        while True:
+            path = base / new_run_id(engine, label)
+            try:
+                path.mkdir()
+                break
+            except FileExistsError:  # pragma: no cover - 16 bits of randomness per second
+                continue
+        return cls(path)
+
+    @property
+    def run_id(self) -> str:
+        return self.path.name
+
+    def file(self, name: str) -> Path:
+        return self.path / name
+
+    @property
+    def checkpoints_dir(self) -> Path:
+        return self.path / CHECKPOINTS_DIR
+
+    @property
+    def tensorboard_dir(self) -> Path:
+        return self.path / TENSORBOARD_DIR
+
+    @property
+    def log_path(self) -> Path:
+        return self.path / LOG_FILE
+
+    def exists(self) -> bool:
+        return (self.path / SPEC_FILE).exists() or (self.path / STATUS_FILE).exists()
+
+    # -- spec -----------------------------------------------------------------------------
+    def write_spec(self, spec: dict) -> None:
+        atomic_write_text(self.path / SPEC_FILE, yaml.safe_dump(spec, sort_keys=False, allow_unicode=True))
+
+    def read_spec(self) -> dict:
+        p = self.path / SPEC_FILE
+        if not p.exists():
+            return {}
+        return yaml.safe_load(p.read_text(encoding="utf-8")) or {}
+
+    # -- status ---------------------------------------------------------------------------
+    def read_status(self) -> dict:
+        p = self.path / STATUS_FILE
+        try:
+            return json.loads(p.read_text(encoding="utf-8"))
+        except (FileNotFoundError, json.JSONDecodeError):
+            return {}
+
+    def write_status(self, **fields: Any) -> dict:
+        """Merge ``fields`` into status.json atomically; always refreshes the heartbeat."""
+        status = self.read_status()
+        status.update(fields)
+        status["heartbeat"] = time.time()
+        status.setdefault("run_id", self.run_id)
+        atomic_write_text(self.path / STATUS_FILE, json.dumps(_clean(status), default=_json_default, indent=1))
+        return status
+
+    def mark_process(self, state: str, **fields: Any) -> dict:
+        """Record that *this* process owns the run (pid, its start time and host) in ``state``."""
+        import psutil
+
+        me = psutil.Process()
+        return self.write_status(state=state, pid=me.pid, pid_create_time=me.create_time(),
+                                 host=socket.gethostname(), **fields)
+
+    # -- append-only streams --------------------------------------------------------------
+    def _append(self, name: str, obj: dict) -> None:
+        with open(self.path / name, "a", encoding="utf-8") as f:
+            f.write(dumps_line(obj))
+            f.flush()
+
+    def append_metrics(self, step: int, values: dict[str, Any], when: float | None = None) -> dict:
+        row = {"step": int(step), "time": when if when is not None else time.time()}
+        row.update({k: v for k, v in values.items() if k not in ("step", "time")})
+        self._append(METRICS_FILE, row)
+        return row
+
+    def append_sample(self, sample: dict) -> None:
+        self._append(SAMPLES_FILE, sample)
+
+    def event(self, kind: str, **fields: Any) -> dict:
+        row = {"time": time.time(), "event": kind, **fields}
+        self._append(EVENTS_FILE, row)
+        return row
+
+    def read_jsonl(self, name: str) -> list[dict]:
+        return list(iter_jsonl(self.path / name))
+
+    # -- stop requests ----------------------------------------------------------------------
+    def request_stop(self, reason: str = "user") -> None:
+        p = self.path / STOP_FILE
+        if not p.exists():
+            atomic_write_text(p, json.dumps({"time": time.time(), "reason": reason}))
+
+    def stop_requested(self) -> bool:
+        return (self.path / STOP_FILE).exists()
+
+    def stop_request_time(self) -> float | None:
+        try:
+            return json.loads((self.path / STOP_FILE).read_text())["time"]
+        except (FileNotFoundError, json.JSONDecodeError, KeyError):
+            return None
+
+    # -- checkpoints ----------------------------------------------------------------------
+    def checkpoints(self) -> list[Path]:
+        """Checkpoint folders, oldest first (``checkpoint-<step>`` order)."""
+        if not self.checkpoints_dir.is_dir():
+            return []
+
+        def step_of(p: Path) -> int:
+            try:
+                return int(p.name.rsplit("-", 1)[-1])
+            except ValueError:
+                return -1
+
+        return sorted((p for p in self.checkpoints_dir.iterdir() if p.is_dir()), key=step_of)
+
+
+def iter_jsonl(path: Path) -> Iterator[dict]:
+    try:
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                line = line.strip()
+                if line:
+                    try:
+                        yield json.loads(line)
+                    except json.JSONDecodeError:
+                        continue  # a torn last line while the writer is mid-write
+    except FileNotFoundError:
+        return
+
+
+@dataclass
+class JsonlTail:
+    """Reads only the bytes appended since the last call; keeps a torn last line for later."""
+
+    path: Path
+    offset: int = 0
+    _partial: bytes = b""
+
+    def read_new(self, max_bytes: int | None = None) -> list[dict]:
+        try:
+            size = os.path.getsize(self.path)
+        except FileNotFoundError:
+            return []
+        if size < self.offset:  # truncated/rewritten: start over
+            self.offset, self._partial = 0, b""
+        if size == self.offset:
+            return []
+        with open(self.path, "rb") as f:
+            f.seek(self.offset)
+            data = f.read(max_bytes) if max_bytes else f.read()
+        self.offset += len(data)
+        data = self._partial + data
+        lines = data.split(b"\n")
+        self._partial = lines.pop()  # b"" when data ended with a newline
+        out = []
+        for line in lines:
+            if line.strip():
+                try:
+                    out.append(json.loads(line))
+                except json.JSONDecodeError:
+                    continue
+        return out
+
+
+@dataclass
+class TextTail:
+    """The last ``keep`` lines of a growing text file, read incrementally."""
+
+    path: Path
+    keep: int = 200
+    offset: int = 0
+    lines: list[str] = field(default_factory=list)
+    _partial: str = ""
+
+    def read_new(self) -> list[str]:
+        try:
+            size = os.path.getsize(self.path)
+        except FileNotFoundError:
+            return []
+        if size < self.offset:
+            self.offset, self.lines, self._partial = 0, [], ""
+        if size == self.offset:
+            return []
+        start = max(self.offset, size - 256 * 1024) if self.offset == 0 else self.offset
+        with open(self.path, "rb") as f:
+            f.seek(start)
+            data = f.read()
+        self.offset = start + len(data)
+        text = self._partial + data.decode("utf-8", errors="replace").replace("\r", "\n")
+        new = text.split("\n")
+        self._partial = new.pop()
+        self.lines.extend(new)
+        del self.lines[: max(0, len(self.lines) - self.keep)]
+        return new
+
+    def text(self) -> str:
+        return "\n".join(self.lines + ([self._partial] if self._partial else []))
+
+
+def classify_failure(text: str) -> str:
+    """Map an exception text or log tail to one of :data:`CAUSES`."""
+    t = text.lower()
+    if "out of memory" in t or "outofmemory" in t or "cuda oom" in t or "memoryerror" in t or "cannot allocate memory" in t:
+        return "out of memory"
+    if "rewarderror" in t or "reward function" in t or "reward_func" in t:
+        return "reward error"
+    if "modulenotfounderror" in t or "no module named" in t or "importerror" in t or "missing dependency" in t:
+        return "missing dependency"
+    if "killed" in t or "sigkill" in t or "signal 9" in t:
+        return "killed"
+    if ("dataset" in t or "column" in t or "datasetgenerationerror" in t or "arrowinvalid" in t
+            or "keyerror" in t or "bad data" in t):
+        return "bad data"
+    return "unknown"

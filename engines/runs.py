@@ -1,0 +1,252 @@
+"""Run processes: start detached, queue for the machine, see if alive, stop, list.
+
+A run process is ``python -m engines run <run_dir>`` in its own process session, its output
+going to ``train.log`` — never to a pipe the launcher must drain — so the launcher (the
+studio) can close or restart without stopping or freezing training. Local runs take the
+machine's training slot (an ``flock`` on ``<runs>/.slot.lock``) for their lifetime; a run
+launched while the slot is held waits in state ``queued``, first come first served.
+"""
+from __future__ import annotations
+
+import fcntl
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from .rundir import (ACTIVE_STATES, FAILED, QUEUED, STATUS_FILE, RunDir)
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+SLOT_LOCK = ".slot.lock"
+HEARTBEAT_TIMEOUT_S = 120.0
+
+
+# -- liveness -------------------------------------------------------------------------------
+def process_alive(status: dict) -> bool:
+    pid = status.get("pid")
+    if not pid:
+        return False
+    try:
+        p = psutil.Process(int(pid))
+        if p.status() == psutil.STATUS_ZOMBIE:
+            return False
+        created = status.get("pid_create_time")
+        return created is None or abs(p.create_time() - float(created)) < 1.0
+    except (psutil.NoSuchProcess, psutil.AccessDenied, ValueError):
+        return False
+
+
+def effective_status(run: RunDir) -> dict:
+    """status.json, corrected for a process that died without saying so (read-only)."""
+    status = run.read_status()
+    state = status.get("state")
+    if state in ACTIVE_STATES and status.get("pid") and not process_alive(status):
+        status = dict(status, state=FAILED, cause=status.get("cause") or "killed",
+                      error=status.get("error") or "the training process is gone without a final status "
+                                                   "(killed, or the machine restarted)")
+        status["lost"] = True
+    return status
+
+
+def reconcile(run: RunDir) -> dict:
+    """Persist :func:`effective_status` when the process is gone (used by the run owner/CLI)."""
+    status = effective_status(run)
+    if status.get("lost") and run.read_status().get("state") in ACTIVE_STATES:
+        run.write_status(state=FAILED, cause=status["cause"], error=status["error"])
+        run.event("failed", cause=status["cause"], message=status["error"])
+    return status
+
+
+# -- launching ------------------------------------------------------------------------------
+def spawn_run(run_dir: str | os.PathLike, extra_args: list[str] | None = None,
+              env: dict[str, str] | None = None) -> int:
+    """Start ``python -m engines run <run_dir>`` detached; returns its pid."""
+    run = RunDir(run_dir)
+    if not run.read_status():
+        run.write_status(state=QUEUED)
+    log = open(run.log_path, "ab")
+    full_env = dict(os.environ)
+    full_env.update(env or {})
+    full_env["PYTHONUNBUFFERED"] = "1"
+    pp = full_env.get("PYTHONPATH", "")
+    full_env["PYTHONPATH"] = str(REPO_ROOT) + (os.pathsep + pp if pp else "")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "engines", "run", str(run.path), *(extra_args or [])],
+        cwd=str(REPO_ROOT), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+        start_new_session=True, close_fds=True, env=full_env,
+    )
+    log.close()
+    p = psutil.Process(proc.pid)
+    run.write_status(pid=proc.pid, pid_create_time=p.create_time(), launched=time.time())
+    return proc.pid
+
+
+class Slot:
+    """The machine's training slot: an exclusive flock held for the life of a local run."""
+
+    def __init__(self, runs_dir: str | os.PathLike):
+        self.path = Path(runs_dir) / SLOT_LOCK
+        self._fd: int | None = None
+
+    def try_acquire(self) -> bool:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            return False
+        os.ftruncate(fd, 0)
+        os.write(fd, str(os.getpid()).encode())
+        self._fd = fd
+        return True
+
+    def busy(self) -> bool:
+        if self._fd is not None:
+            return True
+        if self.try_acquire():
+            self.release()
+            return False
+        return True
+
+    def release(self) -> None:
+        if self._fd is not None:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            os.close(self._fd)
+            self._fd = None
+
+
+def wait_for_slot(run: RunDir, slot: Slot, poll_s: float = 0.5) -> bool:
+    """Block in state ``queued`` until this run is first in line and the slot is free.
+
+    Returns False when a stop was requested while waiting.
+    """
+    announced = False
+    while True:
+        if run.stop_requested():
+            return False
+        if _first_in_queue(run) and slot.try_acquire():
+            return True
+        if not announced:
+            run.mark_process(QUEUED)
+            run.event("queued", message="waiting for the running job to finish")
+            announced = True
+        else:
+            run.write_status()  # heartbeat
+        time.sleep(poll_s)
+
+
+def _first_in_queue(run: RunDir) -> bool:
+    mine = run.read_status().get("launched") or 0
+    for other in list_run_dirs(run.path.parent):
+        if other.path == run.path:
+            continue
+        st = other.read_status()
+        if st.get("state") == QUEUED and process_alive(st) and (st.get("launched") or 0) < mine:
+            return False
+    return True
+
+
+# -- stopping -------------------------------------------------------------------------------
+def stop_run(run_dir: str | os.PathLike, reason: str = "user") -> dict:
+    """Ask the run to stop at its next step boundary (writes the STOP file)."""
+    run = RunDir(run_dir)
+    run.request_stop(reason)
+    return effective_status(run)
+
+
+def kill_run(run_dir: str | os.PathLike, grace_s: float = 5.0) -> bool:
+    """SIGTERM then SIGKILL the run's whole process session. True when something was signalled."""
+    run = RunDir(run_dir)
+    status = run.read_status()
+    if not process_alive(status):
+        return False
+    pid = int(status["pid"])
+    try:
+        pgid = os.getpgid(pid)
+    except ProcessLookupError:
+        return False
+    procs = [psutil.Process(pid)]
+    try:
+        procs += procs[0].children(recursive=True)
+    except psutil.Error:
+        pass
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(pgid, sig)
+        except ProcessLookupError:
+            pass
+        _, alive = psutil.wait_procs(procs, timeout=grace_s)
+        if not alive:
+            break
+        procs = alive
+    if run.read_status().get("state") in ACTIVE_STATES:
+        run.write_status(state="stopped" if run.stop_requested() else FAILED, cause="killed",
+                         error="the process was killed after it did not stop in time")
+        run.event("failed" if not run.stop_requested() else "stopped", cause="killed",
+                  message="killed by the launcher after the stop timeout")
+    return True
+
+
+def enforce_stop_timeout(run_dir: str | os.PathLike, timeout_s: float = 30.0) -> bool:
+    """Kill a run whose stop request is older than ``timeout_s``; True when killed."""
+    run = RunDir(run_dir)
+    asked = run.stop_request_time()
+    if asked is None or time.time() - asked < timeout_s:
+        return False
+    return kill_run(run_dir)
+
+
+# -- listing --------------------------------------------------------------------------------
+def list_run_dirs(runs_dir: str | os.PathLike) -> list[RunDir]:
+    base = Path(runs_dir)
+    if not base.is_dir():
+        return []
+    out = [RunDir(p) for p in base.iterdir()
+           if p.is_dir() and ((p / STATUS_FILE).exists() or (p / "run.yaml").exists())]
+    return sorted(out, key=lambda r: r.run_id, reverse=True)
+
+
+@dataclass
+class RunSummary:
+    run_id: str
+    path: str
+    state: str
+    engine: str
+    started: float | None
+    step: int | None
+    total: int | None
+    last_reward: float | None
+    cause: str | None
+
+    def as_row(self) -> list[Any]:
+        start = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(self.started)) if self.started else ""
+        reward = "" if self.last_reward is None else f"{self.last_reward:.3f}"
+        progress = f"{self.step or 0}/{self.total}" if self.total else str(self.step or "")
+        return [self.run_id, self.state + (f" ({self.cause})" if self.cause else ""), self.engine, start,
+                progress, reward]
+
+
+def summarize(run: RunDir) -> RunSummary:
+    st = effective_status(run)
+    spec = run.read_spec()
+    return RunSummary(
+        run_id=run.run_id, path=str(run.path), state=st.get("state", "unknown"),
+        engine=spec.get("engine") or st.get("engine") or "?", started=st.get("started") or st.get("launched"),
+        step=st.get("step"), total=st.get("total_steps"), last_reward=st.get("last_reward"),
+        cause=st.get("cause") if st.get("state") == FAILED else None,
+    )
+
+
+def delete_run(run_dir: str | os.PathLike) -> None:
+    run = RunDir(run_dir)
+    if process_alive(run.read_status()):
+        raise ValueError(f"run {run.run_id} is still running — stop it before deleting it")
+    shutil.rmtree(run.path)

@@ -1,0 +1,118 @@
+"""TRL callbacks and reward wrappers that write the run directory while training runs."""
+from __future__ import annotations
+
+import time
+from typing import Any, Callable
+
+from transformers import TrainerCallback
+
+from ..rewards import Reward
+from ..rundir import STOPPING, RunDir
+from .metrics import canonical_metrics
+
+ANSWER_COLUMN = "_ref_answer"
+
+
+class SampleRecorder:
+    """Wraps the per-term TRL reward functions so that, once every term has scored a batch,
+    the first few rollouts (prompt, full trajectory, each reward's value) go to samples.jsonl."""
+
+    def __init__(self, run: RunDir, reward: Reward, per_step: int):
+        self.run, self.reward, self.per_step = run, reward, per_step
+        self.step = 0
+        self._batch: dict[str, list[float]] = {}
+        self._written_step = -1
+
+    def wrap(self, funcs: list[Callable]) -> list[Callable]:
+        wrapped = []
+        for term, fn in zip(self.reward.terms, funcs):
+            def scored(prompts, completions, _fn=fn, _name=term.name, **kwargs):
+                values = _fn(prompts, completions, **kwargs)
+                self._collect(_name, prompts, completions, values, kwargs)
+                return values
+            scored.__name__ = fn.__name__
+            wrapped.append(scored)
+        return wrapped
+
+    def _collect(self, name, prompts, completions, values, kwargs) -> None:
+        self._batch[name] = list(values)
+        if len(self._batch) < len(self.reward.terms):
+            return
+        batch, self._batch = self._batch, {}
+        if self.per_step <= 0 or self._written_step == self.step:
+            return
+        self._written_step = self.step
+        answers = kwargs.get(ANSWER_COLUMN) or [None] * len(completions)
+        for i in range(min(self.per_step, len(completions))):
+            terms = {n: batch[n][i] for n in batch}
+            total = sum(t.weight * (terms[t.name] or 0.0) for t in self.reward.terms)
+            self.run.append_sample({"step": self.step, "time": time.time(), "prompt": prompts[i],
+                                    "completion": completions[i], "answer": answers[i], "rewards": terms,
+                                    "reward": total})
+
+
+class RunDirCallback(TrainerCallback):
+    """Metrics, status (heartbeat, step/total), checkpoint events, stop requests, evaluation."""
+
+    def __init__(self, run: RunDir, recorder: SampleRecorder | None = None,
+                 evaluate: Callable[[Any], dict[str, float]] | None = None, eval_steps: int = 0):
+        self.run, self.recorder = run, recorder
+        self.evaluate, self.eval_steps = evaluate, eval_steps
+        self.stopped = False
+        self._t0 = time.time()
+        self._last_log_t = None
+        self._last_log_step = 0
+
+    def on_train_begin(self, args, state, control, **kw):
+        self._t0 = self._last_log_t = time.time()
+        self._last_log_step = state.global_step
+        self.run.write_status(step=state.global_step, total_steps=state.max_steps, train_started=self._t0)
+        if self.evaluate is not None and state.global_step == 0:
+            self._eval(state, kw.get("model"))
+
+    def on_step_begin(self, args, state, control, **kw):
+        if self.recorder is not None:
+            self.recorder.step = state.global_step + 1
+
+    def on_log(self, args, state, control, logs=None, **kw):
+        logs = logs or {}
+        if "train_runtime" in logs:  # the trainer's closing summary
+            self.run.event("summary", **{k: v for k, v in logs.items() if isinstance(v, (int, float))})
+            return
+        now = time.time()
+        values = canonical_metrics(logs)
+        steps = max(1, state.global_step - self._last_log_step)
+        if "step_time" not in values and self._last_log_t is not None:
+            values["step_time"] = (now - self._last_log_t) / steps
+        self._last_log_t, self._last_log_step = now, state.global_step
+        self.run.append_metrics(state.global_step, values, when=now)
+        self.run.write_status(step=state.global_step, total_steps=state.max_steps, elapsed=now - self._t0,
+                              last_reward=values.get("reward"), last_loss=values.get("loss"))
+
+    def on_step_end(self, args, state, control, **kw):
+        if self.run.stop_requested() and not self.stopped:
+            self.stopped = True
+            control.should_training_stop = True
+            control.should_save = True
+            self.run.write_status(state=STOPPING, step=state.global_step)
+            self.run.event("stop_requested", step=state.global_step)
+        if state.global_step >= state.max_steps:
+            control.should_save = True
+        if self.evaluate is not None and self.eval_steps and state.global_step % self.eval_steps == 0:
+            self._eval(state, kw.get("model"))
+
+    def on_save(self, args, state, control, **kw):
+        path = f"{args.output_dir}/checkpoint-{state.global_step}"
+        self.run.event("checkpoint", step=state.global_step, path=path)
+        self.run.write_status(last_checkpoint=path)
+
+    def on_train_end(self, args, state, control, **kw):
+        if self.evaluate is not None and not (self.eval_steps and state.global_step % self.eval_steps == 0):
+            self._eval(state, kw.get("model"))
+
+    def _eval(self, state, model) -> None:
+        if model is None:
+            return
+        values = self.evaluate(model)
+        if values:
+            self.run.append_metrics(state.global_step, values)
