@@ -1,0 +1,334 @@
+"""Start, watch and stop a verl job — a local process or a Ray job — and mirror it into the run dir.
+
+* :class:`LocalJob` — ``python -m verl.trainer.main_ppo`` in its own process session, its output
+  appended to ``train.log`` (never a pipe); stopped by signalling its whole session.
+* :class:`RayJob` — Ray's ``JobSubmissionClient``: the run dir is the job's ``working_dir``,
+  status/logs/stop map to the run dir's status, ``train.log`` and STOP file.
+* :class:`MetricsWatcher` — tails verl's ``file`` logger JSONL (or, when that file is on another
+  node, the console lines in the job's log) into ``metrics.jsonl`` with canonical names, turns
+  verl's rollout dumps into ``samples.jsonl`` and its ``global_step_N`` folders into checkpoint events.
+"""
+from __future__ import annotations
+
+import asyncio
+import os
+import queue
+import re
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+from ..rundir import JsonlTail, RunDir, iter_jsonl
+from .metrics import normalize_record, parse_console_line
+
+FILE_LOGGER_RE = re.compile(r"Creating file logger at (\S+)")
+_ANSI_RE = re.compile(r"\x1b\[[0-9;]*m")
+_RAY_PREFIX_RE = re.compile(r"^\s*\([^)]*pid=\d+[^)]*\)\s*")
+_ERROR_RE = re.compile(r"^(?:[\w.]+\.)?\w*(?:Error|Exception|Interrupt)(?:\([\w.]+\))?(?::\s.*)?$")
+_STEP_DIR_RE = re.compile(r"^global_step_(\d+)$")
+
+
+class VerlRunError(RuntimeError):
+    """verl ended with an error; the message carries verl's own last error line."""
+
+
+def clean_line(line: str) -> str:
+    return _RAY_PREFIX_RE.sub("", _ANSI_RE.sub("", line)).rstrip()
+
+
+def last_error(text: str) -> str | None:
+    """The last ``SomeError: message`` line of a log (Ray prefixes and colours removed)."""
+    for raw in reversed(text.splitlines()):
+        line = clean_line(raw).strip()
+        if line and _ERROR_RE.match(line) and not line.startswith(("Set the environment variable",)):
+            return line[:500]
+    return None
+
+
+def read_tail(path: Path, max_bytes: int = 256 * 1024) -> str:
+    try:
+        size = path.stat().st_size
+        with open(path, "rb") as f:
+            f.seek(max(0, size - max_bytes))
+            return f.read().decode("utf-8", errors="replace")
+    except FileNotFoundError:
+        return ""
+
+
+# -- metrics, samples, checkpoints ----------------------------------------------------------------
+class MetricsWatcher:
+    """Mirrors verl's outputs into the run directory; call :meth:`poll` regularly."""
+
+    def __init__(self, run: RunDir, total_steps: int | None = None, metrics_file: str | Path | None = None,
+                 rollouts_dir: str | Path | None = None, checkpoints_dir: str | Path | None = None,
+                 samples_per_step: int = 2, decide_after_s: float = 10.0):
+        self.run = run
+        self.total_steps = total_steps
+        self.samples_per_step = samples_per_step
+        self.rollouts_dir = Path(rollouts_dir) if rollouts_dir else None
+        self.checkpoints_dir = Path(checkpoints_dir) if checkpoints_dir else None
+        self.decide_after_s = decide_after_s
+        self.mode = "file" if metrics_file else "auto"  # file | console | auto (decided from the job's log)
+        self.tail = JsonlTail(Path(metrics_file)) if metrics_file else None
+        self._candidate: tuple[str, float] | None = None
+        self._console: list[dict] = []
+        self.last_step: int | None = None
+        self.rows = 0
+        self._samples_done: set[int] = set()
+        self._checkpoints: set[int] = set()
+
+    # fed by a job's log (cluster mode) -----------------------------------------------------------
+    def feed_log_line(self, line: str) -> None:
+        line = clean_line(line)
+        m = FILE_LOGGER_RE.search(line)
+        if m and self.mode == "auto":
+            self._candidate = (m.group(1), time.time())
+            return
+        if self.mode == "file":
+            return
+        rec = parse_console_line(line)
+        if rec is None:
+            return
+        if self.mode == "auto" and self._candidate is None:
+            self.mode = "console"  # verl announces its file logger before the first step: there is none
+        if self.mode == "console":
+            self._emit(rec)
+        else:
+            self._console.append(rec)
+
+    def _decide(self, final: bool = False) -> None:
+        """Cluster mode: the file logger's JSONL when this machine can read it, else console lines."""
+        if self.mode != "auto":
+            return
+        if self._candidate is not None:
+            path, seen = self._candidate
+            if os.path.exists(path):  # same machine or a shared filesystem: the exact values
+                self.mode = "file"
+                self.tail = JsonlTail(Path(path))
+                self._console.clear()
+                if self.rollouts_dir is None:
+                    self.rollouts_dir = Path(path).parent / "rollouts"
+                return
+            if not final and time.time() - seen < self.decide_after_s:
+                return
+        elif not final:
+            return
+        self.mode = "console"
+        buffered, self._console = self._console, []
+        for rec in buffered:
+            self._emit(rec)
+
+    # the loop ---------------------------------------------------------------------------------
+    def poll(self, final: bool = False) -> int:
+        """Mirror what is new; returns how many metric rows were written."""
+        before = self.rows
+        self._decide(final)
+        if self.tail is not None:
+            for rec in self.tail.read_new():
+                self._emit(rec)
+        self._samples(final)
+        self._scan_checkpoints()
+        return self.rows - before
+
+    def _emit(self, record: dict) -> None:
+        row = normalize_record(record)
+        if row is None:
+            return
+        step, values = row
+        self.run.append_metrics(step, values)
+        self.rows += 1
+        self.last_step = step if self.last_step is None else max(self.last_step, step)
+        status: dict[str, Any] = {"step": self.last_step}
+        if self.total_steps:
+            status["total_steps"] = self.total_steps
+        if "reward" in values:
+            status["last_reward"] = values["reward"]
+        if "loss" in values:
+            status["last_loss"] = values["loss"]
+        self.run.write_status(**status)
+
+    def _samples(self, final: bool) -> None:
+        if self.samples_per_step <= 0 or self.rollouts_dir is None or not self.rollouts_dir.is_dir():
+            return
+        for path in sorted(self.rollouts_dir.glob("*.jsonl")):
+            try:
+                step = int(path.stem)
+            except ValueError:
+                continue
+            # a dump is complete once a later step was logged (verl writes it in a background thread)
+            if step in self._samples_done or not (final or (self.last_step is not None and self.last_step > step)):
+                continue
+            self._samples_done.add(step)
+            for i, row in enumerate(iter_jsonl(path)):
+                if i >= self.samples_per_step:
+                    break
+                self.run.append_sample(sample_from_dump(row, step))
+
+    def _scan_checkpoints(self) -> None:
+        if self.checkpoints_dir is None or not self.checkpoints_dir.is_dir():
+            return
+        for p in self.checkpoints_dir.iterdir():
+            m = _STEP_DIR_RE.match(p.name)
+            if m and p.is_dir() and int(m.group(1)) not in self._checkpoints:
+                step = int(m.group(1))
+                self._checkpoints.add(step)
+                self.run.event("checkpoint", step=step, path=str(p))
+                self.run.write_status(last_checkpoint=str(p))
+
+
+def sample_from_dump(row: dict, step: int) -> dict:
+    """A line of verl's rollout dump (``trainer.rollout_data_dir/<step>.jsonl``) → a samples.jsonl row."""
+    terms = {k[len("reward_"):]: v for k, v in row.items() if k.startswith("reward_") and isinstance(v, (int, float))}
+    return {"step": int(row.get("step", step)), "time": time.time(), "prompt": row.get("input"),
+            "completion": row.get("output"), "answer": row.get("gts"), "rewards": terms,
+            "reward": row.get("score")}
+
+
+# -- a local process ---------------------------------------------------------------------------------
+class LocalJob:
+    """A command in its own session, its stdout/stderr appended to ``log_path``."""
+
+    def __init__(self, argv: list[str], cwd: str | Path, env: dict[str, str], log_path: str | Path):
+        import psutil
+
+        log = open(log_path, "ab")
+        try:
+            self.proc = subprocess.Popen(argv, cwd=str(cwd), env=env, stdin=subprocess.DEVNULL, stdout=log,
+                                         stderr=subprocess.STDOUT, start_new_session=True, close_fds=True)
+        finally:
+            log.close()
+        self.pid = self.proc.pid
+        self._ps = psutil.Process(self.pid)
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        self.returncode = self.proc.poll()
+        return self.returncode
+
+    def stop(self, grace_s: float = 20.0) -> None:
+        """SIGTERM the job's whole session (verl, its local Ray processes), SIGKILL what is left."""
+        import psutil
+
+        procs = [self._ps]
+        try:
+            procs += self._ps.children(recursive=True)
+        except psutil.Error:
+            pass
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            try:
+                os.killpg(self.pid, sig)
+            except (ProcessLookupError, PermissionError):
+                pass
+            for p in procs:
+                try:
+                    p.send_signal(sig)
+                except psutil.Error:
+                    pass
+            _, alive = psutil.wait_procs(procs, timeout=grace_s if sig == signal.SIGTERM else 5.0)
+            if not alive:
+                break
+            procs = alive
+        self.proc.wait(timeout=5)
+        self.poll()
+
+
+# -- a Ray job ---------------------------------------------------------------------------------------
+def enable_ray_token_auth() -> None:
+    """Ray >= 2.5x clusters may require a token; use the local one (~/.ray/auth_token, RAY_AUTH_TOKEN)
+    the way Ray's own CLI does when RAY_AUTH_MODE is not set."""
+    try:
+        from ray._private.authentication.authentication_token_setup import (
+            maybe_enable_token_auth_if_token_available)
+    except ImportError:  # older Ray: no token auth
+        return
+    try:
+        maybe_enable_token_auth_if_token_available(warn_if_disabled=False)
+    except Exception:  # never let the probe take the launcher down
+        pass
+
+
+class RayJob:
+    """One Ray job: submit, status, live logs, stop."""
+
+    TERMINAL = ("SUCCEEDED", "FAILED", "STOPPED")
+
+    def __init__(self, address: str | None):
+        enable_ray_token_auth()
+        from ray.job_submission import JobSubmissionClient
+
+        self.address = address
+        self.client = JobSubmissionClient(address)
+        self.job_id: str | None = None
+        self._log_thread: threading.Thread | None = None
+        self.lines: "queue.Queue[str]" = queue.Queue()
+
+    def submit(self, entrypoint: str, runtime_env: dict, metadata: dict | None = None,
+               submission_id: str | None = None) -> str:
+        self.job_id = self.client.submit_job(entrypoint=entrypoint, runtime_env=runtime_env,
+                                             metadata=metadata or {}, submission_id=submission_id)
+        return self.job_id
+
+    def status(self) -> str:
+        status = self.client.get_job_status(self.job_id)
+        return getattr(status, "value", str(status))
+
+    def info(self):
+        return self.client.get_job_info(self.job_id)
+
+    def logs(self) -> str:
+        return self.client.get_job_logs(self.job_id)
+
+    def stop(self) -> bool:
+        return bool(self.client.stop_job(self.job_id))
+
+    def follow_logs(self, sink: Callable[[str], None]) -> None:
+        """A daemon thread streaming the job's log into ``sink`` (text chunks) and :attr:`lines`."""
+
+        def emit(chunk: str) -> None:
+            sink(chunk)
+            for line in chunk.splitlines():
+                self.lines.put(line)
+
+        def run() -> None:
+            sent = 0
+            try:
+                async def follow() -> None:
+                    nonlocal sent
+                    async for chunk in self.client.tail_job_logs(self.job_id):
+                        sent += len(chunk)
+                        emit(chunk)
+
+                asyncio.run(follow())
+            except Exception:  # the websocket failed: fall back to polling the whole log
+                while True:
+                    try:
+                        text = self.logs()
+                        if len(text) > sent:
+                            emit(text[sent:])
+                            sent = len(text)
+                        if self.status() in self.TERMINAL:
+                            text = self.logs()
+                            if len(text) > sent:
+                                emit(text[sent:])
+                            return
+                    except Exception:
+                        return
+                    time.sleep(2.0)
+
+        self._log_thread = threading.Thread(target=run, name=f"ray-logs-{self.job_id}", daemon=True)
+        self._log_thread.start()
+
+    def join_logs(self, timeout: float = 10.0) -> None:
+        if self._log_thread is not None:
+            self._log_thread.join(timeout)
+
+    def drain_lines(self) -> list[str]:
+        out = []
+        while True:
+            try:
+                out.append(self.lines.get_nowait())
+            except queue.Empty:
+                return out
