@@ -35,7 +35,8 @@ FLAT_KEYS = {"name", "model", "system_prompt", "temperature", "top_p", "max_toke
 LLM_CONFIG_KEYS = {"llm_model_name": "model", "llm_temperature": "temperature", "llm_top_p": "top_p",
                    "llm_max_tokens": "max_tokens", "max_tokens": "max_tokens", "llm_base_url": "llm_base_url",
                    "llm_api_key": "api_key", "llm_provider": None}
-SECRET_RE = re.compile(r"(api_?key|token|secret|password)", re.I)
+# "token" only as a whole word or a suffix (hf_token, access_token): max_tokens is no secret
+SECRET_RE = re.compile(r"(api_?key|secret|password|passwd|(^|_)token$)", re.I)
 ENV_RE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 MASK = "****"
 
@@ -53,7 +54,7 @@ class AgentSpec:
     max_steps: int = 1
     tools: list[str] = field(default_factory=list)
     llm_base_url: str | None = None
-    api_key: str | None = None
+    api_key: str | None = field(default=None, repr=False)  # never in repr/logs
     source: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     # where each secret came from: field -> "${VAR}" (or None when written literally)
@@ -152,8 +153,8 @@ def _from_object(obj: Any) -> dict:
 
 def _select_agent(data: dict, warnings: list[str]) -> dict:
     agents = data.get("agents")
-    if agents is None:
-        return data
+    if agents is None:  # flat form (an AWorld agent object or a single agent may still carry llm_config)
+        return _flatten(data, data.get("name"))
     if isinstance(agents, list):
         agents = {a.get("name", f"agent{i}"): a for i, a in enumerate(agents) if isinstance(a, dict)}
     if not isinstance(agents, dict) or not agents:
@@ -164,8 +165,16 @@ def _select_agent(data: dict, warnings: list[str]) -> dict:
                         f"Others: {', '.join(list(agents)[1:])}")
     if not isinstance(conf, dict):
         raise CheckError("agent", f"agent '{name}' must be a mapping of settings")
-    flat = {"name": name}
+    return _flatten(conf, name)
+
+
+def _flatten(conf: dict, name: Any) -> dict:
+    """One agent's settings with its ``llm_config`` mapped onto the flat keys (flat keys win)."""
     llm = conf.get("llm_config") or {}
+    if not isinstance(llm, dict):
+        raise CheckError("agent", f"`llm_config` must be a mapping, not {type(llm).__name__}",
+                         "write llm_config: {llm_model_name: ..., llm_temperature: ...}")
+    flat = {"name": name} if name is not None else {}
     for key, target in LLM_CONFIG_KEYS.items():
         if target and key in llm:
             flat[target] = llm[key]
@@ -229,7 +238,8 @@ def load_agent(agent: Any, load_tools: bool = True) -> AgentSpec:
     base_dir: Path | None = None
     source = None
     if isinstance(agent, AgentSpec):
-        data = agent.to_dict() | {"api_key": agent.api_key}
+        # keep the ${VAR} a key came from, so the re-checked spec still writes the reference
+        data = agent.to_dict() | {"api_key": agent.secret_refs.get("api_key") or agent.api_key}
         source = agent.source
     elif isinstance(agent, (str, os.PathLike)):
         path = Path(os.path.expanduser(str(agent)))
@@ -271,7 +281,8 @@ def load_agent(agent: Any, load_tools: bool = True) -> AgentSpec:
     if local.exists():
         model = str(local)
     elif model.startswith((".", "/", "~")):
-        raise CheckError("agent", f"model folder '{model}' does not exist (looked at {local})",
+        looked = (base_dir / model).resolve() if base_dir is not None else local
+        raise CheckError("agent", f"model folder '{model}' does not exist (looked at {looked})",
                          "fix the path; relative paths are resolved against the agent YAML's folder")
     else:
         warnings.append(f"model '{model}' is not a local folder; it will be loaded by id "

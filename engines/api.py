@@ -171,7 +171,11 @@ def get_processor_class(train_engine_name: str) -> type:
         raise ValueError(f"unknown training engine '{train_engine_name}'{did_you_mean(train_engine_name, _REGISTRY)}"
                          f" — registered engines: {', '.join(sorted(_REGISTRY))}")
     if isinstance(entry, str):
-        cls = load_object(entry)
+        try:
+            cls = load_object(entry)
+        except ValueError as e:  # a plugin that does not import: say which engine, keep the cause
+            raise ValueError(f"training engine '{train_engine_name}' ({entry}) cannot be loaded: {e} — install "
+                             f"what it needs, or unregister_processor('{train_engine_name}')") from e
         if not (isinstance(cls, type) and issubclass(cls, TrainerProcessor)):
             raise ValueError(f"engine '{train_engine_name}' ({entry}) is not a TrainerProcessor subclass")
         cls.engine_name = train_engine_name

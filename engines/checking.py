@@ -41,7 +41,12 @@ def check_all(agent: Any, train_dataset: Any = None, test_dataset: Any = None, r
         scratch = tempfile.mkdtemp(prefix="aworld-check-")
         run_path = scratch
     try:
-        p = cls(run_path)
+        try:
+            p = cls(run_path)
+        except Exception as e:  # an engine whose constructor fails: report it like any check
+            msg = f"engine '{train_engine_name}' failed to start: {type(e).__name__}: {e}"
+            return [CheckResult(m, ERROR, "not checked: the engine failed to start") for m in ORDER] + \
+                [CheckResult("engine", ERROR, msg, details=engine.details)]
         if columns:
             train_dataset = {"path": train_dataset, "columns": columns}
         steps = (("agent", lambda: p.check_agent(agent)),

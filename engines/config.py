@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -68,7 +69,8 @@ def _parse_text(text: str, where: str, json_first: bool = False) -> dict[str, An
     if data is None:
         return {}
     if not isinstance(data, dict):
-        raise CheckError("config", f"{where} must hold a mapping of settings, not a {type(data).__name__}")
+        raise CheckError("config", f"{where} must hold a mapping of settings, not a {type(data).__name__}",
+                         "write one `key: value` per line, e.g. max_steps: 100")
     return data
 
 
@@ -85,21 +87,30 @@ def _coerce(f: ConfigField, value: Any) -> Any:
             value = int(value) if int in types and value.strip().lstrip("-").isdigit() else float(value)
         except ValueError:
             pass
+    if int in types and float not in types and isinstance(value, float) and value.is_integer():
+        value = int(value)  # 5.0 (JSON) or 1e3 (YAML reads it as text) for an integer setting
     if bool in types and isinstance(value, str) and value.lower() in ("true", "false"):
         value = value.lower() == "true"
     if isinstance(value, bool) and bool not in types:
-        raise CheckError("config", f"`{f.name}` must be {'/'.join(t.__name__ for t in types)}, got {value!r}")
+        raise CheckError("config", f"`{f.name}` must be {'/'.join(t.__name__ for t in types)}, got {value!r}",
+                         f"e.g. {f.name}: {f.default!r}")
     if not isinstance(value, types):
         raise CheckError("config", f"`{f.name}` must be {'/'.join(t.__name__ for t in types)}, got "
                          f"{value!r} ({type(value).__name__})", f"e.g. {f.name}: {f.default!r}")
     if f.choices is not None and value not in f.choices:
         raise CheckError("config", f"`{f.name}` = {value!r} is not one of {', '.join(map(str, f.choices))}"
-                         f"{did_you_mean(str(value), map(str, f.choices))}")
+                         f"{did_you_mean(str(value), map(str, f.choices))}",
+                         f"set {f.name} to one of: {', '.join(map(str, f.choices))}")
     if isinstance(value, (int, float)) and not isinstance(value, bool):
+        lo, hi = f.min is not None, f.max is not None
+        span = (f"use a value between {f.min} and {f.max}" if lo and hi else f"use a value of at least {f.min}"
+                if lo else f"use a value of at most {f.max}" if hi else "use a finite number")
+        if not math.isfinite(value):
+            raise CheckError("config", f"`{f.name}` = {value} is not a finite number", span)
         if f.min is not None and value < f.min:
-            raise CheckError("config", f"`{f.name}` = {value} is below its minimum {f.min}")
+            raise CheckError("config", f"`{f.name}` = {value} is below its minimum {f.min}", span)
         if f.max is not None and value > f.max:
-            raise CheckError("config", f"`{f.name}` = {value} is above its maximum {f.max}")
+            raise CheckError("config", f"`{f.name}` = {value} is above its maximum {f.max}", span)
     return value
 
 

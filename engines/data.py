@@ -71,6 +71,8 @@ def _load_file(path: Path, role: str):
         ds = datasets.load_dataset(FORMATS[suffix], data_files=str(path), split="train", **kwargs)
     except Exception as e:  # datasets wraps parser errors in several types
         cause = e.__cause__ or e
+        if "corresponds to no data" in str(cause):  # e.g. a CSV with a header line only
+            raise CheckError("dataset", f"{role} file '{path.name}' has no rows", "add rows with a prompt column")
         raise CheckError("dataset", f"cannot read {role} file '{path.name}' as {suffix[1:]}: "
                          f"{type(cause).__name__}: {str(cause)[:300]}",
                          "check that every row has the same columns and the file is valid")

@@ -128,7 +128,7 @@ def answer_format(completion: str, answer: str | None = None, **kwargs: Any) -> 
 def length_penalty(completion: str, answer: str | None = None, target_chars: int = 200, **kwargs: Any) -> float:
     """0.0 up to `target_chars` characters, falling linearly to -1.0 at twice that length."""
     extra = max(0, len(completion or "") - int(target_chars))
-    return -min(1.0, extra / max(1, int(target_chars)))
+    return -min(1.0, extra / max(1, int(target_chars))) if extra else 0.0
 
 
 BUILTIN_REWARDS: dict[str, Callable[..., float]] = {
@@ -204,8 +204,13 @@ class RewardTerm:
     def __call__(self, completion: Any, answer: str | None, prompt: Any = None, /, **columns: Any) -> float:
         text = message_text(completion)
         if self.style == "batch":
-            out = self.fn(prompts=[prompt], completions=[completion], **{k: [v] for k, v in columns.items()},
-                          **self.kwargs)
+            batch = {k: [v] for k, v in columns.items()}
+            # a reference parameter the columns do not carry (verl passes it as ground_truth) gets the answer
+            params = _params(self.fn)
+            for name in ANSWER_NAMES:
+                if name in params and name not in batch:
+                    batch[name] = [answer]
+            out = self.fn(prompts=[prompt], completions=[completion], **batch, **self.kwargs)
             if not isinstance(out, (list, tuple)) or len(out) != 1:
                 raise CheckError("reward", f"reward '{self.name}' (TRL style) must return a list with one value per "
                                  f"completion, got {out!r}")
@@ -417,9 +422,8 @@ def dry_run_reward(reward: Reward, bundle: Any, rows: int = 3) -> CheckResult:
         row = ds[i]
         answer = answers[i]
         wrong = next((a for a in answers if a is not None and a != answer), None) or "a wrong answer"
-        columns = {k: v for k, v in row.items() if k not in (bundle.columns.prompt,)}
-        if bundle.columns.answer in columns:
-            columns.pop(bundle.columns.answer)
+        # every other column, the answer's included, as training passes them (TRL keeps them all)
+        columns = {k: v for k, v in row.items() if k != bundle.columns.prompt}
         prompt = row[bundle.columns.prompt]
         entry = {"row": i, "prompt": prompt_text(prompt)[:200], "answer": answer}
         for label, completion in (("reference", answer or ""), ("wrong", wrong)):
