@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import secrets
 import socket
 import time
@@ -216,10 +217,9 @@ class RunDir:
             return []
 
         def step_of(p: Path) -> int:
-            try:
-                return int(p.name.rsplit("-", 1)[-1])
-            except ValueError:
-                return -1
+            """``checkpoint-<step>`` (TRL) or ``global_step_<step>`` (verl)."""
+            tail = re.split(r"[-_]", p.name)[-1]
+            return int(tail) if tail.isdigit() else -1
 
         return sorted((p for p in self.checkpoints_dir.iterdir() if p.is_dir()), key=step_of)
 

@@ -183,6 +183,11 @@ def kill_run(run_dir: str | os.PathLike, grace_s: float = 5.0) -> bool:
             os.killpg(pgid, sig)
         except ProcessLookupError:
             pass
+        for p in procs:  # children in sessions of their own (e.g. verl's trainer) too
+            try:
+                p.send_signal(sig)
+            except psutil.Error:
+                pass
         _, alive = psutil.wait_procs(procs, timeout=grace_s)
         if not alive:
             break
