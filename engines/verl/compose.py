@@ -21,7 +21,6 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import io
-import os
 import re
 import warnings as _warnings
 from dataclasses import dataclass, field
@@ -84,14 +83,14 @@ def is_empty(value: Any) -> bool:
 
 
 def set_path(d: dict, path: str, value: Any) -> None:
+    """``d[a][b][c] = value`` for ``"a.b.c"``; a mapping is merged into a mapping already there."""
     parts = path.split(".")
     for p in parts[:-1]:
-        nxt = d.get(p)
-        if not isinstance(nxt, dict):
-            nxt = {}
-            d[p] = nxt
-        d = nxt
-    d[parts[-1]] = value
+        if not isinstance(d.get(p), dict):
+            d[p] = {}
+        d = d[p]
+    old = d.get(parts[-1])
+    d[parts[-1]] = _deep_merge(old, value) if isinstance(old, dict) and isinstance(value, dict) else value
 
 
 def leaf_paths(d: dict, prefix: str = "") -> dict[str, Any]:
@@ -107,12 +106,12 @@ def leaf_paths(d: dict, prefix: str = "") -> dict[str, Any]:
 
 
 def drop_empty(d: dict) -> dict:
-    """The user's dict without the keys left empty (None / "" / "???")."""
+    """The user's dict without the keys left empty (None / "" / "???" / {})."""
     out = {}
     for k, v in d.items():
         if isinstance(v, dict):
             sub = drop_empty(v)
-            if sub or not v:
+            if sub:
                 out[k] = sub
         elif not is_empty(v):
             out[k] = v
@@ -141,45 +140,32 @@ class UserConfig:
 
 
 def split_user_config(raw: dict[str, Any], verl_roots: Iterable[str]) -> UserConfig:
+    """The user's settings → verl keys (short names and dotted keys expanded), Hydra group choices from a
+    ``defaults:`` list, and the adapter's own keys. Unknown top-level keys are a check error."""
+    import copy
+
     roots = set(verl_roots)
     nested: dict[str, Any] = {}
     groups: list[str] = []
     adapter: dict[str, Any] = {}
     warnings: list[str] = []
     unknown: list[str] = []
-    expanded: dict[str, Any] = {}
     for key, value in raw.items():
         key = str(key)
         if key == "defaults":
             for item in value or []:
-                if isinstance(item, str):
-                    if item not in (CONFIG_NAME, "_self_"):
-                        warnings.append(f"defaults entry '{item}' ignored (the base is verl's {CONFIG_NAME})")
-                    continue
                 if isinstance(item, dict):
-                    for g, option in item.items():
-                        g = str(g).replace("override ", "").strip()
-                        groups.append(f"{g}={option}")
-            expanded["defaults"] = value
+                    groups += [f"{str(g).replace('override ', '').strip()}={option}" for g, option in item.items()]
+                elif item not in (CONFIG_NAME, "_self_"):
+                    warnings.append(f"defaults entry '{item}' ignored (the base is verl's {CONFIG_NAME})")
         elif key == "hydra":
             warnings.append("the `hydra:` section is ignored (the run directory decides where outputs go)")
         elif key in ADAPTER_KEYS:
             adapter[key] = value
-            expanded[key] = value
-        elif key in ALIASES:
-            if not is_empty(value):
-                set_path(nested, ALIASES[key], value)
-                set_path(expanded, ALIASES[key], value)
-        elif "." in key and key.split(".")[0] in roots:
+        elif key in ALIASES and not (key in roots and isinstance(value, dict)):  # `algorithm: grpo` vs `algorithm: {..}`
+            set_path(nested, ALIASES[key], value)
+        elif key in roots or ("." in key and key.split(".")[0] in roots):
             set_path(nested, key, value)
-            set_path(expanded, key, value)
-        elif key in roots:
-            if isinstance(value, dict) and isinstance(nested.get(key), dict):
-                nested[key] = _deep_merge(nested[key], value)
-            else:
-                nested[key] = value
-            expanded[key] = expanded.get(key, value) if not isinstance(value, dict) else _deep_merge(
-                expanded.get(key) or {}, value)
         else:
             unknown.append(key)
     if unknown:
@@ -188,7 +174,8 @@ def split_user_config(raw: dict[str, Any], verl_roots: Iterable[str]) -> UserCon
             f"'{k}'{did_you_mean(k, names)}" for k in unknown),
             f"verl sections: {', '.join(sorted(roots))}; short names: {', '.join(sorted(ALIASES))}; "
             f"also {', '.join(sorted(ADAPTER_KEYS))}", keys=unknown)
-    return UserConfig(nested=drop_empty(nested), groups=groups, adapter=adapter, raw=expanded, warnings=warnings)
+    kept = {**copy.deepcopy(nested), **adapter, **({"defaults": raw["defaults"]} if "defaults" in raw else {})}
+    return UserConfig(nested=drop_empty(nested), groups=groups, adapter=adapter, raw=kept, warnings=warnings)
 
 
 def _deep_merge(a: dict, b: dict) -> dict:
@@ -199,8 +186,21 @@ def _deep_merge(a: dict, b: dict) -> dict:
 
 
 # -- composing -----------------------------------------------------------------------------------
+_BASE_CACHE: dict[tuple[str, ...], Any] = {}
+
+
 def compose_base(groups: list[str] | None = None):
-    """verl's ``ppo_trainer`` through Hydra's compose API (struct mode, verl's defaults)."""
+    """verl's ``ppo_trainer`` through Hydra's compose API (struct mode, verl's defaults); a fresh copy
+    each call, composed once per process and group choice."""
+    import copy
+
+    key = tuple(groups or [])
+    if key not in _BASE_CACHE:
+        _BASE_CACHE[key] = _compose(list(key))
+    return copy.deepcopy(_BASE_CACHE[key])
+
+
+def _compose(groups: list[str]):
     from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
     from hydra.errors import HydraException
@@ -209,13 +209,13 @@ def compose_base(groups: list[str] | None = None):
         GlobalHydra.instance().clear()
     try:
         with initialize_config_dir(config_dir=str(verl_config_dir()), version_base=None):
-            return compose(config_name=CONFIG_NAME, overrides=list(groups or []))
+            return compose(config_name=CONFIG_NAME, overrides=groups)
     except HydraException as e:
         first = str(e).strip().splitlines()[0]
         options = [ln.strip() for ln in str(e).splitlines() if ln.startswith("\t")]
         raise CheckError("config", f"verl's config has no such option: {first}",
                          "fix the `defaults:` entry" + (f" (options: {', '.join(options)})" if options else ""),
-                         keys=[g.split("=")[0] for g in groups or []])
+                         keys=[g.split("=")[0] for g in groups])
 
 
 def root_keys() -> list[str]:
@@ -247,19 +247,19 @@ def _is_open(node: Any, name: str) -> bool:
     return False
 
 
-def unknown_keys(user: dict, base: Any, prefix: str = "") -> list[str]:
-    """Keys the user set that verl's config does not have (Hydra would reject them as overrides)."""
+def unknown_keys(user: dict, base: Any, prefix: str = "") -> list[tuple[str, str]]:
+    """(dotted key, " (did you mean ...)") for each key the user set that verl's config does not have —
+    the keys Hydra would reject as overrides."""
     from omegaconf import DictConfig
 
-    found: list[str] = []
+    found: list[tuple[str, str]] = []
+    if not isinstance(base, DictConfig):
+        return found
     for key, value in user.items():
         path = f"{prefix}{key}"
-        if not isinstance(base, DictConfig):
-            continue
-        if key not in base:
-            if _is_open(base, prefix.rstrip(".").split(".")[-1] if prefix else "") or str(key).endswith("_kwargs"):
-                continue
-            found.append(f"'{path}'{did_you_mean(str(key), [str(k) for k in base.keys()])}")
+        if key not in base.keys():  # (`in` is False for a ??? value)
+            if not (_is_open(base, prefix.rstrip(".").split(".")[-1]) or str(key).endswith("_kwargs")):
+                found.append((path, did_you_mean(str(key), [str(k) for k in base.keys()])))
             continue
         node = base._get_node(key)
         if isinstance(value, dict) and isinstance(node, DictConfig) and not node._is_none():
@@ -409,7 +409,7 @@ def run_verl_checks(cfg) -> list[str]:
 
     from verl.workers.rollout.base import _ROLLOUT_REGISTRY
 
-    name, mode = select(cfg, "actor_rollout_ref.rollout.name"), select(cfg, "actor_rollout_ref.rollout.mode")
+    name = select(cfg, "actor_rollout_ref.rollout.name")
     names = sorted({n for n, _ in _ROLLOUT_REGISTRY})
     if name not in names:
         raise CheckError("config", f"actor_rollout_ref.rollout.name={name!r} is not a verl rollout backend"
@@ -453,28 +453,6 @@ def _in_disabled_section(cfg, key: str) -> bool:
         if enable is False:
             return True
     return False
-
-
-# -- environment -------------------------------------------------------------------------------------
-def rollout_backend() -> str | None:
-    """The first rollout backend importable here (vllm, sglang), else None."""
-    for name in ROLLOUT_BACKENDS:
-        if importlib.util.find_spec(name) is not None:
-            return name
-    return None
-
-
-def cuda_gpus() -> int:
-    """CUDA GPUs visible here (nvidia-smi when present, else torch)."""
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if visible is not None and visible.strip() in ("", "-1"):
-        return 0
-    try:
-        import torch
-
-        return int(torch.cuda.device_count())
-    except Exception:
-        return 0
 
 
 def save_config(cfg, path: Path) -> Path:

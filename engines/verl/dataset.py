@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ..checks import CheckError
-from ..data import NESTED_ANSWER, ColumnMap, prompt_messages, prompt_text, row_answer
+from ..data import ColumnMap, prompt_messages, prompt_text, row_answer
 
 NATIVE_COLUMNS = ("prompt", "data_source", "reward_model")
 TOOL_AGENT_LOOP = "tool_agent"  # verl's built-in multi-turn tool loop (verl.experimental.agent_loop)
@@ -48,9 +48,9 @@ def data_source_name(source: str | None, fallback: str = "aworld") -> str:
 
 def extra_columns(ds, columns: ColumnMap) -> list[str]:
     """The row's other columns, passed to the reward (as in the TRL engine) through ``extra_info``."""
+    # The answer column stays (under its own name) so a TRL-style reward reading kwargs["solution"]
+    # sees the same columns under verl as under trl; verl's ground truth also gets it.
     skip = {columns.prompt, "data_source", "reward_model", "extra_info", "agent_name", "ability"}
-    if columns.answer and columns.answer != NESTED_ANSWER:
-        skip.add(columns.answer)
     return [c for c in ds.column_names if c not in skip and c not in RESERVED_EXTRA]
 
 

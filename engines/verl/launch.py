@@ -21,12 +21,10 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from ..rundir import JsonlTail, RunDir, iter_jsonl
-from .metrics import normalize_record, parse_console_line
+from ..rundir import JsonlTail, RunDir, TextTail, iter_jsonl
+from .metrics import clean_log_line, normalize_record, parse_console_line
 
 FILE_LOGGER_RE = re.compile(r"Creating file logger at (\S+)")
-_ANSI_RE = re.compile(r"\x1b\[[0-9;]*m")
-_RAY_PREFIX_RE = re.compile(r"^\s*\([^)]*pid=\d+[^)]*\)\s*")
 _ERROR_RE = re.compile(r"^(?:[\w.]+\.)?\w*(?:Error|Exception|Interrupt)(?:\([\w.]+\))?(?::\s.*)?$")
 _STEP_DIR_RE = re.compile(r"^global_step_(\d+)$")
 
@@ -35,27 +33,20 @@ class VerlRunError(RuntimeError):
     """verl ended with an error; the message carries verl's own last error line."""
 
 
-def clean_line(line: str) -> str:
-    return _RAY_PREFIX_RE.sub("", _ANSI_RE.sub("", line)).rstrip()
-
-
 def last_error(text: str) -> str | None:
     """The last ``SomeError: message`` line of a log (Ray prefixes and colours removed)."""
     for raw in reversed(text.splitlines()):
-        line = clean_line(raw).strip()
-        if line and _ERROR_RE.match(line) and not line.startswith(("Set the environment variable",)):
+        line = clean_log_line(raw).strip()
+        if _ERROR_RE.match(line):
             return line[:500]
     return None
 
 
-def read_tail(path: Path, max_bytes: int = 256 * 1024) -> str:
-    try:
-        size = path.stat().st_size
-        with open(path, "rb") as f:
-            f.seek(max(0, size - max_bytes))
-            return f.read().decode("utf-8", errors="replace")
-    except FileNotFoundError:
-        return ""
+def log_tail(path: Path) -> str:
+    """The end of a log (the last 256 KiB, as the run dir's TextTail reads it)."""
+    tail = TextTail(Path(path), keep=2000)
+    tail.read_new()
+    return tail.text()
 
 
 # -- metrics, samples, checkpoints ----------------------------------------------------------------
@@ -82,7 +73,7 @@ class MetricsWatcher:
 
     # fed by a job's log (cluster mode) -----------------------------------------------------------
     def feed_log_line(self, line: str) -> None:
-        line = clean_line(line)
+        line = clean_log_line(line)
         m = FILE_LOGGER_RE.search(line)
         if m and self.mode == "auto":
             self._candidate = (m.group(1), time.time())
@@ -109,7 +100,7 @@ class MetricsWatcher:
                 self.mode = "file"
                 self.tail = JsonlTail(Path(path))
                 self._console.clear()
-                if self.rollouts_dir is None:
+                if self.rollouts_dir is None:  # the cluster config puts verl's rollout dumps next to it
                     self.rollouts_dir = Path(path).parent / "rollouts"
                 return
             if not final and time.time() - seen < self.decide_after_s:

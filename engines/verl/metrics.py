@@ -61,14 +61,17 @@ def canonical_values(data: dict[str, Any]) -> dict[str, Any]:
             if src in data and data[src] is not None:
                 out[name] = data[src]
                 break
-    # eval_reward: the mean over data sources of val-core/<src>/reward/mean@N (verl's "reward" variable)
-    val_rewards = []
+    # eval/reward (as the TRL engine names it): the mean over data sources of verl's validation
+    # reward, val-core/<source>/reward/mean@N ("acc" when a scorer returned a bare number)
+    by_var: dict[str, list[float]] = {}
     for key, value in data.items():
         m = _VAL_RE.match(key)
-        if m and m.group("var") in ("reward", "score") and isinstance(value, (int, float)):
-            val_rewards.append(float(value))
-    if val_rewards:
-        out["eval_reward"] = sum(val_rewards) / len(val_rewards)
+        if m and isinstance(value, (int, float)) and not isinstance(value, bool):
+            by_var.setdefault(m.group("var"), []).append(float(value))
+    for var in ("reward", "acc", "score"):
+        if by_var.get(var):
+            out["eval/reward"] = sum(by_var[var]) / len(by_var[var])
+            break
     return out
 
 
@@ -107,7 +110,8 @@ def normalize_records(records: Iterable[dict[str, Any]]) -> list[tuple[int, dict
 
 
 # -- console lines ------------------------------------------------------------------------------
-_PREFIX_RE = re.compile(r"^\s*(?:\x1b\[[0-9;]*m)*(?:\([^)]*pid=\d+[^)]*\)\s*)?(?:\x1b\[[0-9;]*m)*")
+_ANSI_RE = re.compile(r"\x1b\[[0-9;]*m")
+_RAY_PREFIX_RE = re.compile(r"^\s*\([^)]*pid=\d+[^)]*\)\s*")  # "(TaskRunnerV1 pid=123, ip=...) "
 _STEP_RE = re.compile(r"^step:(\d+)(?:\s+-\s+|\s*$)")
 _NP_RE = re.compile(r"^(?:np|numpy)\.\w+\((.*)\)$")
 
@@ -128,9 +132,14 @@ def _parse_console_value(text: str) -> Any:
     return value
 
 
+def clean_log_line(line: str) -> str:
+    """A log line without colours and without Ray's ``(Actor pid=...)`` prefix."""
+    return _RAY_PREFIX_RE.sub("", _ANSI_RE.sub("", line)).rstrip()
+
+
 def parse_console_line(line: str) -> dict[str, Any] | None:
     """A verl console-logger line → ``{"step": n, "data": {...}}``, else None."""
-    line = _PREFIX_RE.sub("", line.rstrip("\r\n"))
+    line = clean_log_line(line).lstrip()
     m = _STEP_RE.match(line)
     if not m:
         return None

@@ -29,7 +29,7 @@ from typing import Any
 
 from ..agents import AgentSpec
 from ..checks import CheckError, CheckResult
-from ..config import ConfigField, load_config_input
+from ..config import ConfigField, load_config_input, validate_config
 from ..data import DataBundle
 from ..rundir import FINISHED, STOPPED, STOPPING
 from ..standard import StandardProcessor
@@ -46,8 +46,9 @@ PYTHON_ENV = "AWORLD_VERL_PYTHON"
 INSTALL_HINT = ("on a CUDA machine, in an environment of its own: python -m venv .venv-verl && "
                 ".venv-verl/bin/pip install 'verl[vllm]==0.9.1' cloudpickle, then "
                 f"export {PYTHON_ENV}=$PWD/.venv-verl/bin/python (see docs/VERL.md)")
+PROBED_MODULES = ("verl", "vllm", "sglang", "transfer_queue", "cloudpickle", "flash_attn")
 PROBE = ("import importlib.util as u, json\n"
-         "out = {m: u.find_spec(m) is not None for m in ('verl', 'vllm', 'sglang', 'transfer_queue', 'cloudpickle')}\n"
+         f"out = {{m: u.find_spec(m) is not None for m in {PROBED_MODULES!r}}}\n"
          "try:\n    import torch; out['gpus'] = torch.cuda.device_count()\nexcept Exception:\n    out['gpus'] = 0\n"
          "print(json.dumps(out))\n")
 #: run-dir entries a Ray job never needs (the live files of this run, outputs)
@@ -55,7 +56,8 @@ RAY_EXCLUDES = ["/train.log", "/metrics.jsonl", "/samples.jsonl", "/events.jsonl
                 "/checkpoints/", "/tensorboard/", "/verl/hydra/", f"/verl/{ROLLOUTS_DIR}/", f"/verl/{METRICS_FILE}",
                 "/.*.tmp"]
 POLL_S = 1.0
-STOP_GRACE_S = 20.0
+CLUSTER_LOST_S = 120.0
+STOP_GRACE_S = 15.0  # then SIGKILL; within runs.enforce_stop_timeout's 30 s
 
 CONFIG_FIELDS = [
     ConfigField("algorithm", str, "grpo", "advantage estimator (algorithm.adv_estimator): grpo, rloo, gae (PPO "
@@ -98,7 +100,14 @@ def _detect_gpus_cheap() -> int:
             return sum(1 for line in out.stdout.splitlines() if line.startswith("GPU "))
         except (OSError, subprocess.SubprocessError):
             pass
-    return C.cuda_gpus() if importlib.util.find_spec("torch") else 0
+    if os.environ.get("CUDA_VISIBLE_DEVICES", "x").strip() in ("", "-1") or importlib.util.find_spec("torch") is None:
+        return 0
+    try:
+        import torch
+
+        return int(torch.cuda.device_count())
+    except Exception:
+        return 0
 
 
 def verl_python(setting: str | None = None) -> str:
@@ -106,24 +115,32 @@ def verl_python(setting: str | None = None) -> str:
     return os.path.expanduser(setting or os.environ.get(PYTHON_ENV) or sys.executable)
 
 
-def probe(python: str | None = None) -> dict[str, Any]:
-    """What the verl interpreter has: GPUs, rollout backends, verl's trainer extras."""
-    python = verl_python(python)
-    if os.path.realpath(python) == os.path.realpath(sys.executable):
-        out = {m: importlib.util.find_spec(m) is not None
-               for m in ("verl", "vllm", "sglang", "transfer_queue", "cloudpickle")}
-        out["gpus"] = _detect_gpus_cheap()
-        return out
-    try:
-        res = subprocess.run([python, "-c", PROBE], capture_output=True, text=True, timeout=120)
-        import json
+_PROBES: dict[str, dict[str, Any]] = {}
 
-        return json.loads(res.stdout.strip().splitlines()[-1])
-    except Exception as e:  # a wrong path, a broken environment
-        return {"error": f"{python}: {type(e).__name__}: {e}"}
+
+def probe(python: str | None = None) -> dict[str, Any]:
+    """What the verl interpreter has: GPUs, rollout backends, verl's trainer extras (once per interpreter)."""
+    python = verl_python(python)
+    key = os.path.realpath(python)
+    if key in _PROBES:
+        return _PROBES[key]
+    if key == os.path.realpath(sys.executable):
+        out: dict[str, Any] = {m: importlib.util.find_spec(m) is not None for m in PROBED_MODULES}
+        out["gpus"] = _detect_gpus_cheap()
+    else:
+        try:
+            res = subprocess.run([python, "-c", PROBE], capture_output=True, text=True, timeout=120)
+            import json
+
+            out = json.loads(res.stdout.strip().splitlines()[-1])
+        except Exception as e:  # a wrong path, a broken environment: not cached, the user may fix it
+            return {"error": f"{python}: {type(e).__name__}: {e}"}
+    _PROBES[key] = out
+    return out
 
 
 class VerlProcessor(StandardProcessor):
+    engine_name = "verl"
     description = "verl on Ray: GRPO/PPO across GPUs and nodes (vLLM or SGLang rollouts), local or on a cluster"
     config_fields = CONFIG_FIELDS
     reward_required = False  # without one, verl scores rows by data_source with its built-in scorers
@@ -141,6 +158,8 @@ class VerlProcessor(StandardProcessor):
         self.env_vars: dict[str, str] = {}
         self.total_steps: int | None = None
         self.python = verl_python()
+        #: what follows the interpreter (tests without a GPU put a stand-in script here)
+        self.main_entry: list[str] = ["-m", "verl.trainer.main_ppo"]
 
     @property
     def verl_dir(self) -> Path:
@@ -287,21 +306,21 @@ class VerlProcessor(StandardProcessor):
         return self.effective_config
 
     def _compose(self, config: Any) -> CheckResult:
-        raw = load_config_input(config)
+        raw = self._checked_short_names(load_config_input(config))
         base_dir = None
         if isinstance(config, (str, os.PathLike)) and Path(os.path.expanduser(str(config))).is_file():
             base_dir = Path(os.path.expanduser(str(config))).resolve().parent
         user = C.split_user_config(raw, C.root_keys())
         warnings = list(user.warnings)
         self._adapter(user)
-        warnings += self._absolutize(user, base_dir)
+        self._absolutize(user, base_dir)
 
         base = C.compose_base(user.groups)
         bad = C.unknown_keys(user.nested, base)
         if bad:
-            raise CheckError("config", f"unknown verl key(s): {', '.join(bad)}",
+            raise CheckError("config", "unknown verl key(s): " + ", ".join(f"'{k}'{hint}" for k, hint in bad),
                              "fix the spelling; verl's keys are in verl/trainer/config/_generated_ppo_trainer.yaml",
-                             keys=[b.split("'")[1] for b in bad])
+                             keys=[k for k, _ in bad])
         cfg = C.merge_user(base, user)
         warnings += C.migrate_reward_key(cfg, user)
         filled: dict[str, Any] = {}
@@ -339,6 +358,17 @@ class VerlProcessor(StandardProcessor):
                            details={"effective": self.effective_config, "filled": filled,
                                     "verl_config": str(self.config_path)}, warnings=warnings)
 
+    def _checked_short_names(self, raw: dict[str, Any]) -> dict[str, Any]:
+        """The studio's short names (``batch_size``, ``ray_address``, ...): types and ranges as declared."""
+        fields = {f.name for f in self.config_fields}
+        # (a mapping under `algorithm` is verl's section of that name, not the short name)
+        flat = {k: v for k, v in raw.items()
+                if k in fields and v is not None and (k == "env_vars" or not isinstance(v, dict))}
+        if not flat:
+            return raw
+        checked, _ = validate_config(flat, [f for f in self.config_fields if f.name in flat])
+        return {**raw, **checked}
+
     def _adapter(self, user: C.UserConfig) -> None:
         address = user.adapter.get("ray_address") or os.environ.get("RAY_ADDRESS") or None
         self.cluster_address = str(address).strip() if address else None
@@ -358,37 +388,32 @@ class VerlProcessor(StandardProcessor):
                  "reward.custom_reward_function.path", "custom_reward_function.path",
                  "data.train_files", "data.val_files")
 
-    def _absolutize(self, user: C.UserConfig, base_dir: Path | None) -> list[str]:
-        """Relative file paths in the user's config → absolute (verl runs with the run dir as cwd)."""
-        warnings = []
+    def _absolutize(self, user: C.UserConfig, base_dir: Path | None) -> None:
+        """Relative file paths in the user's config → absolute (verl runs with the run dir as its cwd);
+        tried against the working directory, then the config file's folder."""
+        paths = user.paths
         for key in self.PATH_KEYS:
-            paths = user.paths
             if key not in paths:
                 continue
             value = paths[key]
-            items = value if isinstance(value, list) else [value]
             out = []
-            for item in items:
-                item = str(item)
-                if "://" in item or os.path.isabs(os.path.expanduser(item)):
-                    p = os.path.expanduser(item)
-                    if "://" not in item and not os.path.exists(p):
-                        raise CheckError("config", f"{key}: file '{item}' does not exist", "fix the path or clear it",
-                                         keys=[key])
-                    out.append(p)
+            for item in (value if isinstance(value, list) else [value]):
+                item = os.path.expanduser(str(item))
+                if "://" in item:  # hdfs://, s3://: verl fetches it
+                    out.append(item)
                     continue
-                candidates = [Path.cwd() / item] + ([base_dir / item] if base_dir else [])
+                candidates = [Path(item)] if os.path.isabs(item) else \
+                    [Path.cwd() / item] + ([base_dir / item] if base_dir else [])
                 found = next((c for c in candidates if c.exists()), None)
                 if found is None:
-                    raise CheckError("config", f"{key}: file '{item}' not found (looked in "
-                                     f"{', '.join(str(c.parent) for c in candidates)})",
-                                     "give an absolute path, or a path relative to the config file", keys=[key])
+                    raise CheckError("config", f"{key}: file '{item}' not found (looked at "
+                                     f"{', '.join(str(c) for c in candidates)})",
+                                     "give an absolute path, or one relative to the config file", keys=[key])
                 out.append(str(found.resolve()))
             new = out if isinstance(value, list) else out[0]
             if new != value:
                 C.set_path(user.nested, key, new)
                 C.set_path(user.raw, key, new)
-        return warnings
 
     def _fill(self, cfg, fill, warnings: list[str]) -> None:
         """The studio's derived values, each applied only where the user left the key empty."""
@@ -408,9 +433,17 @@ class VerlProcessor(StandardProcessor):
         fill("trainer.default_local_dir", str(run.checkpoints_dir))
         fill("trainer.rollout_data_dir", str(self.verl_dir / ROLLOUTS_DIR))
         fill("algorithm.adv_estimator", "grpo")
+        # what the verl interpreter has (a cluster's nodes cannot be probed from here)
+        env = probe(self.python) if self.cluster_address is None else {}
+        if "error" in env:
+            warnings.append(f"cannot probe the verl Python: {env['error']}")
+            env = {}
         if self.cluster_address is None:
-            fill("trainer.n_gpus_per_node", max(1, C.cuda_gpus()))
-        fill("actor_rollout_ref.rollout.name", C.rollout_backend() or "vllm")
+            fill("trainer.n_gpus_per_node", max(1, int(env.get("gpus") or 0)))
+        fill("actor_rollout_ref.rollout.name", next((b for b in C.ROLLOUT_BACKENDS if env.get(b)), "vllm"))
+        if env and not env.get("flash_attn"):  # transformers' default flash_attention_2 needs the flash-attn wheel
+            fill("actor_rollout_ref.model.override_config.attn_implementation", "sdpa")
+            fill("critic.model.override_config.attn_implementation", "sdpa")
         gpus = int(C.select(cfg, "trainer.n_gpus_per_node") or 1)
         tp = C.select(cfg, "actor_rollout_ref.rollout.tensor_model_parallel_size")
         if isinstance(tp, int) and tp > gpus:
@@ -428,15 +461,41 @@ class VerlProcessor(StandardProcessor):
             fill("actor_rollout_ref.rollout.multi_turn.function_tool_path", str(self.tool_file))
             fill("actor_rollout_ref.rollout.multi_turn.max_assistant_turns", int(agent.max_steps))
             fill("actor_rollout_ref.rollout.agent.default_agent_loop", TOOL_AGENT_LOOP)
+        self._fill_lengths(cfg, fill, warnings)
+
+    def _fill_lengths(self, cfg, fill, warnings: list[str]) -> None:
+        """data.max_prompt_length: room for the longest prompt, within the model's context window."""
+        if self.agent_spec is None or C.select(cfg, "actor_rollout_ref.model.path") != self.agent_spec.model:
+            return  # the config trains another model than the agent's: its tokenizer is not ours to measure
         longest = self._longest_prompt()
-        if longest is not None:
-            current = int(C.select(cfg, "data.max_prompt_length") or 0)
-            if longest > current:
-                fill("data.max_prompt_length", int(math.ceil(longest / 64) * 64))
-                now = int(C.select(cfg, "data.max_prompt_length") or 0)
-                if longest > now:
-                    warnings.append(f"the longest prompt has {longest} tokens but data.max_prompt_length={now}: "
-                                    "verl fails on longer prompts (data.truncation=error)")
+        prompt = int(C.select(cfg, "data.max_prompt_length") or 0)
+        if longest is not None and longest > prompt:
+            fill("data.max_prompt_length", int(math.ceil(longest / 64) * 64))
+        context = self._model_context()
+        response = int(C.select(cfg, "data.max_response_length") or 0)
+        if context and int(C.select(cfg, "data.max_prompt_length") or 0) + response > context:
+            fill("data.max_prompt_length", max(1, context - response))
+        prompt = int(C.select(cfg, "data.max_prompt_length") or 0)
+        if longest is not None and longest > prompt:
+            warnings.append(f"the longest prompt has {longest} tokens but data.max_prompt_length={prompt}: verl "
+                            "fails on longer prompts (data.truncation=error)")
+        if context and prompt + response > context:
+            warnings.append(f"data.max_prompt_length + data.max_response_length = {prompt + response} exceeds the "
+                            f"model's context ({context} tokens, max_position_embeddings): vLLM will refuse it")
+
+    def _model_context(self) -> int | None:
+        """max_position_embeddings of a local model folder (config.json; no transformers import)."""
+        if self.agent_spec is None:
+            return None
+        path = Path(self.agent_spec.model) / "config.json"
+        try:
+            import json
+
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        value = data.get("max_position_embeddings") or (data.get("text_config") or {}).get("max_position_embeddings")
+        return int(value) if isinstance(value, int) and value > 0 else None
 
     def _fill_batches(self, cfg, fill, gpus: int) -> None:
         """Batch sizes that fit the data and the GPUs, where the user set none (verl checks them)."""
@@ -462,7 +521,8 @@ class VerlProcessor(StandardProcessor):
                 fill(f"{section}.{name}_per_gpu", C.MICRO_BATCH_PER_GPU)
 
     def _force(self, cfg, user: C.UserConfig, warnings: list[str]) -> None:
-        """What the studio needs whatever the user wrote: the file logger (metrics) and a rollout backend."""
+        """What the studio needs whatever the user wrote: verl's console and file loggers (train.log and the
+        metrics curves); wandb only when the user lists it."""
         loggers = C.select(cfg, "trainer.logger")
         loggers = [loggers] if isinstance(loggers, str) else list(loggers or [])
         if not user.sets("trainer.logger"):
@@ -473,9 +533,17 @@ class VerlProcessor(StandardProcessor):
         C.set_value(cfg, "trainer.logger", loggers)
         if "wandb" in loggers and not os.environ.get("WANDB_API_KEY"):
             warnings.append("trainer.logger has wandb but WANDB_API_KEY is not set")
-        if self.cluster_address and self._outside_run_dir(cfg):
-            warnings.append("on a multi-node cluster these files must exist on every node: "
-                            + ", ".join(self._outside_run_dir(cfg)))
+        if self.cluster_address and not user.sets("trainer.default_local_dir"):
+            warnings.append(f"checkpoints go to {C.select(cfg, 'trainer.default_local_dir')} on the node that runs "
+                            "verl's trainer: set trainer.default_local_dir to shared storage to keep them")
+        if self.cluster_address:
+            problem = _unreachable(self.cluster_address)
+            if problem:
+                warnings.append(f"cannot reach the Ray cluster at {self.cluster_address} ({problem}): the run will "
+                                "fail to submit unless it is up by then")
+        outside = self._outside_run_dir(cfg) if self.cluster_address else []
+        if outside:
+            warnings.append("on a multi-node cluster these files must exist on every node: " + ", ".join(outside))
 
     def _outside_run_dir(self, cfg) -> list[str]:
         out = []
@@ -566,11 +634,12 @@ class VerlProcessor(StandardProcessor):
 
     # -- training --------------------------------------------------------------------------------
     def command(self, cluster: bool = False) -> list[str]:
-        """The verl command line (``python -m verl.trainer.main_ppo`` with the saved config)."""
+        """The verl command line: ``main_entry`` (``-m verl.trainer.main_ppo``) with the saved config.
+        On a cluster it runs in the job's working_dir (a copy of the run dir) with the cluster's python3."""
         if cluster:
-            return ["python3", "-m", "verl.trainer.main_ppo", "--config-path", "$PWD/" + VERL_DIR,
+            return ["python3", *self.main_entry, "--config-path", "$PWD/" + VERL_DIR,
                     "--config-name", Path(CLUSTER_CONFIG_FILE).stem, f"hydra.run.dir={VERL_DIR}/hydra"]
-        return [self.python, "-m", "verl.trainer.main_ppo", "--config-path", str(self.verl_dir),
+        return [self.python, *self.main_entry, "--config-path", str(self.verl_dir),
                 "--config-name", Path(CONFIG_FILE).stem, f"hydra.run.dir={self.verl_dir / 'hydra'}"]
 
     def _job_env(self, metrics_path: str) -> dict[str, str]:
@@ -591,19 +660,20 @@ class VerlProcessor(StandardProcessor):
         return self._train_local()
 
     def _train_local(self) -> str:
-        from .launch import LocalJob, MetricsWatcher, VerlRunError, last_error, read_tail
+        from .launch import LocalJob, MetricsWatcher, VerlRunError, last_error, log_tail
 
         run = self.run
-        metrics = self.verl_dir / METRICS_FILE
         env = dict(os.environ)
-        env.pop("RAY_ADDRESS", None)
-        env.update(self._job_env(str(metrics)))
+        env.pop("RAY_ADDRESS", None)  # a bare ray.init() would join that cluster
+        env.update(self._job_env(str(self.verl_dir / METRICS_FILE)))
         argv = self.command(cluster=False)
         job = LocalJob(argv, cwd=run.path, env=env, log_path=run.log_path)
         run.write_status(verl_pid=job.pid)
         run.event("launched", engine="verl", pid=job.pid, command=" ".join(shlex.quote(a) for a in argv))
-        watcher = MetricsWatcher(run, self.total_steps, metrics_file=metrics,
-                                 rollouts_dir=self.verl_dir / ROLLOUTS_DIR, checkpoints_dir=run.checkpoints_dir)
+        cfg = self.verl_config
+        watcher = MetricsWatcher(run, self.total_steps, metrics_file=env["VERL_FILE_LOGGER_PATH"],
+                                 rollouts_dir=C.select(cfg, "trainer.rollout_data_dir"),
+                                 checkpoints_dir=C.select(cfg, "trainer.default_local_dir"))
         stopping = False
         while job.poll() is None:
             watcher.poll()
@@ -620,8 +690,8 @@ class VerlProcessor(StandardProcessor):
             return STOPPED
         if job.returncode == 0:
             return FINISHED
-        err = last_error(read_tail(run.log_path)) or "no error line in train.log"
-        raise VerlRunError(f"verl exited with code {job.returncode}: {err}")
+        err = last_error(log_tail(run.log_path)) or "no error line in train.log"
+        raise VerlRunError(f"verl exited with code {job.returncode}: {_with_hint(err)}")
 
     def cluster_config(self) -> Path:
         """The saved config with paths inside the run dir made relative (the job's working_dir)."""
@@ -629,7 +699,6 @@ class VerlProcessor(StandardProcessor):
 
         data = OmegaConf.to_container(self.verl_config, resolve=False)
         root = str(self.run.path)
-        shipped = {f"verl/{CONFIG_FILE}"}
 
         def rel(value: Any) -> Any:
             if isinstance(value, dict):
@@ -637,13 +706,15 @@ class VerlProcessor(StandardProcessor):
             if isinstance(value, list):
                 return [rel(v) for v in value]
             if isinstance(value, str) and value.startswith(root + os.sep) and os.path.isfile(value):
-                r = os.path.relpath(value, root)
-                shipped.add(r)
-                return r
+                return os.path.relpath(value, root)
             return value
 
+        data = rel(data)
+        dump = data["trainer"].get("rollout_data_dir")
+        if isinstance(dump, str) and dump.startswith(root + os.sep):  # next to the file logger's JSONL
+            data["trainer"]["rollout_data_dir"] = os.path.relpath(dump, root)
         path = self.verl_dir / CLUSTER_CONFIG_FILE
-        OmegaConf.save(OmegaConf.create(rel(data)), str(path), resolve=False)
+        OmegaConf.save(OmegaConf.create(data), str(path), resolve=False)
         return path
 
     def _train_cluster(self) -> str:
@@ -667,14 +738,27 @@ class VerlProcessor(StandardProcessor):
             log.flush()
 
         job.follow_logs(sink)
-        watcher = MetricsWatcher(run, self.total_steps, checkpoints_dir=run.checkpoints_dir)
-        stopping = False
+        # verl's outputs are on the node running its trainer: readable here on the same machine or a shared
+        # filesystem (rollout dumps: a user's absolute path, else next to the file logger's JSONL)
+        dump = C.select(self.verl_config, "trainer.rollout_data_dir")
+        shared = isinstance(dump, str) and os.path.isabs(dump) and not Path(dump).is_relative_to(run.path)
+        watcher = MetricsWatcher(run, self.total_steps, rollouts_dir=dump if shared else None,
+                                 checkpoints_dir=C.select(self.verl_config, "trainer.default_local_dir"))
+        stopping, lost_since, state = False, None, "PENDING"
         try:
             while True:
                 for line in job.drain_lines():
                     watcher.feed_log_line(line)
                 watcher.poll()
-                state = job.status()
+                try:
+                    state, lost_since = job.status(), None
+                except Exception as e:  # the dashboard restarting, a network blip: the job itself goes on
+                    lost_since = lost_since or time.time()
+                    if time.time() - lost_since > CLUSTER_LOST_S:
+                        raise VerlRunError(f"lost contact with the Ray cluster at {self.cluster_address} for "
+                                           f"{CLUSTER_LOST_S:.0f} s (job {job_id} may still run): {e}") from e
+                    time.sleep(POLL_S)
+                    continue
                 if state in RayJob.TERMINAL:
                     break
                 if run.stop_requested() and not stopping:
@@ -699,7 +783,29 @@ class VerlProcessor(StandardProcessor):
         err = last_error(job.logs()) or (info.message or "")
         if state == "STOPPED":
             err = "the Ray job was stopped outside the studio (killed)"
-        raise VerlRunError(f"Ray job {job_id} {state.lower()}: {err}")
+        raise VerlRunError(f"Ray job {job_id} {state.lower()}: {_with_hint(err)}")
+
+
+def _unreachable(address: str, timeout_s: float = 3.0) -> str | None:
+    """Why the dashboard of ``http(s)://host:port`` does not accept a connection, or None."""
+    import socket
+    from urllib.parse import urlparse
+
+    url = urlparse(address)
+    if url.scheme not in ("http", "https") or not url.hostname:
+        return None  # "auto", a GCS address, ray://: Ray resolves those itself
+    try:
+        with socket.create_connection((url.hostname, url.port or (443 if url.scheme == "https" else 80)),
+                                      timeout=timeout_s):
+            return None
+    except OSError as e:
+        return f"{type(e).__name__}: {e}"
+
+
+def _with_hint(error: str) -> str:
+    if "No module named" in error or "ModuleNotFoundError" in error:
+        return f"{error} — missing dependency: {INSTALL_HINT}"
+    return error
 
 
 def _norm(value: Any) -> Any:
