@@ -49,6 +49,9 @@ class TrlProcessor(StandardProcessor):
         if spec.tools:
             from trl.chat_template_utils import supports_tool_calling
 
+            if importlib.util.find_spec("jmespath") is None:
+                raise CheckError("agent", "tool calling needs the jmespath package (TRL parses tool calls with it "
+                                 "on transformers < 5.13)", "pip install -r requirements.txt (or pip install jmespath)")
             if not supports_tool_calling(tok):
                 raise CheckError("agent", "the model's chat template cannot render tool calls",
                                  "use a tool-calling template such as TRL's chat_templates/qwen2_5.jinja")
