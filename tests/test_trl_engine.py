@@ -5,7 +5,6 @@ import json
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -15,6 +14,7 @@ from engines import AgentTrainer, CheckError
 from engines.checking import prepare_run, trainer_from_run_dir
 from engines.rundir import RunDir
 from engines.runs import effective_status, process_alive, spawn_run, stop_run
+from waiting import wait_for
 
 ROOT = Path(__file__).resolve().parent.parent
 AGENT = str(ROOT / "assets/agents/letters_agent.yaml")
@@ -23,16 +23,6 @@ TEST = str(ROOT / "assets/datasets/letters_test.jsonl")
 REWARD = str(ROOT / "assets/rewards/letter_reward.py") + ":letter_reward"
 FAST = {"max_steps": 4, "learning_rate": 1e-3, "prompts_per_step": 2, "num_generations": 4, "save_steps": 2,
         "eval_steps": 2, "eval_samples": 4}
-
-
-def wait_for(pred, timeout=120.0, every=0.2):
-    end = time.time() + timeout
-    while time.time() < end:
-        value = pred()
-        if value:
-            return value
-        time.sleep(every)
-    raise AssertionError("condition not met in time")
 
 
 def make_trainer(tmp_path, **overrides):

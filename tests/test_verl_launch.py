@@ -11,7 +11,6 @@ The GPU work cannot run here, so two paths are proven separately:
 import os
 import stat
 import sys
-import time
 from pathlib import Path
 
 import pandas as pd
@@ -22,6 +21,7 @@ from engines.api import AgentTrainer
 from engines.rundir import RunDir
 from engines.runs import effective_status, spawn_run, stop_run
 from engines.verl.testing import write_fake_main_ppo
+from waiting import wait_for
 
 ROOT = Path(__file__).resolve().parent.parent
 LETTERS_AGENT = str(ROOT / "assets/agents/letters_agent.yaml")
@@ -52,16 +52,6 @@ def prepare(tmp_path, data_file, config) -> RunDir:
     p.write_run_spec()
     p.run.write_status(state="queued", engine="verl")
     return p.run
-
-
-def wait_for(predicate, timeout=120.0, every=0.3):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(every)
-    raise AssertionError("timed out")
 
 
 def test_real_verl_accepts_the_config_and_the_failure_is_classified(tmp_path, data_file, monkeypatch):
