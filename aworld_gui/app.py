@@ -1,0 +1,113 @@
+"""``build_app(runs_dir) -> gr.Blocks``: the studio's three tabs and its API endpoints."""
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import gradio as gr
+
+from . import render
+from .api import build_api
+from .monitor_tab import MonitorTab
+from .runs_tab import RunsTab
+from .setup_tab import SetupTab, collect
+from .studio import Studio
+from .theme import CSS, theme
+
+TITLE = "AWorld Trainer Studio"
+
+
+def build_app(runs_dir: str | os.PathLike = "runs", studio: Studio | None = None) -> gr.Blocks:
+    studio = studio or Studio(runs_dir)
+    studio.start()
+    setup, monitor, runs = SetupTab(studio), MonitorTab(studio), RunsTab(studio)
+    with gr.Blocks(title=TITLE, analytics_enabled=False) as demo:
+        gr.HTML(f'<div class="aw-title"><h1>{TITLE}</h1><span class="aw-sub">bring an agent, data and a reward · '
+                f'check every module · train in the background · watch it learn</span>'
+                f'<span class="aw-sub aw-runs" title="{render.esc(studio.runs_dir)}">runs: '
+                f'<code>{render.esc(studio.runs_dir)}</code></span></div>')
+        with gr.Tabs(selected="setup", elem_id="tabs") as tabs:
+            with gr.Tab("Setup", id="setup", elem_id="tab-setup") as setup_tab:
+                sui = setup.build()
+            with gr.Tab("Monitor", id="monitor", elem_id="tab-monitor") as monitor_tab:
+                mui = monitor.build()
+            with gr.Tab("Runs", id="runs", elem_id="tab-runs") as runs_tab:
+                rui = runs.build()
+        build_api(studio)
+
+        setup.wire()
+        monitor.wire()
+        runs.wire(mui.run, runs_tab, [setup_tab, monitor_tab])
+
+        # launch: worker prepares the run dir, the studio spawns the run process → Monitor
+        def on_launch(*values):
+            si = collect(*values)
+            res = studio.launch(si)
+            if not res.get("ok"):
+                msg = (f'<div class="aw-msg aw-msg-error">Launch refused: {render.esc(res.get("error"))}</div>')
+                return msg, gr.update(), gr.update()
+            note = "queued — it starts when the running job ends" if res.get("queued") else "started"
+            msg = (f'<div class="aw-msg">{render.badge("queued" if res.get("queued") else "running", note)} '
+                   f'<code>{render.esc(res["run_id"])}</code> — training runs in its own process; closing '
+                   f'this page does not stop it.</div>')
+            return msg, gr.update(choices=studio.run_ids(), value=res["run_id"]), gr.Tabs(selected="monitor")
+
+        sui.launch_btn.click(on_launch, sui.inputs(), [sui.launch_msg, mui.run, tabs],
+                             api_visibility="private", concurrency_limit=1)
+
+        # runs → monitor / setup
+        def open_in_monitor(run_id):
+            if not run_id:
+                return [gr.update()] * 3
+            # a programmatic tab switch fires no Tab.select: stop the Runs table's timer here
+            return gr.update(choices=studio.run_ids(), value=run_id), gr.Tabs(selected="monitor"), \
+                gr.Timer(active=False)
+
+        rui.open_btn.click(open_in_monitor, [rui.selected], [mui.run, tabs, rui.timer], api_visibility="private")
+
+        def clone(run_id):
+            try:
+                si = studio.clone_inputs(run_id)
+            except ValueError as e:
+                return [gr.update()] * (len(setup.input_components()) + 1) + [f"**{e}**", gr.update()]
+            return [*setup.show_inputs(si), gr.Tabs(selected="setup"), f"Cloned **{run_id}** into Setup.",
+                    gr.Timer(active=False)]
+
+        rui.clone_btn.click(clone, [rui.selected], [*setup.input_components(), tabs, rui.action_msg, rui.timer],
+                            api_visibility="private"
+                            ).then(setup.on_engine_changed, [sui.engine, sui.config_yaml],
+                                   [sui.field_map, *sui.slot_components()], api_visibility="private"
+                                   ).then(setup.on_check, setup.check_inputs(), setup.check_outputs(),
+                                          api_visibility="private")
+
+        # page load: catalog-dependent choices, first check, the run to monitor (live first)
+        def on_load_monitor():
+            return gr.update(choices=studio.run_ids(), value=studio.latest_run())
+
+        demo.load(**runs.refresh_kw)
+        demo.load(on_load_monitor, [], [mui.run], api_visibility="private")
+        demo.load(setup.on_load, [sui.engine, sui.reward_pick, sui.reward_weights, sui.config_yaml],
+                  setup.load_outputs(), api_visibility="private"
+                  ).then(setup.on_check, setup.check_inputs(), setup.check_outputs(), api_visibility="private",
+                         show_progress="minimal", show_progress_on=[sui.strip])
+    demo.queue(default_concurrency_limit=4)
+    relax_queue_polling(demo)
+    demo.studio = studio  # type: ignore[attr-defined]
+    return demo
+
+
+def relax_queue_polling(demo: gr.Blocks) -> None:
+    """Gradio's queue loop polls every 1 ms when idle (and its progress loop every 10 ms): ~3 % of a
+    core on these machines, taken from training. A UI needs no such rate; 20 ms / 50 ms keep every
+    event prompt and bring an idle studio to ~1 %. (Internal attributes of Gradio 6's Queue; left
+    alone if a Gradio version lacks them.)"""
+    q = getattr(demo, "_queue", None)
+    if q is not None and hasattr(q, "sleep_when_free"):
+        q.sleep_when_free = max(q.sleep_when_free, 0.02)
+    if q is not None and hasattr(q, "progress_update_sleep_when_free"):
+        q.progress_update_sleep_when_free = max(q.progress_update_sleep_when_free, 0.05)
+
+
+def launch_kwargs() -> dict[str, Any]:
+    """The look (Gradio 6 takes theme and css at launch)."""
+    return {"theme": theme(), "css": CSS}

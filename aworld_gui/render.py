@@ -1,0 +1,239 @@
+"""HTML fragments the tabs show: status badges, check panels, the run header, trajectories.
+
+Everything user-provided is escaped here (``esc``); these functions return strings only.
+"""
+from __future__ import annotations
+
+import html
+import json
+import time
+from typing import Any, Iterable
+
+from .monitor import Progress, format_duration
+
+CHECK_LABEL = {"ok": "OK", "warning": "Warning", "error": "Error", "checking": "Checking…", "idle": "—"}
+RUN_LABEL = {"queued": "Queued", "running": "Running", "stopping": "Stopping", "stopped": "Stopped",
+             "finished": "Finished", "failed": "Failed", "unknown": "Unknown"}
+
+
+def esc(value: Any) -> str:
+    return html.escape("" if value is None else str(value), quote=True)
+
+
+def badge(status: str, label: str | None = None, elem: str = "") -> str:
+    text = label or CHECK_LABEL.get(status) or RUN_LABEL.get(status) or status
+    extra = f' data-testid="{esc(elem)}"' if elem else ""
+    return f'<span class="aw-badge aw-{esc(status)}"{extra} data-status="{esc(status)}">{esc(text)}</span>'
+
+
+# -- Setup ---------------------------------------------------------------------------------------
+def checks_strip(results: dict[str, dict] | None, titles: dict[str, str], checking: bool = False,
+                 seconds: float | None = None) -> str:
+    chips = []
+    for module, title in titles.items():
+        r = (results or {}).get(module) or {}
+        status = "checking" if checking and not r else (r.get("status") or "idle")
+        chips.append(f'<div class="aw-chip" data-module="{esc(module)}" data-status="{esc(status)}">'
+                     f'<span class="aw-dot aw-{esc(status)}"></span>{esc(title)}</div>')
+    tail = f'<span class="aw-muted">checked in {seconds:.2f} s</span>' if seconds is not None else ""
+    return f'<div class="aw-strip">{"".join(chips)}{tail}</div>'
+
+
+def module_status(module: str, title: str, result: dict | None, checking: bool = False) -> str:
+    """The header of a module card: title, badge, message, warnings."""
+    if checking and not result:
+        return (f'<div class="aw-mod" data-module="{esc(module)}" data-status="checking"><div class="aw-mod-head">'
+                f'<span class="aw-mod-title">{esc(title)}</span>{badge("checking", elem=f"badge-{module}")}</div></div>')
+    r = result or {"status": "idle", "message": "", "warnings": []}
+    status = r.get("status", "idle")
+    warnings = "".join(f"<li>{esc(w)}</li>" for w in r.get("warnings") or [])
+    warn_html = f'<ul class="aw-warnings">{warnings}</ul>' if warnings else ""
+    return (f'<div class="aw-mod" data-module="{esc(module)}" data-status="{esc(status)}">'
+            f'<div class="aw-mod-head"><span class="aw-mod-title">{esc(title)}</span>'
+            f'{badge(status, elem=f"badge-{module}")}</div>'
+            f'<div class="aw-msg aw-msg-{esc(status)}">{esc(r.get("message", ""))}</div>{warn_html}</div>')
+
+
+def kv_table(rows: Iterable[tuple[str, Any]], cls: str = "aw-kv") -> str:
+    body = "".join(f"<tr><th>{esc(k)}</th><td>{v}</td></tr>" for k, v in rows)
+    return f'<table class="{cls}">{body}</table>'
+
+
+def agent_spec(spec: dict | None, schemas: list[dict] | None = None) -> str:
+    if not spec:
+        return '<div class="aw-empty">The parsed agent appears here once its YAML loads.</div>'
+    tools = schemas or []
+    tool_html = "".join(
+        f'<div class="aw-tool"><code>{esc(t.get("function", {}).get("name", "?"))}</code> '
+        f'<span class="aw-muted">{esc(t.get("function", {}).get("description", ""))}</span></div>'
+        for t in tools) or (", ".join(f"<code>{esc(t)}</code>" for t in spec.get("tools") or []) or
+                            '<span class="aw-muted">none</span>')
+    rows = [("name", esc(spec.get("name"))),
+            ("model", f'<code>{esc(spec.get("model"))}</code>'),
+            ("system prompt", f'<div class="aw-prompt">{esc(spec.get("system_prompt")) or "<i>none</i>"}</div>'),
+            ("tools", tool_html),
+            ("max steps", esc(spec.get("max_steps"))),
+            ("sampling", esc(f'temperature {spec.get("temperature")}, top_p {spec.get("top_p")}, '
+                             f'max_tokens {spec.get("max_tokens")}'))]
+    if spec.get("llm_base_url"):
+        rows.append(("base url", f'<code>{esc(spec["llm_base_url"])}</code>'))
+    if spec.get("api_key"):
+        rows.append(("api key", f'<code>{esc(spec["api_key"])}</code> <span class="aw-muted">(masked)</span>'))
+    return kv_table(rows)
+
+
+def engines_table(engines: list[dict], selected: str | None) -> str:
+    rows = []
+    for e in engines:
+        ok = e.get("available")
+        sel = ' class="aw-selected"' if e["name"] == selected else ""
+        rows.append(f'<tr{sel}><td><b>{esc(e["name"])}</b></td>'
+                    f'<td>{badge("ok" if ok else "error", "available" if ok else "unavailable")}</td>'
+                    f'<td>{_reason(e.get("reason") or "")}<div class="aw-muted">{esc(e.get("description") or "")}</div></td></tr>')
+    return f'<table class="aw-table aw-engines"><tbody>{"".join(rows)}</tbody></table>'
+
+
+def _reason(text: str, limit: int = 90) -> str:
+    """A long unavailability reason folds into a <details> after its first sentence."""
+    if len(text) <= limit:
+        return esc(text)
+    cut = text.find(";")
+    cut = cut if 0 < cut <= limit else text.rfind(" ", 0, limit)
+    return f"<details><summary>{esc(text[:cut])} …</summary>{esc(text[cut:].lstrip('; '))}</details>"
+
+
+def prompt_block(prompt: dict | None) -> str:
+    if not prompt:
+        return ""
+    if prompt.get("error"):
+        return f'<div class="aw-empty">{esc(prompt["error"])}</div>'
+    meta = []
+    if prompt.get("tokens") is not None:
+        meta.append(f'{prompt["tokens"]} tokens')
+    if prompt.get("source"):
+        meta.append(f'rendered by the {esc(prompt["source"])} engine, exactly as training sees it')
+    if prompt.get("note"):
+        meta.append(esc(prompt["note"]))
+    return (f'<div class="aw-rendered-head">First training prompt <span class="aw-muted">· {" · ".join(meta)}</span></div>'
+            f'<pre class="aw-rendered" data-testid="rendered-prompt">{esc(prompt.get("text", ""))}</pre>')
+
+
+# -- Monitor -------------------------------------------------------------------------------------
+def fmt_num(v: Any, digits: int = 3) -> str:
+    if v is None:
+        return "—"
+    if isinstance(v, float):
+        if v != 0 and (abs(v) < 1e-3 or abs(v) >= 1e5):
+            return f"{v:.2e}"
+        return f"{v:.{digits}f}"
+    return esc(v)
+
+
+def run_header(run_id: str, progress: Progress, latest: dict[str, Any], spec: dict, status: dict,
+               failure: dict | None, stop_requested: bool, queue_note: str = "", reward_points: int = 0) -> str:
+    state = progress.state
+    pct = 0.0
+    if progress.total:
+        pct = max(0.0, min(100.0, 100.0 * progress.step / progress.total))
+    label = RUN_LABEL.get(state, state)
+    if state == "running" and stop_requested:
+        label = "Stop requested"
+    model = (spec.get("agent") or {}).get("model", "")
+    model = model.rstrip("/").rsplit("/", 1)[-1] if model else ""
+    subtitle = " · ".join(x for x in [spec.get("engine"), model, (spec.get("config") or {}).get("mode")] if x)
+    stats = [
+        ("Step", f'<span data-testid="stat-step">{progress.step}</span>' +
+         (f' <span class="aw-muted">/ {progress.total}</span>' if progress.total else "")),
+        ("Elapsed", format_duration(progress.elapsed_s)),
+        ("ETA", format_duration(progress.eta_s) if state == "running" else "—"),
+        ("Speed", f"{progress.steps_per_s:.2f} steps/s" if progress.steps_per_s else "—"),
+        ("Reward", f'<span data-testid="stat-reward">{fmt_num(latest.get("reward"))}</span>'),
+        ("Loss", f'<span data-testid="stat-loss">{fmt_num(latest.get("loss"), 4)}</span>'),
+    ]
+    if "eval/reward" in latest:
+        stats.append(("Eval reward", fmt_num(latest.get("eval/reward"))))
+    stat_html = "".join(f'<div class="aw-stat"><div class="aw-stat-k">{k}</div><div class="aw-stat-v">{v}</div></div>'
+                        for k, v in stats)
+    fail_html = ""
+    if failure:
+        fail_html = (f'<div class="aw-failure" data-testid="failure"><b>Failed — cause: {esc(failure["cause"])}</b>'
+                     f'<div>{esc(failure["message"])}</div>'
+                     f'<div class="aw-muted">The log tail below shows the last lines the run printed.</div></div>')
+    note = f'<div class="aw-note">{esc(queue_note)}</div>' if queue_note else ""
+    return (f'<div class="aw-run" data-testid="run-header" data-state="{esc(state)}" data-run="{esc(run_id)}" '
+            f'data-step="{progress.step}" data-reward-points="{reward_points}">'
+            f'<div class="aw-run-top"><div><div class="aw-run-id">{esc(run_id)}</div>'
+            f'<div class="aw-muted">{esc(subtitle)}</div></div>'
+            f'{badge(state, label, elem="run-state")}</div>'
+            f'<div class="aw-progress"><div class="aw-bar aw-bar-{esc(state)}" style="width:{pct:.1f}%"></div></div>'
+            f'<div class="aw-stats">{stat_html}</div>{note}{fail_html}</div>')
+
+
+def no_run() -> str:
+    return ('<div class="aw-run aw-empty-run" data-testid="run-header" data-state="none">'
+            '<div class="aw-run-id">No run selected</div>'
+            '<div class="aw-muted">Launch one from Setup, or pick a run above. Runs keep training when this '
+            'page or the studio closes; they are all listed under Runs.</div></div>')
+
+
+def _content(m: Any) -> str:
+    if isinstance(m, dict):
+        return str(m.get("content") or "")
+    return "" if m is None else str(m)
+
+
+def _messages(value: Any, default_role: str) -> list[dict]:
+    if isinstance(value, list):
+        return [m if isinstance(m, dict) else {"role": default_role, "content": str(m)} for m in value]
+    if isinstance(value, dict):
+        return [value]
+    return [{"role": default_role, "content": "" if value is None else str(value)}]
+
+
+def trajectory(sample: dict) -> str:
+    """One rollout: the prompt, each turn (tool calls and results included), every reward's value."""
+    msgs = _messages(sample.get("prompt"), "user") + _messages(sample.get("completion"), "assistant")
+    msgs = [m for m in msgs if m.get("role") != "system"]  # the agent's system prompt: shown in Setup
+    turns = []
+    for m in msgs:
+        role = m.get("role", "assistant")
+        content = _content(m)
+        body = esc(content) if content.strip() else (f'<i class="aw-muted">(whitespace {esc(repr(content))})</i>'
+                                                      if content else "")
+        calls = ""
+        for tc in m.get("tool_calls") or []:
+            fn = tc.get("function", tc) if isinstance(tc, dict) else {}
+            args = fn.get("arguments")
+            if not isinstance(args, str):
+                args = json.dumps(args, ensure_ascii=False)
+            calls += f'<div class="aw-toolcall">⚙ <code>{esc(fn.get("name", "?"))}({esc(args)})</code></div>'
+        name = f' <span class="aw-muted">{esc(m.get("name"))}</span>' if m.get("name") else ""
+        turns.append(f'<div class="aw-turn aw-role-{esc(role)}"><div class="aw-role">{esc(role)}{name}</div>'
+                     f'<div class="aw-content">{body or "<i class=aw-muted>(empty)</i>"}</div>{calls}</div>')
+    rewards = sample.get("rewards") or {}
+    chips = "".join(f'<span class="aw-rchip">{esc(k)} <b>{fmt_num(v, 2)}</b></span>' for k, v in rewards.items())
+    total = sample.get("reward")
+    answer = sample.get("answer")
+    head = (f'<div class="aw-sample-head"><span>step {esc(sample.get("step"))}</span>'
+            f'{"<span>expected <code>" + esc(answer) + "</code></span>" if answer is not None else ""}'
+            f'<span class="aw-total">reward <b>{fmt_num(total, 2)}</b></span>{chips}</div>')
+    return f'<div class="aw-sample">{head}{"".join(turns)}</div>'
+
+
+def samples_html(samples: list[dict], limit: int = 6) -> str:
+    if not samples:
+        return '<div class="aw-empty">Sample trajectories appear here as the run writes them.</div>'
+    return '<div class="aw-samples">' + "".join(trajectory(s) for s in list(samples)[-limit:][::-1]) + "</div>"
+
+
+def events_html(events: list[dict], limit: int = 8) -> str:
+    rows = []
+    for e in list(events)[-limit:][::-1]:
+        t = time.strftime("%H:%M:%S", time.localtime(e.get("time", 0)))
+        extra = {k: v for k, v in e.items() if k not in ("time", "event", "traceback")}
+        detail = ", ".join(f"{k}={v}" for k, v in extra.items())
+        rows.append(f'<tr><td class="aw-muted">{t}</td><td><b>{esc(e.get("event"))}</b></td>'
+                    f'<td>{esc(detail[:200])}</td></tr>')
+    if not rows:
+        return ""
+    return f'<table class="aw-table aw-events"><tbody>{"".join(rows)}</tbody></table>'

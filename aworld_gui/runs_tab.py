@@ -1,0 +1,223 @@
+"""Runs: every run under the runs dir (found by scanning it, so a studio restart loses none),
+curves of several runs overlaid, a diff of two run specs, clone / stop / delete, the run.yaml and
+the command that reproduces it, checkpoint downloads."""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import gradio as gr
+
+from .monitor import plot_payload
+from .render import badge
+from .studio import Studio
+
+RUNS_TICK_S = 2.0
+HEADERS = ["run", "state", "engine", "model", "started", "progress", "last reward"]
+
+
+@dataclass
+class RunsUI:
+    table: Any = None
+    selected: Any = None
+    open_btn: Any = None
+    clone_btn: Any = None
+    stop_btn: Any = None
+    delete_btn: Any = None
+    confirm_btn: Any = None
+    action_msg: Any = None
+    spec_file: Any = None
+    cli: Any = None
+    ckpt: Any = None
+    ckpt_btn: Any = None
+    ckpt_file: Any = None
+    compare: Any = None
+    compare_metric: Any = None
+    compare_smoothing: Any = None
+    compare_plot: Any = None
+    diff_a: Any = None
+    diff_b: Any = None
+    diff: Any = None
+    timer: Any = None
+    sig: Any = None
+
+
+def table_rows(runs: list[dict]) -> list[list]:
+    rows = []
+    for r in runs:
+        started = time.strftime("%Y-%m-%d %H:%M", time.localtime(r["started"])) if r.get("started") else ""
+        progress = f'{r.get("step") or 0}/{r["total_steps"]}' if r.get("total_steps") else str(r.get("step") or "")
+        reward = "" if r.get("last_reward") is None else f'{r["last_reward"]:.3f}'
+        state = badge(r["state"], r["state"] + (f': {r["cause"]}' if r.get("cause") else ""))
+        rows.append([r["run_id"], state, r["engine"], r.get("model") or "", started, progress, reward])
+    return rows
+
+
+class RunsTab:
+    def __init__(self, studio: Studio):
+        self.studio = studio
+
+    def build(self) -> RunsUI:
+        ui = RunsUI()
+        gr.Markdown(f"Every run under `{self.studio.runs_dir}`. Runs live in their own processes: they keep "
+                    "training when this page or the studio closes, and show up here again on restart.",
+                    elem_classes="aw-muted")
+        ui.table = gr.Dataframe(headers=HEADERS, value=[], interactive=False, max_height=330, wrap=False,
+                                datatype=["str", "html", "str", "str", "str", "str", "str"],
+                                elem_id="runs-table", label="Runs (click a row to select it)")
+        with gr.Row(equal_height=False, elem_classes="aw-runbar"):
+            ui.selected = gr.Dropdown([], value=None, label="Selected run", scale=4, elem_id="runs-selected")
+            ui.open_btn = gr.Button("Open in Monitor", scale=1, min_width=140, size="md", elem_id="runs-open")
+            ui.clone_btn = gr.Button("Clone into Setup", scale=1, min_width=140, size="md", elem_id="runs-clone")
+            ui.stop_btn = gr.Button("Stop", variant="stop", scale=1, min_width=90, size="md", elem_id="runs-stop")
+            ui.delete_btn = gr.Button("Delete…", scale=1, min_width=90, size="md", elem_id="runs-delete")
+            ui.confirm_btn = gr.Button("Confirm delete", variant="stop", scale=1, min_width=130, visible=False,
+                                       size="md", elem_id="runs-confirm-delete")
+        ui.action_msg = gr.Markdown("")
+        with gr.Row(equal_height=False):
+            with gr.Column(scale=5):
+                ui.spec_file = gr.File(label="run.yaml (the complete spec)", interactive=False, elem_id="runs-spec")
+                with gr.Row(equal_height=False, elem_classes="aw-runbar"):
+                    ui.ckpt = gr.Dropdown([], label="Checkpoint", scale=3, elem_id="runs-ckpt")
+                    ui.ckpt_btn = gr.Button("Download checkpoint (.zip)", scale=2, size="md", elem_id="runs-ckpt-btn")
+                ui.ckpt_file = gr.File(label="Checkpoint archive", interactive=False, visible=False)
+            with gr.Column(scale=7):
+                ui.cli = gr.Code("", language="shell", lines=6, interactive=False, label="Reproduce from the command line",
+                                 wrap_lines=True, elem_id="runs-cli")
+        with gr.Accordion("Compare runs", open=True):
+            with gr.Row(equal_height=True):
+                ui.compare = gr.Dropdown([], value=[], multiselect=True, label="Runs to overlay", scale=5,
+                                         elem_id="compare-runs")
+                ui.compare_metric = gr.Dropdown(["reward", "loss"], value="reward", label="Metric", scale=2,
+                                                allow_custom_value=True, elem_id="compare-metric")
+                ui.compare_smoothing = gr.Slider(0, 0.99, value=0.6, step=0.01, label="Smoothing", scale=2)
+            ui.compare_plot = gr.LinePlot(x="step", y="value", color="series", x_title="step",
+                                          y_title="value", color_title="run", elem_id="compare-plot", label="Overlay")
+        with gr.Accordion("Diff two run specs", open=False):
+            with gr.Row():
+                ui.diff_a = gr.Dropdown([], label="Run A", elem_id="diff-a")
+                ui.diff_b = gr.Dropdown([], label="Run B", elem_id="diff-b")
+            ui.diff = gr.Code("", language=None, lines=12, interactive=False, label="run.yaml diff", elem_id="diff")
+        ui.timer = gr.Timer(RUNS_TICK_S, active=False)
+        ui.sig = gr.State(None)
+        self.ui = ui
+        return ui
+
+    def wire(self, monitor_run, runs_tab, other_tabs) -> None:
+        """The table refreshes on a timer that runs only while the Runs tab is open."""
+        ui = self.ui
+        list_outs = [ui.table, ui.selected, ui.compare, ui.diff_a, ui.diff_b, monitor_run, ui.sig]
+        refresh_kw = dict(fn=self.refresh, inputs=[ui.sig, ui.selected, monitor_run], outputs=list_outs,
+                          show_progress="hidden", api_visibility="private", concurrency_limit=None)
+        ui.timer.tick(**refresh_kw)
+        self.refresh_kw = refresh_kw
+        runs_tab.select(lambda: gr.Timer(active=True), None, ui.timer, api_visibility="private",
+                        queue=False).then(**refresh_kw)
+        for tab in other_tabs:
+            tab.select(lambda: gr.Timer(active=False), None, ui.timer, api_visibility="private", queue=False)
+        ui.table.select(self.on_row_select, [ui.table], [ui.selected], api_visibility="private")
+        ui.selected.change(self.on_selected, [ui.selected], [ui.spec_file, ui.cli, ui.ckpt, ui.ckpt_file,
+                                                             ui.confirm_btn, ui.action_msg],
+                           api_visibility="private", show_progress="hidden")
+        ui.stop_btn.click(self.on_stop, [ui.selected], [ui.action_msg], api_visibility="private")
+        ui.delete_btn.click(lambda sel: (gr.update(visible=bool(sel)),
+                                         f"Delete **{sel}** and all its files? Press *Confirm delete*." if sel else
+                                         "Select a run first."),
+                            [ui.selected], [ui.confirm_btn, ui.action_msg], api_visibility="private")
+        ui.confirm_btn.click(self.on_delete, [ui.selected], [ui.action_msg, ui.confirm_btn, ui.selected],
+                             api_visibility="private").then(**refresh_kw)
+        ui.ckpt_btn.click(self.on_checkpoint, [ui.selected, ui.ckpt], [ui.ckpt_file, ui.action_msg],
+                          api_visibility="private")
+        cmp_kw = dict(fn=self.on_compare, inputs=[ui.compare, ui.compare_metric, ui.compare_smoothing],
+                      outputs=[ui.compare_plot, ui.compare_metric], api_visibility="private", show_progress="hidden")
+        ui.compare.change(**cmp_kw)
+        ui.compare_metric.change(**cmp_kw)
+        ui.compare_smoothing.release(**cmp_kw)
+        ui.diff_a.change(self.studio.config_diff, [ui.diff_a, ui.diff_b], [ui.diff], api_visibility="private")
+        ui.diff_b.change(self.studio.config_diff, [ui.diff_a, ui.diff_b], [ui.diff], api_visibility="private")
+
+    # -- handlers ----------------------------------------------------------------------------------
+    def refresh(self, sig, selected, monitor_run):
+        """Runs table and every run picker; sends nothing when no run changed, and updates the
+        pickers only when a run appears or disappears."""
+        runs = self.studio.list_runs()
+        rows = table_rows(runs)
+        sig = dict(sig or {})
+        skip = gr.skip()
+        rows_sig = repr(rows)
+        ids_sig = repr([r["run_id"] for r in runs])
+        out = [skip] * 6
+        if rows_sig != sig.get("rows"):
+            sig["rows"] = rows_sig
+            out[0] = rows
+        if ids_sig != sig.get("ids"):
+            sig["ids"] = ids_sig
+            ids = [r["run_id"] for r in runs]
+            sel = selected if selected in ids else (ids[0] if ids else None)
+            out[1:6] = [gr.update(choices=ids, value=sel), gr.update(choices=ids), gr.update(choices=ids),
+                        gr.update(choices=ids), gr.update(choices=ids)]
+            if not sig.get("compare_set") and ids:  # first fill: overlay the latest runs
+                sig["compare_set"] = True
+                out[2] = gr.update(choices=ids, value=ids[:3])
+        return out + [sig]
+
+    def on_row_select(self, table, evt: gr.SelectData):
+        try:
+            row = evt.index[0]
+            rows = table.values.tolist() if hasattr(table, "values") else list(table)
+            return rows[row][0]
+        except Exception:  # noqa: BLE001
+            return gr.update()
+
+    def on_selected(self, run_id):
+        if not run_id:
+            return None, "", gr.update(choices=[], value=None), gr.update(visible=False), gr.update(visible=False), ""
+        try:
+            spec = self.studio.export_spec(run_id)
+            cli = self.studio.cli_command(run_id)
+            ckpts = self.studio.checkpoints(run_id)
+        except (ValueError, OSError) as e:
+            return None, "", gr.update(choices=[], value=None), gr.update(visible=False), gr.update(visible=False), \
+                f"**{e}**"
+        return (spec, cli, gr.update(choices=ckpts, value=ckpts[-1] if ckpts else None), gr.update(visible=False),
+                gr.update(visible=False), "")
+
+    def on_stop(self, run_id):
+        if not run_id:
+            return "Select a run first."
+        try:
+            st = self.studio.stop(run_id)
+        except ValueError as e:
+            return f"**{e}**"
+        return f"Stop requested for **{run_id}** (state: {st.get('state')})."
+
+    def on_delete(self, run_id):
+        try:
+            self.studio.delete(run_id)
+        except ValueError as e:
+            return f"**Not deleted:** {e}", gr.update(visible=False), gr.update()
+        return f"Deleted **{run_id}**.", gr.update(visible=False), gr.update(value=None)
+
+    def on_checkpoint(self, run_id, name):
+        if not run_id or not name:
+            return gr.update(visible=False), "This run has no checkpoint yet."
+        try:
+            path = self.studio.checkpoint_zip(run_id, name)
+        except (ValueError, OSError) as e:
+            return gr.update(visible=False), f"**{e}**"
+        return gr.update(value=path, visible=True), ""
+
+    def on_compare(self, run_ids, metric, smoothing):
+        series = {}
+        names: set[str] = set()
+        for rid in run_ids or []:
+            try:
+                st = self.studio.state(rid)
+            except ValueError:
+                continue
+            names.update(st.metric_names())
+            if metric in st.series:
+                series[rid] = st.series[metric]
+        choices = sorted(names | {"reward", "loss"})
+        return plot_payload(series, float(smoothing or 0)), gr.update(choices=choices)

@@ -1,0 +1,567 @@
+"""Setup: one card per module (agent, datasets, reward, engine & config), each with a live status
+badge and its check's messages; Launch stays disabled while any module has an error.
+
+Every edit re-runs all checks in the check worker (about 0.1 s once warm) and refreshes every
+card. Config has one source of truth, the YAML of user overrides: the form fields edit keys in
+it, and the effective config (after defaults) comes back from the check.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import gradio as gr
+import yaml
+
+from . import inputs as inp
+from . import render
+from .studio import MODULE_TITLES, Studio
+from .worker import WorkerError
+
+AUTO = "(auto-detect)"
+NONE = "(none)"
+SLOTS = {"number": 8, "choice": 3, "bool": 3, "text": 2}
+
+
+
+@dataclass
+class SetupUI:
+    strip: Any = None
+    launch_btn: Any = None
+    launch_msg: Any = None
+    agent: Any = None
+    agent_upload: Any = None
+    agent_note: Any = None
+    agent_status: Any = None
+    agent_spec: Any = None
+    train: Any = None
+    train_upload: Any = None
+    test: Any = None
+    test_upload: Any = None
+    prompt_col: Any = None
+    answer_col: Any = None
+    data_status: Any = None
+    train_preview: Any = None
+    test_preview: Any = None
+    rendered: Any = None
+    reward_pick: Any = None
+    reward_upload: Any = None
+    reward_note: Any = None
+    reward_weights: Any = None
+    reward_status: Any = None
+    reward_preview: Any = None
+    engine: Any = None
+    engines_table: Any = None
+    config_status: Any = None
+    config_yaml: Any = None
+    effective: Any = None
+    slots: dict[str, list] = field(default_factory=dict)
+    field_map: Any = None          # gr.State: [[slot kind, index, field name, type]]
+    reward_docs: Any = None        # gr.State: {key: (label, description)}
+    cli: Any = None
+
+    def inputs(self) -> list:
+        return [self.agent, self.train, self.test, self.prompt_col, self.answer_col, self.reward_pick,
+                self.reward_weights, self.config_yaml, self.engine]
+
+    def slot_components(self) -> list:
+        return [c for kind in SLOTS for c in self.slots[kind]]
+
+
+def collect(agent, train, test, prompt_col, answer_col, picks, weights, config_text, engine) -> inp.SetupInputs:
+    """The SetupInputs the components describe."""
+    weights_by_row = _weights(weights)
+    rewards = []
+    for i, key in enumerate(picks or []):
+        w = weights_by_row[i] if i < len(weights_by_row) else 1.0
+        rewards.append({"ref": key, "weight": w} if ":" in key else {"name": key, "weight": w})
+    columns = {k: v for k, v in (("prompt", prompt_col), ("answer", answer_col)) if v and v != AUTO}
+    return inp.SetupInputs(agent=agent or None, train=train or None,
+                           test=None if (not test or test == NONE) else test, rewards=rewards,
+                           config_text=config_text or "", engine=engine or inp.DEMO_ENGINE, columns=columns)
+
+
+def _weights(table: Any) -> list[float]:
+    rows = _rows(table)
+    out = []
+    for r in rows:
+        try:
+            w = float(r[1])
+            out.append(w if math.isfinite(w) else 1.0)
+        except (TypeError, ValueError, IndexError):
+            out.append(1.0)
+    return out
+
+
+def _rows(table: Any) -> list[list]:
+    if table is None:
+        return []
+    if hasattr(table, "values") and hasattr(table, "columns"):  # pandas
+        return table.values.tolist()
+    if isinstance(table, dict) and "data" in table:
+        return table["data"]
+    return list(table)
+
+
+class SetupTab:
+    def __init__(self, studio: Studio):
+        self.studio = studio
+
+    # -- layout ------------------------------------------------------------------------------------
+    def build(self) -> SetupUI:
+        ui = SetupUI()
+        demo = inp.demo_inputs()
+        with gr.Row(elem_classes="aw-launchbar", equal_height=True):
+            with gr.Column(scale=5, min_width=400):
+                ui.strip = gr.HTML(render.checks_strip(None, MODULE_TITLES, checking=True), elem_id="checks-strip")
+            with gr.Column(scale=2, min_width=260):
+                ui.launch_btn = gr.Button("Launch training", variant="primary", size="lg", interactive=False,
+                                          elem_id="launch-btn")
+        ui.launch_msg = gr.HTML("", elem_id="launch-msg", elem_classes="aw-launch-msg")
+
+        # Agent ------------------------------------------------------------------------------------
+        with gr.Row(equal_height=False):
+            with gr.Column(scale=5, min_width=360, elem_classes="aw-card"):
+                ui.agent_status = gr.HTML(render.module_status("agent", "Agent", None, checking=True),
+                                          elem_id="status-agent")
+                with gr.Row(equal_height=False, elem_classes="aw-runbar"):
+                    ui.agent = gr.Dropdown(inp.file_choices(inp.shipped_agents(), [demo.agent]), value=demo.agent,
+                                           label="Agent config (YAML)", allow_custom_value=True, scale=4,
+                                           elem_id="agent-select")
+                    ui.agent_upload = gr.UploadButton("Upload YAML", file_types=[".yaml", ".yml"], size="md",
+                                                      scale=1, min_width=130, elem_id="agent-upload")
+                ui.agent_note = gr.Markdown("", elem_classes="aw-muted")
+                ui.agent_spec = gr.HTML(render.agent_spec(None), elem_id="agent-spec")
+
+            # Datasets ------------------------------------------------------------------------------
+            with gr.Column(scale=7, min_width=420, elem_classes="aw-card"):
+                ui.data_status = gr.HTML(render.module_status("dataset", "Datasets", None, checking=True),
+                                         elem_id="status-dataset")
+                with gr.Row(equal_height=False, elem_classes="aw-runbar"):
+                    ui.train = gr.Dropdown(inp.file_choices(inp.shipped_datasets(), [demo.train]), value=demo.train,
+                                           label="Train set", allow_custom_value=True, scale=4, elem_id="train-select")
+                    ui.train_upload = gr.UploadButton("Upload train", file_types=list(inp.DATASET_SUFFIXES), size="md",
+                                                      scale=1, min_width=130, elem_id="train-upload")
+                with gr.Row(equal_height=False, elem_classes="aw-runbar"):
+                    ui.test = gr.Dropdown([(NONE, NONE)] + inp.file_choices(inp.shipped_datasets(), [demo.test]),
+                                          value=demo.test, label="Test set (optional)", allow_custom_value=True,
+                                          scale=4, elem_id="test-select")
+                    ui.test_upload = gr.UploadButton("Upload test", file_types=list(inp.DATASET_SUFFIXES), size="md",
+                                                     scale=1, min_width=130, elem_id="test-upload")
+                with gr.Row():
+                    ui.prompt_col = gr.Dropdown([AUTO], value=AUTO, label="Prompt column", elem_id="prompt-col")
+                    ui.answer_col = gr.Dropdown([AUTO], value=AUTO, label="Reference-answer column",
+                                                elem_id="answer-col")
+                with gr.Tabs():
+                    with gr.Tab("Train rows"):
+                        ui.train_preview = gr.Dataframe(interactive=False, max_height=230, wrap=True,
+                                                        elem_id="train-preview")
+                    with gr.Tab("Test rows"):
+                        ui.test_preview = gr.Dataframe(interactive=False, max_height=230, wrap=True)
+                ui.rendered = gr.HTML("", elem_id="rendered")
+
+        # Reward ------------------------------------------------------------------------------------
+        with gr.Row(equal_height=False):
+            with gr.Column(scale=6, min_width=380, elem_classes="aw-card"):
+                ui.reward_status = gr.HTML(render.module_status("reward", "Reward", None, checking=True),
+                                           elem_id="status-reward")
+                with gr.Row(equal_height=False, elem_classes="aw-runbar"):
+                    ui.reward_pick = gr.Dropdown([(inp.reward_label(inp.DEMO_REWARD), inp.DEMO_REWARD)],
+                                                 value=[inp.DEMO_REWARD], multiselect=True,
+                                                 label="Reward functions (registry and files)", scale=4,
+                                                 elem_id="reward-pick")
+                    ui.reward_upload = gr.UploadButton("Upload .py", file_types=[".py"], size="md", scale=1,
+                                                       min_width=130, elem_id="reward-upload")
+                ui.reward_note = gr.Markdown("", elem_classes="aw-muted")
+                ui.reward_weights = gr.Dataframe(
+                    value=[[inp.reward_label(inp.DEMO_REWARD), 1.0, ""]], headers=["reward", "weight", "what it scores"],
+                    datatype=["str", "number", "str"], column_count=3, interactive=True, static_columns=[0, 2],
+                    column_widths=["38%", "14%", "48%"],
+                    label="Weights (edit the weight column)", wrap=True, max_height=200, elem_id="reward-weights")
+                gr.Markdown("**Preview on sample rows** — the reference answer and a wrong one, scored by each "
+                            "function (user code runs in the check worker, never in the studio).",
+                            elem_classes="aw-muted")
+                ui.reward_preview = gr.Dataframe(interactive=False, max_height=230, wrap=True, elem_id="reward-preview")
+
+            # Engine & config -----------------------------------------------------------------------
+            with gr.Column(scale=6, min_width=380, elem_classes="aw-card"):
+                ui.config_status = gr.HTML(render.module_status("config", "Engine & config", None, checking=True),
+                                           elem_id="status-config")
+                ui.engine = gr.Dropdown([(inp.DEMO_ENGINE, inp.DEMO_ENGINE)], value=inp.DEMO_ENGINE,
+                                        label="Training engine", elem_id="engine-select")
+                ui.engines_table = gr.HTML("", elem_id="engines-table")
+                ui.slots = {"number": [], "choice": [], "bool": [], "text": []}
+                with gr.Row(equal_height=True):
+                    for i in range(SLOTS["choice"]):
+                        ui.slots["choice"].append(gr.Dropdown([], label=f"choice {i}", visible=False, min_width=150,
+                                                              allow_custom_value=True))
+                    for i in range(SLOTS["number"]):
+                        ui.slots["number"].append(gr.Number(label=f"number {i}", visible=False, min_width=150))
+                    for i in range(SLOTS["bool"]):
+                        ui.slots["bool"].append(gr.Checkbox(label=f"bool {i}", visible=False, min_width=150))
+                    for i in range(SLOTS["text"]):
+                        ui.slots["text"].append(gr.Textbox(label=f"text {i}", visible=False, min_width=150))
+                with gr.Accordion("Advanced: config YAML (overrides)", open=False):
+                    ui.config_yaml = gr.Code(demo.config_text, language="yaml", lines=8, interactive=True,
+                                             label="Config overrides", elem_id="config-yaml")
+                with gr.Accordion("Effective config (after defaults)", open=False):
+                    ui.effective = gr.Code("", language="yaml", lines=10, interactive=False, label="Effective config",
+                                           elem_id="effective-config")
+                with gr.Accordion("Same run from the command line", open=False):
+                    ui.cli = gr.Code("", language="shell", lines=6, interactive=False, label="CLI", wrap_lines=True)
+        ui.field_map = gr.State([])
+        ui.reward_docs = gr.State({})
+        self.ui = ui
+        return ui
+
+    # -- wiring ------------------------------------------------------------------------------------
+    def check_inputs(self) -> list:
+        return [*self.ui.inputs(), self.ui.field_map]
+
+    def check_outputs(self) -> list:
+        ui = self.ui
+        return [ui.strip, ui.agent_status, ui.agent_spec, ui.data_status, ui.train_preview, ui.test_preview,
+                ui.rendered, ui.prompt_col, ui.answer_col, ui.reward_status, ui.reward_preview, ui.config_status,
+                ui.effective, ui.launch_btn, ui.engines_table, ui.cli, *ui.slot_components()]
+
+    def wire(self) -> None:
+        ui = self.ui
+        ins = self.check_inputs()
+        outs = self.check_outputs()
+        check_kw = dict(fn=self.on_check, inputs=ins, outputs=outs, show_progress="minimal",
+                        show_progress_on=[ui.strip], trigger_mode="always_last", api_visibility="private",
+                        concurrency_id="checks", concurrency_limit=4)
+
+        # file pickers and mappings: a user change → check
+        ui.agent.input(**check_kw)
+        ui.train.input(self.on_train_changed, [], [ui.prompt_col, ui.answer_col], api_visibility="private",
+                       show_progress="hidden").then(**check_kw)
+        ui.test.input(**check_kw)
+        ui.prompt_col.input(**check_kw)
+        ui.answer_col.input(**check_kw)
+        # uploads
+        ui.agent_upload.upload(self.on_agent_upload, [ui.agent_upload, ui.agent], [ui.agent, ui.agent_note],
+                               api_visibility="private").then(**check_kw)
+        ui.train_upload.upload(self.on_data_upload, [ui.train_upload, ui.train], [ui.train, ui.prompt_col,
+                                                                                  ui.answer_col],
+                               api_visibility="private").then(**check_kw)
+        ui.test_upload.upload(self.on_test_upload, [ui.test_upload, ui.test], [ui.test],
+                              api_visibility="private").then(**check_kw)
+        # rewards
+        ui.reward_pick.input(self.on_rewards_picked, [ui.reward_pick, ui.reward_weights, ui.reward_docs],
+                             [ui.reward_weights], api_visibility="private", show_progress="hidden").then(**check_kw)
+        ui.reward_weights.input(**check_kw)
+        ui.reward_upload.upload(self.on_reward_upload, [ui.reward_upload, ui.reward_pick, ui.reward_weights,
+                                                         ui.reward_docs],
+                                [ui.reward_pick, ui.reward_weights, ui.reward_docs, ui.reward_note],
+                                api_visibility="private").then(**check_kw)
+        # engine & config
+        ui.engine.input(self.on_engine_changed, [ui.engine, ui.config_yaml],
+                        [ui.field_map, *ui.slot_components()], api_visibility="private",
+                        show_progress="hidden").then(**check_kw)
+        ui.config_yaml.input(self.on_yaml_edited, [ui.engine, ui.config_yaml, ui.field_map],
+                             ui.slot_components(), api_visibility="private", show_progress="hidden",
+                             trigger_mode="always_last").then(**check_kw)
+        for kind, comps in ui.slots.items():
+            for i, comp in enumerate(comps):
+                comp.input(self._slot_handler(kind, i), [comp, ui.config_yaml, ui.field_map], [ui.config_yaml],
+                           api_visibility="private", show_progress="hidden",
+                           trigger_mode="always_last").then(**check_kw)
+
+    def input_components(self) -> list:
+        """What :meth:`show_inputs` fills (the same as ``SetupUI.inputs()``)."""
+        return self.ui.inputs()
+
+    def show_inputs(self, si: inp.SetupInputs) -> list:
+        """Updates that put ``si`` into the Setup components (e.g. a run cloned from the Runs tab)."""
+        picks = [r.get("name") or r.get("ref") for r in si.rewards]
+        files = sorted({k.rpartition(":")[0] for k in picks if ".py:" in k})
+        docs = self.reward_registry(extra_files=[f for f in files if Path(f).is_file()])
+        for key in picks:
+            docs.setdefault(key, (inp.reward_label(key), ""))
+        table = [[docs[k][0], r.get("weight", 1.0), docs[k][1]] for k, r in zip(picks, si.rewards)]
+        tests = [si.test] if si.test else []
+        return [gr.update(choices=inp.file_choices(inp.shipped_agents(), [si.agent]), value=si.agent),
+                gr.update(choices=inp.file_choices(inp.shipped_datasets(), [si.train]), value=si.train),
+                gr.update(choices=[(NONE, NONE)] + inp.file_choices(inp.shipped_datasets(), tests),
+                          value=si.test or NONE),
+                *(gr.update(choices=[AUTO, *([col] if col else [])], value=col or AUTO)
+                  for col in (si.columns.get("prompt"), si.columns.get("answer"))),
+                gr.update(choices=[(label, key) for key, (label, _) in docs.items()], value=picks),
+                table, si.config_text, gr.update(value=si.engine)]
+
+    def load_outputs(self) -> list:
+        ui = self.ui
+        return [ui.engine, ui.reward_pick, ui.reward_weights, ui.reward_docs, ui.field_map, *ui.slot_components()]
+
+    # -- handlers ----------------------------------------------------------------------------------
+    def on_load(self, engine: str, picks: list[str], weights: Any, config_text: str):
+        """Page load: engines and the reward registry from the worker, the engine's form fields."""
+        cat = self.studio.catalog()
+        engine_choices = [(e["name"] if e.get("available") else f'{e["name"]} — unavailable: {e.get("reason")}',
+                           e["name"]) for e in cat.get("engines", [])]
+        docs = self.reward_registry()
+        picks = [p for p in (picks or []) if p in docs] or ([inp.DEMO_REWARD] if inp.DEMO_REWARD in docs else [])
+        choices = [(label, key) for key, (label, _) in docs.items()]
+        table = self._weights_table(picks, weights, docs)
+        field_map, slot_updates = self.form_for(engine, config_text)
+        return (gr.update(choices=engine_choices or [(engine, engine)], value=engine),
+                gr.update(choices=choices, value=picks), table, docs, field_map, *slot_updates)
+
+    def reward_registry(self, extra_files: list[str] | None = None) -> dict[str, tuple[str, str]]:
+        """{key: (label, description)}: built-ins, then the functions of shipped and extra reward files."""
+        docs: dict[str, tuple[str, str]] = {}
+        for name, desc in (self.studio.catalog().get("rewards") or {}).items():
+            docs[name] = (name, desc)
+        for path in [*inp.shipped_reward_files(), *(extra_files or [])]:
+            try:
+                for fn in self.studio.reward_functions(path):
+                    docs[fn["ref"]] = (inp.reward_label(fn["ref"]), fn.get("doc", ""))
+            except WorkerError:
+                continue
+        return docs
+
+    def _weights_table(self, picks: list[str], weights: Any, docs: dict) -> list[list]:
+        old = {r[0]: r[1] for r in _rows(weights) if r}
+        out = []
+        for key in picks or []:
+            label, desc = docs.get(key, (inp.reward_label(key), ""))
+            out.append([label, old.get(label, 1.0), desc])
+        return out
+
+    def on_check(self, *values):
+        *values, field_map = values
+        si = collect(*values)
+        report = self.studio.check(si)
+        return self.check_updates(si, report) + self.form_values(si, report, field_map)
+
+    def form_values(self, si: inp.SetupInputs, report: dict, field_map: list) -> list:
+        """Form fields the user has not overridden show the effective value (defaults derived from
+        the agent included); overridden ones are left alone (the user may be typing)."""
+        updates = {k: [gr.update()] * n for k, n in SLOTS.items()}
+        effective = ((report["results"]["config"].get("details") or {}).get("effective")) or {}
+        overrides = _parse_yaml(si.config_text)
+        for kind, i, name, _type in field_map or []:
+            if name not in overrides and name in effective:
+                v = effective[name]
+                updates[kind][i] = gr.update(value=str(v) if kind == "choice" else ("" if v is None else v))
+        return [u for kind in SLOTS for u in updates[kind]]
+
+    def check_updates(self, si: inp.SetupInputs, report: dict) -> list:
+        res = report["results"]
+        prev = report.get("preview") or {}
+        train_prev, test_prev = prev.get("train") or {}, prev.get("test") or {}
+        agent = res["agent"]
+        details = agent.get("details") or {}
+        agent_spec = render.agent_spec(details.get("spec"), details.get("tool_schemas"))
+        cols = train_prev.get("columns") or ((res["dataset"].get("details") or {}).get("train") or {}).get("columns") or []
+        mapped = (res["dataset"].get("details") or {}).get("columns") or {}
+        p_val = si.columns.get("prompt") or AUTO
+        a_val = si.columns.get("answer") or AUTO
+        prompt_dd = gr.update(choices=[AUTO, *cols], value=p_val if p_val in [AUTO, *cols] else AUTO,
+                              info=f"detected: {mapped.get('prompt')}" if mapped.get("prompt") else None)
+        answer_dd = gr.update(choices=[AUTO, *cols], value=a_val if a_val in [AUTO, *cols] else AUTO,
+                              info=f"detected: {mapped.get('answer')}" if mapped.get("answer") else None)
+        # config card: engine + config
+        eng, cfg = res["engine"], res["config"]
+        worst = max((eng, cfg), key=lambda r: {"error": 2, "warning": 1}.get(r["status"], 0))
+        combined = {"status": worst["status"],
+                    "message": (cfg["message"] if eng["status"] != "error" else eng["message"]),
+                    "warnings": [*eng.get("warnings", []), *cfg.get("warnings", [])]}
+        if eng["status"] == "error" and cfg["status"] == "error" and cfg["message"] != eng["message"]:
+            combined["message"] = f'{eng["message"]} · {cfg["message"]}'
+        effective = (cfg.get("details") or {}).get("effective")
+        cat = self.studio.catalog()
+        return [
+            render.checks_strip(res, MODULE_TITLES, seconds=report.get("wall_s")),
+            render.module_status("agent", "Agent", agent),
+            agent_spec,
+            render.module_status("dataset", "Datasets", res["dataset"]),
+            _frame(train_prev),
+            _frame(test_prev),
+            render.prompt_block(report.get("prompt")),
+            prompt_dd,
+            answer_dd,
+            render.module_status("reward", "Reward", res["reward"]),
+            reward_preview_frame(res["reward"]),
+            render.module_status("config", "Engine & config", combined),
+            yaml.safe_dump(effective, sort_keys=False) if effective else "# fix the errors above to see the effective config",
+            gr.update(interactive=bool(report.get("ok"))),
+            render.engines_table(cat.get("engines", []), si.engine),
+            si.cli_command() + ("  \\\n  --config config.yaml   # the overrides YAML" if si.config_text.strip() else ""),
+        ]
+
+    def on_train_changed(self):
+        return gr.update(value=AUTO), gr.update(value=AUTO)
+
+    def on_agent_upload(self, file, current):
+        if not file:
+            return gr.update(), ""
+        stored = self.studio.store_upload(file if isinstance(file, str) else file.name)
+        path, notes = inp.resolve_agent_upload(stored)
+        choices = inp.file_choices(inp.shipped_agents(), [path])
+        note = ("Relative paths in the upload: " + "; ".join(notes)) if notes else f"Uploaded {Path(stored).name}"
+        return gr.update(choices=choices, value=path), note
+
+    def on_data_upload(self, file, current):
+        if not file:
+            return gr.update(), gr.update(), gr.update()
+        stored = self.studio.store_upload(file if isinstance(file, str) else file.name)
+        return (gr.update(choices=inp.file_choices(inp.shipped_datasets(), [stored]), value=stored),
+                gr.update(value=AUTO), gr.update(value=AUTO))
+
+    def on_test_upload(self, file, current):
+        if not file:
+            return gr.update()
+        stored = self.studio.store_upload(file if isinstance(file, str) else file.name)
+        return gr.update(choices=[(NONE, NONE)] + inp.file_choices(inp.shipped_datasets(), [stored]), value=stored)
+
+    def on_rewards_picked(self, picks, weights, docs):
+        return self._weights_table(picks, weights, docs or {})
+
+    def on_reward_upload(self, file, picks, weights, docs):
+        if not file:
+            return gr.update(), gr.update(), docs, ""
+        stored = self.studio.store_upload(file if isinstance(file, str) else file.name)
+        try:
+            fns = self.studio.reward_functions(stored)
+        except WorkerError as e:
+            return gr.update(), gr.update(), docs, f"**Cannot load {Path(stored).name}:** {e}"
+        if not fns:
+            return gr.update(), gr.update(), docs, f"**{Path(stored).name} defines no public function.**"
+        docs = dict(docs or {})
+        for fn in fns:
+            docs[fn["ref"]] = (inp.reward_label(fn["ref"]), fn.get("doc", ""))
+        # the upload replaces a picked function of the same file name (a new version of it);
+        # otherwise its first function is added
+        same = {f"{Path(stored).name}:{fn['name']}": fn["ref"] for fn in fns}
+        picks = [same.get(_file_fn(p), p) for p in picks or []]
+        if not any(fn["ref"] in picks for fn in fns):
+            picks.append(fns[0]["ref"])
+        choices = [(label, key) for key, (label, _) in docs.items()]
+        names = ", ".join(f["name"] for f in fns)
+        return (gr.update(choices=choices, value=picks), self._weights_table(picks, weights, docs), docs,
+                f"Loaded {Path(stored).name}: {names} (checked in the worker)")
+
+    # -- config form -------------------------------------------------------------------------------
+    def form_for(self, engine: str, config_text: str) -> tuple[list, list]:
+        """Assign the engine's main settings to typed slots; values from the YAML, else defaults."""
+        info = self.studio.engine_info(engine) or {}
+        overrides = _parse_yaml(config_text)
+        used = {k: 0 for k in SLOTS}
+        field_map = []
+        updates: dict[str, list] = {k: [gr.update(visible=False)] * n for k, n in SLOTS.items()}
+        for f in [f for f in info.get("fields", []) if f.get("main")]:
+            kind = ("choice" if f.get("choices") else "bool" if f.get("type") == "bool" else
+                    "number" if f.get("type") in ("int", "float") else "text")
+            i = used[kind]
+            if i >= SLOTS[kind]:
+                continue
+            used[kind] += 1
+            value = overrides.get(f["name"], f.get("default"))
+            label = f["name"]
+            kw: dict[str, Any] = dict(visible=True, label=label, info=f.get("help") or None, value=value)
+            if kind == "choice":
+                kw["choices"] = [str(c) for c in f["choices"]]
+                kw["value"] = str(value)
+            elif kind == "number":
+                kw["precision"] = 0 if f.get("type") == "int" else None
+                kw["minimum"], kw["maximum"] = f.get("min"), f.get("max")
+            elif kind == "text":
+                kw["value"] = "" if value is None else str(value)
+            updates[kind][i] = gr.update(**kw)
+            field_map.append([kind, i, f["name"], f.get("type")])
+        return field_map, [u for kind in SLOTS for u in updates[kind]]
+
+    def on_engine_changed(self, engine, config_text):
+        field_map, updates = self.form_for(engine, config_text)
+        return [field_map, *updates]
+
+    def on_yaml_edited(self, engine, config_text, field_map):
+        overrides = _parse_yaml(config_text)
+        info = self.studio.engine_info(engine) or {}
+        defaults = {f["name"]: f.get("default") for f in info.get("fields", [])}
+        updates = {k: [gr.update()] * n for k, n in SLOTS.items()}
+        for kind, i, name, _type in field_map or []:
+            value = overrides.get(name, defaults.get(name))
+            updates[kind][i] = gr.update(value=str(value) if kind == "choice" else value)
+        return [u for kind in SLOTS for u in updates[kind]]
+
+    def _slot_handler(self, kind: str, index: int):
+        def handler(value, config_text, field_map):
+            entry = next((f for f in field_map or [] if f[0] == kind and f[1] == index), None)
+            if entry is None:
+                return gr.update()
+            name, ftype = entry[2], entry[3]
+            if ftype == "int" and isinstance(value, float) and value.is_integer():
+                value = int(value)
+            if kind == "text" and value == "":
+                value = None
+            return set_yaml_key(config_text, name, value)
+        return handler
+
+
+def _file_fn(key: str) -> str:
+    """``/x/y/letter_reward.py:letter_reward`` → ``letter_reward.py:letter_reward``."""
+    target, _, attr = key.rpartition(":")
+    return f"{Path(target).name}:{attr}" if target.endswith(".py") else key
+
+
+def set_yaml_key(text: str, key: str, value: Any) -> str:
+    """Set one top-level key in the overrides YAML, keeping comments and other lines; a value of
+    None removes the key."""
+    lines = (text or "").splitlines()
+    rendered = None if value is None else yaml.safe_dump({key: value}, default_flow_style=True,
+                                                         sort_keys=False).strip()[1:-1].strip()
+    out, done = [], False
+    for line in lines:
+        bare = line.split("#", 1)[0]
+        if not line.startswith((" ", "\t", "-")) and bare.split(":", 1)[0].strip() == key and ":" in bare:
+            if rendered is not None and not done:
+                out.append(rendered)
+            done = True
+            continue
+        out.append(line)
+    if not done and rendered is not None:
+        out.append(rendered)
+    return "\n".join(out) + "\n"
+
+
+def _parse_yaml(text: str) -> dict:
+    try:
+        data = yaml.safe_load(text or "")
+    except yaml.YAMLError:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _frame(preview: dict | None):
+    import pandas as pd
+
+    if not preview:
+        return pd.DataFrame()
+    if preview.get("error"):
+        return pd.DataFrame({"error": [preview["error"]]})
+    return pd.DataFrame(preview.get("rows") or [], columns=preview.get("columns"))
+
+
+def reward_preview_frame(result: dict):
+    import pandas as pd
+
+    dry = (result.get("details") or {}).get("dry_run") or []
+    if not dry:
+        return pd.DataFrame({"preview": [result.get("message") if result.get("status") == "error" else
+                                         "; ".join(result.get("warnings") or []) or "no sample rows to score yet"]})
+    rows = []
+    for entry in dry:
+        for label in ("reference", "wrong"):
+            scored = entry.get(label) or {}
+            row = {"row": entry.get("row"), "prompt": entry.get("prompt"), "answer": entry.get("answer"),
+                   "completion": f'{scored.get("completion")!r} ({label})'}
+            for term, v in (scored.get("terms") or {}).items():
+                row[term] = round(v, 4) if isinstance(v, float) else v
+            row["total"] = round(scored.get("total", 0.0), 4)
+            rows.append(row)
+    return pd.DataFrame(rows)

@@ -1,0 +1,327 @@
+"""The studio's core, independent of Gradio: checks (through the worker), launch, stop, status,
+runs listing, clone/export/delete, and a watchdog that enforces stop timeouts.
+
+The UI tabs and the named API endpoints both call into one :class:`Studio`.
+"""
+from __future__ import annotations
+
+import difflib
+import logging
+import os
+import shutil
+import threading
+import time
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from engines.rundir import ACTIVE_STATES, STOP_FILE, RunDir
+from engines.runs import (Slot, delete_run, effective_status, enforce_stop_timeout, kill_run, list_run_dirs,
+                          spawn_run, stop_run)
+
+from . import inputs as inp
+from .monitor import CACHE, RunCache, RunState
+from .worker import CheckWorker, WorkerError
+
+log = logging.getLogger("aworld.studio")
+MODULES = ("agent", "dataset", "reward", "config", "engine")
+MODULE_TITLES = {"agent": "Agent", "dataset": "Datasets", "reward": "Reward", "config": "Config",
+                 "engine": "Engine"}
+
+
+class Studio:
+    def __init__(self, runs_dir: str | os.PathLike, worker: CheckWorker | None = None, cache: RunCache | None = None,
+                 stop_timeout_s: float = 30.0, check_timeout_s: float = 60.0, launch_timeout_s: float = 180.0):
+        self.runs_dir = Path(runs_dir).resolve()
+        self.runs_dir.mkdir(parents=True, exist_ok=True)
+        self.worker = worker or CheckWorker(default_timeout_s=check_timeout_s)
+        self.cache = cache or CACHE
+        self.stop_timeout_s = stop_timeout_s
+        self.check_timeout_s = check_timeout_s
+        self.launch_timeout_s = launch_timeout_s
+        self._catalog: dict[str, Any] | None = None
+        self._catalog_lock = threading.Lock()
+        self._reward_files: dict[str, list[dict]] = {}
+        self._spawned: set[int] = set()
+        self._watchdog: threading.Thread | None = None
+        self._stop = threading.Event()
+
+    # -- lifecycle -----------------------------------------------------------------------------
+    def start(self) -> None:
+        self.worker.start()          # warms up in the background
+        if self._watchdog is None:
+            self._watchdog = threading.Thread(target=self._watch, name="studio-watchdog", daemon=True)
+            self._watchdog.start()
+
+    def close(self) -> None:
+        self._stop.set()
+        self.worker.close()
+
+    def _watch(self) -> None:
+        """Every second: kill runs whose stop request is older than the timeout; reap children."""
+        while not self._stop.wait(1.0):
+            try:
+                self.enforce_stop_timeouts()
+                self._reap()
+            except Exception:  # noqa: BLE001 - the watchdog must survive anything
+                log.exception("watchdog")
+
+    def enforce_stop_timeouts(self) -> list[str]:
+        killed = []
+        for p in self.runs_dir.iterdir() if self.runs_dir.is_dir() else []:
+            if not (p / STOP_FILE).exists():
+                continue
+            if effective_status(RunDir(p)).get("state") not in ACTIVE_STATES:
+                continue
+            if enforce_stop_timeout(p, self.stop_timeout_s):
+                killed.append(p.name)
+                log.warning("run %s did not stop within %.0f s: killed", p.name, self.stop_timeout_s)
+        return killed
+
+    def _reap(self) -> None:
+        for pid in list(self._spawned):
+            try:
+                done, _ = os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                done = pid
+            if done:
+                self._spawned.discard(pid)
+
+    # -- catalog -------------------------------------------------------------------------------
+    def catalog(self, refresh: bool = False) -> dict[str, Any]:
+        """Engines (availability, reason, config schema) and built-in rewards, from the worker."""
+        with self._catalog_lock:
+            if self._catalog is None or refresh:
+                try:
+                    self._catalog = self.worker.call("catalog", timeout_s=self.check_timeout_s)
+                except WorkerError as e:
+                    return {"engines": [{"name": inp.DEMO_ENGINE, "available": False,
+                                         "reason": f"engine probe failed: {e}", "fields": [], "defaults": {},
+                                         "description": ""}], "rewards": {}, "error": str(e)}
+            return self._catalog
+
+    def engine_info(self, name: str) -> dict[str, Any] | None:
+        return next((e for e in self.catalog()["engines"] if e["name"] == name), None)
+
+    def reward_functions(self, path: str) -> list[dict]:
+        """Functions of a reward file (imported in the worker, never here); cached by path+mtime."""
+        key = f"{path}:{os.path.getmtime(path) if os.path.exists(path) else 0}"
+        if key not in self._reward_files:
+            self._reward_files[key] = self.worker.call("reward_functions", path=path, timeout_s=15)
+        return self._reward_files[key]
+
+    # -- checks --------------------------------------------------------------------------------
+    def check(self, inputs: inp.SetupInputs) -> dict[str, Any]:
+        """Every module's result (by module), the Setup previews, and ``ok`` (no module in error).
+        Never raises: a worker failure becomes an error on the module being checked."""
+        t0 = time.perf_counter()
+        try:
+            report = self.worker.call("check", inputs=inputs.to_dict(), timeout_s=self.check_timeout_s)
+        except WorkerError as e:
+            report = failed_report(e)
+        results = report.setdefault("results", {})
+        for m in MODULES:
+            results.setdefault(m, {"module": m, "status": "error", "message": "not checked", "details": {},
+                                   "warnings": []})
+        report["ok"] = all(results[m]["status"] != "error" for m in MODULES)
+        report["wall_s"] = round(time.perf_counter() - t0, 3)
+        return report
+
+    # -- launch --------------------------------------------------------------------------------
+    def launch(self, inputs: inp.SetupInputs) -> dict[str, Any]:
+        """Prepare the run dir in the worker (checks again, writes run.yaml, state queued), then
+        start ``python -m engines run <dir>`` detached. A busy machine queues the run."""
+        try:
+            res = self.worker.call("prepare", inputs=inputs.to_dict(), runs_dir=str(self.runs_dir),
+                                   timeout_s=self.launch_timeout_s)
+        except WorkerError as e:
+            return {"ok": False, "error": f"launch preparation failed: {e}", "module": None}
+        if not res.get("ok"):
+            return {"ok": False, "error": res.get("error"), "module": res.get("module")}
+        run_dir = res["run_dir"]
+        busy = self.machine_busy()
+        pid = spawn_run(run_dir)
+        self._spawned.add(pid)
+        state = self.cache.refresh(run_dir, force=True)
+        return {"ok": True, "run_id": res["run_id"], "run_dir": run_dir, "pid": pid,
+                "state": state.state, "queued": busy,
+                "message": (f"{res['run_id']} is queued: the machine is busy with another run"
+                            if busy else f"{res['run_id']} launched")}
+
+    def machine_busy(self) -> bool:
+        return Slot(self.runs_dir).busy()
+
+    # -- runs ----------------------------------------------------------------------------------
+    def run_path(self, run_id: str) -> Path:
+        """The run dir for an id, refusing anything outside the runs dir."""
+        run_id = (run_id or "").strip()
+        if not run_id or "/" in run_id or run_id.startswith("."):
+            raise ValueError(f"'{run_id}' is not a run id")
+        p = (self.runs_dir / run_id).resolve()
+        if p.parent != self.runs_dir or not RunDir(p).exists():
+            raise ValueError(f"no run '{run_id}' under {self.runs_dir}")
+        return p
+
+    def run_ids(self) -> list[str]:
+        return [r.run_id for r in list_run_dirs(self.runs_dir)]
+
+    def latest_run(self, active_first: bool = True) -> str | None:
+        runs = list_run_dirs(self.runs_dir)
+        if not runs:
+            return None
+        if active_first:
+            for r in runs:
+                if effective_status(r).get("state") in ACTIVE_STATES:
+                    return r.run_id
+        return runs[0].run_id
+
+    def state(self, run_id: str) -> RunState:
+        return self.cache.refresh(self.run_path(run_id))
+
+    def status(self, run_id: str | None = None) -> dict[str, Any]:
+        run_id = run_id or self.latest_run()
+        if not run_id:
+            return {"error": "no runs yet"}
+        st = self.state(run_id)
+        pr = st.progress()
+        spec = st.read_spec()
+        last = {k: st.latest.get(k) for k in ("reward", "loss", "kl", "lr", "eval/reward") if k in st.latest}
+        out = {"run_id": run_id, "run_dir": str(st.run.path), "state": pr.state, "step": pr.step, "total_steps": pr.total,
+               "elapsed_s": pr.elapsed_s, "eta_s": pr.eta_s, "steps_per_s": pr.steps_per_s,
+               "engine": spec.get("engine"), "last": last, "metrics": st.metric_names(),
+               "points": {k: st.series[k].count for k in ("reward", "loss") if k in st.series},
+               "stop_requested": st.run.stop_requested()}
+        fail = st.failure()
+        if fail:
+            out.update(cause=fail["cause"], error=fail["message"])
+        return out
+
+    def stop(self, run_id: str, kill: bool = False) -> dict[str, Any]:
+        path = self.run_path(run_id)
+        if kill:
+            stop_run(path, reason="studio kill")
+            kill_run(path)
+        else:
+            stop_run(path, reason="studio")
+        self.cache.refresh(path, force=True)
+        return self.status(run_id)
+
+    def list_runs(self) -> list[dict[str, Any]]:
+        out = []
+        for r in list_run_dirs(self.runs_dir):
+            st = self.cache.get(r.path)
+            st.refresh_status_only()
+            status, spec = st.status, st.read_spec()
+            out.append({
+                "run_id": r.run_id, "state": status.get("state", "unknown"),
+                "cause": status.get("cause") if status.get("state") == "failed" else None,
+                "engine": spec.get("engine") or status.get("engine") or "?",
+                "started": status.get("started") or status.get("launched"),
+                "step": status.get("step"), "total_steps": status.get("total_steps"),
+                "last_reward": status.get("last_reward"), "last_loss": status.get("last_loss"),
+                "model": Path(str((spec.get("agent") or {}).get("model", ""))).name,
+            })
+        return out
+
+    def delete(self, run_id: str) -> None:
+        path = self.run_path(run_id)
+        delete_run(path)
+        self.cache.forget(path)
+
+    def spec_text(self, run_id: str) -> str:
+        p = self.run_path(run_id) / "run.yaml"
+        return p.read_text(encoding="utf-8") if p.exists() else ""
+
+    def config_diff(self, a: str, b: str) -> str:
+        if not a or not b:
+            return ""
+        ta, tb = self.spec_text(a).splitlines(keepends=True), self.spec_text(b).splitlines(keepends=True)
+        ta = [line for line in ta if not line.startswith("run_id:")]
+        tb = [line for line in tb if not line.startswith("run_id:")]
+        diff = "".join(difflib.unified_diff(ta, tb, fromfile=f"{a}/run.yaml", tofile=f"{b}/run.yaml", n=2))
+        return diff or "# the two run specs are identical (apart from run_id)"
+
+    def cli_command(self, run_id: str) -> str:
+        """Shell commands that re-run this run's exact spec as a new run (and the way to watch it)."""
+        path = self.run_path(run_id)
+        spec = RunDir(path).read_spec()
+        engine = spec.get("engine", "trl")
+        return (f"# re-run {run_id} with its exact spec (agent, data, reward, effective config)\n"
+                f"cd {inp.REPO_ROOT}\n"
+                f"NEW={self.runs_dir}/$(date +%Y%m%d-%H%M%S)-{engine}-rerun\n"
+                f"mkdir -p \"$NEW\" && grep -v '^run_id:' {path}/run.yaml > \"$NEW/run.yaml\"\n"
+                f"python -m engines run \"$NEW\"\n")
+
+    def clone_inputs(self, run_id: str) -> inp.SetupInputs:
+        """Setup inputs that reproduce a run (its agent is written back to a YAML file)."""
+        path = self.run_path(run_id)
+        spec = RunDir(path).read_spec()
+        agent = dict(spec.get("agent") or {})
+        agent.pop("extra", None)
+        agent_file = self.runs_dir / inp.UPLOADS / f"clone-{run_id}" / "agent.yaml"
+        agent_file.parent.mkdir(parents=True, exist_ok=True)
+        agent_file.write_text(yaml.safe_dump(agent, sort_keys=False, allow_unicode=True), encoding="utf-8")
+        data = spec.get("data") or {}
+        rewards = [{k: v for k, v in r.items() if k in ("name", "ref", "weight", "kwargs")}
+                   for r in spec.get("reward") or [] if isinstance(r, dict) and ("name" in r or "ref" in r)]
+        engine = spec.get("engine") or inp.DEMO_ENGINE
+        info = self.engine_info(engine) or {}
+        defaults = info.get("defaults") or {}
+        overrides = {k: v for k, v in (spec.get("config") or {}).items() if defaults.get(k, object()) != v}
+        return inp.SetupInputs(agent=str(agent_file), train=data.get("train"), test=data.get("test"),
+                               rewards=rewards, config_text=yaml.safe_dump(overrides, sort_keys=False) if overrides
+                               else "", engine=engine, columns=dict(data.get("columns") or {}))
+
+    def checkpoints(self, run_id: str) -> list[str]:
+        return [p.name for p in RunDir(self.run_path(run_id)).checkpoints()]
+
+    def checkpoint_zip(self, run_id: str, name: str) -> str:
+        run = RunDir(self.run_path(run_id))
+        src = (run.checkpoints_dir / name).resolve()
+        if src.parent != run.checkpoints_dir.resolve() or not src.is_dir():
+            raise ValueError(f"no checkpoint '{name}' in run {run_id}")
+        out_dir = self.runs_dir / ".exports"
+        out_dir.mkdir(exist_ok=True)
+        out = out_dir / f"{run_id}-{name}.zip"
+        if not out.exists() or out.stat().st_mtime < src.stat().st_mtime:
+            tmp = out.with_suffix(".zip.tmp")
+            with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as z:
+                for f in sorted(src.rglob("*")):
+                    if f.is_file():
+                        z.write(f, f"{name}/{f.relative_to(src)}")
+            os.replace(tmp, out)
+        return str(out)
+
+    def export_spec(self, run_id: str) -> str:
+        src = self.run_path(run_id) / "run.yaml"
+        out_dir = self.runs_dir / ".exports"
+        out_dir.mkdir(exist_ok=True)
+        out = out_dir / f"{run_id}.run.yaml"
+        shutil.copyfile(src, out)
+        return str(out)
+
+    # -- uploads -------------------------------------------------------------------------------
+    def store_upload(self, tmp_path: str) -> str:
+        return inp.store_upload(tmp_path, self.runs_dir)
+
+
+def failed_report(e: WorkerError) -> dict[str, Any]:
+    """A check report for a worker failure: the module being checked gets the error, the ones
+    after it are 'not checked'."""
+    module = None
+    for line in (e.output or "").splitlines():
+        if line.startswith("[studio] checking "):
+            module = line.split()[-1]
+    what = {"timeout": "timed out", "crash": "crashed"}.get(e.kind, "failed")
+    msg = str(e)
+    if module:
+        msg = f"the {module} check {what}: {msg} — a tool or reward that hangs or crashes on import is the usual cause"
+    results = {}
+    for m in ("agent", "dataset", "reward", "config"):
+        text = msg if module in (None, m) else f"not checked (the {module} check {what})"
+        results[m] = {"module": m, "status": "error", "message": text, "details": {}, "warnings": []}
+    results["engine"] = {"module": "engine", "status": "warning", "message": "not probed (the check worker failed)",
+                         "details": {}, "warnings": []}
+    return {"results": results, "worker_error": {"kind": e.kind, "message": str(e), "output": e.output[-2000:]}}

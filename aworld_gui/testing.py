@@ -1,0 +1,118 @@
+"""Helpers for the studio's tests and benchmarks: run ``app.py`` in a subprocess on a free port,
+start stand-in runs (:mod:`aworld_gui.fake_run`), launch Chromium.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+from engines.rundir import RunDir
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-background-networking", "--disable-gpu", "--disable-component-update",
+                 "--disable-sync", "--no-first-run"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    pp = env.get("PYTHONPATH", "")
+    env["PYTHONPATH"] = str(REPO_ROOT) + (os.pathsep + pp if pp else "")
+    env.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+    return env
+
+
+class StudioProcess:
+    """``python app.py`` on 127.0.0.1:<free port>, output to ``<runs>/../studio-<port>.log``."""
+
+    def __init__(self, runs_dir: str | os.PathLike, port: int | None = None, extra: list[str] | None = None):
+        self.runs_dir = Path(runs_dir)
+        self.port = port or free_port()
+        self.extra = extra or []
+        self.proc: subprocess.Popen | None = None
+        self.log_path = self.runs_dir.parent / f"studio-{self.port}.log"
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/"
+
+    def start(self, timeout_s: float = 90.0) -> "StudioProcess":
+        self.runs_dir.mkdir(parents=True, exist_ok=True)
+        log = open(self.log_path, "ab")
+        self.proc = subprocess.Popen(
+            [sys.executable, str(REPO_ROOT / "app.py"), "--port", str(self.port), "--runs-dir", str(self.runs_dir),
+             *self.extra], cwd=str(REPO_ROOT), env=_env(), stdout=log, stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL, start_new_session=True)
+        log.close()
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"the studio exited ({self.proc.returncode}); see {self.log_path}:\n"
+                                   + self.log_path.read_text(errors="replace")[-3000:])
+            try:
+                with urllib.request.urlopen(self.url, timeout=2) as r:
+                    if r.status == 200:
+                        return self
+            except OSError:
+                pass
+            time.sleep(0.3)
+        self.stop()
+        raise TimeoutError(f"the studio did not answer on {self.url} within {timeout_s} s")
+
+    def stop(self, sig: int = signal.SIGTERM, timeout_s: float = 15.0) -> None:
+        """Stop the studio (and its check worker) — never the runs, which have their own sessions."""
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        try:
+            os.killpg(self.proc.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            self.proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(timeout=10)
+
+    def __enter__(self) -> "StudioProcess":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+def start_fake_run(runs_dir: str | os.PathLike, *args: str) -> tuple[RunDir, subprocess.Popen]:
+    """A stand-in run process, detached like a real one, output to its train.log."""
+    run = RunDir.create(runs_dir, "fake")
+    log = open(run.log_path, "ab")
+    proc = subprocess.Popen([sys.executable, "-m", "aworld_gui.fake_run", str(runs_dir), "--run-dir", str(run.path),
+                             *args], cwd=str(REPO_ROOT), env=_env(), stdout=log, stderr=subprocess.STDOUT,
+                            stdin=subprocess.DEVNULL, start_new_session=True)
+    log.close()
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and not run.read_status().get("pid"):
+        time.sleep(0.05)
+    return run, proc
+
+
+def end_process_group(pid: int) -> None:
+    """Kill a run process group this test started (by its id)."""
+    try:
+        os.killpg(os.getpgid(pid), signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def launch_chromium(playwright):
+    return playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)

@@ -1,0 +1,123 @@
+"""The studio's look: a Gradio theme and a small stylesheet for the HTML fragments."""
+from __future__ import annotations
+
+import gradio as gr
+
+
+def theme() -> gr.themes.Base:
+    return gr.themes.Soft(
+        primary_hue=gr.themes.colors.indigo,
+        secondary_hue=gr.themes.colors.slate,
+        neutral_hue=gr.themes.colors.slate,
+        radius_size=gr.themes.sizes.radius_md,
+        text_size=gr.themes.sizes.text_md,
+        # local fonts only: the studio must render without network access
+        font=["ui-sans-serif", "system-ui", "-apple-system", "Segoe UI", "Roboto", "sans-serif"],
+        font_mono=["ui-monospace", "SFMono-Regular", "Menlo", "Consolas", "monospace"],
+    ).set(
+        block_title_text_weight="600",
+        block_label_background_fill="transparent",
+        block_label_background_fill_dark="transparent",
+        block_label_text_color="*neutral_600",
+        block_label_text_color_dark="*neutral_300",
+        block_label_text_weight="600",
+        block_label_border_width="0px",
+        block_label_padding="0px 2px",
+        button_primary_background_fill="*primary_600",
+        button_primary_background_fill_hover="*primary_700",
+    )
+
+
+CSS = """
+:root { --aw-ok:#16a34a; --aw-ok-bg:#dcfce7; --aw-warn:#b45309; --aw-warn-bg:#fef3c7; --aw-err:#dc2626;
+        --aw-err-bg:#fee2e2; --aw-info:#4f46e5; --aw-info-bg:#e0e7ff; --aw-idle:#64748b; --aw-idle-bg:#f1f5f9; }
+.gradio-container { max-width: 1480px !important; }
+footer { display: none !important; }
+.aw-title { display:flex; align-items:baseline; gap:14px; padding:4px 2px 0 2px; }
+.aw-title h1 { font-size: 22px; margin:0; font-weight:700; letter-spacing:-0.01em; white-space: nowrap; }
+.aw-title .aw-sub { color: var(--body-text-color-subdued); font-size: 14px; }
+.aw-title .aw-runs { margin-left: auto; max-width: 40%; overflow: hidden; text-overflow: ellipsis; white-space: nowrap;
+                     }
+.aw-muted { color: var(--body-text-color-subdued); font-size: 0.92em; }
+.aw-empty { color: var(--body-text-color-subdued); padding: 10px 2px; font-style: italic; }
+.aw-badge { display:inline-flex; align-items:center; gap:6px; font-size:12px; font-weight:600; padding:2px 10px;
+            border-radius:999px; line-height:20px; white-space:nowrap; }
+.aw-badge::before { content:""; width:7px; height:7px; border-radius:50%; background: currentColor; }
+.aw-ok, .aw-finished { color: var(--aw-ok); background: var(--aw-ok-bg); }
+.aw-warning, .aw-stopping { color: var(--aw-warn); background: var(--aw-warn-bg); }
+.aw-error, .aw-failed { color: var(--aw-err); background: var(--aw-err-bg); }
+.aw-running, .aw-checking { color: var(--aw-info); background: var(--aw-info-bg); }
+.aw-queued, .aw-stopped, .aw-idle, .aw-unknown { color: var(--aw-idle); background: var(--aw-idle-bg); }
+/* no endless animation on a running run: a repaint loop would cost the training machine CPU */
+.aw-checking::before { animation: aw-pulse 1.2s ease-in-out infinite; }
+@keyframes aw-pulse { 0%,100% { opacity: 1 } 50% { opacity: .25 } }
+.aw-strip { display:flex; flex-wrap:wrap; align-items:center; gap:8px; padding: 6px 2px; }
+.aw-chip { display:inline-flex; align-items:center; gap:8px; padding:6px 12px; border-radius:8px; font-weight:600;
+           font-size:13px; border:1px solid var(--border-color-primary); background: var(--block-background-fill); }
+.aw-dot { width:9px; height:9px; border-radius:50%; background: currentColor; display:inline-block; }
+.aw-dot.aw-ok { color: var(--aw-ok); } .aw-dot.aw-warning { color: #f59e0b; } .aw-dot.aw-error { color: var(--aw-err); }
+.aw-dot.aw-checking { color: var(--aw-info); animation: aw-pulse 1.2s infinite; } .aw-dot.aw-idle { color: #cbd5e1; }
+.aw-dot { background: currentColor !important; }
+.aw-mod-head { display:flex; align-items:center; justify-content:space-between; gap:10px; }
+.aw-mod-title { font-size: 16px; font-weight: 700; }
+.aw-msg { margin-top: 6px; font-size: 13.5px; line-height: 1.45; word-break: break-word; }
+.aw-msg-error { color: var(--aw-err); font-weight: 500; }
+.aw-warnings { margin: 6px 0 0 0; padding-left: 18px; color: var(--aw-warn); font-size: 13px; }
+.aw-kv { width:100%; border-collapse: collapse; font-size: 13.5px; }
+.aw-kv th { text-align:left; width: 120px; color: var(--body-text-color-subdued); font-weight: 500; padding: 5px 8px 5px 0;
+            vertical-align: top; white-space: nowrap; }
+.aw-kv td { padding: 5px 0; border-bottom: 1px solid var(--border-color-primary); }
+.aw-kv tr:last-child td { border-bottom: none; }
+.aw-prompt { white-space: pre-wrap; font-size: 13px; }
+.aw-table { width:100%; border-collapse: collapse; font-size: 13px; border: none !important; }
+.aw-table td { padding: 6px 8px; border: none !important; border-bottom: 1px solid var(--border-color-primary) !important;
+               vertical-align: top; }
+.aw-kv, .aw-kv tbody, .aw-kv tr, .aw-kv th, .aw-kv td, .aw-table tbody, .aw-table tr { border: none !important; }
+.aw-kv th, .aw-kv td { border-bottom: 1px solid var(--border-color-primary) !important; }
+.aw-kv tr:last-child th, .aw-kv tr:last-child td { border-bottom: none !important; }
+.aw-engines details summary { cursor: pointer; }
+.aw-engines tr.aw-selected td { background: var(--color-accent-soft); }
+.aw-rendered-head { font-weight: 600; font-size: 13px; margin: 8px 0 4px; }
+.aw-rendered { background: var(--background-fill-secondary); border: 1px solid var(--border-color-primary);
+               border-radius: 8px; padding: 10px 12px; font-size: 12.5px; white-space: pre-wrap; word-break: break-word;
+               max-height: 220px; overflow: auto; margin: 0; }
+.aw-card { border: 1px solid var(--border-color-primary) !important; border-radius: 12px !important;
+           padding: 14px !important; background: var(--block-background-fill) !important; }
+.aw-launchbar { align-items: center !important; }
+.aw-runbar { align-items: flex-end !important; }
+.aw-launch-msg { font-size: 13.5px; }
+.aw-launch-msg .aw-msg-error { color: var(--aw-err); }
+/* monitor: updated parts are their own paint/layout islands (keeps repaints small) */
+#run-header, #reward-plot, #loss-plot, #custom-plot, #samples, #log-tail, #events { contain: content; }
+.aw-run { border: 1px solid var(--border-color-primary); border-radius: 12px; padding: 14px 16px;
+          background: var(--block-background-fill); }
+.aw-run-top { display:flex; justify-content: space-between; align-items: flex-start; gap: 12px; }
+.aw-run-id { font-weight: 700; font-size: 17px; font-family: var(--font-mono); }
+.aw-progress { height: 8px; background: var(--background-fill-secondary); border-radius: 999px; margin: 12px 0;
+               overflow: hidden; }
+.aw-bar { height: 100%; background: var(--aw-info); border-radius: 999px; }
+.aw-bar-finished { background: var(--aw-ok); } .aw-bar-failed { background: var(--aw-err); }
+.aw-bar-stopped, .aw-bar-queued { background: #94a3b8; } .aw-bar-stopping { background: #f59e0b; }
+.aw-stats { display:grid; grid-template-columns: repeat(auto-fit, minmax(110px, 1fr)); gap: 10px; }
+.aw-stat { background: var(--background-fill-secondary); border-radius: 8px; padding: 8px 10px; }
+.aw-stat-k { font-size: 11.5px; text-transform: uppercase; letter-spacing: .04em; color: var(--body-text-color-subdued); }
+.aw-stat-v { font-size: 17px; font-weight: 650; font-variant-numeric: tabular-nums; margin-top: 2px; }
+.aw-failure { margin-top: 12px; border: 1px solid var(--aw-err); background: var(--aw-err-bg); color: #7f1d1d;
+              border-radius: 8px; padding: 10px 12px; font-size: 13.5px; }
+.aw-note { margin-top: 10px; font-size: 13px; color: var(--aw-idle); }
+.aw-samples { display:flex; flex-direction: column; gap: 10px; max-height: 520px; overflow-y: auto; }
+.aw-sample { border: 1px solid var(--border-color-primary); border-radius: 10px; padding: 8px 10px; }
+.aw-sample-head { display:flex; flex-wrap: wrap; gap: 10px; align-items: center; font-size: 12.5px;
+                  color: var(--body-text-color-subdued); margin-bottom: 6px; }
+.aw-total b { color: var(--body-text-color); }
+.aw-rchip { background: var(--background-fill-secondary); border-radius: 6px; padding: 1px 7px; }
+.aw-turn { border-left: 3px solid #cbd5e1; padding: 3px 8px; margin: 4px 0; font-size: 13px; }
+.aw-role { font-size: 11px; text-transform: uppercase; letter-spacing: .05em; color: var(--body-text-color-subdued); }
+.aw-role-assistant { border-left-color: var(--aw-info); } .aw-role-tool { border-left-color: #f59e0b; }
+.aw-role-system { border-left-color: #94a3b8; }
+.aw-content { white-space: pre-wrap; word-break: break-word; }
+.aw-toolcall { font-size: 12.5px; margin-top: 3px; }
+.aw-log textarea, .aw-log .cm-content { font-size: 12px !important; }
+.aw-section-title { font-weight: 700; font-size: 15px; margin: 4px 0 2px; }
+.aw-events td { font-size: 12.5px; }
+"""

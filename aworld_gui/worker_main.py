@@ -1,0 +1,157 @@
+"""The check worker's child side: ``python -m aworld_gui.worker_main``.
+
+A "zygote": it imports the heavy libraries (datasets, transformers, the engines' check code)
+once, then serves requests from the studio one at a time. Each request runs in a fresh
+``fork()`` of the zygote, so
+
+* user code (tools, reward files) never runs in the studio process, and never leaves state
+  behind in the zygote either (every call starts from the same clean, pre-imported state);
+* a call that exceeds its time limit is killed (SIGKILL) without losing the warm zygote;
+* a crash (segfault, ``os._exit``) in user code is reported as an error for that call.
+
+Protocol on the inherited stdin/stdout (moved to private fds at start; fd 1 then points at
+stderr so a stray ``print`` in user code cannot corrupt it): frames of a 4-byte big-endian
+length followed by a pickle. Request ``(task, kwargs, timeout_s)``; reply ``(ok, payload)``
+where ``payload`` is the task's result or ``{"error": str, "kind": str, "output": str}``.
+"""
+from __future__ import annotations
+
+import os
+import pickle
+import select
+import signal
+import struct
+import sys
+import tempfile
+import time
+import traceback
+
+_HDR = struct.Struct(">I")
+
+
+def read_frame(f) -> object:
+    head = _read_exact(f, _HDR.size)
+    if head is None:
+        raise EOFError
+    (n,) = _HDR.unpack(head)
+    body = _read_exact(f, n)
+    if body is None:
+        raise EOFError
+    return pickle.loads(body)
+
+
+def write_frame(f, obj: object) -> None:
+    data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    f.write(_HDR.pack(len(data)) + data)
+    f.flush()
+
+
+def _read_exact(f, n: int) -> bytes | None:
+    buf = bytearray()
+    while len(buf) < n:
+        chunk = f.read(n - len(buf))
+        if not chunk:
+            return None
+        buf += chunk
+    return bytes(buf)
+
+
+def _run_in_fork(task: str, kwargs: dict, timeout_s: float) -> tuple[bool, object]:
+    from aworld_gui import tasks
+
+    fn = tasks.TASKS.get(task)
+    if fn is None:
+        return False, {"error": f"unknown worker task '{task}'", "kind": "bug", "output": ""}
+    out_file = tempfile.TemporaryFile()
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: do the work, write the pickled result, exit without cleanup
+        try:
+            os.close(r)
+            os.dup2(out_file.fileno(), 1)
+            os.dup2(out_file.fileno(), 2)
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            try:
+                result: tuple[bool, object] = (True, fn(**kwargs))
+            except BaseException as e:  # noqa: BLE001 - user code may raise anything
+                result = (False, {"error": f"{type(e).__name__}: {e}", "kind": "exception",
+                                  "traceback": traceback.format_exc(limit=8), "output": ""})
+            try:
+                data = pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)
+            except Exception as e:  # noqa: BLE001
+                data = pickle.dumps((False, {"error": f"result is not picklable: {e}", "kind": "bug",
+                                             "output": ""}))
+            with os.fdopen(w, "wb") as fw:
+                fw.write(data)
+        finally:
+            os._exit(0)
+    os.close(w)
+    chunks: list[bytes] = []
+    deadline = time.monotonic() + timeout_s
+    timed_out = False
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            timed_out = True
+            break
+        ready, _, _ = select.select([r], [], [], left)
+        if not ready:
+            continue
+        chunk = os.read(r, 1 << 20)
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(r)
+    if timed_out:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    _, code = os.waitpid(pid, 0)
+    out_file.seek(0)
+    output = out_file.read()[-4000:].decode("utf-8", errors="replace")
+    out_file.close()
+    if timed_out:
+        return False, {"error": f"timed out after {timeout_s:g} s (the call was killed)", "kind": "timeout",
+                       "output": output}
+    if not chunks:
+        how = (f"killed by signal {os.WTERMSIG(code)}" if os.WIFSIGNALED(code)
+               else f"exit code {os.WEXITSTATUS(code)}")
+        return False, {"error": f"the check process crashed ({how})", "kind": "crash", "output": output}
+    ok, payload = pickle.loads(b"".join(chunks))
+    if not ok and isinstance(payload, dict):
+        payload["output"] = output
+    return ok, payload
+
+
+def main() -> None:
+    proto_in = os.fdopen(os.dup(0), "rb", buffering=0)
+    proto_out = os.fdopen(os.dup(1), "wb", buffering=0)
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.dup2(2, 1)  # prints (ours or user code's) go to stderr, never into the protocol
+    sys.stdout = sys.stderr
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+    t0 = time.time()
+    from aworld_gui import tasks
+
+    preload_error = tasks.preload()
+    write_frame(proto_out, ("ready", {"pid": os.getpid(), "preload_s": round(time.time() - t0, 2),
+                                      "preload_error": preload_error}))
+    while True:
+        try:
+            task, kwargs, timeout_s = read_frame(proto_in)
+        except EOFError:
+            return
+        try:
+            reply = _run_in_fork(task, kwargs, float(timeout_s))
+        except Exception as e:  # noqa: BLE001 - the zygote must keep serving
+            reply = (False, {"error": f"worker error: {type(e).__name__}: {e}", "kind": "bug", "output": ""})
+        write_frame(proto_out, reply)
+
+
+if __name__ == "__main__":
+    main()

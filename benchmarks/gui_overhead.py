@@ -1,0 +1,149 @@
+#!/usr/bin/env python
+"""Training speed with the studio watching vs without it, within ONE run (target: ratio ≥ 0.98).
+
+    python benchmarks/gui_overhead.py [--pairs 6] [--phase 20]
+
+Starts the studio, launches the shipped letters demo on the trl engine through the API (a long
+``max_steps`` so it trains throughout), then alternates phases in an A-B-B-A order:
+
+* watching: the studio and a headless Chromium showing the run's Monitor (timers ticking, curves
+  redrawn) run normally;
+* without: the studio's process group (app + check worker) and every Chromium process are frozen
+  with SIGSTOP, so they use no CPU at all — as if neither existed. The run itself, in its own
+  process session, is never touched.
+
+Steps/s per phase come from the run's own metrics.jsonl timestamps (after a settling margin).
+Comparing phases of the same run removes run-to-run variance (±30 % on these machines).
+Writes benchmarks/results/gui_overhead.json.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import signal
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import psutil
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from aworld_gui import inputs as inp  # noqa: E402
+from aworld_gui.testing import StudioProcess, launch_chromium  # noqa: E402
+from engines.rundir import RunDir, iter_jsonl  # noqa: E402
+
+CONFIG = "learning_rate: 0.001\nprompts_per_step: 8\nnum_generations: 16\nmax_steps: 100000\nsave_steps: 100000\n"
+
+
+def chromium_procs() -> list[psutil.Process]:
+    me = psutil.Process()
+    return [p for p in me.children(recursive=True) if "chrom" in (p.name() or "").lower()]
+
+
+def freeze(studio: StudioProcess, sig: int) -> None:
+    os.killpg(studio.proc.pid, sig)
+    for p in chromium_procs():
+        try:
+            p.send_signal(sig)
+        except psutil.Error:
+            pass
+
+
+def steps_between(run: RunDir, t0: float, t1: float) -> tuple[int, float]:
+    rows = [r for r in iter_jsonl(run.file("metrics.jsonl")) if "loss" in r and t0 <= r.get("time", 0) < t1]
+    return len(rows), t1 - t0
+
+
+def main() -> int:
+    p = argparse.ArgumentParser()
+    p.add_argument("--pairs", type=int, default=6, help="A-B pairs (run as ABBA blocks)")
+    p.add_argument("--phase", type=float, default=20.0, help="seconds measured per phase")
+    p.add_argument("--settle", type=float, default=3.0, help="seconds ignored after each switch")
+    a = p.parse_args()
+    from gradio_client import Client, handle_file
+    from playwright.sync_api import sync_playwright
+
+    phases: list[dict] = []
+    with tempfile.TemporaryDirectory() as d:
+        runs = Path(d) / "runs"
+        with StudioProcess(runs) as studio, sync_playwright() as pw:
+            client = Client(studio.url, verbose=False)
+            res = client.predict(handle_file(str(inp.DEMO_AGENT)), handle_file(str(inp.DEMO_TRAIN)),
+                                 handle_file(str(inp.DEMO_TEST)), handle_file(str(inp.REWARDS_DIR / "letter_reward.py")),
+                                 "letter_reward.py:letter_reward@1", CONFIG, "trl", api_name="/launch")
+            assert res["ok"], res
+            run = RunDir(res["run_dir"])
+            deadline = time.time() + 300
+            while time.time() < deadline and (run.read_status().get("step") or 0) < 20:
+                time.sleep(1)
+            browser = launch_chromium(pw)
+            page = browser.new_page(viewport={"width": 1440, "height": 1000})
+            page.goto(studio.url)
+            page.get_by_role("tab", name="Monitor").click()
+            page.wait_for_selector('#run-header [data-testid="run-header"][data-state="running"]', timeout=60_000)
+            time.sleep(3)
+            order = []
+            for i in range(a.pairs):
+                order += ["watching", "without"] if i % 2 == 0 else ["without", "watching"]
+            frozen = False
+            try:
+                for mode in order:
+                    want_frozen = mode == "without"
+                    if want_frozen != frozen:
+                        freeze(studio, signal.SIGSTOP if want_frozen else signal.SIGCONT)
+                        frozen = want_frozen
+                    time.sleep(a.settle)
+                    t0 = time.time()
+                    time.sleep(a.phase)
+                    t1 = time.time()
+                    n, dt = steps_between(run, t0, t1)
+                    phases.append({"mode": mode, "steps": n, "seconds": round(dt, 2), "steps_per_s": round(n / dt, 3),
+                                   "load_avg_1m": round(os.getloadavg()[0], 2)})
+                    print(json.dumps(phases[-1]), flush=True)
+            finally:
+                if frozen:
+                    freeze(studio, signal.SIGCONT)
+            page.screenshot(path=str(ROOT / "benchmarks" / "results" / "gui_overhead.png"))
+            client.predict(res["run_id"], True, api_name="/stop")
+            browser.close()
+
+    def rate(mode: str) -> float:
+        sel = [x for x in phases if x["mode"] == mode]
+        return sum(x["steps"] for x in sel) / sum(x["seconds"] for x in sel)
+
+    pair_ratios = []
+    for i in range(0, len(phases), 2):
+        a_, b_ = phases[i], phases[i + 1]
+        w, wo = (a_, b_) if a_["mode"] == "watching" else (b_, a_)
+        if wo["steps_per_s"]:
+            pair_ratios.append(round(w["steps_per_s"] / wo["steps_per_s"], 3))
+    ratio = rate("watching") / rate("without")
+    summary = {
+        "benchmark": "gui_overhead",
+        "what": ("trl demo run: steps/s while the studio + a Chromium tab on its Monitor run, vs while both are "
+                 "frozen (SIGSTOP), alternating ABBA within one run"),
+        "target": "ratio >= 0.98",
+        "steps_per_s": {"watching": round(rate("watching"), 3), "without": round(rate("without"), 3)},
+        "ratio": round(ratio, 4),
+        "pair_ratios": pair_ratios,
+        "pair_ratio_median": round(statistics.median(pair_ratios), 4) if pair_ratios else None,
+        "passed": ratio >= 0.98,
+        "phases": phases,
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
+        "when": time.strftime("%Y-%m-%d %H:%M:%S"),
+    }
+    out = ROOT / "benchmarks" / "results" / "gui_overhead.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(summary, indent=1) + "\n")
+    print(json.dumps({k: v for k, v in summary.items() if k != "phases"}, indent=1))
+    return 0 if summary["passed"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

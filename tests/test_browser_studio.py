@@ -1,0 +1,170 @@
+"""The studio in a real headless Chromium (Debian's ``chromium`` package) driven by Playwright:
+upload the demo files → all checks green → Launch → the reward curve gains points → restart the
+studio mid-run → still listed and streaming → Stop → ``stopped``; a bad dataset upload shows its
+error and keeps Launch disabled. Screenshots go to ``artifacts/screenshots/``.
+"""
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from aworld_gui import inputs as inp
+from aworld_gui.testing import CHROMIUM, StudioProcess, launch_chromium
+
+pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM),
+                                reason=f"{CHROMIUM} is missing: apt-get install -y chromium")
+playwright_api = pytest.importorskip("playwright.sync_api")
+
+SHOTS = Path(__file__).resolve().parent.parent / "artifacts" / "screenshots"
+MODULES = ("agent", "dataset", "reward", "config", "engine")
+CONFIG = "learning_rate: 0.001\nprompts_per_step: 8\nnum_generations: 16\nmax_steps: 5000\nsave_steps: 5000\n"
+
+
+def shot(page, name: str) -> None:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+
+
+def chip_status(page, module: str) -> str | None:
+    return page.get_attribute(f'#checks-strip .aw-chip[data-module="{module}"]', "data-status")
+
+
+def wait_for(fn, timeout_s: float, what: str, poll_s: float = 0.2):
+    deadline = time.monotonic() + timeout_s
+    last = None
+    while time.monotonic() < deadline:
+        try:
+            last = fn()
+        except Exception as e:  # noqa: BLE001 - the element may be re-rendering
+            last = e
+        if last and not isinstance(last, Exception):
+            return last
+        time.sleep(poll_s)
+    raise AssertionError(f"timed out after {timeout_s} s waiting for {what}; last: {last!r}")
+
+
+def all_green(page) -> bool:
+    return all(chip_status(page, m) in ("ok", "warning") for m in MODULES)
+
+
+def upload(page, button_id: str, path: Path | str) -> None:
+    with page.expect_file_chooser() as fc:
+        page.click(f"#{button_id}")
+    fc.value.set_files(str(path))
+
+
+def header(page) -> dict:
+    el = page.query_selector('#run-header [data-testid="run-header"]')
+    if el is None:
+        return {}
+    return {"state": el.get_attribute("data-state"), "run": el.get_attribute("data-run"),
+            "step": int(el.get_attribute("data-step") or 0),
+            "points": int(el.get_attribute("data-reward-points") or 0)}
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory):
+    base = tmp_path_factory.mktemp("studio-browser")
+    studio = StudioProcess(base / "runs").start()
+    yield studio
+    studio.stop()
+    from engines.runs import kill_run, list_run_dirs
+    for run in list_run_dirs(studio.runs_dir):  # runs this test launched and did not stop
+        kill_run(run.path, grace_s=2)
+
+
+@pytest.fixture(scope="module")
+def page(app):
+    with playwright_api.sync_playwright() as p:
+        browser = launch_chromium(p)
+        pg = browser.new_page(viewport={"width": 1440, "height": 1000})
+        pg.goto(app.url)
+        yield pg
+        browser.close()
+
+
+def test_opens_with_the_demo_preselected_and_all_checks_green(page):
+    wait_for(lambda: all_green(page), 120, "the first check of the demo")
+    assert page.is_enabled("#launch-btn")
+    assert "Say the letter A:" in page.inner_text("#rendered")  # the rendered first prompt (a tab)
+    assert "letters-agent" in page.inner_text("#agent-spec")
+    shot(page, "01-setup-demo-green")
+
+
+def test_a_bad_dataset_upload_shows_its_error_and_disables_launch(page, tmp_path):
+    bad = tmp_path / "broken_train.jsonl"
+    bad.write_text('{"prompt": "Say A", "answer": "A"}\n{"prompt": oops\n')
+    upload(page, "train-upload", bad)
+    wait_for(lambda: chip_status(page, "dataset") == "error", 30, "the dataset error")
+    assert "broken_train.jsonl" in page.inner_text("#status-dataset")
+    assert not page.is_enabled("#launch-btn")
+    shot(page, "02-bad-dataset-upload")
+
+
+def test_upload_the_demo_files_launch_and_watch_the_reward_curve(page, app):
+    upload(page, "agent-upload", inp.DEMO_AGENT)
+    upload(page, "train-upload", inp.DEMO_TRAIN)
+    upload(page, "test-upload", inp.DEMO_TEST)
+    upload(page, "reward-upload", inp.REWARDS_DIR / "letter_reward.py")
+    wait_for(lambda: all("uploaded" in page.input_value(f"#{d} input") for d in ("agent-select", "train-select",
+                                                                                  "test-select")),
+             30, "the uploads to be selected")
+    assert "letter_reward.py:letter_reward" in page.inner_text("#reward-pick")
+    # a long run for this test: set max_steps in the config form (a form field writes the YAML)
+    page.fill('input[aria-label="max_steps"]', "5000")
+    page.keyboard.press("Tab")
+    wait_for(lambda: all_green(page) and page.is_enabled("#launch-btn"), 60, "all checks green after the uploads")
+    shot(page, "03-setup-uploaded-demo-green")
+    page.click("#launch-btn")
+    h = wait_for(lambda: (x := header(page)).get("state") in ("queued", "running") and x, 60, "the Monitor header")
+    first = wait_for(lambda: (x := header(page))["points"] >= 3 and x, 240, "reward points from the trl run")
+    assert first["state"] == "running" and first["run"] == h["run"]
+    later = wait_for(lambda: (x := header(page))["points"] > first["points"] + 3 and x, 120, "more reward points")
+    assert later["step"] > first["step"]
+    page.wait_for_timeout(1500)
+    shot(page, "04-monitor-training")
+
+
+def test_restarting_the_studio_mid_run_keeps_the_run_listed_and_streaming(page, app):
+    before = header(page)
+    assert before["state"] == "running"
+    app.stop()
+    time.sleep(1.0)
+    app.start()
+    page.goto(app.url)
+    page.get_by_role("tab", name="Monitor").click()
+    after = wait_for(lambda: (x := header(page)).get("run") == before["run"] and x["step"] > before["step"] and x,
+                     120, "the same run streaming after the restart")
+    assert after["state"] == "running"
+    assert after["points"] >= before["points"]  # full history is back, not only new steps
+    page.wait_for_timeout(1500)
+    shot(page, "05-monitor-after-restart")
+    page.get_by_role("tab", name="Runs").click()
+    wait_for(lambda: before["run"] in page.inner_text("#runs-table"), 30, "the run in the Runs table")
+    page.wait_for_timeout(1000)
+    shot(page, "06-runs")
+    page.get_by_role("tab", name="Monitor").click()
+
+
+def test_stop_from_the_monitor(page):
+    run = header(page)["run"]
+    page.click("#stop-btn")
+    wait_for(lambda: header(page).get("state") in ("stopping", "stopped"), 30, "the stop request")
+    final = wait_for(lambda: (x := header(page)).get("state") in ("stopped", "failed") and x, 120, "stopped")
+    assert final == {**final, "state": "stopped", "run": run}
+    page.wait_for_timeout(1000)
+    shot(page, "07-monitor-stopped")
+
+
+def test_clone_the_run_back_into_setup(page):
+    page.get_by_role("tab", name="Runs").click()
+    wait_for(lambda: page.input_value("#runs-selected input"), 30, "a selected run")
+    page.click("#runs-clone")
+    wait_for(lambda: "agent.yaml" in page.input_value("#agent-select input"), 30, "the cloned agent in Setup")
+    wait_for(lambda: all_green(page) and page.is_enabled("#launch-btn"), 60, "the clone checked green")
+    assert page.is_visible("#launch-btn")
+    page.wait_for_timeout(500)
+    shot(page, "08-setup-cloned-from-run")

@@ -1,0 +1,153 @@
+"""The studio driven through its named Gradio endpoints with ``gradio_client``, against a real
+``python app.py`` in a subprocess (free port, temporary runs dir) and the real trl engine."""
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from aworld_gui import inputs as inp
+from aworld_gui.testing import StudioProcess, end_process_group, start_fake_run
+
+gradio_client = pytest.importorskip("gradio_client")
+from gradio_client import Client, handle_file  # noqa: E402
+
+DEMO_REWARD_FILE = inp.REWARDS_DIR / "letter_reward.py"
+LONG_CONFIG = "learning_rate: 0.001\nprompts_per_step: 8\nnum_generations: 16\nmax_steps: 5000\nsave_steps: 5000\n"
+
+
+def wait_until(fn, timeout_s: float, what: str, poll_s: float = 0.5):
+    deadline = time.monotonic() + timeout_s
+    last = None
+    while time.monotonic() < deadline:
+        last = fn()
+        if last:
+            return last
+        time.sleep(poll_s)
+    raise AssertionError(f"timed out after {timeout_s} s waiting for {what}; last: {last!r}")
+
+
+@pytest.fixture(scope="module")
+def studio(tmp_path_factory):
+    base = tmp_path_factory.mktemp("studio-api")
+    app = StudioProcess(base / "runs", extra=["--stop-timeout", "4"]).start()
+    started: list = []
+    yield app, started
+    app.stop()
+    for proc in started:
+        end_process_group(proc.pid)
+
+
+@pytest.fixture(scope="module")
+def client(studio):
+    return Client(studio[0].url, verbose=False)
+
+
+def demo_files():
+    return [handle_file(str(inp.DEMO_AGENT)), handle_file(str(inp.DEMO_TRAIN)), handle_file(str(inp.DEMO_TEST)),
+            handle_file(str(DEMO_REWARD_FILE)), "letter_reward.py:letter_reward@1"]
+
+
+def test_endpoints_are_named(client):
+    names = set(client.view_api(print_info=False, return_format="dict")["named_endpoints"])
+    assert {"/check", "/launch", "/status", "/stop", "/list_runs"} <= names
+
+
+def test_check_uploaded_demo_files_all_green(client):
+    res = client.predict(*demo_files(), LONG_CONFIG, "trl", api_name="/check")
+    assert res["ok"] is True, res
+    assert {m: r["status"] for m, r in res["modules"].items()} == {
+        "agent": "ok", "dataset": "ok", "reward": "ok", "config": "ok", "engine": "ok"}
+    assert res["effective_config"]["max_steps"] == 5000
+    assert "Say the letter A:" in res["rendered_prompt"]
+
+
+def test_check_bad_dataset_reports_its_error(client, tmp_path):
+    bad = tmp_path / "broken_train.jsonl"
+    bad.write_text('{"prompt": "Say A", "answer": "A"}\n{"prompt": oops\n')
+    files = demo_files()
+    files[1] = handle_file(str(bad))
+    res = client.predict(*files, "", "trl", api_name="/check")
+    assert res["ok"] is False
+    assert res["modules"]["dataset"]["status"] == "error"
+    assert "broken_train.jsonl" in res["modules"]["dataset"]["message"]
+    launch = client.predict(*files, "", "trl", api_name="/launch")
+    assert launch["ok"] is False and launch["modules"]["dataset"]["status"] == "error"
+
+
+def test_status_stop_and_list_on_a_streaming_run(client, studio):
+    app, started = studio
+    run, proc = start_fake_run(app.runs_dir, "--steps", "100000", "--rate", "20")
+    started.append(proc)
+    first = wait_until(lambda: (s := client.predict(run.run_id, api_name="/status")).get("step", 0) >= 5 and s,
+                       30, "the fake run to stream")
+    assert first["state"] == "running"
+    later = wait_until(lambda: (s := client.predict(run.run_id, api_name="/status"))["step"] > first["step"] + 5
+                       and s, 20, "more steps")
+    assert later["points"]["reward"] > first["points"]["reward"]
+    runs = client.predict(api_name="/list_runs")["runs"]
+    assert run.run_id in [r["run_id"] for r in runs]
+    client.predict(run.run_id, False, api_name="/stop")
+    wait_until(lambda: client.predict(run.run_id, api_name="/status")["state"] == "stopped", 20, "stopped")
+
+
+def test_a_run_that_ignores_stop_is_killed_after_the_timeout(client, studio):
+    app, started = studio
+    run, proc = start_fake_run(app.runs_dir, "--steps", "100000", "--rate", "20", "--ignore-stop")
+    started.append(proc)
+    wait_until(lambda: client.predict(run.run_id, api_name="/status").get("step", 0) > 2, 30, "streaming")
+    client.predict(run.run_id, False, api_name="/stop")
+    st = wait_until(lambda: (s := client.predict(run.run_id, api_name="/status"))["state"] == "stopped" and s,
+                    40, "the watchdog to kill it (stop timeout 4 s)")
+    assert st["stop_requested"] and st["step"] < 100000
+    assert proc.wait(timeout=10) is not None   # the process is gone, not just marked
+
+
+def test_launch_trains_the_demo_queues_a_second_run_stops_and_survives_a_restart(client, studio, tmp_path):
+    app, _ = studio
+    first = client.predict(*demo_files(), LONG_CONFIG, "trl", api_name="/launch")
+    assert first["ok"] is True, first
+    rid = first["run_id"]
+    # the reward curve gains points while the model trains in its own process
+    st = wait_until(lambda: (s := client.predict(rid, api_name="/status")).get("points", {}).get("reward", 0) >= 3
+                    and s, 180, "reward points from the trl run")
+    assert st["state"] == "running" and st["engine"] == "trl"
+    # a second launch while the machine is busy is queued
+    second = client.predict(*demo_files(), LONG_CONFIG, "trl", api_name="/launch")
+    assert second["ok"] is True and second["queued"] is True
+    wait_until(lambda: client.predict(second["run_id"], api_name="/status")["state"] == "queued", 30, "queued")
+    client.predict(second["run_id"], False, api_name="/stop")
+    wait_until(lambda: client.predict(second["run_id"], api_name="/status")["state"] == "stopped", 30,
+               "the queued run to stop")
+    # restart the studio mid-run: the run keeps training and is listed with its full history
+    before = client.predict(rid, api_name="/status")
+    app.stop()
+    time.sleep(1.0)
+    app.start()
+    client2 = Client(app.url, verbose=False)
+    runs = client2.predict(api_name="/list_runs")["runs"]
+    assert rid in [r["run_id"] for r in runs]
+    after = wait_until(lambda: (s := client2.predict(rid, api_name="/status"))["step"] > before["step"] and s,
+                       90, "the run to keep streaming after the restart")
+    assert after["state"] == "running"
+    assert after["points"]["reward"] >= before["points"]["reward"]  # full history, not just new lines
+    # graceful stop at a step boundary
+    client2.predict(rid, False, api_name="/stop")
+    final = wait_until(lambda: (s := client2.predict(rid, api_name="/status"))["state"] in ("stopped", "failed")
+                       and s, 120, "the trl run to stop")
+    assert final["state"] == "stopped", final
+
+
+def test_login_protects_the_page_and_the_api(tmp_path, monkeypatch):
+    import urllib.error
+    import urllib.request
+
+    monkeypatch.setenv("AWORLD_STUDIO_AUTH", "alice:s3cret")   # the environment variable form
+    with StudioProcess(tmp_path / "runs") as app:
+        with pytest.raises(urllib.error.HTTPError) as e:
+            urllib.request.urlopen(app.url + "gradio_api/info", timeout=10)
+        assert e.value.code in (401, 403)
+        with pytest.raises(Exception):
+            Client(app.url, verbose=False)
+        client = Client(app.url, auth=("alice", "s3cret"), verbose=False)
+        assert client.predict(api_name="/list_runs") == {"runs": []}

@@ -1,0 +1,152 @@
+"""The run cache and plot data: incremental reads, bounded downsampling, a 100k-step run."""
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from aworld_gui.fake_run import metric_row, write_history
+from aworld_gui.monitor import MAX_POINTS, RunCache, RunState, Series, plot_payload
+from engines.rundir import RunDir
+
+
+def test_series_downsamples_incrementally_and_keeps_the_mean():
+    s = Series(max_points=100)
+    for i in range(1, 10_001):
+        s.add(i, float(i % 2))          # alternating 0/1: every bucket of even width averages 0.5
+    assert s.count == 10_000
+    assert 50 <= len(s.xs) <= 100
+    assert all(abs(y - 0.5) < 1e-9 for y in s.ys[:-1])
+    assert s.xs == sorted(s.xs)
+    assert sum(s.ns) == 10_000
+    assert s.last_x == 10_000 and s.last_y == 0.0
+
+
+def test_series_smoothing_is_a_debiased_ema():
+    s = Series()
+    for i in range(50):
+        s.add(i, 1.0)
+    xs, ys = s.points(0.9)
+    assert len(xs) == 50 and all(abs(y - 1.0) < 1e-9 for y in ys)  # debiased: no ramp from 0
+
+
+def test_run_state_reads_only_new_lines_and_torn_lines(tmp_path):
+    run = RunDir.create(tmp_path, "fake")
+    run.write_status(state="running", step=0, total_steps=10)
+    st = RunState(run.path)
+    st.refresh(force=True)
+    assert st.series == {}
+    run.append_metrics(1, {"loss": 1.0, "reward": 0.1})
+    with open(run.file("metrics.jsonl"), "a") as f:
+        f.write('{"step": 2, "time": 1.0, "loss": 0.5, "rew')   # the writer is mid-line
+    st.refresh(force=True)
+    assert st.series["loss"].count == 1
+    with open(run.file("metrics.jsonl"), "a") as f:
+        f.write('ard": 0.2}\n')
+    st.refresh(force=True)
+    assert st.series["loss"].count == 2 and st.latest["reward"] == 0.2
+    v = st.metrics_version
+    st.refresh(force=True)
+    assert st.metrics_version == v     # nothing new, nothing changed
+
+
+def test_non_numeric_and_nan_values_are_skipped(tmp_path):
+    run = RunDir.create(tmp_path, "fake")
+    with open(run.file("metrics.jsonl"), "w") as f:
+        f.write(json.dumps({"step": 1, "time": 1, "loss": None, "note": "x", "flag": True, "reward": 0.5}) + "\n")
+    st = RunState(run.path).refresh(force=True)
+    assert set(st.series) == {"reward"}
+
+
+@pytest.fixture(scope="module")
+def long_run(tmp_path_factory):
+    base = tmp_path_factory.mktemp("long")
+    run = RunDir.create(base, "fake")
+    run.write_spec({"engine": "fake"})
+    run.mark_process("running", started=time.time(), step=100_000, total_steps=200_000)
+    write_history(run, 100_000)
+    return run
+
+
+def test_a_tick_on_a_100k_step_run_costs_new_lines_not_history(long_run):
+    cache = RunCache()
+    t0 = time.perf_counter()
+    st = cache.refresh(long_run.path, force=True)   # reattach: the whole history, once
+    first_load = time.perf_counter() - t0
+    assert st.series["reward"].count == 100_000
+    assert len(st.series["reward"].xs) <= MAX_POINTS
+    ticks = []
+    for i in range(30):
+        with open(long_run.file("metrics.jsonl"), "a") as f:
+            f.write(json.dumps(metric_row(100_001 + i, time.time())) + "\n")
+        t0 = time.thread_time()  # CPU time of this thread: robust to other load on the machine
+        st = cache.refresh(long_run.path, force=True)
+        payload = plot_payload({"reward": st.series["reward"]}, 0.6)
+        ticks.append(time.thread_time() - t0)
+    ticks.sort()
+    p95 = ticks[int(0.95 * len(ticks)) - 1]
+    assert st.series["reward"].count == 100_030
+    assert len(payload["data"]) <= MAX_POINTS
+    assert p95 < 0.020, f"tick p95 {p95 * 1000:.1f} ms (first load {first_load:.2f} s)"
+    assert first_load < 10.0
+
+
+def test_monitor_refresh_on_a_100k_step_run(long_run, monkeypatch):
+    """One look of the Monitor's stream at the run (read + header + curve payloads + skip logic)
+    stays under 20 ms of CPU, and the curves stay within the point budget."""
+    from aworld_gui import monitor
+    from aworld_gui.monitor_tab import MonitorTab
+    from aworld_gui.studio import Studio
+
+    class _NoWorker:
+        def start(self):
+            pass
+
+    studio = Studio(long_run.path.parent, worker=_NoWorker(), cache=RunCache())
+    tab = MonitorTab(studio)
+    monkeypatch.setattr(monitor, "MIN_REFRESH_S", 0.0)  # no read sharing between sessions here
+    view: dict = {}
+    tab.update(long_run.run_id, [], 0.6, view)  # loads the history
+    times = []
+    for i in range(30):
+        with open(long_run.file("metrics.jsonl"), "a") as f:
+            f.write(json.dumps(metric_row(200_001 + i, time.time())) + "\n")
+        t0 = time.thread_time()
+        out = tab.update(long_run.run_id, ["kl"], 0.6, view)
+        times.append(time.thread_time() - t0)
+        assert isinstance(out[0], str) and isinstance(out[1], dict) and "data" in out[1]
+    times.sort()
+    assert times[int(0.95 * len(times)) - 1] < 0.020, f"refresh CPU times (ms): {[round(t * 1000, 1) for t in times]}"
+    reward = out[1]["data"]  # downsampled: the smoothed bucket means only
+    assert {r[2] for r in reward} == {"train"}
+    assert MAX_POINTS // 2 <= len(reward) <= MAX_POINTS
+    assert "data-step=\"200030\"" in out[0]
+
+
+def test_ticks_send_only_what_changed(tmp_path):
+    """A finished run is sent once; later ticks skip every output while nothing changes."""
+    import gradio as gr
+
+    from aworld_gui.monitor_tab import MonitorTab
+    from aworld_gui.studio import Studio
+
+    class _NoWorker:
+        def start(self):
+            pass
+
+    run = RunDir.create(tmp_path, "fake")
+    run.write_spec({"engine": "fake"})
+    run.write_status(state="finished", step=3, total_steps=3)
+    for s in range(1, 4):
+        run.append_metrics(s, {"loss": 1.0 / s, "reward": s / 3})
+    tab = MonitorTab(Studio(tmp_path, worker=_NoWorker(), cache=RunCache()))
+    header, hview = tab.tick(run.run_id, {})
+    *out, sview = tab.slow_tick(run.run_id, [], 0.0, {})
+    reward, loss = out[:2]
+    assert 'data-state="finished"' in header and len(reward["data"]) == 3 and len(loss["data"]) == 3
+    for _ in range(3):
+        time.sleep(0.25)
+        header, hview = tab.tick(run.run_id, hview)
+        *out, sview = tab.slow_tick(run.run_id, [], 0.0, sview)
+        assert header == gr.skip() and out == [gr.skip()] * len(out)

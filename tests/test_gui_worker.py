@@ -1,0 +1,94 @@
+"""The check worker: warm re-checks, time limits, crashes, user code kept out of the studio."""
+from __future__ import annotations
+
+import sys
+import time
+
+import pytest
+
+from aworld_gui import inputs as inp
+from aworld_gui.studio import Studio
+from aworld_gui.worker import CheckWorker, WorkerError
+
+
+@pytest.fixture(scope="module")
+def worker():
+    w = CheckWorker(default_timeout_s=60)
+    w.start(wait=True)
+    yield w
+    w.close()
+
+
+def test_demo_checks_green_and_a_recheck_is_fast(worker):
+    worker.call("check", inputs=inp.demo_inputs().to_dict())      # warm caches (datasets, tokenizer files)
+    t0 = time.perf_counter()
+    report = worker.call("check", inputs=inp.demo_inputs().to_dict())
+    elapsed = time.perf_counter() - t0
+    assert {m: r["status"] for m, r in report["results"].items()} == {
+        "agent": "ok", "dataset": "ok", "reward": "ok", "config": "ok", "engine": "ok"}
+    assert "<|im_start|>user\nSay the letter A:" in report["prompt"]["text"]
+    assert report["preview"]["train"]["total"] == 24
+    assert elapsed < 1.0, f"a warm re-check took {elapsed:.2f} s"
+
+
+def test_a_call_over_its_time_limit_is_killed_and_the_worker_keeps_serving(worker):
+    pid = worker.pid
+    t0 = time.perf_counter()
+    with pytest.raises(WorkerError) as e:
+        worker.call("sleep", timeout_s=1, seconds=30)
+    assert e.value.kind == "timeout" and time.perf_counter() - t0 < 5
+    assert worker.call("echo", x=1) == {"x": 1}
+    assert worker.pid == pid  # the warm zygote survived; only the fork was killed
+
+
+def test_a_crash_is_reported_and_the_worker_keeps_serving(worker):
+    with pytest.raises(WorkerError) as e:
+        worker.call("crash")
+    assert e.value.kind == "crash" and "signal 9" in str(e.value)
+    assert worker.call("echo", y=2) == {"y": 2}
+
+
+def test_a_dead_worker_is_restarted(worker):
+    import os
+    import signal
+
+    os.kill(worker.pid, signal.SIGKILL)
+    time.sleep(0.2)
+    assert worker.call("echo", z=3) == {"z": 3}
+    assert worker.restarts >= 1
+
+
+def test_a_hanging_reward_marks_the_reward_module_and_never_runs_in_this_process(worker, tmp_path):
+    hang = tmp_path / "hang_reward.py"
+    hang.write_text("import time\n\ndef slow(completion, answer, **kw):\n    time.sleep(60)\n    return 1.0\n")
+    studio = Studio(tmp_path / "runs", worker=worker, check_timeout_s=4)  # not started: no watchdog
+    si = inp.demo_inputs()
+    si.rewards = [{"ref": f"{hang}:slow", "weight": 1.0}]
+    t0 = time.perf_counter()
+    report = studio.check(si)
+    assert time.perf_counter() - t0 < 60
+    res = report["results"]
+    assert res["reward"]["status"] == "error" and "reward check timed out" in res["reward"]["message"]
+    assert res["config"]["message"].startswith("not checked")
+    assert not report["ok"]
+    assert not any(name.startswith("_aworld_user_") for name in sys.modules)
+    # the next check (a fine reward) works at once
+    report = studio.check(inp.demo_inputs())
+    assert report["ok"], report["results"]
+
+
+def test_reward_file_functions_are_listed_from_the_worker(worker):
+    fns = worker.call("reward_functions", path=str(inp.REWARDS_DIR / "letter_reward.py"))
+    assert [f["name"] for f in fns] == ["letter_reward"]
+    assert "Score one completion" in fns[0]["doc"]
+    assert not any(name.startswith("_aworld_user_") for name in sys.modules)
+
+
+def test_bad_dataset_is_an_error_on_the_dataset_module(worker, tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"question": "hi"\nnot json at all\n')
+    si = inp.demo_inputs()
+    si.train, si.test = str(bad), None
+    report = worker.call("check", inputs=si.to_dict())
+    assert report["results"]["dataset"]["status"] == "error"
+    assert "bad.jsonl" in report["results"]["dataset"]["message"]
