@@ -9,16 +9,20 @@ What it writes (paths relative to this folder):
 
 * ``datasets/letters_{train,test}.jsonl``, ``datasets/letters_train.csv`` -- rows ``{"prompt": "Say the letter C:", "answer": "C"}``.
   The system prompt is not in the data: it comes from ``agents/letters_agent.yaml``.
-* ``models/tiny-letters`` -- a random-init Qwen2ForCausalLM (2 layers x 64 wide) and a character-level byte-BPE tokenizer
-  with TRL's Qwen2.5 chat template (``trl/chat_templates/qwen2_5.jinja``, tool-capable). GRPO teaches it the letters task in
-  seconds (see ``benchmarks/bare_trl_grpo.py``).
+* ``models/tiny-letters`` -- a random-init Qwen2ForCausalLM (2 layers x 64 wide, 84k parameters) and a word-level
+  byte-BPE tokenizer (full printable-ASCII alphabet, a capital letter is always its own token) with TRL's Qwen2.5 chat
+  template (``trl/chat_templates/qwen2_5.jinja``, copied verbatim, tool-capable). GRPO teaches it the letters task in
+  ~30 s on 2 CPU cores (see ``benchmarks/bare_trl_grpo.py``).
 * ``datasets/calc_{train,test}.jsonl`` -- rows ``{"prompt": "What is 3 + 4?", "answer": "7"}``.
-* ``models/tiny-calc`` -- a small Qwen2ForCausalLM with a byte-BPE tokenizer (digits always single tokens) trained on the
-  fully rendered tool-calling conversations, then given a short supervised warm start so that, with the ``add`` tool in
-  the prompt, it emits ``<tool_call>{"name": "add", "arguments": {"a": 3, "b": 4}}</tool_call>`` and, after the tool
-  result, answers the number.
+* ``models/tiny-calc`` -- a Qwen2ForCausalLM (3 layers x 64 wide) with a byte-BPE tokenizer (digits always single
+  tokens) trained on the fully rendered tool-calling conversations, then given a short supervised warm start (~800
+  steps) so that, with the ``add`` tool in the prompt and the system prompt of ``agents/calc_agent.yaml``, it emits
+  ``<tool_call>\n{"name": "add", "arguments": {"a": 3, "b": 4}}\n</tool_call>`` and, after the tool result, answers
+  "The answer is 7.". It was trained with exactly that system prompt and tool list: change them and it degrades.
 
-Every tokenizer is checked to round-trip every rendered prompt and answer (the build fails loudly otherwise).
+Every tokenizer is checked to round-trip every rendered prompt and answer, to reload (AutoTokenizer) into an identical
+tokenizer, and to pass TRL's tool-calling template checks; tiny-calc must pass a held-out tool-use check. The build
+fails loudly otherwise.
 """
 from __future__ import annotations
 
@@ -30,7 +34,6 @@ import os
 import random
 import re
 import shutil
-import sys
 import time
 from pathlib import Path
 
@@ -74,6 +77,9 @@ LETTERS_SYSTEM = "Reply with one capital letter."
 LETTERS = "ABCDEFGH"
 LETTERS_TRAIN_PHRASES = ["Say the letter {}:", "Write the letter {}:", "Type {}:"]
 LETTERS_TEST_PHRASES = ["Print the letter {}:", "Show the letter {}:"]  # held out: never seen in training
+# 64 wide: reward 0.8 after ~180-230 GRPO steps, every seed tried. 128 wide got there in ~105 steps for some seeds but
+# collapsed onto a fixed wrong letter for others (all 16 samples of a group equal -> no gradient) at lr 1e-3.
+LETTERS_HIDDEN, LETTERS_LAYERS = 64, 2
 
 # ---------------------------------------------------------------------------------------------------------------------
 # Calculator (tool-use) task
@@ -81,12 +87,12 @@ LETTERS_TEST_PHRASES = ["Print the letter {}:", "Show the letter {}:"]  # held o
 CALC_SYSTEM = "You are a calculator. Use the add tool."
 CALC_QUESTION = "What is {} + {}?"
 CALC_VOCAB = 400  # byte-BPE merges shrink the ~600-character tool prompt; digits stay single tokens
-CALC_SEED = int(os.environ.get("CALC_SEED", "1234"))
-CALC_HIDDEN = int(os.environ.get("CALC_HIDDEN", "64"))
-CALC_LAYERS = int(os.environ.get("CALC_LAYERS", "2"))
-CALC_SFT_STEPS = int(os.environ.get("CALC_SFT_STEPS", "500"))
-CALC_SFT_BATCH = int(os.environ.get("CALC_SFT_BATCH", "16"))
-CALC_SFT_LR = float(os.environ.get("CALC_SFT_LR", "3e-3"))
+# Supervised warm start of tiny-calc. Learning to copy the digits (question -> tool arguments, tool result -> answer)
+# is a sudden "phase change" whose timing depends on the seed; 3 layers and a 5x loss weight on digit tokens made it
+# happen within ~300-600 steps for most seeds (2 layers / no weighting: often not within 1500 steps).
+CALC_SEED = 1234  # a seed whose warm start passes the held-out check below (the build fails loudly otherwise)
+CALC_HIDDEN, CALC_LAYERS = 64, 3
+CALC_SFT_STEPS, CALC_SFT_BATCH, CALC_SFT_LR, CALC_DIGIT_WEIGHT = 800, 16, 3e-3, 5.0
 
 
 def log(msg: str) -> None:
@@ -312,21 +318,21 @@ def build_letters() -> None:
         return out
 
     texts = texts_of(train + test)
-    mode = os.environ.get("LETTERS_TOK", "bpe-corpus")
-    kind, alpha = mode.split("-")
-    merge_corpus = texts if os.environ.get("LETTERS_MERGE_TEST", "0") == "1" else texts_of(train)
+    # Word-level byte-BPE (merges learned on the training prompts only) over the full printable-ASCII alphabet:
+    # prompts are ~24 tokens instead of ~78 characters (3x faster GRPO steps), any ASCII text round-trips, and a
+    # capital letter never merges with the space before it, so " C" in the prompt holds the same "C" token the answer
+    # needs.
     tok = build_tokenizer(
-        merge_corpus,
-        vocab_size=1 if kind == "char" else 1000,
+        texts_of(train),
+        vocab_size=1000,
         max_len=512,
-        alphabet=alpha,
-        extra_chars="".join(texts),
-        forbid_merge=r"Ġ[A-Z]",  # keep " C" as " " + "C": the same "C" token as the answer
+        alphabet="ascii",
+        forbid_merge=r"Ġ[A-Z]",
     )
     check_round_trip(tok, texts + [r["prompt"] for r in train + test] + list(LETTERS), "tiny-letters")
     n_prompt = len(tok(texts[0], add_special_tokens=False)["input_ids"])
-    H = int(os.environ.get("LETTERS_HIDDEN", "64")); L = int(os.environ.get("LETTERS_LAYERS", "2"))
-    model = make_model(tok, hidden=H, layers=L, heads=4, kv_heads=2, inter=2 * H, max_pos=512, seed=SEED)
+    model = make_model(tok, hidden=LETTERS_HIDDEN, layers=LETTERS_LAYERS, heads=4, kv_heads=2,
+                       inter=2 * LETTERS_HIDDEN, max_pos=512, seed=SEED)
     path = MODELS / "tiny-letters"
     save_model(model, tok, path)
     check_saved_tokenizer(path, texts, "tiny-letters", built=tok)
@@ -435,7 +441,7 @@ def calc_rollout(model, tok, tools, question: str, max_new: int = 64):
     return call, tok.decode(out2, skip_special_tokens=True)
 
 
-def sft_warm_start(model, tok, seqs, steps: int, batch: int, lr: float) -> None:
+def sft_warm_start(model, tok, seqs, steps: int, batch: int, lr: float, digit_weight: float, seed: int) -> None:
     """Supervised training on (ids, loss_mask, prompt_len) sequences that share a common prefix."""
     from transformers import DynamicCache
 
@@ -452,11 +458,11 @@ def sft_warm_start(model, tok, seqs, steps: int, batch: int, lr: float) -> None:
     all_att = torch.tensor([[1] * len(x[0]) + [0] * (width + pl - len(x[0])) for x in seqs])
     positions = torch.arange(pl, pl + width).unsqueeze(0).expand(batch, -1)
 
-    g = torch.Generator().manual_seed(CALC_SEED)
+    g = torch.Generator().manual_seed(seed)
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
-    sched = torch.optim.lr_scheduler.LambdaLR(
-        opt, lambda s: min(1.0, (s + 1) / 20) * 0.5 * (1 + math.cos(math.pi * min(s, steps) / steps))
-    )
+    # 20 warm-up steps, constant, linear decay to 0 over the last 20%
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / 20, (steps - s) / (0.2 * steps)))
+    digits = torch.tensor([tok.convert_tokens_to_ids(str(d)) for d in range(10)])
     model.train()
     t0 = time.time()
     for step in range(steps):
@@ -473,8 +479,11 @@ def sft_warm_start(model, tok, seqs, steps: int, batch: int, lr: float) -> None:
         out = model(input_ids=ids, attention_mask=att, past_key_values=cache, position_ids=positions)
         # logits predicting suffix token j: from the prefix's last position (j=0), else suffix position j-1
         logits = torch.cat([pre.logits[:, -1:].expand(batch, -1, -1), out.logits[:, :-1]], dim=1)
-        target = ids.masked_fill(~mask, -100)
-        loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.size(-1)), target.reshape(-1))
+        weight = torch.where(torch.isin(ids, digits), digit_weight, 1.0) * mask
+        per_token = torch.nn.functional.cross_entropy(
+            logits.reshape(-1, logits.size(-1)), ids.reshape(-1), reduction="none"
+        )
+        loss = (per_token * weight.reshape(-1)).sum() / weight.sum()
         opt.zero_grad()
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -512,37 +521,47 @@ def build_calc() -> None:
     seqs = [calc_sequence(tok, tools, a, b) for a, b in train_pairs]
     n_prompt = seqs[0][2]
     n_completion = len(seqs[0][0]) - n_prompt
-    model = make_model(tok, hidden=CALC_HIDDEN, layers=CALC_LAYERS, heads=4, kv_heads=2, inter=2 * CALC_HIDDEN,
-                       max_pos=1024, seed=CALC_SEED)
-
-    # Short supervised warm start on the assistant tokens of full rollouts (fixed number of steps: deterministic).
-    # Every rollout starts with the same system+tools prefix (~195 tokens), so it is run once per step at batch size 1
-    # and its KV cache is shared by the batch: exact gradients, ~4x less compute than padding whole sequences.
-    t_sft = time.time()
-    sft_warm_start(model, tok, seqs, steps=CALC_SFT_STEPS, batch=CALC_SFT_BATCH, lr=CALC_SFT_LR)
-    sft_s = time.time() - t_sft
-    model.eval()
+    # The digit-copying "phase change" of the warm start is seed dependent: if the held-out check fails (e.g. other
+    # torch numerics), retry deterministically with the next seeds before failing.
+    n = len(test)
+    for attempt, seed in enumerate(range(CALC_SEED, CALC_SEED + 3)):
+        model = make_model(tok, hidden=CALC_HIDDEN, layers=CALC_LAYERS, heads=4, kv_heads=2, inter=2 * CALC_HIDDEN,
+                           max_pos=1024, seed=seed)
+        # Short supervised warm start on the assistant tokens of full rollouts (fixed number of steps: deterministic).
+        # Every rollout starts with the same system+tools prefix (~195 tokens): it is run once per step at batch size 1
+        # and its KV cache is shared by the batch -- exact gradients, ~4x less compute than padding whole sequences.
+        t_sft = time.time()
+        sft_warm_start(
+            model, tok, seqs, steps=CALC_SFT_STEPS, batch=CALC_SFT_BATCH, lr=CALC_SFT_LR,
+            digit_weight=CALC_DIGIT_WEIGHT, seed=seed,
+        )
+        sft_s = time.time() - t_sft
+        # Greedy check on held-out questions: well-formed tool call, right arguments, right final answer.
+        calls = args_ok = answers_ok = 0
+        for (a, b), r in zip(test_pairs, test):
+            call, answer = calc_rollout(model, tok, tools, r["prompt"])
+            calls += call is not None
+            args_ok += call is not None and call.get("arguments") == {"a": a, "b": b}
+            answers_ok += r["answer"] in re.findall(r"-?\d+", answer)
+        log(
+            f"calc seed {seed}: SFT {CALC_SFT_STEPS} steps in {sft_s:.0f}s; held-out greedy: tool call {calls}/{n}, "
+            f"right args {args_ok}/{n}, right answer {answers_ok}/{n}"
+        )
+        if calls >= 0.9 * n and answers_ok >= 0.8 * n:
+            break
+    else:
+        raise SystemExit(
+            f"FATAL: tiny-calc warm start failed the held-out check for seeds {CALC_SEED}..{CALC_SEED + 2}"
+        )
 
     path = MODELS / "tiny-calc"
     save_model(model, tok, path)
     check_saved_tokenizer(path, texts, "tiny-calc", built=tok)
-
-    # Greedy check on held-out questions: well-formed tool call, right arguments, right final answer.
-    calls = args_ok = answers_ok = 0
-    for (a, b), r in zip(test_pairs, test):
-        call, answer = calc_rollout(model, tok, tools, r["prompt"])
-        calls += call is not None
-        args_ok += call is not None and call.get("arguments") == {"a": a, "b": b}
-        answers_ok += r["answer"] in re.findall(r"-?\d+", answer)
-    n = len(test)
     nparams = sum(p.numel() for p in model.parameters())
     log(
         f"calc: {len(train)} train / {n} test rows, vocab {len(tok)}, prompt {n_prompt} + completion {n_completion} "
-        f"tokens, {nparams} params, SFT {CALC_SFT_STEPS} steps in {sft_s:.0f}s; held-out greedy: tool call "
-        f"{calls}/{n}, right args {args_ok}/{n}, right answer {answers_ok}/{n} -> {path} ({time.time() - t0:.0f}s)"
+        f"tokens, {nparams} params -> {path} ({time.time() - t0:.0f}s)"
     )
-    if calls < 0.8 * n:
-        raise SystemExit(f"FATAL: tiny-calc emits a well-formed tool call for only {calls}/{n} held-out questions")
 
 
 def main() -> None:
