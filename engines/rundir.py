@@ -86,12 +86,15 @@ def dumps_line(obj: dict) -> str:
     return json.dumps(_clean(obj), default=_json_default, ensure_ascii=False) + "\n"
 
 
-def atomic_write_text(path: Path, text: str) -> None:
+def atomic_write_text(path: Path, text: str, durable: bool = True) -> None:
+    """Readers see the old or the new text, never a mix. ``durable`` also syncs it to disk first
+    (survives a power cut); a per-step heartbeat skips that."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     with open(tmp, "w", encoding="utf-8") as f:
         f.write(text)
         f.flush()
-        os.fsync(f.fileno())
+        if durable:
+            os.fsync(f.fileno())
     os.replace(tmp, path)
 
 
@@ -155,13 +158,15 @@ class RunDir:
         except (FileNotFoundError, json.JSONDecodeError):
             return {}
 
-    def write_status(self, **fields: Any) -> dict:
-        """Merge ``fields`` into status.json atomically; always refreshes the heartbeat."""
+    def write_status(self, durable: bool = True, **fields: Any) -> dict:
+        """Merge ``fields`` into status.json atomically; always refreshes the heartbeat. Pass
+        ``durable=False`` for progress-only updates (no fsync: see :func:`atomic_write_text`)."""
         status = self.read_status()
         status.update(fields)
         status["heartbeat"] = time.time()
         status.setdefault("run_id", self.run_id)
-        atomic_write_text(self.path / STATUS_FILE, json.dumps(_clean(status), default=_json_default, indent=1))
+        atomic_write_text(self.path / STATUS_FILE, json.dumps(_clean(status), default=_json_default, indent=1),
+                          durable=durable)
         return status
 
     def mark_process(self, state: str, **fields: Any) -> dict:

@@ -55,7 +55,13 @@ def test_grpo_trains_and_writes_the_run_directory(tmp_path):
     assert events[0] == "started" and events[-1] == "finished" and "checkpoint" in events
     assert [p.name for p in run.checkpoints()] == ["checkpoint-2", "checkpoint-4"]
     assert (run.checkpoints()[-1] / "model.safetensors").exists()
-    assert list(run.tensorboard_dir.glob("events.out.tfevents.*"))
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    tb = EventAccumulator(str(run.tensorboard_dir))   # what `tensorboard --logdir` reads
+    tb.Reload()
+    assert [(e.step, round(e.value, 5)) for e in tb.Scalars("train/reward")] == \
+        [(r["step"], round(r["reward"], 5)) for r in train_rows]
+    assert [e.step for e in tb.Scalars("eval/reward")] == [0, 2, 4] and "train/loss" in tb.Tags()["scalars"]
     spec = run.read_spec()  # run.yaml reproduces the run
     assert spec["engine"] == "trl" and spec["config"]["max_steps"] == 4 and spec["reward"][0]["ref"] == REWARD
 

@@ -8,6 +8,7 @@ from transformers import TrainerCallback
 
 from ..rewards import Reward
 from ..rundir import STOPPING, RunDir
+from ..tensorboard_log import ScalarWriter
 from .metrics import canonical_metrics
 
 ANSWER_COLUMN = "_ref_answer"
@@ -52,11 +53,14 @@ class SampleRecorder:
 
 
 class RunDirCallback(TrainerCallback):
-    """Metrics, status (heartbeat, step/total), checkpoint events, stop requests, evaluation."""
+    """Metrics (also as TensorBoard scalars), status (heartbeat, step/total), checkpoint events,
+    stop requests, evaluation. :meth:`close` ends the TensorBoard file (the processor calls it
+    whatever way training ends)."""
 
     def __init__(self, run: RunDir, recorder: SampleRecorder | None = None,
                  evaluate: Callable[[Any], dict[str, float]] | None = None, eval_steps: int = 0):
         self.run, self.recorder = run, recorder
+        self.tensorboard = ScalarWriter(run.tensorboard_dir)
         self.evaluate, self.eval_steps = evaluate, eval_steps
         self.stopped = False
         self._t0 = time.time()
@@ -86,8 +90,9 @@ class RunDirCallback(TrainerCallback):
             values["step_time"] = (now - self._last_log_t) / steps
         self._last_log_t, self._last_log_step = now, state.global_step
         self.run.append_metrics(state.global_step, values, when=now)
+        self.tensorboard.add(state.global_step, logs, when=now)
         self.run.write_status(step=state.global_step, total_steps=state.max_steps, elapsed=now - self._t0,
-                              last_reward=values.get("reward"), last_loss=values.get("loss"))
+                              last_reward=values.get("reward"), last_loss=values.get("loss"), durable=False)
 
     def on_step_end(self, args, state, control, **kw):
         if self.run.stop_requested() and not self.stopped:
@@ -116,3 +121,7 @@ class RunDirCallback(TrainerCallback):
         values = self.evaluate(model)
         if values:
             self.run.append_metrics(state.global_step, values)
+            self.tensorboard.add(state.global_step, values)
+
+    def close(self) -> None:
+        self.tensorboard.close()

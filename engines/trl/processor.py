@@ -162,7 +162,6 @@ class TrlProcessor(StandardProcessor):
         from .callbacks import ANSWER_COLUMN, RunDirCallback, SampleRecorder
 
         cfg, run, agent = self.effective_config, self.run, self.agent_spec
-        os.environ["TENSORBOARD_LOGGING_DIR"] = str(run.tensorboard_dir)
         use_cpu, bf16, fp16 = self._device()
         common = dict(
             output_dir=str(run.checkpoints_dir), max_steps=cfg["max_steps"], learning_rate=cfg["learning_rate"],
@@ -171,7 +170,7 @@ class TrlProcessor(StandardProcessor):
             max_grad_norm=cfg["max_grad_norm"], seed=cfg["seed"], use_cpu=use_cpu, bf16=bf16, fp16=fp16,
             gradient_checkpointing=cfg["gradient_checkpointing"], logging_steps=cfg["logging_steps"],
             save_strategy="steps", save_steps=cfg["save_steps"], save_total_limit=cfg["save_total_limit"],
-            report_to=["tensorboard"], disable_tqdm=True, dataloader_num_workers=0,
+            report_to="none", disable_tqdm=True, dataloader_num_workers=0,
         )
         evaluate = self._evaluator()
         if cfg["mode"] == "grpo":
@@ -199,5 +198,8 @@ class TrlProcessor(StandardProcessor):
         trainer.remove_callback(transformers.PrinterCallback)
         trainer.remove_callback(transformers.ProgressCallback)
         run.write_status(device="cpu" if use_cpu else "cuda", mode=cfg["mode"])
-        trainer.train(resume_from_checkpoint=cfg["resume_from_checkpoint"])
+        try:
+            trainer.train(resume_from_checkpoint=cfg["resume_from_checkpoint"])
+        finally:
+            callback.close()   # TensorBoard's writer thread: flush what it holds
         return STOPPED if callback.stopped else FINISHED
