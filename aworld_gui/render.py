@@ -130,7 +130,8 @@ def fmt_num(v: Any, digits: int = 3) -> str:
 
 
 def run_header(run_id: str, progress: Progress, latest: dict[str, Any], spec: dict, status: dict,
-               failure: dict | None, stop_requested: bool, queue_note: str = "", reward_points: int = 0) -> str:
+               failure: dict | None, stop_requested: bool, queue_note: str = "", reward_points: int = 0,
+               attrs: dict[str, str] | None = None) -> str:
     state = progress.state
     pct = 0.0
     if progress.total:
@@ -160,8 +161,9 @@ def run_header(run_id: str, progress: Progress, latest: dict[str, Any], spec: di
                      f'<div>{esc(failure["message"])}</div>'
                      f'<div class="aw-muted">The log tail below shows the last lines the run printed.</div></div>')
     note = f'<div class="aw-note">{esc(queue_note)}</div>' if queue_note else ""
+    extra = "".join(f' data-{k}="{esc(v)}"' for k, v in (attrs or {}).items())
     return (f'<div class="aw-run" data-testid="run-header" data-state="{esc(state)}" data-run="{esc(run_id)}" '
-            f'data-step="{progress.step}" data-reward-points="{reward_points}">'
+            f'data-step="{progress.step}" data-reward-points="{reward_points}"{extra}>'
             f'<div class="aw-run-top"><div><div class="aw-run-id">{esc(run_id)}</div>'
             f'<div class="aw-muted">{esc(subtitle)}</div></div>'
             f'{badge(state, label, elem="run-state")}</div>'

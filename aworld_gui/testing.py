@@ -92,18 +92,18 @@ class StudioProcess:
         self.stop()
 
 
-def start_fake_run(runs_dir: str | os.PathLike, *args: str) -> tuple[RunDir, subprocess.Popen]:
-    """A stand-in run process, detached like a real one, output to its train.log."""
+def start_fake_run(runs_dir: str | os.PathLike, *args: str) -> tuple[RunDir, int]:
+    """A stand-in run process, detached like a real one (own session, output to its train.log, and
+    not our child: a shell starts it in the background and exits). Returns the run and its pid."""
     run = RunDir.create(runs_dir, "fake")
-    log = open(run.log_path, "ab")
-    proc = subprocess.Popen([sys.executable, "-m", "aworld_gui.fake_run", str(runs_dir), "--run-dir", str(run.path),
-                             *args], cwd=str(REPO_ROOT), env=_env(), stdout=log, stderr=subprocess.STDOUT,
-                            stdin=subprocess.DEVNULL, start_new_session=True)
-    log.close()
+    cmd = [sys.executable, "-m", "aworld_gui.fake_run", str(runs_dir), "--run-dir", str(run.path), *args]
+    with open(run.log_path, "ab") as log:
+        subprocess.run(["/bin/sh", "-c", '"$@" </dev/null & exit 0', "sh", *cmd], cwd=str(REPO_ROOT), env=_env(),
+                       stdout=log, stderr=subprocess.STDOUT, start_new_session=True, check=True)
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline and not run.read_status().get("pid"):
         time.sleep(0.05)
-    return run, proc
+    return run, int(run.read_status().get("pid") or 0)
 
 
 def end_process_group(pid: int) -> None:

@@ -88,7 +88,26 @@ footer { display: none !important; }
 .aw-launch-msg { font-size: 13.5px; }
 .aw-launch-msg .aw-msg-error { color: var(--aw-err); }
 /* monitor: updated parts are their own paint/layout islands (keeps repaints small) */
-#run-header, #reward-plot, #loss-plot, #custom-plot, #samples, #log-tail, #events { contain: content; }
+#run-header, #charts, #custom-chart, #samples, #log-tail, #events { contain: content; }
+.aw-charts { display: grid; grid-template-columns: 1fr 1fr; gap: 14px; }
+@media (max-width: 900px) { .aw-charts { grid-template-columns: 1fr; } }
+.aw-chart-box { border: 1px solid var(--border-color-primary); border-radius: 12px; padding: 10px 12px 4px;
+                background: var(--block-background-fill); }
+.aw-chart-title { font-weight: 700; font-size: 14px; }
+.aw-legend { display: flex; flex-wrap: wrap; gap: 12px; font-size: 12.5px; color: var(--body-text-color-subdued);
+             margin: 2px 0 2px; min-height: 18px; }
+.aw-key i { display: inline-block; width: 14px; height: 3px; border-radius: 2px; vertical-align: middle; margin-right: 5px; }
+.aw-key b { color: var(--body-text-color); font-variant-numeric: tabular-nums; }
+.aw-svg { width: 100%; height: auto; display: block; }
+.aw-svg .aw-grid { stroke: var(--border-color-primary); stroke-width: 1; }
+.aw-svg .aw-frame { fill: none; stroke: var(--border-color-primary); }
+.aw-svg .aw-tick { font-size: 12px; fill: var(--body-text-color-subdued); font-variant-numeric: tabular-nums; }
+.aw-svg .aw-axis { font-size: 11px; fill: var(--body-text-color-subdued); }
+.aw-chart-empty { height: 120px; display: flex; align-items: center; justify-content: center; }
+#aw-chart-custom:empty { display: none; }
+.aw-logtail { max-height: 330px; min-height: 120px; overflow: auto; margin: 0; padding: 10px 12px; font-size: 12px;
+              line-height: 1.45; background: var(--background-fill-secondary); border: 1px solid var(--border-color-primary);
+              border-radius: 8px; white-space: pre-wrap; word-break: break-word; }
 .aw-run { border: 1px solid var(--border-color-primary); border-radius: 12px; padding: 14px 16px;
           background: var(--block-background-fill); }
 .aw-run-top { display:flex; justify-content: space-between; align-items: flex-start; gap: 12px; }
@@ -117,7 +136,6 @@ footer { display: none !important; }
 .aw-role-system { border-left-color: #94a3b8; }
 .aw-content { white-space: pre-wrap; word-break: break-word; }
 .aw-toolcall { font-size: 12.5px; margin-top: 3px; }
-.aw-log textarea, .aw-log .cm-content { font-size: 12px !important; }
 .aw-section-title { font-weight: 700; font-size: 15px; margin: 4px 0 2px; }
 .aw-events td { font-size: 12.5px; }
 """

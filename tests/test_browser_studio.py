@@ -10,13 +10,12 @@ import time
 from pathlib import Path
 
 import pytest
+import waiting
 
 from aworld_gui import inputs as inp
 from aworld_gui.testing import CHROMIUM, StudioProcess, launch_chromium
 
-pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM),
-                                reason=f"{CHROMIUM} is missing: apt-get install -y chromium")
-playwright_api = pytest.importorskip("playwright.sync_api")
+from playwright.sync_api import sync_playwright  # noqa: E402 - in requirements.txt
 
 SHOTS = Path(__file__).resolve().parent.parent / "artifacts" / "screenshots"
 MODULES = ("agent", "dataset", "reward", "config", "engine")
@@ -32,18 +31,8 @@ def chip_status(page, module: str) -> str | None:
     return page.get_attribute(f'#checks-strip .aw-chip[data-module="{module}"]', "data-status")
 
 
-def wait_for(fn, timeout_s: float, what: str, poll_s: float = 0.2):
-    deadline = time.monotonic() + timeout_s
-    last = None
-    while time.monotonic() < deadline:
-        try:
-            last = fn()
-        except Exception as e:  # noqa: BLE001 - the element may be re-rendering
-            last = e
-        if last and not isinstance(last, Exception):
-            return last
-        time.sleep(poll_s)
-    raise AssertionError(f"timed out after {timeout_s} s waiting for {what}; last: {last!r}")
+def wait_for(fn, timeout_s: float, what: str):
+    return waiting.wait_for(fn, timeout_s, what, retry_errors=True)   # elements may be re-rendering
 
 
 def all_green(page) -> bool:
@@ -57,12 +46,15 @@ def upload(page, button_id: str, path: Path | str) -> None:
 
 
 def header(page) -> dict:
-    el = page.query_selector('#run-header [data-testid="run-header"]')
-    if el is None:
+    """The run header's attributes, read in one go (the page updates the element in place)."""
+    attrs = page.evaluate("""() => {
+        const el = document.querySelector('#run-header [data-testid="run-header"]');
+        return el ? Object.fromEntries(['state', 'run', 'step', 'reward-points'].map(k => [k, el.dataset[k.replace(/-p/, 'P')]]))
+                  : null; }""")
+    if not attrs:
         return {}
-    return {"state": el.get_attribute("data-state"), "run": el.get_attribute("data-run"),
-            "step": int(el.get_attribute("data-step") or 0),
-            "points": int(el.get_attribute("data-reward-points") or 0)}
+    return {"state": attrs["state"], "run": attrs["run"], "step": int(attrs["step"] or 0),
+            "points": int(attrs["reward-points"] or 0)}
 
 
 @pytest.fixture(scope="module")
@@ -78,7 +70,9 @@ def app(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def page(app):
-    with playwright_api.sync_playwright() as p:
+    # a missing browser fails these tests (never a silent skip): the README's test command installs it
+    assert os.path.exists(CHROMIUM), f"{CHROMIUM} is missing: apt-get update && apt-get install -y chromium"
+    with sync_playwright() as p:
         browser = launch_chromium(p)
         pg = browser.new_page(viewport={"width": 1440, "height": 1000})
         pg.goto(app.url)
@@ -155,6 +149,9 @@ def test_stop_from_the_monitor(page):
     wait_for(lambda: header(page).get("state") in ("stopping", "stopped"), 30, "the stop request")
     final = wait_for(lambda: (x := header(page)).get("state") in ("stopped", "failed") and x, 120, "stopped")
     assert final == {**final, "state": "stopped", "run": run}
+    # a stopped run offers neither Stop nor Kill (the buttons follow the run's state)
+    wait_for(lambda: not page.is_visible("#stop-btn") and not page.is_visible("#kill-btn"), 10,
+             "Stop and Kill hidden once the run stopped")
     page.wait_for_timeout(1000)
     shot(page, "07-monitor-stopped")
 

@@ -93,8 +93,8 @@ def test_a_tick_on_a_100k_step_run_costs_new_lines_not_history(long_run):
 
 
 def test_monitor_refresh_on_a_100k_step_run(long_run, monkeypatch):
-    """One look of the Monitor's stream at the run (read + header + curve payloads + skip logic)
-    stays under 20 ms of CPU, and the curves stay within the point budget."""
+    """One poll of the Monitor page with everything due (header, three SVG curves, trajectories,
+    log, events) stays under 20 ms of CPU on a 100k-step run; curves stay within the point budget."""
     from aworld_gui import monitor
     from aworld_gui.monitor_tab import MonitorTab
     from aworld_gui.studio import Studio
@@ -106,28 +106,25 @@ def test_monitor_refresh_on_a_100k_step_run(long_run, monkeypatch):
     studio = Studio(long_run.path.parent, worker=_NoWorker(), cache=RunCache())
     tab = MonitorTab(studio)
     monkeypatch.setattr(monitor, "MIN_REFRESH_S", 0.0)  # no read sharing between sessions here
-    view: dict = {}
-    tab.update(long_run.run_id, [], 0.6, view)  # loads the history
+    tab.live(long_run.run_id, "g", [], 0.6, {}, True)  # loads the history
     times = []
     for i in range(30):
         with open(long_run.file("metrics.jsonl"), "a") as f:
             f.write(json.dumps(metric_row(200_001 + i, time.time())) + "\n")
         t0 = time.thread_time()
-        out = tab.update(long_run.run_id, ["kl"], 0.6, view)
+        out = tab.live(long_run.run_id, "g", ["kl"], 0.6, {}, True)
+        json.dumps(out)
         times.append(time.thread_time() - t0)
-        assert isinstance(out[0], str) and isinstance(out[1], dict) and "data" in out[1]
     times.sort()
-    assert times[int(0.95 * len(times)) - 1] < 0.020, f"refresh CPU times (ms): {[round(t * 1000, 1) for t in times]}"
-    reward = out[1]["data"]  # downsampled: the smoothed bucket means only
-    assert {r[2] for r in reward} == {"train"}
-    assert MAX_POINTS // 2 <= len(reward) <= MAX_POINTS
-    assert "data-step=\"200030\"" in out[0]
+    assert times[int(0.95 * len(times)) - 1] < 0.020, f"poll CPU times (ms): {[round(t * 1000, 1) for t in times]}"
+    reward = out["charts"]["reward"]   # downsampled: one smoothed polyline of bucket means, no raw line
+    assert reward.count("<polyline") == 1
+    assert MAX_POINTS // 2 <= int(reward.split('data-points="')[1].split('"')[0]) <= MAX_POINTS
+    assert 'data-step="200030"' in out["header"] and "kl" in out["charts"]["custom"]
 
 
-def test_ticks_send_only_what_changed(tmp_path):
-    """A finished run is sent once; later ticks skip every output while nothing changes."""
-    import gradio as gr
-
+def test_polls_send_only_what_changed(tmp_path):
+    """A finished run is sent once; later polls with the page's keys carry nothing."""
     from aworld_gui.monitor_tab import MonitorTab
     from aworld_gui.studio import Studio
 
@@ -141,12 +138,50 @@ def test_ticks_send_only_what_changed(tmp_path):
     for s in range(1, 4):
         run.append_metrics(s, {"loss": 1.0 / s, "reward": s / 3})
     tab = MonitorTab(Studio(tmp_path, worker=_NoWorker(), cache=RunCache()))
-    header, hview = tab.tick(run.run_id, {})
-    *out, sview = tab.slow_tick(run.run_id, [], 0.0, {})
-    reward, loss = out[:2]
-    assert 'data-state="finished"' in header and len(reward["data"]) == 3 and len(loss["data"]) == 3
+    out = tab.live(run.run_id, "g", [], 0.0, {}, True)
+    assert 'data-state="finished"' in out["header"] and 'data-points="3"' in out["charts"]["reward"]
+    keys = out["keys"]
     for _ in range(3):
         time.sleep(0.25)
-        header, hview = tab.tick(run.run_id, hview)
-        *out, sview = tab.slow_tick(run.run_id, [], 0.0, sview)
-        assert header == gr.skip() and out == [gr.skip()] * len(out)
+        out = tab.live(run.run_id, "g", [], 0.0, keys, True)
+        assert [out[k] for k in ("header", "charts", "samples", "log", "events")] == [None] * 5
+        keys = out["keys"]
+    run.append_metrics(4, {"loss": 0.2, "reward": 1.0})   # new data: header and curves, nothing else
+    time.sleep(0.25)
+    out = tab.live(run.run_id, "g", [], 0.0, keys, False)  # curves not allowed yet: owed, not lost
+    assert out["header"] and out["charts"] is None
+    out = tab.live(run.run_id, "g", [], 0.0, out["keys"], True)
+    assert 'data-points="4"' in out["charts"]["reward"] and out["samples"] is None
+
+
+def test_svg_chart_axes_and_empty_state():
+    from aworld_gui.charts import Line, svg_chart, ticks
+
+    assert [round(t, 6) for t in ticks(0.0, 1.0, 5)] == [0.0, 0.2, 0.4, 0.6, 0.8, 1.0]
+    assert [round(t) for t in ticks(1, 100_000, 5)] == [20000, 40000, 60000, 80000, 100000]
+    assert 'data-points="0"' in svg_chart([Line("r", [], [], "#000")])
+    html = svg_chart([Line("reward", [1, 2, 3], [0.1, 0.5, 0.9], "#123456")], "reward", chart_id="reward")
+    assert 'data-points="3"' in html and 'data-last-step="3"' in html and "<polyline" in html
+    assert "reward <b>0.900</b>" in html                       # the legend shows the latest value
+    one = svg_chart([Line("x", [5], [2.0], "#000", markers=True)])  # a single point still draws
+    assert "<circle" in one and "nan" not in one.lower()
+
+
+def test_a_run_deleted_while_watched_is_reported_once(tmp_path):
+    import shutil
+
+    from aworld_gui.monitor_tab import MonitorTab
+    from aworld_gui.studio import Studio
+
+    class _NoWorker:
+        def start(self):
+            pass
+
+    run = RunDir.create(tmp_path, "fake")
+    run.write_status(state="finished", step=1, total_steps=1)
+    tab = MonitorTab(Studio(tmp_path, worker=_NoWorker(), cache=RunCache()))
+    keys = tab.live(run.run_id, "g", [], 0.0, {}, True)["keys"]
+    shutil.rmtree(run.path)
+    out = tab.live(run.run_id, "g", [], 0.0, keys, True)
+    assert "no run" in out["header"] and "data-run" not in out["header"]   # the page clears the rest
+    assert tab.live(run.run_id, "g", [], 0.0, out["keys"], True)["header"] is None

@@ -1,13 +1,22 @@
-"""Polling helper shared by tests that watch a run directory or a live app."""
+"""Polling helper shared by tests that watch a run directory, a live app or a browser page."""
 import time
 
 
-def wait_for(predicate, timeout: float = 120.0, every: float = 0.2, what: str = "condition"):
-    """Return the first truthy value of ``predicate()``; fail the test after ``timeout`` seconds."""
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        value = predicate()
-        if value:
-            return value
+def wait_for(predicate, timeout: float = 120.0, what: str = "condition", every: float = 0.2,
+             retry_errors: bool = False):
+    """Return the first truthy value of ``predicate()``; fail the test after ``timeout`` seconds,
+    naming ``what`` and the last value seen. ``retry_errors`` treats an exception as "not yet"
+    (e.g. a page element being re-rendered)."""
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        try:
+            last = predicate()
+        except Exception as e:  # noqa: BLE001 - only when asked
+            if not retry_errors:
+                raise
+            last = e
+        if last and not isinstance(last, Exception):
+            return last
         time.sleep(every)
-    raise AssertionError(f"{what} not met within {timeout:.0f} s")
+    raise AssertionError(f"{what} not met within {timeout:.0f} s; last: {last!r}")

@@ -1,0 +1,120 @@
+"""The studio core behind the Runs tab: listing, export, reproduce command, config diff, clone,
+checkpoint archives, deletion; and the pure Setup helpers (uploads, rewards, config YAML)."""
+from __future__ import annotations
+
+import subprocess
+import sys
+import zipfile
+
+import pytest
+import yaml
+
+from aworld_gui import inputs as inp
+from aworld_gui.monitor import RunCache
+from aworld_gui.setup_tab import set_yaml_key
+from aworld_gui.studio import Studio
+from engines.rundir import RunDir
+
+
+class _NoWorker:
+    """Answers the engine catalog only (these tests run no checks)."""
+
+    def start(self):
+        pass
+
+    def close(self):
+        pass
+
+    def call(self, task, **kw):
+        assert task == "catalog"
+        return {"engines": [{"name": "trl", "available": True, "reason": "", "fields": [],
+                             "defaults": {"learning_rate": 1e-5, "max_steps": 10}}], "rewards": {}}
+
+
+@pytest.fixture
+def studio(tmp_path):
+    return Studio(tmp_path / "runs", worker=_NoWorker(), cache=RunCache())
+
+
+def make_run(studio: Studio, lr: float, state: str = "finished") -> RunDir:
+    run = RunDir.create(studio.runs_dir, "trl")
+    run.write_spec({"engine": "trl", "run_id": run.run_id,
+                    "agent": {"name": "a", "model": "/m", "system_prompt": "hi", "tools": []},
+                    "data": {"train": str(inp.DEMO_TRAIN), "test": None, "columns": {"prompt": "prompt", "answer": "answer"}},
+                    "reward": [{"ref": inp.DEMO_REWARD, "weight": 1.0}, {"name": "exact_match", "weight": 0.5}],
+                    "config": {"learning_rate": lr, "max_steps": 10}})
+    run.write_status(state=state, step=10, total_steps=10, last_reward=0.75, started=1.0)
+    ck = run.checkpoints_dir / "checkpoint-10"
+    ck.mkdir(parents=True)
+    (ck / "model.safetensors").write_bytes(b"weights")
+    return run
+
+
+def test_runs_are_listed_exported_diffed_cloned_and_deleted(studio):
+    a, b = make_run(studio, 1e-3), make_run(studio, 5e-4)
+    runs = studio.list_runs()
+    assert {r["run_id"] for r in runs} == {a.run_id, b.run_id}
+    assert all(r["state"] == "finished" and r["last_reward"] == 0.75 for r in runs)
+
+    diff = studio.config_diff(a.run_id, b.run_id)
+    assert "-  learning_rate: 0.001" in diff and "+  learning_rate: 0.0005" in diff and "run_id" not in diff
+
+    exported = studio.export_spec(a.run_id)
+    assert yaml.safe_load(open(exported))["config"]["learning_rate"] == 1e-3
+
+    cli = studio.cli_command(a.run_id)
+    assert "python -m engines run" in cli and f"{a.path}/run.yaml" in cli
+
+    zpath = studio.checkpoint_zip(a.run_id, "checkpoint-10")
+    assert zipfile.ZipFile(zpath).read("checkpoint-10/model.safetensors") == b"weights"
+    with pytest.raises(ValueError):
+        studio.checkpoint_zip(a.run_id, "../../etc")
+
+    si = studio.clone_inputs(a.run_id)
+    assert yaml.safe_load(open(si.agent))["model"] == "/m"
+    assert si.train == str(inp.DEMO_TRAIN) and si.columns == {"prompt": "prompt", "answer": "answer"}
+    assert si.rewards == [{"ref": inp.DEMO_REWARD, "weight": 1.0}, {"name": "exact_match", "weight": 0.5}]
+    assert yaml.safe_load(si.config_text) == {"learning_rate": 1e-3}   # only what differs from the defaults
+
+    studio.delete(b.run_id)
+    assert [r["run_id"] for r in studio.list_runs()] == [a.run_id]
+    for bad in ("", "../x", ".uploads", "nope"):
+        with pytest.raises(ValueError):
+            studio.run_path(bad)
+
+
+def test_a_live_run_cannot_be_deleted(studio):
+    run = make_run(studio, 1e-3, state="running")
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        import psutil
+
+        run.write_status(pid=proc.pid, pid_create_time=psutil.Process(proc.pid).create_time())
+        with pytest.raises(ValueError, match="still running"):
+            studio.delete(run.run_id)
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_uploaded_agent_paths_are_resolved(tmp_path):
+    upload = tmp_path / "up" / "letters_agent.yaml"
+    upload.parent.mkdir()
+    upload.write_text(inp.DEMO_AGENT.read_text())
+    path, notes = inp.resolve_agent_upload(str(upload))
+    assert path != str(upload) and notes
+    assert yaml.safe_load(open(path))["model"] == str((inp.ASSETS / "models" / "tiny-letters").resolve())
+
+
+def test_reward_text_and_config_yaml_helpers():
+    uploaded = {"my_reward.py": "/runs/.uploads/abc/my_reward.py"}
+    assert inp.parse_reward_text("exact_match@2, my_reward.py:score@0.5\n/abs/r.py:f", uploaded) == [
+        {"name": "exact_match", "weight": 2.0}, {"ref": "/runs/.uploads/abc/my_reward.py:score", "weight": 0.5},
+        {"ref": "/abs/r.py:f", "weight": 1.0}]
+    with pytest.raises(ValueError):
+        inp.parse_reward_text("exact_match@lots")
+    text = "# comment\nlearning_rate: 0.001  # tuned\nmax_steps: 300\n"
+    out = set_yaml_key(text, "max_steps", 5000)
+    assert "# comment" in out and yaml.safe_load(out) == {"learning_rate": 0.001, "max_steps": 5000}
+    assert yaml.safe_load(set_yaml_key(out, "beta", 0.04))["beta"] == 0.04
+    assert "max_steps" not in set_yaml_key(out, "max_steps", None)
