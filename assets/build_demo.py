@@ -29,7 +29,6 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import math
 import os
 import random
 import re
@@ -246,6 +245,20 @@ def check_saved_tokenizer(path: Path, texts: list[str], what: str, built=None):
     return tok
 
 
+def write_splits(stem: str, train: list[dict], test: list[dict]) -> tuple[list[dict], list[dict]]:
+    write_jsonl(DATASETS / f"{stem}_train.jsonl", train)
+    write_jsonl(DATASETS / f"{stem}_test.jsonl", test)
+    return train, test
+
+
+def ship_model(model, tok, name: str, texts: list[str]) -> tuple[Path, int]:
+    """Save under assets/models/<name>, check the reloaded tokenizer; returns the path and the parameter count."""
+    path = MODELS / name
+    save_model(model, tok, path)
+    check_saved_tokenizer(path, texts, name, built=tok)
+    return path, sum(p.numel() for p in model.parameters())
+
+
 def make_model(tok, hidden: int, layers: int, heads: int, kv_heads: int, inter: int, max_pos: int, seed: int):
     torch.manual_seed(seed)
     config = Qwen2Config(
@@ -305,9 +318,7 @@ def letters_rows():
 def build_letters() -> None:
     t0 = time.time()
     set_seed(SEED)
-    train, test = letters_rows()
-    write_jsonl(DATASETS / "letters_train.jsonl", train)
-    write_jsonl(DATASETS / "letters_test.jsonl", test)
+    train, test = write_splits("letters", *letters_rows())
     write_csv(DATASETS / "letters_train.csv", train)
 
     def texts_of(rows):
@@ -333,10 +344,7 @@ def build_letters() -> None:
     n_prompt = len(tok(texts[0], add_special_tokens=False)["input_ids"])
     model = make_model(tok, hidden=LETTERS_HIDDEN, layers=LETTERS_LAYERS, heads=4, kv_heads=2,
                        inter=2 * LETTERS_HIDDEN, max_pos=512, seed=SEED)
-    path = MODELS / "tiny-letters"
-    save_model(model, tok, path)
-    check_saved_tokenizer(path, texts, "tiny-letters", built=tok)
-    nparams = sum(p.numel() for p in model.parameters())
+    path, nparams = ship_model(model, tok, "tiny-letters", texts)
     log(
         f"letters: {len(train)} train / {len(test)} test rows, vocab {len(tok)}, "
         f"~{n_prompt} tokens per prompt+answer, {nparams} params -> {path} ({time.time() - t0:.1f}s)"
@@ -497,9 +505,7 @@ def sft_warm_start(model, tok, seqs, steps: int, batch: int, lr: float, digit_we
 def build_calc() -> None:
     t0 = time.time()
     set_seed(SEED)
-    train, test = calc_rows()
-    write_jsonl(DATASETS / "calc_train.jsonl", train)
-    write_jsonl(DATASETS / "calc_test.jsonl", test)
+    train, test = write_splits("calc", *calc_rows())
     add = _load_tool("add")
     tools = [add]
 
@@ -554,10 +560,7 @@ def build_calc() -> None:
             f"FATAL: tiny-calc warm start failed the held-out check for seeds {CALC_SEED}..{CALC_SEED + 2}"
         )
 
-    path = MODELS / "tiny-calc"
-    save_model(model, tok, path)
-    check_saved_tokenizer(path, texts, "tiny-calc", built=tok)
-    nparams = sum(p.numel() for p in model.parameters())
+    path, nparams = ship_model(model, tok, "tiny-calc", texts)
     log(
         f"calc: {len(train)} train / {n} test rows, vocab {len(tok)}, prompt {n_prompt} + completion {n_completion} "
         f"tokens, {nparams} params -> {path} ({time.time() - t0:.0f}s)"

@@ -22,9 +22,7 @@ import argparse
 import importlib.util
 import json
 import os
-import re
 import resource
-import sys
 import time
 from pathlib import Path
 

@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import random
 import statistics
 import sys
@@ -28,6 +26,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from benchmarks.results_file import pct, write_result  # noqa: E402
 
 from aworld_gui.fake_run import metric_row  # noqa: E402
 from aworld_gui.testing import StudioProcess, launch_chromium  # noqa: E402
@@ -54,10 +54,6 @@ OBSERVER = """
 }
 """
 
-
-def pct(values: list[float], q: float) -> float:
-    s = sorted(values)
-    return s[min(len(s) - 1, max(0, int(round(q * len(s))) - 1))]
 
 
 def main() -> int:
@@ -122,13 +118,8 @@ def main() -> int:
                             "note": "the reward curve's redraw after the header showed the step (an upper bound); "
                                     "curves redraw at most every 0.4 s"},
         "passed": pct(lat, 0.95) <= 1.0,
-        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
-                    "load_avg_1m": round(os.getloadavg()[0], 2)},
-        "when": time.strftime("%Y-%m-%d %H:%M:%S"),
     }
-    out = ROOT / "benchmarks" / "results" / "gui_latency.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(summary, indent=1) + "\n")
+    write_result("gui_latency.json", summary)
     print(json.dumps(summary, indent=1))
     return 0 if summary["passed"] else 1
 

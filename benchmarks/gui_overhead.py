@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import signal
 import statistics
 import sys
@@ -33,6 +32,8 @@ import psutil
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from benchmarks.results_file import write_result  # noqa: E402
 
 from aworld_gui import inputs as inp  # noqa: E402
 from aworld_gui.testing import StudioProcess, launch_chromium  # noqa: E402
@@ -153,12 +154,8 @@ def main() -> int:
         "pair_ratio_median": round(statistics.median(pair_ratios), 4) if pair_ratios else None,
         "passed": ratio >= 0.98,
         "phases": phases,
-        "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
-        "when": time.strftime("%Y-%m-%d %H:%M:%S"),
     }
-    out = ROOT / "benchmarks" / "results" / a.out
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(summary, indent=1) + "\n")
+    write_result(a.out, summary)
     print(json.dumps({k: v for k, v in summary.items() if k != "phases"}, indent=1))
     return 0 if summary["passed"] else 1
 

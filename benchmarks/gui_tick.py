@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import statistics
 import sys
 import tempfile
@@ -25,6 +23,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from benchmarks.results_file import pct, write_result  # noqa: E402
 
 from aworld_gui import monitor  # noqa: E402
 from aworld_gui.fake_run import metric_row, write_history  # noqa: E402
@@ -42,10 +42,6 @@ class _NoWorker:
     def close(self) -> None:
         pass
 
-
-def pct(values: list[float], q: float) -> float:
-    s = sorted(values)
-    return s[min(len(s) - 1, max(0, int(round(q * len(s))) - 1))]
 
 
 def stats(wall: list[float], cpu: list[float]) -> dict:
@@ -111,13 +107,8 @@ def main() -> int:
         "p95_ms": main_case["tick"]["wall_ms"]["p95"],
         "passed": main_case["tick"]["wall_ms"]["p95"] <= 20.0,
         "cases": results,
-        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
-                    "load_avg_1m": round(os.getloadavg()[0], 2)},
-        "when": time.strftime("%Y-%m-%d %H:%M:%S"),
     }
-    out = ROOT / "benchmarks" / "results" / "gui_tick.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(summary, indent=1) + "\n")
+    out = write_result("gui_tick.json", summary)
     print(f"tick p95 {summary['p95_ms']} ms on {a.steps} steps (target ≤ 20 ms) → {out}")
     return 0 if summary["passed"] else 1
 

@@ -74,7 +74,6 @@ def child_ours(a) -> dict:
 
 def child_bare(a) -> dict:
     """The same GRPO settings straight into TRL: no project code at all."""
-    import torch
     import yaml
     from datasets import Dataset
     from transformers import AutoTokenizer, TrainerCallback
