@@ -41,6 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
     sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+    from aworld_gui import idle_page
     from aworld_gui.app import build_app, launch_kwargs
     from aworld_gui.studio import Studio
 
@@ -51,7 +52,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         demo.launch(server_name=a.host, server_port=a.port, share=a.share, auth=parse_auth(a.auth),
                     show_error=True, allowed_paths=[str(runs_dir / ".exports")], footer_links=["api"],
-                    **launch_kwargs())
+                    prevent_thread_lock=True, **launch_kwargs())
+        idle_page.install(demo.server_app)   # an idle page must not wake the training machine 60 times a second
+        demo.block_thread()
     finally:
         studio.close()
     return 0

@@ -6,8 +6,8 @@ How it stays live without loading the browser (which may share the training mach
 * A few lines of JavaScript in the run header (``js_on_load``) poll :meth:`MonitorTab.live` every
   ``POLL_S`` through Gradio's ``server_functions`` — a plain request, outside Gradio's event queue.
   ``live`` refreshes the run from the new bytes of its files (the shared run cache) and returns only
-  the parts whose key changed: the header, the curves (at most every ``CHART_S``), the trajectories,
-  the log tail, the events. The script swaps them into the page. A run that changes nothing sends
+  the parts whose key changed: the header and the events at once; the curves, the trajectories and
+  the log tail at most every ``CHART_S``. The script swaps them into the page. A run that changes nothing sends
   nothing.
 * Curves are inline SVG (:mod:`aworld_gui.charts`), a few hundred points each.
 * Gradio events happen only on user actions (run, metrics, smoothing, Stop) and when the run's state
@@ -36,7 +36,7 @@ from .monitor import LOSS_KEYS, REWARD_KEYS, RunState, Series, first_present
 from .studio import Studio
 
 POLL_S = 0.4        # how often an open Monitor asks for news (header: step, metrics, ETA)
-CHART_S = 0.4       # curves: at most this often (an SVG redraw costs the page a few ms)
+CHART_S = 1.0       # curves, trajectories, log: at most this often (each swap costs the page a few ms)
 EVAL_REWARD_KEYS = {"eval/reward": "eval", "eval_train/reward": "eval (train set)"}
 REWARD_COLOR, RAW_ALPHA, EVAL_COLOR, LOSS_COLOR = "#4f46e5", 0.28, "#d97706", "#e11d48"
 
@@ -196,8 +196,9 @@ class MonitorTab:
 
     # -- the page's poll --------------------------------------------------------------------------
     def live(self, run_id, gen, picks, smoothing, keys, want_charts) -> dict:
-        """What changed since ``keys`` (the keys of what the page shows): the header, the curves
-        (when ``want_charts``), trajectories, log, events — None for the rest — and the new keys."""
+        """What changed since ``keys`` (the keys of what the page shows): the header, the events,
+        and (when ``want_charts``) the curves, trajectories and log — None for the rest — and the
+        new keys."""
         keys = dict(keys or {})
         picks = [str(p) for p in (picks or []) if p]
         smoothing = float(smoothing or 0.0)
@@ -215,15 +216,16 @@ class MonitorTab:
         out: dict[str, Any] = {"header": None, "charts": None, "samples": None, "log": None, "events": None}
         if new["h"] != keys.get("h"):
             out["header"] = self.header_html(run_id, st, gen, picks, smoothing)
-        if new["m"] != keys.get("m"):
-            if want_charts:
-                out["charts"] = self.charts(st, picks, smoothing)
-            else:
-                new["m"] = keys.get("m")   # still owed: sent at the next poll allowed to draw
-        if new["s"] != keys.get("s"):
-            out["samples"] = render.samples_html(list(st.samples))
-        if new["l"] != keys.get("l"):
-            out["log"] = st.log_text()
+        # the heavy parts (curves, trajectories, log) at most every CHART_S; a part not sent stays owed
+        heavy = {"m": ("charts", lambda: self.charts(st, picks, smoothing)),
+                 "s": ("samples", lambda: render.samples_html(list(st.samples))),
+                 "l": ("log", st.log_text)}
+        for key, (part, build) in heavy.items():
+            if new[key] != keys.get(key):
+                if want_charts:
+                    out[part] = build()
+                else:
+                    new[key] = keys.get(key)
         if new["e"] != keys.get("e"):
             out["events"] = render.events_html(st.events)
         out["keys"] = new

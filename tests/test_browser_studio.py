@@ -88,6 +88,22 @@ def test_opens_with_the_demo_preselected_and_all_checks_green(page):
     shot(page, "01-setup-demo-green")
 
 
+def test_an_idle_page_does_not_wake_the_machine_every_frame(page, tmp_path):
+    """Gradio 6 leaves a 60-per-second animation-frame loop running on a loaded page
+    (aworld_gui/idle_page.py): served patched, an idle page asks for ~4 frames a second."""
+    import json
+
+    page.wait_for_timeout(8000)   # the first checks' transitions end
+    trace = tmp_path / "trace.json"
+    page.context.browser.start_tracing(page=page, path=str(trace), categories=["devtools.timeline"])
+    page.wait_for_timeout(3000)
+    page.context.browser.stop_tracing()
+    events = json.loads(trace.read_text())
+    events = events["traceEvents"] if isinstance(events, dict) else events
+    frames = sum(1 for e in events if e.get("name") == "FireAnimationFrame")
+    assert frames <= 30, f"{frames} animation frames in 3 s on an idle page (Gradio's unpatched loop: ~180)"
+
+
 def test_a_bad_dataset_upload_shows_its_error_and_disables_launch(page, tmp_path):
     bad = tmp_path / "broken_train.jsonl"
     bad.write_text('{"prompt": "Say A", "answer": "A"}\n{"prompt": oops\n')
