@@ -56,6 +56,28 @@ def freeze(studio: StudioProcess, sig: int) -> None:
             pass
 
 
+def cpu_seconds(procs: list[psutil.Process]) -> float:
+    total = 0.0
+    for proc in procs:
+        try:
+            t = proc.cpu_times()
+            total += t.user + t.system
+        except psutil.Error:
+            pass
+    return total
+
+
+def cpu_groups(studio: StudioProcess, run_pid: int | None) -> dict[str, list[psutil.Process]]:
+    """Where the CPU goes: the studio (app + its check worker), every Chromium process, the run."""
+    app = psutil.Process(studio.proc.pid)
+    groups = {"studio": [app] + [c for c in app.children(recursive=True) if c.pid != run_pid],
+              "chromium": chromium_procs(), "run": []}
+    if run_pid:
+        run_proc = psutil.Process(run_pid)
+        groups["run"] = [run_proc] + run_proc.children(recursive=True)
+    return groups
+
+
 def steps_between(run: RunDir, t0: float, t1: float) -> tuple[int, float]:
     """(steps, seconds) measured between the first and the last step logged inside [t0, t1): whole
     step intervals only, so a 10 s phase is not off by a fraction of a step."""
@@ -115,12 +137,16 @@ def main() -> int:
                         freeze(studio, signal.SIGSTOP if want_frozen else signal.SIGCONT)
                         frozen = want_frozen
                     time.sleep(a.settle)
+                    groups = cpu_groups(studio, run.read_status().get("pid"))
+                    c0 = {k: cpu_seconds(v) for k, v in groups.items()}
                     t0 = time.time()
                     time.sleep(a.phase)
                     t1 = time.time()
+                    cpu = {k: round(100 * (cpu_seconds(v) - c0[k]) / (t1 - t0), 1) for k, v in groups.items()}
                     n, dt = steps_between(run, t0, t1)
                     phases.append({"mode": mode, "steps": n, "seconds": round(dt, 3),
                                    "steps_per_s": round(n / dt, 3) if dt else 0.0,
+                                   "cpu_pct_of_a_core": cpu,
                                    "load_avg_1m": round(os.getloadavg()[0], 2)})
                     print(json.dumps(phases[-1]), flush=True)
             finally:
@@ -134,6 +160,10 @@ def main() -> int:
     def rate(mode: str) -> float:
         sel = [x for x in phases if x["mode"] == mode]
         return sum(x["steps"] for x in sel) / max(1e-9, sum(x["seconds"] for x in sel))
+
+    def mean_cpu(mode: str) -> dict[str, float]:
+        sel = [x["cpu_pct_of_a_core"] for x in phases if x["mode"] == mode]
+        return {k: round(statistics.fmean(c[k] for c in sel), 1) for k in sel[0]} if sel else {}
 
     pair_ratios = []
     for i in range(0, len(phases), 2):
@@ -149,6 +179,7 @@ def main() -> int:
         "target": "ratio >= 0.98",
         "steps_per_s": {"watching": round(rate("watching"), 3), "without": round(rate("without"), 3)},
         "ratio": round(ratio, 4),
+        "cpu_pct_of_a_core": {"watching": mean_cpu("watching"), "without": mean_cpu("without")},
         "browser_nice": a.browser_nice,
         "pair_ratios": pair_ratios,
         "pair_ratio_median": round(statistics.median(pair_ratios), 4) if pair_ratios else None,
