@@ -6,8 +6,11 @@ loading tracker leaves that loop running after the page has loaded (even a one-t
 app does this). A browser on the training machine then wakes 60 times a second for nothing: measured
 here, ~8 % of a core for Chromium on an idle page, taken from a 2-core training run.
 
-The fix serves the tracker's script with its frame request slowed to 4 a second (``THROTTLE_MS``):
-the elapsed-time label of a running event still ticks, and the leaked loop costs ~1/15 of before.
+The fix serves the tracker's script with its frame request slowed to 1 a second (``THROTTLE_MS``):
+the elapsed-time label of a running event still ticks (by whole seconds), and the leaked loop costs
+~1/60 of before. Each frame wakes the page, Chromium's compositor and its GPU process, and on a
+2-core machine every such wake-up preempts a training thread that its partner then waits for; 1 a
+second rather than 4 took a watching page from ~7.4 % to ~5.7 % of a core (benchmarks/gui_overhead.py).
 The script is Gradio's own file, patched in memory at start; if a Gradio version no longer has the
 pattern, nothing is changed and a warning is logged (tests/test_browser_studio.py then fails on the
 idle page's frame rate, so the regression cannot pass unnoticed).
@@ -20,7 +23,7 @@ from pathlib import Path
 
 log = logging.getLogger(__name__)
 
-THROTTLE_MS = 250
+THROTTLE_MS = 1000
 PATTERN = re.compile(r"typeof window<`u`\?window\.requestAnimationFrame:")
 REPLACEMENT = f"typeof window<`u`?(f=>setTimeout(()=>window.requestAnimationFrame(f),{THROTTLE_MS})):"
 

@@ -18,7 +18,10 @@ Measured on these 2-core machines (Chromium, software rendering): each Gradio ev
 ~100 ms of CPU (its loading states and input snapshots scale with the whole app), a ``gr.LinePlot``
 redraw ~60 ms more; a poll that swaps in a header and two SVG curves costs a few ms. Watching a run
 at 3 steps/s, a ``gr.Timer`` at 0.5 s with ``gr.LinePlot`` curves kept Chromium at ~25-30 % of a core
-and the studio at ~10 %; this design ~12 % (of which ~6 % is any idle Gradio page) and ~2.5 %.
+and the studio at ~10 %; this design ~5 % and ~1.8 % (benchmarks/results/gui_overhead.json). A 2-thread
+training run on 2 cores loses more steps/s than that CPU share (a wake-up that preempts one torch thread
+stalls its partner), so the page wakes as seldom as its latency goal allows: a 0.5 s poll, heavy parts
+every 2 s.
 """
 from __future__ import annotations
 
@@ -35,8 +38,8 @@ from .charts import PALETTE, Line, svg_chart
 from .monitor import LOSS_KEYS, REWARD_KEYS, RunState, Series, first_present
 from .studio import Studio
 
-POLL_S = 0.4        # how often an open Monitor asks for news (header: step, metrics, ETA)
-CHART_S = 1.0       # curves, trajectories, log: at most this often (each swap costs the page a few ms)
+POLL_S = 0.5        # how often an open Monitor asks for news (header: step, metrics, ETA); p95 latency ~0.5 s
+CHART_S = 2.0       # curves, trajectories, log: at most this often (each swap costs the page a few ms)
 EVAL_REWARD_KEYS = {"eval/reward": "eval", "eval_train/reward": "eval (train set)"}
 REWARD_COLOR, RAW_ALPHA, EVAL_COLOR, LOSS_COLOR = "#4f46e5", 0.28, "#d97706", "#e11d48"
 
