@@ -9,8 +9,10 @@ here, ~8 % of a core for Chromium on an idle page, taken from a 2-core training 
 The fix serves the tracker's script with its frame request slowed to 1 a second (``THROTTLE_MS``):
 the elapsed-time label of a running event still ticks (by whole seconds), and the leaked loop costs
 ~1/60 of before. Each frame wakes the page, Chromium's compositor and its GPU process, and on a
-2-core machine every such wake-up preempts a training thread that its partner then waits for; 1 a
-second rather than 4 took a watching page from ~7.4 % to ~5.7 % of a core (benchmarks/gui_overhead.py).
+2-core machine every such wake-up preempts a training thread that its partner then waits for. (Going
+from 4 frames a second to 1 did not change a watching page's CPU measurably on its own; together with
+the Monitor's poll going from 0.4 s to 0.5 s, Chromium went from ~7.4 % to ~5.7 % of a core,
+benchmarks/gui_overhead.py.)
 The script is Gradio's own file, patched in memory at start; if a Gradio version no longer has the
 pattern, nothing is changed and a warning is logged (tests/test_browser_studio.py then fails on the
 idle page's frame rate, so the regression cannot pass unnoticed).

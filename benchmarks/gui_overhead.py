@@ -68,14 +68,16 @@ def cpu_seconds(procs: list[psutil.Process]) -> float:
 
 
 def cpu_groups(studio: StudioProcess, run_pid: int | None) -> dict[str, list[psutil.Process]]:
-    """Where the CPU goes: the studio (app + its check worker), every Chromium process, the run."""
-    app = psutil.Process(studio.proc.pid)
-    groups = {"studio": [app] + [c for c in app.children(recursive=True) if c.pid != run_pid],
-              "chromium": chromium_procs(), "run": []}
+    """Where the CPU goes: the studio (app + its check worker), every Chromium process, the run (its
+    whole process tree: the studio spawned it, so it is left out of the studio's)."""
+    run: list[psutil.Process] = []
     if run_pid:
         run_proc = psutil.Process(run_pid)
-        groups["run"] = [run_proc] + run_proc.children(recursive=True)
-    return groups
+        run = [run_proc] + run_proc.children(recursive=True)
+    in_run = {p.pid for p in run}
+    app = psutil.Process(studio.proc.pid)
+    return {"studio": [app] + [c for c in app.children(recursive=True) if c.pid not in in_run],
+            "chromium": chromium_procs(), "run": run}
 
 
 def steps_between(run: RunDir, t0: float, t1: float) -> tuple[int, float]:
