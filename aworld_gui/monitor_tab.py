@@ -3,25 +3,26 @@ trajectories, Stop.
 
 How it stays live without loading the browser (which may share the training machine):
 
-* A few lines of JavaScript in the run header (``js_on_load``) poll :meth:`MonitorTab.live` every
-  ``POLL_S`` through Gradio's ``server_functions`` — a plain request, outside Gradio's event queue.
-  ``live`` refreshes the run from the new bytes of its files (the shared run cache) and returns only
-  the parts whose key changed: the header and the events at once; the curves, the trajectories and
-  the log tail at most every ``CHART_S``. The script swaps them into the page. A run that changes nothing sends
-  nothing.
+* The run header's script (``js_on_load``) asks for a stream ticket (a server function, so it
+  passes Gradio's login) and opens one Server-Sent-Events stream (:mod:`aworld_gui.live_stream`).
+  The stream's loop refreshes the run from the new bytes of its files (the shared run cache) every
+  ``POLL_S`` and pushes only the parts whose key changed: the header and the events at once; the
+  curves, trajectories and log tail at most every ``CHART_S``. A run that changes nothing sends
+  nothing. The header is patched in place (only the text that changed), not re-rendered.
 * Curves are inline SVG (:mod:`aworld_gui.charts`), a few hundred points each.
 * Gradio events happen only on user actions (run, metrics, smoothing, Stop) and when the run's state
   changes (the header fires ``apply`` to refresh the Stop/Kill buttons).
-* Polling pauses while the Monitor tab or the browser tab is hidden; a closed page costs nothing.
+* The stream is closed while the Monitor tab or the browser tab is hidden; a closed page costs nothing.
 
 Measured on these 2-core machines (Chromium, software rendering): each Gradio event costs the page
 ~100 ms of CPU (its loading states and input snapshots scale with the whole app), a ``gr.LinePlot``
-redraw ~60 ms more; a poll that swaps in a header and two SVG curves costs a few ms. Watching a run
-at 3 steps/s, a ``gr.Timer`` at 0.5 s with ``gr.LinePlot`` curves kept Chromium at ~25-30 % of a core
-and the studio at ~10 %; this design ~5 % and ~1.8 % (benchmarks/results/gui_overhead.json). A 2-thread
-training run on 2 cores loses more steps/s than that CPU share (a wake-up that preempts one torch thread
-stalls its partner), so the page wakes as seldom as its latency goal allows: a 0.5 s poll, heavy parts
-every 2 s.
+redraw ~60 ms more. Watching a run at 3 steps/s, a ``gr.Timer`` at 0.5 s with ``gr.LinePlot`` curves
+kept Chromium at ~25-30 % of a core and the studio at ~10 %. A page polling the studio every 0.5 s
+(a ``fetch`` each) cost Chromium ~5 % and the studio ~1.8 %; the stream: see
+benchmarks/results/gui_overhead*.json. Even a bare page updating one number twice a second costs
+headless Chromium ~2 % of a core here (~1.2 % of it the frame). A 2-thread training run on 2 cores
+loses more steps/s than that CPU share (a wake-up that preempts one torch thread stalls its
+partner), so the page wakes as seldom as its latency goal allows: 0.5 s, heavy parts every 2 s.
 """
 from __future__ import annotations
 
@@ -35,6 +36,7 @@ import gradio as gr
 
 from . import render
 from .charts import PALETTE, Line, svg_chart
+from .live_stream import LiveStreams
 from .monitor import LOSS_KEYS, REWARD_KEYS, RunState, Series, first_present
 from .studio import Studio
 
@@ -44,43 +46,72 @@ EVAL_REWARD_KEYS = {"eval/reward": "eval", "eval_train/reward": "eval (train set
 REWARD_COLOR, RAW_ALPHA, EVAL_COLOR, LOSS_COLOR = "#4f46e5", 0.28, "#d97706", "#e11d48"
 
 # Runs in the header element (``js_on_load``); ``element``, ``props``, ``server`` and ``trigger``
-# are Gradio's. What to watch comes from the header's data attributes (set by Python).
-LIVE_JS = """
-const POLL_MS = %(poll)d, CHART_MS = %(chart)d;
-let keys = {}, gen = null, lastCharts = 0;
+# are Gradio's. What to watch comes from the header's data attributes (set by Python); the stream
+# (aworld_gui/live_stream.py) pushes what changed.
+LIVE_JS = r"""
+let es = null, sub = null, shown = null, lastB;
 const put = (id, html) => { const el = document.getElementById(id); if (el) el.innerHTML = html; };
-async function poll() {
-  if (!element.isConnected) return;                       // unmounted: this loop ends
-  try {
-    const head = element.querySelector('[data-run]');
-    if (!head && gen !== null) {                            // no run shown any more: clear its parts
-      gen = null; keys = {};
-      ['aw-chart-reward', 'aw-chart-loss', 'aw-chart-custom', 'aw-samples', 'aw-events', 'aw-log'].forEach(id => put(id, ''));
-    }
-    if (head && !document.hidden && element.offsetParent !== null) {
-      if (head.dataset.gen !== gen) { gen = head.dataset.gen; keys = {}; lastCharts = 0; }
-      const now = Date.now(), asked = gen;
-      const r = await server.live(head.dataset.run, gen, JSON.parse(head.dataset.picks || '[]'),
-                                  parseFloat(head.dataset.smoothing || '0'), keys, now - lastCharts >= CHART_MS);
-      if (r && asked === gen) {
-        if (r.header) props.value = r.header;
-        if (r.charts) { lastCharts = now; for (const [k, v] of Object.entries(r.charts)) put('aw-chart-' + k, v); }
-        if (r.samples != null) put('aw-samples', r.samples);
-        if (r.events != null) put('aw-events', r.events);
-        if (r.log != null) {
-          const el = document.getElementById('aw-log');
-          if (el) { const tail = el.scrollTop + el.clientHeight >= el.scrollHeight - 8;
-                    el.textContent = r.log; if (tail) el.scrollTop = el.scrollHeight; }
-        }
-        if (keys.b !== undefined && r.keys.b !== keys.b) trigger('apply');   // state/metrics changed
-        keys = r.keys;
-      }
-    }
-  } catch (e) { /* the studio restarting: try again */ }
-  setTimeout(poll, POLL_MS);
+function morph(a, b) {                           // patch a's DOM into b's, touching only what differs
+  if (a.nodeType !== b.nodeType || a.nodeName !== b.nodeName) { a.replaceWith(b.cloneNode(true)); return; }
+  if (a.nodeType === 3) { if (a.nodeValue !== b.nodeValue) a.nodeValue = b.nodeValue; return; }
+  if (a.nodeType !== 1) return;
+  for (const at of b.attributes) if (a.getAttribute(at.name) !== at.value) a.setAttribute(at.name, at.value);
+  for (const at of [...a.attributes]) if (!b.hasAttribute(at.name)) a.removeAttribute(at.name);
+  const ac = a.childNodes, bc = b.childNodes;
+  if (ac.length !== bc.length) { a.replaceChildren(...[...bc].map(n => n.cloneNode(true))); return; }
+  for (let i = 0; i < bc.length; i++) morph(ac[i], bc[i]);
 }
-poll();
-""" % {"poll": int(POLL_S * 1000), "chart": int(CHART_S * 1000)}
+function setHeader(html) {         // same view: patch the text that changed (no re-render, little layout)
+  const cur = element.querySelector('[data-testid="run-header"]'), t = document.createElement('template');
+  t.innerHTML = html;
+  const next = t.content.firstElementChild;
+  if (cur && next && cur.dataset.gen && cur.dataset.gen === next.dataset.gen) morph(cur, next);
+  else props.value = html;
+}
+function apply(r) {
+  if (r.header) setHeader(r.header);
+  if (r.charts) for (const [k, v] of Object.entries(r.charts)) put('aw-chart-' + k, v);
+  if (r.samples != null) put('aw-samples', r.samples);
+  if (r.events != null) put('aw-events', r.events);
+  if (r.log != null) {
+    const el = document.getElementById('aw-log');
+    if (el) { const tail = el.scrollTop + el.clientHeight >= el.scrollHeight - 8;
+              el.textContent = r.log; if (tail) el.scrollTop = el.scrollHeight; }
+  }
+  if (lastB !== undefined && r.keys.b !== lastB) trigger('apply');   // state/metrics changed: the buttons
+  lastB = r.keys.b;
+}
+async function sync() {            // (re)open the stream for what the header shows, or close it
+  if (!element.isConnected) { if (es) es.close(); es = null; return; }     // unmounted
+  const head = element.querySelector('[data-run]');
+  if (!head && shown !== null) {                  // no run shown any more: clear its parts
+    shown = null;
+    ['aw-chart-reward', 'aw-chart-loss', 'aw-chart-custom', 'aw-samples', 'aw-events', 'aw-log'].forEach(id => put(id, ''));
+  }
+  const want = head && !document.hidden && element.offsetParent !== null
+    ? [head.dataset.run, head.dataset.gen, JSON.parse(head.dataset.picks || '[]'), parseFloat(head.dataset.smoothing || '0')]
+    : null;
+  const key = want && JSON.stringify(want);
+  if (key === sub) return;
+  sub = key;
+  if (es) { es.close(); es = null; delete element.dataset.stream; }
+  if (!want) return;
+  if (want[1] !== shown) { shown = want[1]; lastB = undefined; }
+  try {
+    const ticket = await server.live_ticket(...want);
+    if (sub !== key) return;                      // the view changed meanwhile
+    es = new EventSource('aworld/live/' + ticket);
+    element.dataset.stream = es.url;              // which stream this page reads (tests, benchmarks)
+    es.onmessage = e => { if (sub === key) apply(JSON.parse(e.data)); };
+    es.onerror = () => { if (es && es.readyState === EventSource.CLOSED) { sub = null; setTimeout(sync, 2000); } };
+  } catch (e) { sub = null; setTimeout(sync, 2000); }     // the studio restarting: try again
+}
+new MutationObserver(sync).observe(element, {childList: true, subtree: true, attributes: true,
+                                             attributeFilter: ['data-run', 'data-gen']});
+new IntersectionObserver(sync).observe(element);  // the Monitor tab shown / hidden
+document.addEventListener('visibilitychange', sync);
+sync();
+"""
 
 
 @dataclass
@@ -105,6 +136,7 @@ def _placeholder(dom_id: str, inner: str = "", cls: str = "") -> str:
 class MonitorTab:
     def __init__(self, studio: Studio):
         self.studio = studio
+        self.streams = LiveStreams(self.live, POLL_S, CHART_S)
 
     def build(self) -> MonitorUI:
         ui = MonitorUI()
@@ -115,10 +147,11 @@ class MonitorTab:
             ui.kill_btn = gr.Button("Kill now", variant="secondary", scale=1, min_width=110, visible=False, size="md",
                                     elem_id="kill-btn")
 
-        def live(args: list) -> dict:  # a plain function: Gradio marks server functions with an attribute
-            return self.live(*(list(args or []) + [None] * 6)[:6])
+        def live_ticket(args: list) -> str:  # a plain function: Gradio marks server functions with an attribute
+            return self.streams.ticket(*(list(args or []) + [None] * 4)[:4])
 
-        ui.header = gr.HTML(render.no_run(), elem_id="run-header", js_on_load=LIVE_JS, server_functions=[live])
+        ui.header = gr.HTML(render.no_run(), elem_id="run-header", js_on_load=LIVE_JS,
+                            server_functions=[live_ticket])
         ui.charts = gr.HTML(
             '<div class="aw-charts">'
             + _placeholder("aw-chart-reward-box", '<div class="aw-chart-title">Reward</div>'

@@ -2,7 +2,10 @@
 ``python app.py`` in a subprocess (free port, temporary runs dir) and the real trl engine."""
 from __future__ import annotations
 
+import json
 import time
+import urllib.error
+import urllib.request
 
 import psutil
 import pytest
@@ -81,6 +84,50 @@ def test_status_stop_and_list_on_a_streaming_run(client, studio):
     wait_for(lambda: client.predict(run.run_id, api_name="/status")["state"] == "stopped", 20, "stopped")
 
 
+def header_id(url: str, opener=urllib.request.build_opener()) -> int:
+    cfg = json.load(opener.open(url + "config", timeout=10))
+    return next(c["id"] for c in cfg["components"] if c.get("props", {}).get("elem_id") == "run-header")
+
+
+def live_ticket(url: str, run_id: str, opener=urllib.request.build_opener(), component_id: int | None = None) -> str:
+    """What the Monitor page does to watch a run: ask the run header's server function for a ticket."""
+    body = json.dumps({"component_id": component_id or header_id(url, opener), "fn_name": "live_ticket",
+                       "session_hash": "test", "data": [run_id, "g1", ["kl"], 0.6]}).encode()
+    req = urllib.request.Request(url + "gradio_api/component_server", data=body,
+                                 headers={"Content-Type": "application/json"})
+    return json.load(opener.open(req, timeout=10))
+
+
+def stream_messages(url: str, n: int, opener=urllib.request.build_opener()) -> list[dict]:
+    out = []
+    with opener.open(url, timeout=10) as r:
+        assert r.headers["Content-Type"].startswith("text/event-stream")
+        for line in r:
+            if line.startswith(b"data: "):
+                out.append(json.loads(line[6:]))
+                if len(out) == n:
+                    return out
+    return out
+
+
+def test_the_monitor_stream_pushes_a_live_run(client, studio):
+    app, started = studio
+    run, pid = start_fake_run(app.runs_dir, "--steps", "100000", "--rate", "20")
+    started.append(pid)
+    wait_for(lambda: client.predict(run.run_id, api_name="/status").get("step", 0) >= 3, 30, "the fake run")
+    ticket = live_ticket(app.url, run.run_id)
+    first, second, third = stream_messages(app.url + "aworld/live/" + ticket, 3)
+    assert f'data-run="{run.run_id}"' in first["header"] and 'data-state="running"' in first["header"]
+    assert "kl" in first["charts"]["custom"] and first["log"] is not None   # everything, once
+    step = lambda m: int(m["header"].split('data-step="')[1].split('"')[0])  # noqa: E731
+    assert step(first) < step(second) < step(third)      # then pushed as the run writes
+    assert third["log"] is None or third["log"] != first["log"]    # a part is resent only when it changed
+    with pytest.raises(urllib.error.HTTPError) as e:
+        urllib.request.urlopen(app.url + "aworld/live/not-a-ticket", timeout=10)
+    assert e.value.code == 404
+    client.predict(run.run_id, True, api_name="/stop")
+
+
 def test_a_run_that_ignores_stop_is_killed_after_the_timeout(client, studio):
     app, started = studio
     run, pid = start_fake_run(app.runs_dir, "--steps", "100000", "--rate", "20", "--ignore-stop")
@@ -142,3 +189,12 @@ def test_login_protects_the_page_and_the_api(tmp_path, monkeypatch):
             Client(app.url, verbose=False)
         client = Client(app.url, auth=("alice", "s3cret"), verbose=False)
         assert client.predict(api_name="/list_runs") == {"runs": []}
+        # the Monitor's stream: its ticket comes through Gradio's login like every other call
+        session = urllib.request.build_opener(urllib.request.HTTPCookieProcessor())
+        session.open(app.url + "login", data=b"username=alice&password=s3cret", timeout=10)
+        ticket = live_ticket(app.url, "no-such-run", session)
+        (msg,) = stream_messages(app.url + "aworld/live/" + ticket, 1)
+        assert "no-such-run" in msg["header"] and "data-run=" not in msg["header"]
+        with pytest.raises(urllib.error.HTTPError) as e:   # the same call without the login
+            live_ticket(app.url, "no-such-run", component_id=header_id(app.url, session))
+        assert e.value.code in (401, 403)

@@ -185,3 +185,71 @@ def test_a_run_deleted_while_watched_is_reported_once(tmp_path):
     out = tab.live(run.run_id, "g", [], 0.0, keys, True)
     assert "no run" in out["header"] and "data-run" not in out["header"]   # the page clears the rest
     assert tab.live(run.run_id, "g", [], 0.0, out["keys"], True)["header"] is None
+
+
+def test_the_live_stream_sends_what_changed_and_nothing_else(tmp_path):
+    """The Monitor's server push (aworld_gui/live_stream.py): a first message with everything, then
+    one only when the run writes something."""
+    import asyncio
+
+    from aworld_gui.live_stream import LiveStreams
+    from aworld_gui.monitor_tab import MonitorTab
+    from aworld_gui.studio import Studio
+
+    class _NoWorker:
+        def start(self):
+            pass
+
+    run = RunDir.create(tmp_path, "fake")
+    run.write_status(state="finished", step=2, total_steps=10)
+    for s in range(1, 3):
+        run.append_metrics(s, {"loss": 1.0 / s, "reward": s / 3})
+    tab = MonitorTab(Studio(tmp_path, worker=_NoWorker(), cache=RunCache()))
+    streams = LiveStreams(tab.live, poll_s=0.05, chart_s=0.0)
+    ticket = streams.ticket(run.run_id, "g1", ["loss", ""], 0.5)
+    w = streams.watch(ticket)
+    assert (w.run_id, w.gen, w.picks, w.smoothing) == (run.run_id, "g1", ["loss"], 0.5)
+    assert streams.watch("not-a-ticket") is None and streams.ticket(run.run_id, "g1", [], 0) != ticket
+
+    async def read(n_messages: int, after=None, timeout=3.0) -> list[dict]:
+        got: list[dict] = []
+        gen = streams.messages(w)
+        assert (await gen.__anext__()).startswith("retry: ")
+        assert w.streams == 1
+
+        async def pull():
+            async for text in gen:
+                assert text.startswith("data: ") and text.endswith("\n\n")
+                got.append(json.loads(text[6:]))
+                if len(got) == 1 and after:
+                    after()
+                if len(got) == n_messages:
+                    return
+
+        try:
+            await asyncio.wait_for(pull(), timeout)
+        except asyncio.TimeoutError:
+            pass
+        await gen.aclose()
+        return got
+
+    first, *rest = asyncio.run(read(2, timeout=1.0))
+    assert rest == []                  # 1 s of ticks on an unchanged run: one message, not twenty
+    assert 'data-state="finished"' in first["header"] and 'data-gen="g1"' in first["header"]
+    assert 'data-points="2"' in first["charts"]["reward"] and "loss" in first["charts"]["custom"]
+    assert w.streams == 0              # a closed stream is counted out
+
+    got = asyncio.run(read(2, after=lambda: run.append_metrics(3, {"loss": 0.3, "reward": 1.0})))
+    assert len(got) == 2 and got[1]["header"] and 'data-step="3"' in got[1]["header"]
+    assert 'data-points="3"' in got[1]["charts"]["reward"]
+    assert got[1]["samples"] is None and got[1]["log"] is None       # unchanged parts are not resent
+
+
+def test_unused_tickets_expire(tmp_path):
+    from aworld_gui.live_stream import LiveStreams
+
+    streams = LiveStreams(lambda *a: {}, poll_s=1.0, chart_s=1.0, ttl_s=0.0)
+    old = streams.ticket("r", "g", [], 0.0)
+    time.sleep(0.01)
+    streams.ticket("r", "g", [], 0.0)   # issuing a ticket forgets those unused for ttl_s
+    assert streams.watch(old) is None
