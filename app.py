@@ -41,20 +41,21 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
     sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-    from aworld_gui import idle_page
-    from aworld_gui.app import build_app, launch_kwargs
+    from aworld_gui.app import build_app, install_routes, launch_kwargs, wait_until_interrupted
+    from aworld_gui.quiet import slow_server_ticks
     from aworld_gui.studio import Studio
 
     runs_dir = Path(a.runs_dir).expanduser().resolve()
     studio = Studio(runs_dir, stop_timeout_s=a.stop_timeout, check_timeout_s=a.check_timeout)
     demo = build_app(runs_dir, studio=studio)
     print(f"AWorld Trainer Studio on http://{a.host}:{a.port}  (runs: {runs_dir})", flush=True)
+    slow_server_ticks()   # a studio on a training machine wakes as seldom as it can (aworld_gui/quiet.py)
     try:
         demo.launch(server_name=a.host, server_port=a.port, share=a.share, auth=parse_auth(a.auth),
                     show_error=True, allowed_paths=[str(runs_dir / ".exports")], footer_links=["api"],
                     prevent_thread_lock=True, **launch_kwargs())
-        idle_page.install(demo.server_app)   # an idle page must not wake the training machine 60 times a second
-        demo.block_thread()
+        install_routes(demo)
+        wait_until_interrupted(demo)
     finally:
         studio.close()
     return 0

@@ -2,11 +2,12 @@
 from __future__ import annotations
 
 import os
+import threading
 from typing import Any
 
 import gradio as gr
 
-from . import render
+from . import idle_page, quiet, render
 from .api import build_api
 from .monitor_tab import MonitorTab
 from .runs_tab import RunsTab
@@ -91,22 +92,28 @@ def build_app(runs_dir: str | os.PathLike = "runs", studio: Studio | None = None
                   ).then(setup.on_check, setup.check_inputs(), setup.check_outputs(), api_visibility="private",
                          show_progress="minimal", show_progress_on=[sui.strip])
     demo.queue(default_concurrency_limit=4)
-    relax_queue_polling(demo)
+    quiet.relax_queue_polling(demo)
     demo.studio = studio  # type: ignore[attr-defined]
+    demo.live_streams = monitor.streams  # type: ignore[attr-defined]  # its route is added at launch
     return demo
 
 
-def relax_queue_polling(demo: gr.Blocks) -> None:
-    """Gradio's queue loop polls every 1 ms when idle (and its progress loop every 10 ms): ~3 % of a
-    core on these machines, taken from training. A UI needs no such rate: 50 ms before an event starts
-    is not felt, and nothing here reports progress through the queue (gr.Progress), so its loop can
-    wait 250 ms. Measured idle (20 s, no page open): 1.6 % of a core at 20 ms / 50 ms, 0.7 % at these.
-    (Internal attributes of Gradio 6's Queue; left alone if a Gradio version lacks them.)"""
-    q = getattr(demo, "_queue", None)
-    if q is not None and hasattr(q, "sleep_when_free"):
-        q.sleep_when_free = max(q.sleep_when_free, 0.05)
-    if q is not None and hasattr(q, "progress_update_sleep_when_free"):
-        q.progress_update_sleep_when_free = max(q.progress_update_sleep_when_free, 0.25)
+def install_routes(demo: gr.Blocks) -> None:
+    """Routes added to the launched app: Gradio's status script with its idle frame loop slowed
+    (an idle page must not wake the training machine 60 times a second) and the Monitor's stream."""
+    idle_page.install(demo.server_app)
+    demo.live_streams.install(demo.server_app)  # type: ignore[attr-defined]
+
+
+def wait_until_interrupted(demo: gr.Blocks) -> None:
+    """Serve until Ctrl-C. (Gradio's ``block_thread`` wakes the main thread 10 times a second to
+    look at a flag; this sleeps until a signal.) Runs keep training: they are not our children."""
+    try:
+        threading.Event().wait()
+    except KeyboardInterrupt:
+        print("Interrupted: closing the studio (runs keep training).", flush=True)
+    finally:
+        demo.close()
 
 
 def launch_kwargs() -> dict[str, Any]:

@@ -1,16 +1,26 @@
 #!/usr/bin/env python
 """Training speed with the studio watching vs without it, within ONE run (target: ratio ≥ 0.98).
 
-    python benchmarks/gui_overhead.py [--pairs 6] [--phase 20]
+    python benchmarks/gui_overhead.py [--pairs 6] [--phase 20] [--watcher browser|remote]
 
 Starts the studio, launches the shipped letters demo on the trl engine through the API (a long
-``max_steps`` so it trains throughout), then alternates phases in an A-B-B-A order:
+``max_steps`` so it trains throughout), opens its Monitor in Chromium, then alternates phases in an
+A-B-B-A order:
 
-* watching: the studio and a headless Chromium showing the run's Monitor (timers ticking, curves
-  redrawn) run normally;
-* without: the studio's process group (app + check worker) and every Chromium process are frozen
-  with SIGSTOP, so they use no CPU at all — as if neither existed. The run itself, in its own
-  process session, is never touched.
+* watching: the studio and the watcher run normally;
+* without: the studio's process group (app + check worker) and the watcher are frozen with SIGSTOP,
+  so they use no CPU at all — as if neither existed. The run itself, in its own process session, is
+  never touched.
+
+The watcher:
+
+* ``browser`` (default): the headless Chromium showing the Monitor (header pushed every 0.5 s,
+  curves every 2 s), on the training machine itself — the worst case. Chromium is started as its own
+  process and Playwright only drives it to the Monitor, then disconnects: the test driver's
+  DevTools traffic is not part of what a user's browser costs.
+* ``remote``: the page's browser is on another machine (the usual case for a GPU box). Emulated by
+  closing Chromium once the page has opened its stream and reading that same stream with ``curl``:
+  the studio does exactly the work of serving a watching page, and nothing renders here.
 
 Steps/s per phase come from the run's own metrics.jsonl timestamps (after a settling margin).
 Comparing phases of the same run removes run-to-run variance (±30 % on these machines).
@@ -23,9 +33,11 @@ import json
 import os
 import signal
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from pathlib import Path
 
 import psutil
@@ -36,24 +48,64 @@ sys.path.insert(0, str(ROOT))
 from benchmarks.results_file import write_result  # noqa: E402
 
 from aworld_gui import inputs as inp  # noqa: E402
-from aworld_gui.testing import StudioProcess, launch_chromium  # noqa: E402
+from aworld_gui.testing import CHROMIUM, CHROMIUM_ARGS, StudioProcess, free_port  # noqa: E402
 from engines.rundir import RunDir, iter_jsonl  # noqa: E402
 
 CONFIG = "learning_rate: 0.001\nprompts_per_step: 8\nnum_generations: 16\nmax_steps: 100000\nsave_steps: 100000\n"
 
 
-def chromium_procs() -> list[psutil.Process]:
-    me = psutil.Process()
-    return [p for p in me.children(recursive=True) if "chrom" in (p.name() or "").lower()]
+def process_tree(proc: subprocess.Popen | None) -> list[psutil.Process]:
+    """A process and all its descendants (Chromium: browser, zygotes, renderer, GPU and utility
+    processes)."""
+    if proc is None or proc.poll() is not None:
+        return []
+    try:
+        root = psutil.Process(proc.pid)
+        return [root] + root.children(recursive=True)
+    except psutil.Error:
+        return []
 
 
-def freeze(studio: StudioProcess, sig: int) -> None:
+def freeze(studio: StudioProcess, watcher: subprocess.Popen | None, sig: int) -> None:
     os.killpg(studio.proc.pid, sig)
-    for p in chromium_procs():
+    for p in process_tree(watcher):
         try:
             p.send_signal(sig)
         except psutil.Error:
             pass
+
+
+def start_chromium(profile: str) -> tuple[subprocess.Popen, int]:
+    """Chromium as a process of its own (not Playwright's child), with a DevTools port to drive it."""
+    port = free_port()
+    proc = subprocess.Popen([CHROMIUM, "--headless", f"--remote-debugging-port={port}", f"--user-data-dir={profile}",
+                             "--window-size=1440,1000", *CHROMIUM_ARGS, "about:blank"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/json/version", timeout=2):
+                return proc, port
+        except OSError:
+            time.sleep(0.3)
+    proc.kill()
+    raise TimeoutError("Chromium did not open its DevTools port")
+
+
+def open_monitor(pw, port: int, url: str) -> str:
+    """Drive the Chromium on ``port`` to the Monitor of the running run, then disconnect. Returns
+    the URL of the stream the page opened."""
+    browser = pw.chromium.connect_over_cdp(f"http://127.0.0.1:{port}")
+    page = browser.contexts[0].pages[0]
+    page.goto(url)
+    page.get_by_role("tab", name="Monitor").click()
+    page.wait_for_selector('#run-header [data-testid="run-header"][data-state="running"]', timeout=60_000)
+    stream = page.wait_for_selector("[data-stream]", state="attached", timeout=30_000).get_attribute(
+        "data-stream")   # the page's open stream (monitor_tab.LIVE_JS)
+    (ROOT / "artifacts" / "screenshots").mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(ROOT / "artifacts" / "screenshots" / "bench-gui-overhead.png"))
+    browser.close()   # connected over CDP: disconnects; Chromium and the page stay
+    return stream
 
 
 def cpu_seconds(procs: list[psutil.Process]) -> float:
@@ -67,9 +119,11 @@ def cpu_seconds(procs: list[psutil.Process]) -> float:
     return total
 
 
-def cpu_groups(studio: StudioProcess, run_pid: int | None) -> dict[str, list[psutil.Process]]:
-    """Where the CPU goes: the studio (app + its check worker), every Chromium process, the run (its
-    whole process tree: the studio spawned it, so it is left out of the studio's)."""
+def cpu_groups(studio: StudioProcess, watcher: subprocess.Popen | None,
+               run_pid: int | None) -> dict[str, list[psutil.Process]]:
+    """Where the CPU goes: the studio (app + its check worker), the watcher (every Chromium process,
+    or curl), the run (its whole process tree: the studio spawned it, so it is left out of the
+    studio's)."""
     run: list[psutil.Process] = []
     if run_pid:
         run_proc = psutil.Process(run_pid)
@@ -77,7 +131,7 @@ def cpu_groups(studio: StudioProcess, run_pid: int | None) -> dict[str, list[psu
     in_run = {p.pid for p in run}
     app = psutil.Process(studio.proc.pid)
     return {"studio": [app] + [c for c in app.children(recursive=True) if c.pid not in in_run],
-            "chromium": chromium_procs(), "run": run}
+            "watcher": process_tree(watcher), "run": run}
 
 
 def steps_between(run: RunDir, t0: float, t1: float) -> tuple[int, float]:
@@ -90,16 +144,53 @@ def steps_between(run: RunDir, t0: float, t1: float) -> tuple[int, float]:
     return len(times) - 1, times[-1] - times[0]
 
 
+def measure(a: argparse.Namespace, studio: StudioProcess, watcher: subprocess.Popen, run: RunDir) -> list[dict]:
+    """The A-B-B-A phases: steps/s and CPU per group in each."""
+    phases: list[dict] = []
+    order = []
+    for i in range(a.pairs):
+        order += ["watching", "without"] if i % 2 == 0 else ["without", "watching"]
+    frozen = False
+    try:
+        for mode in order:
+            want_frozen = mode == "without"
+            if want_frozen != frozen:
+                freeze(studio, watcher, signal.SIGSTOP if want_frozen else signal.SIGCONT)
+                frozen = want_frozen
+            time.sleep(a.settle)
+            groups = cpu_groups(studio, watcher, run.read_status().get("pid"))
+            c0 = {k: cpu_seconds(v) for k, v in groups.items()}
+            t0 = time.time()
+            time.sleep(a.phase)
+            t1 = time.time()
+            cpu = {k: round(100 * (cpu_seconds(v) - c0[k]) / (t1 - t0), 1) for k, v in groups.items()}
+            n, dt = steps_between(run, t0, t1)
+            phases.append({"mode": mode, "steps": n, "seconds": round(dt, 3),
+                           "steps_per_s": round(n / dt, 3) if dt else 0.0,
+                           "cpu_pct_of_a_core": cpu,
+                           "load_avg_1m": round(os.getloadavg()[0], 2)})
+            print(json.dumps(phases[-1]), flush=True)
+    finally:
+        if frozen:
+            freeze(studio, watcher, signal.SIGCONT)
+    return phases
+
+
 def main() -> int:
     p = argparse.ArgumentParser()
     p.add_argument("--pairs", type=int, default=6, help="A-B pairs (run as ABBA blocks)")
     p.add_argument("--phase", type=float, default=20.0, help="seconds measured per phase")
     p.add_argument("--settle", type=float, default=5.0, help="seconds ignored after each switch")
+    p.add_argument("--watcher", choices=["browser", "remote"], default="browser",
+                   help="browser: Chromium on this machine shows the Monitor; remote: its stream read by curl "
+                        "(the page's browser on another machine)")
     p.add_argument("--browser-nice", type=int, default=0,
                    help="run Chromium at this nice level (0: default priority, the honest worst case of a "
                         "browser on the training machine itself)")
-    p.add_argument("--out", default="gui_overhead.json", help="results file name under benchmarks/results/")
+    p.add_argument("--out", default=None, help="results file name under benchmarks/results/ "
+                                               "(default gui_overhead.json, gui_overhead_remote.json)")
     a = p.parse_args()
+    out_name = a.out or ("gui_overhead.json" if a.watcher == "browser" else f"gui_overhead_{a.watcher}.json")
     from gradio_client import Client, handle_file
     from playwright.sync_api import sync_playwright
 
@@ -116,48 +207,28 @@ def main() -> int:
             deadline = time.time() + 300
             while time.time() < deadline and (run.read_status().get("step") or 0) < 20:
                 time.sleep(1)
-            browser = launch_chromium(pw)
-            page = browser.new_page(viewport={"width": 1440, "height": 1000})
-            page.goto(studio.url)
-            page.get_by_role("tab", name="Monitor").click()
-            page.wait_for_selector('#run-header [data-testid="run-header"][data-state="running"]', timeout=60_000)
-            if a.browser_nice:
-                for proc in chromium_procs():   # every Chromium process, the page's renderer included
-                    try:
-                        proc.nice(a.browser_nice)
-                    except psutil.Error:
-                        pass
-            time.sleep(3)
-            order = []
-            for i in range(a.pairs):
-                order += ["watching", "without"] if i % 2 == 0 else ["without", "watching"]
-            frozen = False
+            chromium, port = start_chromium(str(Path(d) / "profile"))
+            watcher = chromium
             try:
-                for mode in order:
-                    want_frozen = mode == "without"
-                    if want_frozen != frozen:
-                        freeze(studio, signal.SIGSTOP if want_frozen else signal.SIGCONT)
-                        frozen = want_frozen
-                    time.sleep(a.settle)
-                    groups = cpu_groups(studio, run.read_status().get("pid"))
-                    c0 = {k: cpu_seconds(v) for k, v in groups.items()}
-                    t0 = time.time()
-                    time.sleep(a.phase)
-                    t1 = time.time()
-                    cpu = {k: round(100 * (cpu_seconds(v) - c0[k]) / (t1 - t0), 1) for k, v in groups.items()}
-                    n, dt = steps_between(run, t0, t1)
-                    phases.append({"mode": mode, "steps": n, "seconds": round(dt, 3),
-                                   "steps_per_s": round(n / dt, 3) if dt else 0.0,
-                                   "cpu_pct_of_a_core": cpu,
-                                   "load_avg_1m": round(os.getloadavg()[0], 2)})
-                    print(json.dumps(phases[-1]), flush=True)
+                stream = open_monitor(pw, port, studio.url)
+                if a.watcher == "remote":   # the page's browser elsewhere: only its stream is served from here
+                    chromium.terminate()
+                    chromium.wait(timeout=30)
+                    watcher = subprocess.Popen(["curl", "-sSN", "-o", "/dev/null", stream], start_new_session=True)
+                if a.browser_nice:
+                    for proc in process_tree(watcher):   # every Chromium process, the page's renderer included
+                        try:
+                            proc.nice(a.browser_nice)
+                        except psutil.Error:
+                            pass
+                time.sleep(3)
+                phases = measure(a, studio, watcher, run)
+                client.predict(res["run_id"], True, api_name="/stop")
             finally:
-                if frozen:
-                    freeze(studio, signal.SIGCONT)
-            (ROOT / "artifacts" / "screenshots").mkdir(parents=True, exist_ok=True)
-            page.screenshot(path=str(ROOT / "artifacts" / "screenshots" / "bench-gui-overhead.png"))
-            client.predict(res["run_id"], True, api_name="/stop")
-            browser.close()
+                for proc in (watcher, chromium):
+                    if proc.poll() is None:
+                        proc.kill()
+                        proc.wait(timeout=30)
 
     def rate(mode: str) -> float:
         sel = [x for x in phases if x["mode"] == mode]
@@ -176,8 +247,10 @@ def main() -> int:
     ratio = rate("watching") / rate("without")
     summary = {
         "benchmark": "gui_overhead",
-        "what": ("trl demo run: steps/s while the studio + a Chromium tab on its Monitor run, vs while both are "
+        "what": ("trl demo run: steps/s while the studio and a watcher of its Monitor run, vs while both are "
                  "frozen (SIGSTOP), alternating ABBA within one run"),
+        "watcher": {"browser": "headless Chromium showing the Monitor on this machine (Playwright disconnected)",
+                    "remote": "the Monitor's stream read by curl: the page's browser on another machine"}[a.watcher],
         "target": "ratio >= 0.98",
         "steps_per_s": {"watching": round(rate("watching"), 3), "without": round(rate("without"), 3)},
         "ratio": round(ratio, 4),
@@ -188,7 +261,7 @@ def main() -> int:
         "passed": ratio >= 0.98,
         "phases": phases,
     }
-    write_result(a.out, summary)
+    write_result(out_name, summary)
     print(json.dumps({k: v for k, v in summary.items() if k != "phases"}, indent=1))
     return 0 if summary["passed"] else 1
 
