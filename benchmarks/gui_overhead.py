@@ -178,7 +178,9 @@ def measure(a: argparse.Namespace, studio: StudioProcess, watcher: subprocess.Po
 
 def main() -> int:
     p = argparse.ArgumentParser()
-    p.add_argument("--pairs", type=int, default=6, help="A-B pairs (run as ABBA blocks)")
+    p.add_argument("--pairs", type=int, default=8, help="A-B pairs (run as ABBA blocks)")
+    p.add_argument("--warmup-steps", type=int, default=200,
+                   help="steps trained before measuring (the demo has learned by then: steady state)")
     p.add_argument("--phase", type=float, default=20.0, help="seconds measured per phase")
     p.add_argument("--settle", type=float, default=5.0, help="seconds ignored after each switch")
     p.add_argument("--watcher", choices=["browser", "remote"], default="browser",
@@ -195,6 +197,7 @@ def main() -> int:
     from playwright.sync_api import sync_playwright
 
     phases: list[dict] = []
+    served: dict | None = None
     with tempfile.TemporaryDirectory() as d:
         runs = Path(d) / "runs"
         with StudioProcess(runs) as studio, sync_playwright() as pw:
@@ -205,7 +208,7 @@ def main() -> int:
             assert res["ok"], res
             run = RunDir(res["run_dir"])
             deadline = time.time() + 300
-            while time.time() < deadline and (run.read_status().get("step") or 0) < 20:
+            while time.time() < deadline and (run.read_status().get("step") or 0) < a.warmup_steps:
                 time.sleep(1)
             chromium, port = start_chromium(str(Path(d) / "profile"))
             watcher = chromium
@@ -214,7 +217,8 @@ def main() -> int:
                 if a.watcher == "remote":   # the page's browser elsewhere: only its stream is served from here
                     chromium.terminate()
                     chromium.wait(timeout=30)
-                    watcher = subprocess.Popen(["curl", "-sSN", "-o", "/dev/null", stream], start_new_session=True)
+                    received = Path(d) / "stream.txt"
+                    watcher = subprocess.Popen(["curl", "-sSN", "-o", str(received), stream], start_new_session=True)
                 if a.browser_nice:
                     for proc in process_tree(watcher):   # every Chromium process, the page's renderer included
                         try:
@@ -223,6 +227,9 @@ def main() -> int:
                             pass
                 time.sleep(3)
                 phases = measure(a, studio, watcher, run)
+                if a.watcher == "remote":   # proof that the watcher was served all along
+                    text = received.read_text()
+                    served = {"bytes": len(text), "messages": text.count("\ndata: ") + text.startswith("data: ")}
                 client.predict(res["run_id"], True, api_name="/stop")
             finally:
                 for proc in (watcher, chromium):
@@ -256,6 +263,7 @@ def main() -> int:
         "ratio": round(ratio, 4),
         "cpu_pct_of_a_core": {"watching": mean_cpu("watching"), "without": mean_cpu("without")},
         "browser_nice": a.browser_nice,
+        "stream_received": served,
         "pair_ratios": pair_ratios,
         "pair_ratio_median": round(statistics.median(pair_ratios), 4) if pair_ratios else None,
         "passed": ratio >= 0.98,

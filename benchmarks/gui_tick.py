@@ -4,10 +4,10 @@ that cost depends on the run's history (it should not) and on the new lines per 
 
     python benchmarks/gui_tick.py [--steps 100000] [--ticks 200]
 
-A "tick" is one answer to the Monitor page's poll (``MonitorTab.live``, called through Gradio's
-``server_functions``) with everything due at once — the worst case: read the new bytes, update the
+A "tick" is one turn of the Monitor's stream loop (``MonitorTab.live``, which
+aworld_gui/live_stream.py runs every 0.5 s for each watching page) with everything due at once — the worst case: read the new bytes, update the
 series, render the header, draw the reward, loss and a two-metric custom curve as SVG, the
-trajectories, the log tail and the events, and encode the reply as JSON. Lines (and a sample) are
+trajectories, the log tail and the events, and encode the message as JSON. Lines (and a sample) are
 appended to the run between ticks. Reported in wall time and in CPU time of the calling thread.
 Writes benchmarks/results/gui_tick.json.
 """
@@ -101,7 +101,7 @@ def main() -> int:
     main_case = results[0]
     summary = {
         "benchmark": "gui_tick",
-        "what": ("one answer to the Monitor's poll with every part due (header, 3 SVG curves, trajectories, log, "
+        "what": ("one turn of the Monitor's stream loop with every part due (header, 3 SVG curves, trajectories, log, "
                  f"events, JSON-encoded) on a run with {a.steps} logged steps, 5 new lines per tick"),
         "target": "p95 <= 20 ms",
         "p95_ms": main_case["tick"]["wall_ms"]["p95"],
