@@ -67,6 +67,7 @@ def _run_in_fork(task: str, kwargs: dict, timeout_s: float) -> tuple[bool, objec
     pid = os.fork()
     if pid == 0:  # the child: do the work, write the pickled result, exit without cleanup
         try:
+            signal.signal(signal.SIGINT, signal.SIG_DFL)   # a check is interrupted like any program
             os.close(r)
             os.dup2(out_file.fileno(), 1)
             os.dup2(out_file.fileno(), 2)
@@ -125,6 +126,9 @@ def _run_in_fork(task: str, kwargs: dict, timeout_s: float) -> tuple[bool, objec
 
 
 def main() -> None:
+    # Ctrl-C in the studio's terminal reaches its whole process group: the studio ends this worker
+    # itself (it kills it on close; a closed pipe ends it too), so no KeyboardInterrupt traceback here
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     proto_in = os.fdopen(os.dup(0), "rb", buffering=0)
     proto_out = os.fdopen(os.dup(1), "wb", buffering=0)
     devnull = os.open(os.devnull, os.O_RDONLY)
