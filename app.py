@@ -41,8 +41,8 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
     sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-    from aworld_gui.app import build_app, install_routes, launch_kwargs, wait_until_interrupted
-    from aworld_gui.quiet import slow_server_ticks
+    from aworld_gui.app import build_app, install_routes, launch_kwargs
+    from aworld_gui.quiet import slow_server_ticks, wait_until_interrupted
     from aworld_gui.studio import Studio
 
     runs_dir = Path(a.runs_dir).expanduser().resolve()

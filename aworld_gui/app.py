@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import os
-import threading
 from typing import Any
 
 import gradio as gr
@@ -103,17 +102,6 @@ def install_routes(demo: gr.Blocks) -> None:
     (an idle page must not wake the training machine 60 times a second) and the Monitor's stream."""
     idle_page.install(demo.server_app)
     demo.live_streams.install(demo.server_app)  # type: ignore[attr-defined]
-
-
-def wait_until_interrupted(demo: gr.Blocks) -> None:
-    """Serve until Ctrl-C. (Gradio's ``block_thread`` wakes the main thread 10 times a second to
-    look at a flag; this sleeps until a signal.) Runs keep training: they are not our children."""
-    try:
-        threading.Event().wait()
-    except KeyboardInterrupt:
-        print("Interrupted: closing the studio (runs keep training).", flush=True)
-    finally:
-        demo.close()
 
 
 def launch_kwargs() -> dict[str, Any]:

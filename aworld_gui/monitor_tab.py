@@ -40,7 +40,7 @@ from .live_stream import LiveStreams
 from .monitor import LOSS_KEYS, REWARD_KEYS, RunState, Series, first_present
 from .studio import Studio
 
-POLL_S = 0.5        # how often an open Monitor asks for news (header: step, metrics, ETA); p95 latency ~0.5 s
+POLL_S = 0.5        # how often a watching page's stream reads the run (header: step, metrics, ETA); p95 latency ~0.5 s
 CHART_S = 2.0       # curves, trajectories, log: at most this often (each swap costs the page a few ms)
 EVAL_REWARD_KEYS = {"eval/reward": "eval", "eval_train/reward": "eval (train set)"}
 REWARD_COLOR, RAW_ALPHA, EVAL_COLOR, LOSS_COLOR = "#4f46e5", 0.28, "#d97706", "#e11d48"

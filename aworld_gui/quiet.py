@@ -8,7 +8,8 @@ wake a Gradio app when nothing happens:
 * Gradio's queue loop looks for new events every 1 ms (``Queue.sleep_when_free``) and its progress
   loop every 10 ms;
 * uvicorn's server loop wakes every 0.1 s to refresh the ``Date`` header and look at its exit flag;
-* ``Blocks.block_thread`` wakes the main thread every 0.1 s (app.py waits on a signal instead).
+* ``Blocks.block_thread`` wakes the main thread every 0.1 s (``wait_until_interrupted`` sleeps
+  until a signal instead).
 
 Measured on an idle studio (20 s, no page open), CPU of its event-loop thread: 0.97 % of a core
 (31 wake-ups/s) with the queue at 50 ms and uvicorn at 0.1 s; 0.38 % (12 wake-ups/s) with these.
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 
 log = logging.getLogger(__name__)
 
@@ -55,3 +57,14 @@ def slow_server_ticks() -> bool:
 
     Server.main_loop = main_loop
     return True
+
+
+def wait_until_interrupted(demo) -> None:
+    """Serve until Ctrl-C. (Gradio's ``block_thread`` wakes the main thread 10 times a second to
+    look at a flag; this sleeps until a signal.) Runs keep training: they are not our children."""
+    try:
+        threading.Event().wait()
+    except KeyboardInterrupt:
+        print("Interrupted: closing the studio (runs keep training).", flush=True)
+    finally:
+        demo.close()
