@@ -6,16 +6,16 @@ loading tracker leaves that loop running after the page has loaded (even a one-t
 app does this). A browser on the training machine then wakes 60 times a second for nothing: measured
 here, ~8 % of a core for Chromium on an idle page, taken from a 2-core training run.
 
-The fix serves the tracker's script with its frame request slowed to 1 a second (``THROTTLE_MS``):
-the elapsed-time label of a running event still ticks (by whole seconds), and the leaked loop costs
-~1/60 of before. Each frame wakes the page, Chromium's compositor and its GPU process, and on a
-2-core machine every such wake-up preempts a training thread that its partner then waits for. (Going
-from 4 frames a second to 1 did not change a watching page's CPU measurably on its own; together with
-the Monitor's poll going from 0.4 s to 0.5 s, Chromium went from ~7.4 % to ~5.7 % of a core,
-benchmarks/gui_overhead.py.)
-The script is Gradio's own file, patched in memory at start; if a Gradio version no longer has the
-pattern, nothing is changed and a warning is logged (tests/test_browser_studio.py then fails on the
-idle page's frame rate, so the regression cannot pass unnoticed).
+The studio serves that script patched (in memory, at start): the loop ends as soon as its
+tracker's status is no longer pending (and is started again by the next pending status), and while
+an event is pending its frames come once every ``THROTTLE_MS`` (the elapsed-time label ticks by
+whole seconds). Each frame wakes the page, Chromium's compositor and its GPU process, and on a
+2-core machine every such wake-up preempts a training thread that its partner then waits for.
+Measured here: the idle page once the checks are done asks for at most 1 frame in 3 s (throttled only, the
+leaked loop cost 3; unpatched, 180).
+If a Gradio version no longer has the patterns, nothing is changed and a warning is logged
+(tests/test_browser_studio.py then fails on the idle page's frame count, so the regression cannot
+pass unnoticed).
 """
 from __future__ import annotations
 
@@ -28,6 +28,26 @@ log = logging.getLogger(__name__)
 THROTTLE_MS = 1000
 PATTERN = re.compile(r"typeof window<`u`\?window\.requestAnimationFrame:")
 REPLACEMENT = f"typeof window<`u`?(f=>setTimeout(()=>window.requestAnimationFrame(f),{THROTTLE_MS})):"
+# The elapsed-time loop, ``function ze(){me(()=>{F(Pe,(performance.now()-w(de))/1e3),W&&ze()})}``, goes
+# on while its flag ``W`` is set; the tracker's status effect (``o.status===`pending`?Ve():…``) clears
+# it, but a tracker whose status turns complete without that effect running keeps ticking for ever.
+LOOP = re.compile(r"(function (\w+)\(\)\{\w+\(\(\)=>\{\w+\(\w+,\(performance\.now\(\)-\w+\(\w+\)\)/1e3\),)"
+                  r"(\w+)&&\2\(\)\}\)\}")
+STATUS = re.compile(r"(\w+)\.status===`pending`\?\w+\(\):")
+
+
+def patch(text: str) -> str | None:
+    """Gradio's StatusTracker chunk with its elapsed-time loop ended once the status is no longer
+    pending (the flag cleared, so the next pending status starts it again) and its frames slowed to
+    one every ``THROTTLE_MS``; None if the chunk lacks either pattern."""
+    loop = LOOP.search(text)
+    status = STATUS.search(text, loop.end()) if loop else None   # the same component's status effect
+    if not (loop and status and PATTERN.search(text)):
+        return None
+    head, fn, flag = loop.groups()
+    ended = f"{head}{flag}&&({status.group(1)}.status===`pending`?{fn}():{flag}=!1)}})}}"
+    text = text[:loop.start()] + ended + text[loop.end():]
+    return PATTERN.sub(REPLACEMENT, text, count=1)
 
 
 def patched_statustracker() -> tuple[str, str] | None:
@@ -36,9 +56,8 @@ def patched_statustracker() -> tuple[str, str] | None:
 
     assets = Path(gradio.__file__).parent / "templates" / "frontend" / "assets"
     for path in sorted(assets.glob("statustracker-*.js")):
-        text = path.read_text(encoding="utf-8")
-        patched, n = PATTERN.subn(REPLACEMENT, text, count=1)
-        if n:
+        patched = patch(path.read_text(encoding="utf-8"))
+        if patched is not None:
             return path.name, patched
     return None
 

@@ -4,7 +4,8 @@ A page that shows a run asks for a *ticket* (a server function of the run header
 Gradio's login like every other call), then opens ``EventSource("aworld/live/<ticket>")``. The
 stream's loop reads the run's new bytes every ``poll_s`` (:meth:`MonitorTab.live`, in a worker
 thread: the first read of a long run loads its whole history) and sends a message only when a part
-the page shows changed; the curves, trajectories and log at most every ``chart_s``.
+the page shows changed; a heavy part (curves, log, trajectories) at most every ``every[part]``
+seconds: a part that changed meanwhile is owed and goes with the first message after that.
 
 Why not the page polling the studio: each ``fetch`` costs the browser a request's worth of work in
 three processes (page, network service, browser) and the studio a whole FastAPI request; a message
@@ -27,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 PARTS = ("header", "charts", "samples", "log", "events")
+HEAVY = ("charts", "samples", "log")
 
 
 @dataclass
@@ -40,12 +42,15 @@ class Watch:
 
 
 class LiveStreams:
-    """Tickets and the ``/aworld/live/{ticket}`` route. ``live`` is :meth:`MonitorTab.live`."""
+    """Tickets and the ``/aworld/live/{ticket}`` route. ``live`` is :meth:`MonitorTab.live`;
+    ``every`` the least seconds between two sends of each heavy part (default: every poll)."""
 
     PATH = "/aworld/live/{ticket}"
 
-    def __init__(self, live: Callable[..., dict], poll_s: float, chart_s: float, ttl_s: float = 600.0):
-        self.live, self.poll_s, self.chart_s, self.ttl_s = live, poll_s, chart_s, ttl_s
+    def __init__(self, live: Callable[..., dict], poll_s: float, every: dict[str, float] | None = None,
+                 ttl_s: float = 600.0):
+        self.live, self.poll_s, self.ttl_s = live, poll_s, ttl_s
+        self.every = {part: float((every or {}).get(part, 0.0)) for part in HEAVY}
         self._watches: dict[str, Watch] = {}
         self._lock = threading.Lock()
 
@@ -67,17 +72,18 @@ class LiveStreams:
     async def messages(self, w: Watch):
         """The stream's text: a message whenever what the page shows changed."""
         keys: dict[str, Any] = {}
-        last_charts = -1e9
+        last_sent = {part: -1e9 for part in HEAVY}
         with self._lock:
             w.streams += 1
         try:
             yield "retry: 2000\n\n"                       # EventSource's reconnect delay (ms)
             while True:
                 now = time.monotonic()
-                out = await asyncio.to_thread(self.live, w.run_id, w.gen, w.picks, w.smoothing, keys,
-                                              now - last_charts >= self.chart_s)
-                if out.get("charts") is not None:
-                    last_charts = now
+                due = {part for part, every in self.every.items() if now - last_sent[part] >= every - 1e-3}
+                out = await asyncio.to_thread(self.live, w.run_id, w.gen, w.picks, w.smoothing, keys, due)
+                for part in HEAVY:
+                    if out.get(part) is not None:
+                        last_sent[part] = now
                 if any(out.get(p) is not None for p in PARTS):
                     yield "data: " + json.dumps(out, separators=(",", ":")) + "\n\n"
                 keys = out["keys"]

@@ -36,12 +36,13 @@ import gradio as gr
 
 from . import render
 from .charts import PALETTE, Line, svg_chart
-from .live_stream import LiveStreams
+from .live_stream import HEAVY as HEAVY_PARTS, LiveStreams
 from .monitor import LOSS_KEYS, REWARD_KEYS, RunState, Series, first_present
 from .studio import Studio
 
-POLL_S = 0.5        # how often a watching page's stream reads the run (header: step, metrics, ETA); p95 latency ~0.5 s
-CHART_S = 2.0       # curves, trajectories, log: at most this often (each swap costs the page a few ms)
+POLL_S = 0.8        # how often a watching page's stream reads the run (header: step, metrics, ETA); p95 latency ~0.8 s
+CHART_S = 2.4       # curves and log tail: at most this often (every third poll)
+SAMPLES_S = 8.0     # trajectories: at most this often (readable while they change; each swap is a big one)
 EVAL_REWARD_KEYS = {"eval/reward": "eval", "eval_train/reward": "eval (train set)"}
 REWARD_COLOR, RAW_ALPHA, EVAL_COLOR, LOSS_COLOR = "#4f46e5", 0.28, "#d97706", "#e11d48"
 
@@ -50,7 +51,6 @@ REWARD_COLOR, RAW_ALPHA, EVAL_COLOR, LOSS_COLOR = "#4f46e5", 0.28, "#d97706", "#
 # (aworld_gui/live_stream.py) pushes what changed.
 LIVE_JS = r"""
 let es = null, sub = null, shown = null, lastB;
-const put = (id, html) => { const el = document.getElementById(id); if (el) el.innerHTML = html; };
 function morph(a, b) {                           // patch a's DOM into b's, touching only what differs
   if (a.nodeType !== b.nodeType || a.nodeName !== b.nodeName) { a.replaceWith(b.cloneNode(true)); return; }
   if (a.nodeType === 3) { if (a.nodeValue !== b.nodeValue) a.nodeValue = b.nodeValue; return; }
@@ -60,6 +60,20 @@ function morph(a, b) {                           // patch a's DOM into b's, touc
   const ac = a.childNodes, bc = b.childNodes;
   if (ac.length !== bc.length) { a.replaceChildren(...[...bc].map(n => n.cloneNode(true))); return; }
   for (let i = 0; i < bc.length; i++) morph(ac[i], bc[i]);
+}
+function put(id, html) {           // patch a part in place: a new curve moves points, it does not rebuild
+  const el = document.getElementById(id);
+  if (!el) return;
+  const b = el.cloneNode(false);
+  b.innerHTML = html;
+  morph(el, b);
+}
+function setLog(el, text) {        // a tail that moved on: drop the lines that left it, append the new ones
+  const cur = el.textContent, node = el.firstChild;
+  if (text === cur) return;
+  const i = node && el.childNodes.length === 1 && node.nodeType === 3 ? cur.indexOf(text.slice(0, 200)) : -1;
+  if (i >= 0 && text.startsWith(cur.slice(i))) { node.deleteData(0, i); node.appendData(text.slice(cur.length - i)); }
+  else el.textContent = text;
 }
 function setHeader(html) {         // same view: patch the text that changed (no re-render, little layout)
   const cur = element.querySelector('[data-testid="run-header"]'), t = document.createElement('template');
@@ -76,7 +90,7 @@ function apply(r) {
   if (r.log != null) {
     const el = document.getElementById('aw-log');
     if (el) { const tail = el.scrollTop + el.clientHeight >= el.scrollHeight - 8;
-              el.textContent = r.log; if (tail) el.scrollTop = el.scrollHeight; }
+              setLog(el, r.log); if (tail) el.scrollTop = el.scrollHeight; }
   }
   if (lastB !== undefined && r.keys.b !== lastB) trigger('apply');   // state/metrics changed: the buttons
   lastB = r.keys.b;
@@ -136,7 +150,7 @@ def _placeholder(dom_id: str, inner: str = "", cls: str = "") -> str:
 class MonitorTab:
     def __init__(self, studio: Studio):
         self.studio = studio
-        self.streams = LiveStreams(self.live, POLL_S, CHART_S)
+        self.streams = LiveStreams(self.live, POLL_S, {"charts": CHART_S, "log": CHART_S, "samples": SAMPLES_S})
 
     def build(self) -> MonitorUI:
         ui = MonitorUI()
@@ -231,10 +245,10 @@ class MonitorTab:
         return gr.update(interactive=False)
 
     # -- the page's poll --------------------------------------------------------------------------
-    def live(self, run_id, gen, picks, smoothing, keys, want_charts) -> dict:
+    def live(self, run_id, gen, picks, smoothing, keys, due=HEAVY_PARTS) -> dict:
         """What changed since ``keys`` (the keys of what the page shows): the header, the events,
-        and (when ``want_charts``) the curves, trajectories and log — None for the rest — and the
-        new keys."""
+        and those of the heavy parts (``charts``, ``samples``, ``log``) that are ``due`` — None for
+        the rest — and the new keys (a changed part that is not due stays owed)."""
         keys = dict(keys or {})
         picks = [str(p) for p in (picks or []) if p]
         smoothing = float(smoothing or 0.0)
@@ -252,13 +266,12 @@ class MonitorTab:
         out: dict[str, Any] = {"header": None, "charts": None, "samples": None, "log": None, "events": None}
         if new["h"] != keys.get("h"):
             out["header"] = self.header_html(run_id, st, gen, picks, smoothing)
-        # the heavy parts (curves, trajectories, log) at most every CHART_S; a part not sent stays owed
         heavy = {"m": ("charts", lambda: self.charts(st, picks, smoothing)),
                  "s": ("samples", lambda: render.samples_html(list(st.samples))),
                  "l": ("log", st.log_text)}
         for key, (part, build) in heavy.items():
             if new[key] != keys.get(key):
-                if want_charts:
+                if part in due:
                     out[part] = build()
                 else:
                     new[key] = keys.get(key)

@@ -60,7 +60,7 @@ def measure(history: int, ticks: int, new_per_tick: int, base: Path) -> dict:
     write_history(run, history)
     tab = MonitorTab(Studio(runs, worker=_NoWorker(), cache=RunCache()))
     t0 = time.perf_counter()
-    out = tab.live(run.run_id, "bench", [], 0.6, {}, True)          # reattach: loads the whole history
+    out = tab.live(run.run_id, "bench", [], 0.6, {})          # reattach: loads the whole history
     first = time.perf_counter() - t0
     wall, cpu, sizes = [], [], []
     step = history
@@ -73,7 +73,7 @@ def measure(history: int, ticks: int, new_per_tick: int, base: Path) -> dict:
         run.append_sample({"step": step, "prompt": "Say A", "completion": "A", "rewards": {"r": 1.0}, "reward": 1.0})
         w0, c0 = time.perf_counter(), time.thread_time()
         # everything due (empty keys): header, reward/loss/custom curves, trajectories, log, events
-        out = tab.live(run.run_id, "bench", ["kl", "lr"], 0.6, {}, True)
+        out = tab.live(run.run_id, "bench", ["kl", "lr"], 0.6, {})
         body = json.dumps(out)                                      # what the server sends back
         cpu.append(time.thread_time() - c0)
         wall.append(time.perf_counter() - w0)

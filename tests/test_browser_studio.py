@@ -90,10 +90,11 @@ def test_opens_with_the_demo_preselected_and_all_checks_green(page):
 
 def test_an_idle_page_does_not_wake_the_machine_every_frame(page, tmp_path):
     """Gradio 6 leaves a 60-per-second animation-frame loop running on a loaded page
-    (aworld_gui/idle_page.py): served patched, an idle page asks for ~1 frame a second."""
+    (aworld_gui/idle_page.py): served patched, the loop ends and an idle page asks for no frames."""
     import json
 
-    page.wait_for_timeout(8000)   # the first checks' transitions end
+    wait_for(lambda: all_green(page), 120, "the first check of the demo")   # nothing pending any more
+    page.wait_for_timeout(6000)   # the checks' spinners end their last turn
     trace = tmp_path / "trace.json"
     page.context.browser.start_tracing(page=page, path=str(trace), categories=["devtools.timeline"])
     page.wait_for_timeout(3000)
@@ -101,7 +102,7 @@ def test_an_idle_page_does_not_wake_the_machine_every_frame(page, tmp_path):
     events = json.loads(trace.read_text())
     events = events["traceEvents"] if isinstance(events, dict) else events
     frames = sum(1 for e in events if e.get("name") == "FireAnimationFrame")
-    assert frames <= 15, f"{frames} animation frames in 3 s on an idle page (Gradio's unpatched loop: ~180)"
+    assert frames <= 1, f"{frames} animation frames in 3 s on an idle page (Gradio's unpatched loop: ~180)"
 
 
 def test_a_bad_dataset_upload_shows_its_error_and_disables_launch(page, tmp_path):
@@ -181,3 +182,38 @@ def test_clone_the_run_back_into_setup(page):
     assert page.is_visible("#launch-btn")
     page.wait_for_timeout(500)
     shot(page, "08-setup-cloned-from-run")
+
+
+def test_the_log_tail_follows_a_growing_log(page, app):
+    """The Monitor's log pane is always a piece of the run's train.log, grows with it (new lines
+    appended in place) and drops its oldest lines once past the tail's 300 (monitor.LOG_LINES)."""
+    from aworld_gui.monitor import LOG_LINES
+    from aworld_gui.testing import end_process_group, start_fake_run
+
+    run, pid = start_fake_run(app.runs_dir, "--steps", "100000", "--rate", "250")   # 25 log lines/s
+    try:
+        page.get_by_role("tab", name="Monitor").click()
+        page.fill("#monitor-run input", run.run_id)
+        page.keyboard.press("Enter")
+        wait_for(lambda: header(page).get("run") == run.run_id, 30, "the fake run in the Monitor")
+
+        snapshots: list[list[str]] = []   # the pane, every 0.3 s until it has dropped its first lines
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            text = page.text_content("#aw-log") or ""
+            log = run.log_path.read_text(encoding="utf-8").replace("\r", "\n")   # only grows: read after
+            assert text in log, f"the log pane shows text that is not a piece of train.log: {text[-300:]!r}"
+            snapshots.append(text.splitlines())
+            if len(snapshots[0]) >= 3 and snapshots[-1] and snapshots[-1][0] != snapshots[0][0]:
+                break
+            if not snapshots[0]:
+                snapshots.pop()
+            page.wait_for_timeout(300)
+        first, last = snapshots[0], snapshots[-1]
+        assert len(first) >= 3 and last[0] != first[0], "the pane never dropped its oldest lines"
+        grown = next(x for x in snapshots if len(x) > len(first))
+        assert grown[:len(first)] == first                     # new lines appended below what was there
+        assert len(set(map(len, snapshots))) > 2               # it grew in several steps
+        assert len(last) <= LOG_LINES and last[-1].startswith("step ")
+    finally:
+        end_process_group(pid)

@@ -106,13 +106,13 @@ def test_monitor_refresh_on_a_100k_step_run(long_run, monkeypatch):
     studio = Studio(long_run.path.parent, worker=_NoWorker(), cache=RunCache())
     tab = MonitorTab(studio)
     monkeypatch.setattr(monitor, "MIN_REFRESH_S", 0.0)  # no read sharing between sessions here
-    tab.live(long_run.run_id, "g", [], 0.6, {}, True)  # loads the history
+    tab.live(long_run.run_id, "g", [], 0.6, {})  # loads the history
     times = []
     for i in range(30):
         with open(long_run.file("metrics.jsonl"), "a") as f:
             f.write(json.dumps(metric_row(200_001 + i, time.time())) + "\n")
         t0 = time.thread_time()
-        out = tab.live(long_run.run_id, "g", ["kl"], 0.6, {}, True)
+        out = tab.live(long_run.run_id, "g", ["kl"], 0.6, {})
         json.dumps(out)
         times.append(time.thread_time() - t0)
     times.sort()
@@ -138,19 +138,19 @@ def test_polls_send_only_what_changed(tmp_path):
     for s in range(1, 4):
         run.append_metrics(s, {"loss": 1.0 / s, "reward": s / 3})
     tab = MonitorTab(Studio(tmp_path, worker=_NoWorker(), cache=RunCache()))
-    out = tab.live(run.run_id, "g", [], 0.0, {}, True)
+    out = tab.live(run.run_id, "g", [], 0.0, {})
     assert 'data-state="finished"' in out["header"] and 'data-points="3"' in out["charts"]["reward"]
     keys = out["keys"]
     for _ in range(3):
         time.sleep(0.25)
-        out = tab.live(run.run_id, "g", [], 0.0, keys, True)
+        out = tab.live(run.run_id, "g", [], 0.0, keys)
         assert [out[k] for k in ("header", "charts", "samples", "log", "events")] == [None] * 5
         keys = out["keys"]
     run.append_metrics(4, {"loss": 0.2, "reward": 1.0})   # new data: header and curves, nothing else
     time.sleep(0.25)
-    out = tab.live(run.run_id, "g", [], 0.0, keys, False)  # curves not allowed yet: owed, not lost
+    out = tab.live(run.run_id, "g", [], 0.0, keys, due=())  # curves not due yet: owed, not lost
     assert out["header"] and out["charts"] is None
-    out = tab.live(run.run_id, "g", [], 0.0, out["keys"], True)
+    out = tab.live(run.run_id, "g", [], 0.0, out["keys"])
     assert 'data-points="4"' in out["charts"]["reward"] and out["samples"] is None
 
 
@@ -180,11 +180,11 @@ def test_a_run_deleted_while_watched_is_reported_once(tmp_path):
     run = RunDir.create(tmp_path, "fake")
     run.write_status(state="finished", step=1, total_steps=1)
     tab = MonitorTab(Studio(tmp_path, worker=_NoWorker(), cache=RunCache()))
-    keys = tab.live(run.run_id, "g", [], 0.0, {}, True)["keys"]
+    keys = tab.live(run.run_id, "g", [], 0.0, {})["keys"]
     shutil.rmtree(run.path)
-    out = tab.live(run.run_id, "g", [], 0.0, keys, True)
+    out = tab.live(run.run_id, "g", [], 0.0, keys)
     assert "no run" in out["header"] and "data-run" not in out["header"]   # the page clears the rest
-    assert tab.live(run.run_id, "g", [], 0.0, out["keys"], True)["header"] is None
+    assert tab.live(run.run_id, "g", [], 0.0, out["keys"])["header"] is None
 
 
 def test_the_live_stream_sends_what_changed_and_nothing_else(tmp_path):
@@ -205,7 +205,7 @@ def test_the_live_stream_sends_what_changed_and_nothing_else(tmp_path):
     for s in range(1, 3):
         run.append_metrics(s, {"loss": 1.0 / s, "reward": s / 3})
     tab = MonitorTab(Studio(tmp_path, worker=_NoWorker(), cache=RunCache()))
-    streams = LiveStreams(tab.live, poll_s=0.05, chart_s=0.0)
+    streams = LiveStreams(tab.live, poll_s=0.05)
     ticket = streams.ticket(run.run_id, "g1", ["loss", ""], 0.5)
     w = streams.watch(ticket)
     assert (w.run_id, w.gen, w.picks, w.smoothing) == (run.run_id, "g1", ["loss"], 0.5)
@@ -245,10 +245,56 @@ def test_the_live_stream_sends_what_changed_and_nothing_else(tmp_path):
     assert got[1]["samples"] is None and got[1]["log"] is None       # unchanged parts are not resent
 
 
+def test_the_stream_sends_each_heavy_part_at_its_own_pace():
+    """The curves at most every ``every["charts"]``, the trajectories every ``every["samples"]``, a
+    part without a pace (the log here) and the header on every poll that changed them."""
+    import asyncio
+
+    from aworld_gui.live_stream import HEAVY, LiveStreams
+
+    sent: dict[str, list[float]] = {part: [] for part in HEAVY}
+    ticks: list[float] = []
+
+    def live(run_id, gen, picks, smoothing, keys, due):   # a run whose every part changes on every poll
+        now = time.monotonic()
+        ticks.append(now)
+        for part in due:
+            sent[part].append(now)
+        return {"keys": {}, "header": f"h{len(ticks)}", "events": None,
+                **{part: (f"{part}{len(ticks)}" if part in due else None) for part in HEAVY}}
+
+    streams = LiveStreams(live, poll_s=0.02, every={"charts": 0.2, "samples": 60.0})
+    w = streams.watch(streams.ticket("r", "g", [], 0.0))
+
+    async def read(seconds: float) -> list[dict]:
+        got: list[dict] = []
+        gen = streams.messages(w)
+        await gen.__anext__()
+
+        async def pull():
+            async for text in gen:
+                got.append(json.loads(text[6:]))
+
+        try:
+            await asyncio.wait_for(pull(), seconds)
+        except asyncio.TimeoutError:
+            pass
+        await gen.aclose()
+        return got
+
+    got = asyncio.run(read(1.2))
+    assert len(got) == len(ticks) >= 5 and all(m["header"] for m in got)   # the header: every poll
+    assert [m["log"] is not None for m in got] == [True] * len(got)
+    assert len(sent["samples"]) == 1 and got[0]["samples"] and not any(m["samples"] for m in got[1:])
+    gaps = [b - a for a, b in zip(sent["charts"], sent["charts"][1:])]
+    assert got[0]["charts"] and len(sent["charts"]) >= 2 and min(gaps) >= 0.2 - 2e-3, gaps
+    assert len(sent["charts"]) < len(ticks)
+
+
 def test_unused_tickets_expire(tmp_path):
     from aworld_gui.live_stream import LiveStreams
 
-    streams = LiveStreams(lambda *a: {}, poll_s=1.0, chart_s=1.0, ttl_s=0.0)
+    streams = LiveStreams(lambda *a: {}, poll_s=1.0, ttl_s=0.0)
     old = streams.ticket("r", "g", [], 0.0)
     time.sleep(0.01)
     streams.ticket("r", "g", [], 0.0)   # issuing a ticket forgets those unused for ttl_s
