@@ -30,6 +30,7 @@ sys.path.insert(0, str(ROOT))
 from benchmarks.results_file import pct, write_result  # noqa: E402
 
 from aworld_gui.fake_run import metric_row  # noqa: E402
+from aworld_gui.monitor_tab import CHART_S, POLL_S  # noqa: E402
 from aworld_gui.testing import StudioProcess, launch_chromium  # noqa: E402
 from engines.rundir import RunDir  # noqa: E402
 
@@ -116,7 +117,8 @@ def main() -> int:
         "curve_latency_s": {"p50": round(statistics.median(curve), 3), "p95": round(pct(curve, 0.95), 3),
                             "max": round(max(curve), 3), "samples": len(curve),
                             "note": "the reward curve's redraw after the header showed the step (an upper bound); "
-                                    "curves redraw at most every 2 s (monitor_tab.CHART_S)"},
+                                    f"curves redraw at most every {CHART_S:g} s (monitor_tab.CHART_S)"},
+        "poll_s": POLL_S,
         "passed": pct(lat, 0.95) <= 1.0,
     }
     write_result("gui_latency.json", summary)

@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Training speed with the studio watching vs without it, within ONE run (target: ratio ≥ 0.98).
 
-    python benchmarks/gui_overhead.py [--pairs 6] [--phase 20] [--watcher browser|remote]
+    python benchmarks/gui_overhead.py [--pairs 20] [--phase 8] [--watcher browser|remote|none]
 
 Starts the studio, launches the shipped letters demo on the trl engine through the API (a long
 ``max_steps`` so it trains throughout), opens its Monitor in Chromium, then alternates phases in an
@@ -21,9 +21,14 @@ The watcher:
 * ``remote``: the page's browser is on another machine (the usual case for a GPU box). Emulated by
   closing Chromium once the page has opened its stream and reading that same stream with ``curl``:
   the studio does exactly the work of serving a watching page, and nothing renders here.
+* ``none``: the control (A/A). Nothing watches and nothing is frozen in either phase: the spread of
+  its ratio is this benchmark's own noise on this machine.
 
 Steps/s per phase come from the run's own metrics.jsonl timestamps (after a settling margin).
-Comparing phases of the same run removes run-to-run variance (±30 % on these machines).
+Comparing phases of the same run removes run-to-run variance (±30 % on these machines). Reported:
+``ratio`` (steps/s watching ÷ without, the goal's measure) with a 95 % bootstrap interval over the
+pairs, and ``median_step_ratio`` (the median step's duration without ÷ watching), which the few
+long steps of a phase do not sway. Run ``--watcher none`` (A/A) to see the noise floor.
 Writes benchmarks/results/gui_overhead.json.
 """
 from __future__ import annotations
@@ -134,17 +139,15 @@ def cpu_groups(studio: StudioProcess, watcher: subprocess.Popen | None,
             "watcher": process_tree(watcher), "run": run}
 
 
-def steps_between(run: RunDir, t0: float, t1: float) -> tuple[int, float]:
-    """(steps, seconds) measured between the first and the last step logged inside [t0, t1): whole
-    step intervals only, so a 10 s phase is not off by a fraction of a step."""
-    times = sorted(r["time"] for r in iter_jsonl(run.file("metrics.jsonl"))
-                   if "loss" in r and t0 <= r.get("time", 0) < t1)
-    if len(times) < 2:
-        return 0, 0.0
-    return len(times) - 1, times[-1] - times[0]
+def step_times(run: RunDir, t0: float, t1: float) -> list[float]:
+    """When each step inside [t0, t1) was logged: whole step intervals only, so a short phase is not
+    off by a fraction of a step."""
+    return sorted(r["time"] for r in iter_jsonl(run.file("metrics.jsonl"))
+                  if "loss" in r and t0 <= r.get("time", 0) < t1)
 
 
-def measure(a: argparse.Namespace, studio: StudioProcess, watcher: subprocess.Popen, run: RunDir) -> list[dict]:
+def measure(a: argparse.Namespace, studio: StudioProcess, watcher: subprocess.Popen | None,
+            run: RunDir) -> list[dict]:
     """The A-B-B-A phases: steps/s and CPU per group in each."""
     phases: list[dict] = []
     order = []
@@ -154,7 +157,7 @@ def measure(a: argparse.Namespace, studio: StudioProcess, watcher: subprocess.Po
     try:
         for mode in order:
             want_frozen = mode == "without"
-            if want_frozen != frozen:
+            if want_frozen != frozen and a.watcher != "none":
                 freeze(studio, watcher, signal.SIGSTOP if want_frozen else signal.SIGCONT)
                 frozen = want_frozen
             time.sleep(a.settle)
@@ -164,31 +167,64 @@ def measure(a: argparse.Namespace, studio: StudioProcess, watcher: subprocess.Po
             time.sleep(a.phase)
             t1 = time.time()
             cpu = {k: round(100 * (cpu_seconds(v) - c0[k]) / (t1 - t0), 1) for k, v in groups.items()}
-            n, dt = steps_between(run, t0, t1)
+            times = step_times(run, t0, t1)
+            n, dt = max(0, len(times) - 1), (times[-1] - times[0] if len(times) > 1 else 0.0)
             phases.append({"mode": mode, "steps": n, "seconds": round(dt, 3),
                            "steps_per_s": round(n / dt, 3) if dt else 0.0,
+                           "step_s": [round(b - a, 4) for a, b in zip(times, times[1:])],
                            "cpu_pct_of_a_core": cpu,
                            "load_avg_1m": round(os.getloadavg()[0], 2)})
-            print(json.dumps(phases[-1]), flush=True)
+            print(json.dumps({k: v for k, v in phases[-1].items() if k != "step_s"}), flush=True)
     finally:
         if frozen:
             freeze(studio, watcher, signal.SIGCONT)
     return phases
 
 
+def mean_ratio(phases: list[dict]) -> float:
+    """steps/s watching ÷ steps/s without, over all phases of each mode."""
+    rates = {m: sum(x["steps"] for x in phases if x["mode"] == m)
+             / max(1e-9, sum(x["seconds"] for x in phases if x["mode"] == m)) for m in ("watching", "without")}
+    return rates["watching"] / rates["without"] if rates["without"] else 0.0
+
+
+def median_ratio(phases: list[dict]) -> float:
+    """The median step's duration without ÷ watching: robust to the few long steps (long
+    generations, the machine's hiccups) that dominate the spread of a short phase's mean."""
+    steps = {m: [s for x in phases if x["mode"] == m for s in x.get("step_s", [])] for m in ("watching", "without")}
+    if not steps["watching"] or not steps["without"]:
+        return 0.0
+    return statistics.median(steps["without"]) / statistics.median(steps["watching"])
+
+
+def bootstrap_ci(phases: list[dict], stat=mean_ratio, n: int = 2000, seed: int = 0) -> list[float] | None:
+    """95 % interval of ``stat``, resampling the A-B pairs (each pair: one watching and one without
+    phase, next to each other in time)."""
+    import random
+
+    pairs = [phases[i:i + 2] for i in range(0, len(phases) - 1, 2)]
+    if len(pairs) < 3:
+        return None
+    rng = random.Random(seed)
+    values = sorted(stat([x for _ in pairs for x in rng.choice(pairs)]) for _ in range(n))
+    return [round(values[int(0.025 * n)], 4), round(values[int(0.975 * n) - 1], 4)]
+
+
 def main() -> int:
     p = argparse.ArgumentParser()
-    p.add_argument("--pairs", type=int, default=8, help="A-B pairs (run as ABBA blocks)")
+    p.add_argument("--pairs", type=int, default=20, help="A-B pairs (run as ABBA blocks)")
     p.add_argument("--warmup-steps", type=int, default=200,
                    help="steps trained before measuring (the demo has learned by then: steady state)")
-    p.add_argument("--phase", type=float, default=20.0, help="seconds measured per phase")
-    p.add_argument("--settle", type=float, default=5.0, help="seconds ignored after each switch")
+    p.add_argument("--phase", type=float, default=8.0,
+                   help="seconds measured per phase (short phases, many pairs: the run's speed wanders by "
+                        "±10 %% over tens of seconds, which alternation cancels)")
+    p.add_argument("--settle", type=float, default=2.0, help="seconds ignored after each switch")
     p.add_argument("--page-settle", type=float, default=45.0,
                    help="seconds between opening the Monitor and the first phase: a newly opened page does "
                         "one-off work for ~40 s (Chromium here: +2-4 %% of a core 20-45 s after load)")
-    p.add_argument("--watcher", choices=["browser", "remote"], default="browser",
+    p.add_argument("--watcher", choices=["browser", "remote", "none"], default="browser",
                    help="browser: Chromium on this machine shows the Monitor; remote: its stream read by curl "
-                        "(the page's browser on another machine)")
+                        "(the page's browser on another machine); none: the A/A control (nothing differs)")
     p.add_argument("--browser-nice", type=int, default=0,
                    help="run Chromium at this nice level (0: default priority, the honest worst case of a "
                         "browser on the training machine itself)")
@@ -213,10 +249,10 @@ def main() -> int:
             deadline = time.time() + 300
             while time.time() < deadline and (run.read_status().get("step") or 0) < a.warmup_steps:
                 time.sleep(1)
-            chromium, port = start_chromium(str(Path(d) / "profile"))
+            chromium, port = start_chromium(str(Path(d) / "profile")) if a.watcher != "none" else (None, 0)
             watcher = chromium
             try:
-                stream = open_monitor(pw, port, studio.url)
+                stream = open_monitor(pw, port, studio.url) if chromium else ""
                 if a.watcher == "remote":   # the page's browser elsewhere: only its stream is served from here
                     chromium.terminate()
                     chromium.wait(timeout=30)
@@ -236,7 +272,7 @@ def main() -> int:
                 client.predict(res["run_id"], True, api_name="/stop")
             finally:
                 for proc in (watcher, chromium):
-                    if proc.poll() is None:
+                    if proc is not None and proc.poll() is None:
                         proc.kill()
                         proc.wait(timeout=30)
 
@@ -260,7 +296,9 @@ def main() -> int:
         "what": ("trl demo run: steps/s while the studio and a watcher of its Monitor run, vs while both are "
                  "frozen (SIGSTOP), alternating ABBA within one run"),
         "watcher": {"browser": "headless Chromium showing the Monitor on this machine (Playwright disconnected)",
-                    "remote": "the Monitor's stream read by curl: the page's browser on another machine"}[a.watcher],
+                    "remote": "the Monitor's stream read by curl: the page's browser on another machine",
+                    "none": "A/A control: no watcher, nothing frozen in either phase (the ratio's spread is "
+                            "this benchmark's noise)"}[a.watcher],
         "target": "ratio >= 0.98",
         "steps_per_s": {"watching": round(rate("watching"), 3), "without": round(rate("without"), 3)},
         "ratio": round(ratio, 4),
@@ -270,6 +308,9 @@ def main() -> int:
         "stream_received": served,
         "pair_ratios": pair_ratios,
         "pair_ratio_median": round(statistics.median(pair_ratios), 4) if pair_ratios else None,
+        "ratio_ci95": bootstrap_ci(phases),
+        "median_step_ratio": round(median_ratio(phases), 4),
+        "median_step_ratio_ci95": bootstrap_ci(phases, median_ratio),
         "passed": ratio >= 0.98,
         "phases": phases,
     }
