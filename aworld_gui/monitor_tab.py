@@ -55,7 +55,9 @@ REWARD_COLOR, RAW_ALPHA, EVAL_COLOR, LOSS_COLOR = "#4f46e5", 0.28, "#d97706", "#
 # are Gradio's. What to watch comes from the header's data attributes (set by Python); the stream
 # (aworld_gui/live_stream.py) pushes what changed.
 LIVE_JS = r"""
-let es = null, sub = null, shown = null, lastB;
+let es = null, sub = null, shown = null, shownRun = null, lastB;
+const clear = () => ['aw-chart-reward', 'aw-chart-loss', 'aw-chart-custom', 'aw-samples', 'aw-events', 'aw-log']
+  .forEach(id => put(id, ''));
 function morph(a, b) {                           // patch a's DOM into b's, touching only what differs
   if (a.nodeType !== b.nodeType || a.nodeName !== b.nodeName) { a.replaceWith(b.cloneNode(true)); return; }
   if (a.nodeType === 3) { if (a.nodeValue !== b.nodeValue) a.nodeValue = b.nodeValue; return; }
@@ -103,10 +105,7 @@ function apply(r) {
 async function sync() {            // (re)open the stream for what the header shows, or close it
   if (!element.isConnected) { if (es) es.close(); es = null; return; }     // unmounted
   const head = element.querySelector('[data-run]');
-  if (!head && shown !== null) {                  // no run shown any more: clear its parts
-    shown = null;
-    ['aw-chart-reward', 'aw-chart-loss', 'aw-chart-custom', 'aw-samples', 'aw-events', 'aw-log'].forEach(id => put(id, ''));
-  }
+  if (!head && shown !== null) { shown = shownRun = null; clear(); }     // no run shown any more
   const want = head && !document.hidden && element.offsetParent !== null
     ? [head.dataset.run, head.dataset.gen, JSON.parse(head.dataset.picks || '[]'), parseFloat(head.dataset.smoothing || '0')]
     : null;
@@ -115,7 +114,10 @@ async function sync() {            // (re)open the stream for what the header sh
   sub = key;
   if (es) { es.close(); es = null; delete element.dataset.stream; }
   if (!want) return;
-  if (want[1] !== shown) { shown = want[1]; lastB = undefined; }
+  if (want[1] !== shown) {
+    if (want[0] !== shownRun) clear();            // another run: nothing of the last one under its header
+    shown = want[1]; shownRun = want[0]; lastB = undefined;
+  }
   try {
     const ticket = await server.live_ticket(...want);
     if (sub !== key) return;                      // the view changed meanwhile
