@@ -14,8 +14,9 @@ A-B-B-A order:
 
 The watcher:
 
-* ``browser`` (default): the headless Chromium showing the Monitor (header pushed every 0.5 s,
-  curves every 2 s), on the training machine itself — the worst case. Chromium is started as its own
+* ``browser`` (default): the headless Chromium showing the Monitor (header pushed every
+  ``monitor_tab.POLL_S``, curves and log every ``CHART_S``, trajectories every ``SAMPLES_S``), on the
+  training machine itself — the worst case. Chromium is started as its own
   process and Playwright only drives it to the Monitor, then disconnects: the test driver's
   DevTools traffic is not part of what a user's browser costs.
 * ``remote``: the page's browser is on another machine (the usual case for a GPU box). Emulated by
@@ -181,11 +182,16 @@ def measure(a: argparse.Namespace, studio: StudioProcess, watcher: subprocess.Po
     return phases
 
 
+def rate(phases: list[dict], mode: str) -> float:
+    """Steps/s over all phases of ``mode``."""
+    sel = [x for x in phases if x["mode"] == mode]
+    return sum(x["steps"] for x in sel) / max(1e-9, sum(x["seconds"] for x in sel))
+
+
 def mean_ratio(phases: list[dict]) -> float:
     """steps/s watching ÷ steps/s without, over all phases of each mode."""
-    rates = {m: sum(x["steps"] for x in phases if x["mode"] == m)
-             / max(1e-9, sum(x["seconds"] for x in phases if x["mode"] == m)) for m in ("watching", "without")}
-    return rates["watching"] / rates["without"] if rates["without"] else 0.0
+    without = rate(phases, "without")
+    return rate(phases, "watching") / without if without else 0.0
 
 
 def median_ratio(phases: list[dict]) -> float:
@@ -229,7 +235,7 @@ def main() -> int:
                    help="run Chromium at this nice level (0: default priority, the honest worst case of a "
                         "browser on the training machine itself)")
     p.add_argument("--out", default=None, help="results file name under benchmarks/results/ "
-                                               "(default gui_overhead.json, gui_overhead_remote.json)")
+                                               "(default gui_overhead.json, gui_overhead_<watcher>.json)")
     a = p.parse_args()
     out_name = a.out or ("gui_overhead.json" if a.watcher == "browser" else f"gui_overhead_{a.watcher}.json")
     from gradio_client import Client, handle_file
@@ -276,10 +282,6 @@ def main() -> int:
                         proc.kill()
                         proc.wait(timeout=30)
 
-    def rate(mode: str) -> float:
-        sel = [x for x in phases if x["mode"] == mode]
-        return sum(x["steps"] for x in sel) / max(1e-9, sum(x["seconds"] for x in sel))
-
     def mean_cpu(mode: str) -> dict[str, float]:
         sel = [x["cpu_pct_of_a_core"] for x in phases if x["mode"] == mode]
         return {k: round(statistics.fmean(c[k] for c in sel), 1) for k in sel[0]} if sel else {}
@@ -290,7 +292,7 @@ def main() -> int:
         w, wo = (a_, b_) if a_["mode"] == "watching" else (b_, a_)
         if wo["steps_per_s"]:
             pair_ratios.append(round(w["steps_per_s"] / wo["steps_per_s"], 3))
-    ratio = rate("watching") / rate("without")
+    ratio = mean_ratio(phases)
     summary = {
         "benchmark": "gui_overhead",
         "what": ("trl demo run: steps/s while the studio and a watcher of its Monitor run, vs while both are "
@@ -300,7 +302,7 @@ def main() -> int:
                     "none": "A/A control: no watcher, nothing frozen in either phase (the ratio's spread is "
                             "this benchmark's noise)"}[a.watcher],
         "target": "ratio >= 0.98",
-        "steps_per_s": {"watching": round(rate("watching"), 3), "without": round(rate("without"), 3)},
+        "steps_per_s": {m: round(rate(phases, m), 3) for m in ("watching", "without")},
         "ratio": round(ratio, 4),
         "cpu_pct_of_a_core": {"watching": mean_cpu("watching"), "without": mean_cpu("without")},
         "browser_nice": a.browser_nice,

@@ -187,11 +187,39 @@ def test_a_run_deleted_while_watched_is_reported_once(tmp_path):
     assert tab.live(run.run_id, "g", [], 0.0, out["keys"])["header"] is None
 
 
+def read_stream(streams, w, seconds: float, n_messages: int | None = None, after=None) -> list[dict]:
+    """The messages of one stream of ``w`` for up to ``seconds`` (or until ``n_messages``), checking
+    its framing and that it is counted in while open; ``after`` runs once the first message is in."""
+    import asyncio
+
+    async def read() -> list[dict]:
+        got: list[dict] = []
+        gen = streams.messages(w)
+        assert (await gen.__anext__()).startswith("retry: ")
+        assert w.streams == 1
+
+        async def pull():
+            async for text in gen:
+                assert text.startswith("data: ") and text.endswith("\n\n")
+                got.append(json.loads(text[6:]))
+                if len(got) == 1 and after:
+                    after()
+                if len(got) == n_messages:
+                    return
+
+        try:
+            await asyncio.wait_for(pull(), seconds)
+        except asyncio.TimeoutError:
+            pass
+        await gen.aclose()
+        return got
+
+    return asyncio.run(read())
+
+
 def test_the_live_stream_sends_what_changed_and_nothing_else(tmp_path):
     """The Monitor's server push (aworld_gui/live_stream.py): a first message with everything, then
     one only when the run writes something."""
-    import asyncio
-
     from aworld_gui.live_stream import LiveStreams
     from aworld_gui.monitor_tab import MonitorTab
     from aworld_gui.studio import Studio
@@ -211,35 +239,13 @@ def test_the_live_stream_sends_what_changed_and_nothing_else(tmp_path):
     assert (w.run_id, w.gen, w.picks, w.smoothing) == (run.run_id, "g1", ["loss"], 0.5)
     assert streams.watch("not-a-ticket") is None and streams.ticket(run.run_id, "g1", [], 0) != ticket
 
-    async def read(n_messages: int, after=None, timeout=3.0) -> list[dict]:
-        got: list[dict] = []
-        gen = streams.messages(w)
-        assert (await gen.__anext__()).startswith("retry: ")
-        assert w.streams == 1
-
-        async def pull():
-            async for text in gen:
-                assert text.startswith("data: ") and text.endswith("\n\n")
-                got.append(json.loads(text[6:]))
-                if len(got) == 1 and after:
-                    after()
-                if len(got) == n_messages:
-                    return
-
-        try:
-            await asyncio.wait_for(pull(), timeout)
-        except asyncio.TimeoutError:
-            pass
-        await gen.aclose()
-        return got
-
-    first, *rest = asyncio.run(read(2, timeout=1.0))
+    first, *rest = read_stream(streams, w, 1.0, n_messages=2)
     assert rest == []                  # 1 s of ticks on an unchanged run: one message, not twenty
     assert 'data-state="finished"' in first["header"] and 'data-gen="g1"' in first["header"]
     assert 'data-points="2"' in first["charts"]["reward"] and "loss" in first["charts"]["custom"]
     assert w.streams == 0              # a closed stream is counted out
 
-    got = asyncio.run(read(2, after=lambda: run.append_metrics(3, {"loss": 0.3, "reward": 1.0})))
+    got = read_stream(streams, w, 3.0, n_messages=2, after=lambda: run.append_metrics(3, {"loss": 0.3, "reward": 1.0}))
     assert len(got) == 2 and got[1]["header"] and 'data-step="3"' in got[1]["header"]
     assert 'data-points="3"' in got[1]["charts"]["reward"]
     assert got[1]["samples"] is None and got[1]["log"] is None       # unchanged parts are not resent
@@ -248,8 +254,6 @@ def test_the_live_stream_sends_what_changed_and_nothing_else(tmp_path):
 def test_the_stream_sends_each_heavy_part_at_its_own_pace():
     """The curves at most every ``every["charts"]``, the trajectories every ``every["samples"]``, a
     part without a pace (the log here) and the header on every poll that changed them."""
-    import asyncio
-
     from aworld_gui.live_stream import HEAVY, LiveStreams
 
     sent: dict[str, list[float]] = {part: [] for part in HEAVY}
@@ -266,23 +270,7 @@ def test_the_stream_sends_each_heavy_part_at_its_own_pace():
     streams = LiveStreams(live, poll_s=0.02, every={"charts": 0.2, "samples": 60.0})
     w = streams.watch(streams.ticket("r", "g", [], 0.0))
 
-    async def read(seconds: float) -> list[dict]:
-        got: list[dict] = []
-        gen = streams.messages(w)
-        await gen.__anext__()
-
-        async def pull():
-            async for text in gen:
-                got.append(json.loads(text[6:]))
-
-        try:
-            await asyncio.wait_for(pull(), seconds)
-        except asyncio.TimeoutError:
-            pass
-        await gen.aclose()
-        return got
-
-    got = asyncio.run(read(1.2))
+    got = read_stream(streams, w, 1.2)
     assert len(got) == len(ticks) >= 5 and all(m["header"] for m in got)   # the header: every poll
     assert [m["log"] is not None for m in got] == [True] * len(got)
     assert len(sent["samples"]) == 1 and got[0]["samples"] and not any(m["samples"] for m in got[1:])
