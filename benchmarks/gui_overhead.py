@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Training speed with the studio watching vs without it, within ONE run (target: ratio ≥ 0.98).
 
-    python benchmarks/gui_overhead.py [--pairs 20] [--phase 8] [--watcher browser|remote|none]
+    python benchmarks/gui_overhead.py [--pairs 120] [--phase 4.8] [--watcher browser|remote|none]
 
 Starts the studio, launches the shipped letters demo on the trl engine through the API (a long
 ``max_steps`` so it trains throughout), opens its Monitor in Chromium, then alternates phases in an
@@ -15,7 +15,8 @@ A-B-B-A order:
 The watcher:
 
 * ``browser`` (default): the headless Chromium showing the Monitor (header pushed every
-  ``monitor_tab.POLL_S``, curves and log every ``CHART_S``, trajectories every ``SAMPLES_S``), on the
+  ``monitor_tab.POLL_S``, log tail every ``LOG_S``, curves every ``CHART_S``, trajectories every
+  ``SAMPLES_S``), on the
   training machine itself — the worst case. Chromium is started as its own
   process and Playwright only drives it to the Monitor, then disconnects: the test driver's
   DevTools traffic is not part of what a user's browser costs.
@@ -25,8 +26,18 @@ The watcher:
 * ``none``: the control (A/A). Nothing watches and nothing is frozen in either phase: the spread of
   its ratio is this benchmark's own noise on this machine.
 
-Steps/s per phase come from the run's own metrics.jsonl timestamps (after a settling margin).
-Comparing phases of the same run removes run-to-run variance (±30 % on these machines). Reported:
+Steps/s per phase come from the run's own metrics.jsonl timestamps: whole step intervals that begin
+after the switch. Comparing phases of the same run removes run-to-run variance (±30 % on these
+machines). Within a run the speed wanders too, and about as much between neighbouring single steps
+as between neighbouring 20-step blocks (the log-ratio's spread is ~0.12 either way), so precision
+comes from many short phases, not long ones: 120 pairs of 4.8 s.
+
+What a watching phase holds: a thawed studio sends at once what fell due while it was frozen, so
+with no settling margin (the default) each watching phase also carries that catch-up message and
+Chromium's catch-up work, more than a steady watcher does (conservative). The page records every
+message it receives (an init script, before the page loads); ``received_per_s`` gives, per part,
+the messages handled inside watching phases per second of them, next to the steady pace.
+Reported:
 ``ratio`` (steps/s watching ÷ without, the goal's measure) with a 95 % bootstrap interval over the
 pairs, and ``median_step_ratio`` (the median step's duration without ÷ watching), which the few
 long steps of a phase do not sway. Run ``--watcher none`` (A/A) to see the noise floor.
@@ -54,8 +65,28 @@ sys.path.insert(0, str(ROOT))
 from benchmarks.results_file import write_result  # noqa: E402
 
 from aworld_gui import inputs as inp  # noqa: E402
+from aworld_gui.monitor_tab import CHART_S, LOG_S, POLL_S, SAMPLES_S  # noqa: E402
 from aworld_gui.testing import CHROMIUM, CHROMIUM_ARGS, StudioProcess, free_port  # noqa: E402
 from engines.rundir import RunDir, iter_jsonl  # noqa: E402
+
+# Injected before the page loads: the page notes each message of its live stream as it handles it
+# (a list append; read back once the phases are over).
+RECORD_JS = r"""
+(() => {
+  const ES = window.EventSource, got = window.__awReceived = [];
+  window.EventSource = class extends ES {
+    constructor(url, opts) {
+      super(url, opts);
+      if (String(url).includes('aworld/live/')) this.addEventListener('message', e => {
+        const d = e.data;
+        got.push([Date.now() / 1000, d.includes('"header":"'), d.includes('"log":"'), d.includes('"charts":{'),
+                  d.includes('"samples":"')]);
+      });
+    }
+  };
+})();
+"""
+PARTS = ("header", "log", "charts", "samples")   # RECORD_JS's columns after the time
 
 CONFIG = "learning_rate: 0.001\nprompts_per_step: 8\nnum_generations: 16\nmax_steps: 100000\nsave_steps: 100000\n"
 
@@ -103,6 +134,7 @@ def open_monitor(pw, port: int, url: str) -> str:
     the URL of the stream the page opened."""
     browser = pw.chromium.connect_over_cdp(f"http://127.0.0.1:{port}")
     page = browser.contexts[0].pages[0]
+    page.add_init_script(RECORD_JS)
     page.goto(url)
     page.get_by_role("tab", name="Monitor").click()
     page.wait_for_selector('#run-header [data-testid="run-header"][data-state="running"]', timeout=60_000)
@@ -112,6 +144,24 @@ def open_monitor(pw, port: int, url: str) -> str:
     page.screenshot(path=str(ROOT / "artifacts" / "screenshots" / "bench-gui-overhead.png"))
     browser.close()   # connected over CDP: disconnects; Chromium and the page stay
     return stream
+
+
+def received_messages(pw, port: int) -> list[list]:
+    """What the page's stream delivered: [time, header?, log?, charts?, samples?] per message."""
+    browser = pw.chromium.connect_over_cdp(f"http://127.0.0.1:{port}")
+    try:
+        return browser.contexts[0].pages[0].evaluate("() => window.__awReceived || []")
+    finally:
+        browser.close()
+
+
+def received_per_s(phases: list[dict], messages: list[list]) -> dict[str, float]:
+    """Messages per part handled by the page inside the watching phases, per second of them."""
+    windows = [x["window"] for x in phases if x["mode"] == "watching"]
+    seconds = sum(b - a for a, b in windows)
+    inside = [m for m in messages if any(a <= m[0] < b for a, b in windows)]
+    return {part: round(sum(1 for m in inside if m[1 + i]) / seconds, 3) if seconds else 0.0
+            for i, part in enumerate(PARTS)}
 
 
 def cpu_seconds(procs: list[psutil.Process]) -> float:
@@ -157,25 +207,30 @@ def measure(a: argparse.Namespace, studio: StudioProcess, watcher: subprocess.Po
     frozen = False
     try:
         for mode in order:
+            # The phase starts before the switch (with no settling margin): what a thawed studio
+            # and browser do first, the catch-up, is counted in it.
+            groups = cpu_groups(studio, watcher, run.read_status().get("pid"))
+            c0 = {k: cpu_seconds(v) for k, v in groups.items()}
+            t0 = time.time()
             want_frozen = mode == "without"
             if want_frozen != frozen and a.watcher != "none":
                 freeze(studio, watcher, signal.SIGSTOP if want_frozen else signal.SIGCONT)
                 frozen = want_frozen
-            time.sleep(a.settle)
-            groups = cpu_groups(studio, watcher, run.read_status().get("pid"))
-            c0 = {k: cpu_seconds(v) for k, v in groups.items()}
-            t0 = time.time()
-            time.sleep(a.phase)
+            if a.settle:
+                time.sleep(a.settle)
+                c0 = {k: cpu_seconds(v) for k, v in groups.items()}
+                t0 = time.time()
+            time.sleep(max(0.0, t0 + a.phase - time.time()))
             t1 = time.time()
             cpu = {k: round(100 * (cpu_seconds(v) - c0[k]) / (t1 - t0), 1) for k, v in groups.items()}
             times = step_times(run, t0, t1)
             n, dt = max(0, len(times) - 1), (times[-1] - times[0] if len(times) > 1 else 0.0)
-            phases.append({"mode": mode, "steps": n, "seconds": round(dt, 3),
+            phases.append({"mode": mode, "window": [round(t0, 3), round(t1, 3)], "steps": n, "seconds": round(dt, 3),
                            "steps_per_s": round(n / dt, 3) if dt else 0.0,
                            "step_s": [round(b - a, 4) for a, b in zip(times, times[1:])],
                            "cpu_pct_of_a_core": cpu,
                            "load_avg_1m": round(os.getloadavg()[0], 2)})
-            print(json.dumps({k: v for k, v in phases[-1].items() if k != "step_s"}), flush=True)
+            print(json.dumps({k: v for k, v in phases[-1].items() if k not in ("step_s", "window")}), flush=True)
     finally:
         if frozen:
             freeze(studio, watcher, signal.SIGCONT)
@@ -218,13 +273,14 @@ def bootstrap_ci(phases: list[dict], stat=mean_ratio, n: int = 2000, seed: int =
 
 def main() -> int:
     p = argparse.ArgumentParser()
-    p.add_argument("--pairs", type=int, default=20, help="A-B pairs (run as ABBA blocks)")
+    p.add_argument("--pairs", type=int, default=120, help="A-B pairs (run as ABBA blocks)")
     p.add_argument("--warmup-steps", type=int, default=200,
                    help="steps trained before measuring (the demo has learned by then: steady state)")
-    p.add_argument("--phase", type=float, default=8.0,
-                   help="seconds measured per phase (short phases, many pairs: the run's speed wanders by "
-                        "±10 %% over tens of seconds, which alternation cancels)")
-    p.add_argument("--settle", type=float, default=2.0, help="seconds ignored after each switch")
+    p.add_argument("--phase", type=float, default=4.8,
+                   help="seconds measured per phase (short phases, many pairs: neighbouring phases differ by "
+                        "~12 %% whatever their length, so the interval narrows with the number of pairs)")
+    p.add_argument("--settle", type=float, default=0.0,
+                   help="seconds ignored after each switch (0: a thawed studio's catch-up counts as watching)")
     p.add_argument("--page-settle", type=float, default=45.0,
                    help="seconds between opening the Monitor and the first phase: a newly opened page does "
                         "one-off work for ~40 s (Chromium here: +2-4 %% of a core 20-45 s after load)")
@@ -243,6 +299,7 @@ def main() -> int:
 
     phases: list[dict] = []
     served: dict | None = None
+    page_messages: list[list] = []
     with tempfile.TemporaryDirectory() as d:
         runs = Path(d) / "runs"
         with StudioProcess(runs) as studio, sync_playwright() as pw:
@@ -272,6 +329,8 @@ def main() -> int:
                             pass
                 time.sleep(a.page_settle)   # the page's start-up work (first GCs, caches) is not watching
                 phases = measure(a, studio, watcher, run)
+                if a.watcher == "browser":
+                    page_messages = received_messages(pw, port)
                 if a.watcher == "remote":   # proof that the watcher was served all along
                     text = received.read_text()
                     served = {"bytes": len(text), "messages": text.count("\ndata: ") + text.startswith("data: ")}
@@ -308,6 +367,10 @@ def main() -> int:
         "browser_nice": a.browser_nice,
         "page_settle_s": a.page_settle,
         "stream_received": served,
+        "received_per_s": received_per_s(phases, page_messages) if page_messages else None,
+        "steady_per_s": {"header": round(1 / POLL_S, 3), "log": round(1 / LOG_S, 3), "charts": round(1 / CHART_S, 3),
+                         "samples": round(1 / SAMPLES_S, 3)},
+        "phase_s": a.phase, "settle_s": a.settle,
         "pair_ratios": pair_ratios,
         "pair_ratio_median": round(statistics.median(pair_ratios), 4) if pair_ratios else None,
         "ratio_ci95": bootstrap_ci(phases),
