@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+import weakref
 
 log = logging.getLogger(__name__)
 
@@ -38,27 +39,34 @@ class WakeableSleep:
 
     def __init__(self, idle_s: float):
         self.idle_s = idle_s
-        self.idle_sleeps = 0          # how often the queue loop went idle (tests)
-        self._event: asyncio.Event | None = None
+        self.idle_sleeps = 0          # how often a queue loop went idle (tests)
+        self._events: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()   # event loop → its Event
 
     def __getattr__(self, name: str):
         return getattr(asyncio, name)
 
+    def _event(self) -> asyncio.Event:
+        """The wake-up of the running event loop's queue (each launched app has a loop of its own)."""
+        loop = asyncio.get_running_loop()
+        ev = self._events.get(loop)
+        if ev is None:
+            ev = self._events[loop] = asyncio.Event()
+        return ev
+
     def wake(self) -> None:
-        if self._event is not None:
-            self._event.set()
+        """Called on the queue's own loop (from its push and process_events)."""
+        self._event().set()
 
     async def sleep(self, delay: float, result=None):
         if delay != self.idle_s:
             return await asyncio.sleep(delay, result)
         self.idle_sleeps += 1
-        if self._event is None:
-            self._event = asyncio.Event()
+        ev = self._event()
         try:
-            await asyncio.wait_for(self._event.wait(), delay)
+            await asyncio.wait_for(ev.wait(), delay)
         except asyncio.TimeoutError:
             pass
-        self._event.clear()   # the loop looks at its queue next: a push after this sets it again
+        ev.clear()   # the loop looks at its queue next: a push after this sets it again
         return result
 
 

@@ -11,6 +11,11 @@ from aworld_gui import quiet
 
 
 def test_the_idle_queue_sleeps_until_an_event_is_pushed():
+    check_an_app()
+    check_an_app()   # a second app has an event loop of its own: its queue is woken too
+
+
+def check_an_app():
     with gr.Blocks() as demo:
         box = gr.Number()
         gr.Button("add").click(lambda x: (x or 0) + 1, box, box, api_name="add")
