@@ -7,8 +7,8 @@ How it stays live without loading the browser (which may share the training mach
   passes Gradio's login) and opens one Server-Sent-Events stream (:mod:`aworld_gui.live_stream`).
   The stream's loop refreshes the run from the new bytes of its files (the shared run cache) every
   ``POLL_S`` and pushes only the parts whose key changed: the header and the events at once; the
-  log tail at most every ``LOG_S``, the curves every ``CHART_S``, the trajectories every ``SAMPLES_S`` (a changed
-  part that is not due yet is owed, never dropped). A run that changes nothing sends nothing. Every
+  log tail at most every ``LOG_S``, the curves every ``CHART_S``, the trajectories every
+  ``SAMPLES_S`` (a changed part that is not due yet is owed, never dropped). A run that changes nothing sends nothing. Every
   part is patched in place (only the nodes and attributes that changed; the log tail appends its
   new lines and drops the ones that left it), not re-rendered.
 * Curves are inline SVG (:mod:`aworld_gui.charts`), a few hundred points each.

@@ -16,8 +16,7 @@ The watcher:
 
 * ``browser`` (default): the headless Chromium showing the Monitor (header pushed every
   ``monitor_tab.POLL_S``, log tail every ``LOG_S``, curves every ``CHART_S``, trajectories every
-  ``SAMPLES_S``), on the
-  training machine itself — the worst case. Chromium is started as its own
+  ``SAMPLES_S``), on the training machine itself — the worst case. Chromium is started as its own
   process and Playwright only drives it to the Monitor, then disconnects: the test driver's
   DevTools traffic is not part of what a user's browser costs.
 * ``remote``: the page's browser is on another machine (the usual case for a GPU box). Emulated by
@@ -26,11 +25,12 @@ The watcher:
 * ``none``: the control (A/A). Nothing watches and nothing is frozen in either phase: the spread of
   its ratio is this benchmark's own noise on this machine.
 
-Steps/s per phase come from the run's own metrics.jsonl timestamps: whole step intervals that begin
-after the switch. Comparing phases of the same run removes run-to-run variance (±30 % on these
-machines). Within a run the speed wanders too, and about as much between neighbouring single steps
-as between neighbouring 20-step blocks (the log-ratio's spread is ~0.12 either way), so precision
-comes from many short phases, not long ones: 120 pairs of 4.8 s.
+Steps/s per phase come from the run's own metrics.jsonl timestamps: whole step intervals inside the
+phase (which starts just before its switch signal). Comparing phases of the same run removes
+run-to-run variance (±30 % on these machines). Within a run the speed wanders too, and about as
+much between neighbouring single steps as between neighbouring 20-step blocks (the log-ratio's
+spread is ~0.12 either way), so precision comes from many short phases, not long ones: 120 pairs
+of 4.8 s.
 
 What a watching phase holds: a thawed studio sends at once what fell due while it was frozen, so
 with no settling margin (the default) each watching phase also carries that catch-up message and
@@ -258,12 +258,16 @@ def median_ratio(phases: list[dict]) -> float:
     return statistics.median(steps["without"]) / statistics.median(steps["watching"])
 
 
+def ab_pairs(phases: list[dict]) -> list[list[dict]]:
+    """The A-B pairs: one watching and one without phase, next to each other in time."""
+    return [phases[i:i + 2] for i in range(0, len(phases) - 1, 2)]
+
+
 def bootstrap_ci(phases: list[dict], stat=mean_ratio, n: int = 2000, seed: int = 0) -> list[float] | None:
-    """95 % interval of ``stat``, resampling the A-B pairs (each pair: one watching and one without
-    phase, next to each other in time)."""
+    """95 % interval of ``stat``, resampling the A-B pairs."""
     import random
 
-    pairs = [phases[i:i + 2] for i in range(0, len(phases) - 1, 2)]
+    pairs = ab_pairs(phases)
     if len(pairs) < 3:
         return None
     rng = random.Random(seed)
@@ -346,8 +350,7 @@ def main() -> int:
         return {k: round(statistics.fmean(c[k] for c in sel), 1) for k in sel[0]} if sel else {}
 
     pair_ratios = []
-    for i in range(0, len(phases), 2):
-        a_, b_ = phases[i], phases[i + 1]
+    for a_, b_ in ab_pairs(phases):
         w, wo = (a_, b_) if a_["mode"] == "watching" else (b_, a_)
         if wo["steps_per_s"]:
             pair_ratios.append(round(w["steps_per_s"] / wo["steps_per_s"], 3))
