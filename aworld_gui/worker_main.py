@@ -143,18 +143,18 @@ def main() -> None:
     from aworld_gui import tasks
 
     preload_error = tasks.preload()
-    write_frame(proto_out, ("ready", {"pid": os.getpid(), "preload_s": round(time.time() - t0, 2),
-                                      "preload_error": preload_error}))
-    while True:
-        try:
+    try:
+        write_frame(proto_out, ("ready", {"pid": os.getpid(), "preload_s": round(time.time() - t0, 2),
+                                          "preload_error": preload_error}))
+        while True:
             task, kwargs, timeout_s = read_frame(proto_in)
-        except EOFError:
-            return
-        try:
-            reply = _run_in_fork(task, kwargs, float(timeout_s))
-        except Exception as e:  # noqa: BLE001 - the zygote must keep serving
-            reply = (False, {"error": f"worker error: {type(e).__name__}: {e}", "kind": "bug", "output": ""})
-        write_frame(proto_out, reply)
+            try:
+                reply = _run_in_fork(task, kwargs, float(timeout_s))
+            except Exception as e:  # noqa: BLE001 - the zygote must keep serving
+                reply = (False, {"error": f"worker error: {type(e).__name__}: {e}", "kind": "bug", "output": ""})
+            write_frame(proto_out, reply)
+    except (EOFError, BrokenPipeError):   # the studio closed its end (it stopped, even mid-preload)
+        return
 
 
 if __name__ == "__main__":

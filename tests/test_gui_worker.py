@@ -92,3 +92,22 @@ def test_bad_dataset_is_an_error_on_the_dataset_module(worker, tmp_path):
     report = worker.call("check", inputs=si.to_dict())
     assert report["results"]["dataset"]["status"] == "error"
     assert "bad.jsonl" in report["results"]["dataset"]["message"]
+
+
+def test_a_worker_whose_studio_left_during_its_preload_exits_quietly():
+    """Stopping the studio while its check worker still preloads closes the worker's pipe before
+    it says ready: the worker ends with status 0 and no traceback."""
+    import subprocess
+    import sys
+
+    from aworld_gui.testing import REPO_ROOT
+
+    proc = subprocess.Popen([sys.executable, "-m", "aworld_gui.worker_main"], cwd=str(REPO_ROOT),
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()   # the studio is gone: nobody reads the worker's "ready"
+    proc.stdin.close()
+    proc.wait(timeout=120)
+    err = proc.stderr.read()
+    proc.stderr.close()
+    assert proc.returncode == 0, err.decode()
+    assert b"Traceback" not in err, err.decode()
