@@ -1,65 +1,8 @@
 #!/usr/bin/env python
-"""AWorld Trainer Studio: ``python app.py`` serves on http://127.0.0.1:7860.
-
-    python app.py [--host 127.0.0.1] [--port 7860] [--runs-dir runs] [--auth user:password]
-                  [--stop-timeout 30] [--share]
-
-Login: ``--auth user:password`` or the environment variable ``AWORLD_STUDIO_AUTH=user:password``.
-No public share link is created unless ``--share`` is given.
-"""
-from __future__ import annotations
-
-import argparse
-import logging
-import os
+"""``python app.py``: the same as the ``aworld-studio`` command (see aworld_gui/serve.py)."""
 import sys
-from pathlib import Path
 
-
-def parse_auth(value: str | None) -> tuple[str, str] | None:
-    if not value:
-        return None
-    user, sep, password = value.partition(":")
-    if not sep or not user or not password:
-        raise SystemExit("error: --auth / AWORLD_STUDIO_AUTH must be 'user:password'")
-    return user, password
-
-
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description="AWorld Trainer Studio")
-    p.add_argument("--host", default=os.environ.get("AWORLD_STUDIO_HOST", "127.0.0.1"))
-    p.add_argument("--port", type=int, default=int(os.environ.get("AWORLD_STUDIO_PORT", "7860")))
-    p.add_argument("--runs-dir", default=os.environ.get("AWORLD_RUNS_DIR", "runs"))
-    p.add_argument("--auth", default=os.environ.get("AWORLD_STUDIO_AUTH"),
-                   help="user:password (or set AWORLD_STUDIO_AUTH)")
-    p.add_argument("--stop-timeout", type=float, default=30.0,
-                   help="seconds a run gets to stop after Stop before it is killed")
-    p.add_argument("--check-timeout", type=float, default=60.0, help="time limit of one check in the worker")
-    p.add_argument("--share", action="store_true", help="create a public gradio.live link (off by default)")
-    a = p.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-    from aworld_gui.app import build_app, install_routes, launch_kwargs
-    from aworld_gui.quiet import slow_server_ticks, wait_until_interrupted
-    from aworld_gui.studio import Studio
-
-    runs_dir = Path(a.runs_dir).expanduser().resolve()
-    studio = Studio(runs_dir, stop_timeout_s=a.stop_timeout, check_timeout_s=a.check_timeout)
-    demo = build_app(runs_dir, studio=studio)
-    print(f"AWorld Trainer Studio on http://{a.host}:{a.port}  (runs: {runs_dir})", flush=True)
-    slow_server_ticks()   # a studio on a training machine wakes as seldom as it can (aworld_gui/quiet.py)
-    try:
-        demo.launch(server_name=a.host, server_port=a.port, share=a.share, auth=parse_auth(a.auth),
-                    show_error=True, allowed_paths=[str(runs_dir / ".exports")], footer_links=["api"],
-                    prevent_thread_lock=True, **launch_kwargs())
-        install_routes(demo)
-        wait_until_interrupted(demo)
-    finally:
-        studio.close()
-    return 0
-
+from aworld_gui.serve import main
 
 if __name__ == "__main__":
     sys.exit(main())

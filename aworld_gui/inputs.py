@@ -73,7 +73,7 @@ class SetupInputs:
         return data if isinstance(data, dict) else text
 
     def check_kwargs(self) -> dict[str, Any]:
-        """Keyword arguments of ``engines.checking.check_all`` / ``prepare_run``."""
+        """Keyword arguments of ``engines.prepare.check_all`` / ``prepare_run``."""
         columns = {k: v for k, v in (self.columns or {}).items() if v}
         return dict(agent=self.agent or "", train_dataset=self.train or None, test_dataset=self.test or None,
                     reward_func=[dict(r) for r in self.rewards] or None, config=self.config_value(),
@@ -241,10 +241,6 @@ def resolve_agent_upload(path: str, search_dirs: list[Path] | None = None) -> tu
 
 
 # -- rewards -------------------------------------------------------------------------------------
-def reward_key(entry: dict[str, Any]) -> str:
-    return str(entry.get("name") or entry.get("ref") or "")
-
-
 def reward_label(key: str) -> str:
     """``exact_match`` → itself; ``/abs/letter_reward.py:letter_reward`` → ``letter_reward.py:letter_reward``."""
     if ":" in key:

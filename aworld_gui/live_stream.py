@@ -93,8 +93,8 @@ class LiveStreams:
                 w.streams -= 1
                 w.last_used = time.monotonic()
 
-    def install(self, app) -> None:
-        """Add the stream route ahead of Gradio's catch-all routes on a launched app's FastAPI ``app``."""
+    def route(self):
+        """The stream's route, served ahead of Gradio's catch-all routes (see ``page.launch_kwargs``)."""
         from starlette.responses import PlainTextResponse, StreamingResponse
         from starlette.routing import Route
 
@@ -105,4 +105,4 @@ class LiveStreams:
             return StreamingResponse(self.messages(w), media_type="text/event-stream",
                                      headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
 
-        app.router.routes.insert(0, Route(self.PATH, stream, methods=["GET"]))
+        return Route(self.PATH, stream, methods=["GET"])

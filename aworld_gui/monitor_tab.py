@@ -16,22 +16,7 @@ How it stays live without loading the browser (which may share the training mach
   changes (the header fires ``apply`` to refresh the Stop/Kill buttons).
 * The stream is closed while the Monitor tab or the browser tab is hidden; a closed page costs nothing.
 
-Measured on these 2-core machines (Chromium, software rendering): each Gradio event costs the page
-~100 ms of CPU (its loading states and input snapshots scale with the whole app), a ``gr.LinePlot``
-redraw ~60 ms more. Watching a run at 3 steps/s, a ``gr.Timer`` at 0.5 s with ``gr.LinePlot`` curves
-kept Chromium at ~25-30 % of a core and the studio at ~10 %. A page polling the studio every 0.5 s
-(a ``fetch`` each) cost Chromium ~5 % and the studio ~1.8 %; the stream: see
-benchmarks/results/gui_overhead*.json. Even a bare page updating one number twice a second costs
-headless Chromium ~2 % of a core here (~1.2 % of it the frame). A 2-thread training run on 2 cores
-loses more steps/s than that CPU share (a wake-up that preempts one torch thread stalls its
-partner), so the page wakes as seldom as its latency goal (p95 ≤ 1 s) allows. Chromium watching
-the demo run, % of a core: header every 0.5 s alone 2.4, with curves, log and trajectories every
-2 s 4.2-4.4; header every 0.8 s, curves and log every 2.4 s, trajectories every 8 s: 2.2 (trace:
-per update ~6 ms of the page's main thread, ~4.6 ms of the display compositor, ~2 ms raster).
-The curves are the dear part: with a fake run at 6 steps/s (no training beside it), Chromium used
-1.3-1.7 % with the header alone, 1.2-1.5 % with the log tail too, 2.2-2.3 % with the curves too
-(a curve message: ~7 ms of script and layout for the two SVGs, then their raster), hence
-curves every 4.8 s while the header (with the latest reward and loss) follows every 0.8 s.
+Why each part has its own pace, with the measurements behind it: docs/STUDIO.md ("Live updates").
 """
 from __future__ import annotations
 
@@ -39,105 +24,28 @@ import json
 import secrets
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import gradio as gr
 
+from engines.rundir import EVAL_REWARD, EVAL_TRAIN_REWARD, LOSS, REWARD
+
 from . import render
 from .charts import PALETTE, Line, svg_chart
 from .live_stream import HEAVY as HEAVY_PARTS, LiveStreams
-from .monitor import LOSS_KEYS, REWARD_KEYS, RunState, Series, first_present
+from .run_cache import RunState, Series
 from .studio import Studio
 
-POLL_S = 0.8        # how often a watching page's stream reads the run (header: step, metrics, ETA); p95 latency ~0.8 s
+POLL_S = 0.8        # how often a watching page's stream reads the run (header: step, metrics, ETA)
 CHART_S = 4.8       # curves: at most this often (every sixth poll; the header shows the latest values meanwhile)
 LOG_S = 2.4         # log tail: at most this often (every third poll)
 SAMPLES_S = 8.0     # trajectories: at most this often (readable while they change; each swap is a big one)
-EVAL_REWARD_KEYS = {"eval/reward": "eval", "eval_train/reward": "eval (train set)"}
+EVAL_REWARD_KEYS = {EVAL_REWARD: "eval", EVAL_TRAIN_REWARD: "eval (train set)"}
 REWARD_COLOR, RAW_ALPHA, EVAL_COLOR, LOSS_COLOR = "#4f46e5", 0.28, "#d97706", "#e11d48"
 
-# Runs in the header element (``js_on_load``); ``element``, ``props``, ``server`` and ``trigger``
-# are Gradio's. What to watch comes from the header's data attributes (set by Python); the stream
-# (aworld_gui/live_stream.py) pushes what changed.
-LIVE_JS = r"""
-let es = null, sub = null, shown = null, shownRun = null, lastB;
-const clear = () => ['aw-chart-reward', 'aw-chart-loss', 'aw-chart-custom', 'aw-samples', 'aw-events', 'aw-log']
-  .forEach(id => put(id, ''));
-function morph(a, b) {                           // patch a's DOM into b's, touching only what differs
-  if (a.nodeType !== b.nodeType || a.nodeName !== b.nodeName) { a.replaceWith(b.cloneNode(true)); return; }
-  if (a.nodeType === 3) { if (a.nodeValue !== b.nodeValue) a.nodeValue = b.nodeValue; return; }
-  if (a.nodeType !== 1) return;
-  for (const at of b.attributes) if (a.getAttribute(at.name) !== at.value) a.setAttribute(at.name, at.value);
-  for (const at of [...a.attributes]) if (!b.hasAttribute(at.name)) a.removeAttribute(at.name);
-  const ac = a.childNodes, bc = b.childNodes;
-  if (ac.length !== bc.length) { a.replaceChildren(...[...bc].map(n => n.cloneNode(true))); return; }
-  for (let i = 0; i < bc.length; i++) morph(ac[i], bc[i]);
-}
-function put(id, html) {           // patch a part in place: a new curve moves points, it does not rebuild
-  const el = document.getElementById(id);
-  if (!el) return;
-  const b = el.cloneNode(false);
-  b.innerHTML = html;
-  morph(el, b);
-}
-function setLog(el, text) {        // a tail that moved on: drop the lines that left it, append the new ones
-  const cur = el.textContent, node = el.firstChild;
-  if (text === cur) return;
-  const i = node && el.childNodes.length === 1 && node.nodeType === 3 ? cur.indexOf(text.slice(0, 200)) : -1;
-  if (i >= 0 && text.startsWith(cur.slice(i))) { node.deleteData(0, i); node.appendData(text.slice(cur.length - i)); }
-  else el.textContent = text;
-}
-function setHeader(html) {         // same view: patch the text that changed (no re-render, little layout)
-  const cur = element.querySelector('[data-testid="run-header"]'), t = document.createElement('template');
-  t.innerHTML = html;
-  const next = t.content.firstElementChild;
-  if (cur && next && cur.dataset.gen && cur.dataset.gen === next.dataset.gen) morph(cur, next);
-  else props.value = html;
-}
-function apply(r) {
-  if (r.header) setHeader(r.header);
-  if (r.charts) for (const [k, v] of Object.entries(r.charts)) put('aw-chart-' + k, v);
-  if (r.samples != null) put('aw-samples', r.samples);
-  if (r.events != null) put('aw-events', r.events);
-  if (r.log != null) {
-    const el = document.getElementById('aw-log');
-    if (el) { const tail = el.scrollTop + el.clientHeight >= el.scrollHeight - 8;
-              setLog(el, r.log); if (tail) el.scrollTop = el.scrollHeight; }
-  }
-  if (lastB !== undefined && r.keys.b !== lastB) trigger('apply');   // state/metrics changed: the buttons
-  lastB = r.keys.b;
-}
-async function sync() {            // (re)open the stream for what the header shows, or close it
-  if (!element.isConnected) { if (es) es.close(); es = null; return; }     // unmounted
-  const head = element.querySelector('[data-run]');
-  if (!head && shown !== null) { shown = shownRun = null; clear(); }     // no run shown any more
-  const want = head && !document.hidden && element.offsetParent !== null
-    ? [head.dataset.run, head.dataset.gen, JSON.parse(head.dataset.picks || '[]'), parseFloat(head.dataset.smoothing || '0')]
-    : null;
-  const key = want && JSON.stringify(want);
-  if (key === sub) return;
-  sub = key;
-  if (es) { es.close(); es = null; delete element.dataset.stream; }
-  if (!want) return;
-  if (want[1] !== shown) {
-    if (want[0] !== shownRun) clear();            // another run: nothing of the last one under its header
-    shown = want[1]; shownRun = want[0]; lastB = undefined;
-  }
-  try {
-    const ticket = await server.live_ticket(...want);
-    if (sub !== key) return;                      // the view changed meanwhile
-    es = new EventSource('aworld/live/' + ticket);
-    element.dataset.stream = es.url;              // which stream this page reads (tests, benchmarks)
-    es.onmessage = e => { if (sub === key) apply(JSON.parse(e.data)); };
-    es.onerror = () => { if (es && es.readyState === EventSource.CLOSED) { sub = null; setTimeout(sync, 2000); } };
-  } catch (e) { sub = null; setTimeout(sync, 2000); }     // the studio restarting: try again
-}
-new MutationObserver(sync).observe(element, {childList: true, subtree: true, attributes: true,
-                                             attributeFilter: ['data-run', 'data-gen']});
-new IntersectionObserver(sync).observe(element);  // the Monitor tab shown / hidden
-document.addEventListener('visibilitychange', sync);
-sync();
-"""
+#: the page's side of the live view (a static file; see its header comment)
+LIVE_JS = (Path(__file__).parent / "static" / "live_monitor.js").read_text(encoding="utf-8")
 
 
 @dataclass
@@ -300,7 +208,7 @@ class MonitorTab:
         elif st.run.stop_requested() and st.active:
             note = (f"Stop requested: the run stops at its next step boundary and saves a checkpoint; "
                     f"it is killed if it has not stopped {self.studio.stop_timeout_s:.0f} s after the request.")
-        reward = st.series.get(first_present(st, REWARD_KEYS) or "")
+        reward = st.series.get(REWARD)
         attrs = {"gen": gen or "", "picks": json.dumps(picks), "smoothing": f"{smoothing:g}"}
         return render.run_header(run_id, st.progress(), st.latest, st.read_spec() or {}, st.status, st.failure(),
                                  st.run.stop_requested(), note, reward.count if reward else 0, attrs)
@@ -308,14 +216,13 @@ class MonitorTab:
     def charts(self, st: RunState, picks: list[str], smoothing: float) -> dict[str, str]:
         """The reward, loss and picked-metrics curves as SVG: smoothed dark, raw light (until a
         series is downsampled: then its buckets are averages already), eval points amber."""
-        reward_key, loss_key = first_present(st, REWARD_KEYS), first_present(st, LOSS_KEYS)
-        reward = self._lines(st.series.get(reward_key) if reward_key else None, "train", REWARD_COLOR, smoothing)
+        reward = self._lines(st.series.get(REWARD), "train", REWARD_COLOR, smoothing)
         for key, label in EVAL_REWARD_KEYS.items():
             s = st.series.get(key)
             if s is not None and s.xs:
                 reward.append(Line(label, s.xs, s.ys, EVAL_COLOR, width=1.5, markers=len(s.xs) <= 60,
                                    latest=s.last_y))
-        loss = self._lines(st.series.get(loss_key) if loss_key else None, "loss", LOSS_COLOR, smoothing)
+        loss = self._lines(st.series.get(LOSS), "loss", LOSS_COLOR, smoothing)
         custom_lines: list[Line] = []
         for i, name in enumerate(picks):
             s = st.series.get(name)

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import html
 import json
+import math
 import time
 from typing import Any, Iterable
 
-from .monitor import Progress, format_duration
+from .run_cache import Progress
 
 CHECK_LABEL = {"ok": "OK", "warning": "Warning", "error": "Error", "checking": "Checking…", "idle": "—"}
 RUN_LABEL = {"queued": "Queued", "running": "Running", "stopping": "Stopping", "stopped": "Stopped",
@@ -119,6 +120,15 @@ def prompt_block(prompt: dict | None) -> str:
 
 
 # -- Monitor -------------------------------------------------------------------------------------
+def format_duration(seconds: float | None) -> str:
+    if seconds is None or not math.isfinite(seconds):
+        return "—"
+    seconds = int(round(seconds))
+    h, rem = divmod(seconds, 3600)
+    m, s = divmod(rem, 60)
+    return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
+
+
 def fmt_num(v: Any, digits: int = 3) -> str:
     if v is None:
         return "—"

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Iterable
 
 import gradio as gr
 
-from .monitor import plot_payload
+from .run_cache import Series
 from .render import badge
 from .studio import Studio
 
@@ -52,6 +52,26 @@ def table_rows(runs: list[dict]) -> list[list]:
         state = badge(r["state"], r["state"] + (f': {r["cause"]}' if r.get("cause") else ""))
         rows.append([r["run_id"], state, r["engine"], r.get("model") or "", started, progress, reward])
     return rows
+
+
+def plot_payload(series: dict[str, Series | None], smoothing: float = 0.0, raw_for: Iterable[str] = ()):
+    """The ``gr.LinePlot`` payload itself (``PlotData``: columns, rows, field types, mark) in long
+    format (step, value, series), built without pandas: the curves are re-sent every tick, so
+    the DataFrame → JSON → dict round trip of ``LinePlot.postprocess`` is skipped. None when there
+    is nothing to draw (an empty frame would fix the chart's field types wrongly). Series named in
+    ``raw_for`` are drawn twice when smoothing and not yet downsampled: ``<name> (raw)`` and smoothed."""
+    raw_for = set(raw_for) if smoothing else set()
+    rows: list[list] = []
+    for name, s in series.items():
+        if s is None or not s.xs:
+            continue
+        if name in raw_for and s.width == 1:  # once downsampled, the buckets are averages, not raw points
+            rows += [[x, y, f"{name} (raw)"] for x, y in zip(*s.points(0.0))]
+        rows += [[x, y, name] for x, y in zip(*s.points(smoothing))]
+    if not rows:
+        return None
+    return {"columns": ["step", "value", "series"], "data": rows,
+            "datatypes": {"step": "quantitative", "value": "quantitative", "series": "nominal"}, "mark": "line"}
 
 
 class RunsTab:

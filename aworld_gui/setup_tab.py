@@ -18,7 +18,7 @@ import yaml
 from . import inputs as inp
 from . import render
 from .studio import MODULE_TITLES, Studio
-from .worker import WorkerError
+from .check_worker import WorkerError
 
 AUTO = "(auto-detect)"
 NONE = "(none)"

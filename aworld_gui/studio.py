@@ -17,16 +17,16 @@ from typing import Any
 
 import yaml
 
+from engines.check_result import CHECKED_MODULES, MODULES
 from engines.rundir import ACTIVE_STATES, STOP_FILE, RunDir
 from engines.runs import (Slot, delete_run, effective_status, enforce_stop_timeout, kill_run, list_run_dirs,
                           spawn_run, stop_run)
 
 from . import inputs as inp
-from .monitor import CACHE, RunCache, RunState
-from .worker import CheckWorker, WorkerError
+from .run_cache import CACHE, RunCache, RunState
+from .check_worker import CheckWorker, WorkerError
 
 log = logging.getLogger("aworld.studio")
-MODULES = ("agent", "dataset", "reward", "config", "engine")
 MODULE_TITLES = {"agent": "Agent", "dataset": "Datasets", "reward": "Reward", "config": "Config",
                  "engine": "Engine"}
 
@@ -310,16 +310,13 @@ class Studio:
 def failed_report(e: WorkerError) -> dict[str, Any]:
     """A check report for a worker failure: the module being checked gets the error, the ones
     after it are 'not checked'."""
-    module = None
-    for line in (e.output or "").splitlines():
-        if line.startswith("[studio] checking "):
-            module = line.split()[-1]
+    module = e.stage if e.stage in CHECKED_MODULES else None
     what = {"timeout": "timed out", "crash": "crashed"}.get(e.kind, "failed")
     msg = str(e)
     if module:
         msg = f"the {module} check {what}: {msg} — a tool or reward that hangs or crashes on import is the usual cause"
     results = {}
-    for m in ("agent", "dataset", "reward", "config"):
+    for m in CHECKED_MODULES:
         text = msg if module in (None, m) else f"not checked (the {module} check {what})"
         results[m] = {"module": m, "status": "error", "message": text, "details": {}, "warnings": []}
     results["engine"] = {"module": "engine", "status": "warning", "message": "not probed (the check worker failed)",

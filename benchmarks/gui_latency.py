@@ -2,7 +2,7 @@
 """Latency from a metric written to the run directory to the value being visible in the browser
 (target: p95 ≤ 1 s).
 
-    python benchmarks/gui_latency.py [--samples 100]
+    python -m benchmarks.gui_latency [--samples 100]
 
 Starts the studio (``app.py``, its own process) and opens its Monitor in headless Chromium. This
 script plays the run process: it owns a run directory (status.json carries this script's pid) and
@@ -25,13 +25,12 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 from benchmarks.results_file import pct, write_result  # noqa: E402
 
-from aworld_gui.fake_run import metric_row  # noqa: E402
+from testing.fake_run import metric_row  # noqa: E402
 from aworld_gui.monitor_tab import CHART_S, POLL_S  # noqa: E402
-from aworld_gui.testing import StudioProcess, launch_chromium  # noqa: E402
+from testing.studio import StudioProcess, launch_chromium  # noqa: E402
 from engines.rundir import RunDir  # noqa: E402
 
 OBSERVER = """

@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Training speed with the studio watching vs without it, within ONE run (target: ratio ≥ 0.98).
 
-    python benchmarks/gui_overhead.py [--pairs 120] [--phase 4.8] [--watcher browser|remote|none]
+    python -m benchmarks.gui_overhead [--pairs 120] [--phase 4.8] [--watcher browser|remote|none]
 
 Starts the studio, launches the shipped letters demo on the trl engine through the API (a long
 ``max_steps`` so it trains throughout), opens its Monitor in Chromium, then alternates phases in an
@@ -60,13 +60,13 @@ from pathlib import Path
 import psutil
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 from benchmarks.results_file import write_result  # noqa: E402
 
 from aworld_gui import inputs as inp  # noqa: E402
 from aworld_gui.monitor_tab import CHART_S, LOG_S, POLL_S, SAMPLES_S  # noqa: E402
-from aworld_gui.testing import CHROMIUM, CHROMIUM_ARGS, StudioProcess, free_port  # noqa: E402
+from testing import free_port
+from testing.studio import CHROMIUM, CHROMIUM_ARGS, StudioProcess  # noqa: E402
 from engines.rundir import RunDir, iter_jsonl  # noqa: E402
 
 # Injected before the page loads: the page notes each message of its live stream as it handles it

@@ -2,7 +2,7 @@
 """Cost of one Monitor refresh tick on a run with 100,000 logged steps (target: ≤ 20 ms), and how
 that cost depends on the run's history (it should not) and on the new lines per tick (it should).
 
-    python benchmarks/gui_tick.py [--steps 100000] [--ticks 200]
+    python -m benchmarks.gui_tick [--steps 100000] [--ticks 200]
 
 A "tick" is one turn of the Monitor's stream loop (``MonitorTab.live``, which
 aworld_gui/live_stream.py runs every 0.5 s for each watching page) with everything due at once — the worst case: read the new bytes, update the
@@ -22,13 +22,12 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 from benchmarks.results_file import pct, write_result  # noqa: E402
 
-from aworld_gui import monitor  # noqa: E402
-from aworld_gui.fake_run import metric_row, write_history  # noqa: E402
-from aworld_gui.monitor import RunCache  # noqa: E402
+from aworld_gui import run_cache  # noqa: E402
+from testing.fake_run import metric_row, write_history  # noqa: E402
+from aworld_gui.run_cache import RunCache  # noqa: E402
 from aworld_gui.studio import Studio  # noqa: E402
 from engines.rundir import RunDir, dumps_line  # noqa: E402
 
@@ -90,7 +89,7 @@ def main() -> int:
     p.add_argument("--steps", type=int, default=100_000)
     p.add_argument("--ticks", type=int, default=200)
     a = p.parse_args()
-    monitor.MIN_REFRESH_S = 0.0  # measure every tick's read (browser tabs share reads in the studio)
+    run_cache.MIN_REFRESH_S = 0.0  # measure every tick's read (browser tabs share reads in the studio)
     results = []
     with tempfile.TemporaryDirectory() as d:
         base = Path(d)

@@ -5,7 +5,7 @@
     alternated A/B/A/B in one run on one machine (ratio of medians, goal >= 0.97);
 (c) peak memory (max RSS) of the training process.
 
-    python benchmarks/trl_engine.py [--rounds 4] [--steps 200] [--seconds 90] [--skip-learning]
+    python -m benchmarks.trl_engine [--rounds 4] [--steps 200] [--seconds 90] [--skip-learning]
 """
 from __future__ import annotations
 
@@ -23,7 +23,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 ASSETS = ROOT / "assets"
 AGENT = ASSETS / "agents/letters_agent.yaml"
 TRAIN = ASSETS / "datasets/letters_train.jsonl"
@@ -132,10 +131,10 @@ def steady_rate(end_times: list[float]) -> float:
 def spawn(kind: str, mode: str, steps: int, seconds: float, runs: str, seed: int) -> dict:
     with tempfile.NamedTemporaryFile("r", suffix=".json", delete=False) as f:
         out = f.name
-    cmd = [sys.executable, __file__, "_child", kind, "--mode", mode, "--steps", str(steps), "--seconds",
+    cmd = [sys.executable, "-m", "benchmarks.trl_engine", "_child", kind, "--mode", mode, "--steps", str(steps), "--seconds",
            str(seconds), "--runs", runs, "--seed", str(seed), "--out", out]
     subprocess.run(cmd, check=True, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                   env={**os.environ, "PYTHONPATH": str(ROOT)})
+                   env=dict(os.environ))
     return json.loads(Path(out).read_text())
 
 

@@ -1,10 +1,12 @@
 """Engine-neutral training API: ``from engines import AgentTrainer, TrainerProcessor``."""
+from .agent_trainer import AgentTrainer
 from .agents import Agent, AgentSpec, load_agent
-from .api import (ENTRY_POINT_GROUP, AgentTrainer, TrainerProcessor, get_processor_class, logger,
-                  register_processor, registered_engines, unregister_processor)
-from .checks import CheckError, CheckResult
+from .check_result import CheckError, CheckResult
+from .registry import (DEFAULT_ENGINE, ENTRY_POINT_GROUP, get_processor_class, register_processor,
+                       registered_engines, unregister_processor)
 from .rewards import BUILTIN_REWARDS, Reward, load_reward
+from .trainer_processor import TrainerProcessor, logger
 
-__all__ = ["Agent", "AgentSpec", "AgentTrainer", "BUILTIN_REWARDS", "CheckError", "CheckResult",
+__all__ = ["Agent", "AgentSpec", "AgentTrainer", "BUILTIN_REWARDS", "CheckError", "CheckResult", "DEFAULT_ENGINE",
            "ENTRY_POINT_GROUP", "Reward", "TrainerProcessor", "get_processor_class", "load_agent", "load_reward",
            "logger", "register_processor", "registered_engines", "unregister_processor"]

@@ -27,7 +27,7 @@ from typing import Any, Callable
 
 import yaml
 
-from .checks import CheckError, CheckResult, did_you_mean
+from .check_result import CheckError, CheckResult, did_you_mean
 from .loading import ReferenceError_, load_object, resolve_path
 
 FLAT_KEYS = {"name", "model", "system_prompt", "temperature", "top_p", "max_tokens", "max_steps", "tools",

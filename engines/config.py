@@ -13,7 +13,7 @@ from typing import Any, Callable, Sequence
 
 import yaml
 
-from .checks import CheckError, did_you_mean
+from .check_result import CheckError, did_you_mean
 
 
 @dataclass

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .checks import CheckError, CheckResult
+from .check_result import CheckError, CheckResult
 
 PROMPT_KEYS = ("prompt", "question", "query", "input", "instruction", "problem", "messages")
 ANSWER_KEYS = ("answer", "ground_truth", "solution", "reference", "target", "label", "output")

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from .checks import CheckError, CheckResult, did_you_mean
+from .check_result import CheckError, CheckResult, did_you_mean
 from .loading import ReferenceError_, load_object, object_ref
 
 

@@ -43,6 +43,16 @@ QUEUED, RUNNING, STOPPING, STOPPED, FINISHED, FAILED = (
 ACTIVE_STATES = (QUEUED, RUNNING, STOPPING)
 TERMINAL_STATES = (STOPPED, FINISHED, FAILED)
 
+# Canonical metric names: every engine writes these to metrics.jsonl (when it has them), next to its
+# own keys, so that any reader (the studio, the CLI) plots them without knowing the engine.
+LOSS, REWARD, REWARD_STD, KL, LR = "loss", "reward", "reward_std", "kl", "lr"
+COMPLETION_LENGTH, STEP_TIME, ENTROPY, GRAD_NORM = "completion_length", "step_time", "entropy", "grad_norm"
+CANONICAL_METRICS = (LOSS, REWARD, REWARD_STD, KL, LR, COMPLETION_LENGTH, STEP_TIME, ENTROPY, GRAD_NORM,
+                     "reward_max", "reward_min", "epoch", "num_turns", "tool_calls", "critic_loss")
+REWARD_TERM_PREFIX = "rewards/"          # rewards/<name>: one reward function's mean
+EVAL_REWARD = "eval/reward"              # reward on the test set, scored during training
+EVAL_TRAIN_REWARD = "eval_train/reward"  # the same on training rows, when there is no test set
+
 # Failure causes (events.jsonl "failed" events and status.json "cause").
 CAUSES = ("out of memory", "bad data", "reward error", "missing dependency", "killed", "unknown")
 

@@ -11,8 +11,6 @@ from __future__ import annotations
 import fcntl
 import os
 import shutil
-import signal
-import subprocess
 import sys
 import time
 from dataclasses import dataclass
@@ -21,9 +19,9 @@ from typing import Any
 
 import psutil
 
-from .rundir import (ACTIVE_STATES, FAILED, QUEUED, STATUS_FILE, RunDir)
+from .processes import spawn_detached, terminate_tree
+from .rundir import ACTIVE_STATES, FAILED, QUEUED, STATUS_FILE, RunDir
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
 SLOT_LOCK = ".slot.lock"
 HEARTBEAT_TIMEOUT_S = 120.0
 
@@ -55,15 +53,6 @@ def effective_status(run: RunDir) -> dict:
     return status
 
 
-def reconcile(run: RunDir) -> dict:
-    """Persist :func:`effective_status` when the process is gone (used by the run owner/CLI)."""
-    status = effective_status(run)
-    if status.get("lost") and run.read_status().get("state") in ACTIVE_STATES:
-        run.write_status(state=FAILED, cause=status["cause"], error=status["error"])
-        run.event("failed", cause=status["cause"], message=status["error"])
-    return status
-
-
 # -- launching ------------------------------------------------------------------------------
 def spawn_run(run_dir: str | os.PathLike, extra_args: list[str] | None = None,
               env: dict[str, str] | None = None) -> int:
@@ -71,18 +60,11 @@ def spawn_run(run_dir: str | os.PathLike, extra_args: list[str] | None = None,
     run = RunDir(run_dir)
     if not run.read_status():
         run.write_status(state=QUEUED)
-    log = open(run.log_path, "ab")
     full_env = dict(os.environ)
     full_env.update(env or {})
     full_env["PYTHONUNBUFFERED"] = "1"
-    pp = full_env.get("PYTHONPATH", "")
-    full_env["PYTHONPATH"] = str(REPO_ROOT) + (os.pathsep + pp if pp else "")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "engines", "run", str(run.path), *(extra_args or [])],
-        cwd=str(REPO_ROOT), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-        start_new_session=True, close_fds=True, env=full_env,
-    )
-    log.close()
+    proc = spawn_detached([sys.executable, "-m", "engines", "run", str(run.path), *(extra_args or [])],
+                          run.log_path, env=full_env)
     p = psutil.Process(proc.pid)
     run.write_status(pid=proc.pid, pid_create_time=p.create_time(), launched=time.time())
     return proc.pid
@@ -163,35 +145,13 @@ def stop_run(run_dir: str | os.PathLike, reason: str = "user") -> dict:
 
 
 def kill_run(run_dir: str | os.PathLike, grace_s: float = 5.0) -> bool:
-    """SIGTERM then SIGKILL the run's whole process session. True when something was signalled."""
+    """SIGTERM then SIGKILL the run's whole process tree. True when something was signalled."""
     run = RunDir(run_dir)
     status = run.read_status()
     if not process_alive(status):
         return False
-    pid = int(status["pid"])
-    try:
-        pgid = os.getpgid(pid)
-    except ProcessLookupError:
+    if not terminate_tree(int(status["pid"]), grace_s=grace_s):
         return False
-    procs = [psutil.Process(pid)]
-    try:
-        procs += procs[0].children(recursive=True)
-    except psutil.Error:
-        pass
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        try:
-            os.killpg(pgid, sig)
-        except ProcessLookupError:
-            pass
-        for p in procs:  # children in sessions of their own (e.g. verl's trainer) too
-            try:
-                p.send_signal(sig)
-            except psutil.Error:
-                pass
-        _, alive = psutil.wait_procs(procs, timeout=grace_s)
-        if not alive:
-            break
-        procs = alive
     if run.read_status().get("state") in ACTIVE_STATES:
         run.write_status(state="stopped" if run.stop_requested() else FAILED, cause="killed",
                          error="the process was killed after it did not stop in time")

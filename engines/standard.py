@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .agents import AgentSpec, agent_result, load_agent
-from .api import TrainerProcessor, logger
-from .checks import CheckError, CheckResult
+from .trainer_processor import TrainerProcessor, logger
+from .check_result import CheckError, CheckResult
 from .config import ConfigField, validate_config
 from .data import DataBundle, load_datasets, save_for_spec
 from .rewards import Reward, RewardError, dry_run_reward, load_reward

@@ -20,8 +20,8 @@ def _forget_user_modules():
 
 @pytest.fixture
 def clean_registry():
-    """The engine registry (engines.api._REGISTRY and the entry-point flag), restored after the test."""
-    from engines import api
+    """The engine registry (engines.registry._REGISTRY and the entry-point flag), restored after the test."""
+    from engines import registry as api
 
     saved, loaded = dict(api._REGISTRY), api._ENTRY_POINTS_LOADED
     yield api

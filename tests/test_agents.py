@@ -11,8 +11,8 @@ import yaml
 
 from engines import AgentSpec, CheckError, load_agent
 from engines.agents import agent_result
-from engines.checks import format_table
-from engines.checking import check_all, prepare_run
+from engines.check_result import format_table
+from engines.prepare import check_all, prepare_run
 
 SECRET = "sk-test-4f9c2a7e1b"
 

@@ -3,14 +3,16 @@ from __future__ import annotations
 
 import inspect
 import logging
+import subprocess
+import sys
 import textwrap
 
 import pytest
 import yaml
 from datasets import Dataset
 
-from engines import AgentTrainer, CheckError, TrainerProcessor, api, logger
-from engines.checks import CheckResult
+from engines import AgentTrainer, CheckError, TrainerProcessor, logger, registry
+from engines.check_result import CheckResult
 from engines.config import ConfigField
 from engines.rundir import FINISHED
 from engines.standard import StandardProcessor
@@ -169,7 +171,7 @@ def test_a_failing_check_raises_a_value_error_and_leaves_nothing_initialized(cle
 def test_register_and_unregister(clean_registry):
     AgentTrainer.register_processor(train_engine_name="custom", train_type=Recorder)
     assert "custom" in AgentTrainer.registered_engines()
-    assert api.get_processor_class("custom") is Recorder
+    assert registry.get_processor_class("custom") is Recorder
     assert Recorder.engine_name == "custom"
     AgentTrainer.unregister_processor(train_engine_name="custom")
     assert "custom" not in AgentTrainer.registered_engines()
@@ -185,7 +187,7 @@ def test_duplicate_registration_is_rejected(clean_registry):
     assert "unregister_processor() it first or pick another name" in str(err.value)
     with pytest.raises(ValueError, match="'trl' is already registered"):  # built-ins are taken too
         AgentTrainer.register_processor("trl", Recorder)
-    assert api.get_processor_class("custom") is Recorder
+    assert registry.get_processor_class("custom") is Recorder
 
 
 @pytest.mark.parametrize("bad", [dict, Recorder("runs"), lambda run_path: None, "engines.trl:TrlProcessor"])
@@ -217,7 +219,7 @@ def _install_distribution(root, module: str, source: str, entry_points: dict[str
     info.mkdir()
     (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {module}\nVersion: 0.1\n")
     lines = "".join(f"{name} = {ref}\n" for name, ref in entry_points.items())
-    (info / "entry_points.txt").write_text(f"[{api.ENTRY_POINT_GROUP}]\n{lines}")
+    (info / "entry_points.txt").write_text(f"[{registry.ENTRY_POINT_GROUP}]\n{lines}")
 
 
 ENGINE_SOURCE = """
@@ -238,14 +240,14 @@ ENGINE_SOURCE = """
 
 
 def test_entry_point_engines_are_discovered(clean_registry, tmp_path, monkeypatch):
-    assert api.ENTRY_POINT_GROUP == "aworld_trainer.engines"
+    assert registry.ENTRY_POINT_GROUP == "aworld_trainer.engines"
     _install_distribution(tmp_path, "aworld_plugin_demo", ENGINE_SOURCE, {
         "plugin": "aworld_plugin_demo:PluginTrainer",
         "broken": "aworld_plugin_demo:NotAnEngine",
         "trl": "aworld_plugin_demo:PluginTrainer",  # cannot shadow a built-in
     })
     monkeypatch.syspath_prepend(str(tmp_path))
-    api._ENTRY_POINTS_LOADED = False
+    registry._ENTRY_POINTS_LOADED = False
 
     assert {"plugin", "broken", "trl", "verl"} <= set(AgentTrainer.registered_engines())
     trainer = AgentTrainer(agent="a.yaml", train_engine_name="plugin", run_path=str(tmp_path / "runs"))
@@ -256,7 +258,7 @@ def test_entry_point_engines_are_discovered(clean_registry, tmp_path, monkeypatc
 
     with pytest.raises(ValueError, match="engine 'broken' .* is not a TrainerProcessor subclass"):
         AgentTrainer(agent="a.yaml", train_engine_name="broken")
-    assert api._REGISTRY["trl"] == api._BUILTIN_REFS["trl"] or api._REGISTRY["trl"].__name__ == "TrlProcessor"
+    assert registry.get_processor_class("trl").__name__ == "TrlProcessor"  # the plugin did not shadow ours
     # an entry-point engine is unregistered like any other
     AgentTrainer.unregister_processor("plugin")
     assert "plugin" not in AgentTrainer.registered_engines()
@@ -266,7 +268,7 @@ def test_an_entry_point_whose_module_fails_to_import_gives_a_clear_error(clean_r
     _install_distribution(tmp_path, "aworld_plugin_bad", "import no_such_module_xyz\n",
                           {"badimport": "aworld_plugin_bad:Trainer"})
     monkeypatch.syspath_prepend(str(tmp_path))
-    api._ENTRY_POINTS_LOADED = False
+    registry._ENTRY_POINTS_LOADED = False
     with pytest.raises(ValueError) as err:
         AgentTrainer(agent="a.yaml", train_engine_name="badimport")
     assert "training engine 'badimport' (aworld_plugin_bad:Trainer) cannot be loaded" in str(err.value)
@@ -287,10 +289,19 @@ class _ListHandler(logging.Handler):
 
 @pytest.fixture
 def logged():
-    handler = _ListHandler()
+    """The application's side: a handler and INFO level (``import engines`` configures neither)."""
+    handler, level = _ListHandler(), logger.level
     logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
     yield handler.messages
     logger.removeHandler(handler)
+    logger.setLevel(level)
+
+
+def test_importing_engines_configures_no_logging():
+    code = "import logging, engines; print(logging.getLogger('aworld.trainer').handlers, logging.getLogger().handlers)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "[] []", out.stderr[-2000:]
 
 
 def test_the_spec_custom_processor_trains_through_agent_trainer(clean_registry, tmp_path, logged, demo):

@@ -10,10 +10,10 @@ import time
 from pathlib import Path
 
 import pytest
-import waiting
+from testing import waiting
 
 from aworld_gui import inputs as inp
-from aworld_gui.testing import CHROMIUM, StudioProcess, launch_chromium
+from testing.studio import CHROMIUM, StudioProcess, launch_chromium
 
 from playwright.sync_api import sync_playwright  # noqa: E402 - in requirements.txt
 
@@ -90,7 +90,7 @@ def test_opens_with_the_demo_preselected_and_all_checks_green(page):
 
 def test_an_idle_page_does_not_wake_the_machine_every_frame(page, tmp_path):
     """Gradio 6 leaves a 60-per-second animation-frame loop running on a loaded page
-    (aworld_gui/idle_page.py): served patched, the loop ends and an idle page asks for no frames."""
+    (aworld_gui/gradio_patches.py): served patched, the loop ends and an idle page asks for no frames."""
     import json
 
     wait_for(lambda: all_green(page), 120, "the first check of the demo")   # nothing pending any more
@@ -186,9 +186,9 @@ def test_clone_the_run_back_into_setup(page):
 
 def test_the_log_tail_follows_a_growing_log(page, app):
     """The Monitor's log pane is always a piece of the run's train.log, grows with it (new lines
-    appended in place) and drops its oldest lines once past the tail's 300 (monitor.LOG_LINES)."""
-    from aworld_gui.monitor import LOG_LINES
-    from aworld_gui.testing import end_process_group, start_fake_run
+    appended in place) and drops its oldest lines once past the tail's 300 (run_cache.LOG_LINES)."""
+    from aworld_gui.run_cache import LOG_LINES
+    from testing.studio import end_process_group, start_fake_run
 
     run, pid = start_fake_run(app.runs_dir, "--steps", "100000", "--rate", "250")   # 25 log lines/s
     try:

@@ -11,8 +11,8 @@ import pytest
 import yaml
 
 from engines import AgentTrainer, CheckError
-from engines.__main__ import main
-from engines.checking import check_all, prepare_run, trainer_from_run_dir
+from engines.cli import main
+from engines.prepare import check_all, prepare_run, trainer_from_run_dir
 
 ROOT = Path(__file__).resolve().parent.parent
 MODULES = ["agent", "dataset", "reward", "config", "engine"]
@@ -29,7 +29,7 @@ def table_rows(out: str) -> dict[str, str]:
 
 
 def test_cli_check_on_the_demo_prints_one_table_and_exits_zero(demo, tmp_path):
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = dict(os.environ)
     proc = subprocess.run(
         [sys.executable, "-m", "engines", "check", "--agent", demo["agent"], "--train", demo["train"],
          "--test", demo["test"], "--reward", demo["reward"], "--engine", "trl"],
@@ -148,8 +148,8 @@ def test_prepare_run_writes_a_spec_a_run_process_can_rebuild(tmp_path, demo):
 
 
 def test_checks_are_data(tmp_path, demo):
-    from engines.api import get_processor_class
-    from engines.checks import CheckResult, format_table
+    from engines.registry import get_processor_class
+    from engines.check_result import CheckResult, format_table
 
     p = get_processor_class("trl")(str(tmp_path / "runs"))
     p.check_agent(demo["agent"])

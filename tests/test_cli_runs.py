@@ -7,7 +7,7 @@ import sys
 import time
 from pathlib import Path
 
-from engines.checking import prepare_run
+from engines.prepare import prepare_run
 from engines.rundir import RunDir
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -9,10 +9,10 @@ import urllib.request
 
 import psutil
 import pytest
-from waiting import wait_for
+from testing.waiting import wait_for
 
 from aworld_gui import inputs as inp
-from aworld_gui.testing import StudioProcess, end_process_group, start_fake_run
+from testing.studio import StudioProcess, end_process_group, start_fake_run
 
 from gradio_client import Client, handle_file  # noqa: E402 - in requirements.txt
 

@@ -6,8 +6,9 @@ import time
 
 import pytest
 
-from aworld_gui.fake_run import metric_row, write_history
-from aworld_gui.monitor import MAX_POINTS, RunCache, RunState, Series, plot_payload
+from testing.fake_run import metric_row, write_history
+from aworld_gui.run_cache import MAX_POINTS, RunCache, RunState, Series
+from aworld_gui.runs_tab import plot_payload
 from engines.rundir import RunDir
 
 
@@ -95,7 +96,7 @@ def test_a_tick_on_a_100k_step_run_costs_new_lines_not_history(long_run):
 def test_monitor_refresh_on_a_100k_step_run(long_run, monkeypatch):
     """One poll of the Monitor page with everything due (header, three SVG curves, trajectories,
     log, events) stays under 20 ms of CPU on a 100k-step run; curves stay within the point budget."""
-    from aworld_gui import monitor
+    from aworld_gui import run_cache
     from aworld_gui.monitor_tab import MonitorTab
     from aworld_gui.studio import Studio
 
@@ -105,7 +106,7 @@ def test_monitor_refresh_on_a_100k_step_run(long_run, monkeypatch):
 
     studio = Studio(long_run.path.parent, worker=_NoWorker(), cache=RunCache())
     tab = MonitorTab(studio)
-    monkeypatch.setattr(monitor, "MIN_REFRESH_S", 0.0)  # no read sharing between sessions here
+    monkeypatch.setattr(run_cache, "MIN_REFRESH_S", 0.0)  # no read sharing between sessions here
     tab.live(long_run.run_id, "g", [], 0.6, {})  # loads the history
     times = []
     for i in range(30):

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from aworld_gui import inputs as inp
-from aworld_gui.monitor import RunCache
+from aworld_gui.run_cache import RunCache
 from aworld_gui.setup_tab import set_yaml_key
 from aworld_gui.studio import Studio
 from engines.rundir import RunDir

@@ -8,12 +8,12 @@ import pytest
 
 from aworld_gui import inputs as inp
 from aworld_gui.studio import Studio
-from aworld_gui.worker import CheckWorker, WorkerError
+from aworld_gui.check_worker import CheckWorker, WorkerError
 
 
 @pytest.fixture(scope="module")
 def worker():
-    w = CheckWorker(default_timeout_s=60)
+    w = CheckWorker(default_timeout_s=60, task_modules=["testing.worker_tasks"])
     w.start(wait=True)
     yield w
     w.close()
@@ -100,9 +100,9 @@ def test_a_worker_whose_studio_left_during_its_preload_exits_quietly():
     import subprocess
     import sys
 
-    from aworld_gui.testing import REPO_ROOT
+    from testing.studio import REPO_ROOT
 
-    proc = subprocess.Popen([sys.executable, "-m", "aworld_gui.worker_main"], cwd=str(REPO_ROOT),
+    proc = subprocess.Popen([sys.executable, "-m", "aworld_gui.zygote"], cwd=str(REPO_ROOT),
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     proc.stdout.close()   # the studio is gone: nobody reads the worker's "ready"
     proc.stdin.close()

@@ -12,7 +12,7 @@ def readme_commands():
 def test_readme_has_exactly_two_commands():
     cmds = readme_commands()
     assert len(cmds) == 2 and all("\n" not in c for c in cmds)
-    assert cmds[0].endswith("python app.py") and "pip install -r requirements.txt" in cmds[0]
+    assert cmds[0].endswith("aworld-studio") and "pip install -e ." in cmds[0]
     assert "pytest" in cmds[1]
 
 

@@ -11,10 +11,10 @@ import pytest
 import yaml
 
 from engines import AgentTrainer, CheckError
-from engines.checking import prepare_run, trainer_from_run_dir
+from engines.prepare import prepare_run, trainer_from_run_dir
 from engines.rundir import RunDir
 from engines.runs import effective_status, process_alive, spawn_run, stop_run
-from waiting import wait_for
+from testing.waiting import wait_for
 
 ROOT = Path(__file__).resolve().parent.parent
 AGENT = str(ROOT / "assets/agents/letters_agent.yaml")

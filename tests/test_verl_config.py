@@ -9,7 +9,7 @@ import pytest
 import yaml
 from omegaconf import OmegaConf
 
-from engines.checks import CheckError
+from engines.check_result import CheckError
 from engines.verl import VerlProcessor
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -314,7 +314,7 @@ def test_tools_become_verl_function_tools_with_the_tool_agent_loop(tmp_path, dat
 
 
 def test_cluster_address_turns_off_the_local_slot(tmp_path, data_file, monkeypatch):
-    from engines.verl.testing import free_port
+    from testing.verl_fakes import free_port
 
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
     address = f"http://127.0.0.1:{free_port()}"  # nothing listens there
@@ -331,8 +331,8 @@ def test_cluster_address_turns_off_the_local_slot(tmp_path, data_file, monkeypat
 
 
 def test_run_yaml_reproduces_the_same_verl_config(tmp_path, data_file):
-    from engines.api import AgentTrainer
-    from engines.checking import trainer_from_run_dir
+    from engines import AgentTrainer
+    from engines.prepare import trainer_from_run_dir
 
     t = AgentTrainer(LETTERS_AGENT, data_file, None, "exact_match", {"batch_size": 4, "num_generations": 2},
                      run_path=str(tmp_path / "runs"), train_engine_name="verl")

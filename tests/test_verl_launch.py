@@ -5,7 +5,7 @@ The GPU work cannot run here, so two paths are proven separately:
   starts Ray, and fails where the GPU stack begins (missing ``transfer_queue``) — recorded as a failure
   with the cause "missing dependency" and the install hint;
 * the studio's real run path (``spawn_run`` → ``python -m engines run`` → train()) with ``verl_python``
-  pointing at a stand-in for verl's interpreter that runs ``engines.verl.testing.FAKE_MAIN_PPO``: verl's
+  pointing at a stand-in for verl's interpreter that runs ``testing.verl_fakes.FAKE_MAIN_PPO``: verl's
   own logger writes the metrics, the watcher mirrors them, the STOP file stops the job.
 """
 import os
@@ -17,11 +17,11 @@ import pandas as pd
 import psutil
 import pytest
 
-from engines.api import AgentTrainer
+from engines import AgentTrainer
 from engines.rundir import RunDir
 from engines.runs import effective_status, spawn_run, stop_run
-from engines.verl.testing import write_fake_main_ppo
-from waiting import wait_for
+from testing.verl_fakes import write_fake_main_ppo
+from testing.waiting import wait_for
 
 ROOT = Path(__file__).resolve().parent.parent
 LETTERS_AGENT = str(ROOT / "assets/agents/letters_agent.yaml")

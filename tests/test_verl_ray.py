@@ -1,7 +1,7 @@
 """Cluster mode against a real Ray head started here on 127.0.0.1: the run dir is shipped as the job's
 working_dir through Ray's JobSubmissionClient, env vars are passed, status/logs/stop map to the run dir.
 
-The job is the stand-in main_ppo (``engines.verl.testing``): the same command line, saved config and
+The job is the stand-in main_ppo (``testing.verl_fakes``): the same command line, saved config and
 verl logger as the real one, without the GPU work that this machine cannot do.
 """
 import threading
@@ -11,8 +11,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from engines.api import AgentTrainer
-from engines.verl.testing import RayHead, write_fake_main_ppo
+from engines import AgentTrainer
+from testing.verl_fakes import RayHead, write_fake_main_ppo
 
 ROOT = Path(__file__).resolve().parent.parent
 LETTERS_AGENT = str(ROOT / "assets/agents/letters_agent.yaml")

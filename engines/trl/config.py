@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..checks import CheckError
+from ..check_result import CheckError
 from ..config import ConfigField
 
 FIELDS: list[ConfigField] = [

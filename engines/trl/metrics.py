@@ -3,16 +3,20 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..rundir import (COMPLETION_LENGTH, ENTROPY, GRAD_NORM, KL, LOSS, LR, REWARD, REWARD_STD, REWARD_TERM_PREFIX,
+                      STEP_TIME)
+
+#: TRL's log key → the run directory's canonical name
 CANONICAL = {
-    "loss": "loss",
-    "reward": "reward",
-    "reward_std": "reward_std",
-    "kl": "kl",
-    "learning_rate": "lr",
-    "completions/mean_length": "completion_length",
-    "step_time": "step_time",
-    "entropy": "entropy",
-    "grad_norm": "grad_norm",
+    "loss": LOSS,
+    "reward": REWARD,
+    "reward_std": REWARD_STD,
+    "kl": KL,
+    "learning_rate": LR,
+    "completions/mean_length": COMPLETION_LENGTH,
+    "step_time": STEP_TIME,
+    "entropy": ENTROPY,
+    "grad_norm": GRAD_NORM,
 }
 DROP = {"epoch", "total_flos"}
 
@@ -26,5 +30,5 @@ def canonical_metrics(logs: dict[str, Any]) -> dict[str, Any]:
         if key in CANONICAL:
             out[CANONICAL[key]] = value
         elif key.startswith("rewards/") and key.endswith("/mean"):
-            out["rewards/" + key[len("rewards/"):-len("/mean")]] = value
+            out[REWARD_TERM_PREFIX + key[len("rewards/"):-len("/mean")]] = value
     return out

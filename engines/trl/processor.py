@@ -7,7 +7,7 @@ import os
 from typing import Any
 
 from ..agents import AgentSpec
-from ..checks import CheckError
+from ..check_result import CheckError
 from ..data import DataBundle, prompt_messages, prompt_text, row_answer
 from ..rundir import FINISHED, STOPPED
 from ..standard import StandardProcessor

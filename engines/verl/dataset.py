@@ -19,7 +19,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from ..checks import CheckError
+from ..check_result import CheckError
 from ..data import ColumnMap, prompt_messages, prompt_text, row_answer
 
 NATIVE_COLUMNS = ("prompt", "data_source", "reward_model")

@@ -14,13 +14,12 @@ import asyncio
 import os
 import queue
 import re
-import signal
-import subprocess
 import threading
 import time
 from pathlib import Path
 from typing import Any, Callable
 
+from ..processes import spawn_detached, terminate_tree
 from ..rundir import JsonlTail, RunDir, TextTail, iter_jsonl
 from .metrics import clean_log_line, normalize_record, parse_console_line
 
@@ -183,16 +182,8 @@ class LocalJob:
     """A command in its own session, its stdout/stderr appended to ``log_path``."""
 
     def __init__(self, argv: list[str], cwd: str | Path, env: dict[str, str], log_path: str | Path):
-        import psutil
-
-        log = open(log_path, "ab")
-        try:
-            self.proc = subprocess.Popen(argv, cwd=str(cwd), env=env, stdin=subprocess.DEVNULL, stdout=log,
-                                         stderr=subprocess.STDOUT, start_new_session=True, close_fds=True)
-        finally:
-            log.close()
+        self.proc = spawn_detached(argv, log_path, env=env, cwd=cwd)
         self.pid = self.proc.pid
-        self._ps = psutil.Process(self.pid)
         self.returncode: int | None = None
 
     def poll(self) -> int | None:
@@ -201,27 +192,7 @@ class LocalJob:
 
     def stop(self, grace_s: float = 20.0) -> None:
         """SIGTERM the job's whole session (verl, its local Ray processes), SIGKILL what is left."""
-        import psutil
-
-        procs = [self._ps]
-        try:
-            procs += self._ps.children(recursive=True)
-        except psutil.Error:
-            pass
-        for sig in (signal.SIGTERM, signal.SIGKILL):
-            try:
-                os.killpg(self.pid, sig)
-            except (ProcessLookupError, PermissionError):
-                pass
-            for p in procs:
-                try:
-                    p.send_signal(sig)
-                except psutil.Error:
-                    pass
-            _, alive = psutil.wait_procs(procs, timeout=grace_s if sig == signal.SIGTERM else 5.0)
-            if not alive:
-                break
-            procs = alive
+        terminate_tree(self.pid, grace_s=grace_s)
         self.proc.wait(timeout=5)
         self.poll()
 

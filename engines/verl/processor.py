@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ..agents import AgentSpec
-from ..checks import CheckError, CheckResult
+from ..check_result import CheckError, CheckResult
 from ..config import ConfigField, load_config_input, validate_config
 from ..data import DataBundle
 from ..rundir import FINISHED, STOPPED, STOPPING

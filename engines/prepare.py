@@ -6,13 +6,13 @@ from __future__ import annotations
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
-from .api import AgentTrainer, get_processor_class
-from .checks import ERROR, CheckError, CheckResult
+from .agent_trainer import AgentTrainer
+from .registry import get_processor_class
+from .check_result import CHECKED_MODULES, ERROR, CheckError, CheckResult
+from .registry import DEFAULT_ENGINE
 from .rundir import QUEUED, RunDir
-
-ORDER = ("agent", "dataset", "reward", "config")
 
 
 def engine_result(engine: str) -> tuple[Any, CheckResult]:
@@ -30,12 +30,14 @@ def engine_result(engine: str) -> tuple[Any, CheckResult]:
 
 
 def check_all(agent: Any, train_dataset: Any = None, test_dataset: Any = None, reward_func: Any = None,
-              config: Any = None, train_engine_name: str = "trl", run_path: str | None = None,
-              columns: dict | None = None) -> list[CheckResult]:
-    """Run every check in the spec's order; never raises; returns one result per module + engine."""
+              config: Any = None, train_engine_name: str = DEFAULT_ENGINE, run_path: str | None = None,
+              columns: dict | None = None, on_module: Callable[[str], None] | None = None) -> list[CheckResult]:
+    """Run every check in the spec's order; never raises; returns one result per module + engine.
+    ``on_module(module)`` is called as each check starts (the studio's worker reports it, so a check
+    that hangs or crashes is blamed on the right module)."""
     cls, engine = engine_result(train_engine_name)
     if cls is None:
-        return [CheckResult(m, ERROR, "not checked: unknown engine") for m in ORDER] + [engine]
+        return [CheckResult(m, ERROR, "not checked: unknown engine") for m in CHECKED_MODULES] + [engine]
     scratch = None
     if run_path is None:
         scratch = tempfile.mkdtemp(prefix="aworld-check-")
@@ -45,7 +47,7 @@ def check_all(agent: Any, train_dataset: Any = None, test_dataset: Any = None, r
             p = cls(run_path)
         except Exception as e:  # an engine whose constructor fails: report it like any check
             msg = f"engine '{train_engine_name}' failed to start: {type(e).__name__}: {e}"
-            return [CheckResult(m, ERROR, "not checked: the engine failed to start") for m in ORDER] + \
+            return [CheckResult(m, ERROR, "not checked: the engine failed to start") for m in CHECKED_MODULES] + \
                 [CheckResult("engine", ERROR, msg, details=engine.details)]
         if columns:
             train_dataset = {"path": train_dataset, "columns": columns}
@@ -55,6 +57,8 @@ def check_all(agent: Any, train_dataset: Any = None, test_dataset: Any = None, r
                  ("config", lambda: p.check_config(config)))
         results: list[CheckResult] = []
         for module, step in steps:
+            if on_module is not None:
+                on_module(module)
             try:
                 step()
                 found = [r for r in p.check_results if r.module == module]
@@ -70,7 +74,7 @@ def check_all(agent: Any, train_dataset: Any = None, test_dataset: Any = None, r
 
 
 def prepare_run(agent: Any, train_dataset: Any = None, test_dataset: Any = None, reward_func: Any = None,
-                config: Any = None, train_engine_name: str = "trl", runs_dir: str = "runs",
+                config: Any = None, train_engine_name: str = DEFAULT_ENGINE, runs_dir: str = "runs",
                 columns: dict | None = None) -> RunDir:
     """Check everything in a fresh run dir and write its run.yaml (state ``queued``).
     Raises :class:`CheckError` (the run dir is removed) when a module fails."""

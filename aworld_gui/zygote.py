@@ -1,4 +1,4 @@
-"""The check worker's child side: ``python -m aworld_gui.worker_main``.
+"""The check worker's child side: ``python -m aworld_gui.zygote``.
 
 A "zygote": it imports the heavy libraries (datasets, transformers, the engines' check code)
 once, then serves requests from the studio one at a time. Each request runs in a fresh
@@ -12,7 +12,8 @@ once, then serves requests from the studio one at a time. Each request runs in a
 Protocol on the inherited stdin/stdout (moved to private fds at start; fd 1 then points at
 stderr so a stray ``print`` in user code cannot corrupt it): frames of a 4-byte big-endian
 length followed by a pickle. Request ``(task, kwargs, timeout_s)``; reply ``(ok, payload)``
-where ``payload`` is the task's result or ``{"error": str, "kind": str, "output": str}``.
+where ``payload`` is the task's result or ``{"error": str, "kind": str, "output": str, "stage": str}``;
+``stage`` is the last :func:`report_progress` of the call (e.g. the module being checked).
 """
 from __future__ import annotations
 
@@ -27,6 +28,8 @@ import time
 import traceback
 
 _HDR = struct.Struct(">I")
+#: comma-separated modules whose ``TASKS`` add to :data:`aworld_gui.check_tasks.TASKS` (tests register theirs)
+TASK_MODULES_ENV = "AWORLD_WORKER_TASK_MODULES"
 
 
 def read_frame(f) -> object:
@@ -56,19 +59,36 @@ def _read_exact(f, n: int) -> bytes | None:
     return bytes(buf)
 
 
+_progress_fd: int | None = None   # in a call's fork: where report_progress writes
+
+
+def report_progress(stage: str) -> None:
+    """Called by a task (in its fork) as it moves on, e.g. to the next module's check: when the call
+    then times out or crashes, the studio is told which stage it was in."""
+    if _progress_fd is not None:
+        try:
+            os.write(_progress_fd, (stage.replace("\n", " ") + "\n").encode())
+        except OSError:
+            pass
+
+
 def _run_in_fork(task: str, kwargs: dict, timeout_s: float) -> tuple[bool, object]:
-    from aworld_gui import tasks
+    global _progress_fd
+    from aworld_gui import check_tasks as tasks
 
     fn = tasks.TASKS.get(task)
     if fn is None:
         return False, {"error": f"unknown worker task '{task}'", "kind": "bug", "output": ""}
     out_file = tempfile.TemporaryFile()
     r, w = os.pipe()
+    pr, pw = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: do the work, write the pickled result, exit without cleanup
         try:
             signal.signal(signal.SIGINT, signal.SIG_DFL)   # a check is interrupted like any program
             os.close(r)
+            os.close(pr)
+            _progress_fd = pw
             os.dup2(out_file.fileno(), 1)
             os.dup2(out_file.fileno(), 2)
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
@@ -87,22 +107,34 @@ def _run_in_fork(task: str, kwargs: dict, timeout_s: float) -> tuple[bool, objec
         finally:
             os._exit(0)
     os.close(w)
+    os.close(pw)
     chunks: list[bytes] = []
+    progress = b""
     deadline = time.monotonic() + timeout_s
     timed_out = False
+    watching = [r, pr]
     while True:
         left = deadline - time.monotonic()
         if left <= 0:
             timed_out = True
             break
-        ready, _, _ = select.select([r], [], [], left)
-        if not ready:
+        ready, _, _ = select.select(watching, [], [], left)
+        if pr in ready:
+            data = os.read(pr, 65536)
+            if data:
+                progress = (progress + data)[-4096:]
+            else:
+                watching.remove(pr)
+        if r not in ready:
             continue
         chunk = os.read(r, 1 << 20)
         if not chunk:
             break
         chunks.append(chunk)
     os.close(r)
+    os.close(pr)
+    lines = progress.decode("utf-8", errors="replace").splitlines()
+    stage = lines[-1] if lines else None
     if timed_out:
         try:
             os.kill(pid, signal.SIGKILL)
@@ -114,18 +146,23 @@ def _run_in_fork(task: str, kwargs: dict, timeout_s: float) -> tuple[bool, objec
     out_file.close()
     if timed_out:
         return False, {"error": f"timed out after {timeout_s:g} s (the call was killed)", "kind": "timeout",
-                       "output": output}
+                       "output": output, "stage": stage}
     if not chunks:
         how = (f"killed by signal {os.WTERMSIG(code)}" if os.WIFSIGNALED(code)
                else f"exit code {os.WEXITSTATUS(code)}")
-        return False, {"error": f"the check process crashed ({how})", "kind": "crash", "output": output}
+        return False, {"error": f"the check process crashed ({how})", "kind": "crash", "output": output,
+                       "stage": stage}
     ok, payload = pickle.loads(b"".join(chunks))
     if not ok and isinstance(payload, dict):
         payload["output"] = output
+        payload.setdefault("stage", stage)
     return ok, payload
 
 
 def main() -> None:
+    # run as ``python -m aworld_gui.zygote`` this module is ``__main__``: tasks that import
+    # report_progress must reach this copy (its _progress_fd), not a second import of the file
+    sys.modules.setdefault("aworld_gui.zygote", sys.modules[__name__])
     # Ctrl-C in the studio's terminal reaches its whole process group: the studio ends this worker
     # itself (it kills it on close; a closed pipe ends it too), so no KeyboardInterrupt traceback here
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -140,8 +177,12 @@ def main() -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
     t0 = time.time()
-    from aworld_gui import tasks
+    import importlib
 
+    from aworld_gui import check_tasks as tasks
+
+    for name in filter(None, os.environ.get(TASK_MODULES_ENV, "").split(",")):
+        tasks.TASKS.update(importlib.import_module(name.strip()).TASKS)
     preload_error = tasks.preload()
     try:
         write_frame(proto_out, ("ready", {"pid": os.getpid(), "preload_s": round(time.time() - t0, 2),

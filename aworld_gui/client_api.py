@@ -11,8 +11,10 @@ from typing import Any
 
 import gradio as gr
 
+from engines.check_result import MODULES
+
 from . import inputs as inp
-from .studio import MODULES, Studio
+from .studio import Studio
 
 
 class ApiError(ValueError):

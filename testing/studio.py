@@ -1,18 +1,19 @@
 """Helpers for the studio's tests and benchmarks: run ``app.py`` in a subprocess on a free port,
-start stand-in runs (:mod:`aworld_gui.fake_run`), launch Chromium.
+start stand-in runs (:mod:`testing.fake_run`), launch Chromium.
 """
 from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
 import urllib.request
 from pathlib import Path
 
+from engines.processes import spawn_detached, terminate_tree
 from engines.rundir import RunDir
+from testing import free_port
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = "/usr/bin/chromium"
@@ -20,22 +21,15 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-background-networking", "--disable-g
                  "--disable-sync", "--no-first-run"]
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _env() -> dict[str, str]:
     env = dict(os.environ)
-    pp = env.get("PYTHONPATH", "")
-    env["PYTHONPATH"] = str(REPO_ROOT) + (os.pathsep + pp if pp else "")
     env.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
     return env
 
 
 class StudioProcess:
-    """``python app.py`` on 127.0.0.1:<free port>, output to ``<runs>/../studio-<port>.log``."""
+    """``aworld-studio`` (``python -m aworld_gui.serve``) on 127.0.0.1:<free port>, output to
+    ``<runs>/../studio-<port>.log``."""
 
     def __init__(self, runs_dir: str | os.PathLike, port: int | None = None, extra: list[str] | None = None):
         self.runs_dir = Path(runs_dir)
@@ -50,12 +44,9 @@ class StudioProcess:
 
     def start(self, timeout_s: float = 90.0) -> "StudioProcess":
         self.runs_dir.mkdir(parents=True, exist_ok=True)
-        log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen(
-            [sys.executable, str(REPO_ROOT / "app.py"), "--port", str(self.port), "--runs-dir", str(self.runs_dir),
-             *self.extra], cwd=str(REPO_ROOT), env=_env(), stdout=log, stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL, start_new_session=True)
-        log.close()
+        self.proc = spawn_detached([sys.executable, "-m", "aworld_gui.serve", "--port", str(self.port),
+                                    "--runs-dir", str(self.runs_dir), *self.extra], self.log_path, env=_env(),
+                                   cwd=REPO_ROOT)
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -82,7 +73,7 @@ class StudioProcess:
         try:
             self.proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
-            os.killpg(self.proc.pid, signal.SIGKILL)
+            terminate_tree(self.proc.pid, grace_s=0)
             self.proc.wait(timeout=10)
 
     def __enter__(self) -> "StudioProcess":
@@ -96,7 +87,7 @@ def start_fake_run(runs_dir: str | os.PathLike, *args: str) -> tuple[RunDir, int
     """A stand-in run process, detached like a real one (own session, output to its train.log, and
     not our child: a shell starts it in the background and exits). Returns the run and its pid."""
     run = RunDir.create(runs_dir, "fake")
-    cmd = [sys.executable, "-m", "aworld_gui.fake_run", str(runs_dir), "--run-dir", str(run.path), *args]
+    cmd = [sys.executable, "-m", "testing.fake_run", str(runs_dir), "--run-dir", str(run.path), *args]
     with open(run.log_path, "ab") as log:
         subprocess.run(["/bin/sh", "-c", '"$@" </dev/null & exit 0', "sh", *cmd], cwd=str(REPO_ROOT), env=_env(),
                        stdout=log, stderr=subprocess.STDOUT, start_new_session=True, check=True)
@@ -107,11 +98,8 @@ def start_fake_run(runs_dir: str | os.PathLike, *args: str) -> tuple[RunDir, int
 
 
 def end_process_group(pid: int) -> None:
-    """Kill a run process group this test started (by its id)."""
-    try:
-        os.killpg(os.getpgid(pid), signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
+    """Kill a run process tree this test started (by its id)."""
+    terminate_tree(pid, grace_s=0)
 
 
 def launch_chromium(playwright):

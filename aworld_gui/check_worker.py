@@ -2,7 +2,7 @@
 
 The studio never imports user code (tools, rewards) nor the heavy libraries the checks need
 (datasets, transformers). It sends each check to one long-lived child
-(:mod:`aworld_gui.worker_main`), which has those libraries imported already and runs each call
+(:mod:`aworld_gui.zygote`), which has those libraries imported already and runs each call
 in a fresh fork with a time limit. If the child itself dies or stops answering, it is killed
 and started again, and the call reports a clear error.
 
@@ -16,13 +16,13 @@ import os
 import subprocess
 import sys
 import threading
-from pathlib import Path
 from typing import Any
 
-from .worker_main import read_frame, write_frame
+from engines.processes import terminate_tree
+
+from .zygote import TASK_MODULES_ENV, read_frame, write_frame
 
 log = logging.getLogger("aworld.studio")
-REPO_ROOT = Path(__file__).resolve().parent.parent
 
 DEFAULT_TIMEOUT_S = 60.0
 START_TIMEOUT_S = 180.0      # importing datasets/transformers/torch on a cold, busy machine
@@ -32,17 +32,25 @@ REPLY_GRACE_S = 10.0         # the zygote enforces the limit; this is for a wedg
 class WorkerError(RuntimeError):
     """A worker call failed: ``kind`` is exception | timeout | crash | unavailable | bug."""
 
-    def __init__(self, message: str, kind: str = "exception", output: str = "", tb: str = ""):
+    def __init__(self, message: str, kind: str = "exception", output: str = "", tb: str = "",
+                 stage: str | None = None):
         super().__init__(message)
         self.kind = kind
         self.output = output
         self.traceback = tb
+        #: what the call last reported doing (zygote.report_progress), e.g. the module being checked
+        self.stage = stage
 
 
 class CheckWorker:
-    def __init__(self, default_timeout_s: float = DEFAULT_TIMEOUT_S, env: dict[str, str] | None = None):
+    def __init__(self, default_timeout_s: float = DEFAULT_TIMEOUT_S, env: dict[str, str] | None = None,
+                 task_modules: list[str] | None = None):
+        """``task_modules``: modules whose ``TASKS`` dict adds tasks to :mod:`aworld_gui.check_tasks`'s
+        (the worker's tests register theirs this way)."""
         self.default_timeout_s = default_timeout_s
-        self.env = env or {}
+        self.env = dict(env or {})
+        if task_modules:
+            self.env[TASK_MODULES_ENV] = ",".join(task_modules)
         self._proc: subprocess.Popen | None = None
         self._lock = threading.Lock()
         self._ready = threading.Event()
@@ -62,12 +70,10 @@ class CheckWorker:
     def _spawn(self) -> None:
         env = dict(os.environ)
         env.update(self.env)
-        pp = env.get("PYTHONPATH", "")
-        env["PYTHONPATH"] = str(REPO_ROOT) + (os.pathsep + pp if pp else "")
         env["PYTHONUNBUFFERED"] = "1"
         self._ready.clear()
         self._proc = subprocess.Popen(
-            [sys.executable, "-m", "aworld_gui.worker_main"], cwd=str(REPO_ROOT), env=env,
+            [sys.executable, "-m", "aworld_gui.zygote"], env=env,
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=None, close_fds=True, bufsize=0)
         hello = self._read(START_TIMEOUT_S)
         if hello is None or not (isinstance(hello, tuple) and hello[0] == "ready"):
@@ -107,7 +113,7 @@ class CheckWorker:
         if proc is None:
             return
         try:
-            proc.kill()
+            terminate_tree(proc.pid, grace_s=0, group=False)   # the zygote and a call's fork, if one runs
             proc.wait(timeout=10)
         except Exception:  # noqa: BLE001
             pass
@@ -159,4 +165,4 @@ class CheckWorker:
         if ok:
             return payload
         raise WorkerError(payload.get("error", "unknown error"), payload.get("kind", "exception"),
-                          payload.get("output", ""), payload.get("traceback", ""))
+                          payload.get("output", ""), payload.get("traceback", ""), payload.get("stage"))

@@ -6,8 +6,8 @@ from typing import Any
 
 import gradio as gr
 
-from . import idle_page, quiet, render
-from .api import build_api
+from . import gradio_patches, render
+from .client_api import build_api
 from .monitor_tab import MonitorTab
 from .runs_tab import RunsTab
 from .setup_tab import SetupTab, collect
@@ -91,19 +91,13 @@ def build_app(runs_dir: str | os.PathLike = "runs", studio: Studio | None = None
                   ).then(setup.on_check, setup.check_inputs(), setup.check_outputs(), api_visibility="private",
                          show_progress="minimal", show_progress_on=[sui.strip])
     demo.queue(default_concurrency_limit=4)
-    quiet.relax_queue_polling(demo)
     demo.studio = studio  # type: ignore[attr-defined]
-    demo.live_streams = monitor.streams  # type: ignore[attr-defined]  # its route is added at launch
+    # routes served ahead of Gradio's own: the Monitor's stream, and what the patches serve
+    demo.aworld_routes = [monitor.streams.route(), *gradio_patches.apply(demo)]  # type: ignore[attr-defined]
     return demo
 
 
-def install_routes(demo: gr.Blocks) -> None:
-    """Routes added to the launched app: Gradio's status script with its idle frame loop slowed
-    (an idle page must not wake the training machine 60 times a second) and the Monitor's stream."""
-    idle_page.install(demo.server_app)
-    demo.live_streams.install(demo.server_app)  # type: ignore[attr-defined]
-
-
-def launch_kwargs() -> dict[str, Any]:
-    """The look (Gradio 6 takes theme and css at launch)."""
-    return {"theme": theme(), "css": CSS}
+def launch_kwargs(demo: gr.Blocks) -> dict[str, Any]:
+    """What ``demo.launch`` needs besides the address: the look (Gradio 6 takes theme and css at
+    launch) and the studio's own routes, ahead of Gradio's."""
+    return {"theme": theme(), "css": CSS, "app_kwargs": {"routes": list(demo.aworld_routes)}}

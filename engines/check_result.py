@@ -11,7 +11,10 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable
 
 OK, WARNING, ERROR = "ok", "warning", "error"
+#: the modules a setup is made of, in the order they are checked (the spec's four, then the engine)
 MODULES = ("agent", "dataset", "reward", "config", "engine")
+#: the spec's four modules, checked by ``check_agent``/``check_dataset``/``check_reward``/``check_config``
+CHECKED_MODULES = MODULES[:4]
 
 
 @dataclass

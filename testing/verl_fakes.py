@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from engines.processes import spawn_detached, terminate_tree
+from testing import free_port
 
 FAKE_MAIN_PPO = r'''
 """Fake verl.trainer.main_ppo: verl's config, logger and dump formats without the GPU work.
@@ -61,12 +62,6 @@ def write_fake_main_ppo(folder: str | os.PathLike) -> Path:
     return path
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 class RayHead:
     """``ray start --head --block`` on 127.0.0.1 with free ports and a private temp dir."""
 
@@ -91,15 +86,12 @@ class RayHead:
         env = dict(os.environ)
         env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
         env.pop("RAY_ADDRESS", None)
-        log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
-                                     start_new_session=True, close_fds=True)
-        log.close()
+        self.proc = spawn_detached(cmd, self.log_path, env=env)
         self._wait_ready()
         return self
 
     def _wait_ready(self) -> None:
-        from .launch import enable_ray_token_auth
+        from engines.verl.launch import enable_ray_token_auth
 
         enable_ray_token_auth()
         from ray.job_submission import JobSubmissionClient
@@ -118,42 +110,9 @@ class RayHead:
         self.stop()
         raise RuntimeError(f"the Ray head did not come up in {self.timeout_s}s: {last}")
 
-    def _own_processes(self) -> list:
-        import psutil
-
-        if self.proc is None:
-            return []
-        procs: dict[int, psutil.Process] = {}
-        try:
-            root = psutil.Process(self.proc.pid)
-            procs[root.pid] = root
-            for p in root.children(recursive=True):
-                procs[p.pid] = p
-        except psutil.Error:
-            pass
-        sid = self.proc.pid  # start_new_session: the session id is the leader's pid
-        for p in psutil.process_iter(["pid"]):
-            try:
-                if os.getsid(p.pid) == sid:
-                    procs[p.pid] = p
-            except (ProcessLookupError, PermissionError, psutil.Error):
-                continue
-        return list(procs.values())
-
     def stop(self) -> None:
-        import psutil
-
-        procs = self._own_processes()
-        for sig in (signal.SIGTERM, signal.SIGKILL):
-            for p in procs:
-                try:
-                    p.send_signal(sig)
-                except psutil.Error:
-                    pass
-            _, procs = psutil.wait_procs(procs, timeout=3 if sig == signal.SIGTERM else 5)
-            if not procs:
-                break
         if self.proc is not None:
+            terminate_tree(self.proc.pid, grace_s=3)
             try:
                 self.proc.wait(timeout=5)
             except subprocess.TimeoutExpired:

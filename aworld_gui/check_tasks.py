@@ -1,4 +1,4 @@
-"""What the check worker does. Runs ONLY in the worker (``aworld_gui.worker_main``), in a fresh
+"""What the check worker does. Runs ONLY in the worker (``aworld_gui.zygote``), in a fresh
 fork per call: these functions import datasets/transformers and user code (tools, rewards).
 
 Every function takes and returns plain, picklable data.
@@ -22,11 +22,11 @@ def preload() -> str | None:
         import transformers  # noqa: F401
         from transformers import AutoTokenizer  # noqa: F401
 
-        import engines.checking  # noqa: F401
+        import engines.prepare  # noqa: F401
         import engines.standard  # noqa: F401
     except Exception as e:  # noqa: BLE001
         errors.append(f"{type(e).__name__}: {e}")
-    from engines.api import get_processor_class, registered_engines
+    from engines.registry import get_processor_class, registered_engines
 
     for name in registered_engines():
         try:
@@ -39,8 +39,8 @@ def preload() -> str | None:
 # -- catalog ---------------------------------------------------------------------------------------
 def catalog() -> dict[str, Any]:
     """Registered engines with availability and config schema; built-in rewards."""
-    from engines.api import registered_engines
-    from engines.checking import engine_result
+    from engines.registry import registered_engines
+    from engines.prepare import engine_result
     from engines.rewards import builtin_descriptions
 
     engines = []
@@ -83,15 +83,16 @@ def reward_functions(path: str) -> list[dict[str, str]]:
 def check(inputs: dict[str, Any]) -> dict[str, Any]:
     """Every module's check, plus what Setup previews: parsed agent, dataset rows and columns,
     the first prompt through the chat template, the reward on sample rows, the effective config."""
-    from engines.checking import check_all
+    from engines.prepare import check_all
 
     from .inputs import SetupInputs
 
     t0 = time.perf_counter()
     si = SetupInputs.from_dict(inputs)
     kwargs = si.check_kwargs()
-    _announce_modules(si.engine)
-    results = check_all(**kwargs)
+    from .zygote import report_progress
+
+    results = check_all(**kwargs, on_module=report_progress)
     by_module = {r.module: r.to_dict() for r in results}
     out: dict[str, Any] = {"results": by_module}
     out["preview"] = {"train": _preview(si.train), "test": _preview(si.test) if si.test else None}
@@ -100,30 +101,6 @@ def check(inputs: dict[str, Any]) -> dict[str, Any]:
     out["prompt"] = _render_first_prompt(agent, data, si)
     out["seconds"] = round(time.perf_counter() - t0, 3)
     return out
-
-
-def _announce_modules(engine: str) -> None:
-    """Print "[studio] checking <module>" before each check (this is a throwaway fork, so wrapping
-    the class is local): when a check hangs and is killed, the studio knows which module it was."""
-    import sys
-
-    try:
-        from engines.api import get_processor_class
-
-        cls = get_processor_class(engine)
-    except Exception:  # noqa: BLE001 - check_all reports it
-        return
-    for module, method in (("agent", "check_agent"), ("dataset", "check_dataset"), ("reward", "check_reward"),
-                           ("config", "check_config")):
-        orig = getattr(cls, method, None)
-        if orig is None:
-            continue
-
-        def wrapped(self, *a, _orig=orig, _module=module, **k):
-            print(f"[studio] checking {_module}", file=sys.stderr, flush=True)
-            return _orig(self, *a, **k)
-
-        setattr(cls, method, wrapped)
 
 
 def _preview(path: str | None) -> dict[str, Any] | None:
@@ -186,8 +163,8 @@ def _render_first_prompt(agent: dict, data: dict, si) -> dict[str, Any]:
 # -- launch ----------------------------------------------------------------------------------------
 def prepare(inputs: dict[str, Any], runs_dir: str) -> dict[str, Any]:
     """``prepare_run``: checks again in a fresh run dir, writes run.yaml, state ``queued``."""
-    from engines.checking import prepare_run
-    from engines.checks import CheckError
+    from engines.prepare import prepare_run
+    from engines.check_result import CheckError
 
     from .inputs import SetupInputs
 
@@ -205,7 +182,4 @@ TASKS = {
     "check": check,
     "prepare": prepare,
     "reward_functions": reward_functions,
-    "echo": lambda **kw: kw,
-    "sleep": lambda seconds=1.0: time.sleep(seconds) or "slept",
-    "crash": lambda: __import__("os").kill(__import__("os").getpid(), 9),
 }

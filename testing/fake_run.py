@@ -1,6 +1,6 @@
 """A stand-in run process for the studio's tests and benchmarks (no torch, starts in ~0.1 s).
 
-    python -m aworld_gui.fake_run <runs_dir> [--steps 200] [--rate 20] [--history 0] [--fail-at N]
+    python -m testing.fake_run <runs_dir> [--steps 200] [--rate 20] [--history 0] [--fail-at N]
 
 It writes a run directory exactly as an engine does (run.yaml, status.json with its pid,
 metrics.jsonl, samples.jsonl, events.jsonl, train.log), one step every ``1/rate`` seconds,

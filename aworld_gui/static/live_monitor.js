@@ -1,0 +1,81 @@
+// The Monitor's live view: runs in the run header element (Gradio's ``js_on_load``; ``element``,
+// ``props``, ``server`` and ``trigger`` are Gradio's). What to watch comes from the header's data
+// attributes (set by Python, aworld_gui/monitor_tab.py); the stream (aworld_gui/live_stream.py)
+// pushes what changed, and each part is patched in place.
+let es = null, sub = null, shown = null, shownRun = null, lastB;
+const clear = () => ['aw-chart-reward', 'aw-chart-loss', 'aw-chart-custom', 'aw-samples', 'aw-events', 'aw-log']
+  .forEach(id => put(id, ''));
+function morph(a, b) {                           // patch a's DOM into b's, touching only what differs
+  if (a.nodeType !== b.nodeType || a.nodeName !== b.nodeName) { a.replaceWith(b.cloneNode(true)); return; }
+  if (a.nodeType === 3) { if (a.nodeValue !== b.nodeValue) a.nodeValue = b.nodeValue; return; }
+  if (a.nodeType !== 1) return;
+  for (const at of b.attributes) if (a.getAttribute(at.name) !== at.value) a.setAttribute(at.name, at.value);
+  for (const at of [...a.attributes]) if (!b.hasAttribute(at.name)) a.removeAttribute(at.name);
+  const ac = a.childNodes, bc = b.childNodes;
+  if (ac.length !== bc.length) { a.replaceChildren(...[...bc].map(n => n.cloneNode(true))); return; }
+  for (let i = 0; i < bc.length; i++) morph(ac[i], bc[i]);
+}
+function put(id, html) {           // patch a part in place: a new curve moves points, it does not rebuild
+  const el = document.getElementById(id);
+  if (!el) return;
+  const b = el.cloneNode(false);
+  b.innerHTML = html;
+  morph(el, b);
+}
+function setLog(el, text) {        // a tail that moved on: drop the lines that left it, append the new ones
+  const cur = el.textContent, node = el.firstChild;
+  if (text === cur) return;
+  const i = node && el.childNodes.length === 1 && node.nodeType === 3 ? cur.indexOf(text.slice(0, 200)) : -1;
+  if (i >= 0 && text.startsWith(cur.slice(i))) { node.deleteData(0, i); node.appendData(text.slice(cur.length - i)); }
+  else el.textContent = text;
+}
+function setHeader(html) {         // same view: patch the text that changed (no re-render, little layout)
+  const cur = element.querySelector('[data-testid="run-header"]'), t = document.createElement('template');
+  t.innerHTML = html;
+  const next = t.content.firstElementChild;
+  if (cur && next && cur.dataset.gen && cur.dataset.gen === next.dataset.gen) morph(cur, next);
+  else props.value = html;
+}
+function apply(r) {
+  if (r.header) setHeader(r.header);
+  if (r.charts) for (const [k, v] of Object.entries(r.charts)) put('aw-chart-' + k, v);
+  if (r.samples != null) put('aw-samples', r.samples);
+  if (r.events != null) put('aw-events', r.events);
+  if (r.log != null) {
+    const el = document.getElementById('aw-log');
+    if (el) { const tail = el.scrollTop + el.clientHeight >= el.scrollHeight - 8;
+              setLog(el, r.log); if (tail) el.scrollTop = el.scrollHeight; }
+  }
+  if (lastB !== undefined && r.keys.b !== lastB) trigger('apply');   // state/metrics changed: the buttons
+  lastB = r.keys.b;
+}
+async function sync() {            // (re)open the stream for what the header shows, or close it
+  if (!element.isConnected) { if (es) es.close(); es = null; return; }     // unmounted
+  const head = element.querySelector('[data-run]');
+  if (!head && shown !== null) { shown = shownRun = null; clear(); }     // no run shown any more
+  const want = head && !document.hidden && element.offsetParent !== null
+    ? [head.dataset.run, head.dataset.gen, JSON.parse(head.dataset.picks || '[]'), parseFloat(head.dataset.smoothing || '0')]
+    : null;
+  const key = want && JSON.stringify(want);
+  if (key === sub) return;
+  sub = key;
+  if (es) { es.close(); es = null; delete element.dataset.stream; }
+  if (!want) return;
+  if (want[1] !== shown) {
+    if (want[0] !== shownRun) clear();            // another run: nothing of the last one under its header
+    shown = want[1]; shownRun = want[0]; lastB = undefined;
+  }
+  try {
+    const ticket = await server.live_ticket(...want);
+    if (sub !== key) return;                      // the view changed meanwhile
+    es = new EventSource('aworld/live/' + ticket);
+    element.dataset.stream = es.url;              // which stream this page reads (tests, benchmarks)
+    es.onmessage = e => { if (sub === key) apply(JSON.parse(e.data)); };
+    es.onerror = () => { if (es && es.readyState === EventSource.CLOSED) { sub = null; setTimeout(sync, 2000); } };
+  } catch (e) { sub = null; setTimeout(sync, 2000); }     // the studio restarting: try again
+}
+new MutationObserver(sync).observe(element, {childList: true, subtree: true, attributes: true,
+                                             attributeFilter: ['data-run', 'data-gen']});
+new IntersectionObserver(sync).observe(element);  // the Monitor tab shown / hidden
+document.addEventListener('visibilitychange', sync);
+sync();

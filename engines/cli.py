@@ -1,0 +1,222 @@
+"""Command line: ``aworld-train`` or ``python -m engines {check,train,run,runs,stop,engines}``.
+
+    python -m engines check --agent A.yaml --train train.jsonl --test test.jsonl --reward exact_match --engine trl
+    python -m engines train ...same arguments... [--run-path runs]
+    python -m engines run runs/<run_id>          # what the studio launches, detached
+    python -m engines runs [--runs-dir runs]
+    python -m engines stop runs/<run_id> [--kill-after 30]
+    python -m engines engines
+
+``--reward`` may repeat; ``NAME@WEIGHT`` sets a weight (``--reward exact_match@1 --reward answer_format@0.2``).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+import threading
+import time
+from typing import Any
+
+from .registry import DEFAULT_ENGINE, registered_engines
+from .check_result import ERROR, CheckError, format_table
+
+
+def parse_reward(values: list[str] | None) -> Any:
+    if not values:
+        return None
+    out = []
+    for v in values:
+        name, _, weight = v.rpartition("@") if "@" in v else (v, "", "")
+        try:
+            out.append({"name" if ":" not in name else "ref": name, "weight": float(weight) if weight else 1.0})
+        except ValueError:
+            raise SystemExit(f"error: reward weight in '{v}' is not a number (write NAME@0.5)")
+    return out
+
+
+def parse_columns(value: str | None) -> dict | None:
+    if not value:
+        return None
+    pairs = dict(item.split("=", 1) for item in value.split(",") if "=" in item)
+    return {k.strip(): v.strip() for k, v in pairs.items()}
+
+
+def add_module_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--agent", required=True, help="agent YAML")
+    p.add_argument("--train", dest="train_dataset", help="training dataset (csv/tsv/jsonl/json/parquet/folder)")
+    p.add_argument("--test", dest="test_dataset", help="test dataset")
+    p.add_argument("--reward", action="append", help="built-in name, file.py:fn or module:fn; NAME@WEIGHT")
+    p.add_argument("--config", help="engine config (YAML/JSON file)")
+    p.add_argument("--engine", dest="train_engine_name", default=DEFAULT_ENGINE,
+                   help=f"training engine ({DEFAULT_ENGINE} by default)")
+    p.add_argument("--columns", help="column mapping, e.g. prompt=question,answer=solution")
+
+
+def module_kwargs(a: argparse.Namespace) -> dict[str, Any]:
+    train = a.train_dataset
+    cols = parse_columns(a.columns)
+    if cols and train:
+        train = {"path": train, "columns": cols}
+    return dict(agent=a.agent, train_dataset=train, test_dataset=a.test_dataset, reward_func=parse_reward(a.reward),
+                config=a.config, train_engine_name=a.train_engine_name)
+
+
+def cmd_check(a: argparse.Namespace) -> int:
+    from .prepare import check_all
+
+    kw = module_kwargs(a)
+    results = check_all(**kw)
+    if a.json:
+        print(json.dumps([r.to_dict() for r in results], default=str, indent=1))
+    else:
+        print(format_table(results))
+    return 1 if any(r.status == ERROR for r in results) else 0
+
+
+class _Progress(threading.Thread):
+    """Renders status.json of the run being trained as a one-line progress bar on stderr."""
+
+    def __init__(self, trainer):
+        super().__init__(daemon=True)
+        self.trainer, self.stop_flag = trainer, threading.Event()
+
+    def run(self) -> None:
+        from tqdm import tqdm
+
+        bar = None
+        while not self.stop_flag.wait(0.5):
+            st = self.trainer.train_processor.run.read_status()
+            total, step = st.get("total_steps"), st.get("step")
+            if total and bar is None:
+                bar = tqdm(total=total, desc=st.get("run_id", "train"), unit="step", file=sys.stderr)
+            if bar is not None and step is not None:
+                bar.n = step
+                reward, loss = st.get("last_reward"), st.get("last_loss")
+                bar.set_postfix({k: f"{v:.3f}" for k, v in (("reward", reward), ("loss", loss)) if v is not None},
+                                refresh=True)
+        if bar is not None:
+            st = self.trainer.train_processor.run.read_status()
+            bar.n = st.get("step") or bar.n
+            bar.close()
+
+
+def cmd_train(a: argparse.Namespace) -> int:
+    from .agent_trainer import AgentTrainer
+
+    try:
+        trainer = AgentTrainer(run_path=a.run_path, **module_kwargs(a))
+    except CheckError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    run = trainer.train_processor.run
+    print(f"run directory: {run.path}", file=sys.stderr)
+    progress = _Progress(trainer)
+    progress.start()
+    try:
+        outcome = trainer.train()
+    except Exception as e:
+        progress.stop_flag.set()
+        progress.join()
+        st = run.read_status()
+        print(f"\ntraining failed ({st.get('cause', 'unknown')}): {e}", file=sys.stderr)
+        return 1
+    progress.stop_flag.set()
+    progress.join()
+    print(f"{outcome}: {run.path}", file=sys.stderr)
+    return 0
+
+
+def cmd_run(a: argparse.Namespace) -> int:
+    from .prepare import trainer_from_run_dir
+    from .rundir import FAILED, RunDir
+    from .standard import MODULE_CAUSE
+
+    run = RunDir(a.run_dir)
+    try:
+        trainer = trainer_from_run_dir(run.path)
+    except CheckError as e:
+        run.mark_process(FAILED, cause=MODULE_CAUSE.get(e.module, "unknown"), error=str(e), ended=time.time())
+        run.event("failed", cause=MODULE_CAUSE.get(e.module, "unknown"), message=str(e))
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    try:
+        trainer.train()
+    except Exception as e:  # already recorded in status.json/events.jsonl by the engine
+        print(f"training failed: {type(e).__name__}: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def cmd_runs(a: argparse.Namespace) -> int:
+    from .runs import list_run_dirs, summarize
+
+    rows = [summarize(r).as_row() for r in list_run_dirs(a.runs_dir)]
+    header = ["run", "state", "engine", "started", "step", "reward"]
+    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows)] if rows else [len(h) for h in header]
+    for row in [header, *rows]:
+        print("  ".join(str(x).ljust(w) for x, w in zip(row, widths)))
+    return 0
+
+
+def cmd_stop(a: argparse.Namespace) -> int:
+    from .runs import effective_status, kill_run, process_alive, stop_run
+    from .rundir import RunDir
+
+    stop_run(a.run_dir, reason="cli")
+    deadline = time.time() + a.kill_after
+    run = RunDir(a.run_dir)
+    while time.time() < deadline and process_alive(run.read_status()):
+        time.sleep(0.5)
+    if process_alive(run.read_status()):
+        kill_run(a.run_dir)
+    print(effective_status(run).get("state"))
+    return 0
+
+
+def cmd_engines(a: argparse.Namespace) -> int:
+    from .prepare import engine_result
+
+    for name in registered_engines():
+        _, result = engine_result(name)
+        print(f"{name:10s} {'available' if result.status != ERROR else 'unavailable'}  {result.details.get('reason', '')}")
+    return 0
+
+
+def setup_logging() -> None:
+    """The CLI and the run process are applications: they, not the library, configure logging."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+
+def main(argv: list[str] | None = None) -> int:
+    setup_logging()
+    parser = argparse.ArgumentParser(prog="aworld-train", description="AWorld agent training engines")
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    p = sub.add_parser("check", help="check every module and print one table")
+    add_module_args(p)
+    p.add_argument("--json", action="store_true", help="print results as JSON")
+    p.set_defaults(func=cmd_check)
+    p = sub.add_parser("train", help="check, create a run directory and train in the foreground")
+    add_module_args(p)
+    p.add_argument("--run-path", default=os.environ.get("AWORLD_RUNS_DIR", "runs"))
+    p.set_defaults(func=cmd_train)
+    p = sub.add_parser("run", help="execute a prepared run directory (reads only its run.yaml)")
+    p.add_argument("run_dir")
+    p.set_defaults(func=cmd_run)
+    p = sub.add_parser("runs", help="list runs")
+    p.add_argument("--runs-dir", default=os.environ.get("AWORLD_RUNS_DIR", "runs"))
+    p.set_defaults(func=cmd_runs)
+    p = sub.add_parser("stop", help="stop a run at its next step boundary (kill after a timeout)")
+    p.add_argument("run_dir")
+    p.add_argument("--kill-after", type=float, default=30.0)
+    p.set_defaults(func=cmd_stop)
+    p = sub.add_parser("engines", help="list registered engines and their availability")
+    p.set_defaults(func=cmd_engines)
+    a = parser.parse_args(argv)
+    return a.func(a)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,97 @@
+"""``TrainerProcessor``: the base class of every training engine, as the AWorld Trainer spec has it.
+
+An engine implements :meth:`~TrainerProcessor.train` and the four ``check_*`` methods; AWorld has
+since added :meth:`~TrainerProcessor.inference`. The base keeps the run directory, the structured
+check results and the run spec that ``run.yaml`` records.
+"""
+from __future__ import annotations
+
+import logging
+from abc import ABC, abstractmethod
+from pathlib import Path
+from typing import Any, Callable, Union
+
+from .check_result import CheckResult
+from .rundir import RunDir
+
+#: the engines' logger; ``import engines`` adds no handler (the application configures logging)
+logger = logging.getLogger("aworld.trainer")
+
+
+class TrainerProcessor(ABC):
+    """Base class of every training engine."""
+
+    #: registry name, set by :func:`engines.registry.register_processor`
+    engine_name: str = "custom"
+    #: one-line description shown by the studio
+    description: str = ""
+    #: whether a local run takes the machine's training slot (cluster engines say False)
+    uses_local_slot: bool = True
+
+    def __init__(self, run_path: str = "runs"):
+        self.run_path = str(run_path)
+        self._initialized = False
+        self._run: RunDir | None = None
+        self.check_results: list[CheckResult] = []
+        #: serializable inputs recorded by the checks; becomes run.yaml
+        self.spec: dict[str, Any] = {}
+
+    # -- state ---------------------------------------------------------------------------
+    @property
+    def initialized(self) -> bool:
+        return self._initialized
+
+    def mark_initialized(self) -> None:
+        self._initialized = True
+
+    @property
+    def run(self) -> RunDir:
+        """This run's directory, created under ``run_path`` on first use."""
+        if self._run is None:
+            self._run = RunDir.create(self.run_path, self.engine_name)
+        return self._run
+
+    @property
+    def run_dir(self) -> Path:
+        return self.run.path
+
+    def attach_run_dir(self, path: str | Path) -> None:
+        """Use an existing run directory (the run process re-reading its run.yaml)."""
+        self._run = RunDir(path)
+        self._run.path.mkdir(parents=True, exist_ok=True)
+
+    def record(self, result: CheckResult) -> CheckResult:
+        self.check_results = [r for r in self.check_results if r.module != result.module] + [result]
+        return result
+
+    def run_spec(self) -> dict[str, Any]:
+        return {"engine": self.engine_name, "run_id": self.run.run_id, **self.spec}
+
+    def write_run_spec(self) -> Path:
+        self.run.write_spec(self.run_spec())
+        return self.run.file("run.yaml")
+
+    @staticmethod
+    def get_default_config() -> dict[str, Any]:
+        return {}
+
+    @classmethod
+    def availability(cls) -> tuple[bool, str]:
+        """(available, reason) on this machine; the studio shows the reason when False."""
+        return True, ""
+
+    # -- the engine's work ---------------------------------------------------------------
+    @abstractmethod
+    def train(self) -> Any: ...
+
+    @abstractmethod
+    def check_agent(self, agent: Any) -> Any: ...
+
+    @abstractmethod
+    def check_dataset(self, dataset: Any = None, test_dataset: Any = None) -> Any: ...
+
+    @abstractmethod
+    def check_reward(self, reward_func: Union[str, Callable[..., Any], None] = None) -> Any: ...
+
+    @abstractmethod
+    def check_config(self, config: Any = None) -> Any: ...

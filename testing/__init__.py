@@ -1,0 +1,16 @@
+"""Helpers for this project's tests and benchmarks (never imported by the product packages).
+
+* :mod:`testing.studio` — the studio in a subprocess on a free port, stand-in runs, Chromium
+* :mod:`testing.fake_run` — a stand-in run process (no torch) writing a run directory
+* :mod:`testing.verl_fakes` — a fake ``verl.trainer.main_ppo`` and a throwaway local Ray head
+* :mod:`testing.worker_tasks` — extra check-worker tasks (echo, sleep, crash) for worker tests
+* :mod:`testing.waiting` — ``wait_for``, the one polling helper
+"""
+import socket
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that is free right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
