@@ -15,6 +15,8 @@ Layout of ``<runs>/<run_id>/`` (written by the training process, append-only, fl
 """
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import math
 import os
@@ -35,6 +37,7 @@ STATUS_FILE = "status.json"
 EVENTS_FILE = "events.jsonl"
 LOG_FILE = "train.log"
 STOP_FILE = "STOP"
+LOCK_FILE = ".lock"        # serializes read-modify-write of status.json between processes
 CHECKPOINTS_DIR = "checkpoints"
 TENSORBOARD_DIR = "tensorboard"
 
@@ -178,6 +181,18 @@ class RunDir:
         atomic_write_text(self.path / STATUS_FILE, json.dumps(_clean(status), default=_json_default, indent=1),
                           durable=durable)
         return status
+
+    @contextlib.contextmanager
+    def locked(self):
+        """An exclusive lock on this run directory (``.lock``): hold it to read status.json, decide and
+        write it without another process doing the same in between."""
+        fd = os.open(self.path / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield self
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)
 
     def mark_process(self, state: str, **fields: Any) -> dict:
         """Record that *this* process owns the run (pid, its start time and host) in ``state``."""

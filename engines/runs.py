@@ -11,6 +11,7 @@ from __future__ import annotations
 import fcntl
 import os
 import shutil
+import socket
 import sys
 import time
 from dataclasses import dataclass
@@ -20,17 +21,25 @@ from typing import Any
 import psutil
 
 from .processes import spawn_detached, terminate_tree
-from .rundir import ACTIVE_STATES, FAILED, QUEUED, STATUS_FILE, RunDir
+from .rundir import ACTIVE_STATES, FAILED, QUEUED, STATUS_FILE, STOPPED, RunDir
 
 SLOT_LOCK = ".slot.lock"
 HEARTBEAT_TIMEOUT_S = 120.0
 
 
 # -- liveness -------------------------------------------------------------------------------
+LOST_ERROR = "the training process is gone without a final status (killed, or the machine restarted)"
+
+
 def process_alive(status: dict) -> bool:
+    """Whether the process status.json names is alive. A process on another host (a shared
+    filesystem) cannot be seen from here and counts as alive."""
     pid = status.get("pid")
     if not pid:
         return False
+    host = status.get("host")
+    if host and host != socket.gethostname():
+        return True
     try:
         p = psutil.Process(int(pid))
         if p.status() == psutil.STATUS_ZOMBIE:
@@ -41,16 +50,37 @@ def process_alive(status: dict) -> bool:
         return False
 
 
+def _lost(status: dict) -> bool:
+    return status.get("state") in ACTIVE_STATES and bool(status.get("pid")) and not process_alive(status)
+
+
 def effective_status(run: RunDir) -> dict:
-    """status.json, corrected for a process that died without saying so (read-only)."""
+    """status.json, with a run whose process died without saying so (SIGKILL, a machine restart)
+    recorded as ended: the first reader that sees the dead pid writes it to status.json, with one
+    event, under the run directory's lock (so it happens once)."""
     status = run.read_status()
-    state = status.get("state")
-    if state in ACTIVE_STATES and status.get("pid") and not process_alive(status):
-        status = dict(status, state=FAILED, cause=status.get("cause") or "killed",
-                      error=status.get("error") or "the training process is gone without a final status "
-                                                   "(killed, or the machine restarted)")
-        status["lost"] = True
-    return status
+    if not _lost(status):
+        return status
+    try:
+        return record_killed(run, LOST_ERROR, only_if=_lost, lost=True)
+    except OSError:   # a read-only run directory: report it, even if it cannot be recorded
+        return dict(status, state=FAILED, cause=status.get("cause") or "killed",
+                    error=status.get("error") or LOST_ERROR, lost=True)
+
+
+def record_killed(run: RunDir, message: str, only_if=lambda st: st.get("state") in ACTIVE_STATES,
+                  **fields) -> dict:
+    """Record, once, that a run's process was killed: ``stopped`` when a stop had been asked for,
+    else ``failed`` (cause ``killed``), in status.json and events.jsonl, under the run's lock."""
+    with run.locked():
+        status = run.read_status()
+        if not only_if(status):       # someone recorded the end already
+            return status
+        state = STOPPED if run.stop_requested() else FAILED
+        status = run.write_status(state=state, cause=status.get("cause") or "killed",
+                                  error=status.get("error") or message, ended=time.time(), **fields)
+        run.event(state, cause=status["cause"], message=status["error"], **fields)
+        return status
 
 
 # -- launching ------------------------------------------------------------------------------
@@ -152,11 +182,7 @@ def kill_run(run_dir: str | os.PathLike, grace_s: float = 5.0) -> bool:
         return False
     if not terminate_tree(int(status["pid"]), grace_s=grace_s):
         return False
-    if run.read_status().get("state") in ACTIVE_STATES:
-        run.write_status(state="stopped" if run.stop_requested() else FAILED, cause="killed",
-                         error="the process was killed after it did not stop in time")
-        run.event("failed" if not run.stop_requested() else "stopped", cause="killed",
-                  message="killed by the launcher after the stop timeout")
+    record_killed(run, "the process was killed after it did not stop in time")
     return True
 
 
