@@ -203,8 +203,11 @@ class MonitorTab:
     def header_html(self, run_id: str, st: RunState, gen: str, picks: list[str], smoothing: float) -> str:
         note = ""
         if st.state == "queued":
-            note = ("Queued: waiting for the machine's training slot (another run is training). It starts "
-                    "by itself when that run ends — closing this page does not affect it.")
+            pos, holder = st.status.get("queue_position"), st.status.get("waiting_for")
+            place = f" — number {pos} in line" if pos else ""
+            what = f"run {holder}" if holder else "the running job"
+            note = (f"Queued{place}: waiting for the machine's training slot, held by {what}. It starts by itself "
+                    "when its turn comes — closing this page does not affect it.")
         elif st.run.stop_requested() and st.active:
             note = (f"Stop requested: the run stops at its next step boundary and saves a checkpoint; "
                     f"it is killed if it has not stopped {self.studio.stop_timeout_s:.0f} s after the request.")

@@ -130,18 +130,32 @@ def cmd_train(a: argparse.Namespace) -> int:
 
 
 def cmd_run(a: argparse.Namespace) -> int:
+    """Execute a prepared run directory. A run that takes the machine's training slot waits for it
+    first, as this small process (before the engine, torch or the model are loaded)."""
     from .prepare import trainer_from_run_dir
-    from .rundir import FAILED, RunDir
-    from .standard import MODULE_CAUSE
+    from .rundir import FAILED, STOPPED, RunDir
+    from .runs import Slot, wait_for_slot
 
     run = RunDir(a.run_dir)
+    slot = None
+    if run.read_spec().get("machine_slot", True):
+        slot = Slot(run.path.parent)
+        if not wait_for_slot(run, slot):
+            run.mark_process(STOPPED, ended=time.time())
+            run.event("stopped", message="stopped while queued")
+            return 0
+    from .standard import MODULE_CAUSE
+
     try:
         trainer = trainer_from_run_dir(run.path)
     except CheckError as e:
         run.mark_process(FAILED, cause=MODULE_CAUSE.get(e.module, "unknown"), error=str(e), ended=time.time())
         run.event("failed", cause=MODULE_CAUSE.get(e.module, "unknown"), message=str(e))
         print(f"error: {e}", file=sys.stderr)
+        if slot is not None:
+            slot.release()
         return 2
+    trainer.train_processor.held_slot = slot
     try:
         trainer.train()
     except Exception as e:  # already recorded in status.json/events.jsonl by the engine

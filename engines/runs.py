@@ -136,34 +136,57 @@ class Slot:
 
 
 def wait_for_slot(run: RunDir, slot: Slot, poll_s: float = 0.5) -> bool:
-    """Block in state ``queued`` until this run is first in line and the slot is free.
+    """Block in state ``queued`` until this run is first in line and the slot is free, keeping
+    ``queue_position`` (1 = next) and ``waiting_for`` (the run holding the slot) in status.json.
 
     Returns False when a stop was requested while waiting.
     """
-    announced = False
+    announced, shown = False, None
     while True:
         if run.stop_requested():
             return False
-        if _first_in_queue(run) and slot.try_acquire():
+        ahead = _queued_ahead(run)
+        if not ahead and slot.try_acquire():
+            if announced:
+                run.write_status(queue_position=None, waiting_for=None)
             return True
+        where = {"queue_position": len(ahead) + 1, "waiting_for": _slot_holder(run.path.parent)}
         if not announced:
-            run.mark_process(QUEUED)
-            run.event("queued", message="waiting for the running job to finish")
-            announced = True
+            run.mark_process(QUEUED, **where)
+            run.event("queued", message="waiting for the running job to finish", **where)
+            announced, shown = True, where
+        elif where != shown:
+            run.write_status(durable=False, **where)
+            shown = where
         else:
-            run.write_status()  # heartbeat
+            run.write_status(durable=False)  # heartbeat
         time.sleep(poll_s)
 
 
-def _first_in_queue(run: RunDir) -> bool:
+def _queued_ahead(run: RunDir) -> list[str]:
+    """Queued runs (alive) launched before this one, first in line first."""
     mine = run.read_status().get("launched") or 0
+    ahead = []
     for other in list_run_dirs(run.path.parent):
         if other.path == run.path:
             continue
         st = other.read_status()
         if st.get("state") == QUEUED and process_alive(st) and (st.get("launched") or 0) < mine:
-            return False
-    return True
+            ahead.append((st.get("launched") or 0, other.run_id))
+    return [rid for _, rid in sorted(ahead)]
+
+
+def _slot_holder(runs_dir: Path) -> str | None:
+    """The run whose process holds the machine's training slot (the lock file records its pid)."""
+    try:
+        pid = int((Path(runs_dir) / SLOT_LOCK).read_text().strip() or 0)
+    except (OSError, ValueError):
+        return None
+    for other in list_run_dirs(runs_dir):
+        st = other.read_status()
+        if st.get("pid") == pid and st.get("state") in ACTIVE_STATES:
+            return other.run_id
+    return None
 
 
 # -- stopping -------------------------------------------------------------------------------

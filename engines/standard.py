@@ -161,9 +161,9 @@ class StandardProcessor(TrainerProcessor):
         if not run.file("run.yaml").exists():
             self.write_run_spec()
         restore = self._install_sigterm()
-        slot = Slot(run.path.parent) if self.uses_local_slot else None
+        slot = self.held_slot or (Slot(run.path.parent) if self.uses_local_slot else None)
         try:
-            if slot is not None and not wait_for_slot(run, slot):
+            if slot is not None and self.held_slot is None and not wait_for_slot(run, slot):
                 run.mark_process(STOPPED, ended=time.time())
                 run.event("stopped", message="stopped while queued")
                 return STOPPED

@@ -35,6 +35,9 @@ class TrainerProcessor(ABC):
         self.check_results: list[CheckResult] = []
         #: serializable inputs recorded by the checks; becomes run.yaml
         self.spec: dict[str, Any] = {}
+        #: the machine's training slot when the run process already holds it (``aworld-train run``
+        #: waits for it before loading the engine); else ``train()`` takes it itself
+        self.held_slot = None
 
     # -- state ---------------------------------------------------------------------------
     @property
@@ -65,7 +68,10 @@ class TrainerProcessor(ABC):
         return result
 
     def run_spec(self) -> dict[str, Any]:
-        return {"engine": self.engine_name, "run_id": self.run.run_id, **self.spec}
+        """What run.yaml records; ``machine_slot`` tells the run process whether to queue for the
+        machine's training slot before loading the engine."""
+        return {"engine": self.engine_name, "run_id": self.run.run_id, "machine_slot": bool(self.uses_local_slot),
+                **self.spec}
 
     def write_run_spec(self) -> Path:
         self.run.write_spec(self.run_spec())
