@@ -47,12 +47,22 @@ def nice_step(span: float, target: int) -> float:
 
 def ticks(lo: float, hi: float, target: int) -> list[float]:
     step = nice_step(hi - lo, target)
-    first = math.ceil(lo / step - 1e-9) * step
-    out, v = [], first
-    while v <= hi + step * 1e-9 and len(out) < 50:
+    first = math.ceil(lo / step - 1e-9)
+    out = []
+    while len(out) < 50:
+        v = (first + len(out)) * step      # multiples of the step: no error accumulates from adding it up
+        if v > hi + step * 1e-9:
+            break
         out.append(0.0 if abs(v) < step * 1e-9 else v)
-        v += step
     return out
+
+
+def step_decimals(step: float) -> int:
+    """The decimals that write every multiple of ``step`` exactly (0.25 → 2, 0.025 → 3, 2.5 → 1, 50 → 0)."""
+    for d in range(0, 10):
+        if abs(round(step, d) - step) <= abs(step) * 1e-9:
+            return d
+    return 10
 
 
 def tick_label(v: float, step: float) -> str:
@@ -63,8 +73,7 @@ def tick_label(v: float, step: float) -> str:
         return f"{v / 1000:g}k"
     if a < 1e-3 or a >= 1e6:
         return f"{v:.1e}"
-    decimals = max(0, -int(math.floor(math.log10(step))) if step < 1 else 0)
-    return f"{v:.{min(decimals, 6)}f}"
+    return f"{v:.{min(step_decimals(step), 6)}f}"
 
 
 def svg_chart(lines: list[Line], y_title: str = "", empty: str = "waiting for the first logged step",

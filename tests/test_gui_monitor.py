@@ -168,6 +168,26 @@ def test_svg_chart_axes_and_empty_state():
     assert "<circle" in one and "nan" not in one.lower()
 
 
+def test_axis_labels_write_every_gridline_exactly():
+    """Gridlines at 0.25/0.75 read 0.25/0.75 (they read 0.2/0.8), 0.025 reads 0.025 (it read 0.03)."""
+    import re
+
+    from aworld_gui.charts import Line, nice_step, svg_chart, tick_label, ticks
+
+    for lo, hi, target, want in ((0.0, 1.0, 4, ["0", "0.25", "0.50", "0.75", "1.00"]),
+                                 (0.0, 0.1, 4, ["0", "0.025", "0.050", "0.075", "0.100"]),
+                                 (0.0, 10.0, 4, ["0", "2.5", "5.0", "7.5", "10.0"]),
+                                 (0.0, 300.0, 6, ["0", "50", "100", "150", "200", "250", "300"]),
+                                 (-1.0, 1.0, 4, ["-1.0", "-0.5", "0", "0.5", "1.0"])):
+        step = nice_step(hi - lo, target)
+        assert [tick_label(v, step) for v in ticks(lo, hi, target)] == want
+    # the same through a drawn chart: a reward between 0 and 1 labelled in quarters
+    html = svg_chart([Line("reward", list(range(1, 9)), [0.0, 0.1, 0.3, 0.5, 0.6, 0.7, 0.9, 1.0], "#000")])
+    labels = re.findall(r'class="aw-tick" text-anchor="end">([^<]+)<', html)
+    assert all(float(x) in {0.0, 0.2, 0.4, 0.6, 0.8, 1.0, 0.25, 0.5, 0.75} for x in labels) and len(labels) >= 3
+    assert len(set(labels)) == len(labels)                       # no two gridlines with the same label
+
+
 def test_a_run_deleted_while_watched_is_reported_once(tmp_path):
     import shutil
 
