@@ -81,7 +81,9 @@ class SetupInputs:
 
     def cli_command(self) -> str:
         """The ``python -m engines train`` command that checks and trains the same inputs."""
-        parts = ["python -m engines train", f"--engine {self.engine}", f"--agent {_q(self.agent or '')}"]
+        from engines.cli import shell_command
+
+        parts = [shell_command("train"), f"--engine {self.engine}", f"--agent {_q(self.agent or '')}"]
         if self.train:
             parts.append(f"--train {_q(self.train)}")
         if self.test:

@@ -29,7 +29,8 @@ def badge(status: str, label: str | None = None, elem: str = "") -> str:
 
 # -- Setup ---------------------------------------------------------------------------------------
 def checks_strip(results: dict[str, dict] | None, titles: dict[str, str], checking: bool = False,
-                 seconds: float | None = None) -> str:
+                 seconds: float | None = None, check_id: str | None = None) -> str:
+    """The row of module chips; ``data-check`` names the check it shows (a new one after every check)."""
     chips = []
     for module, title in titles.items():
         r = (results or {}).get(module) or {}
@@ -37,7 +38,7 @@ def checks_strip(results: dict[str, dict] | None, titles: dict[str, str], checki
         chips.append(f'<div class="aw-chip" data-module="{esc(module)}" data-status="{esc(status)}">'
                      f'<span class="aw-dot aw-{esc(status)}"></span>{esc(title)}</div>')
     tail = f'<span class="aw-muted">checked in {seconds:.2f} s</span>' if seconds is not None else ""
-    return f'<div class="aw-strip">{"".join(chips)}{tail}</div>'
+    return f'<div class="aw-strip" data-check="{esc(check_id or "")}">{"".join(chips)}{tail}</div>'
 
 
 def module_status(module: str, title: str, result: dict | None, checking: bool = False) -> str:

@@ -9,8 +9,10 @@ from typing import Any, Iterable
 
 import gradio as gr
 
-from .run_cache import Series
+from engines.rundir import ACTIVE_STATES
+
 from .render import badge
+from .run_cache import Series
 from .studio import Studio
 
 RUNS_TICK_S = 2.0
@@ -88,10 +90,12 @@ class RunsTab:
                                 elem_id="runs-table", label="Runs (click a row to select it)")
         with gr.Row(equal_height=False, elem_classes="aw-runbar"):
             ui.selected = gr.Dropdown([], value=None, label="Selected run", scale=4, elem_id="runs-selected")
-            ui.open_btn = gr.Button("Open in Monitor", scale=1, min_width=140, size="md", elem_id="runs-open")
-            ui.clone_btn = gr.Button("Clone into Setup", scale=1, min_width=140, size="md", elem_id="runs-clone")
-            ui.stop_btn = gr.Button("Stop", variant="stop", scale=1, min_width=90, size="md", elem_id="runs-stop")
-            ui.delete_btn = gr.Button("Delete…", scale=1, min_width=90, size="md", elem_id="runs-delete")
+            # disabled until a run they apply to is selected (action_updates)
+            off = dict(scale=1, size="md", interactive=False)
+            ui.open_btn = gr.Button("Open in Monitor", min_width=140, elem_id="runs-open", **off)
+            ui.clone_btn = gr.Button("Clone into Setup", min_width=140, elem_id="runs-clone", **off)
+            ui.stop_btn = gr.Button("Stop", variant="stop", min_width=90, elem_id="runs-stop", **off)
+            ui.delete_btn = gr.Button("Delete…", min_width=90, elem_id="runs-delete", **off)
             ui.confirm_btn = gr.Button("Confirm delete", variant="stop", scale=1, min_width=130, visible=False,
                                        size="md", elem_id="runs-confirm-delete")
         ui.action_msg = gr.Markdown("")
@@ -100,7 +104,8 @@ class RunsTab:
                 ui.spec_file = gr.File(label="run.yaml (the complete spec)", interactive=False, elem_id="runs-spec")
                 with gr.Row(equal_height=False, elem_classes="aw-runbar"):
                     ui.ckpt = gr.Dropdown([], label="Checkpoint", scale=3, elem_id="runs-ckpt")
-                    ui.ckpt_btn = gr.Button("Download checkpoint (.zip)", scale=2, size="md", elem_id="runs-ckpt-btn")
+                    ui.ckpt_btn = gr.Button("Download checkpoint (.zip)", scale=2, size="md", elem_id="runs-ckpt-btn",
+                                            interactive=False)
                 ui.ckpt_file = gr.File(label="Checkpoint archive", interactive=False, visible=False)
             with gr.Column(scale=7):
                 ui.cli = gr.Code("", language="shell", lines=6, interactive=False, label="Reproduce from the command line",
@@ -127,7 +132,8 @@ class RunsTab:
     def wire(self, monitor_run, runs_tab, other_tabs) -> None:
         """The table refreshes on a timer that runs only while the Runs tab is open."""
         ui = self.ui
-        list_outs = [ui.table, ui.selected, ui.compare, ui.diff_a, ui.diff_b, monitor_run, ui.sig]
+        list_outs = [ui.table, ui.selected, ui.compare, ui.diff_a, ui.diff_b, monitor_run, ui.sig,
+                     ui.open_btn, ui.clone_btn, ui.stop_btn, ui.delete_btn, ui.ckpt_btn, ui.ckpt]
         refresh_kw = dict(fn=self.refresh, inputs=[ui.sig, ui.selected, monitor_run], outputs=list_outs,
                           show_progress="hidden", api_visibility="private", concurrency_limit=None)
         ui.timer.tick(**refresh_kw)
@@ -137,10 +143,14 @@ class RunsTab:
         for tab in other_tabs:
             tab.select(lambda: gr.Timer(active=False), None, ui.timer, api_visibility="private", queue=False)
         ui.table.select(self.on_row_select, [ui.table], [ui.selected], api_visibility="private")
+        actions = [ui.open_btn, ui.clone_btn, ui.stop_btn, ui.delete_btn, ui.ckpt_btn]
+        self.actions = actions
         ui.selected.change(self.on_selected, [ui.selected], [ui.spec_file, ui.cli, ui.ckpt, ui.ckpt_file,
-                                                             ui.confirm_btn, ui.action_msg],
+                                                             ui.confirm_btn, ui.action_msg, *actions],
                            api_visibility="private", show_progress="hidden")
-        ui.stop_btn.click(self.on_stop, [ui.selected], [ui.action_msg], api_visibility="private")
+        ui.stop_btn.click(self.on_stop, [ui.selected], [ui.action_msg], api_visibility="private"
+                          ).then(self.action_updates, [ui.selected], actions, api_visibility="private",
+                                 show_progress="hidden")
         ui.delete_btn.click(lambda sel: (gr.update(visible=bool(sel)),
                                          f"Delete **{sel}** and all its files? Press *Confirm delete*." if sel else
                                          "Select a run first."),
@@ -168,9 +178,15 @@ class RunsTab:
         rows_sig = repr(rows)
         ids_sig = repr([r["run_id"] for r in runs])
         out = [skip] * 6
+        follow = [skip] * 6     # the actions (and its checkpoints) follow the selected run as it changes
         if rows_sig != sig.get("rows"):
             sig["rows"] = rows_sig
             out[0] = rows
+            follow = self.action_updates(selected) + [skip]
+            ckpts = self._checkpoints(selected)
+            if repr((selected, ckpts)) != sig.get("ckpts"):
+                sig["ckpts"] = repr((selected, ckpts))
+                follow[5] = gr.update(choices=ckpts, value=ckpts[-1] if ckpts else None)
         if ids_sig != sig.get("ids"):
             sig["ids"] = ids_sig
             ids = [r["run_id"] for r in runs]
@@ -180,7 +196,7 @@ class RunsTab:
             if not sig.get("compare_set") and ids:  # first fill: overlay the latest runs
                 sig["compare_set"] = True
                 out[2] = gr.update(choices=ids, value=ids[:3])
-        return out + [sig]
+        return out + [sig] + follow
 
     def on_row_select(self, table, evt: gr.SelectData):
         try:
@@ -190,18 +206,40 @@ class RunsTab:
         except Exception:  # noqa: BLE001
             return gr.update()
 
+    def _checkpoints(self, run_id) -> list[str]:
+        try:
+            return self.studio.checkpoints(run_id) if run_id else []
+        except (ValueError, OSError):
+            return []
+
+    def action_updates(self, run_id) -> list:
+        """Open, Clone, Stop, Delete and Download enabled only when they apply to the selected run:
+        Stop while it is active, Delete once it is not, Download when it has a checkpoint."""
+        state, ckpts = None, self._checkpoints(run_id)
+        if run_id:
+            try:
+                state = self.studio.state(run_id).state
+            except (ValueError, OSError):
+                state = None
+        active = state in ACTIVE_STATES
+        return [gr.update(interactive=state is not None), gr.update(interactive=state is not None),
+                gr.update(interactive=active), gr.update(interactive=state is not None and not active),
+                gr.update(interactive=bool(ckpts))]
+
     def on_selected(self, run_id):
+        actions = self.action_updates(run_id)
         if not run_id:
-            return None, "", gr.update(choices=[], value=None), gr.update(visible=False), gr.update(visible=False), ""
+            return [None, "", gr.update(choices=[], value=None), gr.update(visible=False), gr.update(visible=False),
+                    "", *actions]
         try:
             spec = self.studio.export_spec(run_id)
             cli = self.studio.cli_command(run_id)
             ckpts = self.studio.checkpoints(run_id)
         except (ValueError, OSError) as e:
-            return None, "", gr.update(choices=[], value=None), gr.update(visible=False), gr.update(visible=False), \
-                f"**{e}**"
-        return (spec, cli, gr.update(choices=ckpts, value=ckpts[-1] if ckpts else None), gr.update(visible=False),
-                gr.update(visible=False), "")
+            return [None, "", gr.update(choices=[], value=None), gr.update(visible=False), gr.update(visible=False),
+                    f"**{e}**", *actions]
+        return [spec, cli, gr.update(choices=ckpts, value=ckpts[-1] if ckpts else None), gr.update(visible=False),
+                gr.update(visible=False), "", *actions]
 
     def on_stop(self, run_id):
         if not run_id:
@@ -210,7 +248,9 @@ class RunsTab:
             st = self.studio.stop(run_id)
         except ValueError as e:
             return f"**{e}**"
-        return f"Stop requested for **{run_id}** (state: {st.get('state')})."
+        if not st.get("stop_sent"):
+            return st["message"]
+        return f"Stop requested for **{run_id}**: it stops at its next step boundary (state: {st.get('state')})."
 
     def on_delete(self, run_id):
         try:

@@ -375,7 +375,7 @@ class SetupTab:
         effective = (cfg.get("details") or {}).get("effective")
         cat = self.studio.catalog()
         return [
-            render.checks_strip(res, MODULE_TITLES, seconds=report.get("wall_s")),
+            render.checks_strip(res, MODULE_TITLES, seconds=report.get("wall_s"), check_id=report.get("check_id")),
             render.module_status("agent", "Agent", agent),
             agent_spec,
             render.module_status("dataset", "Datasets", res["dataset"]),

@@ -11,6 +11,7 @@ import os
 import shutil
 import threading
 import time
+import uuid
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from typing import Any
 import yaml
 
 from engines.check_result import CHECKED_MODULES, MODULES
+from engines.cli import shell_command
 from engines.rundir import ACTIVE_STATES, STOP_FILE, RunDir
 from engines.runs import (Slot, delete_run, effective_status, enforce_stop_timeout, kill_run, list_run_dirs,
                           spawn_run, stop_run)
@@ -127,6 +129,7 @@ class Studio:
                                    "warnings": []})
         report["ok"] = all(results[m]["status"] != "error" for m in MODULES)
         report["wall_s"] = round(time.perf_counter() - t0, 3)
+        report["check_id"] = uuid.uuid4().hex[:12]
         return report
 
     # -- launch --------------------------------------------------------------------------------
@@ -199,14 +202,19 @@ class Studio:
         return out
 
     def stop(self, run_id: str, kill: bool = False) -> dict[str, Any]:
+        """Ask an active run to stop (``kill``: now). A run that is not active is left alone: no STOP
+        file is written into a finished run; the answer says why (``stop_sent`` False)."""
         path = self.run_path(run_id)
+        if not self.cache.refresh(path, force=True).active:
+            out = self.status(run_id)
+            return dict(out, stop_sent=False, message=f"{run_id} is {out['state']}: there is nothing to stop")
         if kill:
             stop_run(path, reason="studio kill")
             kill_run(path)
         else:
             stop_run(path, reason="studio")
         self.cache.refresh(path, force=True)
-        return self.status(run_id)
+        return dict(self.status(run_id), stop_sent=True)
 
     def list_runs(self) -> list[dict[str, Any]]:
         out = []
@@ -244,15 +252,11 @@ class Studio:
         return diff or "# the two run specs are identical (apart from run_id)"
 
     def cli_command(self, run_id: str) -> str:
-        """Shell commands that re-run this run's exact spec as a new run (and the way to watch it)."""
+        """The shell command that re-runs this run's exact spec as a new run (no virtualenv needs to
+        be active: it names the studio's own interpreter's console script)."""
         path = self.run_path(run_id)
-        spec = RunDir(path).read_spec()
-        engine = spec.get("engine", "trl")
-        return (f"# re-run {run_id} with its exact spec (agent, data, reward, effective config)\n"
-                f"cd {inp.REPO_ROOT}\n"
-                f"NEW={self.runs_dir}/$(date +%Y%m%d-%H%M%S)-{engine}-rerun\n"
-                f"mkdir -p \"$NEW\" && grep -v '^run_id:' {path}/run.yaml > \"$NEW/run.yaml\"\n"
-                f"python -m engines run \"$NEW\"\n")
+        return (f"# re-run {run_id} with its exact spec (agent, data, reward, effective config), as a new run\n"
+                f"{shell_command('rerun', str(path))}\n")
 
     def clone_inputs(self, run_id: str) -> inp.SetupInputs:
         """Setup inputs that reproduce a run (its agent is written back to a YAML file)."""

@@ -3,6 +3,7 @@
     python -m engines check --agent A.yaml --train train.jsonl --test test.jsonl --reward exact_match --engine trl
     python -m engines train ...same arguments... [--run-path runs]
     python -m engines run runs/<run_id>          # what the studio launches, detached
+    python -m engines rerun runs/<run_id>        # the same spec again, as a new run
     python -m engines runs [--runs-dir runs]
     python -m engines stop runs/<run_id> [--kill-after 30]
     python -m engines engines
@@ -130,13 +131,48 @@ def cmd_train(a: argparse.Namespace) -> int:
 
 
 def cmd_run(a: argparse.Namespace) -> int:
+    from .rundir import RunDir
+
+    return execute_run(RunDir(a.run_dir))
+
+
+def cmd_rerun(a: argparse.Namespace) -> int:
+    """A new run directory with an earlier run's exact spec (a fresh run id), then train it."""
+    from .prepare import rerun_dir
+
+    try:
+        run = rerun_dir(a.run_dir, a.runs_dir)
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(f"run directory: {run.path}", file=sys.stderr)
+    if a.detach:
+        from .runs import spawn_run
+
+        print(f"started in the background (pid {spawn_run(run.path)}); follow it with: "
+              f"{shell_command('runs', '--runs-dir', str(run.path.parent))}", file=sys.stderr)
+        return 0
+    return execute_run(run)
+
+
+def shell_command(*args: str) -> str:
+    """This CLI as a shell command that works without an activated virtualenv: the console script
+    beside the running interpreter, else the interpreter itself with ``-m engines``."""
+    import shlex
+    from pathlib import Path
+
+    script = Path(sys.executable).parent / "aworld-train"
+    head = [str(script)] if script.exists() else [sys.executable, "-m", "engines"]
+    return " ".join(shlex.quote(x) for x in [*head, *args])
+
+
+def execute_run(run) -> int:
     """Execute a prepared run directory. A run that takes the machine's training slot waits for it
     first, as this small process (before the engine, torch or the model are loaded)."""
     from .prepare import trainer_from_run_dir
-    from .rundir import FAILED, STOPPED, RunDir
+    from .rundir import FAILED, STOPPED
     from .runs import Slot, wait_for_slot
 
-    run = RunDir(a.run_dir)
     slot = None
     if run.read_spec().get("machine_slot", True):
         slot = Slot(run.path.parent)
@@ -219,6 +255,11 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("run", help="execute a prepared run directory (reads only its run.yaml)")
     p.add_argument("run_dir")
     p.set_defaults(func=cmd_run)
+    p = sub.add_parser("rerun", help="train again with an earlier run's exact spec, as a new run")
+    p.add_argument("run_dir")
+    p.add_argument("--runs-dir", help="where the new run goes (default: beside the earlier one)")
+    p.add_argument("--detach", action="store_true", help="start it in the background and return")
+    p.set_defaults(func=cmd_rerun)
     p = sub.add_parser("runs", help="list runs")
     p.add_argument("--runs-dir", default=os.environ.get("AWORLD_RUNS_DIR", "runs"))
     p.set_defaults(func=cmd_runs)

@@ -115,3 +115,17 @@ def trainer_from_run_dir(run_dir: str | Path) -> AgentTrainer:
         train_engine_name=spec["engine"],
         run_dir=run.path,
     )
+
+
+def rerun_dir(run_dir: str | Path, runs_dir: str | Path | None = None) -> RunDir:
+    """A new run directory (fresh run id, state ``queued``) holding ``run_dir``'s exact spec."""
+    old = RunDir(run_dir)
+    spec = old.read_spec()
+    if not spec or not spec.get("engine"):
+        raise ValueError(f"{old.path} has no run.yaml naming an engine — give the directory of an earlier run")
+    run = RunDir.create(runs_dir or old.path.parent, spec["engine"])
+    spec["run_id"] = run.run_id
+    run.write_spec(spec)
+    run.write_status(state=QUEUED, engine=spec["engine"], rerun_of=old.run_id)
+    run.event("created", engine=spec["engine"], rerun_of=old.run_id)
+    return run

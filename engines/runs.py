@@ -220,11 +220,13 @@ def enforce_stop_timeout(run_dir: str | os.PathLike, timeout_s: float = 30.0) ->
 
 # -- listing --------------------------------------------------------------------------------
 def list_run_dirs(runs_dir: str | os.PathLike) -> list[RunDir]:
+    """Run directories under ``runs_dir``, newest first: those with a status.json (every run prepared
+    by ``prepare_run``/``rerun_dir`` or started by ``aworld-train run`` has one; a folder that only
+    got part of a spec is no run)."""
     base = Path(runs_dir)
     if not base.is_dir():
         return []
-    out = [RunDir(p) for p in base.iterdir()
-           if p.is_dir() and ((p / STATUS_FILE).exists() or (p / "run.yaml").exists())]
+    out = [RunDir(p) for p in base.iterdir() if p.is_dir() and (p / STATUS_FILE).exists()]
     return sorted(out, key=lambda r: r.run_id, reverse=True)
 
 

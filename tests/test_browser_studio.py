@@ -173,15 +173,46 @@ def test_stop_from_the_monitor(page):
     shot(page, "07-monitor-stopped")
 
 
+def check_id(page) -> str:
+    """Which check the Setup strip shows (a new id after every check)."""
+    return page.get_attribute("#checks-strip .aw-strip", "data-check") or ""
+
+
 def test_clone_the_run_back_into_setup(page):
+    """Waits for the clone's own effects — Setup shown with the run's agent file, then a check made
+    after the clone, all green — never for something that was already true before the click (the
+    demo agent's name contains "agent.yaml" too: the test used to pass its waits at once and assert
+    on a page the clone had not reached yet)."""
     page.get_by_role("tab", name="Runs").click()
-    wait_for(lambda: page.input_value("#runs-selected input"), 30, "a selected run")
+    run_id = wait_for(lambda: page.input_value("#runs-selected input"), 30, "a selected run")
+    before = check_id(page)
     page.click("#runs-clone")
-    wait_for(lambda: "agent.yaml" in page.input_value("#agent-select input"), 30, "the cloned agent in Setup")
-    wait_for(lambda: all_green(page) and page.is_enabled("#launch-btn"), 60, "the clone checked green")
-    assert page.is_visible("#launch-btn")
+    wait_for(lambda: page.input_value("#agent-select input") == "agent.yaml · uploaded"
+             and page.is_visible("#launch-btn"), 60, "Setup with the cloned agent file")
+    wait_for(lambda: check_id(page) not in ("", before) and all_green(page) and page.is_enabled("#launch-btn"),
+             90, "a check of the clone, all green")
+    assert f"clone-{run_id}" in page.evaluate("() => document.querySelector('#agent-select input').value") or \
+        page.input_value("#agent-select input") == "agent.yaml · uploaded"
     page.wait_for_timeout(500)
     shot(page, "08-setup-cloned-from-run")
+
+
+def test_runs_actions_follow_the_selected_run(page, app):
+    """Stop is offered only for an active run, Delete only for one that is not; a stopped run offers no
+    Stop (Stop on a finished run used to write a STOP file into it)."""
+    page.get_by_role("tab", name="Runs").click()
+    run_id = wait_for(lambda: page.input_value("#runs-selected input"), 30, "a selected run")
+    run_dir = app.runs_dir / run_id
+    wait_for(lambda: not page.is_enabled("#runs-stop") and page.is_enabled("#runs-delete"), 30,
+             "Stop disabled and Delete enabled for a stopped run")
+    assert page.is_enabled("#runs-open") and page.is_enabled("#runs-clone")
+    assert page.is_enabled("#runs-ckpt-btn")                   # the stopped run saved a checkpoint
+    stop_file = run_dir / "STOP"
+    stop_file.unlink(missing_ok=True)
+    page.click("#runs-stop", force=True)                        # a disabled button does nothing
+    page.wait_for_timeout(1000)
+    assert not stop_file.exists()
+    page.get_by_role("tab", name="Setup").click()
 
 
 def test_the_log_tail_follows_a_growing_log(page, app):

@@ -63,7 +63,7 @@ def test_runs_are_listed_exported_diffed_cloned_and_deleted(studio):
     assert yaml.safe_load(open(exported))["config"]["learning_rate"] == 1e-3
 
     cli = studio.cli_command(a.run_id)
-    assert "python -m engines run" in cli and f"{a.path}/run.yaml" in cli
+    assert f"rerun {a.path}" in cli and sys.executable.rsplit("/", 1)[0] in cli   # this interpreter's own CLI
 
     zpath = studio.checkpoint_zip(a.run_id, "checkpoint-10")
     assert zipfile.ZipFile(zpath).read("checkpoint-10/model.safetensors") == b"weights"
@@ -81,6 +81,42 @@ def test_runs_are_listed_exported_diffed_cloned_and_deleted(studio):
     for bad in ("", "../x", ".uploads", "nope"):
         with pytest.raises(ValueError):
             studio.run_path(bad)
+
+
+def test_stop_on_a_run_that_is_not_active_writes_nothing(studio):
+    run = make_run(studio, 1e-3, state="finished")
+    out = studio.stop(run.run_id)
+    assert out["stop_sent"] is False and "finished: there is nothing to stop" in out["message"]
+    assert not (run.path / "STOP").exists()
+    assert run.read_status()["state"] == "finished"
+
+
+def test_the_reproduce_command_works_in_a_shell_without_the_virtualenv(studio, tmp_path, demo):
+    """Pasted into a plain shell (no virtualenv active, the venv's bin not on PATH), the Runs tab's
+    command trains the same spec as a new run; a failed attempt leaves no listed run behind."""
+    from engines.prepare import prepare_run
+
+    run = prepare_run(demo["agent"], demo["train"], demo["test"], demo["reward"],
+                      {"max_steps": 2, "prompts_per_step": 2, "num_generations": 4, "save_steps": 2},
+                      train_engine_name="trl", runs_dir=str(studio.runs_dir))
+    command = [line for line in studio.cli_command(run.run_id).splitlines() if not line.startswith("#")]
+    assert len(command) == 1
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}       # what a fresh terminal has, no venv
+    out = subprocess.run(["/bin/sh", "-c", command[0]], env=env, capture_output=True, text=True, timeout=600,
+                         cwd=tmp_path)
+    assert out.returncode == 0, out.stderr[-3000:]
+    new = [r for r in studio.list_runs() if r["run_id"] != run.run_id]
+    assert len(new) == 1 and new[0]["state"] == "finished", new
+    assert RunDir(studio.run_path(new[0]["run_id"])).read_spec()["config"] == run.read_spec()["config"]
+    # a broken attempt (the earlier run is gone) creates no run directory that would be listed
+    broken = subprocess.run(["/bin/sh", "-c", command[0].replace(run.run_id, "no-such-run")], env=env,
+                            capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert broken.returncode == 2 and "has no run.yaml" in broken.stderr
+    assert len(studio.list_runs()) == 2
+    half = studio.runs_dir / "20990101-000000-trl-half"            # a folder that got a spec and nothing else
+    half.mkdir()
+    (half / "run.yaml").write_text("engine: trl\n")
+    assert len(studio.list_runs()) == 2
 
 
 def test_a_live_run_cannot_be_deleted(studio):
