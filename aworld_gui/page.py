@@ -50,7 +50,9 @@ def build_app(runs_dir: str | os.PathLike = "runs", studio: Studio | None = None
             msg = (f'<div class="aw-msg">{render.badge("queued" if res.get("queued") else "running", note)} '
                    f'<code>{render.esc(res["run_id"])}</code> — training runs in its own process; closing '
                    f'this page does not stop it.</div>')
-            return msg, gr.update(choices=studio.run_ids(), value=res["run_id"]), gr.Tabs(selected="monitor")
+            # a queued launch: the Monitor keeps showing the run that trains (the queued one is a pick away)
+            watch = (studio.training_run() or res["run_id"]) if res.get("queued") else res["run_id"]
+            return msg, gr.update(choices=studio.run_ids(), value=watch), gr.Tabs(selected="monitor")
 
         sui.launch_btn.click(on_launch, sui.inputs(), [sui.launch_msg, mui.run, tabs],
                              api_visibility="private", concurrency_limit=1)
@@ -82,10 +84,13 @@ def build_app(runs_dir: str | os.PathLike = "runs", studio: Studio | None = None
 
         # page load: catalog-dependent choices, first check, the run to monitor (live first)
         def on_load_monitor():
-            return gr.update(choices=studio.run_ids(), value=studio.latest_run())
+            """The run to watch (the one training first); a page opened while a run trains opens on it."""
+            training = studio.training_run()
+            return (gr.update(choices=studio.run_ids(), value=training or studio.latest_run()),
+                    gr.Tabs(selected="monitor") if training else gr.update())
 
         demo.load(**runs.refresh_kw)
-        demo.load(on_load_monitor, [], [mui.run], api_visibility="private")
+        demo.load(on_load_monitor, [], [mui.run, tabs], api_visibility="private")
         demo.load(setup.on_load, [sui.engine, sui.reward_pick, sui.reward_weights, sui.config_yaml],
                   setup.load_outputs(), api_visibility="private"
                   ).then(setup.on_check, setup.check_inputs(), setup.check_outputs(), api_visibility="private",

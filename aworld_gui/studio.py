@@ -20,7 +20,7 @@ import yaml
 
 from engines.check_result import CHECKED_MODULES, MODULES
 from engines.cli import shell_command
-from engines.rundir import ACTIVE_STATES, STOP_FILE, RunDir
+from engines.rundir import ACTIVE_STATES, QUEUED, RUNNING, STOP_FILE, STOPPING, RunDir
 from engines.runs import (Slot, delete_run, effective_status, enforce_stop_timeout, kill_run, list_run_dirs,
                           spawn_run, stop_run)
 
@@ -170,15 +170,25 @@ class Studio:
     def run_ids(self) -> list[str]:
         return [r.run_id for r in list_run_dirs(self.runs_dir)]
 
-    def latest_run(self, active_first: bool = True) -> str | None:
+    def latest_run(self) -> str | None:
+        """The run to show when none is named: the one training (running or stopping), else the
+        next in the queue (the earliest launched), else the newest."""
         runs = list_run_dirs(self.runs_dir)
         if not runs:
             return None
-        if active_first:
-            for r in runs:
-                if effective_status(r).get("state") in ACTIVE_STATES:
-                    return r.run_id
-        return runs[0].run_id
+        statuses = [(r, effective_status(r)) for r in runs]
+        training = [r for r, st in statuses if st.get("state") in (RUNNING, STOPPING)]
+        if training:
+            return training[0].run_id
+        queued = sorted(((st.get("launched") or 0, r.run_id) for r, st in statuses if st.get("state") == QUEUED))
+        return queued[0][1] if queued else runs[0].run_id
+
+    def training_run(self) -> str | None:
+        """The run that is training now (running or stopping), if any."""
+        for r in list_run_dirs(self.runs_dir):
+            if effective_status(r).get("state") in (RUNNING, STOPPING):
+                return r.run_id
+        return None
 
     def state(self, run_id: str) -> RunState:
         return self.cache.refresh(self.run_path(run_id))

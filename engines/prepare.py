@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+import time
 from pathlib import Path
 from typing import Any, Callable
 
@@ -92,7 +93,7 @@ def prepare_run(agent: Any, train_dataset: Any = None, test_dataset: Any = None,
         raise
     processor = trainer.train_processor
     processor.write_run_spec()
-    processor.run.write_status(state=QUEUED, engine=train_engine_name)
+    processor.run.write_status(state=QUEUED, engine=train_engine_name, created=time.time())
     processor.run.event("created", engine=train_engine_name)
     return processor.run
 
@@ -126,6 +127,6 @@ def rerun_dir(run_dir: str | Path, runs_dir: str | Path | None = None) -> RunDir
     run = RunDir.create(runs_dir or old.path.parent, spec["engine"])
     spec["run_id"] = run.run_id
     run.write_spec(spec)
-    run.write_status(state=QUEUED, engine=spec["engine"], rerun_of=old.run_id)
+    run.write_status(state=QUEUED, engine=spec["engine"], rerun_of=old.run_id, created=time.time())
     run.event("created", engine=spec["engine"], rerun_of=old.run_id)
     return run

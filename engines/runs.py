@@ -227,7 +227,14 @@ def list_run_dirs(runs_dir: str | os.PathLike) -> list[RunDir]:
     if not base.is_dir():
         return []
     out = [RunDir(p) for p in base.iterdir() if p.is_dir() and (p / STATUS_FILE).exists()]
-    return sorted(out, key=lambda r: r.run_id, reverse=True)
+
+    def newest_first(run: RunDir):
+        # run ids start with the second they were made; runs made within one second (three quick
+        # launches) are ordered by when they were created/launched
+        st = run.read_status()
+        return run.run_id[:15], st.get("created") or st.get("launched") or 0.0, run.run_id
+
+    return sorted(out, key=newest_first, reverse=True)
 
 
 @dataclass

@@ -248,3 +248,36 @@ def test_the_log_tail_follows_a_growing_log(page, app):
         assert len(last) <= LOG_LINES and last[-1].startswith("step ")
     finally:
         end_process_group(pid)
+
+
+def test_a_reload_with_a_live_run_opens_the_monitor_on_it(page, app):
+    """A run trains and a newer one waits in the queue: a page opened now shows the Monitor on the
+    one training (it used to open Setup, and the Monitor on the newest, queued run)."""
+    import subprocess
+    import sys
+
+    import psutil
+
+    from engines.rundir import QUEUED, RunDir
+    from testing.studio import end_process_group, start_fake_run
+
+    run, pid = start_fake_run(app.runs_dir, "--steps", "100000", "--rate", "5")
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    try:
+        queued = RunDir.create(app.runs_dir, "fake")
+        queued.write_spec({"engine": "fake", "run_id": queued.run_id})
+        queued.write_status(state=QUEUED, pid=sleeper.pid, pid_create_time=psutil.Process(sleeper.pid).create_time(),
+                            launched=time.time(), created=time.time(), queue_position=1, waiting_for=run.run_id)
+        page.reload()
+        wait_for(lambda: page.is_visible("#run-header") and header(page).get("run") == run.run_id, 60,
+                 "the Monitor open on the training run")
+        assert header(page)["state"] == "running"
+        shot(page, "09-reload-opens-the-training-run")
+        page.fill("#monitor-run input", queued.run_id)          # the queued one is a pick away
+        page.keyboard.press("Enter")
+        wait_for(lambda: header(page).get("run") == queued.run_id, 30, "the queued run in the Monitor")
+        wait_for(lambda: "number 1 in line" in page.inner_text("#run-header"), 30, "its place in the queue")
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+        end_process_group(pid)

@@ -119,6 +119,31 @@ def test_the_reproduce_command_works_in_a_shell_without_the_virtualenv(studio, t
     assert len(studio.list_runs()) == 2
 
 
+def test_the_run_to_watch_is_the_one_training_not_the_newest_queued(studio):
+    """Three launches: the first trains, two wait. The Monitor's default (and a reloaded page's) is the
+    one training; with nothing training, the next in line."""
+    import psutil
+
+    sleepers = [subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"]) for _ in range(3)]
+    try:
+        runs = []
+        for i, (proc, state) in enumerate(zip(sleepers, ("running", "queued", "queued"))):
+            run = make_run(studio, 1e-3, state=state)
+            run.write_status(pid=proc.pid, pid_create_time=psutil.Process(proc.pid).create_time(), launched=100.0 + i)
+            runs.append(run)
+        assert studio.list_runs()[0]["run_id"] == runs[2].run_id            # the newest is a queued one
+        assert studio.latest_run() == studio.training_run() == runs[0].run_id
+        assert studio.status()["run_id"] == runs[0].run_id
+        sleepers[0].kill()
+        sleepers[0].wait()                                                  # the training run dies
+        assert studio.training_run() is None
+        assert studio.latest_run() == runs[1].run_id                        # next in line, not the newest
+    finally:
+        for p in sleepers:
+            p.kill()
+            p.wait()
+
+
 def test_a_live_run_cannot_be_deleted(studio):
     run = make_run(studio, 1e-3, state="running")
     proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
