@@ -52,6 +52,9 @@ class SetupInputs:
     config_text: str = ""
     engine: str = DEMO_ENGINE
     columns: dict[str, str] = field(default_factory=dict)         # {prompt, answer}
+    #: module → why an upload for it could not be used (e.g. a reward file that does not import):
+    #: the module is in error until the upload is replaced, whatever the rest of the setup says
+    problems: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -109,6 +112,19 @@ def demo_config_text() -> str:
         return DEMO_CONFIG.read_text(encoding="utf-8")
     except OSError:
         return FALLBACK_DEMO_CONFIG
+
+
+def paired_test(train: str | None, test: str | None) -> bool:
+    """Whether a shipped test set belongs with ``train``: ``<name>_test.*`` goes with ``<name>_train.*``
+    in the shipped datasets folder. A test set the user uploaded or typed always counts as chosen."""
+    if not test:
+        return True
+    t = Path(test)
+    if t.parent.resolve() != DATASETS_DIR.resolve():
+        return True
+    stem = t.stem[:-len("_test")] if t.stem.endswith("_test") else None
+    return bool(train) and stem is not None and Path(train).stem in (f"{stem}_train", stem) and \
+        Path(train).parent.resolve() == DATASETS_DIR.resolve()
 
 
 def demo_inputs() -> SetupInputs:

@@ -47,6 +47,9 @@ def module_status(module: str, title: str, result: dict | None, checking: bool =
         return (f'<div class="aw-mod" data-module="{esc(module)}" data-status="checking"><div class="aw-mod-head">'
                 f'<span class="aw-mod-title">{esc(title)}</span>{badge("checking", elem=f"badge-{module}")}</div></div>')
     r = result or {"status": "idle", "message": "", "warnings": []}
+    details = r.get("details") or {}
+    if details.get("studio_hint"):        # the fix as the studio offers it, not as Python would write it
+        r = dict(r, message=f'{details.get("problem") or r.get("message", "")} — {details["studio_hint"]}')
     status = r.get("status", "idle")
     warnings = "".join(f"<li>{esc(w)}</li>" for w in r.get("warnings") or [])
     warn_html = f'<ul class="aw-warnings">{warnings}</ul>' if warnings else ""

@@ -61,16 +61,19 @@ class SetupUI:
     field_map: Any = None          # gr.State: [[slot kind, index, field name, type]]
     reward_docs: Any = None        # gr.State: {key: (label, description)}
     cli: Any = None
+    problems: Any = None           # gr.State: {module: why its upload cannot be used}
+    data_note: Any = None
 
     def inputs(self) -> list:
         return [self.agent, self.train, self.test, self.prompt_col, self.answer_col, self.reward_pick,
-                self.reward_weights, self.config_yaml, self.engine]
+                self.reward_weights, self.config_yaml, self.engine, self.problems]
 
     def slot_components(self) -> list:
         return [c for kind in SLOTS for c in self.slots[kind]]
 
 
-def collect(agent, train, test, prompt_col, answer_col, picks, weights, config_text, engine) -> inp.SetupInputs:
+def collect(agent, train, test, prompt_col, answer_col, picks, weights, config_text, engine,
+            problems=None) -> inp.SetupInputs:
     """The SetupInputs the components describe."""
     weights_by_row = _weights(weights)
     rewards = []
@@ -80,7 +83,8 @@ def collect(agent, train, test, prompt_col, answer_col, picks, weights, config_t
     columns = {k: v for k, v in (("prompt", prompt_col), ("answer", answer_col)) if v and v != AUTO}
     return inp.SetupInputs(agent=agent or None, train=train or None,
                            test=None if (not test or test == NONE) else test, rewards=rewards,
-                           config_text=config_text or "", engine=engine or inp.DEMO_ENGINE, columns=columns)
+                           config_text=config_text or "", engine=engine or inp.DEMO_ENGINE, columns=columns,
+                           problems=dict(problems or {}))
 
 
 def _weights(table: Any) -> list[float]:
@@ -136,7 +140,7 @@ class SetupTab:
                 ui.agent_spec = gr.HTML(render.agent_spec(None), elem_id="agent-spec")
 
             # Datasets ------------------------------------------------------------------------------
-            with gr.Column(scale=7, min_width=420, elem_classes="aw-card"):
+            with gr.Column(scale=7, min_width=420, elem_classes="aw-card", elem_id="dataset-card"):
                 ui.data_status = gr.HTML(render.module_status("dataset", "Datasets", None, checking=True),
                                          elem_id="status-dataset")
                 with gr.Row(equal_height=False, elem_classes="aw-runbar"):
@@ -150,6 +154,7 @@ class SetupTab:
                                           scale=4, elem_id="test-select")
                     ui.test_upload = gr.UploadButton("Upload test", file_types=list(inp.DATASET_SUFFIXES), size="md",
                                                      scale=1, min_width=130, elem_id="test-upload")
+                ui.data_note = gr.Markdown("", elem_classes="aw-muted", elem_id="data-note")
                 with gr.Row():
                     ui.prompt_col = gr.Dropdown([AUTO], value=AUTO, label="Prompt column", elem_id="prompt-col")
                     ui.answer_col = gr.Dropdown([AUTO], value=AUTO, label="Reference-answer column",
@@ -213,6 +218,7 @@ class SetupTab:
                     ui.cli = gr.Code("", language="shell", lines=6, interactive=False, label="CLI", wrap_lines=True)
         ui.field_map = gr.State([])
         ui.reward_docs = gr.State({})
+        ui.problems = gr.State({})
         self.ui = ui
         return ui
 
@@ -236,26 +242,28 @@ class SetupTab:
 
         # file pickers and mappings: a user change → check
         ui.agent.input(**check_kw)
-        ui.train.input(self.on_train_changed, [], [ui.prompt_col, ui.answer_col], api_visibility="private",
-                       show_progress="hidden").then(**check_kw)
-        ui.test.input(**check_kw)
+        ui.train.input(self.on_train_changed, [ui.train, ui.test], [ui.prompt_col, ui.answer_col, ui.test, ui.data_note],
+                       api_visibility="private", show_progress="hidden").then(**check_kw)
+        ui.test.input(lambda: "", [], [ui.data_note], api_visibility="private", show_progress="hidden",
+                      queue=False).then(**check_kw)      # a test set chosen: the note about a cleared one goes
         ui.prompt_col.input(**check_kw)
         ui.answer_col.input(**check_kw)
         # uploads
         ui.agent_upload.upload(self.on_agent_upload, [ui.agent_upload, ui.agent], [ui.agent, ui.agent_note],
                                api_visibility="private").then(**check_kw)
-        ui.train_upload.upload(self.on_data_upload, [ui.train_upload, ui.train], [ui.train, ui.prompt_col,
-                                                                                  ui.answer_col],
+        ui.train_upload.upload(self.on_data_upload, [ui.train_upload, ui.test],
+                               [ui.train, ui.prompt_col, ui.answer_col, ui.test, ui.data_note],
                                api_visibility="private").then(**check_kw)
-        ui.test_upload.upload(self.on_test_upload, [ui.test_upload, ui.test], [ui.test],
+        ui.test_upload.upload(self.on_test_upload, [ui.test_upload, ui.test], [ui.test, ui.data_note],
                               api_visibility="private").then(**check_kw)
         # rewards
-        ui.reward_pick.input(self.on_rewards_picked, [ui.reward_pick, ui.reward_weights, ui.reward_docs],
-                             [ui.reward_weights], api_visibility="private", show_progress="hidden").then(**check_kw)
+        ui.reward_pick.input(self.on_rewards_picked, [ui.reward_pick, ui.reward_weights, ui.reward_docs, ui.problems],
+                             [ui.reward_weights, ui.problems], api_visibility="private",
+                             show_progress="hidden").then(**check_kw)
         ui.reward_weights.input(**check_kw)
         ui.reward_upload.upload(self.on_reward_upload, [ui.reward_upload, ui.reward_pick, ui.reward_weights,
-                                                         ui.reward_docs],
-                                [ui.reward_pick, ui.reward_weights, ui.reward_docs, ui.reward_note],
+                                                         ui.reward_docs, ui.problems],
+                                [ui.reward_pick, ui.reward_weights, ui.reward_docs, ui.reward_note, ui.problems],
                                 api_visibility="private").then(**check_kw)
         # engine & config
         ui.engine.input(self.on_engine_changed, [ui.engine, ui.config_yaml],
@@ -290,7 +298,7 @@ class SetupTab:
                 *(gr.update(choices=[AUTO, *([col] if col else [])], value=col or AUTO)
                   for col in (si.columns.get("prompt"), si.columns.get("answer"))),
                 gr.update(choices=[(label, key) for key, (label, _) in docs.items()], value=picks),
-                table, si.config_text, gr.update(value=si.engine)]
+                table, si.config_text, gr.update(value=si.engine), dict(si.problems)]
 
     def load_outputs(self) -> list:
         ui = self.ui
@@ -361,9 +369,9 @@ class SetupTab:
         p_val = si.columns.get("prompt") or AUTO
         a_val = si.columns.get("answer") or AUTO
         prompt_dd = gr.update(choices=[AUTO, *cols], value=p_val if p_val in [AUTO, *cols] else AUTO,
-                              info=f"detected: {mapped.get('prompt')}" if mapped.get("prompt") else None)
+                              info=f"detected: {mapped.get('prompt')}" if mapped.get("prompt") else "")
         answer_dd = gr.update(choices=[AUTO, *cols], value=a_val if a_val in [AUTO, *cols] else AUTO,
-                              info=f"detected: {mapped.get('answer')}" if mapped.get("answer") else None)
+                              info=f"detected: {mapped.get('answer')}" if mapped.get("answer") else "")
         # config card: engine + config
         eng, cfg = res["engine"], res["config"]
         worst = max((eng, cfg), key=lambda r: {"error": 2, "warning": 1}.get(r["status"], 0))
@@ -393,8 +401,19 @@ class SetupTab:
             si.cli_command() + ("  \\\n  --config config.yaml   # the overrides YAML" if si.config_text.strip() else ""),
         ]
 
-    def on_train_changed(self):
-        return gr.update(value=AUTO), gr.update(value=AUTO)
+    def on_train_changed(self, train, test):
+        """A new train set: column mappings back to auto-detect, and a shipped test set that belongs to
+        another train set cleared (evaluation would score the wrong task), with a note saying so."""
+        test_update, note = self._test_for(train, test)
+        return gr.update(value=AUTO), gr.update(value=AUTO), test_update, note
+
+    @staticmethod
+    def _test_for(train, test) -> tuple[Any, str]:
+        if not test or test == NONE or inp.paired_test(train, test):
+            return gr.update(), ""
+        return (gr.update(value=NONE),
+                f"The test set **{Path(test).name}** belongs to another training set, so it was cleared — "
+                "upload or pick a test set for this data, or train without one.")
 
     def on_agent_upload(self, file, current):
         if not file:
@@ -405,32 +424,44 @@ class SetupTab:
         note = ("Relative paths in the upload: " + "; ".join(notes)) if notes else f"Uploaded {Path(stored).name}"
         return gr.update(choices=choices, value=path), note
 
-    def on_data_upload(self, file, current):
+    def on_data_upload(self, file, test):
         if not file:
-            return gr.update(), gr.update(), gr.update()
+            return gr.update(), gr.update(), gr.update(), gr.update(), gr.update()
         stored = self.studio.store_upload(file if isinstance(file, str) else file.name)
+        test_update, note = self._test_for(stored, test)
         return (gr.update(choices=inp.file_choices(inp.shipped_datasets(), [stored]), value=stored),
-                gr.update(value=AUTO), gr.update(value=AUTO))
+                gr.update(value=AUTO), gr.update(value=AUTO), test_update, note)
 
     def on_test_upload(self, file, current):
         if not file:
-            return gr.update()
+            return gr.update(), gr.update()
         stored = self.studio.store_upload(file if isinstance(file, str) else file.name)
-        return gr.update(choices=[(NONE, NONE)] + inp.file_choices(inp.shipped_datasets(), [stored]), value=stored)
+        return (gr.update(choices=[(NONE, NONE)] + inp.file_choices(inp.shipped_datasets(), [stored]), value=stored),
+                "")
 
-    def on_rewards_picked(self, picks, weights, docs):
-        return self._weights_table(picks, weights, docs or {})
+    def on_rewards_picked(self, picks, weights, docs, problems):
+        """A new choice of rewards replaces a failed upload's error (the user moved on from it)."""
+        problems = {k: v for k, v in (problems or {}).items() if k != "reward"}
+        return self._weights_table(picks, weights, docs or {}), problems
 
-    def on_reward_upload(self, file, picks, weights, docs):
+    def on_reward_upload(self, file, picks, weights, docs, problems):
+        """An uploaded reward file's functions join the picks. One that cannot be imported (or defines
+        no function) puts the Reward card in error until it is replaced or another reward is picked
+        — the previous reward must not train silently in its place."""
+        problems = {k: v for k, v in (problems or {}).items() if k != "reward"}
         if not file:
-            return gr.update(), gr.update(), docs, ""
+            return gr.update(), gr.update(), docs, "", problems
         stored = self.studio.store_upload(file if isinstance(file, str) else file.name)
+        name = Path(stored).name
         try:
             fns = self.studio.reward_functions(stored)
+            why = None if fns else "it defines no public function"
         except WorkerError as e:
-            return gr.update(), gr.update(), docs, f"**Cannot load {Path(stored).name}:** {e}"
-        if not fns:
-            return gr.update(), gr.update(), docs, f"**{Path(stored).name} defines no public function.**"
+            why = str(e)
+        if why:
+            problems["reward"] = (f"the uploaded reward file {name} cannot be used: {why} — fix it and upload it "
+                                  "again, or pick another reward")
+            return gr.update(), gr.update(), docs, f"**Cannot use {name}:** {why}", problems
         docs = dict(docs or {})
         for fn in fns:
             docs[fn["ref"]] = (inp.reward_label(fn["ref"]), fn.get("doc", ""))
@@ -443,7 +474,7 @@ class SetupTab:
         choices = [(label, key) for key, (label, _) in docs.items()]
         names = ", ".join(f["name"] for f in fns)
         return (gr.update(choices=choices, value=picks), self._weights_table(picks, weights, docs), docs,
-                f"Loaded {Path(stored).name}: {names} (checked in the worker)")
+                f"Loaded {Path(stored).name}: {names} (checked in the worker)", problems)
 
     # -- config form -------------------------------------------------------------------------------
     def form_for(self, engine: str, config_text: str) -> tuple[list, list]:

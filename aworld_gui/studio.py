@@ -124,6 +124,8 @@ class Studio:
         except WorkerError as e:
             report = failed_report(e)
         results = report.setdefault("results", {})
+        for m, problem in (inputs.problems or {}).items():      # an upload that could not be used
+            results[m] = {"module": m, "status": "error", "message": problem, "details": {}, "warnings": []}
         for m in MODULES:
             results.setdefault(m, {"module": m, "status": "error", "message": "not checked", "details": {},
                                    "warnings": []})
@@ -136,6 +138,9 @@ class Studio:
     def launch(self, inputs: inp.SetupInputs) -> dict[str, Any]:
         """Prepare the run dir in the worker (checks again, writes run.yaml, state queued), then
         start ``python -m engines run <dir>`` detached. A busy machine queues the run."""
+        if inputs.problems:
+            module, problem = next(iter(inputs.problems.items()))
+            return {"ok": False, "error": problem, "module": module}
         try:
             res = self.worker.call("prepare", inputs=inputs.to_dict(), runs_dir=str(self.runs_dir),
                                    timeout_s=self.launch_timeout_s)

@@ -46,11 +46,16 @@ class CheckResult:
 class CheckError(ValueError):
     """A module failed its check. ``str(err)`` is the user-facing message."""
 
-    def __init__(self, module: str, message: str, hint: str | None = None, **details: Any):
+    def __init__(self, module: str, message: str, hint: str | None = None, studio_hint: str | None = None,
+                 **details: Any):
+        """``hint`` says how to fix it in a file or in Python; ``studio_hint``, when the fix in the studio
+        is a different one (a dropdown to set rather than an argument to pass), says that instead there."""
         self.module = module
         self.hint = hint
         text = message if not hint else f"{message} — {hint}"
         super().__init__(f"[{module}] {text}")
+        if studio_hint:
+            details = {**details, "problem": message, "studio_hint": studio_hint}
         self.result = CheckResult(module=module, status=ERROR, message=text, details=details)
 
 

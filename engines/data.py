@@ -126,7 +126,8 @@ def detect_columns(ds, mapping: dict | None = None) -> ColumnMap:
         prompt = next((k for k in PROMPT_KEYS if k in cols), None)
     if not prompt:
         raise CheckError("dataset", f"no prompt column found (columns: {', '.join(cols) or 'none'})",
-                         f"name a column one of {', '.join(PROMPT_KEYS)} or map it: columns={{'prompt': '<col>'}}")
+                         f"name a column one of {', '.join(PROMPT_KEYS)} or map it: columns={{'prompt': '<col>'}}",
+                         studio_hint="choose it under 'Prompt column' below the data sets")
     answer = mapping.get("answer")
     if answer and answer != NESTED_ANSWER and answer not in cols:
         raise CheckError("dataset", f"answer column '{answer}' is not in the dataset (columns: {', '.join(cols)})",
@@ -248,7 +249,9 @@ def load_datasets(train: Any, test: Any = None, columns: dict | None = None) -> 
             col = getattr(cmap, key)
             if col and col != NESTED_ANSWER and col not in test_ds.column_names:
                 raise CheckError("dataset", f"test dataset has no '{col}' column (it has: "
-                                 f"{', '.join(test_ds.column_names)})", "give both splits the same columns")
+                                 f"{', '.join(test_ds.column_names)})", "give both splits the same columns",
+                                 studio_hint="choose a test set with the same columns, or (none) under "
+                                             "'Test set'")
         test_report, w, test_keys = inspect_table(test_ds, cmap, "test")
         warnings += w
         overlap = len(test_keys & train_keys)

@@ -115,6 +115,54 @@ def test_a_bad_dataset_upload_shows_its_error_and_disables_launch(page, tmp_path
     shot(page, "02-bad-dataset-upload")
 
 
+def test_a_reward_upload_that_does_not_import_is_an_error_until_replaced(page, tmp_path):
+    """It used to leave the Reward badge OK and Launch enabled (and train with the previous reward)."""
+    page.reload()
+    wait_for(lambda: all_green(page) and page.is_enabled("#launch-btn"), 120, "the demo checked green")
+    bad = tmp_path / "broken_reward.py"
+    bad.write_text("def score(completion, answer:\n    return 1.0\n")
+    upload(page, "reward-upload", bad)
+    wait_for(lambda: chip_status(page, "reward") == "error", 60, "the reward error")
+    card = page.inner_text("#status-reward")
+    assert "broken_reward.py cannot be used" in card and "SyntaxError" in card
+    assert page.is_visible("#status-reward") and not page.is_enabled("#launch-btn")
+    box = page.locator("#status-reward").bounding_box()
+    assert box["y"] < page.evaluate("() => document.querySelector('#reward-pick').getBoundingClientRect().y + scrollY")
+    page.locator("#status-reward").scroll_into_view_if_needed()
+    shot(page, "02b-broken-reward-upload")
+    # still an error after another check (an edit elsewhere re-runs every check)
+    page.fill('input[aria-label="max_steps"]', "401")
+    page.keyboard.press("Tab")
+    page.wait_for_timeout(2000)
+    wait_for(lambda: chip_status(page, "reward") == "error" and not page.is_enabled("#launch-btn"), 60,
+             "the reward still in error")
+    # replaced: a working file of the same name clears it
+    bad.write_text("def score(completion, answer, **kw):\n    return float(completion == answer)\n")
+    upload(page, "reward-upload", bad)
+    wait_for(lambda: all_green(page) and page.is_enabled("#launch-btn"), 60, "green once replaced")
+
+
+def test_an_own_train_set_clears_the_demo_test_set(page, tmp_path):
+    """Uploading your own train set used to keep the demo's letters test set silently."""
+    own = tmp_path / "my_questions.jsonl"
+    own.write_text("".join(f'{{"question": "What is {i} + 1?", "solution": "{i + 1}"}}\n' for i in range(12)))
+    assert "letters_test.jsonl" in page.input_value("#test-select input")
+    upload(page, "train-upload", own)
+    wait_for(lambda: page.input_value("#test-select input") == "(none)", 30, "the demo test set cleared")
+    note = page.inner_text("#data-note")
+    assert "letters_test.jsonl" in note and "belongs to another training set" in note
+    wait_for(lambda: "detected: question" in page.inner_text("#dataset-card")
+             and "detected: solution" in page.inner_text("#dataset-card"), 60, "the new columns detected")
+    # a test set with other columns: the error says what to do in the studio, not in Python
+    page.fill("#test-select input", str(inp.DEMO_TEST))
+    page.keyboard.press("Enter")
+    wait_for(lambda: chip_status(page, "dataset") == "error", 60, "the column mismatch")
+    card = page.inner_text("#status-dataset")
+    assert "choose a test set with the same columns, or (none)" in card and "columns=" not in card
+    assert page.inner_text("#data-note").strip() == ""         # the note about the cleared one is gone
+    shot(page, "02c-own-train-set")
+
+
 def test_upload_the_demo_files_launch_and_watch_the_reward_curve(page, app):
     upload(page, "agent-upload", inp.DEMO_AGENT)
     upload(page, "train-upload", inp.DEMO_TRAIN)

@@ -179,3 +179,32 @@ def test_reward_text_and_config_yaml_helpers():
     assert "# comment" in out and yaml.safe_load(out) == {"learning_rate": 0.001, "max_steps": 5000}
     assert yaml.safe_load(set_yaml_key(out, "beta", 0.04))["beta"] == 0.04
     assert "max_steps" not in set_yaml_key(out, "max_steps", None)
+
+
+def test_an_upload_problem_keeps_its_module_in_error_and_launch_refused(tmp_path):
+    class _Worker(_NoWorker):
+        def call(self, task, **kw):
+            if task == "check":
+                return {"results": {m: {"module": m, "status": "ok", "message": "fine", "details": {},
+                                        "warnings": []} for m in ("agent", "dataset", "reward", "config", "engine")}}
+            return super().call(task, **kw)
+
+    studio = Studio(tmp_path / "runs", worker=_Worker(), cache=RunCache())
+    si = inp.demo_inputs()
+    si.problems = {"reward": "the uploaded reward file r.py cannot be used: SyntaxError"}
+    report = studio.check(si)
+    assert report["ok"] is False and report["results"]["reward"]["status"] == "error"
+    assert "r.py cannot be used" in report["results"]["reward"]["message"]
+    res = studio.launch(si)
+    assert res == {"ok": False, "module": "reward", "error": si.problems["reward"]}
+    assert not any(p.is_dir() and not p.name.startswith(".") for p in studio.runs_dir.iterdir())
+
+
+def test_a_shipped_test_set_pairs_only_with_its_train_set():
+    ds = inp.DATASETS_DIR
+    assert inp.paired_test(str(ds / "letters_train.jsonl"), str(ds / "letters_test.jsonl"))
+    assert inp.paired_test(str(ds / "letters_train.csv"), str(ds / "letters_test.jsonl"))
+    assert not inp.paired_test(str(ds / "calc_train.jsonl"), str(ds / "letters_test.jsonl"))
+    assert not inp.paired_test("/up/abc/my_train.jsonl", str(ds / "letters_test.jsonl"))
+    assert inp.paired_test("/up/abc/my_train.jsonl", "/up/def/my_test.jsonl")     # chosen by the user: kept
+    assert inp.paired_test("/up/abc/my_train.jsonl", None)
