@@ -1,11 +1,5 @@
-"""Live training curves as inline SVG (drawn in Python, shown in a ``gr.HTML``).
-
-The Monitor redraws its curves every second while a run trains, possibly in a browser on the
-training machine itself. A ``gr.LinePlot`` update costs Chromium ~60 ms for the Vega view plus
-~100 ms for the Gradio event that carries it; an SVG of a few hundred points swapped into the
-page by the Monitor's poll costs a few milliseconds. Interactive overlays of finished runs (Runs
-tab) use ``gr.LinePlot``.
-"""
+"""Training curves as inline SVG (drawn in Python, shown in a ``gr.HTML``): the Monitor's live curves
+and the Runs tab's overlay of several runs. Why not ``gr.LinePlot``: docs/STUDIO.md ("Live updates")."""
 from __future__ import annotations
 
 import math

@@ -181,11 +181,13 @@ class MonitorTab:
         st.refresh()
         stop = st.run.stop_requested()
         new = {"h": f"{st.status_version}|{st.metrics_version}|{stop}|{int(time.time()) if st.active else 0}",
-               "m": f"{st.metrics_version}|{smoothing}|{','.join(picks)}",
-               "s": st.samples_version, "l": st.log_version, "e": len(st.events), "b": f"{st.state}|{stop}|{len(st.series)}"}
+               "m": f"{st.metrics_version}|{smoothing}|{','.join(picks)}|{st.active}",
+               "s": st.samples_version, "l": st.log_version, "e": len(st.events), "b": f"{st.state}|{stop}|{len(st.series)}",
+               "c": bool(st.series)}
         out: dict[str, Any] = {"header": None, "charts": None, "samples": None, "log": None, "events": None}
-        if new["h"] != keys.get("h"):
-            out["header"] = self.header_html(run_id, st, gen, picks, smoothing)
+        # owed parts go at once (not at their pace) when the run has ended — its final state is
+        # delivered whole — and the first curves go as soon as there are any
+        due = set(HEAVY_PARTS) if not st.active else set(due) | ({"charts"} if new["c"] and not keys.get("c") else set())
         heavy = {"m": ("charts", lambda: self.charts(st, picks, smoothing)),
                  "s": ("samples", lambda: render.samples_html(list(st.samples))),
                  "l": ("log", st.log_text)}
@@ -195,6 +197,11 @@ class MonitorTab:
                     out[part] = build()
                 else:
                     new[key] = keys.get(key)
+        if not out["charts"]:
+            new["c"] = keys.get("c")
+        # the header and the curves of one message come from the same read (their numbers agree)
+        if new["h"] != keys.get("h") or out["charts"] is not None:
+            out["header"] = self.header_html(run_id, st, gen, picks, smoothing)
         if new["e"] != keys.get("e"):
             out["events"] = render.events_html(st.events)
         out["keys"] = new
@@ -243,11 +250,14 @@ class MonitorTab:
 
     @staticmethod
     def _lines(s: Series | None, name: str, color: str, smoothing: float) -> list[Line]:
+        """The curve as it is drawn, labelled for what its number is: without smoothing one line, its
+        latest value; with smoothing the smoothed line (its own last value) beside the latest raw value
+        (the same number as the header's), the raw points drawn faintly while there is one per step."""
         if s is None or not s.xs:
             return []
+        if not smoothing:
+            return [Line(f"{name} · latest", s.xs, s.ys, color, latest=s.last_y)]
         xs, ys = s.points(smoothing)
-        lines = []
-        if smoothing and s.width == 1:
-            lines.append(Line(f"{name} (raw)", s.xs, s.ys, color, width=1.2, opacity=RAW_ALPHA, legend=False))
-        lines.append(Line(name, xs, ys, color, latest=s.last_y))
-        return lines
+        raw = Line(f"{name} · latest", s.xs if s.width == 1 else [], s.ys if s.width == 1 else [], color,
+                   width=1.2, opacity=RAW_ALPHA, latest=s.last_y)
+        return [raw, Line(f"{name} · smoothed {smoothing:g}", xs, ys, color, latest=ys[-1])]

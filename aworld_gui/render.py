@@ -162,8 +162,8 @@ def run_header(run_id: str, progress: Progress, latest: dict[str, Any], spec: di
         ("Elapsed", format_duration(progress.elapsed_s)),
         ("ETA", format_duration(progress.eta_s) if state == "running" else "—"),
         ("Speed", f"{progress.steps_per_s:.2f} steps/s" if progress.steps_per_s else "—"),
-        ("Reward", f'<span data-testid="stat-reward">{fmt_num(latest.get("reward"))}</span>'),
-        ("Loss", f'<span data-testid="stat-loss">{fmt_num(latest.get("loss"), 4)}</span>'),
+        ("Reward · latest", f'<span data-testid="stat-reward">{fmt_num(latest.get("reward"))}</span>'),
+        ("Loss · latest", f'<span data-testid="stat-loss">{fmt_num(latest.get("loss"), 4)}</span>'),
     ]
     if "eval/reward" in latest:
         stats.append(("Eval reward", fmt_num(latest.get("eval/reward"))))

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
 import gradio as gr
 
 from engines.rundir import ACTIVE_STATES
 
+from .charts import PALETTE, Line, svg_chart
 from .render import badge
 from .run_cache import Series
 from .studio import Studio
@@ -56,24 +57,16 @@ def table_rows(runs: list[dict]) -> list[list]:
     return rows
 
 
-def plot_payload(series: dict[str, Series | None], smoothing: float = 0.0, raw_for: Iterable[str] = ()):
-    """The ``gr.LinePlot`` payload itself (``PlotData``: columns, rows, field types, mark) in long
-    format (step, value, series), built without pandas: the curves are re-sent every tick, so
-    the DataFrame → JSON → dict round trip of ``LinePlot.postprocess`` is skipped. None when there
-    is nothing to draw (an empty frame would fix the chart's field types wrongly). Series named in
-    ``raw_for`` are drawn twice when smoothing and not yet downsampled: ``<name> (raw)`` and smoothed."""
-    raw_for = set(raw_for) if smoothing else set()
-    rows: list[list] = []
-    for name, s in series.items():
-        if s is None or not s.xs:
-            continue
-        if name in raw_for and s.width == 1:  # once downsampled, the buckets are averages, not raw points
-            rows += [[x, y, f"{name} (raw)"] for x, y in zip(*s.points(0.0))]
-        rows += [[x, y, name] for x, y in zip(*s.points(smoothing))]
-    if not rows:
-        return None
-    return {"columns": ["step", "value", "series"], "data": rows,
-            "datatypes": {"step": "quantitative", "value": "quantitative", "series": "nominal"}, "mark": "line"}
+def overlay_chart(series: dict[str, Series], metric: str, smoothing: float = 0.0) -> str:
+    """One metric of several runs in one SVG chart, a colour and a legend entry per run (each
+    redraw is a whole new chart: nothing of an earlier set of runs stays in the page)."""
+    lines = []
+    for i, (run_id, s) in enumerate(series.items()):
+        if s is not None and s.xs:
+            xs, ys = s.points(smoothing)
+            lines.append(Line(run_id, xs, ys, PALETTE[i % len(PALETTE)], latest=ys[-1]))
+    return svg_chart(lines, metric, f"none of these runs has logged '{metric}' yet", chart_id="compare",
+                     width=1320)
 
 
 class RunsTab:
@@ -117,8 +110,7 @@ class RunsTab:
                 ui.compare_metric = gr.Dropdown(["reward", "loss"], value="reward", label="Metric", scale=2,
                                                 allow_custom_value=True, elem_id="compare-metric")
                 ui.compare_smoothing = gr.Slider(0, 0.99, value=0.6, step=0.01, label="Smoothing", scale=2)
-            ui.compare_plot = gr.LinePlot(x="step", y="value", color="series", x_title="step",
-                                          y_title="value", color_title="run", elem_id="compare-plot", label="Overlay")
+            ui.compare_plot = gr.HTML(overlay_chart({}, "reward"), elem_id="compare-plot")
         with gr.Accordion("Diff two run specs", open=False):
             with gr.Row():
                 ui.diff_a = gr.Dropdown([], label="Run A", elem_id="diff-a")
@@ -280,4 +272,4 @@ class RunsTab:
             if metric in st.series:
                 series[rid] = st.series[metric]
         choices = sorted(names | {"reward", "loss"})
-        return plot_payload(series, float(smoothing or 0)), gr.update(choices=choices)
+        return overlay_chart(series, metric, float(smoothing or 0)), gr.update(choices=choices)

@@ -329,3 +329,45 @@ def test_a_reload_with_a_live_run_opens_the_monitor_on_it(page, app):
         sleeper.kill()
         sleeper.wait()
         end_process_group(pid)
+
+
+def test_runs_overlay_draws_every_run_added(page, app):
+    """Adding runs to the overlay one by one draws a line and a legend entry for each (a gr.LinePlot
+    used to keep only the first set's lines and legend), for every metric picked."""
+    from engines.rundir import RunDir
+    from testing.fake_run import write_history
+
+    made = []
+    for i in range(3):
+        run = RunDir.create(app.runs_dir, "fake")
+        run.write_spec({"engine": "fake", "run_id": run.run_id, "config": {"learning_rate": 10 ** -(i + 2)}})
+        write_history(run, 40 + 20 * i)
+        run.write_status(state="finished", step=40 + 20 * i, total_steps=40 + 20 * i, created=time.time())
+        made.append(run.run_id)
+        time.sleep(0.01)
+    page.reload()
+    page.get_by_role("tab", name="Runs").click()
+    wait_for(lambda: all(r in page.inner_text("#runs-table") for r in made), 60, "the three runs listed")
+    # clear the overlay, then add the runs one at a time
+    wait_for(lambda: page.locator("#compare-runs .token-remove").count() > 0 or True, 5, "the overlay picker")
+    while page.locator("#compare-runs .token-remove").count():
+        page.locator("#compare-runs .token-remove").first.click()
+        page.wait_for_timeout(300)
+
+    def keys() -> list[str]:
+        return page.locator("#compare-plot .aw-key").all_inner_texts()
+
+    for n, run_id in enumerate(made, start=1):
+        page.click("#compare-runs input")
+        page.keyboard.type(run_id)
+        page.keyboard.press("Enter")
+        page.keyboard.press("Escape")
+        wait_for(lambda: len(keys()) == n and all(r in " ".join(keys()) for r in made[:n]), 30,
+                 f"{n} run(s) in the overlay's legend")
+        assert page.locator("#compare-plot polyline").count() == n
+    page.fill("#compare-metric input", "loss")
+    page.keyboard.press("Enter")
+    wait_for(lambda: len(keys()) == 3 and "loss" in page.get_attribute("#compare-plot svg", "aria-label"), 30,
+             "the loss of the three runs")
+    page.locator("#compare-plot").scroll_into_view_if_needed()
+    shot(page, "10-runs-overlay-three-runs")

@@ -8,7 +8,7 @@ import pytest
 
 from testing.fake_run import metric_row, write_history
 from aworld_gui.run_cache import MAX_POINTS, RunCache, RunState, Series
-from aworld_gui.runs_tab import plot_payload
+from aworld_gui.runs_tab import overlay_chart
 from engines.rundir import RunDir
 
 
@@ -83,12 +83,12 @@ def test_a_tick_on_a_100k_step_run_costs_new_lines_not_history(long_run):
             f.write(json.dumps(metric_row(100_001 + i, time.time())) + "\n")
         t0 = time.thread_time()  # CPU time of this thread: robust to other load on the machine
         st = cache.refresh(long_run.path, force=True)
-        payload = plot_payload({"reward": st.series["reward"]}, 0.6)
+        chart = overlay_chart({"run": st.series["reward"]}, "reward", 0.6)
         ticks.append(time.thread_time() - t0)
     ticks.sort()
     p95 = ticks[int(0.95 * len(ticks)) - 1]
     assert st.series["reward"].count == 100_030
-    assert len(payload["data"]) <= MAX_POINTS
+    assert int(chart.split('data-points="')[1].split('"')[0]) <= MAX_POINTS
     assert p95 < 0.020, f"tick p95 {p95 * 1000:.1f} ms (first load {first_load:.2f} s)"
     assert first_load < 10.0
 
@@ -147,12 +147,53 @@ def test_polls_send_only_what_changed(tmp_path):
         out = tab.live(run.run_id, "g", [], 0.0, keys)
         assert [out[k] for k in ("header", "charts", "samples", "log", "events")] == [None] * 5
         keys = out["keys"]
+    import psutil
+
+    me = psutil.Process()
+    run.write_status(state="running", pid=me.pid, pid_create_time=me.create_time())   # training again
     run.append_metrics(4, {"loss": 0.2, "reward": 1.0})   # new data: header and curves, nothing else
     time.sleep(0.25)
     out = tab.live(run.run_id, "g", [], 0.0, keys, due=())  # curves not due yet: owed, not lost
     assert out["header"] and out["charts"] is None
     out = tab.live(run.run_id, "g", [], 0.0, out["keys"])
     assert 'data-points="4"' in out["charts"]["reward"] and out["samples"] is None
+    assert 'data-step="4"' in out["header"]                 # the header of the same read comes with them
+    run.append_metrics(5, {"loss": 0.1, "reward": 1.0})
+    run.write_status(state="finished", step=5)               # the run ends before its curves were due:
+    time.sleep(0.25)
+    out = tab.live(run.run_id, "g", [], 0.0, out["keys"], due=())
+    assert 'data-points="5"' in out["charts"]["reward"] and 'data-state="finished"' in out["header"]
+
+
+def test_the_first_curves_are_not_held_back_to_their_pace(tmp_path):
+    """At the first steps the header showed step 3 while the curves still said "waiting"."""
+    import psutil
+
+    from aworld_gui.monitor_tab import MonitorTab
+    from aworld_gui.studio import Studio
+
+    class _NoWorker:
+        def start(self):
+            pass
+
+    run = RunDir.create(tmp_path, "fake")
+    run.write_spec({"engine": "fake"})
+    me = psutil.Process()
+    run.write_status(state="running", step=0, total_steps=10, pid=me.pid, pid_create_time=me.create_time())
+    tab = MonitorTab(Studio(tmp_path, worker=_NoWorker(), cache=RunCache()))
+    out = tab.live(run.run_id, "g", [], 0.6, {})
+    assert "waiting for the first logged step" in out["charts"]["reward"]
+    for step in (1, 2, 3):
+        run.append_metrics(step, {"loss": 1.0 / step, "reward": step / 3})
+    time.sleep(0.25)
+    out = tab.live(run.run_id, "g", [], 0.6, out["keys"], due=())      # nothing due by the pace...
+    assert 'data-points="3"' in out["charts"]["reward"] and 'data-step="3"' in out["header"]   # ...yet sent
+    # the legend says which number is which: the latest (as in the header) and the smoothed one
+    assert "train · latest <b>1.000</b>" in out["charts"]["reward"]
+    assert "train · smoothed 0.6" in out["charts"]["reward"]
+    run.append_metrics(4, {"loss": 0.2, "reward": 0.5})
+    time.sleep(0.25)
+    assert tab.live(run.run_id, "g", [], 0.6, out["keys"], due=())["charts"] is None    # then at its pace
 
 
 def test_svg_chart_axes_and_empty_state():
