@@ -12,7 +12,7 @@ import gradio as gr
 from engines.rundir import ACTIVE_STATES
 
 from .charts import PALETTE, Line, svg_chart
-from .render import badge
+from .render import badge, esc
 from .run_cache import Series
 from .studio import Studio
 
@@ -44,6 +44,7 @@ class RunsUI:
     diff: Any = None
     timer: Any = None
     sig: Any = None
+    empty: Any = None
 
 
 def table_rows(runs: list[dict]) -> list[list]:
@@ -78,6 +79,7 @@ class RunsTab:
         gr.Markdown(f"Every run under `{self.studio.runs_dir}`. Runs live in their own processes: they keep "
                     "training when this page or the studio closes, and show up here again on restart.",
                     elem_classes="aw-muted")
+        ui.empty = gr.HTML(self.empty_note(), elem_id="runs-empty", visible=True)
         ui.table = gr.Dataframe(headers=HEADERS, value=[], interactive=False, max_height=330, wrap=False,
                                 datatype=["str", "html", "str", "str", "str", "str", "str"],
                                 elem_id="runs-table", label="Runs (click a row to select it)")
@@ -125,7 +127,7 @@ class RunsTab:
         """The table refreshes on a timer that runs only while the Runs tab is open."""
         ui = self.ui
         list_outs = [ui.table, ui.selected, ui.compare, ui.diff_a, ui.diff_b, monitor_run, ui.sig,
-                     ui.open_btn, ui.clone_btn, ui.stop_btn, ui.delete_btn, ui.ckpt_btn, ui.ckpt]
+                     ui.open_btn, ui.clone_btn, ui.stop_btn, ui.delete_btn, ui.ckpt_btn, ui.ckpt, ui.empty]
         refresh_kw = dict(fn=self.refresh, inputs=[ui.sig, ui.selected, monitor_run], outputs=list_outs,
                           show_progress="hidden", api_visibility="private", concurrency_limit=None)
         ui.timer.tick(**refresh_kw)
@@ -188,7 +190,9 @@ class RunsTab:
             if not sig.get("compare_set") and ids:  # first fill: overlay the latest runs
                 sig["compare_set"] = True
                 out[2] = gr.update(choices=ids, value=ids[:3])
-        return out + [sig] + follow
+        empty = gr.update(visible=not runs) if (not runs) != sig.get("empty") else skip
+        sig["empty"] = not runs
+        return out + [sig] + follow + [empty]
 
     def on_row_select(self, table, evt: gr.SelectData):
         try:
@@ -197,6 +201,11 @@ class RunsTab:
             return rows[row][0]
         except Exception:  # noqa: BLE001
             return gr.update()
+
+    def empty_note(self) -> str:
+        return (f'<div class="aw-empty"><b>No runs yet.</b> Launch one from <b>Setup</b>, or from a shell '
+                f'(<code>aworld-train train … --run-path {esc(self.studio.runs_dir)}</code>): every run under '
+                f'this folder shows up here, also after a restart.</div>')
 
     def _checkpoints(self, run_id) -> list[str]:
         try:

@@ -31,7 +31,12 @@ def theme() -> gr.themes.Base:
 CSS = """
 :root { --aw-ok:#16a34a; --aw-ok-bg:#dcfce7; --aw-warn:#b45309; --aw-warn-bg:#fef3c7; --aw-err:#dc2626;
         --aw-err-bg:#fee2e2; --aw-info:#4f46e5; --aw-info-bg:#e0e7ff; --aw-idle:#64748b; --aw-idle-bg:#f1f5f9; }
-.gradio-container { max-width: 1480px !important; }
+.gradio-container { max-width: 1680px !important; margin-left: auto !important; margin-right: auto !important; }
+/* table headers wrap between words, never inside one (a Dataframe with wrap=True breaks anywhere) */
+.aw-card table th, .aw-card table th * { word-break: normal !important; overflow-wrap: normal !important;
+                                         hyphens: none; }
+.aw-card table td, .aw-card table td * { word-break: normal !important; overflow-wrap: break-word !important; }
+.aw-empty { padding: 18px 4px; color: var(--body-text-color-subdued); }
 footer { display: none !important; }
 .aw-title { display:flex; align-items:baseline; gap:14px; padding:4px 2px 0 2px; }
 .aw-title h1 { font-size: 22px; margin:0; font-weight:700; letter-spacing:-0.01em; white-space: nowrap; }

@@ -88,6 +88,31 @@ def test_opens_with_the_demo_preselected_and_all_checks_green(page):
     shot(page, "01-setup-demo-green")
 
 
+def test_a_wide_screen_centres_the_page_and_headers_break_between_words(page):
+    """At 1920×1080 the content was pinned left with a ~470 px gutter; table headers broke mid-word."""
+    page.set_viewport_size({"width": 1920, "height": 1080})
+    try:
+        page.wait_for_timeout(500)
+        box = page.locator(".gradio-container").bounding_box()
+        left, right = box["x"], 1920 - box["x"] - box["width"]
+        assert abs(left - right) <= 20 and box["width"] >= 1600, box
+        shot(page, "01b-setup-1920")
+        headers = page.locator("#reward-preview th, #reward-weights th, #train-preview th")
+        assert headers.count() >= 4
+        for style in headers.evaluate_all("els => els.map(e => getComputedStyle(e).wordBreak)"):
+            assert style == "normal"
+    finally:
+        page.set_viewport_size({"width": 1440, "height": 1000})
+
+
+def test_an_empty_runs_tab_says_so(page):
+    page.get_by_role("tab", name="Runs").click()
+    wait_for(lambda: page.is_visible("#runs-empty"), 30, "the empty Runs tab's note")
+    assert "No runs yet" in page.inner_text("#runs-empty")
+    assert not page.is_enabled("#runs-stop") and not page.is_enabled("#runs-delete")
+    page.get_by_role("tab", name="Setup").click()
+
+
 def test_an_idle_page_does_not_wake_the_machine_every_frame(page, tmp_path):
     """Gradio 6 leaves a 60-per-second animation-frame loop running on a loaded page
     (aworld_gui/gradio_patches.py): served patched, the loop ends and an idle page asks for no frames."""
@@ -348,6 +373,7 @@ def test_runs_overlay_draws_every_run_added(page, app):
     page.reload()
     page.get_by_role("tab", name="Runs").click()
     wait_for(lambda: all(r in page.inner_text("#runs-table") for r in made), 60, "the three runs listed")
+    assert not page.is_visible("#runs-empty")
     # clear the overlay, then add the runs one at a time
     wait_for(lambda: page.locator("#compare-runs .token-remove").count() > 0 or True, 5, "the overlay picker")
     while page.locator("#compare-runs .token-remove").count():
