@@ -53,7 +53,10 @@ def table_rows(runs: list[dict]) -> list[list]:
         started = time.strftime("%Y-%m-%d %H:%M", time.localtime(r["started"])) if r.get("started") else ""
         progress = f'{r.get("step") or 0}/{r["total_steps"]}' if r.get("total_steps") else str(r.get("step") or "")
         reward = "" if r.get("last_reward") is None else f'{r["last_reward"]:.3f}'
-        state = badge(r["state"], r["state"] + (f': {r["cause"]}' if r.get("cause") else ""))
+        label = r["state"] + (f': {r["cause"]}' if r.get("cause") else "")
+        if r.get("queue_position"):
+            label += f' · #{r["queue_position"]} in line'
+        state = badge(r["state"], label)
         rows.append([r["run_id"], state, r["engine"], r.get("model") or "", started, progress, reward])
     return rows
 

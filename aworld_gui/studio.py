@@ -245,6 +245,7 @@ class Studio:
                 "step": status.get("step"), "total_steps": status.get("total_steps"),
                 "last_reward": status.get("last_reward"), "last_loss": status.get("last_loss"),
                 "model": Path(str((spec.get("agent") or {}).get("model", ""))).name,
+                "queue_position": status.get("queue_position") if status.get("state") == "queued" else None,
             })
         return out
 

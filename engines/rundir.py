@@ -56,6 +56,21 @@ REWARD_TERM_PREFIX = "rewards/"          # rewards/<name>: one reward function's
 EVAL_REWARD = "eval/reward"              # reward on the test set, scored during training
 EVAL_TRAIN_REWARD = "eval_train/reward"  # the same on training rows, when there is no test set
 
+
+
+def step_log_line(step: int, total: int | None, values: dict[str, Any], steps_per_s: float | None = None) -> str:
+    """The line a run prints to train.log per logged step, as trainers usually do:
+    ``step 12/400 · reward 0.512 · loss 0.0213 · kl 0.0012 · 3.21 steps/s``."""
+    parts = [f"step {step}/{total}" if total else f"step {step}"]
+    for key, digits in ((REWARD, 3), (LOSS, 4), (KL, 4), (EVAL_REWARD, 3)):
+        value = values.get(key)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+            parts.append(f"{key} {value:.{digits}f}")
+    if steps_per_s:
+        parts.append(f"{steps_per_s:.2f} steps/s")
+    return " · ".join(parts)
+
+
 # Failure causes (events.jsonl "failed" events and status.json "cause").
 CAUSES = ("out of memory", "bad data", "reward error", "missing dependency", "killed", "unknown")
 

@@ -52,6 +52,9 @@ def test_a_queued_run_waits_small_then_trains(tmp_path, demo):
         assert done.get("queue_position") is None and done.get("waiting_for") is None
         events = [e["event"] for e in queued.read_jsonl("events.jsonl")]
         assert events.index("queued") < events.index("started") < events.index("finished")
+        # the log pane has a line per logged step, as trainers print them
+        log = queued.log_path.read_text()
+        assert "step 1/2 · reward " in log and "step 2/2 · reward " in log and " steps/s" in log
     finally:
         slot.release()
         end_process_group(pid)

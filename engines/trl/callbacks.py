@@ -7,7 +7,7 @@ from typing import Any, Callable
 from transformers import TrainerCallback
 
 from ..rewards import Reward
-from ..rundir import STOPPING, RunDir
+from ..rundir import STOPPING, RunDir, step_log_line
 from ..tensorboard_log import ScalarWriter
 from .metrics import canonical_metrics
 
@@ -91,6 +91,9 @@ class RunDirCallback(TrainerCallback):
         self._last_log_t, self._last_log_step = now, state.global_step
         self.run.append_metrics(state.global_step, values, when=now)
         self.tensorboard.add(state.global_step, logs, when=now)
+        step_time = values.get("step_time")
+        print(step_log_line(state.global_step, state.max_steps, values, 1.0 / step_time if step_time else None),
+              flush=True)
         self.run.write_status(step=state.global_step, total_steps=state.max_steps, elapsed=now - self._t0,
                               last_reward=values.get("reward"), last_loss=values.get("loss"), durable=False)
 
