@@ -31,7 +31,7 @@ import gradio as gr
 
 from engines.rundir import EVAL_REWARD, EVAL_TRAIN_REWARD, LOSS, REWARD
 
-from . import render
+from . import glossary, render
 from .charts import PALETTE, Line, svg_chart
 from .live_stream import HEAVY as HEAVY_PARTS, LiveStreams
 from .run_cache import RunState, Series
@@ -100,6 +100,8 @@ class MonitorTab:
             ui.smoothing = gr.Slider(0.0, 0.99, value=0.6, step=0.01, label="Smoothing", scale=2,
                                      info="exponential moving average, as in TensorBoard", elem_id="smoothing")
         ui.custom = gr.HTML(_placeholder("aw-chart-custom"), elem_id="custom-chart")
+        with gr.Accordion("What the curves and metrics mean", open=False, elem_id="glossary-monitor"):
+            gr.Markdown(glossary.as_markdown(glossary.METRIC_TERMS), elem_classes="aw-muted")
         with gr.Row(equal_height=False):
             with gr.Column(scale=6):
                 gr.HTML('<div class="aw-section-title">Latest trajectories</div>')

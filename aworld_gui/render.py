@@ -77,7 +77,8 @@ def agent_spec(spec: dict | None, schemas: list[dict] | None = None) -> str:
             ("model", f'<code>{esc(spec.get("model"))}</code>'),
             ("system prompt", f'<div class="aw-prompt">{esc(spec.get("system_prompt")) or "<i>none</i>"}</div>'),
             ("tools", tool_html),
-            ("max steps", esc(spec.get("max_steps"))),
+            ("max turns", f'{esc(spec.get("max_steps"))} <span class="aw-muted">model turns per rollout '
+                          '(tool calls add turns) — not the trainer\'s steps</span>'),
             ("sampling", esc(f'temperature {spec.get("temperature")}, top_p {spec.get("top_p")}, '
                              f'max_tokens {spec.get("max_tokens")}'))]
     if spec.get("llm_base_url"):

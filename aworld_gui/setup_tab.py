@@ -15,6 +15,7 @@ from typing import Any
 import gradio as gr
 import yaml
 
+from . import glossary
 from . import inputs as inp
 from . import render
 from .studio import MODULE_TITLES, Studio
@@ -208,6 +209,8 @@ class SetupTab:
                         ui.slots["bool"].append(gr.Checkbox(label=f"bool {i}", visible=False, min_width=150))
                     for i in range(SLOTS["text"]):
                         ui.slots["text"].append(gr.Textbox(label=f"text {i}", visible=False, min_width=150))
+                with gr.Accordion("What these settings mean", open=False, elem_id="glossary-setup"):
+                    gr.Markdown(glossary.as_markdown(glossary.TRAINING_TERMS), elem_classes="aw-muted")
                 with gr.Accordion("Advanced: config YAML (overrides)", open=False):
                     ui.config_yaml = gr.Code(demo.config_text, language="yaml", lines=8, interactive=True,
                                              label="Config overrides", elem_id="config-yaml")

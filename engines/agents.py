@@ -10,7 +10,10 @@ Two YAML forms are accepted:
           llm_config: {llm_model_name: ${MODEL}, llm_temperature: 0.7, llm_base_url: ..., llm_api_key: ${KEY}}
           tools: [calculator.py:add]
 
-* a flat form: ``name, model, system_prompt, temperature, top_p, max_tokens, tools, max_steps``.
+* a flat form: ``name, model, system_prompt, temperature, top_p, max_tokens, tools, max_turns``.
+
+``max_turns`` is how many model turns one rollout may take (a tool call and its result make one turn
+more); AWorld's name for it, ``max_steps``, is accepted too. It is not the trainer's optimizer steps.
 
 ``${VAR}`` and ``${VAR:-default}`` are substituted from the environment. Secrets never leave
 this module unmasked: :meth:`AgentSpec.to_dict` writes the ``${VAR}`` a secret came from, or
@@ -30,7 +33,7 @@ import yaml
 from .check_result import CheckError, CheckResult, did_you_mean
 from .loading import ReferenceError_, load_object, resolve_path
 
-FLAT_KEYS = {"name", "model", "system_prompt", "temperature", "top_p", "max_tokens", "max_steps", "tools",
+FLAT_KEYS = {"name", "model", "system_prompt", "temperature", "top_p", "max_tokens", "max_steps", "max_turns", "tools",
              "llm_base_url", "api_key", "description", "tool_names"}
 LLM_CONFIG_KEYS = {"llm_model_name": "model", "llm_temperature": "temperature", "llm_top_p": "top_p",
                    "llm_max_tokens": "max_tokens", "max_tokens": "max_tokens", "llm_base_url": "llm_base_url",
@@ -199,6 +202,16 @@ def _number(data: dict, key: str, kind: type, default: Any, lo: float, hi: float
     return cast
 
 
+def _max_turns(flat: dict, default: int) -> int:
+    """``max_turns`` (or AWorld's ``max_steps``): model turns per rollout."""
+    given = {k: flat[k] for k in ("max_turns", "max_steps") if flat.get(k) not in (None, "")}
+    if len(given) == 2 and str(given["max_turns"]) != str(given["max_steps"]):
+        raise CheckError("agent", f"`max_turns` ({given['max_turns']}) and `max_steps` ({given['max_steps']}) disagree",
+                         "they are the same setting (model turns per rollout): keep one")
+    key = "max_turns" if "max_turns" in given else "max_steps"
+    return _number(flat, key, int, default, 1, 1000)
+
+
 def check_tool(fn: Callable, ref: str) -> dict:
     """A tool must be callable with type hints on every parameter and a docstring."""
     if not callable(fn):
@@ -336,7 +349,7 @@ def load_agent(agent: Any, load_tools: bool = True) -> AgentSpec:
         temperature=_number(flat, "temperature", float, 1.0, 0.0, 5.0),
         top_p=_number(flat, "top_p", float, 1.0, 0.0, 1.0),
         max_tokens=_number(flat, "max_tokens", int, 256, 1, 1_000_000),
-        max_steps=_number(flat, "max_steps", int, 3 if tool_refs else 1, 1, 1000),
+        max_steps=_max_turns(flat, 3 if tool_refs else 1),
         tools=tool_refs,
         llm_base_url=flat.get("llm_base_url"),
         api_key=flat.get("api_key") or None,
@@ -351,6 +364,6 @@ def load_agent(agent: Any, load_tools: bool = True) -> AgentSpec:
 def agent_result(spec: AgentSpec) -> CheckResult:
     warnings, schemas = list(spec.warnings), list(spec.tool_schemas)
     tools = ", ".join(s.get("function", {}).get("name", "?") for s in schemas) or "none"
-    msg = f"'{spec.name}' on {Path(spec.model).name or spec.model}; tools: {tools}; max steps {spec.max_steps}"
+    msg = f"'{spec.name}' on {Path(spec.model).name or spec.model}; tools: {tools}; max turns {spec.max_steps}"
     return CheckResult("agent", "warning" if warnings else "ok", msg,
                        details={"spec": spec.to_dict(), "tool_schemas": schemas}, warnings=warnings)

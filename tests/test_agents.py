@@ -272,3 +272,15 @@ def test_agent_errors_surface_through_check_all_without_raising(tmp_path, demo):
     assert [r.module for r in results] == ["agent", "dataset", "reward", "config", "engine"]
     assert results[0].status == "error" and "no type hint for parameter 'a'" in results[0].message
     assert results[1].status in ("ok", "warning")
+
+
+def test_max_turns_names_the_agents_turns_and_max_steps_is_its_alias():
+    from engines.agents import agent_result
+
+    base = {"model": str(Path(__file__).resolve().parent.parent / "assets/models/tiny-letters"), "system_prompt": "x"}
+    assert load_agent({**base, "max_turns": 4}).max_steps == 4
+    assert load_agent({**base, "max_steps": 5}).max_steps == 5             # AWorld's name for it
+    assert load_agent({**base, "max_turns": 2, "max_steps": 2}).max_steps == 2
+    with pytest.raises(CheckError, match="`max_turns` \\(2\\) and `max_steps` \\(3\\) disagree"):
+        load_agent({**base, "max_turns": 2, "max_steps": 3})
+    assert "max turns 4" in agent_result(load_agent({**base, "max_turns": 4})).message

@@ -85,6 +85,10 @@ def test_opens_with_the_demo_preselected_and_all_checks_green(page):
     assert page.is_enabled("#launch-btn")
     assert "Say the letter A:" in page.inner_text("#rendered")  # the rendered first prompt (a tab)
     assert "letters-agent" in page.inner_text("#agent-spec")
+    assert "model turns per rollout" in page.inner_text("#agent-spec")      # not the trainer's max_steps
+    page.click("#glossary-setup button")
+    wait_for(lambda: "prompts_per_step × num_generations" in page.inner_text("#glossary-setup"), 10,
+             "the settings explained")
     shot(page, "01-setup-demo-green")
 
 
