@@ -171,7 +171,7 @@ def prepare(inputs: dict[str, Any], runs_dir: str) -> dict[str, Any]:
     si = SetupInputs.from_dict(inputs)
     kwargs = si.check_kwargs()
     try:
-        run = prepare_run(runs_dir=runs_dir, **kwargs)
+        run = prepare_run(runs_dir=runs_dir, name=si.name, note=si.note, **kwargs)
     except CheckError as e:
         return {"ok": False, "module": e.module, "error": str(e), "result": e.result.to_dict()}
     return {"ok": True, "run_dir": str(run.path), "run_id": run.run_id}

@@ -55,6 +55,8 @@ class SetupInputs:
     #: module → why an upload for it could not be used (e.g. a reward file that does not import):
     #: the module is in error until the upload is replaced, whatever the rest of the setup says
     problems: dict[str, str] = field(default_factory=dict)
+    name: str = ""                                                # the run's name and note (its label)
+    note: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -97,6 +99,9 @@ class SetupInputs:
         cols = ",".join(f"{k}={v}" for k, v in (self.columns or {}).items() if v)
         if cols:
             parts.append(f"--columns {cols}")
+        for flag, value in (("--name", self.name), ("--note", self.note)):
+            if value:
+                parts.append(f"{flag} {_q(value)}")
         return " \\\n  ".join(parts)
 
 

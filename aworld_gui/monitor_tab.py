@@ -223,7 +223,8 @@ class MonitorTab:
         reward = st.series.get(REWARD)
         attrs = {"gen": gen or "", "picks": json.dumps(picks), "smoothing": f"{smoothing:g}"}
         return render.run_header(run_id, st.progress(), st.latest, st.read_spec() or {}, st.status, st.failure(),
-                                 st.run.stop_requested(), note, reward.count if reward else 0, attrs)
+                                 st.run.stop_requested(), note, reward.count if reward else 0, attrs,
+                                 run_label=st.run.read_label())
 
     def charts(self, st: RunState, picks: list[str], smoothing: float) -> dict[str, str]:
         """The reward, loss and picked-metrics curves as SVG: smoothed dark, raw light (until a

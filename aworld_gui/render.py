@@ -146,7 +146,7 @@ def fmt_num(v: Any, digits: int = 3) -> str:
 
 def run_header(run_id: str, progress: Progress, latest: dict[str, Any], spec: dict, status: dict,
                failure: dict | None, stop_requested: bool, queue_note: str = "", reward_points: int = 0,
-               attrs: dict[str, str] | None = None) -> str:
+               attrs: dict[str, str] | None = None, run_label: dict | None = None) -> str:
     state = progress.state
     pct = 0.0
     if progress.total:
@@ -156,7 +156,8 @@ def run_header(run_id: str, progress: Progress, latest: dict[str, Any], spec: di
         label = "Stop requested"
     model = (spec.get("agent") or {}).get("model", "")
     model = model.rstrip("/").rsplit("/", 1)[-1] if model else ""
-    subtitle = " · ".join(x for x in [spec.get("engine"), model, (spec.get("config") or {}).get("mode")] if x)
+    subtitle = " · ".join(x for x in [(run_label or {}).get("name"), spec.get("engine"), model,
+                                      (spec.get("config") or {}).get("mode")] if x)
     stats = [
         ("Step", f'<span data-testid="stat-step">{progress.step}</span>' +
          (f' <span class="aw-muted">/ {progress.total}</span>' if progress.total else "")),

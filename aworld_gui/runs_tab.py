@@ -9,7 +9,7 @@ from typing import Any
 
 import gradio as gr
 
-from engines.rundir import ACTIVE_STATES
+from engines.rundir import ACTIVE_STATES, RunDir
 
 from .charts import PALETTE, Line, svg_chart
 from .render import badge, esc
@@ -17,7 +17,7 @@ from .run_cache import Series
 from .studio import Studio
 
 RUNS_TICK_S = 2.0
-HEADERS = ["run", "state", "engine", "model", "started", "progress", "last reward"]
+HEADERS = ["run", "name · note", "state", "engine", "model", "started", "progress", "last reward"]
 
 
 @dataclass
@@ -45,6 +45,9 @@ class RunsUI:
     timer: Any = None
     sig: Any = None
     empty: Any = None
+    label_name: Any = None
+    label_note: Any = None
+    label_btn: Any = None
 
 
 def table_rows(runs: list[dict]) -> list[list]:
@@ -57,7 +60,9 @@ def table_rows(runs: list[dict]) -> list[list]:
         if r.get("queue_position"):
             label += f' · #{r["queue_position"]} in line'
         state = badge(r["state"], label)
-        rows.append([r["run_id"], state, r["engine"], r.get("model") or "", started, progress, reward])
+        name = f'<b>{esc(r.get("name") or "")}</b>' + (f'<div class="aw-muted">{esc(r["note"])}</div>'
+                                                          if r.get("note") else "")
+        rows.append([r["run_id"], name, state, r["engine"], r.get("model") or "", started, progress, reward])
     return rows
 
 
@@ -84,7 +89,7 @@ class RunsTab:
                     elem_classes="aw-muted")
         ui.empty = gr.HTML(self.empty_note(), elem_id="runs-empty", visible=True)
         ui.table = gr.Dataframe(headers=HEADERS, value=[], interactive=False, max_height=330, wrap=False,
-                                datatype=["str", "html", "str", "str", "str", "str", "str"],
+                                datatype=["str", "html", "html", "str", "str", "str", "str", "str"],
                                 elem_id="runs-table", label="Runs (click a row to select it)")
         with gr.Row(equal_height=False, elem_classes="aw-runbar"):
             ui.selected = gr.Dropdown([], value=None, label="Selected run", scale=4, elem_id="runs-selected")
@@ -96,6 +101,13 @@ class RunsTab:
             ui.delete_btn = gr.Button("Delete…", min_width=90, elem_id="runs-delete", **off)
             ui.confirm_btn = gr.Button("Confirm delete", variant="stop", scale=1, min_width=130, visible=False,
                                        size="md", elem_id="runs-confirm-delete")
+        with gr.Row(equal_height=True, elem_classes="aw-runbar"):
+            ui.label_name = gr.Textbox(label="Name", scale=3, max_lines=1, elem_id="runs-name",
+                                       placeholder="a name for the selected run")
+            ui.label_note = gr.Textbox(label="Note", scale=6, max_lines=3, elem_id="runs-note",
+                                       placeholder="what this run tries")
+            ui.label_btn = gr.Button("Save name and note", scale=2, size="md", interactive=False, min_width=140,
+                                     elem_id="runs-label-save")
         ui.action_msg = gr.Markdown("")
         with gr.Row(equal_height=False):
             with gr.Column(scale=5):
@@ -145,6 +157,10 @@ class RunsTab:
         ui.selected.change(self.on_selected, [ui.selected], [ui.spec_file, ui.cli, ui.ckpt, ui.ckpt_file,
                                                              ui.confirm_btn, ui.action_msg, *actions],
                            api_visibility="private", show_progress="hidden")
+        ui.selected.change(self.label_of, [ui.selected], [ui.label_name, ui.label_note, ui.label_btn],
+                           api_visibility="private", show_progress="hidden")
+        ui.label_btn.click(self.on_relabel, [ui.selected, ui.label_name, ui.label_note], [ui.action_msg],
+                           api_visibility="private").then(**self.refresh_kw)
         ui.stop_btn.click(self.on_stop, [ui.selected], [ui.action_msg], api_visibility="private"
                           ).then(self.action_updates, [ui.selected], actions, api_visibility="private",
                                  show_progress="hidden")
@@ -204,6 +220,24 @@ class RunsTab:
             return rows[row][0]
         except Exception:  # noqa: BLE001
             return gr.update()
+
+    def label_of(self, run_id):
+        try:
+            label = RunDir(self.studio.run_path(run_id)).read_label() if run_id else None
+        except ValueError:
+            label = None
+        if label is None:
+            return "", "", gr.update(interactive=False)
+        return label["name"], label["note"], gr.update(interactive=True)
+
+    def on_relabel(self, run_id, name, note):
+        if not run_id:
+            return "Select a run first."
+        try:
+            label = self.studio.relabel(run_id, name or "", note or "")
+        except ValueError as e:
+            return f"**{e}**"
+        return f"Saved: **{run_id}** is now named “{label['name'] or '(no name)'}”."
 
     def empty_note(self) -> str:
         return (f'<div class="aw-empty"><b>No runs yet.</b> Launch one from <b>Setup</b>, or from a shell '

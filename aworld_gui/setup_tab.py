@@ -63,18 +63,20 @@ class SetupUI:
     reward_docs: Any = None        # gr.State: {key: (label, description)}
     cli: Any = None
     problems: Any = None           # gr.State: {module: why its upload cannot be used}
+    run_name: Any = None
+    run_note: Any = None
     data_note: Any = None
 
     def inputs(self) -> list:
         return [self.agent, self.train, self.test, self.prompt_col, self.answer_col, self.reward_pick,
-                self.reward_weights, self.config_yaml, self.engine, self.problems]
+                self.reward_weights, self.config_yaml, self.engine, self.problems, self.run_name, self.run_note]
 
     def slot_components(self) -> list:
         return [c for kind in SLOTS for c in self.slots[kind]]
 
 
 def collect(agent, train, test, prompt_col, answer_col, picks, weights, config_text, engine,
-            problems=None) -> inp.SetupInputs:
+            problems=None, name="", note="") -> inp.SetupInputs:
     """The SetupInputs the components describe."""
     weights_by_row = _weights(weights)
     rewards = []
@@ -85,7 +87,7 @@ def collect(agent, train, test, prompt_col, answer_col, picks, weights, config_t
     return inp.SetupInputs(agent=agent or None, train=train or None,
                            test=None if (not test or test == NONE) else test, rewards=rewards,
                            config_text=config_text or "", engine=engine or inp.DEMO_ENGINE, columns=columns,
-                           problems=dict(problems or {}))
+                           problems=dict(problems or {}), name=(name or "").strip(), note=(note or "").strip())
 
 
 def _weights(table: Any) -> list[float]:
@@ -124,6 +126,11 @@ class SetupTab:
             with gr.Column(scale=2, min_width=260):
                 ui.launch_btn = gr.Button("Launch training", variant="primary", size="lg", interactive=False,
                                           elem_id="launch-btn")
+        with gr.Row(equal_height=True, elem_classes="aw-runbar"):
+            ui.run_name = gr.Textbox(label="Run name (optional)", max_lines=1, scale=3, elem_id="run-name",
+                                     placeholder="e.g. letters-lr1e-3 — also part of the run id")
+            ui.run_note = gr.Textbox(label="Note (optional)", max_lines=2, scale=7, elem_id="run-note",
+                                     placeholder="what this run tries; editable later in Runs")
         ui.launch_msg = gr.HTML("", elem_id="launch-msg", elem_classes="aw-launch-msg")
 
         # Agent ------------------------------------------------------------------------------------
@@ -301,7 +308,7 @@ class SetupTab:
                 *(gr.update(choices=[AUTO, *([col] if col else [])], value=col or AUTO)
                   for col in (si.columns.get("prompt"), si.columns.get("answer"))),
                 gr.update(choices=[(label, key) for key, (label, _) in docs.items()], value=picks),
-                table, si.config_text, gr.update(value=si.engine), dict(si.problems)]
+                table, si.config_text, gr.update(value=si.engine), dict(si.problems), si.name, si.note]
 
     def load_outputs(self) -> list:
         ui = self.ui

@@ -246,8 +246,13 @@ class Studio:
                 "last_reward": status.get("last_reward"), "last_loss": status.get("last_loss"),
                 "model": Path(str((spec.get("agent") or {}).get("model", ""))).name,
                 "queue_position": status.get("queue_position") if status.get("state") == "queued" else None,
+                **r.read_label(),
             })
         return out
+
+    def relabel(self, run_id: str, name: str | None = None, note: str | None = None) -> dict[str, str]:
+        """Rename a run or change its note (its label.json; the run directory keeps its id)."""
+        return RunDir(self.run_path(run_id)).write_label(name, note)
 
     def delete(self, run_id: str) -> None:
         path = self.run_path(run_id)

@@ -113,6 +113,8 @@ def cmd_train(a: argparse.Namespace) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     run = trainer.train_processor.run
+    if a.name or a.note:
+        run.write_label(a.name or "", a.note or "")
     print(f"run directory: {run.path}", file=sys.stderr)
     progress = _Progress(trainer)
     progress.start()
@@ -200,11 +202,23 @@ def execute_run(run) -> int:
     return 0
 
 
+def cmd_label(a: argparse.Namespace) -> int:
+    from .rundir import RunDir
+
+    run = RunDir(a.run_dir)
+    if not run.exists():
+        print(f"error: {run.path} is not a run directory", file=sys.stderr)
+        return 2
+    label = run.write_label(a.name, a.note)
+    print(json.dumps(label, ensure_ascii=False))
+    return 0
+
+
 def cmd_runs(a: argparse.Namespace) -> int:
     from .runs import list_run_dirs, summarize
 
     rows = [summarize(r).as_row() for r in list_run_dirs(a.runs_dir)]
-    header = ["run", "state", "engine", "started", "step", "reward"]
+    header = ["run", "name", "state", "engine", "started", "step", "reward"]
     widths = [max(len(str(x)) for x in col) for col in zip(header, *rows)] if rows else [len(h) for h in header]
     for row in [header, *rows]:
         print("  ".join(str(x).ljust(w) for x, w in zip(row, widths)))
@@ -250,6 +264,8 @@ def main(argv: list[str] | None = None) -> int:
     p.set_defaults(func=cmd_check)
     p = sub.add_parser("train", help="check, create a run directory and train in the foreground")
     add_module_args(p)
+    p.add_argument("--name", help="a name for the run (shown in listings; renamable with `label`)")
+    p.add_argument("--note", help="a note: what this run tries")
     p.add_argument("--run-path", default=os.environ.get("AWORLD_RUNS_DIR", "runs"))
     p.set_defaults(func=cmd_train)
     p = sub.add_parser("run", help="execute a prepared run directory (reads only its run.yaml)")
@@ -260,6 +276,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--runs-dir", help="where the new run goes (default: beside the earlier one)")
     p.add_argument("--detach", action="store_true", help="start it in the background and return")
     p.set_defaults(func=cmd_rerun)
+    p = sub.add_parser("label", help="name a run or change its note")
+    p.add_argument("run_dir")
+    p.add_argument("--name")
+    p.add_argument("--note")
+    p.set_defaults(func=cmd_label)
     p = sub.add_parser("runs", help="list runs")
     p.add_argument("--runs-dir", default=os.environ.get("AWORLD_RUNS_DIR", "runs"))
     p.set_defaults(func=cmd_runs)

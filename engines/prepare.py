@@ -76,15 +76,16 @@ def check_all(agent: Any, train_dataset: Any = None, test_dataset: Any = None, r
 
 def prepare_run(agent: Any, train_dataset: Any = None, test_dataset: Any = None, reward_func: Any = None,
                 config: Any = None, train_engine_name: str = DEFAULT_ENGINE, runs_dir: str = "runs",
-                columns: dict | None = None) -> RunDir:
-    """Check everything in a fresh run dir and write its run.yaml (state ``queued``).
-    Raises :class:`CheckError` (the run dir is removed) when a module fails."""
+                columns: dict | None = None, name: str | None = None, note: str | None = None) -> RunDir:
+    """Check everything in a fresh run dir and write its run.yaml (state ``queued``); ``name`` (also
+    part of the run id) and ``note`` go to its label. Raises :class:`CheckError` (the run dir is
+    removed) when a module fails."""
     if columns:
         train_dataset = {"path": train_dataset, "columns": columns}
     cls, engine = engine_result(train_engine_name)
     if cls is None or engine.status == ERROR:
         raise CheckError("engine", engine.message)
-    run = RunDir.create(runs_dir, train_engine_name)
+    run = RunDir.create(runs_dir, train_engine_name, label=(name or "").strip() or None)
     try:
         trainer = AgentTrainer(agent, train_dataset, test_dataset, reward_func, config, run_path=runs_dir,
                                train_engine_name=train_engine_name, run_dir=run.path)
@@ -95,6 +96,8 @@ def prepare_run(agent: Any, train_dataset: Any = None, test_dataset: Any = None,
     processor.write_run_spec()
     processor.run.write_status(state=QUEUED, engine=train_engine_name, created=time.time())
     processor.run.event("created", engine=train_engine_name)
+    if (name or "").strip() or (note or "").strip():
+        processor.run.write_label(name or "", note or "")
     return processor.run
 
 

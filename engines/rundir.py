@@ -12,6 +12,7 @@ Layout of ``<runs>/<run_id>/`` (written by the training process, append-only, fl
 - ``train.log``     the process's stdout and stderr
 - ``checkpoints/``  checkpoints;  ``tensorboard/`` TensorBoard event files
 - ``STOP``          a stop request: any process may create it; training stops at the next step boundary
+- ``label.json``    the run's name and note, the user's to set and change (studio, CLI); engines never read it
 """
 from __future__ import annotations
 
@@ -37,6 +38,7 @@ STATUS_FILE = "status.json"
 EVENTS_FILE = "events.jsonl"
 LOG_FILE = "train.log"
 STOP_FILE = "STOP"
+LABEL_FILE = "label.json"
 LOCK_FILE = ".lock"        # serializes read-modify-write of status.json between processes
 CHECKPOINTS_DIR = "checkpoints"
 TENSORBOARD_DIR = "tensorboard"
@@ -239,6 +241,25 @@ class RunDir:
 
     def read_jsonl(self, name: str) -> list[dict]:
         return list(iter_jsonl(self.path / name))
+
+    # -- the user's name and note ------------------------------------------------------------
+    def read_label(self) -> dict:
+        """``{"name": str, "note": str}`` (empty strings when never set)."""
+        try:
+            data = json.loads((self.path / LABEL_FILE).read_text(encoding="utf-8"))
+        except (FileNotFoundError, json.JSONDecodeError):
+            data = {}
+        return {"name": str(data.get("name") or ""), "note": str(data.get("note") or "")}
+
+    def write_label(self, name: str | None = None, note: str | None = None) -> dict:
+        """Set the name and/or the note (None keeps what is there)."""
+        with self.locked():
+            label = self.read_label()
+            for key, value in (("name", name), ("note", note)):
+                if value is not None:
+                    label[key] = " ".join(str(value).split()) if key == "name" else str(value).strip()
+            atomic_write_text(self.path / LABEL_FILE, json.dumps(label, ensure_ascii=False))
+        return label
 
     # -- stop requests ----------------------------------------------------------------------
     def request_stop(self, reason: str = "user") -> None:

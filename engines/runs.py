@@ -240,6 +240,7 @@ def list_run_dirs(runs_dir: str | os.PathLike) -> list[RunDir]:
 @dataclass
 class RunSummary:
     run_id: str
+    name: str
     path: str
     state: str
     engine: str
@@ -253,7 +254,7 @@ class RunSummary:
         start = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(self.started)) if self.started else ""
         reward = "" if self.last_reward is None else f"{self.last_reward:.3f}"
         progress = f"{self.step or 0}/{self.total}" if self.total else str(self.step or "")
-        return [self.run_id, self.state + (f" ({self.cause})" if self.cause else ""), self.engine, start,
+        return [self.run_id, self.name, self.state + (f" ({self.cause})" if self.cause else ""), self.engine, start,
                 progress, reward]
 
 
@@ -261,7 +262,7 @@ def summarize(run: RunDir) -> RunSummary:
     st = effective_status(run)
     spec = run.read_spec()
     return RunSummary(
-        run_id=run.run_id, path=str(run.path), state=st.get("state", "unknown"),
+        run_id=run.run_id, name=run.read_label()["name"], path=str(run.path), state=st.get("state", "unknown"),
         engine=spec.get("engine") or st.get("engine") or "?", started=st.get("started") or st.get("launched"),
         step=st.get("step"), total=st.get("total_steps"), last_reward=st.get("last_reward"),
         cause=st.get("cause") if st.get("state") == FAILED else None,

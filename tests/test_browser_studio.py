@@ -205,9 +205,12 @@ def test_upload_the_demo_files_launch_and_watch_the_reward_curve(page, app):
     page.fill('input[aria-label="max_steps"]', "5000")
     page.keyboard.press("Tab")
     wait_for(lambda: all_green(page) and page.is_enabled("#launch-btn"), 60, "all checks green after the uploads")
+    page.fill("#run-name input", "letters demo")
+    page.fill("#run-note textarea", "the uploaded demo files")
     shot(page, "03-setup-uploaded-demo-green")
     page.click("#launch-btn")
     h = wait_for(lambda: (x := header(page)).get("state") in ("queued", "running") and x, 60, "the Monitor header")
+    assert "letters demo" in page.inner_text("#run-header") and "-trl-letters-demo-" in h["run"]
     first = wait_for(lambda: (x := header(page))["points"] >= 3 and x, 240, "reward points from the trl run")
     assert first["state"] == "running" and first["run"] == h["run"]
     later = wait_for(lambda: (x := header(page))["points"] > first["points"] + 3 and x, 120, "more reward points")
@@ -289,6 +292,13 @@ def test_runs_actions_follow_the_selected_run(page, app):
     page.click("#runs-stop", force=True)                        # a disabled button does nothing
     page.wait_for_timeout(1000)
     assert not stop_file.exists()
+    # the run's name and note, launched with it, can be changed here
+    assert page.input_value("#runs-name input") == "letters demo"
+    assert page.input_value("#runs-note textarea") == "the uploaded demo files"
+    page.fill("#runs-name input", "letters demo (stopped early)")
+    page.click("#runs-label-save")
+    wait_for(lambda: "letters demo (stopped early)" in page.inner_text("#runs-table"), 30, "the new name listed")
+    assert "the uploaded demo files" in page.inner_text("#runs-table")
     page.get_by_role("tab", name="Setup").click()
 
 

@@ -208,3 +208,24 @@ def test_a_shipped_test_set_pairs_only_with_its_train_set():
     assert not inp.paired_test("/up/abc/my_train.jsonl", str(ds / "letters_test.jsonl"))
     assert inp.paired_test("/up/abc/my_train.jsonl", "/up/def/my_test.jsonl")     # chosen by the user: kept
     assert inp.paired_test("/up/abc/my_train.jsonl", None)
+
+
+def test_runs_carry_a_name_and_a_note_that_can_be_changed(studio, tmp_path, demo):
+    from engines.prepare import prepare_run
+
+    run = prepare_run(demo["agent"], demo["train"], demo["test"], demo["reward"], {"max_steps": 2},
+                      train_engine_name="trl", runs_dir=str(studio.runs_dir), name="lr 1e-3 / try #2",
+                      note="higher learning rate")
+    assert "-trl-lr-1e-3---try--2-" in run.run_id                      # the name is part of the id, made safe
+    (row,) = studio.list_runs()
+    assert (row["name"], row["note"]) == ("lr 1e-3 / try #2", "higher learning rate")
+    studio.relabel(run.run_id, name="  winner  ")
+    assert run.read_label() == {"name": "winner", "note": "higher learning rate"}   # note kept
+    studio.relabel(run.run_id, note="")
+    assert run.read_label() == {"name": "winner", "note": ""}
+    out = subprocess.run([sys.executable, "-m", "engines", "label", str(run.path), "--note", "from the CLI"],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and run.read_label()["note"] == "from the CLI"
+    listing = subprocess.run([sys.executable, "-m", "engines", "runs", "--runs-dir", str(studio.runs_dir)],
+                             capture_output=True, text=True, timeout=120).stdout
+    assert "winner" in listing.splitlines()[1] and listing.splitlines()[0].split()[:3] == ["run", "name", "state"]
