@@ -344,18 +344,18 @@ class _Derivation:
         if tokenizer is None or "train" not in self.inputs.parquets:
             return None
         import pyarrow.parquet as pq
+        from verl.utils.tokenizer import normalize_token_ids  # a list, a BatchEncoding (transformers 5), ...
 
-        schemas = list(getattr(self.agent, "_schemas", []) or []) if self.agent else []
+        # verl's tool agent loop and its dataset filter render the tool schemas into every prompt
+        schemas = list(self.agent.tool_schemas) if self.agent is not None and self.agent.tools else []
         prompts = pq.read_table(str(self.inputs.parquets["train"]), columns=["prompt"]).column("prompt").to_pylist()
         longest = 0
         for messages in prompts[:limit]:
             try:
-                ids = tokenizer.apply_chat_template(messages, tools=schemas or None, add_generation_prompt=True,
-                                                    tokenize=True)
+                ids = normalize_token_ids(tokenizer.apply_chat_template(
+                    messages, tools=schemas or None, add_generation_prompt=True, tokenize=True))
             except Exception:
                 return None
-            if isinstance(ids, dict):
-                ids = ids.get("input_ids", [])
             longest = max(longest, len(ids))
         return longest
 

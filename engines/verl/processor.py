@@ -119,7 +119,8 @@ class VerlProcessor(StandardProcessor):
                 self._check_tool_template(spec)
 
     def _check_tool_template(self, spec: AgentSpec) -> None:
-        schemas = list(getattr(spec, "_schemas", []) or [])
+        """verl's tool agent loop renders the tool list through the chat template: it must show it."""
+        schemas = list(spec.tool_schemas)
         if not schemas:
             return
         try:
@@ -130,8 +131,8 @@ class VerlProcessor(StandardProcessor):
                              "use a tool-calling chat template (e.g. Qwen2.5's)")
         name = schemas[0].get("function", {}).get("name", "")
         if name and name not in text:
-            spec._warnings.append("the model's chat template ignores tools: the model will not see the tool list "  # type: ignore[attr-defined]
-                                  "(use a tool-calling template such as Qwen2.5's, hermes format)")
+            spec.warnings.append("the model's chat template ignores tools: the model will not see the tool list "
+                                 "(use a tool-calling template such as Qwen2.5's, hermes format)")
 
     # -- datasets --------------------------------------------------------------------------------
     def convert_dataset(self, bundle: DataBundle) -> dict | None:
