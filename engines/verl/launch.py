@@ -1,5 +1,9 @@
 """Start, watch and stop a verl job — a local process or a Ray job — and mirror it into the run dir.
 
+* :class:`Launcher` — a checked run's verl job from start to end: the command line and environment,
+  then :meth:`Launcher.train_local` (a :class:`LocalJob` on this machine) or :meth:`Launcher.train_cluster`
+  (a :class:`RayJob`: the run dir as its ``working_dir``, the config with paths made relative), both
+  watched until verl ends or the run's STOP file asks for a stop.
 * :class:`LocalJob` — ``python -m verl.trainer.main_ppo`` in its own process session, its output
   appended to ``train.log`` (never a pipe); stopped by signalling its whole session.
 * :class:`RayJob` — Ray's ``JobSubmissionClient``: the run dir is the job's ``working_dir``,
@@ -14,18 +18,30 @@ import asyncio
 import os
 import queue
 import re
+import shlex
 import threading
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
 from ..processes import spawn_detached, terminate_tree
-from ..rundir import JsonlTail, RunDir, TextTail, iter_jsonl
+from ..rundir import FINISHED, STOPPED, STOPPING, JsonlTail, RunDir, TextTail, iter_jsonl
+from .availability import with_install_hint
+from .compose import select
+from .layout import CLUSTER_CONFIG_FILE, CONFIG_FILE, METRICS_FILE, ROLLOUTS_DIR, VERL_DIR
 from .metrics import clean_log_line, normalize_record, parse_console_line
 
 FILE_LOGGER_RE = re.compile(r"Creating file logger at (\S+)")
 _ERROR_RE = re.compile(r"^(?:[\w.]+\.)?\w*(?:Error|Exception|Interrupt)(?:\([\w.]+\))?(?::\s.*)?$")
 _STEP_DIR_RE = re.compile(r"^global_step_(\d+)$")
+#: run-dir entries a Ray job never needs (the live files of this run, outputs)
+RAY_EXCLUDES = ["/train.log", "/metrics.jsonl", "/samples.jsonl", "/events.jsonl", "/status.json", "/STOP",
+                "/checkpoints/", "/tensorboard/", "/verl/hydra/", f"/verl/{ROLLOUTS_DIR}/", f"/verl/{METRICS_FILE}",
+                "/.*.tmp"]
+POLL_S = 1.0
+CLUSTER_LOST_S = 120.0
+STOP_GRACE_S = 15.0  # then SIGKILL; within runs.enforce_stop_timeout's 30 s
 
 
 class VerlRunError(RuntimeError):
@@ -294,3 +310,165 @@ class RayJob:
                 out.append(self.lines.get_nowait())
             except queue.Empty:
                 return out
+
+
+# -- a run's verl job ----------------------------------------------------------------------------------
+@dataclass
+class Launcher:
+    """A checked run's verl job: started locally or submitted to a Ray cluster, watched to its end."""
+
+    run: RunDir
+    verl_config: Any  # the composed DictConfig saved as ``<run>/verl/verl_config.yaml``
+    python: str  # the interpreter that runs verl locally
+    main_entry: list[str]  # what follows the interpreter: ``-m verl.trainer.main_ppo`` (tests: a stand-in)
+    total_steps: int | None = None
+    cluster_address: str | None = None
+    env_vars: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def verl_dir(self) -> Path:
+        return self.run.path / VERL_DIR
+
+    def train(self) -> str:
+        """Run verl to its end: ``"finished"``, ``"stopped"`` (the run's Stop), or :class:`VerlRunError`."""
+        return self.train_cluster() if self.cluster_address else self.train_local()
+
+    def command(self, cluster: bool = False) -> list[str]:
+        """The verl command line: ``main_entry`` (``-m verl.trainer.main_ppo``) with the saved config.
+        On a cluster it runs in the job's working_dir (a copy of the run dir) with the cluster's python3."""
+        if cluster:
+            return ["python3", *self.main_entry, "--config-path", "$PWD/" + VERL_DIR,
+                    "--config-name", Path(CLUSTER_CONFIG_FILE).stem, f"hydra.run.dir={VERL_DIR}/hydra"]
+        return [self.python, *self.main_entry, "--config-path", str(self.verl_dir),
+                "--config-name", Path(CONFIG_FILE).stem, f"hydra.run.dir={self.verl_dir / 'hydra'}"]
+
+    def job_env(self, metrics_path: str) -> dict[str, str]:
+        env = {"VERL_FILE_LOGGER_PATH": metrics_path, "PYTHONUNBUFFERED": "1", "HYDRA_FULL_ERROR": "1",
+               "TENSORBOARD_DIR": str(self.run.tensorboard_dir), "WANDB_MODE": os.environ.get("WANDB_MODE", "")}
+        env = {k: v for k, v in env.items() if v}
+        env.update(self.env_vars)
+        return env
+
+    # -- this machine -----------------------------------------------------------------------------------
+    def train_local(self) -> str:
+        run = self.run
+        env = dict(os.environ)
+        env.pop("RAY_ADDRESS", None)  # a bare ray.init() would join that cluster
+        env.update(self.job_env(str(self.verl_dir / METRICS_FILE)))
+        argv = self.command(cluster=False)
+        job = LocalJob(argv, cwd=run.path, env=env, log_path=run.log_path)
+        run.write_status(verl_pid=job.pid)
+        run.event("launched", engine="verl", pid=job.pid, command=" ".join(shlex.quote(a) for a in argv))
+        cfg = self.verl_config
+        watcher = MetricsWatcher(run, self.total_steps, metrics_file=env["VERL_FILE_LOGGER_PATH"],
+                                 rollouts_dir=select(cfg, "trainer.rollout_data_dir"),
+                                 checkpoints_dir=select(cfg, "trainer.default_local_dir"))
+        stopping = False
+        while job.poll() is None:
+            watcher.poll()
+            if run.stop_requested() and not stopping:
+                stopping = True
+                run.write_status(state=STOPPING)
+                run.event("stop_requested", step=watcher.last_step)
+                job.stop(STOP_GRACE_S)
+                break
+            run.write_status()
+            time.sleep(POLL_S)
+        watcher.poll(final=True)
+        if stopping:
+            return STOPPED
+        if job.returncode == 0:
+            return FINISHED
+        err = last_error(log_tail(run.log_path)) or "no error line in train.log"
+        raise VerlRunError(f"verl exited with code {job.returncode}: {with_install_hint(err)}")
+
+    # -- a Ray cluster ----------------------------------------------------------------------------------
+    def cluster_config(self) -> Path:
+        """The saved config with paths inside the run dir made relative (the job's working_dir)."""
+        from omegaconf import OmegaConf
+
+        data = OmegaConf.to_container(self.verl_config, resolve=False)
+        root = str(self.run.path)
+
+        def rel(value: Any) -> Any:
+            if isinstance(value, dict):
+                return {k: rel(v) for k, v in value.items()}
+            if isinstance(value, list):
+                return [rel(v) for v in value]
+            if isinstance(value, str) and value.startswith(root + os.sep) and os.path.isfile(value):
+                return os.path.relpath(value, root)
+            return value
+
+        data = rel(data)
+        dump = data["trainer"].get("rollout_data_dir")
+        if isinstance(dump, str) and dump.startswith(root + os.sep):  # next to the file logger's JSONL
+            data["trainer"]["rollout_data_dir"] = os.path.relpath(dump, root)
+        path = self.verl_dir / CLUSTER_CONFIG_FILE
+        OmegaConf.save(OmegaConf.create(data), str(path), resolve=False)
+        return path
+
+    def train_cluster(self) -> str:
+        run = self.run
+        self.cluster_config()
+        job = RayJob(self.cluster_address)
+        argv = self.command(cluster=True)
+        entrypoint = " ".join(f'"{a}"' if a.startswith("$PWD") else shlex.quote(a) for a in argv)
+        runtime_env = {"working_dir": str(run.path), "excludes": RAY_EXCLUDES,
+                       "env_vars": self.job_env(f"{VERL_DIR}/{METRICS_FILE}")}
+        runtime_env["env_vars"].pop("TENSORBOARD_DIR", None)
+        job_id = job.submit(entrypoint, runtime_env, metadata={"aworld_run": run.run_id})
+        run.write_status(ray_job_id=job_id, ray_address=self.cluster_address)
+        run.event("submitted", engine="verl", ray_job_id=job_id, address=self.cluster_address, entrypoint=entrypoint)
+        log = open(run.log_path, "a", encoding="utf-8")
+
+        def sink(chunk: str) -> None:
+            log.write(chunk)
+            log.flush()
+
+        job.follow_logs(sink)
+        # verl's outputs are on the node running its trainer: readable here on the same machine or a shared
+        # filesystem (rollout dumps: a user's absolute path, else next to the file logger's JSONL)
+        dump = select(self.verl_config, "trainer.rollout_data_dir")
+        shared = isinstance(dump, str) and os.path.isabs(dump) and not Path(dump).is_relative_to(run.path)
+        watcher = MetricsWatcher(run, self.total_steps, rollouts_dir=dump if shared else None,
+                                 checkpoints_dir=select(self.verl_config, "trainer.default_local_dir"))
+        stopping, lost_since, state = False, None, "PENDING"
+        try:
+            while True:
+                for line in job.drain_lines():
+                    watcher.feed_log_line(line)
+                watcher.poll()
+                try:
+                    state, lost_since = job.status(), None
+                except Exception as e:  # the dashboard restarting, a network blip: the job itself goes on
+                    lost_since = lost_since or time.time()
+                    if time.time() - lost_since > CLUSTER_LOST_S:
+                        raise VerlRunError(f"lost contact with the Ray cluster at {self.cluster_address} for "
+                                           f"{CLUSTER_LOST_S:.0f} s (job {job_id} may still run): {e}") from e
+                    time.sleep(POLL_S)
+                    continue
+                if state in RayJob.TERMINAL:
+                    break
+                if run.stop_requested() and not stopping:
+                    stopping = True
+                    run.write_status(state=STOPPING)
+                    run.event("stop_requested", step=watcher.last_step, ray_job_id=job_id)
+                    job.stop()
+                run.write_status(ray_job_status=state)
+                time.sleep(POLL_S)
+            job.join_logs()
+            for line in job.drain_lines():
+                watcher.feed_log_line(line)
+            watcher.poll(final=True)
+        finally:
+            log.close()
+        info = job.info()
+        run.write_status(ray_job_status=state)
+        if state == "SUCCEEDED":
+            return FINISHED
+        if state == "STOPPED" and stopping:
+            return STOPPED
+        err = last_error(job.logs()) or (info.message or "")
+        if state == "STOPPED":
+            err = "the Ray job was stopped outside the studio (killed)"
+        raise VerlRunError(f"Ray job {job_id} {state.lower()}: {with_install_hint(err)}")
