@@ -15,9 +15,8 @@ from typing import Any
 import gradio as gr
 import yaml
 
-from . import glossary
+from . import glossary, presets, render
 from . import inputs as inp
-from . import render
 from .studio import MODULE_TITLES, Studio
 from .check_worker import WorkerError
 
@@ -65,6 +64,11 @@ class SetupUI:
     problems: Any = None           # gr.State: {module: why its upload cannot be used}
     run_name: Any = None
     run_note: Any = None
+    preset: Any = None
+    preset_load: Any = None
+    preset_name: Any = None
+    preset_save: Any = None
+    preset_msg: Any = None
     data_note: Any = None
 
     def inputs(self) -> list:
@@ -126,6 +130,15 @@ class SetupTab:
             with gr.Column(scale=2, min_width=260):
                 ui.launch_btn = gr.Button("Launch training", variant="primary", size="lg", interactive=False,
                                           elem_id="launch-btn")
+        with gr.Accordion("Presets: load a whole setup, or save this one", open=False, elem_id="presets"):
+            with gr.Row(equal_height=True, elem_classes="aw-runbar"):
+                ui.preset = gr.Dropdown(self.preset_choices(), value=None, label="Preset", scale=4,
+                                        elem_id="preset-select")
+                ui.preset_load = gr.Button("Load", scale=1, size="md", min_width=100, elem_id="preset-load")
+                ui.preset_name = gr.Textbox(label="Save this setup as", max_lines=1, scale=3,
+                                            placeholder="a name, e.g. my-letters-lr1e-3", elem_id="preset-name")
+                ui.preset_save = gr.Button("Save", scale=1, size="md", min_width=100, elem_id="preset-save")
+            ui.preset_msg = gr.Markdown("", elem_classes="aw-muted", elem_id="preset-msg")
         with gr.Row(equal_height=True, elem_classes="aw-runbar"):
             ui.run_name = gr.Textbox(label="Run name (optional)", max_lines=1, scale=3, elem_id="run-name",
                                      placeholder="e.g. letters-lr1e-3 — also part of the run id")
@@ -250,6 +263,14 @@ class SetupTab:
                         show_progress_on=[ui.strip], trigger_mode="always_last", api_visibility="private",
                         concurrency_id="checks", concurrency_limit=4)
 
+        # presets: load fills every input (then the engine's form and a check); save writes the current setup
+        ui.preset_load.click(self.on_preset_load, [ui.preset], [*self.input_components(), ui.preset_msg],
+                             api_visibility="private"
+                             ).then(self.on_engine_changed, [ui.engine, ui.config_yaml],
+                                    [ui.field_map, *ui.slot_components()], api_visibility="private"
+                                    ).then(**check_kw)
+        ui.preset_save.click(self.on_preset_save, [ui.preset_name, *ui.inputs()], [ui.preset, ui.preset_msg],
+                             api_visibility="private")
         # file pickers and mappings: a user change → check
         ui.agent.input(**check_kw)
         ui.train.input(self.on_train_changed, [ui.train, ui.test], [ui.prompt_col, ui.answer_col, ui.test, ui.data_note],
@@ -287,6 +308,29 @@ class SetupTab:
                 comp.input(self._slot_handler(kind, i), [comp, ui.config_yaml, ui.field_map], [ui.config_yaml],
                            api_visibility="private", show_progress="hidden",
                            trigger_mode="always_last").then(**check_kw)
+
+    # -- presets -----------------------------------------------------------------------------------
+    def preset_choices(self) -> list[tuple[str, str]]:
+        return [(f"{name} · {p['kind']}" + (f" — {p['description']}" if p["description"] else ""), name)
+                for name, p in presets.list_presets(self.studio.runs_dir).items()]
+
+    def on_preset_load(self, name):
+        found = presets.list_presets(self.studio.runs_dir).get(name or "")
+        if not found:
+            return [gr.update()] * len(self.input_components()) + ["Pick a preset first."]
+        try:
+            si = presets.load_preset(found["path"])
+        except (OSError, ValueError) as e:
+            return [gr.update()] * len(self.input_components()) + [f"**Cannot load {name}:** {e}"]
+        return [*self.show_inputs(si), f"Loaded preset **{name}** — checking it now."]
+
+    def on_preset_save(self, name, *values):
+        try:
+            path = presets.save_preset(self.studio.runs_dir, name, collect(*values))
+        except (OSError, ValueError) as e:
+            return gr.update(), f"**Not saved:** {e}"
+        return (gr.update(choices=self.preset_choices(), value=path.stem),
+                f"Saved as preset **{path.stem}** (`{path}`).")
 
     def input_components(self) -> list:
         """What :meth:`show_inputs` fills (the same as ``SetupUI.inputs()``)."""

@@ -45,6 +45,15 @@ def upload(page, button_id: str, path: Path | str) -> None:
     fc.value.set_files(str(path))
 
 
+def pick(page, dropdown: str, text: str) -> None:
+    """Choose the option of a Gradio dropdown that the typed text filters to."""
+    page.click(f"{dropdown} input")
+    page.keyboard.press("Control+A")
+    page.keyboard.type(text)
+    page.keyboard.press("Enter")
+    wait_for(lambda: text in page.input_value(f"{dropdown} input"), 10, f"{text} picked")
+
+
 def header(page) -> dict:
     """The run header's attributes, read in one go (the page updates the element in place)."""
     attrs = page.evaluate("""() => {
@@ -115,6 +124,26 @@ def test_an_empty_runs_tab_says_so(page):
     assert "No runs yet" in page.inner_text("#runs-empty")
     assert not page.is_enabled("#runs-stop") and not page.is_enabled("#runs-delete")
     page.get_by_role("tab", name="Setup").click()
+
+
+def test_presets_load_a_whole_setup_and_save_the_current_one(page, app):
+    page.click("#presets button")
+    pick(page, "#preset-select", "calc-tools")
+    page.click("#preset-load")
+    wait_for(lambda: page.input_value("#agent-select input") == "calc_agent.yaml · demo"
+             and "calc_train.jsonl" in page.input_value("#train-select input"), 30, "the calc preset in Setup")
+    wait_for(lambda: all_green(page) and "'calc-agent'" in page.inner_text("#status-agent"), 90,
+             "the calc preset checked green")
+    page.fill("#preset-name input", "my calc")
+    page.click("#preset-save")
+    wait_for(lambda: "Saved as preset" in page.inner_text("#preset-msg"), 30, "the preset saved")
+    assert (app.runs_dir / ".presets" / "my calc.yaml").exists()
+    shot(page, "01c-presets")
+    pick(page, "#preset-select", "letters-grpo")                     # back to the demo for the next tests
+    page.click("#preset-load")
+    wait_for(lambda: page.input_value("#agent-select input") == "letters_agent.yaml · demo" and all_green(page)
+             and "'letters-agent'" in page.inner_text("#status-agent"), 90, "the letters preset checked green")
+    page.click("#presets button")
 
 
 def test_an_idle_page_does_not_wake_the_machine_every_frame(page, tmp_path):
