@@ -78,7 +78,8 @@ def build_app(runs_dir: str | os.PathLike = "runs", studio: Studio | None = None
         rui.clone_btn.click(clone, [rui.selected], [*setup.input_components(), tabs, rui.action_msg, rui.timer],
                             api_visibility="private"
                             ).then(setup.on_engine_changed, [sui.engine, sui.config_yaml],
-                                   [sui.field_map, *sui.slot_components()], api_visibility="private"
+                                   [sui.field_map, *sui.slot_components(), sui.config_memory],
+                                   api_visibility="private"
                                    ).then(setup.on_check, setup.check_inputs(), setup.check_outputs(),
                                           api_visibility="private")
 

@@ -69,6 +69,8 @@ class SetupUI:
     preset_name: Any = None
     preset_save: Any = None
     preset_msg: Any = None
+    config_memory: Any = None
+    config_note: Any = None
     data_note: Any = None
 
     def inputs(self) -> list:
@@ -218,6 +220,7 @@ class SetupTab:
                 ui.engine = gr.Dropdown([(inp.DEMO_ENGINE, inp.DEMO_ENGINE)], value=inp.DEMO_ENGINE,
                                         label="Training engine", elem_id="engine-select")
                 ui.engines_table = gr.HTML("", elem_id="engines-table")
+                ui.config_note = gr.Markdown("", elem_classes="aw-muted", elem_id="config-note")
                 ui.slots = {"number": [], "choice": [], "bool": [], "text": []}
                 with gr.Row(equal_height=True):
                     for i in range(SLOTS["choice"]):
@@ -242,6 +245,7 @@ class SetupTab:
         ui.field_map = gr.State([])
         ui.reward_docs = gr.State({})
         ui.problems = gr.State({})
+        ui.config_memory = gr.State({"engine": demo.engine, "texts": {}})   # each engine's own overrides
         self.ui = ui
         return ui
 
@@ -267,8 +271,8 @@ class SetupTab:
         ui.preset_load.click(self.on_preset_load, [ui.preset], [*self.input_components(), ui.preset_msg],
                              api_visibility="private"
                              ).then(self.on_engine_changed, [ui.engine, ui.config_yaml],
-                                    [ui.field_map, *ui.slot_components()], api_visibility="private"
-                                    ).then(**check_kw)
+                                    [ui.field_map, *ui.slot_components(), ui.config_memory],
+                                    api_visibility="private").then(**check_kw)
         ui.preset_save.click(self.on_preset_save, [ui.preset_name, *ui.inputs()], [ui.preset, ui.preset_msg],
                              api_visibility="private")
         # file pickers and mappings: a user change → check
@@ -297,9 +301,9 @@ class SetupTab:
                                 [ui.reward_pick, ui.reward_weights, ui.reward_docs, ui.reward_note, ui.problems],
                                 api_visibility="private").then(**check_kw)
         # engine & config
-        ui.engine.input(self.on_engine_changed, [ui.engine, ui.config_yaml],
-                        [ui.field_map, *ui.slot_components()], api_visibility="private",
-                        show_progress="hidden").then(**check_kw)
+        ui.engine.input(self.on_engine_picked, [ui.engine, ui.config_yaml, ui.config_memory],
+                        [ui.field_map, *ui.slot_components(), ui.config_yaml, ui.config_memory, ui.config_note],
+                        api_visibility="private", show_progress="hidden").then(**check_kw)
         ui.config_yaml.input(self.on_yaml_edited, [ui.engine, ui.config_yaml, ui.field_map],
                              ui.slot_components(), api_visibility="private", show_progress="hidden",
                              trigger_mode="always_last").then(**check_kw)
@@ -561,8 +565,25 @@ class SetupTab:
         return field_map, [u for kind in SLOTS for u in updates[kind]]
 
     def on_engine_changed(self, engine, config_text):
+        """The engine's form for a Setup put in place whole (a preset, a clone): its config is that
+        engine's, and what other engines had is forgotten."""
         field_map, updates = self.form_for(engine, config_text)
-        return [field_map, *updates]
+        return [field_map, *updates, {"engine": engine, "texts": {}}]
+
+    def on_engine_picked(self, engine, config_text, memory):
+        """The user picked another engine: each engine keeps its own config overrides (one engine's
+        keys mean nothing to another), so the last engine's are put aside and this one's come back."""
+        memory = dict(memory or {})
+        texts = dict(memory.get("texts") or {})
+        previous = memory.get("engine") or inp.DEMO_ENGINE
+        if previous != engine:
+            texts[previous] = config_text or ""
+            config_text = texts.pop(engine, "")
+        note = (f"The config overrides of **{previous}** are kept aside (they come back if you switch back); "
+                f"**{engine}** starts from {'its earlier overrides' if config_text else 'its defaults'}."
+                if previous != engine else "")
+        field_map, updates = self.form_for(engine, config_text)
+        return [field_map, *updates, config_text, {"engine": engine, "texts": texts}, note]
 
     def on_yaml_edited(self, engine, config_text, field_map):
         overrides = _parse_yaml(config_text)

@@ -229,3 +229,20 @@ def test_runs_carry_a_name_and_a_note_that_can_be_changed(studio, tmp_path, demo
     listing = subprocess.run([sys.executable, "-m", "engines", "runs", "--runs-dir", str(studio.runs_dir)],
                              capture_output=True, text=True, timeout=120).stdout
     assert "winner" in listing.splitlines()[1] and listing.splitlines()[0].split()[:3] == ["run", "name", "state"]
+
+
+def test_each_engine_keeps_its_own_config_overrides(studio):
+    """Switching the engine to verl used to keep the trl demo's overrides (unknown keys to verl)."""
+    from aworld_gui.setup_tab import SetupTab
+
+    tab = SetupTab(studio)
+    trl_text = "learning_rate: 0.001\nbeta: 0.04\n"
+    out = tab.on_engine_picked("verl", trl_text, {"engine": "trl", "texts": {}})
+    config_text, memory, note = out[-3:]
+    assert config_text == "" and memory == {"engine": "verl", "texts": {"trl": trl_text}}
+    assert "trl" in note and "kept aside" in note
+    out = tab.on_engine_picked("trl", "total_steps: 3\n", memory)
+    config_text, memory, _ = out[-3:]
+    assert config_text == trl_text and memory == {"engine": "trl", "texts": {"verl": "total_steps: 3\n"}}
+    out = tab.on_engine_picked("trl", trl_text, memory)            # the same engine again: nothing moves
+    assert out[-3] == trl_text and out[-1] == ""
