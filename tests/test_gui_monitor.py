@@ -7,6 +7,13 @@ import time
 import pytest
 
 from testing.fake_run import metric_row, write_history
+
+
+class NoWorker:
+    """A check worker stand-in: these tests only read run directories."""
+
+    def start(self):
+        pass
 from aworld_gui.run_cache import MAX_POINTS, RunCache, RunState, Series
 from aworld_gui.runs_tab import overlay_chart
 from engines.rundir import RunDir
@@ -100,11 +107,8 @@ def test_monitor_refresh_on_a_100k_step_run(long_run, monkeypatch):
     from aworld_gui.monitor_tab import MonitorTab
     from aworld_gui.studio import Studio
 
-    class _NoWorker:
-        def start(self):
-            pass
 
-    studio = Studio(long_run.path.parent, worker=_NoWorker(), cache=RunCache())
+    studio = Studio(long_run.path.parent, worker=NoWorker(), cache=RunCache())
     tab = MonitorTab(studio)
     monkeypatch.setattr(run_cache, "MIN_REFRESH_S", 0.0)  # no read sharing between sessions here
     tab.live(long_run.run_id, "g", [], 0.6, {})  # loads the history
@@ -129,16 +133,13 @@ def test_polls_send_only_what_changed(tmp_path):
     from aworld_gui.monitor_tab import MonitorTab
     from aworld_gui.studio import Studio
 
-    class _NoWorker:
-        def start(self):
-            pass
 
     run = RunDir.create(tmp_path, "fake")
     run.write_spec({"engine": "fake"})
     run.write_status(state="finished", step=3, total_steps=3)
     for s in range(1, 4):
         run.append_metrics(s, {"loss": 1.0 / s, "reward": s / 3})
-    tab = MonitorTab(Studio(tmp_path, worker=_NoWorker(), cache=RunCache()))
+    tab = MonitorTab(Studio(tmp_path, worker=NoWorker(), cache=RunCache()))
     out = tab.live(run.run_id, "g", [], 0.0, {})
     assert 'data-state="finished"' in out["header"] and 'data-points="3"' in out["charts"]["reward"]
     keys = out["keys"]
@@ -172,15 +173,12 @@ def test_the_first_curves_are_not_held_back_to_their_pace(tmp_path):
     from aworld_gui.monitor_tab import MonitorTab
     from aworld_gui.studio import Studio
 
-    class _NoWorker:
-        def start(self):
-            pass
 
     run = RunDir.create(tmp_path, "fake")
     run.write_spec({"engine": "fake"})
     me = psutil.Process()
     run.write_status(state="running", step=0, total_steps=10, pid=me.pid, pid_create_time=me.create_time())
-    tab = MonitorTab(Studio(tmp_path, worker=_NoWorker(), cache=RunCache()))
+    tab = MonitorTab(Studio(tmp_path, worker=NoWorker(), cache=RunCache()))
     out = tab.live(run.run_id, "g", [], 0.6, {})
     assert "waiting for the first logged step" in out["charts"]["reward"]
     for step in (1, 2, 3):
@@ -235,13 +233,10 @@ def test_a_run_deleted_while_watched_is_reported_once(tmp_path):
     from aworld_gui.monitor_tab import MonitorTab
     from aworld_gui.studio import Studio
 
-    class _NoWorker:
-        def start(self):
-            pass
 
     run = RunDir.create(tmp_path, "fake")
     run.write_status(state="finished", step=1, total_steps=1)
-    tab = MonitorTab(Studio(tmp_path, worker=_NoWorker(), cache=RunCache()))
+    tab = MonitorTab(Studio(tmp_path, worker=NoWorker(), cache=RunCache()))
     keys = tab.live(run.run_id, "g", [], 0.0, {})["keys"]
     shutil.rmtree(run.path)
     out = tab.live(run.run_id, "g", [], 0.0, keys)
@@ -286,15 +281,12 @@ def test_the_live_stream_sends_what_changed_and_nothing_else(tmp_path):
     from aworld_gui.monitor_tab import MonitorTab
     from aworld_gui.studio import Studio
 
-    class _NoWorker:
-        def start(self):
-            pass
 
     run = RunDir.create(tmp_path, "fake")
     run.write_status(state="finished", step=2, total_steps=10)
     for s in range(1, 3):
         run.append_metrics(s, {"loss": 1.0 / s, "reward": s / 3})
-    tab = MonitorTab(Studio(tmp_path, worker=_NoWorker(), cache=RunCache()))
+    tab = MonitorTab(Studio(tmp_path, worker=NoWorker(), cache=RunCache()))
     streams = LiveStreams(tab.live, poll_s=0.05)
     ticket = streams.ticket(run.run_id, "g1", ["loss", ""], 0.5)
     w = streams.watch(ticket)
