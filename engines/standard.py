@@ -99,7 +99,7 @@ class StandardProcessor(TrainerProcessor):
         try:
             reward = load_reward(reward_func)
             if self.data is not None:
-                result = dry_run_reward(reward, self.data)
+                result = dry_run_reward(reward, self.data, **self.reward_context(reward))
             else:
                 result = CheckResult("reward", "warning", ", ".join(reward.names),
                                      warnings=["dry run skipped: the dataset did not load"])
@@ -139,6 +139,13 @@ class StandardProcessor(TrainerProcessor):
 
     def convert_reward(self, reward: Reward) -> dict | None:
         return None
+
+    def reward_context(self, reward: Reward) -> dict[str, Any]:
+        """What the reward's dry run needs to call it as training will: the agent's system prompt (the
+        prompts are chat) and the model's tokenizer (completion_ids), which also serves training."""
+        reward.tokenizer = getattr(self, "tokenizer", None)
+        return {"system_prompt": self.agent_spec.system_prompt if self.agent_spec else None,
+                "tokenizer": reward.tokenizer}
 
     def derived_config(self) -> dict[str, Any]:
         """Defaults derived from the agent (e.g. its sampling settings); user values override."""

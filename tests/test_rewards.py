@@ -21,7 +21,8 @@ def uses_columns(response, ground_truth, level=0):
     return float(response == ground_truth) + 0.5 * level
 
 def trl_style(prompts, completions, solution, **kwargs):
-    return [float(c == s) for c, s in zip(completions, solution)]
+    texts = [c[0]["content"] if isinstance(c, list) else c for c in completions]  # chat or text prompts
+    return [float(t == s) for t, s in zip(texts, solution)]
 
 def verl_style(data_source, solution_str, ground_truth, extra_info=None):
     return {"score": float(solution_str == ground_truth), "source": data_source}
@@ -45,7 +46,7 @@ def takes_nothing():
     return 1.0
 
 def trl_reads_kwargs(prompts, completions, **kwargs):
-    return [float(c == s) for c, s in zip(completions, kwargs["solution"])]
+    return [float(c[0]["content"] == s) for c, s in zip(completions, kwargs["solution"])]
 
 def wrong_length(prompts, completions, **kwargs):
     return [1.0, 1.0]
@@ -143,10 +144,13 @@ def test_one_adapter_batch_wise_and_per_sample(rewards_file):
     completions = ["4", "5", "6"]
     answers, levels = ["4", "4", "6"], [1, 0, 0]
 
-    # as the trl engine calls it: the reference rides in its own column, the dataset's columns stay
+    # as the trl engine calls it: chat prompts and completions, the reference in its own column, the
+    # dataset's columns kept
     trl = r.trl_functions(answer_key="_ref_answer")
     assert [f.__name__ for f in trl] == r.names
-    batch = [f(prompts=["p1", "p2", "p3"], completions=completions, _ref_answer=answers, solution=answers,
+    prompts = [[{"role": "user", "content": f"p{i}"}] for i in range(3)]
+    chat = [[{"role": "assistant", "content": c}] for c in completions]
+    batch = [f(prompts=prompts, completions=chat, _ref_answer=answers, solution=answers,
                level=levels, trainer_state=object()) for f in trl]
     assert batch == [[1.0, 0.0, 1.0], [1.5, 0.0, 1.0], [1.0, 0.0, 1.0], [1.0, 0.0, 1.0]]
 
@@ -197,7 +201,7 @@ def test_dry_run_warns_when_the_reward_cannot_tell_right_from_wrong(bundle):
 
 # -- bad rewards --------------------------------------------------------------------------------------
 @pytest.mark.parametrize("fn, what, fix", [
-    ("raises", "reward function 'raises' raised ZeroDivisionError: float division by zero (dry run on row 0",
+    ("raises", "reward function 'raises' raised ZeroDivisionError: float division by zero (dry run on 3 sample row",
      "fix the function so it handles this input"),
     ("returns_nan", "reward 'returns_nan' returned nan; rewards must be finite",
      "guard divisions and logs so the function never returns NaN"),
@@ -238,7 +242,7 @@ def test_a_raising_reward_during_training_is_a_reward_error(rewards_file):
     ([], "no reward function given", "pick a built-in"),
     (42, "reward 42 must be a built-in name, 'file.py:function', 'module:function' or a callable", None),
     ({"name": "exact_match", "weight": "heavy"}, "reward weight 'heavy' is not a number", None),
-    ({"weight": 1}, "a reward entry needs `name` (built-in) or `ref`", None),
+    ({"weight": 1}, "a reward entry needs `name` (built-in), `ref`", None),
 ])
 def test_bad_reward_specs(rewards_file, spec, what, fix):
     if isinstance(spec, str):

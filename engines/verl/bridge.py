@@ -21,15 +21,20 @@ REWARD_FN = "compute_score"
 ENGINES_DIR = Path(__file__).resolve().parent.parent
 # engine-neutral modules only: the reward code and what it imports (never __main__, never engines/<engine>/)
 SNAPSHOT_SKIP = {"__init__.py", "__main__.py"}
+SNAPSHOT_PACKAGES = ("rewards",)
 
 
 def snapshot_engines(verl_dir: Path) -> Path:
-    """Copy ``engines/*.py`` into ``<verl_dir>/aworld_engines`` (a package with an empty __init__)."""
+    """Copy ``engines/*.py`` and the engine-neutral packages (``engines/rewards/``) into
+    ``<verl_dir>/aworld_engines`` (a package with an empty __init__)."""
     dest = verl_dir / SNAPSHOT_DIR
     dest.mkdir(parents=True, exist_ok=True)
     for src in sorted(ENGINES_DIR.glob("*.py")):
         if src.name not in SNAPSHOT_SKIP:
             shutil.copyfile(src, dest / src.name)
+    for package in SNAPSHOT_PACKAGES:
+        shutil.copytree(ENGINES_DIR / package, dest / package, dirs_exist_ok=True,
+                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     (dest / "__init__.py").write_text('"""Snapshot of engines/*.py for the verl reward bridge."""\n')
     return dest
 
