@@ -35,6 +35,12 @@ EXAMPLES: dict[str, str] = {
     "math_reward": BOXED, "math_dapo": BOXED, "prime_math": BOXED, "geo3k": BOXED, "math_verify": BOXED,
     "search_r1_like_qa_em": "<answer>{answer}</answer>",
 }
+#: what a reward scores when it does not score the answer (the dry run does not expect it to prefer
+#: the reference answer over a wrong one in the same format)
+ASPECTS: dict[str, str] = {
+    "answer_format": "format", "length_penalty": "length", "trl.rewards:think_format_reward": "format",
+    "trl.rewards:get_soft_overlong_punishment": "length", "trl.rewards:get_repetition_penalty_reward": "length",
+}
 #: example arguments of factories (the studio fills them in when one is picked)
 FACTORY_ARGS: dict[str, dict[str, Any]] = {
     "trl.rewards:get_soft_overlong_punishment": {"max_completion_len": 512, "soft_punish_cache": 64},
@@ -70,7 +76,7 @@ def _entry(key: str, source: str, description: str, **extra: Any) -> dict[str, A
     label = extra.pop("label", None) or key
     return {"key": key, "label": label, "source": source, "description": description, "requires": requires,
             "missing": sorted(set(missing)), "factory": False, "args": {}, "data_sources": [],
-            "example": EXAMPLES.get(key), **extra}
+            "example": EXAMPLES.get(key), "aspect": ASPECTS.get(key, "answer"), **extra}
 
 
 def builtin_entries() -> list[dict[str, Any]]:
@@ -175,7 +181,8 @@ def catalog() -> list[dict[str, Any]]:
         except Exception as e:  # noqa: BLE001 - one source failing leaves the others listed
             entries.append({"key": f"error:{name}", "label": f"{name} rewards unavailable", "source": name,
                             "description": f"{type(e).__name__}: {e}", "requires": [], "missing": [],
-                            "factory": False, "args": {}, "data_sources": [], "example": None, "error": True})
+                            "factory": False, "args": {}, "data_sources": [], "example": None, "aspect": None,
+                            "error": True})
     return entries
 
 
@@ -191,3 +198,8 @@ def example_for(key: str | None, data_source: str | None = None) -> str | None:
             module = verl_module_for(data_source) or ""
         return EXAMPLES.get(module)
     return None
+
+
+def aspect_of(key: str | None) -> str:
+    """``answer`` (scores correctness: user functions too), ``format`` or ``length``."""
+    return ASPECTS.get(key or "", "answer")

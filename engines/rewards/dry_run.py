@@ -8,7 +8,7 @@ from typing import Any
 
 from ..check_result import CheckError, CheckResult
 from .calling import Batch, RewardError, Trace
-from .catalog import example_for
+from .catalog import aspect_of, example_for
 from .mix import Reward
 from .requirements import install_hint
 
@@ -98,7 +98,13 @@ def dry_run_reward(reward: Reward, bundle: Any, rows: int = 3, system_prompt: st
         if values and all(v is None for v in values):
             warnings.append(f"'{name}' returned None for every sample row: it does not apply to them "
                             "(TRL leaves such rows out of the reward)")
-    if results and all(r["reference"]["total"] <= r["wrong"]["total"] for r in results) and bundle.columns.answer:
+    graders = [t for t in reward.terms if aspect_of(t.builtin or t.ref) == "answer"]
+
+    def graded(side: dict) -> float:
+        return sum(t.weight * side["terms"][t.name] for t in graders if side["terms"][t.name] is not None)
+
+    if graders and results and bundle.columns.answer and all(graded(r["reference"]) <= graded(r["wrong"])
+                                                             for r in results):
         warnings.append("the reward does not score the reference answer above a wrong one on the sample rows")
     names = ", ".join(f"{t.name}×{t.weight:g}" for t in reward.terms)
     template = completion_template(reward, next(iter(columns.get("data_source") or []), None))

@@ -36,9 +36,9 @@ SCORER_KEYS = ("reward_model", "judge")
 def parse_call(text: str) -> tuple[str, dict[str, Any] | None]:
     """``"mod:fn(a=1, b='x')"`` → ``("mod:fn", {"a": 1, "b": "x"})``; no parentheses → ``(text, None)``."""
     text = text.strip()
-    if not text.endswith(")") or "(" not in text:
+    ref, paren, inner = text.partition("(")
+    if not paren or not ref.strip() or (not text.endswith(")") and ":" not in ref):
         return text, None
-    ref, _, inner = text.partition("(")
     try:
         call = ast.parse(f"f({inner}", mode="eval").body
         if not isinstance(call, ast.Call) or call.args:

@@ -130,8 +130,10 @@ class TrlProcessor(StandardProcessor):
         n = min(cfg["eval_samples"], len(ds))
         rows = [ds[i] for i in range(n)]
         cols, system = self.data.columns, self.agent_spec.system_prompt
-        texts = [tok.apply_chat_template(prompt_messages(r, cols, system), add_generation_prompt=True, tokenize=False)
-                 for r in rows]
+        messages = [prompt_messages(r, cols, system) for r in rows]
+        texts = [tok.apply_chat_template(m, add_generation_prompt=True, tokenize=False) for m in messages]
+        # the reward sees what it sees in training: chat prompts and the row's columns
+        columns = [{k: v for k, v in r.items() if k != "prompt"} for r in rows]
         answers = [row_answer(r, cols) for r in rows]
         label = "eval" if self.data.test is not None else "eval_train"
 
@@ -150,7 +152,8 @@ class TrlProcessor(StandardProcessor):
                 tok.padding_side = side
                 if was_training:
                     model.train()
-            scores = [self.reward.score(c, a, t)[0] for c, a, t in zip(completions, answers, texts)]
+            scores = [self.reward.score(c, a, m, **kw)[0]
+                      for c, a, m, kw in zip(completions, answers, messages, columns)]
             return {f"{label}/reward": sum(scores) / max(1, len(scores)), f"{label}/samples": len(scores)}
 
         return evaluate

@@ -112,6 +112,7 @@ Reward terms: {terms}
 _SPEC = json.loads({spec!r})
 _COLUMNS = json.loads({columns!r})
 _FINAL_ANSWER_ONLY = {final_only!r}
+_TOKENIZER_PATH = {tokenizer!r}
 _REWARD = None
 _TOOL_END = "</tool_response>"
 
@@ -127,11 +128,27 @@ def _resolve(item):
     return item
 
 
+class _LazyTokenizer:
+    """The model's tokenizer, loaded on first use (for rewards that read completion_ids)."""
+
+    def __init__(self, path):
+        self.path, self._tok = path, None
+
+    def __call__(self, *args, **kwargs):
+        if self._tok is None:
+            from transformers import AutoTokenizer
+
+            self._tok = AutoTokenizer.from_pretrained(self.path)
+        return self._tok(*args, **kwargs)
+
+
 def reward():
     """The studio's Reward object (a weighted mix of terms)."""
     global _REWARD
     if _REWARD is None:
         _REWARD = _engines("rewards").load_reward([_resolve(i) for i in _SPEC])
+        if _TOKENIZER_PATH:
+            _REWARD.tokenizer = _LazyTokenizer(_TOKENIZER_PATH)
     return _REWARD
 
 
@@ -189,8 +206,9 @@ for _item in _TOOLS:
 
 
 def write_reward_bridge(run_dir: Path, verl_dir: Path, spec: list[dict], columns: list[str],
-                        final_answer_only: bool) -> Path:
-    """The bridge file exposing ``compute_score`` for ``spec`` (a Reward.to_spec() list)."""
+                        final_answer_only: bool, tokenizer_path: str | None = None) -> Path:
+    """The bridge file exposing ``compute_score`` for ``spec`` (a Reward.to_spec() list); rewards that
+    read completion_ids get them from ``tokenizer_path`` (the model's folder) on the node."""
     snapshot_engines(verl_dir)
     items = []
     for i, entry in enumerate(spec):
@@ -210,7 +228,7 @@ def write_reward_bridge(run_dir: Path, verl_dir: Path, spec: list[dict], columns
     terms = ", ".join(f"{e.get('name') or e.get('ref')}×{e.get('weight', 1.0):g}" for e in items)
     text = REWARD_TEMPLATE.format(run_id=run_dir.name, fn=REWARD_FN, snapshot=SNAPSHOT_DIR, terms=terms,
                                   common=_COMMON.replace("{snapshot}", SNAPSHOT_DIR), spec=json.dumps(items), columns=json.dumps(columns),
-                                  final_only=bool(final_answer_only))
+                                  final_only=bool(final_answer_only), tokenizer=tokenizer_path)
     path = verl_dir / REWARD_FILE
     path.write_text(text, encoding="utf-8")
     return path

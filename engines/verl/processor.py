@@ -183,7 +183,8 @@ class VerlProcessor(StandardProcessor):
             columns = extra_columns(self.data.train, self.data.columns) if self.data is not None else []
             tools = bool(self.agent_spec and self.agent_spec.tools)
             self.bridge_file = write_reward_bridge(self.run.path, self.verl_dir, self.spec["reward"], columns,
-                                                   final_answer_only=tools)
+                                                   final_answer_only=tools,
+                                                   tokenizer_path=self.agent_spec.model if self.agent_spec else None)
         except CheckError as e:
             self._fail(e)
         result = next(r for r in self.check_results if r.module == "reward")
