@@ -5,6 +5,10 @@
 * :mod:`testing.verl_fakes` — a fake ``verl.trainer.main_ppo`` and a throwaway local Ray head
 * :mod:`testing.worker_tasks` — extra check-worker tasks (echo, sleep, crash) for worker tests
 * :mod:`testing.waiting` — ``wait_for``, the one polling helper
+* :mod:`testing.openai_server` — a tiny OpenAI-compatible chat-completions server (LLM judge tests)
+* :mod:`testing.gsm8k` — a verl-format GSM8K-style parquet; :mod:`testing.grpo_rewards` — call reward
+  functions exactly as GRPOTrainer does
+* :mod:`testing.reward_model` — a tiny sequence-classification reward model built locally
 """
 import socket
 

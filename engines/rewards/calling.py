@@ -211,9 +211,11 @@ class Trace:
 
     calls: dict[str, dict[str, Any]] = field(default_factory=dict)
 
-    def received(self, term: str, style: str, args: dict[str, Any]) -> None:
-        entry = self.calls.setdefault(term, {"style": STYLE_NAMES.get(style, style), "returned": [], "logged": {}})
-        entry.setdefault("args", {k: shape(v) for k, v in args.items()})
+    def received(self, term: str, style: str, args: dict[str, Any], described: bool = False) -> None:
+        """``args``: the call's arguments (their shapes are kept), or descriptions already (scorers)."""
+        entry = self.calls.setdefault(term, {"returned": [], "logged": {}})
+        entry.setdefault("style", STYLE_NAMES.get(style, style))
+        entry.setdefault("args", {k: (str(v) if described else shape(v)) for k, v in args.items()})
 
     def returned(self, term: str, value: Any) -> None:
         self.calls.setdefault(term, {"returned": [], "logged": {}})["returned"].append(short(value))
@@ -397,7 +399,7 @@ def _call_trl(term: Any, batch: Batch) -> list[float | None]:
 
 def _call_scorer(term: Any, batch: Batch) -> list[float | None]:
     if batch.trace is not None:
-        batch.trace.received(term.name, term.style, term.fn.describe_inputs(batch))
+        batch.trace.received(term.name, term.style, term.fn.describe_inputs(batch), described=True)
         log_metric = batch.extras.get("log_metric")
         extras = dict(batch.extras, log_metric=_traced_logger(batch.trace, term.name, "log_metric", log_metric))
         batch = Batch(**{**batch.__dict__, "extras": extras})

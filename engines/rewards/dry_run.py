@@ -84,7 +84,7 @@ def dry_run_reward(reward: Reward, bundle: Any, rows: int = 3, system_prompt: st
                              calls=trace.to_dict())
         except RewardError as e:
             cause = e.__cause__ or e
-            hint = install_hint(cause) if isinstance(cause, ImportError) else None
+            hint = install_hint(cause) if isinstance(cause, ImportError) else getattr(cause, "hint", None)
             raise CheckError("reward", f"{e} (dry run on {n} sample row(s), completions {completions[:2]!r}…)",
                              hint or "fix the function so it handles this input", calls=trace.to_dict()) from e
     results: list[dict[str, Any]] = []
