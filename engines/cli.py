@@ -8,7 +8,8 @@
     python -m engines stop runs/<run_id> [--kill-after 30]
     python -m engines engines
 
-``--reward`` may repeat; ``NAME@WEIGHT`` sets a weight (``--reward exact_match@1 --reward answer_format@0.2``).
+``--reward`` may repeat; ``NAME@WEIGHT`` sets a weight (``--reward exact_match@1 --reward answer_format@0.2``);
+``REF(k=v, ...)`` gives a factory its arguments; ``{judge: {...}}`` (inline YAML) or a rewards .yaml file.
 """
 from __future__ import annotations
 
@@ -26,16 +27,15 @@ from .check_result import ERROR, CheckError, format_table
 
 
 def parse_reward(values: list[str] | None) -> Any:
+    """``--reward`` values → reward spec entries (see engines.rewards.spec.parse_cli_reward)."""
     if not values:
         return None
-    out = []
-    for v in values:
-        name, _, weight = v.rpartition("@") if "@" in v else (v, "", "")
-        try:
-            out.append({"name" if ":" not in name else "ref": name, "weight": float(weight) if weight else 1.0})
-        except ValueError:
-            raise SystemExit(f"error: reward weight in '{v}' is not a number (write NAME@0.5)")
-    return out
+    from .rewards.spec import parse_cli_reward
+
+    try:
+        return [entry for v in values for entry in parse_cli_reward(v)]
+    except CheckError as e:
+        raise SystemExit(f"error: {e.result.message}")
 
 
 def parse_columns(value: str | None) -> dict | None:
@@ -49,7 +49,8 @@ def add_module_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--agent", required=True, help="agent YAML")
     p.add_argument("--train", dest="train_dataset", help="training dataset (csv/tsv/jsonl/json/parquet/folder)")
     p.add_argument("--test", dest="test_dataset", help="test dataset")
-    p.add_argument("--reward", action="append", help="built-in name, file.py:fn or module:fn; NAME@WEIGHT")
+    p.add_argument("--reward", action="append", help="built-in name, file.py:fn or module:fn, REF(k=v,...) for a "
+                   "factory's arguments; NAME@WEIGHT; inline YAML {judge: {...}} / {reward_model: PATH}; a .yaml file")
     p.add_argument("--config", help="engine config (YAML/JSON file)")
     p.add_argument("--engine", dest="train_engine_name", default=DEFAULT_ENGINE,
                    help=f"training engine ({DEFAULT_ENGINE} by default)")

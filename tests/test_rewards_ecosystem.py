@@ -219,3 +219,31 @@ def test_the_same_scorers_pass_the_verl_engines_bridge_in_a_fresh_interpreter(tm
     names = p.reward.names
     for i, name in enumerate(names):
         assert right[i][f"reward_{name}"] > wrong[i][f"reward_{name}"], (name, right[i], wrong[i])
+
+
+def test_the_cli_takes_factories_with_arguments_and_rewards_files(tmp_path, gsm8k, capsys):
+    from engines.cli import main, parse_reward
+
+    overlong = "trl.rewards:get_soft_overlong_punishment(max_completion_len=8, soft_punish_cache=4)@0.5"
+    assert parse_reward([overlong, "exact_match@2", "verl.utils.reward_score.gsm8k:compute_score"]) == [
+        {"ref": "trl.rewards:get_soft_overlong_punishment(max_completion_len=8, soft_punish_cache=4)", "weight": 0.5},
+        {"name": "exact_match", "weight": 2.0}, {"ref": "verl.utils.reward_score.gsm8k:compute_score", "weight": 1.0}]
+    rewards_yaml = tmp_path / "rewards.yaml"
+    rewards_yaml.write_text("reward:\n  - {ref: trl.rewards:think_format_reward, weight: 0.2}\n"
+                            "  - {ref: trl.rewards:get_soft_overlong_punishment, args: {max_completion_len: 8, "
+                            "soft_punish_cache: 4}}\n")
+    assert parse_reward([str(rewards_yaml)])[1]["args"] == {"max_completion_len": 8, "soft_punish_cache": 4}
+    agent = tmp_path / "agent.yaml"
+    agent.write_text(f"name: gsm\nmodel: {MODEL}\nsystem_prompt: Solve it.\nmax_tokens: 8\n")
+    rc = main(["check", "--json", "--agent", str(agent), "--train", gsm8k, "--engine", "trl",
+               "--reward", overlong, "--reward", str(rewards_yaml), "--reward", SCORERS["verl_gsm8k"][0]])
+    results = {r["module"]: r for r in json.loads(capsys.readouterr().out)}
+    assert rc == 0, results["reward"]["message"]
+    terms = results["reward"]["details"]["terms"]
+    assert terms[0] == {"ref": "trl.rewards:get_soft_overlong_punishment", "weight": 0.5,
+                        "args": {"max_completion_len": 8, "soft_punish_cache": 4},
+                        "name": "soft_overlong_punishment_reward_1"}
+    assert [t["name"] for t in terms] == ["soft_overlong_punishment_reward_1", "think_format_reward",
+                                          "soft_overlong_punishment_reward_2", "compute_score"]
+    with pytest.raises(SystemExit, match="reward weight in 'exact_match@lots' is not a number"):
+        parse_reward(["exact_match@lots"])

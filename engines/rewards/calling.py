@@ -305,7 +305,11 @@ def call_term(term: Any, batch: Batch) -> list[float | None]:
             args = _sample_args(term, batch, i)
         if batch.trace is not None:
             batch.trace.received(name, style, args)
-        value = resolve(fn(**args))
+        try:
+            value = resolve(fn(**args))
+        except Exception as e:
+            e.aworld_sample = i  # type: ignore[attr-defined]  # which completion it failed on (dry run report)
+            raise
         if batch.trace is not None:
             batch.trace.returned(name, value)
         out.append(as_score(value, name))

@@ -85,7 +85,10 @@ def dry_run_reward(reward: Reward, bundle: Any, rows: int = 3, system_prompt: st
         except RewardError as e:
             cause = e.__cause__ or e
             hint = install_hint(cause) if isinstance(cause, ImportError) else getattr(cause, "hint", None)
-            raise CheckError("reward", f"{e} (dry run on {n} sample row(s), completions {completions[:2]!r}…)",
+            j = getattr(cause, "aworld_sample", None)
+            where = (f"row {meta[j][0]}, completion={completions[j]!r}" if j is not None else
+                     f"{n} sample row(s), completions {completions[:2]!r}…")
+            raise CheckError("reward", f"{e} (dry run on {where})",
                              hint or "fix the function so it handles this input", calls=trace.to_dict()) from e
     results: list[dict[str, Any]] = []
     for j, (i, label) in enumerate(meta):

@@ -58,6 +58,34 @@ def format_call(ref: str, args: dict[str, Any] | None) -> str:
     return f"{ref}({', '.join(f'{k}={v!r}' for k, v in args.items())})"
 
 
+def parse_cli_reward(value: str) -> list[dict[str, Any]]:
+    """One ``--reward`` value → spec entries: ``NAME``, ``REF``, ``REF(k=v, ...)``, each with an optional
+    ``@WEIGHT``; ``{judge: {...}}`` / ``{reward_model: ...}`` (inline YAML); or a .yaml/.json file of entries."""
+    import yaml
+
+    text = value.strip()
+    if text.lower().endswith((".yaml", ".yml", ".json")) and Path(text).is_file():
+        loaded = yaml.safe_load(Path(text).read_text(encoding="utf-8"))
+        if isinstance(loaded, dict) and "reward" in loaded:
+            loaded = loaded["reward"]
+        return list(loaded) if isinstance(loaded, list) else [loaded]
+    if text.startswith("{"):
+        try:
+            loaded = yaml.safe_load(text)
+        except yaml.YAMLError as e:
+            raise CheckError("reward", f"--reward {text[:60]!r} is not valid YAML: {e}")
+        return [loaded]
+    ref, weight = text, 1.0
+    head, at, tail = text.rpartition("@")
+    if at and ")" not in tail:
+        try:
+            ref, weight = head, float(tail)
+        except ValueError:
+            raise CheckError("reward", f"reward weight in '{text}' is not a number", "write NAME@0.5")
+    name = ref.partition("(")[0]
+    return [{"name" if ":" not in name else "ref": ref, "weight": weight}]
+
+
 def _weight(item: dict) -> float:
     weight = item.get("weight", 1.0)
     try:
