@@ -38,7 +38,8 @@ def preload() -> str | None:
 
 # -- catalog ---------------------------------------------------------------------------------------
 def catalog() -> dict[str, Any]:
-    """Registered engines with availability and config schema; built-in rewards."""
+    """Registered engines with availability and config schema; built-in rewards and the reward catalog
+    (built-ins, TRL's, verl's: engines.rewards.catalog)."""
     from engines.registry import registered_engines
     from engines.prepare import engine_result
     from engines.rewards import builtin_descriptions
@@ -62,7 +63,14 @@ def catalog() -> dict[str, Any]:
             "fields": fields,
             "defaults": defaults,
         })
-    return {"engines": engines, "rewards": builtin_descriptions()}
+    try:
+        from engines.rewards.catalog import catalog as reward_catalog
+
+        rewards = reward_catalog()
+    except Exception as e:  # noqa: BLE001 - the built-ins stay listed
+        rewards = [{"key": "error:catalog", "label": "reward catalog unavailable", "error": True,
+                    "description": f"{type(e).__name__}: {e}"}]
+    return {"engines": engines, "rewards": builtin_descriptions(), "reward_catalog": rewards}
 
 
 def reward_functions(path: str) -> list[dict[str, str]]:

@@ -17,6 +17,7 @@ import yaml
 
 from . import glossary, presets, render
 from . import inputs as inp
+from . import reward_card
 from .studio import MODULE_TITLES, Studio
 from .check_worker import WorkerError
 
@@ -52,6 +53,7 @@ class SetupUI:
     reward_weights: Any = None
     reward_status: Any = None
     reward_preview: Any = None
+    reward_calls: Any = None
     engine: Any = None
     engines_table: Any = None
     config_status: Any = None
@@ -199,7 +201,9 @@ class SetupTab:
                     ui.reward_pick = gr.Dropdown([(inp.reward_label(inp.DEMO_REWARD), inp.DEMO_REWARD)],
                                                  value=[inp.DEMO_REWARD], multiselect=True,
                                                  label="Reward functions (registry and files)", scale=4,
-                                                 elem_id="reward-pick")
+                                                 elem_id="reward-pick", allow_custom_value=True,
+                                                 info="built-ins, TRL's and verl's rewards, your files; type "
+                                                      "module:factory(arg=value) for a factory")
                     ui.reward_upload = gr.UploadButton("Upload .py", file_types=[".py"], size="md", scale=1,
                                                        min_width=130, elem_id="reward-upload")
                 ui.reward_note = gr.Markdown("", elem_classes="aw-muted")
@@ -212,6 +216,7 @@ class SetupTab:
                             "function (user code runs in the check worker, never in the studio).",
                             elem_classes="aw-muted")
                 ui.reward_preview = gr.Dataframe(interactive=False, max_height=230, wrap=True, elem_id="reward-preview")
+                ui.reward_calls = gr.HTML(reward_card.calls_html(None), elem_id="reward-calls")
 
             # Engine & config -----------------------------------------------------------------------
             with gr.Column(scale=6, min_width=380, elem_classes="aw-card"):
@@ -256,7 +261,8 @@ class SetupTab:
     def check_outputs(self) -> list:
         ui = self.ui
         return [ui.strip, ui.agent_status, ui.agent_spec, ui.data_status, ui.train_preview, ui.test_preview,
-                ui.rendered, ui.prompt_col, ui.answer_col, ui.reward_status, ui.reward_preview, ui.config_status,
+                ui.rendered, ui.prompt_col, ui.answer_col, ui.reward_status, ui.reward_preview, ui.reward_calls,
+                ui.config_status,
                 ui.effective, ui.launch_btn, ui.engines_table, ui.cli, *ui.slot_components()]
 
     def wire(self) -> None:
@@ -377,10 +383,9 @@ class SetupTab:
                 gr.update(choices=choices, value=picks), table, docs, field_map, *slot_updates)
 
     def reward_registry(self, extra_files: list[str] | None = None) -> dict[str, tuple[str, str]]:
-        """{key: (label, description)}: built-ins, then the functions of shipped and extra reward files."""
-        docs: dict[str, tuple[str, str]] = {}
-        for name, desc in (self.studio.catalog().get("rewards") or {}).items():
-            docs[name] = (name, desc)
+        """{key: (label, description)}: built-ins, the ecosystem's rewards (catalog), then the functions of
+        shipped and extra reward files."""
+        docs = reward_card.registry(self.studio.catalog())
         for path in [*inp.shipped_reward_files(), *(extra_files or [])]:
             try:
                 for fn in self.studio.reward_functions(path):
@@ -452,6 +457,7 @@ class SetupTab:
             answer_dd,
             render.module_status("reward", "Reward", res["reward"]),
             reward_preview_frame(res["reward"]),
+            reward_card.calls_html(res["reward"]),
             render.module_status("config", "Engine & config", combined),
             yaml.safe_dump(effective, sort_keys=False) if effective else "# fix the errors above to see the effective config",
             gr.update(interactive=bool(report.get("ok"))),

@@ -25,6 +25,7 @@ from engines.runs import (Slot, delete_run, effective_status, enforce_stop_timeo
                           spawn_run, stop_run)
 
 from . import inputs as inp
+from . import reward_card
 from .run_cache import CACHE, RunCache, RunState
 from .check_worker import CheckWorker, WorkerError
 
@@ -290,6 +291,7 @@ class Studio:
         agent_file.write_text(yaml.safe_dump(agent, sort_keys=False, allow_unicode=True), encoding="utf-8")
         data = spec.get("data") or {}
         rewards = [{k: v for k, v in r.items() if k in ("name", "ref", "weight", "kwargs")}
+                   | ({"ref": reward_card.with_args(r["ref"], r["args"])} if r.get("args") is not None else {})
                    for r in spec.get("reward") or [] if isinstance(r, dict) and ("name" in r or "ref" in r)]
         engine = spec.get("engine") or inp.DEMO_ENGINE
         info = self.engine_info(engine) or {}
