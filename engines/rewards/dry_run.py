@@ -73,7 +73,8 @@ def dry_run_reward(reward: Reward, bundle: Any, rows: int = 3, system_prompt: st
     # TRL passes trainer_state; making one imports torch (about a second), so only for TRL-style terms
     trl_terms = any(t.style == TRL for t in reward.terms)
     extras = {"trainer_state": _trainer_state()} if trl_terms else {}
-    batch = Batch(completions, refs, prompts, columns, extras=extras, conversational=True, tokenizer=tokenizer or reward.tokenizer, trace=trace)
+    batch = Batch(completions, refs, prompts, columns, extras=extras, conversational=True,
+                  tokenizer=tokenizer or reward.tokenizer, trace=trace)
     extras_log: dict[str, Any] = {}
     batch.extras["log_extra"] = lambda column, values: extras_log.__setitem__(column, list(values))
     batch.extras["log_metric"] = lambda name, value: extras_log.__setitem__(name, value)
