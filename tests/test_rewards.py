@@ -272,3 +272,76 @@ def test_lambda_rewards_are_pickled_into_the_run_spec(tmp_path):
     spec = r.to_spec(pickle_dir=tmp_path)
     again = load_reward(spec)
     assert again.score("Paris!", "paris") == (1.25, {"<lambda>": 0.25, "contains": 1.0})
+
+
+# -- calling conventions: async, None, verl dicts, verl batched ----------------------------------------
+CONVENTIONS = '''
+import asyncio
+
+async def async_trl(prompts, completions, **kwargs):
+    await asyncio.sleep(0)
+    return [1.0 if c[0]["content"] == "4" else 0.0 for c in completions]
+
+async def async_sample(completion, answer):
+    await asyncio.sleep(0)
+    return float(completion == answer)
+
+def only_some(prompts, completions, level, **kwargs):
+    return [None if lv == 0 else 1.0 for lv in level]
+
+def verl_dict(solution_str, ground_truth):
+    return {"score": 2.0 if solution_str == ground_truth else -1.0, "acc": solution_str == ground_truth}
+
+def verl_batched(data_sources, solution_strs, ground_truths, extra_infos):
+    return [float(s == g) for s, g in zip(solution_strs, ground_truths)]
+
+def logs(prompts, completions, log_extra=None, log_metric=None, **kwargs):
+    log_extra("seen", [c[0]["content"] for c in completions])
+    log_metric("calls", 1.0)
+    return [0.5] * len(completions)
+'''
+
+
+@pytest.fixture
+def conventions(tmp_path):
+    path = tmp_path / "conventions.py"
+    path.write_text(CONVENTIONS)
+    return str(path)
+
+
+def test_async_none_verl_dicts_and_verl_batches_are_read_as_their_frameworks_do(conventions):
+    r = load_reward([f"{conventions}:{n}" for n in ("async_trl", "async_sample", "only_some", "verl_dict",
+                                                   "verl_batched")])
+    assert [t.style for t in r.terms] == ["batch", "sample", "batch", "verl", "verl_batch"]
+    prompts = [[{"role": "user", "content": "2+2"}]] * 2
+    chat = [[{"role": "assistant", "content": c}] for c in ("4", "5")]
+    values = [f(prompts=prompts, completions=chat, _ref_answer=["4", "4"], level=[0, 1])
+              for f in r.trl_functions("_ref_answer")]
+    # None = "does not apply" (TRL makes it NaN and leaves it out of the weighted sum)
+    assert values == [[1.0, 0.0], [1.0, 0.0], [None, 1.0], [2.0, -1.0], [1.0, 0.0]]
+    total, parts = r.score("4", "4", prompts[0], level=0)
+    assert parts["only_some"] is None and total == 1.0 + 1.0 + 2.0 + 1.0
+    out = r.verl_compute_score("arith", "5", "4", {"index": 0}, level=0)
+    assert out["score"] == 0.0 + 0.0 - 1.0 + 0.0 and out["reward_only_some"] == 0.0
+
+
+def test_async_rewards_work_inside_a_running_event_loop(conventions):
+    import asyncio
+
+    r = load_reward(f"{conventions}:async_trl")
+
+    async def inside():  # verl's reward loop calls compute_score from a coroutine's executor or loop
+        return r.verl_compute_score("arith", "4", "4", None)
+
+    assert asyncio.run(inside())["score"] == 1.0
+
+
+def test_log_extra_and_log_metric_reach_trl_and_the_dry_run(conventions, bundle):
+    r = load_reward(f"{conventions}:logs")
+    seen: dict = {}
+    (fn,) = r.trl_functions(None)
+    fn(prompts=[[{"role": "user", "content": "q"}]], completions=[[{"role": "assistant", "content": "a"}]],
+       log_extra=lambda k, v: seen.__setitem__(k, v), log_metric=lambda k, v: seen.__setitem__(k, v))
+    assert seen == {"seen": ["a"], "calls": 1.0}
+    result = dry_run_reward(r, bundle)
+    assert set(result.details["calls"]["logs"]["logged"]) == {"log_extra seen", "log_metric calls"}

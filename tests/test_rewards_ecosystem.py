@@ -145,7 +145,8 @@ def test_the_catalog_lists_the_ecosystems_rewards():
     entries = {e["key"]: e for e in catalog()}
     assert {"exact_match", "trl.rewards:think_format_reward", "trl.rewards:accuracy_reward",
             "trl.rewards:get_soft_overlong_punishment", "verl.utils.reward_score:default_compute_score",
-            "verl.utils.reward_score.gsm8k:compute_score", "verl.utils.reward_score.math_dapo:compute_score"} <= set(entries)
+            "verl.utils.reward_score.gsm8k:compute_score",
+            "verl.utils.reward_score.math_dapo:compute_score"} <= set(entries)
     assert entries["exact_match"]["source"] == "aworld"
     assert entries["trl.rewards:accuracy_reward"]["source"].startswith("trl ")
     assert entries["trl.rewards:accuracy_reward"]["missing"] == []  # math-verify is installed here

@@ -98,7 +98,8 @@ def trl_entries() -> list[dict[str, Any]]:
         factory = name.startswith("get_")
         args = FACTORY_ARGS.get(key, {}) if factory else {}
         if factory and not args:
-            args = {n: (None if p.default is p.empty else p.default) for n, p in inspect.signature(fn).parameters.items()}
+            params = inspect.signature(fn).parameters.items()
+            args = {n: (None if p.default is p.empty else p.default) for n, p in params}
         out.append(_entry(key, f"trl {trl.__version__}", _doc(fn), label=f"TRL · {name}", factory=factory,
                           args=args))
     return out
