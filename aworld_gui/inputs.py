@@ -276,14 +276,15 @@ def reward_label(key: str) -> str:
 def parse_reward_text(text: str, uploaded: dict[str, str] | None = None) -> list[dict[str, Any]]:
     """``exact_match@1, letter_reward.py:letter_reward@0.5`` (commas or new lines) → reward entries.
     ``file.py:fn`` whose file name matches an uploaded file (``uploaded``: name → stored path) binds
-    to that upload. The same ``NAME@WEIGHT`` syntax as ``python -m engines --reward``."""
+    to that upload. The same ``NAME@WEIGHT`` and ``module:factory(k=v, ...)`` syntax as
+    ``python -m engines --reward``."""
     out: list[dict[str, Any]] = []
-    for raw in re.split(r"[,\n]", text or ""):
+    for raw in re.split(r"\n|,(?![^()]*\))", text or ""):  # a factory's arguments keep their commas
         item = raw.strip()
         if not item:
             continue
         weight = 1.0
-        if "@" in item:
+        if "@" in item and ")" not in item.rpartition("@")[2]:
             item, _, w = item.rpartition("@")
             try:
                 weight = float(w)
