@@ -199,3 +199,25 @@ def test_bad_judge_specs_are_clear(judge, what):
         load_reward({"judge": judge})
     assert what in str(err.value)
     assert "sk-1" not in str(err.value)
+
+
+def test_a_reward_model_from_the_local_hub_cache_by_its_id(tmp_path, reward_model):
+    """A hub id already in the local cache (the layout huggingface_hub writes) loads without a network."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    snapshot = tmp_path / "hub" / "models--acme--tiny-rm" / "snapshots" / "0123abcd"
+    shutil.copytree(reward_model, snapshot)
+    (tmp_path / "hub" / "models--acme--tiny-rm" / "refs").mkdir()
+    (tmp_path / "hub" / "models--acme--tiny-rm" / "refs" / "main").write_text("0123abcd")
+    code = ("from engines import load_reward\n"
+            "r = load_reward({'reward_model': 'acme/tiny-rm'})\n"
+            "p = [{'role': 'user', 'content': 'What is 3 + 4?'}]\n"
+            "print(r.names[0], r.score('7', '7', p)[0] > 0 > r.score('8', '7', p)[0])\n")
+    env = {**os.environ, "HF_HUB_CACHE": str(tmp_path / "hub"), "HF_HUB_OFFLINE": "1"}
+    res = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300,
+                         cwd=str(ROOT))
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert res.stdout.strip().splitlines()[-1] == "rm_tiny_rm True"
