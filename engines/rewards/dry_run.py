@@ -96,7 +96,7 @@ def dry_run_reward(reward: Reward, bundle: Any, rows: int = 3, system_prompt: st
     results: list[dict[str, Any]] = []
     for j, (i, label) in enumerate(meta):
         if label == "reference":
-            results.append({"row": i, "prompt": D.prompt_text(prompts[j])[:200], "answer": refs[j]})
+            results.append({"row": i, "prompt": D.prompt_text(ds[i][bundle.columns.prompt])[:200], "answer": refs[j]})
         terms = {name: values[j] for name, values in parts.items()}
         results[-1][label] = {"completion": completions[j], "total": reward.total(terms), "terms": terms}
     warnings = []
