@@ -171,17 +171,50 @@ def test_a_failing_judge_is_a_clear_check_error(tmp_path, data, monkeypatch, mod
     assert KEY not in text
 
 
-def test_a_judge_failing_during_a_run_is_a_classified_failure(tmp_path, data, monkeypatch):
+@pytest.mark.parametrize("mode, what", [("garbage", "has no score"), ("slow", "timed out (0.5 s per request, 1 tries)")])
+def test_a_judge_failing_during_a_run_is_a_classified_failure(tmp_path, data, monkeypatch, mode, what):
     monkeypatch.setenv(KEY_ENV, KEY)
-    with ChatServer(key=KEY) as server:
-        trainer = AgentTrainer(AGENT, data, None, [judge_spec(server.url)], dict(FAST),
+    with ChatServer(key=KEY, delay=3.0) as server:
+        trainer = AgentTrainer(AGENT, data, None, [judge_spec(server.url, timeout=0.5, retries=0)], dict(FAST),
                                run_path=str(tmp_path / "runs"), train_engine_name="trl")
-        server.mode = "garbage"  # fine at check time, broken once training runs
+        server.mode = mode  # fine at check time, broken once training runs
         with pytest.raises(Exception):
             trainer.train()
-    status = trainer.train_processor.run.read_status()
+    run = trainer.train_processor.run
+    status = run.read_status()
     assert status["state"] == "failed" and status["cause"] == "reward error"
-    assert "has no score" in status["error"]
+    assert what in status["error"] and KEY not in status["error"]
+    failed = [e for e in run.read_jsonl("events.jsonl") if e["event"] == "failed"]
+    assert failed and failed[-1]["cause"] == "reward error"
+
+
+def test_a_reward_model_and_a_judge_score_through_the_verl_bridge(tmp_path, data, reward_model, monkeypatch):
+    import subprocess
+    import sys
+
+    from engines.verl import VerlProcessor
+
+    monkeypatch.setenv(KEY_ENV, KEY)
+    with ChatServer(key=KEY) as server:
+        p = VerlProcessor(str(tmp_path / "runs"))
+        p.check_agent(AGENT)
+        p.check_dataset(data)
+        p.check_reward([{"reward_model": reward_model}, judge_spec(server.url)])
+        p.check_config({"batch_size": 4})
+        bridge = p.run.path / "verl" / "reward_bridge.py"
+        code = ("import json, sys\n"
+                "sys.modules['engines'] = sys.modules['aworld_gui'] = None\n"
+                "from verl.utils.import_utils import load_extern_object\n"
+                f"fn = load_extern_object({str(bridge)!r}, 'compute_score')\n"
+                "print(json.dumps([fn(data_source='sums', solution_str=c, ground_truth='7', extra_info={'index': 0})"
+                " for c in ('7', '8')]))\n")
+        res = subprocess.run([sys.executable, "-I", "-c", code], capture_output=True, text=True, timeout=300,
+                             cwd=str(tmp_path))
+    assert res.returncode == 0, res.stderr[-3000:]
+    right, wrong = json.loads(res.stdout.strip().splitlines()[-1])
+    assert right["reward_rm_tiny_rm"] > 0 > wrong["reward_rm_tiny_rm"]
+    assert right["reward_judge"] == 1.0 and wrong["reward_judge"] == 0.0
+    assert KEY not in bridge.read_text()
 
 
 @pytest.mark.parametrize("judge, what", [
