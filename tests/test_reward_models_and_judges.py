@@ -171,7 +171,8 @@ def test_a_failing_judge_is_a_clear_check_error(tmp_path, data, monkeypatch, mod
     assert KEY not in text
 
 
-@pytest.mark.parametrize("mode, what", [("garbage", "has no score"), ("slow", "timed out (0.5 s per request, 1 tries)")])
+@pytest.mark.parametrize("mode, what", [("garbage", "has no score"),
+                                        ("slow", "timed out (0.5 s per request, 1 tries)")])
 def test_a_judge_failing_during_a_run_is_a_classified_failure(tmp_path, data, monkeypatch, mode, what):
     monkeypatch.setenv(KEY_ENV, KEY)
     with ChatServer(key=KEY, delay=3.0) as server:

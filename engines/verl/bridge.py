@@ -228,7 +228,8 @@ def write_reward_bridge(run_dir: Path, verl_dir: Path, spec: list[dict], columns
     terms = ", ".join(f"{e.get('name') or e.get('ref')}×{e.get('weight', 1.0):g}" for e in items)
     text = REWARD_TEMPLATE.format(run_id=run_dir.name, fn=REWARD_FN, snapshot=SNAPSHOT_DIR, terms=terms,
                                   common=_COMMON.replace("{snapshot}", SNAPSHOT_DIR), spec=json.dumps(items),
-                                  columns=json.dumps(columns), final_only=bool(final_answer_only), tokenizer=tokenizer_path)
+                                  columns=json.dumps(columns), final_only=bool(final_answer_only),
+                                  tokenizer=tokenizer_path)
     path = verl_dir / REWARD_FILE
     path.write_text(text, encoding="utf-8")
     return path
