@@ -15,6 +15,7 @@ Each entry is plain data (the studio shows it without importing reward code)::
 from __future__ import annotations
 
 import ast
+import functools
 import importlib.util
 import inspect
 from typing import Any, Callable
@@ -105,6 +106,7 @@ def trl_entries() -> list[dict[str, Any]]:
     return out
 
 
+@functools.lru_cache(maxsize=1)
 def verl_source_map() -> dict[str, list[str]]:
     """{scorer module: [data_source values]} read from ``default_compute_score``'s branches (its source
     file, parsed, not imported); ``"aime*"`` stands for a prefix."""
