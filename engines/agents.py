@@ -15,15 +15,18 @@ Two YAML forms are accepted:
 ``max_turns`` is how many model turns one rollout may take (a tool call and its result make one turn
 more); AWorld's name for it, ``max_steps``, is accepted too. It is not the trainer's optimizer steps.
 
+Either form may use MCP servers as tools, as AWorld agents do (``mcp_config`` + ``mcp_servers``, see
+:mod:`engines.mcp_servers`); their tools are listed by the check and join the Python tools in
+:meth:`AgentSpec.tool_callables` and :attr:`AgentSpec.tool_schemas`.
+
 ``${VAR}`` and ``${VAR:-default}`` are substituted from the environment. Secrets never leave
-this module unmasked: :meth:`AgentSpec.to_dict` writes the ``${VAR}`` a secret came from, or
-``"****"`` when it was written literally.
+this module unmasked (:mod:`engines.secret_values`): :meth:`AgentSpec.to_dict` writes the ``${VAR}``
+a secret came from, or ``"****"`` when it was written literally.
 """
 from __future__ import annotations
 
 import inspect
 import os
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -32,16 +35,15 @@ import yaml
 
 from .check_result import CheckError, CheckResult, did_you_mean
 from .loading import ReferenceError_, load_object, resolve_path
+from .mcp_servers import AGENT_KEYS as MCP_KEYS
+from .mcp_servers import McpSelection, parse_mcp
+from .secret_values import ENV_RE, MASK, SECRET_RE, env_reference, mask_secrets, substitute_env  # noqa: F401
 
 FLAT_KEYS = {"name", "model", "system_prompt", "temperature", "top_p", "max_tokens", "max_steps", "max_turns", "tools",
-             "llm_base_url", "api_key", "description", "tool_names"}
+             "llm_base_url", "api_key", "description", "tool_names", *MCP_KEYS}
 LLM_CONFIG_KEYS = {"llm_model_name": "model", "llm_temperature": "temperature", "llm_top_p": "top_p",
                    "llm_max_tokens": "max_tokens", "max_tokens": "max_tokens", "llm_base_url": "llm_base_url",
                    "llm_api_key": "api_key", "llm_provider": None}
-# "token" only as a whole word or a suffix (hf_token, access_token): max_tokens is no secret
-SECRET_RE = re.compile(r"(api_?key|secret|password|passwd|(^|_)token$)", re.I)
-ENV_RE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
-MASK = "****"
 
 
 @dataclass
@@ -65,6 +67,19 @@ class AgentSpec:
     # what the check found (not part of the serialized spec)
     warnings: list[str] = field(default_factory=list, repr=False)
     tool_schemas: list[dict] = field(default_factory=list, repr=False)
+    # MCP servers (AWorld's mcp_config/mcp_servers) and the tools the check listed from them
+    mcp: McpSelection | None = field(default=None, repr=False)
+    mcp_tools: list = field(default_factory=list, repr=False)
+
+    @property
+    def has_tools(self) -> bool:
+        """Whether the agent calls tools (Python functions or MCP servers)."""
+        return bool(self.tools or self.mcp)
+
+    @property
+    def tool_servers(self) -> dict[str, str]:
+        """Tool name → the MCP server it comes from (Python tools are not in it)."""
+        return {t.name: t.server for t in self.mcp_tools}
 
     def to_dict(self) -> dict[str, Any]:
         """Serializable and safe to show or write: secrets masked."""
@@ -79,41 +94,23 @@ class AgentSpec:
             d["api_key"] = self.secret_refs.get("api_key") or MASK
         if self.extra:
             d["extra"] = mask_secrets(self.extra)
+        if self.mcp is not None:
+            d.update(self.mcp.to_dict())
         return d
 
     def tool_callables(self) -> list[Callable]:
-        return [load_object(ref) for ref in self.tools]
+        """Python tools, then MCP tools: callables with a name, a Google-style docstring and annotations;
+        an MCP tool's has ``mcp_server`` (the server's name) and calls that server when called."""
+        out = [load_object(ref) for ref in self.tools]
+        if self.mcp_tools:
+            from .mcp_tools import callables
+
+            out += callables(self.mcp_tools, self.mcp)
+        return out
 
 
 # Exported under the spec's name: `from engines import Agent`.
 Agent = AgentSpec
-
-
-def mask_secrets(obj: Any) -> Any:
-    if isinstance(obj, dict):
-        return {k: (MASK if SECRET_RE.search(str(k)) and v not in (None, "") else mask_secrets(v))
-                for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [mask_secrets(v) for v in obj]
-    return obj
-
-
-def substitute_env(value: Any, missing: list[str]) -> Any:
-    if isinstance(value, str):
-        def repl(m: re.Match) -> str:
-            var, default = m.group(1), m.group(2)
-            if var in os.environ:
-                return os.environ[var]
-            if default is not None:
-                return default
-            missing.append(var)
-            return ""
-        return ENV_RE.sub(repl, value)
-    if isinstance(value, dict):
-        return {k: substitute_env(v, missing) for k, v in value.items()}
-    if isinstance(value, list):
-        return [substitute_env(v, missing) for v in value]
-    return value
 
 
 def _read_yaml(path: Path) -> dict:
@@ -135,7 +132,7 @@ def _read_yaml(path: Path) -> dict:
 def _from_object(obj: Any) -> dict:
     """Duck-typed AWorld Agent (or anything with similar attributes)."""
     d: dict[str, Any] = {}
-    for key in ("name", "system_prompt", "model", "temperature", "max_tokens", "max_steps", "tools"):
+    for key in ("name", "system_prompt", "model", "temperature", "max_tokens", "max_steps", "tools", *MCP_KEYS):
         val = getattr(obj, key, None)
         if callable(val) and key == "name":
             val = val()
@@ -253,6 +250,8 @@ def load_agent(agent: Any, load_tools: bool = True) -> AgentSpec:
     if isinstance(agent, AgentSpec):
         # keep the ${VAR} a key came from, so the re-checked spec still writes the reference
         data = agent.to_dict() | {"api_key": agent.secret_refs.get("api_key") or agent.api_key}
+        if agent.mcp is not None:  # secrets as written, not masked: this is the same agent, re-checked
+            data.update(agent.mcp.raw_dict())
         source = agent.source
     elif isinstance(agent, (str, os.PathLike)):
         path = Path(os.path.expanduser(str(agent)))
@@ -273,11 +272,11 @@ def load_agent(agent: Any, load_tools: bool = True) -> AgentSpec:
     missing: list[str] = []
     secret_refs: dict[str, str | None] = {}
     if isinstance(raw.get("api_key"), str):
-        m = ENV_RE.fullmatch(raw["api_key"].strip())
-        secret_refs["api_key"] = m.group(0) if m else None
-        if not m and raw["api_key"] not in ("", MASK):
+        secret_refs["api_key"] = env_reference(raw["api_key"])
+        if secret_refs["api_key"] is None and raw["api_key"] not in ("", MASK):
             warnings.append("an API key is written literally in the agent config; use ${ENV_VAR} instead")
-    flat = substitute_env(raw, missing)
+    mcp = parse_mcp(raw, base_dir, warnings, missing)   # substitutes its own values, keeps what was written
+    flat = substitute_env({k: v for k, v in raw.items() if k not in MCP_KEYS}, missing)
     if missing:
         warnings.append(f"environment variable(s) not set: {', '.join(sorted(set(missing)))}")
 
@@ -341,6 +340,12 @@ def load_agent(agent: Any, load_tools: bool = True) -> AgentSpec:
                     raise CheckError("agent", f"tool '{t}' cannot be loaded: {e}")
             schemas.append(check_tool(fn, ref))
         tool_refs.append(ref)
+    mcp_tools = []
+    if mcp is not None and load_tools:
+        from .mcp_tools import discover
+
+        mcp_tools, mcp_schemas = discover(mcp, [s["function"]["name"] for s in schemas], warnings)
+        schemas += mcp_schemas
 
     spec = AgentSpec(
         name=str(flat.get("name") or "agent"),
@@ -349,7 +354,7 @@ def load_agent(agent: Any, load_tools: bool = True) -> AgentSpec:
         temperature=_number(flat, "temperature", float, 1.0, 0.0, 5.0),
         top_p=_number(flat, "top_p", float, 1.0, 0.0, 1.0),
         max_tokens=_number(flat, "max_tokens", int, 256, 1, 1_000_000),
-        max_steps=_max_turns(flat, 3 if tool_refs else 1),
+        max_steps=_max_turns(flat, 3 if tool_refs or mcp else 1),
         tools=tool_refs,
         llm_base_url=flat.get("llm_base_url"),
         api_key=flat.get("api_key") or None,
@@ -357,13 +362,22 @@ def load_agent(agent: Any, load_tools: bool = True) -> AgentSpec:
         secret_refs=secret_refs,
         warnings=warnings,
         tool_schemas=schemas,
+        mcp=mcp,
+        mcp_tools=mcp_tools,
     )
     return spec
 
 
 def agent_result(spec: AgentSpec) -> CheckResult:
     warnings, schemas = list(spec.warnings), list(spec.tool_schemas)
-    tools = ", ".join(s.get("function", {}).get("name", "?") for s in schemas) or "none"
+    servers = spec.tool_servers
+    tools = ", ".join(f"{n} ({servers[n]})" if n in servers else n
+                      for n in (s.get("function", {}).get("name", "?") for s in schemas)) or "none"
     msg = f"'{spec.name}' on {Path(spec.model).name or spec.model}; tools: {tools}; max turns {spec.max_steps}"
-    return CheckResult("agent", "warning" if warnings else "ok", msg,
-                       details={"spec": spec.to_dict(), "tool_schemas": schemas}, warnings=warnings)
+    details: dict[str, Any] = {"spec": spec.to_dict(), "tool_schemas": schemas}
+    if spec.mcp is not None:
+        details["tool_servers"] = servers
+        details["mcp_servers"] = [{"name": s.name, "transport": s.transport, "target": s.target(),
+                                   "tools": [t.name for t in spec.mcp_tools if t.server == s.name]}
+                                  for s in spec.mcp.servers]
+    return CheckResult("agent", "warning" if warnings else "ok", msg, details=details, warnings=warnings)

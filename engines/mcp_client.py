@@ -1,0 +1,395 @@
+"""Talking to MCP servers through the official ``mcp`` SDK client.
+
+* :func:`list_server_tools` — what a check does: start (stdio) or connect to each server with a time
+  limit, initialize, list its tools, close it. A failure is an :class:`McpServerError` naming the server
+  and the cause (for a stdio server, the tail of its stderr).
+* :class:`McpPool` — what a training process does: one client session per server, reused across
+  rollouts, on an event loop of its own in a background thread (TRL calls tools synchronously from its
+  rollout loop; verl from worker threads). A server that died is started (or reconnected) again once;
+  when that fails too, the pool records a :class:`ToolServerError` and every later call to that server
+  raises it at once (the engine then fails the run with cause "tool server error").
+* A tool that reports an error (``isError``) raises :class:`McpToolError`: engines hand that back to
+  the model as the tool's result, as they do for a Python tool that raises.
+
+The ``mcp`` package is imported only when a server is reached (``import engines`` stays light).
+"""
+from __future__ import annotations
+
+import asyncio
+import atexit
+import os
+import tempfile
+import threading
+import time
+from contextlib import AsyncExitStack
+from typing import Any, Callable, Iterable
+
+from .mcp_servers import SSE, STDIO, McpServer
+
+STDERR_TAIL_CHARS = 1500
+#: how long closing one server may take (the SDK: stdin closed, 2 s grace, SIGTERM, 2 s, SIGKILL)
+CLOSE_TIMEOUT_S = 10.0
+
+
+class McpServerError(Exception):
+    """A server did not start, answer or list tools. ``str()`` names the server and the cause."""
+
+    def __init__(self, server: str, cause: str, hint: str | None = None):
+        self.server, self.cause, self.hint = server, cause, hint
+        super().__init__(f"MCP server '{server}' {cause}")
+
+
+class McpToolError(Exception):
+    """The tool ran and reported an error (the model sees the text as the tool's result)."""
+
+
+class ToolServerError(RuntimeError):
+    """A server died during training and could not be started again: the run fails with this cause."""
+
+    cause = "tool server error"
+
+
+def _leaf(exc: BaseException) -> BaseException:
+    """The first real exception inside anyio's exception groups."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc
+
+
+def _tail(errlog) -> str:
+    if errlog is None:
+        return ""
+    try:
+        errlog.flush()
+        errlog.seek(0)
+        text = errlog.read()
+    except (OSError, ValueError):
+        return ""
+    text = text.strip()
+    return text[-STDERR_TAIL_CHARS:] if text else ""
+
+
+def describe_failure(server: McpServer, exc: BaseException, errlog=None, waited_s: float | None = None
+                     ) -> McpServerError:
+    """The failure of reaching ``server`` as a message a user can act on."""
+    exc = _leaf(exc)
+    tail = _tail(errlog)
+    stderr = f"; its stderr ends with: {tail}" if tail else ("; it wrote nothing to stderr"
+                                                          if server.transport == STDIO else "")
+    target = server.target()
+    name = type(exc).__name__
+    if isinstance(exc, (TimeoutError, asyncio.TimeoutError)):
+        waited = f"{waited_s:g} s" if waited_s else "its time limit"
+        how = f"started with `{target}`" if server.transport == STDIO else f"at {target}"
+        return McpServerError(server.name, f"did not answer within {waited} ({how}){stderr}",
+                              "check that it starts and speaks MCP on its own (run the command in a terminal), "
+                              "or raise its startup_timeout")
+    if isinstance(exc, (FileNotFoundError, PermissionError)) and server.transport == STDIO:
+        return McpServerError(server.name, f"cannot be started: `{server.command}`: {exc.strerror or exc}",
+                              "check `command` (installed? on PATH? executable?)")
+    if server.transport == STDIO and (_is_closed(exc) or name in ("EndOfStream", "BrokenResourceError")):
+        return McpServerError(server.name, f"exited before answering (started with `{target}`){stderr}",
+                              "run the command in a terminal to see why it stops")
+    if name in ("ConnectError", "ConnectTimeout", "RemoteProtocolError") or isinstance(exc, ConnectionError):
+        return McpServerError(server.name, f"cannot be reached at {target}: {exc or name}",
+                              "is the server running? check `url`")
+    status = getattr(getattr(exc, "response", None), "status_code", None)
+    if status is not None:
+        hint = "check `headers` (a missing or wrong token?)" if status in (401, 403) else "check `url`"
+        return McpServerError(server.name, f"answered HTTP {status} at {target}", hint)
+    return McpServerError(server.name, f"failed: {name}: {exc}{stderr}")
+
+
+def _is_closed(exc: BaseException) -> bool:
+    from mcp.shared.exceptions import MCPError
+    from mcp_types import CONNECTION_CLOSED
+
+    return isinstance(exc, MCPError) and exc.code == CONNECTION_CLOSED
+
+
+async def open_session(server: McpServer, stack: AsyncExitStack, errlog=None):
+    """Start or connect to ``server`` and return its initialized ``ClientSession`` (closed with ``stack``)."""
+    from mcp import ClientSession
+
+    if server.transport == STDIO:
+        from mcp.client.stdio import StdioServerParameters, stdio_client
+
+        params = StdioServerParameters(command=server.executable(), args=list(server.args),
+                                       env=dict(server.env) or None, cwd=server.cwd)
+        read, write = await stack.enter_async_context(stdio_client(params, errlog=errlog))
+    elif server.transport == SSE:
+        from mcp.client.sse import sse_client
+
+        read, write = await stack.enter_async_context(
+            sse_client(server.url, headers=dict(server.headers) or None, timeout=server.timeout,
+                       sse_read_timeout=server.sse_read_timeout))
+    else:
+        import httpx2
+        from mcp.client.streamable_http import streamable_http_client
+        from mcp.shared._httpx_utils import create_mcp_http_client
+
+        http = await stack.enter_async_context(create_mcp_http_client(
+            headers=dict(server.headers) or None,
+            timeout=httpx2.Timeout(server.timeout, read=server.sse_read_timeout)))
+        read, write = await stack.enter_async_context(streamable_http_client(server.url, http_client=http))
+    session = await stack.enter_async_context(ClientSession(read, write))
+    await session.initialize()
+    return session
+
+
+async def _list_tools(session) -> list[dict[str, Any]]:
+    tools, cursor = [], None
+    for _ in range(100):  # a paginator that never ends must not hang a check
+        from mcp_types import PaginatedRequestParams
+
+        page = await session.list_tools(params=PaginatedRequestParams(cursor=cursor) if cursor else None)
+        tools += [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in page.tools]
+        cursor = getattr(page, "next_cursor", None)
+        if not cursor:
+            break
+    return tools
+
+
+async def _list_one(server: McpServer) -> list[dict[str, Any]]:
+    errlog = tempfile.TemporaryFile("w+") if server.transport == STDIO else None
+    t0 = time.monotonic()
+    try:
+        try:
+            import anyio
+
+            with anyio.fail_after(server.startup_timeout):  # an anyio scope: the SDK's shutdown runs shielded
+                async with AsyncExitStack() as stack:
+                    session = await open_session(server, stack, errlog)
+                    tools = await _list_tools(session)
+        except BaseException as e:  # noqa: BLE001 - every way of failing becomes one clear message
+            if isinstance(e, (KeyboardInterrupt, SystemExit)):
+                raise
+            raise describe_failure(server, e, errlog, server.startup_timeout) from None
+        if not tools:
+            raise McpServerError(server.name, f"lists no tools ({server.target()}, answered in "
+                                 f"{time.monotonic() - t0:.1f} s)",
+                                 "check that the server registers its tools, or remove it from mcp_servers")
+        return tools
+    finally:
+        if errlog is not None:
+            errlog.close()
+
+
+def list_server_tools(servers: Iterable[McpServer]) -> dict[str, list[dict[str, Any]]]:
+    """Every server's tools (as MCP ``Tool`` dicts: name, description, inputSchema, outputSchema), listed
+    concurrently, each within its ``startup_timeout``. Raises the first :class:`McpServerError`."""
+    servers = list(servers)
+
+    async def all_of() -> list[Any]:
+        return await asyncio.gather(*(_list_one(s) for s in servers), return_exceptions=True)
+
+    results = _run_blocking(all_of)
+    for server, result in zip(servers, results):
+        if isinstance(result, BaseException):
+            raise result
+    return {s.name: r for s, r in zip(servers, results)}
+
+
+def _run_blocking(make_coro: Callable[[], Any]) -> Any:
+    """``asyncio.run`` — in a helper thread when this thread already runs an event loop (a notebook)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(make_coro())
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = asyncio.run(make_coro())
+        except BaseException as e:  # noqa: BLE001 - re-raised in the caller's thread
+            box["error"] = e
+
+    t = threading.Thread(target=target, name="mcp-list", daemon=True)
+    t.start()
+    t.join()
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
+# -- training: one session per server, reused ----------------------------------------------------------
+class _Connection:
+    """One live session, held open by a task of the pool's loop (anyio scopes must exit in their task)."""
+
+    def __init__(self, server: McpServer):
+        self.server = server
+        self.errlog = tempfile.TemporaryFile("w+") if server.transport == STDIO else None
+        self.ready: asyncio.Future = asyncio.get_running_loop().create_future()
+        self.closing = asyncio.Event()
+        self.task: asyncio.Task | None = None
+
+    async def hold(self) -> None:
+        import anyio
+
+        try:
+            # an anyio scope with a deadline until the session is up (asyncio's own cancellation could cut
+            # the SDK's shielded shutdown short and leave a server process behind)
+            with anyio.CancelScope(deadline=anyio.current_time() + self.server.startup_timeout) as scope:
+                async with AsyncExitStack() as stack:
+                    session = await open_session(self.server, stack, self.errlog)
+                    scope.deadline = float("inf")
+                    self.ready.set_result(session)
+                    await self.closing.wait()
+            if scope.cancelled_caught and not self.ready.done():
+                self.ready.set_exception(TimeoutError())
+        except BaseException as e:  # noqa: BLE001 - reported through `ready` or on the next call
+            if not self.ready.done():
+                self.ready.set_exception(e)
+            if isinstance(e, asyncio.CancelledError):
+                raise
+        finally:
+            if not self.ready.done():
+                self.ready.set_exception(ConnectionError("the session ended before it was ready"))
+
+    async def close(self) -> None:
+        self.closing.set()
+        if self.task is not None:
+            try:
+                await asyncio.wait_for(asyncio.shield(self.task), CLOSE_TIMEOUT_S)
+            except BaseException:  # noqa: BLE001 - a server that will not close is abandoned to the SDK
+                self.task.cancel()
+        if self.errlog is not None:
+            self.errlog.close()
+
+
+class McpPool:
+    """The MCP servers of one process, each connected once and kept; see the module docstring."""
+
+    def __init__(self, on_event: Callable[..., Any] | None = None):
+        self.on_event = on_event
+        self._pid = os.getpid()
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="mcp-client", daemon=True)
+        self._thread.start()
+        self._connections: dict[str, _Connection] = {}
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._failed: dict[str, ToolServerError] = {}
+        self._closed = False
+
+    @property
+    def fatal(self) -> ToolServerError | None:
+        """The first server failure that ends the run, if any."""
+        return next(iter(self._failed.values()), None)
+
+    def _event(self, kind: str, **fields: Any) -> None:
+        if self.on_event is not None:
+            try:
+                self.on_event(kind, **fields)
+            except Exception:  # noqa: BLE001 - reporting must never break a tool call
+                pass
+
+    def call(self, server: McpServer, tool: str, arguments: dict[str, Any]):
+        """``tools/call`` on ``server`` (its session made or remade as needed); returns ``CallToolResult``."""
+        if self._closed:
+            raise ToolServerError(f"tool server error: the MCP client of this process is closed ({server.name})")
+        future = asyncio.run_coroutine_threadsafe(self._call(server, tool, arguments), self._loop)
+        limit = 2 * (server.startup_timeout + server.timeout) + 2 * CLOSE_TIMEOUT_S
+        try:
+            return future.result(timeout=limit)
+        except TimeoutError:
+            future.cancel()
+            raise McpToolError(f"tool '{tool}' of MCP server '{server.name}' gave no result within {limit:g} s")
+
+    async def _call(self, server: McpServer, tool: str, arguments: dict[str, Any]):
+        from mcp.shared.exceptions import MCPError
+        from mcp_types import REQUEST_TIMEOUT
+
+        for attempt in (1, 2):
+            session = await self._session(server, restart=attempt == 2)
+            try:
+                return await session.call_tool(tool, arguments, read_timeout_seconds=server.timeout)
+            except MCPError as e:
+                if e.code == REQUEST_TIMEOUT:
+                    raise McpToolError(f"tool '{tool}' of MCP server '{server.name}' did not answer within "
+                                       f"{server.timeout:g} s") from None
+                if not _is_closed(e):
+                    raise McpToolError(f"MCP server '{server.name}' refused the call: {e.message}") from None
+                if attempt == 2:
+                    raise self._fail(server, e) from None
+            except (McpToolError, ToolServerError):
+                raise
+            except Exception as e:  # noqa: BLE001 - the transport broke (a dead process, a dropped connection)
+                if attempt == 2:
+                    raise self._fail(server, e) from None
+            self._event("tool_server_died", server=server.name, tool=tool)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _session(self, server: McpServer, restart: bool):
+        if server.name in self._failed:
+            raise self._failed[server.name]
+        lock = self._locks.setdefault(server.name, asyncio.Lock())
+        async with lock:
+            conn = self._connections.get(server.name)
+            if conn is not None and restart:
+                self._connections.pop(server.name, None)
+                await conn.close()
+                conn = None
+            if conn is None:
+                conn = _Connection(server)
+                conn.task = asyncio.create_task(conn.hold())
+                try:  # hold() enforces startup_timeout itself; this bound is for a wedged SDK
+                    async with asyncio.timeout(server.startup_timeout + CLOSE_TIMEOUT_S):
+                        session = await asyncio.shield(conn.ready)
+                except BaseException as e:  # noqa: BLE001
+                    error = describe_failure(server, e, conn.errlog, server.startup_timeout)
+                    await conn.close()
+                    raise self._fail(server, error)
+                self._connections[server.name] = conn
+                self._event("tool_server_restarted" if restart else "tool_server_started", server=server.name,
+                            target=server.target())
+                return session
+            return conn.ready.result()
+
+    def _fail(self, server: McpServer, error: BaseException) -> ToolServerError:
+        if not isinstance(error, McpServerError):
+            error = describe_failure(server, error, getattr(self._connections.get(server.name), "errlog", None))
+        failure = ToolServerError(f"tool server error: {error}")
+        self._failed.setdefault(server.name, failure)
+        self._event("tool_server_failed", server=server.name, message=str(error))
+        return self._failed[server.name]
+
+    def close(self) -> None:
+        """Close every session (stdio servers are stopped) and end the loop thread."""
+        if self._closed or self._pid != os.getpid():
+            return
+        self._closed = True
+
+        async def close_all() -> None:
+            await asyncio.gather(*(c.close() for c in self._connections.values()), return_exceptions=True)
+            self._connections.clear()
+
+        try:
+            asyncio.run_coroutine_threadsafe(close_all(), self._loop).result(timeout=CLOSE_TIMEOUT_S + 5)
+        except Exception:  # noqa: BLE001
+            pass
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=5)
+
+
+_POOL: McpPool | None = None
+_POOL_LOCK = threading.Lock()
+
+
+def default_pool() -> McpPool:
+    """This process's pool (a fork gets a fresh one: threads do not survive ``fork``)."""
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None or _POOL._pid != os.getpid() or _POOL._closed:
+            _POOL = McpPool()
+        return _POOL
+
+
+def close_default_pool() -> None:
+    global _POOL
+    with _POOL_LOCK:
+        pool, _POOL = _POOL, None
+    if pool is not None:
+        pool.close()
+
+
+atexit.register(close_default_pool)

@@ -1,0 +1,84 @@
+"""``${ENV}`` substitution and secret masking, written once for every place a config holds values a
+user may keep in the environment: an agent's ``api_key``, an MCP server's ``env`` and ``headers``.
+
+The rule everywhere: a value is used substituted, but shown and written in its *public form*: the
+text as written when it references environment variables (``${TOKEN}``, ``Bearer ${TOKEN}``: the
+secret lives in the environment, not in the text), ``"****"`` when a secret was written literally.
+"""
+from __future__ import annotations
+
+import os
+import re
+from typing import Any
+
+# "token" only as a whole word or a suffix (hf_token, access_token): max_tokens is no secret;
+# authorization/cookie: HTTP headers that carry credentials
+SECRET_RE = re.compile(r"(api[_-]?key|secret|password|passwd|(^|[_-])token$|^authorization$|"
+                       r"^proxy-authorization$|^cookie$)", re.I)
+ENV_RE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+MASK = "****"
+
+
+def is_secret_key(key: Any) -> bool:
+    """Whether a setting of this name holds a credential."""
+    return bool(SECRET_RE.search(str(key)))
+
+
+def references_env(value: Any) -> bool:
+    """Whether ``value`` is text with at least one ``${VAR}`` in it."""
+    return isinstance(value, str) and ENV_RE.search(value) is not None
+
+
+def env_reference(value: Any) -> str | None:
+    """``"${VAR}"`` when the whole value is one reference, else None (``api_key``'s historic form)."""
+    if isinstance(value, str):
+        m = ENV_RE.fullmatch(value.strip())
+        if m:
+            return m.group(0)
+    return None
+
+
+def public_value(key: Any, raw: Any) -> Any:
+    """What may be shown or written for the setting ``key`` written as ``raw`` (before substitution)."""
+    if raw in (None, "") or references_env(raw) or not is_secret_key(key):
+        return raw
+    return MASK
+
+
+def public_mapping(raw: dict[str, Any] | None) -> dict[str, Any]:
+    """:func:`public_value` for each entry of a mapping such as an MCP server's ``env`` or ``headers``."""
+    return {k: public_value(k, v) for k, v in (raw or {}).items()}
+
+
+def literal_secrets(raw: dict[str, Any] | None) -> list[str]:
+    """Keys of ``raw`` whose secret is written literally (their public form is the mask)."""
+    return [k for k, v in (raw or {}).items() if public_value(k, v) == MASK and v != MASK]
+
+
+def mask_secrets(obj: Any) -> Any:
+    """Every secret-named entry of a nested structure masked (for values whose source is unknown)."""
+    if isinstance(obj, dict):
+        return {k: (MASK if is_secret_key(k) and v not in (None, "") and not references_env(v)
+                    else mask_secrets(v)) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [mask_secrets(v) for v in obj]
+    return obj
+
+
+def substitute_env(value: Any, missing: list[str]) -> Any:
+    """``${VAR}`` and ``${VAR:-default}`` replaced from the environment; unset names go to ``missing``."""
+    if isinstance(value, str):
+        def repl(m: re.Match) -> str:
+            var, default = m.group(1), m.group(2)
+            if var in os.environ:
+                return os.environ[var]
+            if default is not None:
+                return default
+            missing.append(var)
+            return ""
+        return ENV_RE.sub(repl, value)
+    if isinstance(value, dict):
+        return {k: substitute_env(v, missing) for k, v in value.items()}
+    if isinstance(value, list):
+        return [substitute_env(v, missing) for v in value]
+    return value
