@@ -74,7 +74,8 @@ def step_log_line(step: int, total: int | None, values: dict[str, Any], steps_pe
 
 
 # Failure causes (events.jsonl "failed" events and status.json "cause").
-CAUSES = ("out of memory", "bad data", "reward error", "missing dependency", "killed", "unknown")
+CAUSES = ("out of memory", "bad data", "reward error", "tool server error", "missing dependency", "killed",
+          "unknown")
 
 
 def new_run_id(engine: str, label: str | None = None) -> str:
@@ -380,6 +381,8 @@ def classify_failure(text: str) -> str:
         return "out of memory"
     if "rewarderror" in t or "reward function" in t or "reward_func" in t:
         return "reward error"
+    if "tool server error" in t or "toolservererror" in t:
+        return "tool server error"
     if "modulenotfounderror" in t or "no module named" in t or "importerror" in t or "missing dependency" in t:
         return "missing dependency"
     if "killed" in t or "sigkill" in t or "signal 9" in t:

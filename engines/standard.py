@@ -194,9 +194,13 @@ class StandardProcessor(TrainerProcessor):
             restore()
 
     def _record_failure(self, e: BaseException) -> None:
+        from .mcp_client import ToolServerError
+
         text = "".join(traceback.format_exception(type(e), e, e.__traceback__))
         if isinstance(e, RewardError) or isinstance(e.__cause__, RewardError):
             cause = "reward error"
+        elif isinstance(e, ToolServerError):
+            cause = "tool server error"
         elif isinstance(e, CheckError):
             cause = MODULE_CAUSE.get(e.module, "unknown")
         elif isinstance(e, KeyboardInterrupt):

@@ -18,8 +18,9 @@ class SampleRecorder:
     """Wraps the per-term TRL reward functions so that, once every term has scored a batch,
     the first few rollouts (prompt, full trajectory, each reward's value) go to samples.jsonl."""
 
-    def __init__(self, run: RunDir, reward: Reward, per_step: int):
+    def __init__(self, run: RunDir, reward: Reward, per_step: int, tool_servers: dict[str, str] | None = None):
         self.run, self.reward, self.per_step = run, reward, per_step
+        self.tool_servers = dict(tool_servers or {})  # MCP tool name -> server: labelled in trajectories
         self.step = 0
         self._batch: dict[str, list[float]] = {}
         self._written_step = -1
@@ -48,8 +49,42 @@ class SampleRecorder:
             terms = {n: batch[n][i] for n in batch}
             total = sum(t.weight * (terms[t.name] or 0.0) for t in self.reward.terms)
             self.run.append_sample({"step": self.step, "time": time.time(), "prompt": prompts[i],
-                                    "completion": completions[i], "answer": answers[i], "rewards": terms,
-                                    "reward": total})
+                                    "completion": label_servers(completions[i], self.tool_servers),
+                                    "answer": answers[i], "rewards": terms, "reward": total})
+
+
+def label_servers(messages: Any, servers: dict[str, str]) -> Any:
+    """A copy of a trajectory whose MCP tool calls and tool results carry ``server`` (the MCP server's name)."""
+    if not servers or not isinstance(messages, list):
+        return messages
+    out = []
+    for m in messages:
+        if not isinstance(m, dict):
+            out.append(m)
+            continue
+        m = dict(m)
+        if m.get("role") == "tool" and m.get("name") in servers:
+            m["server"] = servers[m["name"]]
+        if m.get("tool_calls"):
+            calls = []
+            for tc in m["tool_calls"]:
+                name = (tc.get("function") or {}).get("name") if isinstance(tc, dict) else None
+                calls.append({**tc, "server": servers[name]} if name in servers else tc)
+            m["tool_calls"] = calls
+        out.append(m)
+    return out
+
+
+class ToolServerCallback(TrainerCallback):
+    """Ends training at the step boundary after an MCP server died and could not be started again
+    (TRL hands every tool exception back to the model, so the failure is raised here)."""
+
+    def __init__(self, pool):
+        self.pool = pool
+
+    def on_step_end(self, args, state, control, **kw):
+        if self.pool.fatal is not None:
+            raise self.pool.fatal
 
 
 class RunDirCallback(TrainerCallback):

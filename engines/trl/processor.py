@@ -46,7 +46,7 @@ class TrlProcessor(StandardProcessor):
         if not tok.chat_template:
             raise CheckError("agent", f"the tokenizer of '{spec.model}' has no chat template",
                              "training renders chat prompts; set one (e.g. TRL's chat_templates/qwen2_5.jinja)")
-        if spec.tools:
+        if spec.has_tools:
             from trl.chat_template_utils import supports_tool_calling
 
             if importlib.util.find_spec("jmespath") is None:
@@ -84,7 +84,7 @@ class TrlProcessor(StandardProcessor):
         if cfg["mode"] == "sft" and self.data is not None and not self.data.columns.answer:
             raise CheckError("config", "SFT needs a reference-answer column to learn from",
                              "add an answer/solution column, or use mode: grpo")
-        if cfg["mode"] == "sft" and self.agent_spec is not None and self.agent_spec.tools:
+        if cfg["mode"] == "sft" and self.agent_spec is not None and self.agent_spec.has_tools:
             warnings.append("SFT trains on the answer text only; tools are not called")
         ckpt = cfg.get("resume_from_checkpoint")
         if ckpt and not os.path.isfile(os.path.join(ckpt, "trainer_state.json")):
@@ -121,7 +121,7 @@ class TrlProcessor(StandardProcessor):
 
     def _evaluator(self):
         """Greedy generation on up to ``eval_samples`` test prompts, scored with the reward."""
-        if self.reward is None or (self.agent_spec and self.agent_spec.tools):
+        if self.reward is None or (self.agent_spec and self.agent_spec.has_tools):
             return None  # tool-using agents are scored by their rollouts (samples.jsonl)
         import torch
 
@@ -162,7 +162,7 @@ class TrlProcessor(StandardProcessor):
         import transformers
         from trl import GRPOConfig, GRPOTrainer, SFTConfig, SFTTrainer
 
-        from .callbacks import ANSWER_COLUMN, RunDirCallback, SampleRecorder
+        from .callbacks import ANSWER_COLUMN, RunDirCallback, SampleRecorder, ToolServerCallback
 
         cfg, run, agent = self.effective_config, self.run, self.agent_spec
         use_cpu, bf16, fp16 = self._device()
@@ -176,8 +176,14 @@ class TrlProcessor(StandardProcessor):
             report_to="none", disable_tqdm=True, dataloader_num_workers=0,
         )
         evaluate = self._evaluator()
+        pool = None
+        if cfg["mode"] == "grpo" and agent.mcp_tools:  # one MCP session per server for this process
+            from ..mcp_client import default_pool
+
+            pool = default_pool()
+            pool.on_event = run.event
         if cfg["mode"] == "grpo":
-            tools = agent.tool_callables() if agent.tools else None
+            tools = agent.tool_callables() if agent.has_tools else None
             args = GRPOConfig(
                 **common, per_device_train_batch_size=cfg["prompts_per_step"] * cfg["num_generations"],
                 num_generations=cfg["num_generations"], max_completion_length=cfg["max_completion_length"],
@@ -186,12 +192,13 @@ class TrlProcessor(StandardProcessor):
                 reward_weights=self.reward.weights,
                 max_tool_calling_iterations=max(1, agent.max_steps - 1) if tools else None,
             )
-            recorder = SampleRecorder(run, self.reward, cfg["samples_per_step"])
+            recorder = SampleRecorder(run, self.reward, cfg["samples_per_step"], agent.tool_servers)
             funcs = recorder.wrap(self.reward.trl_functions(ANSWER_COLUMN))
             callback = RunDirCallback(run, recorder, evaluate, cfg["eval_steps"])
+            extra = [ToolServerCallback(pool)] if pool is not None else []
             trainer = GRPOTrainer(model=agent.model, reward_funcs=funcs, args=args,
                                   train_dataset=self._rows(self.data.train, "grpo"), processing_class=self.tokenizer,
-                                  callbacks=[callback], tools=tools)
+                                  callbacks=[callback, *extra], tools=tools)
         else:
             args = SFTConfig(**common, per_device_train_batch_size=cfg["prompts_per_step"],
                              completion_only_loss=True)
@@ -205,4 +212,8 @@ class TrlProcessor(StandardProcessor):
             trainer.train(resume_from_checkpoint=cfg["resume_from_checkpoint"])
         finally:
             callback.close()   # TensorBoard's writer thread: flush what it holds
+            if pool is not None:
+                from ..mcp_client import close_default_pool
+
+                close_default_pool()  # stdio servers stopped, sessions closed
         return STOPPED if callback.stopped else FINISHED
