@@ -69,9 +69,10 @@ def _tail(errlog) -> str:
     return text[-STDERR_TAIL_CHARS:] if text else ""
 
 
-def describe_failure(server: McpServer, exc: BaseException, errlog=None, waited_s: float | None = None
-                     ) -> McpServerError:
-    """The failure of reaching ``server`` as a message a user can act on."""
+def describe_failure(server: McpServer, exc: BaseException, errlog=None, waited_s: float | None = None,
+                     seen: dict[str, Any] | None = None) -> McpServerError:
+    """The failure of reaching ``server`` as a message a user can act on (``seen``: what
+    :func:`open_session` observed, such as an HTTP error status the SDK does not pass on)."""
     exc = _leaf(exc)
     tail = _tail(errlog)
     stderr = f"; its stderr ends with: {tail}" if tail else ("; it wrote nothing to stderr"
@@ -93,7 +94,7 @@ def describe_failure(server: McpServer, exc: BaseException, errlog=None, waited_
     if name in ("ConnectError", "ConnectTimeout", "RemoteProtocolError") or isinstance(exc, ConnectionError):
         return McpServerError(server.name, f"cannot be reached at {target}: {exc or name}",
                               "is the server running? check `url`")
-    status = getattr(getattr(exc, "response", None), "status_code", None)
+    status = getattr(getattr(exc, "response", None), "status_code", None) or (seen or {}).get("http_status")
     if status is not None:
         hint = "check `headers` (a missing or wrong token?)" if status in (401, 403) else "check `url`"
         return McpServerError(server.name, f"answered HTTP {status} at {target}", hint)
@@ -107,9 +108,14 @@ def _is_closed(exc: BaseException) -> bool:
     return isinstance(exc, MCPError) and exc.code == CONNECTION_CLOSED
 
 
-async def open_session(server: McpServer, stack: AsyncExitStack, errlog=None):
-    """Start or connect to ``server`` and return its initialized ``ClientSession`` (closed with ``stack``)."""
+async def open_session(server: McpServer, stack: AsyncExitStack, errlog=None, seen: dict[str, Any] | None = None):
+    """Start or connect to ``server`` and return its initialized ``ClientSession`` (closed with ``stack``).
+    ``errlog`` receives a stdio server's stderr; ``seen`` records an HTTP error status."""
     from mcp import ClientSession
+
+    async def record_status(response) -> None:
+        if response.status_code >= 400 and seen is not None:
+            seen["http_status"] = response.status_code
 
     if server.transport == STDIO:
         from mcp.client.stdio import StdioServerParameters, stdio_client
@@ -131,6 +137,7 @@ async def open_session(server: McpServer, stack: AsyncExitStack, errlog=None):
         http = await stack.enter_async_context(create_mcp_http_client(
             headers=dict(server.headers) or None,
             timeout=httpx2.Timeout(server.timeout, read=server.sse_read_timeout)))
+        http.event_hooks["response"].append(record_status)
         read, write = await stack.enter_async_context(streamable_http_client(server.url, http_client=http))
     session = await stack.enter_async_context(ClientSession(read, write))
     await session.initialize()
@@ -152,6 +159,7 @@ async def _list_tools(session) -> list[dict[str, Any]]:
 
 async def _list_one(server: McpServer) -> list[dict[str, Any]]:
     errlog = tempfile.TemporaryFile("w+") if server.transport == STDIO else None
+    seen: dict[str, Any] = {}
     t0 = time.monotonic()
     try:
         try:
@@ -159,12 +167,12 @@ async def _list_one(server: McpServer) -> list[dict[str, Any]]:
 
             with anyio.fail_after(server.startup_timeout):  # an anyio scope: the SDK's shutdown runs shielded
                 async with AsyncExitStack() as stack:
-                    session = await open_session(server, stack, errlog)
+                    session = await open_session(server, stack, errlog, seen)
                     tools = await _list_tools(session)
         except BaseException as e:  # noqa: BLE001 - every way of failing becomes one clear message
             if isinstance(e, (KeyboardInterrupt, SystemExit)):
                 raise
-            raise describe_failure(server, e, errlog, server.startup_timeout) from None
+            raise describe_failure(server, e, errlog, server.startup_timeout, seen) from None
         if not tools:
             raise McpServerError(server.name, f"lists no tools ({server.target()}, answered in "
                                  f"{time.monotonic() - t0:.1f} s)",
@@ -219,6 +227,7 @@ class _Connection:
     def __init__(self, server: McpServer):
         self.server = server
         self.errlog = tempfile.TemporaryFile("w+") if server.transport == STDIO else None
+        self.seen: dict[str, Any] = {}
         self.ready: asyncio.Future = asyncio.get_running_loop().create_future()
         self.closing = asyncio.Event()
         self.task: asyncio.Task | None = None
@@ -231,7 +240,7 @@ class _Connection:
             # the SDK's shielded shutdown short and leave a server process behind)
             with anyio.CancelScope(deadline=anyio.current_time() + self.server.startup_timeout) as scope:
                 async with AsyncExitStack() as stack:
-                    session = await open_session(self.server, stack, self.errlog)
+                    session = await open_session(self.server, stack, self.errlog, self.seen)
                     scope.deadline = float("inf")
                     self.ready.set_result(session)
                     await self.closing.wait()
@@ -336,7 +345,7 @@ class McpPool:
                     async with asyncio.timeout(server.startup_timeout + CLOSE_TIMEOUT_S):
                         session = await asyncio.shield(conn.ready)
                 except BaseException as e:  # noqa: BLE001
-                    error = describe_failure(server, e, conn.errlog, server.startup_timeout)
+                    error = describe_failure(server, e, conn.errlog, server.startup_timeout, conn.seen)
                     await conn.close()
                     raise self._fail(server, error)
                 self._connections[server.name] = conn
@@ -347,7 +356,8 @@ class McpPool:
 
     def _fail(self, server: McpServer, error: BaseException) -> ToolServerError:
         if not isinstance(error, McpServerError):
-            error = describe_failure(server, error, getattr(self._connections.get(server.name), "errlog", None))
+            conn = self._connections.get(server.name)
+            error = describe_failure(server, error, getattr(conn, "errlog", None), seen=getattr(conn, "seen", None))
         failure = ToolServerError(f"tool server error: {error}")
         self._failed.setdefault(server.name, failure)
         self._event("tool_server_failed", server=server.name, message=str(error))
