@@ -7,7 +7,10 @@ once, then serves requests from the studio one at a time. Each request runs in a
 * user code (tools, reward files) never runs in the studio process, and never leaves state
   behind in the zygote either (every call starts from the same clean, pre-imported state);
 * a call that exceeds its time limit is killed (SIGKILL) without losing the warm zygote;
-* a crash (segfault, ``os._exit``) in user code is reported as an error for that call.
+* a crash (segfault, ``os._exit``) in user code is reported as an error for that call;
+* nothing a call started outlives it: the zygote is the "child subreaper" of its forks, so a process a
+  call started (an MCP server the agent check launched, in a session of its own) comes back to the
+  zygote when the call's fork ends, and is ended with it (:func:`engines.processes.terminate_tree`).
 
 Protocol on the inherited stdin/stdout (moved to private fds at start; fd 1 then points at
 stderr so a stray ``print`` in user code cannot corrupt it): frames of a 4-byte big-endian
@@ -60,6 +63,31 @@ def _read_exact(f, n: int) -> bytes | None:
 
 
 _progress_fd: int | None = None   # in a call's fork: where report_progress writes
+PR_SET_CHILD_SUBREAPER = 36       # linux/prctl.h
+
+
+def become_subreaper() -> bool:
+    """Orphans of our descendants are re-parented to us (Linux), so a call's leftovers can be found."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def end_leftovers() -> list[int]:
+    """End every process a finished call left behind (between calls the zygote has no other child)."""
+    import psutil
+
+    from engines.processes import terminate_tree
+
+    ended = []
+    for child in psutil.Process().children():
+        ended.append(child.pid)
+        terminate_tree(child.pid, grace_s=2.0, kill_wait_s=2.0)
+    return ended
 
 
 def report_progress(stage: str) -> None:
@@ -135,12 +163,15 @@ def _run_in_fork(task: str, kwargs: dict, timeout_s: float) -> tuple[bool, objec
     os.close(pr)
     lines = progress.decode("utf-8", errors="replace").splitlines()
     stage = lines[-1] if lines else None
-    if timed_out:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-    _, code = os.waitpid(pid, 0)
+    if timed_out:  # the fork and everything it started (its own children found before they are orphaned)
+        from engines.processes import terminate_tree
+
+        terminate_tree(pid, grace_s=2.0, kill_wait_s=2.0)
+    try:
+        _, code = os.waitpid(pid, 0)
+    except ChildProcessError:  # terminate_tree's wait reaped it already
+        code = 0
+    end_leftovers()
     out_file.seek(0)
     output = out_file.read()[-4000:].decode("utf-8", errors="replace")
     out_file.close()
@@ -184,6 +215,7 @@ def main() -> None:
     for name in filter(None, os.environ.get(TASK_MODULES_ENV, "").split(",")):
         tasks.TASKS.update(importlib.import_module(name.strip()).TASKS)
     preload_error = tasks.preload()
+    become_subreaper()
     try:
         write_frame(proto_out, ("ready", {"pid": os.getpid(), "preload_s": round(time.time() - t0, 2),
                                           "preload_error": preload_error}))

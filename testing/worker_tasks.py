@@ -1,6 +1,7 @@
 """Extra check-worker tasks for the worker's own tests: ``CheckWorker(task_modules=["testing.worker_tasks"])``."""
 import os
 import signal
+import subprocess
 import time
 
 
@@ -17,4 +18,11 @@ def crash() -> None:
     os.kill(os.getpid(), signal.SIGKILL)
 
 
-TASKS = {"echo": echo, "sleep": sleep, "crash": crash}
+def start_then_crash(argv: list[str]) -> None:
+    """Start a process in a session of its own (as the MCP SDK starts a stdio server), then crash."""
+    subprocess.Popen(argv, start_new_session=True, stdin=subprocess.PIPE)
+    time.sleep(1.0)
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+TASKS = {"echo": echo, "sleep": sleep, "crash": crash, "start_then_crash": start_then_crash}
