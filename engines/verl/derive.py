@@ -188,12 +188,12 @@ class _Derivation:
         if C.select(cfg, "algorithm.adv_estimator") != "gae":
             fill("actor_rollout_ref.rollout.n", C.GROUP_SIZE)
         if agent is not None:
-            steps = max(1, agent.max_steps) if agent.tools else 1
+            steps = max(1, agent.max_steps) if agent.has_tools else 1
             fill("data.max_response_length", int(agent.max_tokens) * steps)
             fill("actor_rollout_ref.rollout.temperature", float(agent.temperature))
             fill("actor_rollout_ref.rollout.top_p", float(agent.top_p))
         self._fill_batches(cfg, fill, gpus)
-        if agent is not None and agent.tools and inputs.tool_file is not None:
+        if agent is not None and agent.has_tools and inputs.tool_file is not None:
             fill("actor_rollout_ref.rollout.multi_turn.enable", True)
             fill("actor_rollout_ref.rollout.multi_turn.function_tool_path", str(inputs.tool_file))
             fill("actor_rollout_ref.rollout.multi_turn.max_assistant_turns", int(agent.max_steps))
@@ -347,7 +347,7 @@ class _Derivation:
         from verl.utils.tokenizer import normalize_token_ids  # a list, a BatchEncoding (transformers 5), ...
 
         # verl's tool agent loop and its dataset filter render the tool schemas into every prompt
-        schemas = list(self.agent.tool_schemas) if self.agent is not None and self.agent.tools else []
+        schemas = list(self.agent.tool_schemas) if self.agent is not None and self.agent.has_tools else []
         prompts = pq.read_table(str(self.inputs.parquets["train"]), columns=["prompt"]).column("prompt").to_pylist()
         longest = 0
         for messages in prompts[:limit]:

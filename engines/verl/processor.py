@@ -19,6 +19,7 @@ from ..standard import StandardProcessor
 from . import availability as A
 from . import compose as C
 from .bridge import REWARD_FN, write_function_tools, write_reward_bridge
+from .mcp_config import write_mcp_tools
 from .dataset import TOOL_AGENT_LOOP, convert_table, data_source_name, extra_columns, is_verl_native, place_native
 from .derive import CheckedInputs, DerivedConfig, derive_config
 from .layout import CONFIG_FILE, VERL_DIR
@@ -117,6 +118,10 @@ class VerlProcessor(StandardProcessor):
             self.tool_file = write_function_tools(self.run.path, self.verl_dir, tools)
             if self.tokenizer is not None:
                 self._check_tool_template(spec)
+        if spec.mcp_tools:  # MCP servers: function tools too (engines/verl/mcp_config.py)
+            self.tool_file = write_mcp_tools(self.run.path, self.verl_dir, spec, self.tool_file)
+            if self.tokenizer is not None and not spec.tools:
+                self._check_tool_template(spec)
 
     def _check_tool_template(self, spec: AgentSpec) -> None:
         """verl's tool agent loop renders the tool list through the chat template: it must show it."""
@@ -137,7 +142,7 @@ class VerlProcessor(StandardProcessor):
     # -- datasets --------------------------------------------------------------------------------
     def convert_dataset(self, bundle: DataBundle) -> dict | None:
         agent = self.agent_spec
-        tools = bool(agent and agent.tools)
+        tools = bool(agent and agent.has_tools)
         system = agent.system_prompt if agent else None
         details: dict[str, Any] = {}
         self.parquets = {}
@@ -181,7 +186,7 @@ class VerlProcessor(StandardProcessor):
         reward = super().check_reward(reward_func)
         try:
             columns = extra_columns(self.data.train, self.data.columns) if self.data is not None else []
-            tools = bool(self.agent_spec and self.agent_spec.tools)
+            tools = bool(self.agent_spec and self.agent_spec.has_tools)
             self.bridge_file = write_reward_bridge(self.run.path, self.verl_dir, self.spec["reward"], columns,
                                                    final_answer_only=tools,
                                                    tokenizer_path=self.agent_spec.model if self.agent_spec else None)
