@@ -244,6 +244,17 @@ def resolve_agent_upload(path: str, search_dirs: list[Path] | None = None) -> tu
             conf["tools"] = [fix(t) for t in tools]
         elif isinstance(tools, str):
             conf["tools"] = fix(tools)
+        mcp = conf.get("mcp_config")  # MCP: a JSON file, or stdio servers' script paths and folders
+        if isinstance(mcp, str):
+            conf["mcp_config"] = fix(mcp)
+        elif isinstance(mcp, dict) and isinstance(mcp.get("mcpServers"), dict):
+            for server in mcp["mcpServers"].values():
+                if isinstance(server, dict):
+                    for key in ("command", "cwd"):
+                        if key in server:
+                            server[key] = fix(server[key])
+                    if isinstance(server.get("args"), list):
+                        server["args"] = [fix(a) for a in server["args"]]
 
     agents = data.get("agents")
     if isinstance(agents, dict):

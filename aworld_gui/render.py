@@ -64,23 +64,56 @@ def kv_table(rows: Iterable[tuple[str, Any]], cls: str = "aw-kv") -> str:
     return f'<table class="{cls}">{body}</table>'
 
 
-def agent_spec(spec: dict | None, schemas: list[dict] | None = None) -> str:
+def _param_type(prop: dict) -> str:
+    kind = prop.get("type", "any")
+    kind = " | ".join(kind) if isinstance(kind, list) else str(kind)
+    if kind == "array" and isinstance(prop.get("items"), dict) and prop["items"].get("type"):
+        kind = f"array of {prop['items']['type']}"
+    if prop.get("enum"):
+        kind = " | ".join(json.dumps(v) for v in prop["enum"])
+    return kind + (" | null" if prop.get("nullable") else "")
+
+
+def tool_item(schema: dict, server: str | None = None) -> str:
+    """One tool: its call signature (each parameter's description on hover), where it comes from
+    (a Python function, or the MCP server that serves it) and its description."""
+    fn = schema.get("function", {})
+    params = fn.get("parameters", {}) or {}
+    required = set(params.get("required") or [])
+    args = ", ".join(
+        f'<span class="aw-param" title="{esc(p.get("description", ""))}">{esc(n)}'
+        f'{"" if n in required else "?"}: {esc(_param_type(p))}</span>'
+        for n, p in (params.get("properties") or {}).items())
+    source = (f'<span class="aw-src aw-src-mcp" data-testid="tool-server">MCP · {esc(server)}</span>' if server
+              else '<span class="aw-src">Python</span>')
+    return (f'<div class="aw-tool" data-tool="{esc(fn.get("name", "?"))}" data-server="{esc(server or "")}">'
+            f'<code>{esc(fn.get("name", "?"))}({args})</code> {source} '
+            f'<span class="aw-muted">{esc(fn.get("description", ""))}</span></div>')
+
+
+def agent_spec(spec: dict | None, schemas: list[dict] | None = None, tool_servers: dict[str, str] | None = None,
+               mcp_servers: list[dict] | None = None) -> str:
+    """The parsed agent. ``tool_servers`` (tool name → MCP server) and ``mcp_servers`` (name, transport,
+    target, tools) come from the agent check's details when the agent uses MCP servers."""
     if not spec:
         return '<div class="aw-empty">The parsed agent appears here once its YAML loads.</div>'
     tools = schemas or []
-    tool_html = "".join(
-        f'<div class="aw-tool"><code>{esc(t.get("function", {}).get("name", "?"))}</code> '
-        f'<span class="aw-muted">{esc(t.get("function", {}).get("description", ""))}</span></div>'
-        for t in tools) or (", ".join(f"<code>{esc(t)}</code>" for t in spec.get("tools") or []) or
-                            '<span class="aw-muted">none</span>')
+    servers = tool_servers or {}
+    tool_html = "".join(tool_item(t, servers.get(t.get("function", {}).get("name"))) for t in tools) or (
+        ", ".join(f"<code>{esc(t)}</code>" for t in spec.get("tools") or []) or '<span class="aw-muted">none</span>')
     rows = [("name", esc(spec.get("name"))),
             ("model", f'<code>{esc(spec.get("model"))}</code>'),
             ("system prompt", f'<div class="aw-prompt">{esc(spec.get("system_prompt")) or "<i>none</i>"}</div>'),
-            ("tools", tool_html),
-            ("max turns", f'{esc(spec.get("max_steps"))} <span class="aw-muted">model turns per rollout '
-                          '(tool calls add turns) — not the trainer\'s steps</span>'),
-            ("sampling", esc(f'temperature {spec.get("temperature")}, top_p {spec.get("top_p")}, '
-                             f'max_tokens {spec.get("max_tokens")}'))]
+            ("tools", tool_html)]
+    if mcp_servers:
+        rows.append(("MCP servers", "".join(
+            f'<div class="aw-mcp-server" data-server="{esc(m.get("name"))}"><b>{esc(m.get("name"))}</b> '
+            f'<span class="aw-src">{esc(m.get("transport"))}</span> <code>{esc(m.get("target"))}</code> '
+            f'<span class="aw-muted">{len(m.get("tools") or [])} tool(s) used</span></div>' for m in mcp_servers)))
+    rows += [("max turns", f'{esc(spec.get("max_steps"))} <span class="aw-muted">model turns per rollout '
+                           '(tool calls add turns) — not the trainer\'s steps</span>'),
+             ("sampling", esc(f'temperature {spec.get("temperature")}, top_p {spec.get("top_p")}, '
+                              f'max_tokens {spec.get("max_tokens")}'))]
     if spec.get("llm_base_url"):
         rows.append(("base url", f'<code>{esc(spec["llm_base_url"])}</code>'))
     if spec.get("api_key"):
@@ -224,8 +257,10 @@ def trajectory(sample: dict) -> str:
             args = fn.get("arguments")
             if not isinstance(args, str):
                 args = json.dumps(args, ensure_ascii=False)
-            calls += f'<div class="aw-toolcall">⚙ <code>{esc(fn.get("name", "?"))}({esc(args)})</code></div>'
+            calls += (f'<div class="aw-toolcall">⚙ <code>{esc(fn.get("name", "?"))}({esc(args)})</code>'
+                      f'{_server_label(tc.get("server") if isinstance(tc, dict) else None)}</div>')
         name = f' <span class="aw-muted">{esc(m.get("name"))}</span>' if m.get("name") else ""
+        name += _server_label(m.get("server"))
         turns.append(f'<div class="aw-turn aw-role-{esc(role)}"><div class="aw-role">{esc(role)}{name}</div>'
                      f'<div class="aw-content">{body or "<i class=aw-muted>(empty)</i>"}</div>{calls}</div>')
     rewards = sample.get("rewards") or {}
@@ -236,6 +271,11 @@ def trajectory(sample: dict) -> str:
             f'{"<span>expected <code>" + esc(answer) + "</code></span>" if answer is not None else ""}'
             f'<span class="aw-total">reward <b>{fmt_num(total, 2)}</b></span>{chips}</div>')
     return f'<div class="aw-sample">{head}{"".join(turns)}</div>'
+
+
+def _server_label(server: Any) -> str:
+    """An MCP tool call or result names the server it went to (Python tool calls carry none)."""
+    return f' <span class="aw-src aw-src-mcp" data-testid="call-server">MCP · {esc(server)}</span>' if server else ""
 
 
 def samples_html(samples: list[dict], limit: int = 6) -> str:

@@ -426,7 +426,8 @@ class SetupTab:
         train_prev, test_prev = prev.get("train") or {}, prev.get("test") or {}
         agent = res["agent"]
         details = agent.get("details") or {}
-        agent_spec = render.agent_spec(details.get("spec"), details.get("tool_schemas"))
+        agent_spec = render.agent_spec(details.get("spec"), details.get("tool_schemas"), details.get("tool_servers"),
+                                       details.get("mcp_servers"))
         cols = train_prev.get("columns") or ((res["dataset"].get("details") or {}).get("train") or {}).get("columns") or []
         mapped = (res["dataset"].get("details") or {}).get("columns") or {}
         p_val = si.columns.get("prompt") or AUTO

@@ -141,6 +141,10 @@ footer { display: none !important; }
 .aw-role-system { border-left-color: #94a3b8; }
 .aw-content { white-space: pre-wrap; word-break: break-word; }
 .aw-toolcall { font-size: 12.5px; margin-top: 3px; }
+.aw-tool { margin: 2px 0; } .aw-param { cursor: help; } .aw-mcp-server { margin: 2px 0; }
+.aw-src { font-size: 11px; border-radius: 6px; padding: 0 6px; background: var(--background-fill-secondary);
+          color: var(--body-text-color-subdued); white-space: nowrap; text-transform: none; letter-spacing: normal; }
+.aw-src-mcp { background: #ede9fe; color: #5b21b6; }
 .aw-section-title { font-weight: 700; font-size: 15px; margin: 4px 0 2px; }
 .aw-events td { font-size: 12.5px; }
 """
