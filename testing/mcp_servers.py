@@ -8,15 +8,54 @@
 * ``flaky``  — the calculator (add, multiply) that exits after ``FLAKY_CALLS`` tool calls; with
                ``FLAKY_MARKER`` set it leaves that file behind when it dies and refuses to start while
                the file exists (a server that cannot be restarted)
+
+:func:`calculator_over_http` runs the shipped demo server over streamable HTTP or SSE for a test.
 """
 from __future__ import annotations
 
+import contextlib
 import os
+import socket
+import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Iterator
 
 PATH = str(Path(__file__).resolve())
+CALCULATOR = str(Path(__file__).resolve().parent.parent / "assets" / "mcp" / "calculator_server.py")
+
+
+@contextlib.contextmanager
+def calculator_over_http(transport: str = "streamable-http", token: str | None = None) -> Iterator[str]:
+    """The demo calculator server on 127.0.0.1:<free port>; yields its URL (``/mcp`` or ``/sse``)."""
+    from testing import free_port
+
+    port = free_port()
+    env = dict(os.environ)
+    if token:
+        env["CALC_MCP_TOKEN"] = token
+    proc = subprocess.Popen([sys.executable, CALCULATOR, "--transport", transport, "--port", str(port)], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"the {transport} calculator exited: {proc.stderr.read().decode()[-2000:]}")
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the {transport} calculator did not listen on port {port} within 60 s")
+            time.sleep(0.2)
+        yield f"http://127.0.0.1:{port}/{'mcp' if transport == 'streamable-http' else 'sse'}"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
 
 
 def command(kind: str) -> dict:

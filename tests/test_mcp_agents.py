@@ -218,6 +218,19 @@ def test_an_http_server_that_is_not_there(tmp_path):
     assert f"MCP server 'web' cannot be reached at {url}" in str(err.value)
 
 
+def test_an_sse_server_is_listed_and_called():
+    with mcp_servers.calculator_over_http("sse") as url:
+        spec = load_agent(_agent({"calc": {"type": "sse", "url": url}}))
+        assert [s["function"]["name"] for s in spec.tool_schemas] == ["add", "multiply"]
+        assert spec.mcp.servers[0].transport == "sse"
+        from engines.mcp_client import close_default_pool
+
+        try:
+            assert [f(a=6, b=7) for f in spec.tool_callables()] == [13, 42]
+        finally:
+            close_default_pool()
+
+
 @pytest.mark.parametrize("mcp, what", [
     ({"mcp_servers": ["a"]}, "mcp_servers names ['a'] but the agent has no mcp_config"),
     ({"mcp_config": {"servers": {}}}, "mcp_config must hold an `mcpServers` mapping"),

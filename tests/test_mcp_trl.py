@@ -2,10 +2,6 @@
 streamable HTTP; a server that dies and cannot be started again fails the run with cause "tool server error"."""
 from __future__ import annotations
 
-import os
-import socket
-import subprocess
-import sys
 from pathlib import Path
 
 import psutil
@@ -15,7 +11,6 @@ from engines import AgentTrainer
 from engines.mcp_client import ToolServerError
 from engines.rundir import RunDir
 from testing import mcp_servers
-from testing.verl_fakes import free_port
 from testing.waiting import wait_for
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -78,21 +73,8 @@ def test_calc_demo_trained_through_mcp_records_executed_tool_calls(tmp_path):
 
 @pytest.fixture
 def http_calculator():
-    port = free_port()
-    env = dict(os.environ, CALC_MCP_TOKEN=TOKEN)
-    proc = subprocess.Popen([sys.executable, CALC_SERVER, "--transport", "streamable-http", "--port", str(port)],
-                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-
-    def listening():
-        if proc.poll() is not None:
-            raise AssertionError(f"the HTTP server exited: {proc.stderr.read().decode()}")
-        with socket.socket() as s:
-            return s.connect_ex(("127.0.0.1", port)) == 0
-
-    wait_for(listening, 60, "the streamable-HTTP calculator to listen")
-    yield f"http://127.0.0.1:{port}/mcp"
-    proc.terminate()
-    proc.wait(timeout=20)
+    with mcp_servers.calculator_over_http("streamable-http", token=TOKEN) as url:
+        yield url
 
 
 def test_a_streamable_http_server_works_the_same(tmp_path, http_calculator, monkeypatch):

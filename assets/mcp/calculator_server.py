@@ -3,6 +3,7 @@ MCP SDK (``MCPServer``, the SDK's FastMCP).
 
     python assets/mcp/calculator_server.py                                   # stdio (what agents start)
     python assets/mcp/calculator_server.py --transport streamable-http --port 8765   # http://127.0.0.1:8765/mcp
+    python assets/mcp/calculator_server.py --transport sse --port 8765               # http://127.0.0.1:8765/sse
 
 Over HTTP, setting ``CALC_MCP_TOKEN`` makes the server require ``Authorization: Bearer <token>``
 (what an agent's ``headers: {Authorization: "Bearer ${CALC_MCP_TOKEN}"}`` sends).
@@ -34,11 +35,11 @@ def build_server() -> MCPServer:
     return server
 
 
-def http_app(server: MCPServer, token: str | None):
-    """The streamable-HTTP app, behind a bearer-token check when ``token`` is set."""
+def http_app(server: MCPServer, transport: str, token: str | None):
+    """The streamable-HTTP (or SSE) app, behind a bearer-token check when ``token`` is set."""
     from starlette.responses import JSONResponse
 
-    app = server.streamable_http_app()
+    app = server.streamable_http_app() if transport == "streamable-http" else server.sse_app()
     if not token:
         return app
 
@@ -55,7 +56,7 @@ def http_app(server: MCPServer, token: str | None):
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--transport", choices=["stdio", "streamable-http"], default="stdio")
+    parser.add_argument("--transport", choices=["stdio", "streamable-http", "sse"], default="stdio")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8765)
     args = parser.parse_args()
@@ -65,7 +66,7 @@ def main() -> None:
         return
     import uvicorn
 
-    uvicorn.run(http_app(server, os.environ.get("CALC_MCP_TOKEN")), host=args.host, port=args.port,
+    uvicorn.run(http_app(server, args.transport, os.environ.get("CALC_MCP_TOKEN")), host=args.host, port=args.port,
                 log_level="warning")
 
 
