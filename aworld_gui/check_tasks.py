@@ -26,6 +26,12 @@ def preload() -> str | None:
         import engines.standard  # noqa: F401
     except Exception as e:  # noqa: BLE001
         errors.append(f"{type(e).__name__}: {e}")
+    try:  # agents with MCP servers: the SDK's clients (the agent check lists each server's tools)
+        import mcp.client.sse  # noqa: F401
+        import mcp.client.stdio  # noqa: F401
+        import mcp.client.streamable_http  # noqa: F401
+    except ImportError:
+        pass  # reported by the agent check of an agent that needs it
     from engines.registry import get_processor_class, registered_engines
 
     for name in registered_engines():

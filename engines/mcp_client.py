@@ -34,7 +34,9 @@ CLOSE_TIMEOUT_S = 10.0
 class McpServerError(Exception):
     """A server did not start, answer or list tools. ``str()`` names the server and the cause."""
 
-    def __init__(self, server: str, cause: str, hint: str | None = None):
+    def __init__(self, server: str | McpServer, cause: str, hint: str | None = None):
+        if isinstance(server, McpServer):  # its secrets scrubbed from the cause (a stderr tail, a library's text)
+            cause, server = server.redact(cause), server.name
         self.server, self.cause, self.hint = server, cause, hint
         super().__init__(f"MCP server '{server}' {cause}")
 
@@ -82,23 +84,23 @@ def describe_failure(server: McpServer, exc: BaseException, errlog=None, waited_
     if isinstance(exc, (TimeoutError, asyncio.TimeoutError)):
         waited = f"{waited_s:g} s" if waited_s else "its time limit"
         how = f"started with `{target}`" if server.transport == STDIO else f"at {target}"
-        return McpServerError(server.name, f"did not answer within {waited} ({how}){stderr}",
+        return McpServerError(server, f"did not answer within {waited} ({how}){stderr}",
                               "check that it starts and speaks MCP on its own (run the command in a terminal), "
                               "or raise its startup_timeout")
     if isinstance(exc, (FileNotFoundError, PermissionError)) and server.transport == STDIO:
-        return McpServerError(server.name, f"cannot be started: `{server.command}`: {exc.strerror or exc}",
+        return McpServerError(server, f"cannot be started: `{server.command}`: {exc.strerror or exc}",
                               "check `command` (installed? on PATH? executable?)")
     if server.transport == STDIO and (_is_closed(exc) or name in ("EndOfStream", "BrokenResourceError")):
-        return McpServerError(server.name, f"exited before answering (started with `{target}`){stderr}",
+        return McpServerError(server, f"exited before answering (started with `{target}`){stderr}",
                               "run the command in a terminal to see why it stops")
     if name in ("ConnectError", "ConnectTimeout", "RemoteProtocolError") or isinstance(exc, ConnectionError):
-        return McpServerError(server.name, f"cannot be reached at {target}: {exc or name}",
+        return McpServerError(server, f"cannot be reached at {target}: {exc or name}",
                               "is the server running? check `url`")
     status = getattr(getattr(exc, "response", None), "status_code", None) or (seen or {}).get("http_status")
     if status is not None:
         hint = "check `headers` (a missing or wrong token?)" if status in (401, 403) else "check `url`"
-        return McpServerError(server.name, f"answered HTTP {status} at {target}", hint)
-    return McpServerError(server.name, f"failed: {name}: {exc}{stderr}")
+        return McpServerError(server, f"answered HTTP {status} at {target}", hint)
+    return McpServerError(server, f"failed: {name}: {exc}{stderr}")
 
 
 def _is_closed(exc: BaseException) -> bool:
@@ -174,7 +176,7 @@ async def _list_one(server: McpServer) -> list[dict[str, Any]]:
                 raise
             raise describe_failure(server, e, errlog, server.startup_timeout, seen) from None
         if not tools:
-            raise McpServerError(server.name, f"lists no tools ({server.target()}, answered in "
+            raise McpServerError(server, f"lists no tools ({server.target()}, answered in "
                                  f"{time.monotonic() - t0:.1f} s)",
                                  "check that the server registers its tools, or remove it from mcp_servers")
         return tools

@@ -25,7 +25,8 @@ import yaml
 
 from .check_result import CheckError, did_you_mean
 from .loading import resolve_path
-from .secret_values import MASK, literal_secrets, public_mapping, references_env, substitute_env
+from .secret_values import (MASK, is_secret_key, literal_secrets, public_mapping, public_url, references_env,
+                            substitute_env)
 
 STDIO, STREAMABLE_HTTP, SSE = "stdio", "streamable-http", "sse"
 TRANSPORTS = {"stdio": STDIO, "streamable-http": STREAMABLE_HTTP, "streamable_http": STREAMABLE_HTTP,
@@ -65,7 +66,27 @@ class McpServer:
         for key in ("env", "headers"):
             if isinstance(out.get(key), dict):
                 out[key] = public_mapping(out[key])
+        if "url" in out:
+            out["url"] = public_url(out["url"])
         return out
+
+    def secret_values(self) -> list[str]:
+        """The substituted values of this server's secrets (to scrub from any message)."""
+        out = [v for k, v in {**self.env, **self.headers}.items() if is_secret_key(k) and v]
+        if self.url:
+            from urllib.parse import parse_qsl, urlsplit
+
+            parts = urlsplit(self.url)
+            out += [parts.password or ""] + [v for k, v in parse_qsl(parts.query) if is_secret_key(k)]
+        # a "Bearer <token>" header: the token alone too
+        out += [v.split(None, 1)[1] for v in list(out) if " " in v.strip()]
+        return sorted({v for v in out if len(v) >= 4}, key=len, reverse=True)
+
+    def redact(self, text: str) -> str:
+        """``text`` with this server's secret values replaced by the mask (a server's stderr, an error)."""
+        for value in self.secret_values():
+            text = text.replace(value, MASK)
+        return text
 
     def executable(self) -> str:
         return sys.executable if self.command in PYTHON_COMMANDS else str(self.command)
@@ -74,7 +95,7 @@ class McpServer:
         """What the server is, for messages: its command line or its URL (never a secret)."""
         if self.transport == STDIO:
             return " ".join([str(self.raw.get("command"))] + [str(a) for a in self.raw.get("args") or []])
-        return str(self.raw.get("url"))
+        return str(public_url(self.raw.get("url")))
 
 
 @dataclass
@@ -141,6 +162,11 @@ def _string_map(name: str, entry: dict, key: str) -> dict[str, str]:
     return {str(k): "" if v is None else str(v) for k, v in value.items()}
 
 
+def quote_mask(url: Any) -> bool:
+    """Whether a URL holds the mask percent-encoded (``%2A%2A%2A%2A``)."""
+    return isinstance(url, str) and "%2A%2A%2A%2A" in url.upper()
+
+
 def _resolve_local(value: str, base_dirs: list[Path]) -> str:
     """A relative path that exists against one of ``base_dirs`` becomes absolute; anything else stays."""
     if not value or os.path.isabs(value) or value.startswith("-"):
@@ -179,6 +205,12 @@ def _server(name: str, entry: Any, base_dirs: list[Path], warnings: list[str], m
         for k in literal_secrets(mapping):
             warnings.append(f"MCP server '{name}': {what} '{k}' holds a secret written literally; it is masked in "
                             "run.yaml, so a run started from run.yaml cannot use it — write ${ENV_VAR} instead")
+    if MASK in str(entry.get("url", "")) or quote_mask(entry.get("url")):
+        raise _error(f"MCP server '{name}': its url holds a masked secret ({MASK}): it was written literally in the "
+                     "agent config, so it was not stored", "write the secret as ${ENV_VAR} in the url")
+    if isinstance(entry.get("url"), str) and public_url(entry["url"]) != entry["url"]:
+        warnings.append(f"MCP server '{name}': its url holds a secret written literally; it is masked in run.yaml, "
+                        "so a run started from run.yaml cannot use it — write ${ENV_VAR} instead")
     raw = dict(entry)
     if transport == STDIO:  # local paths made absolute before substitution: run.yaml is read elsewhere
         if isinstance(raw.get("command"), str) and "/" in raw["command"] and not references_env(raw["command"]):

@@ -55,6 +55,29 @@ def literal_secrets(raw: dict[str, Any] | None) -> list[str]:
     return [k for k, v in (raw or {}).items() if public_value(k, v) == MASK and v != MASK]
 
 
+def public_url(raw: Any) -> Any:
+    """A URL as written, with a literal password (``user:pw@host``) or a secret-named query value
+    (``?api_key=...``) masked; ``${VAR}`` references stay."""
+    if not isinstance(raw, str) or "://" not in raw:
+        return raw
+    from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+    parts = urlsplit(raw)
+    netloc = parts.netloc
+    if "@" in netloc:
+        userinfo, _, host = netloc.rpartition("@")
+        user, sep, password = userinfo.partition(":")
+        if sep and password and not references_env(password):
+            netloc = f"{user}:{MASK}@{host}"
+    query = parts.query
+    if query:
+        pairs = parse_qsl(query, keep_blank_values=True)
+        masked = [(k, public_value(k, v)) for k, v in pairs]
+        if masked != pairs:
+            query = urlencode(masked, safe="*${}:")
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+
+
 def mask_secrets(obj: Any) -> Any:
     """Every secret-named entry of a nested structure masked (for values whose source is unknown)."""
     if isinstance(obj, dict):

@@ -1,6 +1,7 @@
 """MCP servers that misbehave on purpose, for the tests: ``python testing/mcp_servers.py <kind>``.
 
 * ``exit``   — writes a line to stderr and exits at once (status 3)
+* ``leak``   — prints its ``API_TOKEN`` to stderr and exits (a secret in a stderr tail)
 * ``hang``   — starts and never answers (does not read its stdin)
 * ``empty``  — a real MCP server with no tools
 * ``env``    — a real MCP server whose tool ``read_env(name)`` returns an environment variable (``${ENV}``
@@ -72,6 +73,9 @@ def _server(name: str):
 def main(kind: str) -> None:
     if kind == "exit":
         print("fatal: calculator config missing (CALC_CONFIG is not set)", file=sys.stderr, flush=True)
+        sys.exit(3)
+    if kind == "leak":
+        print(f"auth failed with token {os.environ.get('API_TOKEN')}", file=sys.stderr, flush=True)
         sys.exit(3)
     if kind == "hang":
         print("starting up slowly...", file=sys.stderr, flush=True)

@@ -273,3 +273,23 @@ def test_tool_names_must_be_unique_across_python_tools_and_servers():
     spec = load_agent(_agent(servers, tools=[f"{ROOT}/assets/tools/calculator.py:add"], mcp_tool_prefix=True))
     assert [s["function"]["name"] for s in spec.tool_schemas] == ["add", "calculator__add", "calculator__multiply"]
     assert spec.tool_servers == {"calculator__add": "calculator", "calculator__multiply": "calculator"}
+
+
+def test_a_secret_in_a_server_url_is_masked_like_a_header():
+    url = f"https://user:{SECRET}@search.example/mcp?api_key={SECRET}&region=eu"
+    spec = load_agent({"model": MODEL, "mcp_config": {"mcpServers": {"search": {"type": "sse", "url": url}}},
+                       "mcp_servers": ["search"]}, load_tools=False)
+    assert spec.mcp.servers[0].url == url  # used as written
+    shown = spec.to_dict()["mcp_config"]["mcpServers"]["search"]["url"]
+    assert shown == "https://user:****@search.example/mcp?api_key=****&region=eu"
+    assert SECRET not in json.dumps(agent_result(spec).to_dict())
+    assert any("its url holds a secret written literally" in w for w in spec.warnings)
+    with pytest.raises(CheckError, match=r"its url holds a masked secret"):
+        load_agent(spec.to_dict(), load_tools=False)
+
+
+def test_a_secret_in_a_servers_stderr_is_scrubbed_from_the_error(monkeypatch):
+    monkeypatch.setenv("AW_MCP_SECRET", SECRET)
+    with pytest.raises(CheckError) as err:
+        load_agent(_agent({"leaky": {**mcp_servers.command("leak"), "env": {"API_TOKEN": "${AW_MCP_SECRET}"}}}))
+    assert "auth failed with token ****" in str(err.value) and SECRET not in str(err.value)
