@@ -310,16 +310,20 @@ class McpPool:
         from mcp.shared.exceptions import MCPError
         from mcp_types import REQUEST_TIMEOUT
 
+        stale: _Connection | None = None
         for attempt in (1, 2):
-            session = await self._session(server, restart=attempt == 2)
+            conn = await self._connection(server, stale)
             try:
-                return await session.call_tool(tool, arguments, read_timeout_seconds=server.timeout)
+                return await conn.ready.result().call_tool(tool, arguments, read_timeout_seconds=server.timeout)
             except MCPError as e:
                 if e.code == REQUEST_TIMEOUT:
                     raise McpToolError(f"tool '{tool}' of MCP server '{server.name}' did not answer within "
                                        f"{server.timeout:g} s") from None
-                if not _is_closed(e):
-                    raise McpToolError(f"MCP server '{server.name}' refused the call: {e.message}") from None
+                # HTTP 404 on a session: the server forgot it (it restarted); MCP says: start a new session
+                session_lost = conn.seen.get("http_status") == 404 and server.transport != STDIO
+                if not (_is_closed(e) or session_lost):
+                    raise McpToolError(server.redact(f"MCP server '{server.name}' refused the call: {e.message}")
+                                       ) from None
                 if attempt == 2:
                     raise self._fail(server, e) from None
             except (McpToolError, ToolServerError):
@@ -327,34 +331,47 @@ class McpPool:
             except Exception as e:  # noqa: BLE001 - the transport broke (a dead process, a dropped connection)
                 if attempt == 2:
                     raise self._fail(server, e) from None
+            stale = conn
             self._event("tool_server_died", server=server.name, tool=tool)
         raise AssertionError("unreachable")  # pragma: no cover
 
-    async def _session(self, server: McpServer, restart: bool):
+    async def _connection(self, server: McpServer, stale: _Connection | None) -> _Connection:
+        """The server's live connection, made when there is none. ``stale``: the connection a call just found
+        broken — replaced unless a concurrent call replaced it already (a server is restarted once, not once
+        per caller). An HTTP server is reconnected to until its ``startup_timeout``; a stdio server is started
+        again once."""
         if server.name in self._failed:
             raise self._failed[server.name]
         lock = self._locks.setdefault(server.name, asyncio.Lock())
         async with lock:
+            if server.name in self._failed:
+                raise self._failed[server.name]
             conn = self._connections.get(server.name)
-            if conn is not None and restart:
+            if conn is not None and conn is not stale:
+                return conn
+            restart = stale is not None
+            if conn is not None:
                 self._connections.pop(server.name, None)
                 await conn.close()
-                conn = None
-            if conn is None:
+            deadline = time.monotonic() + server.startup_timeout
+            while True:
                 conn = _Connection(server)
                 conn.task = asyncio.create_task(conn.hold())
                 try:  # hold() enforces startup_timeout itself; this bound is for a wedged SDK
                     async with asyncio.timeout(server.startup_timeout + CLOSE_TIMEOUT_S):
-                        session = await asyncio.shield(conn.ready)
+                        await asyncio.shield(conn.ready)
+                    break
                 except BaseException as e:  # noqa: BLE001
                     error = describe_failure(server, e, conn.errlog, server.startup_timeout, conn.seen)
                     await conn.close()
+                    if restart and server.transport != STDIO and time.monotonic() + 1 < deadline:
+                        await asyncio.sleep(1)  # an HTTP server coming back: try again
+                        continue
                     raise self._fail(server, error)
-                self._connections[server.name] = conn
-                self._event("tool_server_restarted" if restart else "tool_server_started", server=server.name,
-                            target=server.target())
-                return session
-            return conn.ready.result()
+            self._connections[server.name] = conn
+            self._event("tool_server_restarted" if restart else "tool_server_started", server=server.name,
+                        target=server.target())
+            return conn
 
     def _fail(self, server: McpServer, error: BaseException) -> ToolServerError:
         if not isinstance(error, McpServerError):

@@ -28,11 +28,13 @@ CALCULATOR = str(Path(__file__).resolve().parent.parent / "assets" / "mcp" / "ca
 
 
 @contextlib.contextmanager
-def calculator_over_http(transport: str = "streamable-http", token: str | None = None) -> Iterator[str]:
-    """The demo calculator server on 127.0.0.1:<free port>; yields its URL (``/mcp`` or ``/sse``)."""
+def calculator_over_http(transport: str = "streamable-http", token: str | None = None,
+                         port: int | None = None) -> Iterator[str]:
+    """The demo calculator server on 127.0.0.1:<port> (a free one by default); yields its URL (``/mcp``
+    or ``/sse``)."""
     from testing import free_port
 
-    port = free_port()
+    port = port or free_port()
     env = dict(os.environ)
     if token:
         env["CALC_MCP_TOKEN"] = token

@@ -91,3 +91,33 @@ def test_a_call_that_outlives_its_timeout_is_a_tool_error(tmp_path, pool):
     finally:
         os.kill(pid, signal.SIGCONT)
     assert pool.fatal is None
+
+
+def test_concurrent_calls_to_a_dead_server_restart_it_once(tmp_path, pool):
+    from concurrent.futures import ThreadPoolExecutor
+
+    server = flaky_server(tmp_path)
+    first = pid_of(pool, server)
+    os.kill(first, signal.SIGKILL)
+    with ThreadPoolExecutor(4) as ex:  # as verl's worker threads call tools
+        pids = list(ex.map(lambda _: pid_of(pool, server), range(8)))
+    assert len(set(pids)) == 1 and pids[0] != first
+    kinds = [k for k, _ in pool.events]
+    assert kinds.count("tool_server_restarted") == 1 and kinds.count("tool_server_started") == 1
+
+
+def test_an_http_server_that_comes_back_is_reconnected(pool):
+    from engines.mcp_servers import parse_mcp
+    from testing.verl_fakes import free_port
+
+    port = free_port()
+    with mcp_servers.calculator_over_http("streamable-http", port=port) as url:
+        server = parse_mcp({"mcp_config": {"mcpServers": {"web": {"type": "streamable-http", "url": url,
+                                                                  "startup_timeout": 60}}}}, None, [], []).servers[0]
+        tool = McpTool("web", "add", "add", "", {}, {"properties": {"result": {"type": "integer"}}})
+        assert result_value(pool.call(server, "add", {"a": 1, "b": 2}), tool) == 3
+    with mcp_servers.calculator_over_http("streamable-http", port=port):  # the same server, restarted
+        assert result_value(pool.call(server, "add", {"a": 2, "b": 3}), tool) == 5
+    kinds = [k for k, _ in pool.events]
+    assert kinds[:2] == ["tool_server_started", "tool_server_died"] and "tool_server_restarted" in kinds
+    assert pool.fatal is None
