@@ -10,7 +10,7 @@ from aworld_gui import presets
 from engines.prepare import check_all
 
 
-@pytest.mark.parametrize("name", ["letters-grpo", "calc-tools"])
+@pytest.mark.parametrize("name", ["letters-grpo", "calc-tools", "calc-mcp"])
 def test_a_shipped_preset_checks_green(name, tmp_path):
     found = presets.list_presets(tmp_path)[name]
     assert found["kind"] == "shipped" and found["description"]
