@@ -183,13 +183,13 @@ def execute_run(run) -> int:
             run.mark_process(STOPPED, ended=time.time())
             run.event("stopped", message="stopped while queued")
             return 0
-    from .standard import MODULE_CAUSE
+    from .standard import check_error_cause
 
     try:
         trainer = trainer_from_run_dir(run.path)
     except CheckError as e:
-        run.mark_process(FAILED, cause=MODULE_CAUSE.get(e.module, "unknown"), error=str(e), ended=time.time())
-        run.event("failed", cause=MODULE_CAUSE.get(e.module, "unknown"), message=str(e))
+        run.mark_process(FAILED, cause=check_error_cause(e), error=str(e), ended=time.time())
+        run.event("failed", cause=check_error_cause(e), message=str(e))
         print(f"error: {e}", file=sys.stderr)
         if slot is not None:
             slot.release()

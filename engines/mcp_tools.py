@@ -226,7 +226,7 @@ def discover(selection: McpSelection, python_names: list[str], warnings: list[st
     try:
         listing = list_server_tools(selection.servers)
     except McpServerError as e:
-        raise CheckError("agent", str(e), e.hint) from None
+        raise CheckError("agent", str(e), e.hint, mcp_server=e.server) from None
     except ImportError as e:
         raise CheckError("agent", f"MCP servers need the official MCP SDK: {e}", "pip install -r requirements.txt "
                          "(or pip install mcp)") from None

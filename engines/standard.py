@@ -24,6 +24,14 @@ from .runs import Slot, wait_for_slot
 MODULE_CAUSE = {"dataset": "bad data", "reward": "reward error"}
 
 
+def check_error_cause(e: CheckError) -> str:
+    """The failure cause of a run whose checks failed: an MCP server the agent check could not reach is a
+    tool server error, a bad dataset bad data, ..."""
+    if e.result.details.get("mcp_server"):
+        return "tool server error"
+    return MODULE_CAUSE.get(e.module, "unknown")
+
+
 def _split_dataset_arg(value: Any) -> tuple[Any, dict | None]:
     """``{"path": ..., "columns": {...}}`` → (path, columns); anything else → (value, None)."""
     if isinstance(value, dict) and ("path" in value or "train" in value):
@@ -202,7 +210,7 @@ class StandardProcessor(TrainerProcessor):
         elif isinstance(e, ToolServerError):
             cause = "tool server error"
         elif isinstance(e, CheckError):
-            cause = MODULE_CAUSE.get(e.module, "unknown")
+            cause = check_error_cause(e)
         elif isinstance(e, KeyboardInterrupt):
             cause = "killed"
         elif isinstance(e, MemoryError):

@@ -130,3 +130,23 @@ def test_a_server_that_dies_and_cannot_restart_fails_the_run(tmp_path):
     assert status["step"] <= 1  # it failed at the first step boundary after the server was lost
     assert marker.exists()
     assert not calc_servers_running(mcp_servers.PATH)
+
+
+def test_a_run_whose_server_no_longer_starts_fails_as_a_tool_server_error(tmp_path):
+    """The run process checks again from run.yaml: a server that started at launch but not any more."""
+    import subprocess
+    import sys
+
+    from engines.prepare import prepare_run
+
+    marker = tmp_path / "crashed"
+    servers = {"flaky": {**mcp_servers.command("flaky"), "env": {"FLAKY_MARKER": str(marker)}}}
+    run = prepare_run(calc_agent(servers, black_tool_actions={"flaky": ["pid"]}), DATA["train_dataset"], None,
+                      DATA["reward_func"], CONFIG, "trl", runs_dir=str(tmp_path / "runs"))
+    marker.write_text("crashed")  # from now on it refuses to start
+    out = subprocess.run([sys.executable, "-m", "engines", "run", str(run.path)], capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 2, out.stderr[-2000:]
+    status = run.read_status()
+    assert status["state"] == "failed" and status["cause"] == "tool server error"
+    assert "MCP server 'flaky' exited before answering" in status["error"] and "refusing to start" in status["error"]
