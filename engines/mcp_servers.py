@@ -49,12 +49,12 @@ class McpServer:
 
     name: str
     transport: str
-    raw: dict[str, Any]
+    raw: dict[str, Any] = field(repr=False)      # may hold a literal secret: never in a repr
     command: str | None = None
     args: list[str] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict, repr=False)
     cwd: str | None = None
-    url: str | None = None
+    url: str | None = field(default=None, repr=False)
     headers: dict[str, str] = field(default_factory=dict, repr=False)
     timeout: float = DEFAULT_CALL_TIMEOUT_S
     sse_read_timeout: float = 300.0

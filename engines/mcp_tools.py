@@ -157,7 +157,7 @@ def signature_of(tool: McpTool) -> tuple[inspect.Signature, dict[str, Any], str]
     ret = _return_annotation(tool.output_schema)
     if ret is not inspect.Signature.empty:
         annotations["return"] = ret
-    doc = _one_line(summary) or f"The {tool.remote_name} tool of MCP server {tool.server}."
+    doc = summary or f"The {tool.remote_name} tool of MCP server {tool.server}."
     if arg_lines:
         doc += "\n\nArgs:\n" + "\n".join(arg_lines)
     if returns and ret is not inspect.Signature.empty:
