@@ -191,7 +191,22 @@ def prepare(inputs: dict[str, Any], runs_dir: str) -> dict[str, Any]:
     return {"ok": True, "run_dir": str(run.path), "run_id": run.run_id}
 
 
+def prepare_eval(run_dir: str, checkpoints: list[str], dataset: str | None = None, rewards: list | None = None,
+                 samples: int = 1, temperature: float = 0.0, max_samples: int | None = None) -> dict[str, Any]:
+    """``engines.evaluation.prepare_eval`` (loads the dataset and the reward: user code, so here)."""
+    from engines.check_result import CheckError
+    from engines.evaluation import prepare_eval as prepare
+
+    try:
+        ev = prepare(run_dir, checkpoints, dataset=dataset or None, reward=rewards or None, samples=int(samples),
+                     temperature=float(temperature), max_samples=int(max_samples) if max_samples else None)
+    except CheckError as e:
+        return {"ok": False, "error": e.result.message, "module": e.module}
+    return {"ok": True, "eval_dir": str(ev.path), "eval_id": ev.run_id}
+
+
 TASKS = {
+    "prepare_eval": prepare_eval,
     "catalog": catalog,
     "check": check,
     "prepare": prepare,

@@ -7,7 +7,9 @@ from typing import Any
 import gradio as gr
 
 from . import gradio_patches, render
+from .chat_tab import ChatTab
 from .client_api import build_api
+from .evaluate_tab import EvaluateTab
 from .monitor_tab import MonitorTab
 from .runs_tab import RunsTab
 from .setup_tab import SetupTab, collect
@@ -21,6 +23,7 @@ def build_app(runs_dir: str | os.PathLike = "runs", studio: Studio | None = None
     studio = studio or Studio(runs_dir)
     studio.start()
     setup, monitor, runs = SetupTab(studio), MonitorTab(studio), RunsTab(studio)
+    evaluate, chat = EvaluateTab(studio), ChatTab(studio)
     with gr.Blocks(title=TITLE, analytics_enabled=False) as demo:
         gr.HTML(f'<div class="aw-title"><h1>{TITLE}</h1><span class="aw-sub">bring an agent, data and a reward · '
                 f'check every module · train in the background · watch it learn</span>'
@@ -33,11 +36,17 @@ def build_app(runs_dir: str | os.PathLike = "runs", studio: Studio | None = None
                 mui = monitor.build()
             with gr.Tab("Runs", id="runs", elem_id="tab-runs") as runs_tab:
                 rui = runs.build()
+            with gr.Tab("Evaluate", id="evaluate", elem_id="tab-evaluate") as evaluate_tab:
+                evaluate.build()
+            with gr.Tab("Chat", id="chat", elem_id="tab-chat") as chat_tab:
+                chat.build()
         build_api(studio)
 
         setup.wire()
         monitor.wire()
-        runs.wire(mui.run, runs_tab, [setup_tab, monitor_tab])
+        runs.wire(mui.run, runs_tab, [setup_tab, monitor_tab, evaluate_tab, chat_tab])
+        evaluate.wire(evaluate_tab)
+        chat.wire(chat_tab)
 
         # launch: worker prepares the run dir, the studio spawns the run process → Monitor
         def on_launch(*values):

@@ -35,6 +35,8 @@ class RunsUI:
     ckpt: Any = None
     ckpt_btn: Any = None
     ckpt_file: Any = None
+    export_btn: Any = None
+    evals_html: Any = None
     compare: Any = None
     compare_metric: Any = None
     compare_smoothing: Any = None
@@ -116,7 +118,11 @@ class RunsTab:
                     ui.ckpt = gr.Dropdown([], label="Checkpoint", scale=3, elem_id="runs-ckpt")
                     ui.ckpt_btn = gr.Button("Download checkpoint (.zip)", scale=2, size="md", elem_id="runs-ckpt-btn",
                                             interactive=False)
-                ui.ckpt_file = gr.File(label="Checkpoint archive", interactive=False, visible=False)
+                    ui.export_btn = gr.Button("Export as a model folder (.zip)", scale=2, size="md",
+                                              elem_id="runs-export-btn", interactive=False)
+                ui.ckpt_file = gr.File(label="Checkpoint archive", interactive=False, visible=False,
+                                       elem_id="runs-ckpt-file")
+                ui.evals_html = gr.HTML("", elem_id="runs-evals")
             with gr.Column(scale=7):
                 ui.cli = gr.Code("", language="shell", lines=6, interactive=False, label="Reproduce from the command line",
                                  wrap_lines=True, elem_id="runs-cli")
@@ -142,7 +148,8 @@ class RunsTab:
         """The table refreshes on a timer that runs only while the Runs tab is open."""
         ui = self.ui
         list_outs = [ui.table, ui.selected, ui.compare, ui.diff_a, ui.diff_b, monitor_run, ui.sig,
-                     ui.open_btn, ui.clone_btn, ui.stop_btn, ui.delete_btn, ui.ckpt_btn, ui.ckpt, ui.empty]
+                     ui.open_btn, ui.clone_btn, ui.stop_btn, ui.delete_btn, ui.ckpt_btn, ui.export_btn, ui.ckpt,
+                     ui.empty]
         refresh_kw = dict(fn=self.refresh, inputs=[ui.sig, ui.selected, monitor_run], outputs=list_outs,
                           show_progress="hidden", api_visibility="private", concurrency_limit=None)
         ui.timer.tick(**refresh_kw)
@@ -152,7 +159,7 @@ class RunsTab:
         for tab in other_tabs:
             tab.select(lambda: gr.Timer(active=False), None, ui.timer, api_visibility="private", queue=False)
         ui.table.select(self.on_row_select, [ui.table], [ui.selected], api_visibility="private")
-        actions = [ui.open_btn, ui.clone_btn, ui.stop_btn, ui.delete_btn, ui.ckpt_btn]
+        actions = [ui.open_btn, ui.clone_btn, ui.stop_btn, ui.delete_btn, ui.ckpt_btn, ui.export_btn]
         self.actions = actions
         ui.selected.change(self.on_selected, [ui.selected], [ui.spec_file, ui.cli, ui.ckpt, ui.ckpt_file,
                                                              ui.confirm_btn, ui.action_msg, *actions],
@@ -170,6 +177,10 @@ class RunsTab:
                             [ui.selected], [ui.confirm_btn, ui.action_msg], api_visibility="private")
         ui.confirm_btn.click(self.on_delete, [ui.selected], [ui.action_msg, ui.confirm_btn, ui.selected],
                              api_visibility="private").then(**refresh_kw)
+        ui.export_btn.click(self.on_export, [ui.selected, ui.ckpt], [ui.ckpt_file, ui.action_msg],
+                            api_visibility="private")
+        ui.selected.change(self.evaluations_html, [ui.selected], [ui.evals_html], api_visibility="private",
+                           show_progress="hidden")
         ui.ckpt_btn.click(self.on_checkpoint, [ui.selected, ui.ckpt], [ui.ckpt_file, ui.action_msg],
                           api_visibility="private")
         cmp_kw = dict(fn=self.on_compare, inputs=[ui.compare, ui.compare_metric, ui.compare_smoothing],
@@ -191,7 +202,7 @@ class RunsTab:
         rows_sig = repr(rows)
         ids_sig = repr([r["run_id"] for r in runs])
         out = [skip] * 6
-        follow = [skip] * 6     # the actions (and its checkpoints) follow the selected run as it changes
+        follow = [skip] * 7     # the actions (and its checkpoints) follow the selected run as it changes
         if rows_sig != sig.get("rows"):
             sig["rows"] = rows_sig
             out[0] = rows
@@ -199,7 +210,7 @@ class RunsTab:
             ckpts = self._checkpoints(selected)
             if repr((selected, ckpts)) != sig.get("ckpts"):
                 sig["ckpts"] = repr((selected, ckpts))
-                follow[5] = gr.update(choices=ckpts, value=ckpts[-1] if ckpts else None)
+                follow[6] = gr.update(choices=ckpts, value=ckpts[-1] if ckpts else None)
         if ids_sig != sig.get("ids"):
             sig["ids"] = ids_sig
             ids = [r["run_id"] for r in runs]
@@ -262,7 +273,7 @@ class RunsTab:
         active = state in ACTIVE_STATES
         return [gr.update(interactive=state is not None), gr.update(interactive=state is not None),
                 gr.update(interactive=active), gr.update(interactive=state is not None and not active),
-                gr.update(interactive=bool(ckpts))]
+                gr.update(interactive=bool(ckpts)), gr.update(interactive=bool(ckpts))]
 
     def on_selected(self, run_id):
         actions = self.action_updates(run_id)
@@ -296,6 +307,32 @@ class RunsTab:
         except ValueError as e:
             return f"**Not deleted:** {e}", gr.update(visible=False), gr.update()
         return f"Deleted **{run_id}**.", gr.update(visible=False), gr.update(value=None)
+
+    def on_export(self, run_id, name):
+        if not run_id or not name:
+            return gr.update(visible=False), "This run has no checkpoint yet."
+        try:
+            path = self.studio.export_model(run_id, name)
+        except (ValueError, OSError) as e:
+            return gr.update(visible=False), f"**Not exported:** {e}"
+        return gr.update(value=path, visible=True), (f"Exported **{name}** as a Hugging Face model folder (weights, "
+                                                     "tokenizer, chat template, model card).")
+
+    def evaluations_html(self, run_id) -> str:
+        """The run's evaluations: when, which models, their mean rewards (details in Evaluate)."""
+        try:
+            evals = self.studio.evaluations(run_id) if run_id else []
+        except ValueError:
+            evals = []
+        if not evals:
+            return '<div class="aw-muted">No evaluations of this run yet (Evaluate tab).</div>'
+        rows = "".join(
+            f'<tr><td><code>{esc(e["eval_id"])}</code></td><td>{badge(e["state"] or "queued")}</td>'
+            f'<td>{esc(e["dataset"])}</td><td>'
+            + " · ".join(f'{esc(m)} <b>{e["rewards"][m]:.3f}</b>' if e["rewards"].get(m) is not None else esc(m)
+                         for m in e["models"]) + "</td></tr>" for e in evals)
+        return (f'<div class="aw-section-title">Evaluations</div><table class="aw-table" data-testid="run-evals">'
+                f"<tr><th>evaluation</th><th>state</th><th>dataset</th><th>models · mean reward</th></tr>{rows}</table>")
 
     def on_checkpoint(self, run_id, name):
         if not run_id or not name:

@@ -9,6 +9,8 @@ import difflib
 import logging
 import os
 import shutil
+import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -16,16 +18,19 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
+import psutil
 import yaml
 
 from engines.check_result import CHECKED_MODULES, MODULES
 from engines.cli import shell_command
+from engines.processes import spawn_detached
 from engines.rundir import ACTIVE_STATES, QUEUED, RUNNING, STOP_FILE, STOPPING, RunDir
 from engines.runs import (Slot, delete_run, effective_status, enforce_stop_timeout, kill_run, list_run_dirs,
                           spawn_run, stop_run)
 
 from . import inputs as inp
 from . import reward_card
+from .chat_client import ChatService
 from .run_cache import CACHE, RunCache, RunState
 from .check_worker import CheckWorker, WorkerError
 
@@ -50,6 +55,7 @@ class Studio:
         self._spawned: set[int] = set()
         self._watchdog: threading.Thread | None = None
         self._stop = threading.Event()
+        self.chat = ChatService(self.runs_dir)        # the chat model's process (one at a time)
 
     # -- lifecycle -----------------------------------------------------------------------------
     def start(self) -> None:
@@ -61,6 +67,7 @@ class Studio:
     def close(self) -> None:
         self._stop.set()
         self.worker.close()
+        self.chat.stop()
 
     def _watch(self) -> None:
         """Every second: kill runs whose stop request is older than the timeout; reap children."""
@@ -328,6 +335,69 @@ class Studio:
         out = out_dir / f"{run_id}.run.yaml"
         shutil.copyfile(src, out)
         return str(out)
+
+    # -- evaluation, chat, export ----------------------------------------------------------------
+    def model_choices(self, run_id: str) -> list[str]:
+        """What can be evaluated or chatted with for a run: its agent's base model and its checkpoints."""
+        return ["base", *self.checkpoints(run_id)]
+
+    def launch_eval(self, run_id: str, models: list[str], dataset: str | None = None, rewards: list | None = None,
+                    samples: int = 1, temperature: float = 0.0, max_samples: int | None = None) -> dict[str, Any]:
+        """Check and prepare the evaluation in the worker (it loads the dataset and reward), then start
+        ``aworld-train eval --dir <eval_dir>`` detached, as a launch does for training."""
+        path = self.run_path(run_id)
+        if not models:
+            return {"ok": False, "error": "pick at least one model to evaluate (the base model or a checkpoint)"}
+        try:
+            res = self.worker.call("prepare_eval", run_dir=str(path), checkpoints=list(models), dataset=dataset,
+                                   rewards=rewards, samples=samples, temperature=temperature,
+                                   max_samples=max_samples, timeout_s=self.launch_timeout_s)
+        except WorkerError as e:
+            return {"ok": False, "error": f"the evaluation could not be prepared: {e}"}
+        if not res.get("ok"):
+            return res
+        eval_dir = res["eval_dir"]
+        proc = spawn_detached([sys.executable, "-m", "engines", "eval", "--dir", eval_dir],
+                              Path(eval_dir) / "eval.log", env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        self._spawned.add(proc.pid)
+        RunDir(eval_dir).write_status(pid=proc.pid, pid_create_time=psutil.Process(proc.pid).create_time(),
+                                      launched=time.time())
+        return {"ok": True, "eval_dir": eval_dir, "eval_id": res["eval_id"], "pid": proc.pid}
+
+    def evaluations(self, run_id: str) -> list[dict[str, Any]]:
+        """A run's evaluations, newest first: id, state, models, their mean rewards."""
+        from engines.evaluation import list_evals, read_eval, read_metrics
+
+        out = []
+        for ev in list_evals(self.run_path(run_id)):
+            doc, status = read_eval(ev.path), effective_status(ev)
+            metrics = read_metrics(ev.path)
+            out.append({"eval_id": ev.run_id, "path": str(ev.path), "state": status.get("state"),
+                        "cause": status.get("cause"), "error": status.get("error"),
+                        "models": [m["label"] for m in doc.get("models", [])],
+                        "rewards": {k: v.get("reward") for k, v in metrics.items()},
+                        "step": status.get("step"), "total": status.get("total_steps"),
+                        "dataset": Path(str((doc.get("dataset") or {}).get("path", ""))).name,
+                        "samples": doc.get("samples"), "temperature": doc.get("temperature")})
+        return out
+
+    def eval_path(self, run_id: str, eval_id: str) -> Path:
+        p = (self.run_path(run_id) / "evals" / (eval_id or "")).resolve()
+        if p.parent != (self.run_path(run_id) / "evals").resolve() or not (p / "eval.yaml").exists():
+            raise ValueError(f"no evaluation '{eval_id}' in run {run_id}")
+        return p
+
+    def export_model(self, run_id: str, checkpoint: str, timeout_s: float = 900.0) -> str:
+        """The checkpoint as a Hugging Face model folder (LoRA merged), zipped for download. The export
+        runs in a child process (it loads the model; the studio never imports torch)."""
+        path = self.run_path(run_id)
+        out = self.runs_dir / ".exports" / f"{run_id}-{checkpoint}-hf"
+        proc = subprocess.run([sys.executable, "-m", "engines", "export", "--run", str(path), "--checkpoint",
+                               checkpoint, "--out", str(out)], capture_output=True, text=True, timeout=timeout_s)
+        if proc.returncode != 0:
+            raise ValueError((proc.stderr.strip().splitlines() or ["the export failed"])[-1].removeprefix("error: "))
+        archive = shutil.make_archive(str(out), "zip", root_dir=out.parent, base_dir=out.name)
+        return archive
 
     # -- uploads -------------------------------------------------------------------------------
     def store_upload(self, tmp_path: str) -> str:

@@ -66,6 +66,23 @@ class AgentTrainer:
                              "valid modules before calling train()")
         return self.train_processor.train()
 
+    async def inference(self, dataset: Any = None, checkpoint: str | None = None, **kwargs: Any) -> Any:
+        """Batch inference with the engine (AWorld's ``await trainer.inference()``): the engine's
+        ``inference`` may be a coroutine function or a plain one. Raises ValueError when the modules
+        were not initialized."""
+        import asyncio
+        import inspect
+
+        if self.train_processor is None or not self.train_processor.initialized:
+            raise ValueError(f"Train engine {self.train_engine_name} is not initialized")
+        fn = self.train_processor.inference
+        kw = dict(kwargs)
+        if checkpoint is not None:
+            kw["checkpoint"] = checkpoint
+        if inspect.iscoroutinefunction(fn):
+            return await fn(dataset, **kw)
+        return await asyncio.to_thread(fn, dataset, **kw)
+
     @staticmethod
     def register_processor(train_engine_name: str, train_type: type) -> None:
         register_processor(train_engine_name, train_type)

@@ -241,6 +241,65 @@ def cmd_stop(a: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_eval(a: argparse.Namespace) -> int:
+    """Prepare an evaluation of a run (checks first) and run it here, or in the background (--detach),
+    or execute an evaluation directory that was prepared already (--dir)."""
+    from .evaluation import prepare_eval, run_eval
+
+    if a.dir:
+        eval_dir = a.dir
+    else:
+        if not a.run:
+            print("error: give --run <run_dir> (or --dir <eval_dir> of a prepared evaluation)", file=sys.stderr)
+            return 2
+        try:
+            prepared = prepare_eval(a.run, a.checkpoint or None, dataset=a.dataset, columns=parse_columns(a.columns),
+                                    reward=parse_reward(a.reward), samples=a.samples, temperature=a.temperature,
+                                    max_samples=a.max_samples, max_new_tokens=a.max_new_tokens)
+        except (CheckError, ValueError) as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
+        eval_dir = str(prepared.path)
+        print(f"evaluation directory: {eval_dir}", file=sys.stderr)
+        if a.detach:
+            from .processes import spawn_detached
+
+            proc = spawn_detached([sys.executable, "-m", "engines", "eval", "--dir", eval_dir],
+                                  os.path.join(eval_dir, "eval.log"), env={**os.environ, "PYTHONUNBUFFERED": "1"})
+            prepared.write_status(pid=proc.pid, launched=time.time())
+            print(json.dumps({"eval_dir": eval_dir, "pid": proc.pid}))
+            return 0
+    try:
+        results = run_eval(eval_dir)
+    except Exception as e:  # recorded in the evaluation's status.json/events.jsonl
+        print(f"evaluation failed: {type(e).__name__}: {e}", file=sys.stderr)
+        return 1
+    for r in results:
+        shown = {k: (round(v, 4) if isinstance(v, float) else v) for k, v in r.metrics.items()}
+        print(f"{r.model}: {json.dumps(shown)}")
+    return 0
+
+
+def cmd_export(a: argparse.Namespace) -> int:
+    from .export import export_checkpoint
+
+    try:
+        out = export_checkpoint(a.run, a.checkpoint, a.out, push_to_hub=a.push_to_hub)
+    except (CheckError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(out)
+    return 0
+
+
+def cmd_chat_serve(a: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from .chat_server import serve
+
+    return serve(a.run, a.checkpoint, Path(a.state_dir), a.idle_timeout)
+
+
 def cmd_engines(a: argparse.Namespace) -> int:
     from .prepare import engine_result
 
@@ -289,6 +348,32 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("run_dir")
     p.add_argument("--kill-after", type=float, default=30.0)
     p.set_defaults(func=cmd_stop)
+    p = sub.add_parser("eval", help="evaluate a run's checkpoints (or its base model) on a dataset with the reward")
+    p.add_argument("--run", help="the run whose agent, test set and reward are the defaults")
+    p.add_argument("--checkpoint", action="append",
+                   help="base, latest (default), checkpoint-N or a folder; repeat to compare several")
+    p.add_argument("--dataset", help="dataset to evaluate on (default: the run's test set, else its train set)")
+    p.add_argument("--columns", help="column mapping, e.g. prompt=question,answer=solution")
+    p.add_argument("--reward", action="append", help="reward(s) as for train (default: the run's)")
+    p.add_argument("--samples", type=int, default=1, help="completions per prompt (pass@k for k > 1)")
+    p.add_argument("--temperature", type=float, default=0.0, help="0: greedy")
+    p.add_argument("--max-samples", type=int, help="evaluate only the first N rows")
+    p.add_argument("--max-new-tokens", type=int, help="default: the agent's max_tokens")
+    p.add_argument("--detach", action="store_true", help="run in the background; print the evaluation directory")
+    p.add_argument("--dir", help="execute an evaluation directory prepared already (what --detach starts)")
+    p.set_defaults(func=cmd_eval)
+    p = sub.add_parser("export", help="a checkpoint as a standalone Hugging Face model folder (LoRA merged)")
+    p.add_argument("--run", required=True)
+    p.add_argument("--checkpoint", help="latest (default), checkpoint-N, base or a folder")
+    p.add_argument("--out", help="the folder to write (default: <run>/exports/<checkpoint>)")
+    p.add_argument("--push-to-hub", help="also upload it to this Hub repo (token from HF_TOKEN)")
+    p.set_defaults(func=cmd_export)
+    p = sub.add_parser("chat-serve", help="serve a chat model on 127.0.0.1 (the studio's chat starts it)")
+    p.add_argument("--run", required=True)
+    p.add_argument("--checkpoint", default=None, help="base, latest (default), checkpoint-N or a folder")
+    p.add_argument("--state-dir", required=True, help="where chat.json (port, token, readiness) is written")
+    p.add_argument("--idle-timeout", type=float, default=600.0, help="exit after this many idle seconds")
+    p.set_defaults(func=cmd_chat_serve)
     p = sub.add_parser("engines", help="list registered engines and their availability")
     p.set_defaults(func=cmd_engines)
     a = parser.parse_args(argv)

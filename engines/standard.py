@@ -137,6 +137,21 @@ class StandardProcessor(TrainerProcessor):
                                 details={"effective": effective, **extra}, warnings=warnings))
         return effective
 
+    # -- inference --------------------------------------------------------------------------------
+    def inference(self, dataset: Any = None, checkpoint: str | None = None, **kwargs: Any):
+        """Evaluate this run's model on ``dataset`` (default: the test set, else the train set) with the
+        agent's own generation loop and the reward: ``checkpoint`` ``None`` means this run's latest
+        checkpoint, or the agent's base model when it has not trained; ``base``, ``checkpoint-N`` or a
+        folder otherwise. Keyword arguments: ``reward``, ``samples``, ``temperature``, ``max_samples``,
+        ``max_new_tokens``, ``columns``. Writes ``<run>/evals/<id>/`` and returns an
+        :class:`engines.evaluation.InferenceResult`."""
+        from .evaluation import prepare_eval, run_eval
+
+        if not self.run.file("run.yaml").exists():
+            self.write_run_spec()
+        eval_dir = prepare_eval(self.run.path, [checkpoint or "latest"], dataset=dataset, **kwargs)
+        return run_eval(eval_dir.path)[0]
+
     # -- hooks an engine may override -----------------------------------------------------------
     def convert_agent(self, spec: AgentSpec) -> None:
         """Engine-specific agent checks/conversion; raise CheckError on a problem."""

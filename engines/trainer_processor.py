@@ -86,6 +86,12 @@ class TrainerProcessor(ABC):
         """(available, reason) on this machine; the studio shows the reason when False."""
         return True, ""
 
+    def inference(self, dataset: Any = None, **kwargs: Any) -> Any:
+        """Batch inference: predictions and metrics on ``dataset`` (AWorld's ``TrainerProcessor.inference``).
+        Not abstract, so an engine without it (the spec's own custom-engine example) keeps working."""
+        raise NotImplementedError(f"the '{self.engine_name}' engine has no inference() — evaluate its checkpoints "
+                                  "with an engine that has one, or implement inference(dataset, **kw) in it")
+
     # -- the engine's work ---------------------------------------------------------------
     @abstractmethod
     def train(self) -> Any: ...

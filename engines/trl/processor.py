@@ -120,41 +120,37 @@ class TrlProcessor(StandardProcessor):
         return ds.map(to_chat, remove_columns=drop)
 
     def _evaluator(self):
-        """Greedy generation on up to ``eval_samples`` test prompts, scored with the reward."""
-        if self.reward is None or (self.agent_spec and self.agent_spec.has_tools):
-            return None  # tool-using agents are scored by their rollouts (samples.jsonl)
-        import torch
+        """Greedy rollouts on up to ``eval_samples`` test prompts through the agent's own loop (tools
+        run, as in evaluation and chat: engines/rollout.py), scored with the reward."""
+        if self.reward is None:
+            return None
+        from ..checkpoints import ModelRef
+        from ..evaluation import evaluate_model, metrics_of
 
-        cfg, tok = self.effective_config, self.tokenizer
+        cfg, agent = self.effective_config, self.agent_spec
         ds = self.data.test if self.data.test is not None else self.data.train
-        n = min(cfg["eval_samples"], len(ds))
-        rows = [ds[i] for i in range(n)]
-        cols, system = self.data.columns, self.agent_spec.system_prompt
-        messages = [prompt_messages(r, cols, system) for r in rows]
-        texts = [tok.apply_chat_template(m, add_generation_prompt=True, tokenize=False) for m in messages]
-        # the reward sees what it sees in training: chat prompts and the row's columns
-        columns = [{k: v for k, v in r.items() if k != "prompt"} for r in rows]
-        answers = [row_answer(r, cols) for r in rows]
+        rows = [ds[i] for i in range(min(cfg["eval_samples"], len(ds)))]
         label = "eval" if self.data.test is not None else "eval_train"
+        tools = agent.tool_callables() if agent.has_tools else []
 
         def evaluate(model) -> dict[str, float]:
+            from ..rollout import AgentGenerator
+
             was_training = model.training
             model.eval()
-            side = tok.padding_side
-            tok.padding_side = "left"
             try:
-                enc = tok(texts, return_tensors="pt", padding=True, add_special_tokens=False).to(model.device)
-                with torch.no_grad():
-                    out = model.generate(**enc, max_new_tokens=cfg["max_completion_length"], do_sample=False,
-                                         pad_token_id=tok.pad_token_id)
-                completions = tok.batch_decode(out[:, enc["input_ids"].shape[1]:], skip_special_tokens=True)
+                generator = AgentGenerator(model, self.tokenizer, tools, agent.tool_schemas, agent.max_steps)
+                predictions = evaluate_model(ModelRef("training", "", ""), agent, rows, self.data.columns,
+                                             self.reward, max_new_tokens=cfg["max_completion_length"],
+                                             generator=generator)
             finally:
-                tok.padding_side = side
                 if was_training:
                     model.train()
-            scores = [self.reward.score(c, a, m, **kw)[0]
-                      for c, a, m, kw in zip(completions, answers, messages, columns)]
-            return {f"{label}/reward": sum(scores) / max(1, len(scores)), f"{label}/samples": len(scores)}
+            m = metrics_of(predictions, self.reward.names, 1)
+            out = {f"{label}/reward": m["reward"], f"{label}/samples": m["samples"]}
+            if agent.has_tools:
+                out[f"{label}/tool_calls"] = m["tool_calls"]
+            return out
 
         return evaluate
 

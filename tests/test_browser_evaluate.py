@@ -1,0 +1,110 @@
+"""The Evaluate and Chat tabs in headless Chromium: the base model against a trained checkpoint side by
+side, the per-sample table and a sample's trajectories; chat with the checkpoint (it answers with its
+letter) and with the calc agent (its tool call and result show); the run's evaluations in the Runs tab."""
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import sync_playwright
+
+from engines.prepare import prepare_run
+from testing import waiting
+from testing.studio import CHROMIUM, StudioProcess, launch_chromium
+
+A = Path(__file__).resolve().parent.parent / "assets"
+SHOTS = Path(__file__).resolve().parent.parent / "artifacts" / "screenshots"
+
+
+def wait_for(fn, timeout_s, what):
+    return waiting.wait_for(fn, timeout_s, what, retry_errors=True)
+
+
+def pick(page, dropdown: str, text: str) -> None:
+    page.click(f"{dropdown} input")
+    page.keyboard.press("Control+A")
+    page.keyboard.type(text)
+    page.keyboard.press("Enter")
+    wait_for(lambda: text in page.input_value(f"{dropdown} input"), 10, f"{text} picked")
+
+
+@pytest.fixture(scope="module")
+def studio(trained_letters, tmp_path_factory):
+    runs = tmp_path_factory.mktemp("studio-eval") / "runs"
+    src = trained_letters.train_processor.run.path
+    shutil.copytree(src, runs / src.name, ignore=shutil.ignore_patterns("evals"))
+    calc = prepare_run(str(A / "agents/calc_agent.yaml"), str(A / "datasets/calc_train.jsonl"), None,
+                       str(A / "rewards/calc_reward.py") + ":calc_reward", {"max_steps": 2}, train_engine_name="trl",
+                       runs_dir=str(runs))
+    app = StudioProcess(runs).start()
+    app.letters, app.calc = src.name, calc.run_id
+    yield app
+    app.stop()
+
+
+@pytest.fixture(scope="module")
+def page(studio):
+    assert os.path.exists(CHROMIUM), f"{CHROMIUM} is missing: apt-get install -y chromium"
+    with sync_playwright() as p:
+        browser = launch_chromium(p)
+        pg = browser.new_page(viewport={"width": 1440, "height": 1000})
+        pg.goto(studio.url)
+        yield pg
+        browser.close()
+
+
+def shot(page, name):
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+
+
+def test_evaluate_the_base_model_against_a_checkpoint(page, studio):
+    page.get_by_role("tab", name="Evaluate").click()
+    pick(page, "#eval-run", studio.letters)
+    wait_for(lambda: page.locator("#eval-models input:checked").count() == 2, 30, "base and the checkpoint ticked")
+    page.click("#eval-launch")
+    wait_for(lambda: page.get_attribute("#eval-progress [data-testid=eval-state]", "data-state") == "finished", 300,
+             "the evaluation to finish")
+    summary = page.inner_text("#eval-summary")
+    assert "base" in summary and "checkpoint-300" in summary and "rewards/letter_reward" in summary
+    cells = page.locator("#eval-summary tbody tr").first.locator("td").all_inner_texts()
+    base_reward, trained_reward = (float(x) for x in cells)
+    assert trained_reward >= 0.8 and base_reward <= 0.2
+    all_rows = page.locator("#eval-table tbody tr").count()
+    assert all_rows == 16
+    page.get_by_label("models disagree").check()
+    wait_for(lambda: 0 < page.locator("#eval-table tbody tr").count() < all_rows, 30, "only the rows that differ")
+    page.locator("#eval-table tbody tr").first.locator("td").nth(2).click()
+    wait_for(lambda: page.locator("#eval-trajectory .aw-eval-side").count() == 2, 30, "both models' trajectories")
+    shot(page, "11-evaluate-base-vs-checkpoint")
+
+
+def test_chat_with_the_checkpoint_and_the_calc_agent(page, studio):
+    page.get_by_role("tab", name="Chat").click()
+    pick(page, "#chat-run", studio.letters)
+    wait_for(lambda: "checkpoint-300" in page.input_value("#chat-model input"), 30, "the latest checkpoint picked")
+    page.fill("#chat-input textarea", "Say the letter C:")
+    page.click("#chat-send")
+    wait_for(lambda: page.locator("#chat-box .message.bot, #chat-box [data-testid=bot]").count() >= 1
+             and "ready" in page.inner_text("#chat-status"), 180, "the checkpoint's reply")
+    bot = page.locator("#chat-box [data-testid=bot]").last.inner_text().strip()
+    assert bot.startswith("C"), bot
+    pick(page, "#chat-run", studio.calc)
+    wait_for(lambda: page.input_value("#chat-model input") == "base", 30, "the calc agent's base model")
+    page.click("#chat-clear")
+    page.fill("#chat-input textarea", "What is 3 + 4?")
+    page.click("#chat-send")
+    wait_for(lambda: "ready" in page.inner_text("#chat-status") and "🛠 add" in page.inner_text("#chat-box"), 180,
+             "the tool call in the chat")
+    text = page.inner_text("#chat-box")
+    assert "result of add" in text and "The answer is 7" in text
+    shot(page, "12-chat-calc-tool-call")
+
+
+def test_the_runs_tab_lists_the_runs_evaluations(page, studio):
+    page.get_by_role("tab", name="Runs").click()
+    pick(page, "#runs-selected", studio.letters)
+    wait_for(lambda: "checkpoint-300" in page.inner_text("#runs-evals") and "finished" in page.inner_text("#runs-evals"),
+             30, "the evaluation listed with its run")

@@ -1,0 +1,86 @@
+"""Chat with a checkpoint: a process of its own (never the studio's), loaded on first use, the agent's
+system prompt and tools applied (tool calls run), the reply streamed; restarted when it died, with the
+cause; gone after its idle time."""
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from aworld_gui.chat_client import ChatService
+from engines.prepare import prepare_run
+from testing.waiting import wait_for
+
+A = Path(__file__).resolve().parent.parent / "assets"
+
+
+def reply(service, run_dir, model, text):
+    events = list(service.stream(str(run_dir), model, [{"role": "user", "content": text}], temperature=0.0))
+    assert events[-1]["type"] == "done", events[-3:]
+    return events
+
+
+def test_the_trained_checkpoint_answers_with_its_letter(trained_letters, tmp_path):
+    service = ChatService(tmp_path, idle_timeout_s=120)
+    run = trained_letters.train_processor.run
+    try:
+        for letter in "CF":
+            events = reply(service, run.path, "checkpoint-300", f"Say the letter {letter}:")
+            tokens = "".join(e["text"] for e in events if e["type"] == "token")
+            final = [e["message"] for e in events if e["type"] == "message"][-1]
+            assert final["content"].strip().startswith(letter) and tokens.strip().startswith(letter)
+            assert sum(e["type"] == "token" for e in events) >= 1           # streamed
+        pid = service._proc.pid
+        assert pid != os.getpid() and "engines" in " ".join(psutil.Process(pid).cmdline())   # its own process
+    finally:
+        service.stop()
+
+
+def test_the_calc_agents_chat_runs_its_tool(tmp_path):
+    run = prepare_run(str(A / "agents/calc_agent.yaml"), str(A / "datasets/calc_train.jsonl"), None,
+                      str(A / "rewards/calc_reward.py") + ":calc_reward", {"max_steps": 2}, train_engine_name="trl",
+                      runs_dir=str(tmp_path / "runs"))
+    service = ChatService(tmp_path / "runs", idle_timeout_s=120)
+    try:
+        events = reply(service, run.path, "base", "What is 3 + 4?")
+        call = next(e["message"] for e in events if e["type"] == "message" and e["message"].get("tool_calls"))
+        result = next(e["message"] for e in events if e["type"] == "tool")
+        assert call["tool_calls"][0]["function"] == {"name": "add", "arguments": {"a": 3, "b": 4}}
+        assert result == {"role": "tool", "name": "add", "content": "7"}
+        assert "7" in [e["message"] for e in events if e["type"] == "message"][-1]["content"]
+        # the process dies: the next message starts it again and says why it had to
+        os.kill(service._proc.pid, signal.SIGKILL)
+        service._proc.wait(timeout=10)
+        events = reply(service, run.path, "base", "What is 1 + 1?")
+        assert any(e["type"] == "tool" and e["message"]["content"] == "2" for e in events)
+        assert service.restarts == 1 and service.last_cause
+    finally:
+        service.stop()
+
+
+def test_the_model_is_freed_after_its_idle_time(tmp_path, demo):
+    run = prepare_run(demo["agent"], demo["train"], demo["test"], demo["reward"], {"max_steps": 1},
+                      train_engine_name="trl", runs_dir=str(tmp_path / "runs"))
+    service = ChatService(tmp_path / "runs", idle_timeout_s=3)
+    try:
+        reply(service, run.path, "base", "Say the letter A:")
+        proc = service._proc
+        wait_for(lambda: proc.poll() is not None, 60, "the idle model process to exit")
+        reply(service, run.path, "base", "Say the letter B:")             # loaded again on the next message
+    finally:
+        service.stop()
+
+
+def test_a_model_that_cannot_load_says_why(tmp_path, demo):
+    from aworld_gui.chat_client import ChatError
+
+    run = prepare_run(demo["agent"], demo["train"], demo["test"], demo["reward"], {"max_steps": 1},
+                      train_engine_name="trl", runs_dir=str(tmp_path / "runs"))
+    service = ChatService(tmp_path / "runs", idle_timeout_s=60)
+    with pytest.raises(ChatError, match="could not load: run .* has no checkpoint 'checkpoint-9'"):
+        list(service.stream(str(run.path), "checkpoint-9", [{"role": "user", "content": "hi"}]))
+    service.stop()

@@ -1,0 +1,146 @@
+"""Evaluate and export (issue #14): ``await trainer.inference()`` after training beats the base model with
+real generation and the real reward; the same through the CLI; a tool-using agent's tools run during
+evaluation; pass@k; bad input is a clear error before anything loads; an export reproduces the checkpoint."""
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from engines import AgentTrainer, CheckError, TrainerProcessor
+from engines.checkpoints import resolve
+from engines.evaluation import list_evals, pass_at_k, prepare_eval, read_metrics
+from engines.prepare import prepare_run
+from engines.rundir import RunDir
+
+ROOT = Path(__file__).resolve().parent.parent
+A = ROOT / "assets"
+
+
+def test_inference_after_training_beats_the_base_model(trained_letters):
+    trained = asyncio.run(trained_letters.inference())            # this trainer's latest checkpoint
+    base = asyncio.run(trained_letters.inference(checkpoint="base"))
+    assert trained.model == "checkpoint-300" and base.model == "base"
+    assert base.metrics["reward"] <= 0.2 and trained.metrics["reward"] >= 0.8, (base.metrics, trained.metrics)
+    assert trained.metrics["samples"] == 16 and trained.metrics["rewards/letter_reward"] == trained.metrics["reward"]
+    p = trained.predictions[0]
+    assert p["prompt"][-1]["role"] == "user" and p["answer"] and p["trajectory"][-1]["role"] == "assistant"
+    assert p["reward"] == p["rewards"]["letter_reward"] and p["completion"] == p["trajectory"][-1]["content"]
+    # the numbers come from real generation: a correct prediction says its letter
+    right = [q for q in trained.predictions if q["reward"] == 1.0]
+    assert right and all(q["completion"].strip().startswith(q["answer"]) for q in right)
+    # written in the run's evaluation directory
+    assert trained.path.parent.name == "evals" and (trained.path / "predictions.jsonl").exists()
+    assert read_metrics(trained.path)["checkpoint-300"]["reward"] == trained.metrics["reward"]
+    assert RunDir(trained.path).read_status()["state"] == "finished"
+
+
+def test_the_cli_evaluates_several_models_side_by_side(trained_letters):
+    run = trained_letters.train_processor.run
+    out = subprocess.run([sys.executable, "-m", "engines", "eval", "--run", str(run.path), "--checkpoint", "base",
+                          "--checkpoint", "checkpoint-300", "--samples", "4", "--temperature", "1.0",
+                          "--max-samples", "8"], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    lines = {ln.split(":", 1)[0]: json.loads(ln.split(":", 1)[1]) for ln in out.stdout.splitlines() if ln.strip()}
+    assert set(lines) == {"base", "checkpoint-300"}
+    for m in lines.values():
+        assert m["samples"] == 32 and m["prompts"] == 8 and 0 <= m["pass@1"] <= m["pass@2"] <= m["pass@4"] <= 1
+    assert lines["checkpoint-300"]["reward"] > lines["base"]["reward"]
+    newest = list_evals(run.path)[0]
+    rows = newest.read_jsonl("predictions.jsonl")
+    assert len(rows) == 64 and {r["model"] for r in rows} == {"base", "checkpoint-300"}
+
+
+def test_pass_at_k_is_the_unbiased_estimate():
+    assert pass_at_k(4, 0, 1) == 0.0 and pass_at_k(4, 4, 1) == 1.0
+    assert pass_at_k(4, 1, 1) == pytest.approx(0.25) and pass_at_k(4, 1, 2) == pytest.approx(0.5)
+    assert pass_at_k(4, 1, 4) == 1.0 and pass_at_k(10, 3, 5) == pytest.approx(1 - (7 * 6 * 5 * 4 * 3) / (10 * 9 * 8 * 7 * 6))
+
+
+def test_a_tool_using_agents_tools_run_during_evaluation(tmp_path):
+    trainer = AgentTrainer(agent=str(A / "agents/calc_agent.yaml"), train_dataset=str(A / "datasets/calc_train.jsonl"),
+                           test_dataset=str(A / "datasets/calc_test.jsonl"),
+                           reward_func=str(A / "rewards/calc_reward.py") + ":calc_reward", config={"max_steps": 2},
+                           run_path=str(tmp_path / "runs"), train_engine_name="trl")
+    result = asyncio.run(trainer.inference(max_samples=6))          # not trained: the base (warm-started) model
+    assert result.model == "base" and result.metrics["tool_calls"] >= 1
+    executed = [p for p in result.predictions if any(m["role"] == "tool" for m in p["trajectory"])]
+    assert executed, result.predictions[0]
+    p = executed[0]
+    call = next(m for m in p["trajectory"] if m.get("tool_calls"))["tool_calls"][0]["function"]
+    tool = next(m for m in p["trajectory"] if m["role"] == "tool")
+    assert call["name"] == "add" and tool["content"] == str(call["arguments"]["a"] + call["arguments"]["b"])
+    assert p["trajectory"][-1]["role"] == "assistant" and result.metrics["reward"] > 0
+
+
+def test_inference_before_initialization_and_engines_without_it(clean_registry, tmp_path):
+    class NoInference(TrainerProcessor):
+        def train(self): ...
+        def check_agent(self, agent): ...
+        def check_dataset(self, dataset=None, test_dataset=None): ...
+        def check_reward(self, reward_func=None): ...
+        def check_config(self, config=None): ...
+
+    class AsyncInference(NoInference):
+        async def inference(self, dataset=None, **kw):
+            return {"async": dataset, **kw}
+
+    class SyncInference(NoInference):
+        def inference(self, dataset=None, **kw):
+            return {"sync": dataset, **kw}
+
+    for name, cls in (("noinf", NoInference), ("asyncinf", AsyncInference), ("syncinf", SyncInference)):
+        AgentTrainer.register_processor(name, cls)
+    trainer = AgentTrainer(agent="a.yaml", train_engine_name="noinf", run_path=str(tmp_path))
+    with pytest.raises(NotImplementedError, match="the 'noinf' engine has no inference"):
+        asyncio.run(trainer.inference())
+    assert asyncio.run(AgentTrainer(agent="a.yaml", train_engine_name="asyncinf").inference("d", samples=2)) == \
+        {"async": "d", "samples": 2}
+    assert asyncio.run(AgentTrainer(agent="a.yaml", train_engine_name="syncinf").inference("d", checkpoint="x")) == \
+        {"sync": "d", "checkpoint": "x"}
+    trainer.train_processor._initialized = False
+    with pytest.raises(ValueError, match="Train engine noinf is not initialized"):
+        asyncio.run(trainer.inference())
+
+
+@pytest.fixture
+def letters_run(tmp_path, demo):
+    return prepare_run(demo["agent"], demo["train"], demo["test"], demo["reward"], {"max_steps": 2},
+                       train_engine_name="trl", runs_dir=str(tmp_path / "runs"))
+
+
+def test_bad_evaluation_input_is_a_clear_error_before_anything_loads(letters_run, tmp_path, monkeypatch):
+    run = letters_run
+    (run.checkpoints_dir / "checkpoint-10").mkdir(parents=True)
+    with pytest.raises(CheckError, match=r"no checkpoint 'checkpoint-5'.*pruned.*pick one of: checkpoint-10, base"):
+        prepare_eval(run.path, ["checkpoint-5"])
+    with pytest.raises(CheckError, match="holds no model weights"):            # an unfinished checkpoint
+        prepare_eval(run.path, ["checkpoint-10"])
+    with pytest.raises(CheckError, match="another architecture than the agent's model"):
+        prepare_eval(run.path, [str(A / "models/tiny-calc")])
+    no_answers = tmp_path / "questions.jsonl"
+    no_answers.write_text('{"prompt": "Say the letter A:"}\n{"prompt": "Say the letter B:"}\n')
+    with pytest.raises(CheckError, match="no reference-answer column, and the reward letter_reward needs one"):
+        prepare_eval(run.path, ["base"], dataset=str(no_answers))
+    with pytest.raises(CheckError, match="temperature 0 are all the same"):
+        prepare_eval(run.path, ["base"], samples=4)
+    import psutil
+
+    class Tiny:
+        available = 1000
+    monkeypatch.setattr(psutil, "virtual_memory", lambda: Tiny())
+    with pytest.raises(CheckError, match="more than this machine's free memory"):
+        prepare_eval(run.path, ["base"])
+    assert list_evals(run.path) == []                   # nothing was started for any of them
+
+
+def test_a_verl_checkpoint_in_fsdp_form_says_how_to_convert_it(letters_run, demo):
+    ck = letters_run.checkpoints_dir / "global_step_10" / "actor"
+    ck.mkdir(parents=True)
+    (ck / "model_world_size_1_rank_0.pt").write_bytes(b"x")
+    with pytest.raises(CheckError, match="verl.model_merger merge --backend fsdp"):
+        resolve("global_step_10", demo["model"], letters_run)

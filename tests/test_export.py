@@ -1,0 +1,101 @@
+"""Export: a checkpoint becomes a standalone Hugging Face model folder that loads with
+``AutoModelForCausalLM.from_pretrained`` and gives exactly the checkpoint's greedy outputs (a LoRA adapter
+merged into its base); the model card records the run and its latest evaluation; the Hub push takes its
+token from the environment and never shows it."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from engines import CheckError
+from engines.checkpoints import load, resolve
+from engines.export import export_checkpoint
+from engines.prepare import prepare_run
+
+ROOT = Path(__file__).resolve().parent.parent
+PROMPTS = ["Say the letter A:", "Write the letter D:", "Print the letter G:", "Type B:", "Say the letter H:"]
+
+
+def greedy(model, tokenizer, system: str, n_tokens: int = 3) -> list[list[int]]:
+    import torch
+
+    out = []
+    for p in PROMPTS:
+        text = tokenizer.apply_chat_template([{"role": "system", "content": system}, {"role": "user", "content": p}],
+                                             add_generation_prompt=True, tokenize=False)
+        enc = tokenizer(text, return_tensors="pt", add_special_tokens=False)
+        with torch.no_grad():
+            ids = model.generate(**enc, max_new_tokens=n_tokens, do_sample=False, pad_token_id=tokenizer.pad_token_id)
+        out.append(ids[0, enc["input_ids"].shape[1]:].tolist())
+    return out
+
+
+def test_an_export_loads_alone_and_reproduces_the_checkpoint(trained_letters, tmp_path):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    run = trained_letters.train_processor.run
+    asyncio_eval = subprocess.run([sys.executable, "-m", "engines", "eval", "--run", str(run.path)],
+                                  capture_output=True, text=True, timeout=600)
+    assert asyncio_eval.returncode == 0, asyncio_eval.stderr[-2000:]
+    out = subprocess.run([sys.executable, "-m", "engines", "export", "--run", str(run.path), "--out",
+                          str(tmp_path / "model")], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    folder = Path(out.stdout.strip().splitlines()[-1])
+    names = {p.name for p in folder.iterdir()}
+    assert {"model.safetensors", "config.json", "generation_config.json", "tokenizer.json", "README.md"} <= names
+    assert "chat_template.jinja" in names or "chat_template" in (folder / "tokenizer_config.json").read_text()
+    card = (folder / "README.md").read_text()
+    assert "checkpoint-300" in card and run.run_id in card and "| reward |" in card and "learning_rate" in card
+    exported = AutoModelForCausalLM.from_pretrained(folder)
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    system = trained_letters.train_processor.agent_spec.system_prompt
+    ckpt_model, ckpt_tok = load(resolve("checkpoint-300", trained_letters.train_processor.agent_spec.model, run),
+                                device="cpu")
+    assert greedy(exported, tokenizer, system) == greedy(ckpt_model, ckpt_tok, system)
+
+
+def test_a_lora_adapter_is_merged_into_its_base(tmp_path, demo):
+    import torch
+    from peft import LoraConfig, PeftModel, get_peft_model
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    run = prepare_run(demo["agent"], demo["train"], demo["test"], demo["reward"], {"max_steps": 1},
+                      train_engine_name="trl", runs_dir=str(tmp_path / "runs"))
+    torch.manual_seed(0)
+    peft = get_peft_model(AutoModelForCausalLM.from_pretrained(demo["model"]),
+                          LoraConfig(r=8, lora_alpha=16, target_modules=["q_proj", "v_proj", "down_proj"],
+                                     task_type="CAUSAL_LM"))
+    for name, p in peft.named_parameters():
+        if "lora_B" in name:
+            torch.nn.init.normal_(p, std=0.8)          # an adapter that changes what the model says
+    adapter_dir = run.checkpoints_dir / "checkpoint-1"
+    peft.save_pretrained(adapter_dir)
+    assert (adapter_dir / "adapter_config.json").exists() and not (adapter_dir / "model.safetensors").exists()
+    folder = export_checkpoint(run.path, "checkpoint-1", tmp_path / "merged")
+    assert not (folder / "adapter_config.json").exists()
+    merged = AutoModelForCausalLM.from_pretrained(folder)
+    tok = AutoTokenizer.from_pretrained(folder)
+    system = "Reply with one capital letter."
+    with_adapter = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(demo["model"]), adapter_dir)
+    plain = AutoModelForCausalLM.from_pretrained(demo["model"])
+    assert greedy(merged, tok, system) == greedy(with_adapter, tok, system)
+    assert greedy(merged, tok, system, 6) != greedy(plain, tok, system, 6)     # the adapter is really in there
+
+
+def test_pushing_needs_a_token_and_never_shows_it(tmp_path, demo, monkeypatch):
+    run = prepare_run(demo["agent"], demo["train"], demo["test"], demo["reward"], {"max_steps": 1},
+                      train_engine_name="trl", runs_dir=str(tmp_path / "runs"))
+    for var in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"):
+        monkeypatch.delenv(var, raising=False)
+    with pytest.raises(CheckError, match="needs a Hugging Face token.*set HF_TOKEN"):
+        export_checkpoint(run.path, "base", tmp_path / "x", push_to_hub="me/letters")
+    secret = "hf_" + "s3cr3t" * 5
+    monkeypatch.setenv("HF_TOKEN", secret)
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")      # nothing listens there
+    with pytest.raises(CheckError) as err:
+        export_checkpoint(run.path, "base", tmp_path / "y", push_to_hub="me/letters")
+    assert "pushing to the Hub repo me/letters failed" in str(err.value) and secret not in str(err.value)
+    assert not any(secret in p.read_text(errors="ignore") for p in (tmp_path / "y").rglob("*") if p.is_file())
