@@ -6,6 +6,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Sequence
 
+from .i18n import _
 from .render import esc, fmt_num
 
 W, H = 640, 250
@@ -70,7 +71,7 @@ def tick_label(v: float, step: float) -> str:
     return f"{v:.{min(step_decimals(step), 6)}f}"
 
 
-def svg_chart(lines: list[Line], y_title: str = "", empty: str = "waiting for the first logged step",
+def svg_chart(lines: list[Line], y_title: str = "", empty: str = _("waiting for the first logged step"),
               chart_id: str = "", width: int = W) -> str:
     """A complete chart: legend with latest values, then the SVG (axes, grid, lines). ``width`` is the
     drawing's width in SVG units (the chart scales to its box: give a wide box a wide drawing)."""

@@ -9,6 +9,7 @@ from typing import Any
 
 import gradio as gr
 
+from .i18n import _
 from . import render
 from .chat_client import ChatError, ChatService
 from .studio import Studio
@@ -50,21 +51,19 @@ class ChatTab:
 
     def build(self) -> ChatUI:
         ui = ChatUI()
-        gr.Markdown("Chat with the agent's base model or a checkpoint: its system prompt and tools apply, tool calls "
-                    "really run. The model runs in a process of its own, loaded on your first message and freed "
-                    "after 10 idle minutes.", elem_classes="aw-muted")
+        gr.Markdown(_("Chat with the agent's base model or a checkpoint: its system prompt and tools apply, tool calls really run. The model runs in a process of its own, loaded on your first message and freed after 10 idle minutes."), elem_classes="aw-muted")
         with gr.Row(equal_height=True, elem_classes="aw-runbar"):
-            ui.run = gr.Dropdown([], value=None, label="Run", scale=4, elem_id="chat-run")
-            ui.model = gr.Dropdown([], value=None, label="Model", scale=3, elem_id="chat-model")
-            ui.temperature = gr.Slider(0.0, 2.0, value=0.0, step=0.05, label="Temperature", scale=2,
-                                       elem_id="chat-temperature", info="0: greedy")
+            ui.run = gr.Dropdown([], value=None, label=_("Run"), scale=4, elem_id="chat-run")
+            ui.model = gr.Dropdown([], value=None, label=_("Model"), scale=3, elem_id="chat-model")
+            ui.temperature = gr.Slider(0.0, 2.0, value=0.0, step=0.05, label=_("Temperature"), scale=2,
+                                       elem_id="chat-temperature", info=_("0: greedy"))
         ui.status = gr.HTML("", elem_id="chat-status")
-        ui.chatbot = gr.Chatbot(label="Chat", height=420, elem_id="chat-box")
+        ui.chatbot = gr.Chatbot(label=_("Chat"), height=420, elem_id="chat-box")
         with gr.Row(equal_height=True):
-            ui.box = gr.Textbox(placeholder="Say something to the agent…", show_label=False, scale=8,
+            ui.box = gr.Textbox(placeholder=_("Say something to the agent…"), show_label=False, scale=8,
                                 elem_id="chat-input")
-            ui.send = gr.Button("Send", variant="primary", scale=1, elem_id="chat-send")
-            ui.clear = gr.Button("Clear", scale=1, elem_id="chat-clear")
+            ui.send = gr.Button(_("Send"), variant="primary", scale=1, elem_id="chat-send")
+            ui.clear = gr.Button(_("Clear"), scale=1, elem_id="chat-clear")
         self.ui = ui
         return ui
 
@@ -98,14 +97,14 @@ class ChatTab:
             yield history, "", gr.update()
             return
         if not run_id or not model:
-            yield history, text, '<div class="aw-msg aw-msg-error">Pick a run and a model first.</div>'
+            yield history, text, f'<div class="aw-msg aw-msg-error">{_("Pick a run and a model first.")}</div>'
             return
         sent = history_for_model(history) + [{"role": "user", "content": text}]
         history.append({"role": "user", "content": text})
         reply = {"role": "assistant", "content": ""}
         history.append(reply)
         status = (f'<span class="aw-muted">{render.esc(model)} of {render.esc(run_id)}</span>')
-        yield history, "", status + ' <span class="aw-muted">— loading the model…</span>'
+        yield history, "", status + f' <span class="aw-muted">— {_("loading the model…")}</span>'
         try:
             path = str(self.studio.run_path(run_id))
             for event in self.service.stream(path, model, sent, float(temperature or 0.0)):
@@ -135,9 +134,9 @@ class ChatTab:
                     raise ChatError(event.get("message", "error"))
             if not reply["content"] and not reply.get("metadata"):
                 history.remove(reply)
-            yield history, "", status + ' <span class="aw-muted">— ready</span>'
+            yield history, "", status + f' <span class="aw-muted" data-testid="chat-ready">— {_("ready")}</span>'
         except (ChatError, ValueError) as e:
             if not reply["content"]:
                 history.remove(reply)
-            note = f" (restarted after: {render.esc(self.service.last_cause)})" if self.service.restarts else ""
+            note = f" ({_('restarted after:')} {render.esc(self.service.last_cause)})" if self.service.restarts else ""
             yield history, text, f'<div class="aw-msg aw-msg-error" data-testid="chat-error">{render.esc(e)}{note}</div>'

@@ -13,6 +13,7 @@ import gradio as gr
 
 from engines.rundir import ACTIVE_STATES, RunDir
 
+from .i18n import _
 from . import inputs as inp
 from . import render
 from .studio import Studio
@@ -60,7 +61,7 @@ def read_predictions(eval_dir: str | Path) -> list[dict]:
 def summary_html(metrics: dict[str, dict]) -> str:
     """One column per model: mean reward, each reward term, pass@k, tool calls, samples, seconds."""
     if not metrics:
-        return '<div class="aw-muted">No results yet.</div>'
+        return f'<div class="aw-muted">{_("No results yet.")}</div>'
     models = list(metrics)
     keys: list[str] = []
     for m in models:
@@ -111,7 +112,7 @@ def trajectories_html(predictions: list[dict], index: int, sample: int = 0) -> s
             parts.append(f'<div class="aw-eval-side"><div class="aw-section-title">{render.esc(p["model"])}</div>'
                          f'{render.trajectory(shown)}</div>')
     return f'<div class="aw-eval-sides">{"".join(parts)}</div>' if parts else \
-        '<div class="aw-muted">Pick a row of the table to see its trajectories.</div>'
+        f'<div class="aw-muted">{_("Pick a row of the table to see its trajectories.")}</div>'
 
 
 class EvaluateTab:
@@ -120,33 +121,32 @@ class EvaluateTab:
 
     def build(self) -> EvaluateUI:
         ui = EvaluateUI()
-        gr.Markdown("Score the agent's base model and any checkpoints on a dataset with the reward — the agent's "
-                    "own loop runs (tools included), in a process of its own.", elem_classes="aw-muted")
+        gr.Markdown(_("Score the agent's base model and any checkpoints on a dataset with the reward — the agent's own loop runs (tools included), in a process of its own."), elem_classes="aw-muted")
         with gr.Row(equal_height=True, elem_classes="aw-runbar"):
-            ui.run = gr.Dropdown([], value=None, label="Run", scale=4, elem_id="eval-run")
-            ui.models = gr.CheckboxGroup([], value=[], label="Models to compare", scale=6, elem_id="eval-models")
+            ui.run = gr.Dropdown([], value=None, label=_("Run"), scale=4, elem_id="eval-run")
+            ui.models = gr.CheckboxGroup([], value=[], label=_("Models to compare"), scale=6, elem_id="eval-models")
         with gr.Row(equal_height=True):
-            ui.dataset = gr.Dropdown([RUN_DATASET], value=RUN_DATASET, label="Dataset", allow_custom_value=True,
+            ui.dataset = gr.Dropdown([RUN_DATASET], value=RUN_DATASET, label=_("Dataset"), allow_custom_value=True,
                                      scale=4, elem_id="eval-dataset")
-            ui.dataset_upload = gr.UploadButton("Upload", file_types=list(inp.DATASET_SUFFIXES), size="md", scale=1,
+            ui.dataset_upload = gr.UploadButton(_("Upload"), file_types=list(inp.DATASET_SUFFIXES), size="md", scale=1,
                                                 min_width=100, elem_id="eval-dataset-upload")
-            ui.rewards = gr.Textbox(RUN_REWARD, label="Rewards (NAME@WEIGHT, file.py:fn@WEIGHT)", scale=4,
+            ui.rewards = gr.Textbox(RUN_REWARD, label=_("Rewards (NAME@WEIGHT, file.py:fn@WEIGHT)"), scale=4,
                                     elem_id="eval-rewards")
-            ui.samples = gr.Number(1, precision=0, minimum=1, maximum=64, label="Samples per prompt", scale=1,
+            ui.samples = gr.Number(1, precision=0, minimum=1, maximum=64, label=_("Samples per prompt"), scale=1,
                                    elem_id="eval-samples")
-            ui.temperature = gr.Number(0.0, minimum=0.0, maximum=5.0, label="Temperature", scale=1,
-                                       elem_id="eval-temperature", info="0: greedy")
-            ui.max_samples = gr.Number(None, precision=0, minimum=1, label="First N rows (empty: all)", scale=1,
+            ui.temperature = gr.Number(0.0, minimum=0.0, maximum=5.0, label=_("Temperature"), scale=1,
+                                       elem_id="eval-temperature", info=_("0: greedy"))
+            ui.max_samples = gr.Number(None, precision=0, minimum=1, label=_("First N rows (empty: all)"), scale=1,
                                        elem_id="eval-max")
-        ui.launch_btn = gr.Button("Evaluate", variant="primary", elem_id="eval-launch")
+        ui.launch_btn = gr.Button(_("Evaluate"), variant="primary", elem_id="eval-launch")
         ui.msg = gr.HTML("", elem_id="eval-msg")
         with gr.Row(equal_height=True, elem_classes="aw-runbar"):
-            ui.evals = gr.Dropdown([], value=None, label="Evaluations of this run", scale=6, elem_id="eval-pick")
+            ui.evals = gr.Dropdown([], value=None, label=_("Evaluations of this run"), scale=6, elem_id="eval-pick")
             ui.progress = gr.HTML("", elem_id="eval-progress")
         ui.summary = gr.HTML(summary_html({}), elem_id="eval-summary")
-        ui.filter = gr.Radio(FILTERS, value=FILTERS[0], label="Show", elem_id="eval-filter")
+        ui.filter = gr.Radio(FILTERS, value=FILTERS[0], label=_("Show"), elem_id="eval-filter")
         ui.table = gr.Dataframe(interactive=False, wrap=True, max_height=380, elem_id="eval-table",
-                                label="Samples (click a row for its trajectories)")
+                                label=_("Samples (click a row for its trajectories)"))
         ui.row = gr.State(None)
         ui.trajectory = gr.HTML(trajectories_html([], -1), elem_id="eval-trajectory")
         ui.timer = gr.Timer(TICK_S, active=False)
@@ -199,7 +199,7 @@ class EvaluateTab:
 
     def on_launch(self, run_id, models, dataset, rewards, samples, temperature, max_samples):
         if not run_id:
-            return '<div class="aw-msg aw-msg-error">Pick a run first.</div>', gr.update(), gr.update()
+            return f'<div class="aw-msg aw-msg-error">{_("Pick a run first.")}</div>', gr.update(), gr.update()
         try:
             entries = None if (not rewards or rewards.strip() == RUN_REWARD) else inp.parse_reward_text(rewards)
         except ValueError as e:
@@ -208,11 +208,11 @@ class EvaluateTab:
                                       entries, int(samples or 1), float(temperature or 0.0),
                                       int(max_samples) if max_samples else None)
         if not res.get("ok"):
-            return (f'<div class="aw-msg aw-msg-error">Evaluation refused: {render.esc(res.get("error"))}</div>',
+            return (f'<div class="aw-msg aw-msg-error">{_("Evaluation refused:")} {render.esc(res.get("error"))}</div>',
                     gr.update(), gr.update())
         evals = self.studio.evaluations(run_id)
-        return (f'<div class="aw-msg">{render.badge("running", "started")} <code>{render.esc(res["eval_id"])}</code> '
-                "— it runs in its own process; closing this page does not stop it.</div>",
+        return (f'<div class="aw-msg">{render.badge("running", _("started"))} <code>{render.esc(res["eval_id"])}</code> '
+                f"— {_('it runs in its own process; closing this page does not stop it.')}</div>",
                 gr.update(choices=self._eval_choices(evals), value=res["eval_id"]), gr.Timer(active=True))
 
     def on_show(self, run_id, eval_id, which):
@@ -229,9 +229,9 @@ class EvaluateTab:
         status = effective_status(RunDir(path))
         state = status.get("state") or "queued"
         active = state in ACTIVE_STATES
-        progress = render.badge(state, state + (f": {status.get('cause')}" if status.get("cause") else ""))
+        progress = render.badge(state, str(render.RUN_LABEL.get(state, state)) + (f": {status.get('cause')}" if status.get("cause") else ""))
         if status.get("total_steps"):
-            progress += (f' <span class="aw-muted">{status.get("step") or 0}/{status["total_steps"]} samples'
+            progress += (f' <span class="aw-muted">{status.get("step") or 0}/{status["total_steps"]} {_("samples")}'
                          f'{" · " + render.esc(status["model"]) if status.get("model") and active else ""}</span>')
         if status.get("error"):
             progress += f'<div class="aw-msg aw-msg-error">{render.esc(status["error"])}</div>'

@@ -37,6 +37,7 @@ class Watch:
     gen: str
     picks: list[str]
     smoothing: float
+    locale: str = "en"              # the page's language: what the stream's HTML is translated to
     streams: int = 0
     last_used: float = field(default_factory=time.monotonic)
 
@@ -54,7 +55,8 @@ class LiveStreams:
         self._watches: dict[str, Watch] = {}
         self._lock = threading.Lock()
 
-    def ticket(self, run_id: str, gen: str, picks: list[str] | None, smoothing: float | None) -> str:
+    def ticket(self, run_id: str, gen: str, picks: list[str] | None, smoothing: float | None,
+               locale: str | None = None) -> str:
         now = time.monotonic()
         with self._lock:
             for t, w in list(self._watches.items()):   # forget tickets nobody has streamed for a while
@@ -62,7 +64,7 @@ class LiveStreams:
                     del self._watches[t]
             t = secrets.token_urlsafe(16)
             self._watches[t] = Watch(str(run_id), str(gen or ""), [str(p) for p in (picks or []) if p],
-                                     float(smoothing or 0.0))
+                                     float(smoothing or 0.0), locale=str(locale or "en"))
         return t
 
     def watch(self, ticket: str) -> Watch | None:
@@ -80,7 +82,7 @@ class LiveStreams:
             while True:
                 now = time.monotonic()
                 due = {part for part, every in self.every.items() if now - last_sent[part] >= every - 1e-3}
-                out = await asyncio.to_thread(self.live, w.run_id, w.gen, w.picks, w.smoothing, keys, due)
+                out = await asyncio.to_thread(self.live, w.run_id, w.gen, w.picks, w.smoothing, keys, due, w.locale)
                 for part in HEAVY:
                     if out.get(part) is not None:
                         last_sent[part] = now

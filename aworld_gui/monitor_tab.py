@@ -32,6 +32,7 @@ import gradio as gr
 from engines.rundir import EVAL_REWARD, EVAL_TRAIN_REWARD, LOSS, REWARD
 
 from . import glossary, render
+from .i18n import _, localize
 from .charts import PALETTE, Line, svg_chart
 from .live_stream import HEAVY as HEAVY_PARTS, LiveStreams
 from .run_cache import RunState, Series
@@ -41,7 +42,7 @@ POLL_S = 0.8        # how often a watching page's stream reads the run (header: 
 CHART_S = 4.8       # curves: at most this often (every sixth poll; the header shows the latest values meanwhile)
 LOG_S = 2.4         # log tail: at most this often (every third poll)
 SAMPLES_S = 8.0     # trajectories: at most this often (readable while they change; each swap is a big one)
-EVAL_REWARD_KEYS = {EVAL_REWARD: "eval", EVAL_TRAIN_REWARD: "eval (train set)"}
+EVAL_REWARD_KEYS = {EVAL_REWARD: _("eval"), EVAL_TRAIN_REWARD: _("eval (train set)")}
 REWARD_COLOR, RAW_ALPHA, EVAL_COLOR, LOSS_COLOR = "#4f46e5", 0.28, "#d97706", "#e11d48"
 
 #: the page's side of the live view (a static file; see its header comment)
@@ -75,39 +76,39 @@ class MonitorTab:
     def build(self) -> MonitorUI:
         ui = MonitorUI()
         with gr.Row(equal_height=False, elem_classes="aw-runbar"):
-            ui.run = gr.Dropdown([], value=None, label="Run", scale=6, elem_id="monitor-run", allow_custom_value=True)
-            ui.stop_btn = gr.Button("Stop", variant="stop", scale=1, min_width=110, visible=False, size="md",
+            ui.run = gr.Dropdown([], value=None, label=_("Run"), scale=6, elem_id="monitor-run", allow_custom_value=True)
+            ui.stop_btn = gr.Button(_("Stop"), variant="stop", scale=1, min_width=110, visible=False, size="md",
                                     elem_id="stop-btn")
-            ui.kill_btn = gr.Button("Kill now", variant="secondary", scale=1, min_width=110, visible=False, size="md",
+            ui.kill_btn = gr.Button(_("Kill now"), variant="secondary", scale=1, min_width=110, visible=False, size="md",
                                     elem_id="kill-btn")
 
         def live_ticket(args: list) -> str:  # a plain function: Gradio marks server functions with an attribute
-            return self.streams.ticket(*(list(args or []) + [None] * 4)[:4])
+            return self.streams.ticket(*(list(args or []) + [None] * 5)[:5])
 
         ui.header = gr.HTML(render.no_run(), elem_id="run-header", js_on_load=LIVE_JS,
                             server_functions=[live_ticket])
         ui.charts = gr.HTML(
             '<div class="aw-charts">'
-            + _placeholder("aw-chart-reward-box", '<div class="aw-chart-title">Reward</div>'
+            + _placeholder("aw-chart-reward-box", f'<div class="aw-chart-title">{_("Reward")}</div>'
                            + _placeholder("aw-chart-reward"), "aw-chart-box")
-            + _placeholder("aw-chart-loss-box", '<div class="aw-chart-title">Loss</div>'
+            + _placeholder("aw-chart-loss-box", f'<div class="aw-chart-title">{_("Loss")}</div>'
                            + _placeholder("aw-chart-loss"), "aw-chart-box")
             + "</div>", elem_id="charts")
         with gr.Row(equal_height=True):
-            ui.picker = gr.Dropdown([], value=[], multiselect=True, label="More metrics", scale=4,
-                                    info="any key the run logs (eval, KL, learning rate, per-reward terms, …)",
+            ui.picker = gr.Dropdown([], value=[], multiselect=True, label=_("More metrics"), scale=4,
+                                    info=_("any key the run logs (eval, KL, learning rate, per-reward terms, …)"),
                                     elem_id="metric-picker")
-            ui.smoothing = gr.Slider(0.0, 0.99, value=0.6, step=0.01, label="Smoothing", scale=2,
-                                     info="exponential moving average, as in TensorBoard", elem_id="smoothing")
+            ui.smoothing = gr.Slider(0.0, 0.99, value=0.6, step=0.01, label=_("Smoothing"), scale=2,
+                                     info=_("exponential moving average, as in TensorBoard"), elem_id="smoothing")
         ui.custom = gr.HTML(_placeholder("aw-chart-custom"), elem_id="custom-chart")
-        with gr.Accordion("What the curves and metrics mean", open=False, elem_id="glossary-monitor"):
+        with gr.Accordion(_("What the curves and metrics mean"), open=False, elem_id="glossary-monitor"):
             gr.Markdown(glossary.as_markdown(glossary.METRIC_TERMS), elem_classes="aw-muted")
         with gr.Row(equal_height=False):
             with gr.Column(scale=6):
-                gr.HTML('<div class="aw-section-title">Latest trajectories</div>')
+                gr.HTML(f'<div class="aw-section-title">{_("Latest trajectories")}</div>')
                 ui.samples = gr.HTML(_placeholder("aw-samples", render.samples_html([])), elem_id="samples")
             with gr.Column(scale=6):
-                gr.HTML('<div class="aw-section-title">Log</div>')
+                gr.HTML(f'<div class="aw-section-title">{_("Log")}</div>')
                 ui.log = gr.HTML('<pre id="aw-log" class="aw-logtail"></pre>', elem_id="log-tail")
                 ui.events = gr.HTML(_placeholder("aw-events"), elem_id="events")
         self.ui = ui
@@ -153,13 +154,13 @@ class MonitorTab:
             return gr.update(visible=False), gr.update(visible=False), gr.update(choices=[])
         st.refresh()
         stopping = st.state == "stopping" or (st.active and st.run.stop_requested())
-        return (gr.update(visible=st.active and not stopping, interactive=True, value="Stop"),
+        return (gr.update(visible=st.active and not stopping, interactive=True, value=_("Stop")),
                 gr.update(visible=stopping, interactive=True), gr.update(choices=st.metric_names()))
 
     def on_stop(self, run_id):
         if run_id:
             self.studio.stop(run_id)
-        return gr.update(interactive=False, value="Stopping…")
+        return gr.update(interactive=False, value=_("Stopping…"))
 
     def on_kill(self, run_id):
         if run_id:
@@ -167,7 +168,16 @@ class MonitorTab:
         return gr.update(interactive=False)
 
     # -- the page's poll --------------------------------------------------------------------------
-    def live(self, run_id, gen, picks, smoothing, keys, due=HEAVY_PARTS) -> dict:
+    def live(self, run_id, gen, picks, smoothing, keys, due=HEAVY_PARTS, locale: str = "en") -> dict:
+        """:meth:`changes`, its HTML translated for the page's ``locale`` (the stream bypasses Gradio's i18n)."""
+        out = self.changes(run_id, gen, picks, smoothing, keys, due)
+        for part in ("header", "samples", "events"):
+            out[part] = localize(out.get(part), locale)
+        if out.get("charts"):
+            out["charts"] = {k: localize(v, locale) for k, v in out["charts"].items()}
+        return out
+
+    def changes(self, run_id, gen, picks, smoothing, keys, due=HEAVY_PARTS) -> dict:
         """What changed since ``keys`` (the keys of what the page shows): the header, the events,
         and those of the heavy parts (``charts``, ``samples``, ``log``) that are ``due`` — None for
         the rest — and the new keys (a changed part that is not due stays owed)."""
@@ -213,13 +223,14 @@ class MonitorTab:
         note = ""
         if st.state == "queued":
             pos, holder = st.status.get("queue_position"), st.status.get("waiting_for")
-            place = f" — number {pos} in line" if pos else ""
-            what = f"run {holder}" if holder else "the running job"
-            note = (f"Queued{place}: waiting for the machine's training slot, held by {what}. It starts by itself "
-                    "when its turn comes — closing this page does not affect it.")
+            place = f" — {_('place in line:')} {pos}" if pos else ""
+            what = f"{_('run')} {holder}" if holder else _("the running job")
+            note = (f"{_('Queued')}{place}. {_('Waiting for the machine’s training slot, held by')} {what}. "
+                    f"{_('It starts by itself when its turn comes — closing this page does not affect it.')}")
         elif st.run.stop_requested() and st.active:
-            note = (f"Stop requested: the run stops at its next step boundary and saves a checkpoint; "
-                    f"it is killed if it has not stopped {self.studio.stop_timeout_s:.0f} s after the request.")
+            note = (f"{_('Stop requested: the run stops at its next step boundary and saves a checkpoint.')} "
+                    f"{_('It is killed if it has not stopped this many seconds after the request:')} "
+                    f"{self.studio.stop_timeout_s:.0f}")
         reward = st.series.get(REWARD)
         attrs = {"gen": gen or "", "picks": json.dumps(picks), "smoothing": f"{smoothing:g}"}
         return render.run_header(run_id, st.progress(), st.latest, st.read_spec() or {}, st.status, st.failure(),
@@ -229,13 +240,13 @@ class MonitorTab:
     def charts(self, st: RunState, picks: list[str], smoothing: float) -> dict[str, str]:
         """The reward, loss and picked-metrics curves as SVG: smoothed dark, raw light (until a
         series is downsampled: then its buckets are averages already), eval points amber."""
-        reward = self._lines(st.series.get(REWARD), "train", REWARD_COLOR, smoothing)
+        reward = self._lines(st.series.get(REWARD), _("train"), REWARD_COLOR, smoothing)
         for key, label in EVAL_REWARD_KEYS.items():
             s = st.series.get(key)
             if s is not None and s.xs:
                 reward.append(Line(label, s.xs, s.ys, EVAL_COLOR, width=1.5, markers=len(s.xs) <= 60,
                                    latest=s.last_y))
-        loss = self._lines(st.series.get(LOSS), "loss", LOSS_COLOR, smoothing)
+        loss = self._lines(st.series.get(LOSS), _("loss"), LOSS_COLOR, smoothing)
         custom_lines: list[Line] = []
         for i, name in enumerate(picks):
             s = st.series.get(name)
@@ -245,7 +256,7 @@ class MonitorTab:
         custom = ""
         if picks:
             custom = ('<div class="aw-chart-box"><div class="aw-chart-title">' + render.esc(", ".join(picks))
-                      + "</div>" + svg_chart(custom_lines, "value", "none of these metrics has values yet", "custom",
+                      + "</div>" + svg_chart(custom_lines, "value", _("none of these metrics has values yet"), "custom",
                                              width=1320)
                       + "</div>")
         return {"reward": svg_chart(reward, "reward", chart_id="reward"),
@@ -259,8 +270,8 @@ class MonitorTab:
         if s is None or not s.xs:
             return []
         if not smoothing:
-            return [Line(f"{name} · latest", s.xs, s.ys, color, latest=s.last_y)]
+            return [Line(f"{name} · {_('latest')}", s.xs, s.ys, color, latest=s.last_y)]
         xs, ys = s.points(smoothing)
-        raw = Line(f"{name} · latest", s.xs if s.width == 1 else [], s.ys if s.width == 1 else [], color,
+        raw = Line(f"{name} · {_('latest')}", s.xs if s.width == 1 else [], s.ys if s.width == 1 else [], color,
                    width=1.2, opacity=RAW_ALPHA, latest=s.last_y)
-        return [raw, Line(f"{name} · smoothed {smoothing:g}", xs, ys, color, latest=ys[-1])]
+        return [raw, Line(f"{name} · {_('smoothed')} {smoothing:g}", xs, ys, color, latest=ys[-1])]

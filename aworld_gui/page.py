@@ -6,6 +6,7 @@ from typing import Any
 
 import gradio as gr
 
+from .i18n import _, i18n
 from . import gradio_patches, render
 from .chat_tab import ChatTab
 from .client_api import build_api
@@ -25,20 +26,20 @@ def build_app(runs_dir: str | os.PathLike = "runs", studio: Studio | None = None
     setup, monitor, runs = SetupTab(studio), MonitorTab(studio), RunsTab(studio)
     evaluate, chat = EvaluateTab(studio), ChatTab(studio)
     with gr.Blocks(title=TITLE, analytics_enabled=False) as demo:
-        gr.HTML(f'<div class="aw-title"><h1>{TITLE}</h1><span class="aw-sub">bring an agent, data and a reward · '
-                f'check every module · train in the background · watch it learn</span>'
-                f'<span class="aw-sub aw-runs" title="{render.esc(studio.runs_dir)}">runs: '
+        gr.HTML(f'<div class="aw-title"><h1>{TITLE}</h1><span class="aw-sub">'
+                f'{_("bring an agent, data and a reward · check every module · train in the background · watch it learn")}'
+                f'</span><span class="aw-sub aw-runs" title="{render.esc(studio.runs_dir)}">{_("runs:")} '
                 f'<code>{render.esc(studio.runs_dir)}</code></span></div>')
         with gr.Tabs(selected="setup", elem_id="tabs") as tabs:
-            with gr.Tab("Setup", id="setup", elem_id="tab-setup") as setup_tab:
+            with gr.Tab(_("Setup"), id="setup", elem_id="tab-setup") as setup_tab:
                 sui = setup.build()
-            with gr.Tab("Monitor", id="monitor", elem_id="tab-monitor") as monitor_tab:
+            with gr.Tab(_("Monitor"), id="monitor", elem_id="tab-monitor") as monitor_tab:
                 mui = monitor.build()
-            with gr.Tab("Runs", id="runs", elem_id="tab-runs") as runs_tab:
+            with gr.Tab(_("Runs"), id="runs", elem_id="tab-runs") as runs_tab:
                 rui = runs.build()
-            with gr.Tab("Evaluate", id="evaluate", elem_id="tab-evaluate") as evaluate_tab:
+            with gr.Tab(_("Evaluate"), id="evaluate", elem_id="tab-evaluate") as evaluate_tab:
                 evaluate.build()
-            with gr.Tab("Chat", id="chat", elem_id="tab-chat") as chat_tab:
+            with gr.Tab(_("Chat"), id="chat", elem_id="tab-chat") as chat_tab:
                 chat.build()
         build_api(studio)
 
@@ -53,12 +54,12 @@ def build_app(runs_dir: str | os.PathLike = "runs", studio: Studio | None = None
             si = collect(*values)
             res = studio.launch(si)
             if not res.get("ok"):
-                msg = (f'<div class="aw-msg aw-msg-error">Launch refused: {render.esc(res.get("error"))}</div>')
+                msg = (f'<div class="aw-msg aw-msg-error">{_("Launch refused:")} {render.esc(res.get("error"))}</div>')
                 return msg, gr.update(), gr.update()
-            note = "queued — it starts when the running job ends" if res.get("queued") else "started"
+            note = _("queued — it starts when the running job ends") if res.get("queued") else _("started")
             msg = (f'<div class="aw-msg">{render.badge("queued" if res.get("queued") else "running", note)} '
-                   f'<code>{render.esc(res["run_id"])}</code> — training runs in its own process; closing '
-                   f'this page does not stop it.</div>')
+                   f'<code>{render.esc(res["run_id"])}</code> — '
+                   f'{_("training runs in its own process; closing this page does not stop it.")}</div>')
             # a queued launch: the Monitor keeps showing the run that trains (the queued one is a pick away)
             watch = (studio.training_run() or res["run_id"]) if res.get("queued") else res["run_id"]
             return msg, gr.update(choices=studio.run_ids(), value=watch), gr.Tabs(selected="monitor")
@@ -81,7 +82,7 @@ def build_app(runs_dir: str | os.PathLike = "runs", studio: Studio | None = None
                 si = studio.clone_inputs(run_id)
             except ValueError as e:
                 return [gr.update()] * (len(setup.input_components()) + 1) + [f"**{e}**", gr.update()]
-            return [*setup.show_inputs(si), gr.Tabs(selected="setup"), f"Cloned **{run_id}** into Setup.",
+            return [*setup.show_inputs(si), gr.Tabs(selected="setup"), f"{_('Cloned into Setup:')} **{run_id}**",
                     gr.Timer(active=False)]
 
         rui.clone_btn.click(clone, [rui.selected], [*setup.input_components(), tabs, rui.action_msg, rui.timer],
@@ -115,4 +116,4 @@ def build_app(runs_dir: str | os.PathLike = "runs", studio: Studio | None = None
 def launch_kwargs(demo: gr.Blocks) -> dict[str, Any]:
     """What ``demo.launch`` needs besides the address: the look (Gradio 6 takes theme and css at
     launch) and the studio's own routes, ahead of Gradio's."""
-    return {"theme": theme(), "css": CSS, "app_kwargs": {"routes": list(demo.aworld_routes)}}
+    return {"theme": theme(), "css": CSS, "app_kwargs": {"routes": list(demo.aworld_routes)}, "i18n": i18n()}

@@ -7,18 +7,25 @@ from __future__ import annotations
 import html
 import json
 import math
+import re
 import time
 from typing import Any, Iterable
 
+from .i18n import _, locale_probe
 from .run_cache import Progress
 
-CHECK_LABEL = {"ok": "OK", "warning": "Warning", "error": "Error", "checking": "Checking…", "idle": "—"}
-RUN_LABEL = {"queued": "Queued", "running": "Running", "stopping": "Stopping", "stopped": "Stopped",
-             "finished": "Finished", "failed": "Failed", "unknown": "Unknown"}
+CHECK_LABEL = {"ok": _("OK"), "warning": _("Warning"), "error": _("Error"), "checking": _("Checking…"), "idle": "—"}
+RUN_LABEL = {"queued": _("Queued"), "running": _("Running"), "stopping": _("Stopping"), "stopped": _("Stopped"),
+             "finished": _("Finished"), "failed": _("Failed"), "unknown": _("Unknown")}
+_MARKER = re.compile(r'(__i18n__\{"__type__": "translation_metadata", "key": "t[0-9a-f]{12}"\})')
 
 
 def esc(value: Any) -> str:
-    return html.escape("" if value is None else str(value), quote=True)
+    """HTML-escaped text; Gradio's translation markers in it (aworld_gui/i18n.py) are kept whole."""
+    text = "" if value is None else str(value)
+    if "__i18n__" not in text:
+        return html.escape(text, quote=True)
+    return "".join(part if i % 2 else html.escape(part, quote=True) for i, part in enumerate(_MARKER.split(text)))
 
 
 def badge(status: str, label: str | None = None, elem: str = "") -> str:
@@ -37,7 +44,7 @@ def checks_strip(results: dict[str, dict] | None, titles: dict[str, str], checki
         status = "checking" if checking and not r else (r.get("status") or "idle")
         chips.append(f'<div class="aw-chip" data-module="{esc(module)}" data-status="{esc(status)}">'
                      f'<span class="aw-dot aw-{esc(status)}"></span>{esc(title)}</div>')
-    tail = f'<span class="aw-muted">checked in {seconds:.2f} s</span>' if seconds is not None else ""
+    tail = f'<span class="aw-muted">{_("checked in")} {seconds:.2f} s</span>' if seconds is not None else ""
     return f'<div class="aw-strip" data-check="{esc(check_id or "")}">{"".join(chips)}{tail}</div>'
 
 
@@ -96,28 +103,28 @@ def agent_spec(spec: dict | None, schemas: list[dict] | None = None, tool_server
     """The parsed agent. ``tool_servers`` (tool name → MCP server) and ``mcp_servers`` (name, transport,
     target, tools) come from the agent check's details when the agent uses MCP servers."""
     if not spec:
-        return '<div class="aw-empty">The parsed agent appears here once its YAML loads.</div>'
+        return f'<div class="aw-empty">{_("The parsed agent appears here once its YAML loads.")}</div>'
     tools = schemas or []
     servers = tool_servers or {}
     tool_html = "".join(tool_item(t, servers.get(t.get("function", {}).get("name"))) for t in tools) or (
-        ", ".join(f"<code>{esc(t)}</code>" for t in spec.get("tools") or []) or '<span class="aw-muted">none</span>')
-    rows = [("name", esc(spec.get("name"))),
-            ("model", f'<code>{esc(spec.get("model"))}</code>'),
-            ("system prompt", f'<div class="aw-prompt">{esc(spec.get("system_prompt")) or "<i>none</i>"}</div>'),
-            ("tools", tool_html)]
+        ", ".join(f"<code>{esc(t)}</code>" for t in spec.get("tools") or []) or f'<span class="aw-muted">{_("none")}</span>')
+    rows = [(_("name"), esc(spec.get("name"))),
+            (_("model"), f'<code>{esc(spec.get("model"))}</code>'),
+            (_("system prompt"), f'<div class="aw-prompt">{esc(spec.get("system_prompt")) or _("none")}</div>'),
+            (_("tools"), tool_html)]
     if mcp_servers:
-        rows.append(("MCP servers", "".join(
+        rows.append((_("MCP servers"), "".join(
             f'<div class="aw-mcp-server" data-server="{esc(m.get("name"))}"><b>{esc(m.get("name"))}</b> '
             f'<span class="aw-src">{esc(m.get("transport"))}</span> <code>{esc(m.get("target"))}</code> '
-            f'<span class="aw-muted">{len(m.get("tools") or [])} tool(s) used</span></div>' for m in mcp_servers)))
-    rows += [("max turns", f'{esc(spec.get("max_steps"))} <span class="aw-muted">model turns per rollout '
-                           '(tool calls add turns) — not the trainer\'s steps</span>'),
-             ("sampling", esc(f'temperature {spec.get("temperature")}, top_p {spec.get("top_p")}, '
-                              f'max_tokens {spec.get("max_tokens")}'))]
+            f'<span class="aw-muted">{len(m.get("tools") or [])} {_("tool(s) used")}</span></div>' for m in mcp_servers)))
+    rows += [(_("max turns"), f'{esc(spec.get("max_steps"))} <span class="aw-muted">'
+                              f'{_("model turns per rollout (tool calls add turns) — not the trainer’s steps")}</span>'),
+             (_("sampling"), esc(f'temperature {spec.get("temperature")}, top_p {spec.get("top_p")}, '
+                                 f'max_tokens {spec.get("max_tokens")}'))]
     if spec.get("llm_base_url"):
-        rows.append(("base url", f'<code>{esc(spec["llm_base_url"])}</code>'))
+        rows.append((_("base url"), f'<code>{esc(spec["llm_base_url"])}</code>'))
     if spec.get("api_key"):
-        rows.append(("api key", f'<code>{esc(spec["api_key"])}</code> <span class="aw-muted">(masked)</span>'))
+        rows.append((_("api key"), f'<code>{esc(spec["api_key"])}</code> <span class="aw-muted">({_("masked")})</span>'))
     return kv_table(rows)
 
 
@@ -127,7 +134,7 @@ def engines_table(engines: list[dict], selected: str | None) -> str:
         ok = e.get("available")
         sel = ' class="aw-selected"' if e["name"] == selected else ""
         rows.append(f'<tr{sel}><td><b>{esc(e["name"])}</b></td>'
-                    f'<td>{badge("ok" if ok else "error", "available" if ok else "unavailable")}</td>'
+                    f'<td>{badge("ok" if ok else "error", _("available") if ok else _("unavailable"))}</td>'
                     f'<td>{_reason(e.get("reason") or "")}<div class="aw-muted">{esc(e.get("description") or "")}</div></td></tr>')
     return f'<table class="aw-table aw-engines"><tbody>{"".join(rows)}</tbody></table>'
 
@@ -150,10 +157,10 @@ def prompt_block(prompt: dict | None) -> str:
     if prompt.get("tokens") is not None:
         meta.append(f'{prompt["tokens"]} tokens')
     if prompt.get("source"):
-        meta.append(f'rendered by the {esc(prompt["source"])} engine, exactly as training sees it')
+        meta.append(f'{_("rendered by the engine, exactly as training sees it")} ({esc(prompt["source"])})')
     if prompt.get("note"):
         meta.append(esc(prompt["note"]))
-    return (f'<div class="aw-rendered-head">First training prompt <span class="aw-muted">· {" · ".join(meta)}</span></div>'
+    return (f'<div class="aw-rendered-head">{_("First training prompt")} <span class="aw-muted">· {" · ".join(meta)}</span></div>'
             f'<pre class="aw-rendered" data-testid="rendered-prompt">{esc(prompt.get("text", ""))}</pre>')
 
 
@@ -186,29 +193,29 @@ def run_header(run_id: str, progress: Progress, latest: dict[str, Any], spec: di
         pct = max(0.0, min(100.0, 100.0 * progress.step / progress.total))
     label = RUN_LABEL.get(state, state)
     if state == "running" and stop_requested:
-        label = "Stop requested"
+        label = _("Stop requested")
     model = (spec.get("agent") or {}).get("model", "")
     model = model.rstrip("/").rsplit("/", 1)[-1] if model else ""
     subtitle = " · ".join(x for x in [(run_label or {}).get("name"), spec.get("engine"), model,
                                       (spec.get("config") or {}).get("mode")] if x)
     stats = [
-        ("Step", f'<span data-testid="stat-step">{progress.step}</span>' +
+        (_("Step"), f'<span data-testid="stat-step">{progress.step}</span>' +
          (f' <span class="aw-muted">/ {progress.total}</span>' if progress.total else "")),
-        ("Elapsed", format_duration(progress.elapsed_s)),
-        ("ETA", format_duration(progress.eta_s) if state == "running" else "—"),
-        ("Speed", f"{progress.steps_per_s:.2f} steps/s" if progress.steps_per_s else "—"),
-        ("Reward · latest", f'<span data-testid="stat-reward">{fmt_num(latest.get("reward"))}</span>'),
-        ("Loss · latest", f'<span data-testid="stat-loss">{fmt_num(latest.get("loss"), 4)}</span>'),
+        (_("Elapsed"), format_duration(progress.elapsed_s)),
+        (_("ETA"), format_duration(progress.eta_s) if state == "running" else "—"),
+        (_("Speed"), f"{progress.steps_per_s:.2f} steps/s" if progress.steps_per_s else "—"),
+        (_("Reward · latest"), f'<span data-testid="stat-reward">{fmt_num(latest.get("reward"))}</span>'),
+        (_("Loss · latest"), f'<span data-testid="stat-loss">{fmt_num(latest.get("loss"), 4)}</span>'),
     ]
     if "eval/reward" in latest:
-        stats.append(("Eval reward", fmt_num(latest.get("eval/reward"))))
+        stats.append((_("Eval reward"), fmt_num(latest.get("eval/reward"))))
     stat_html = "".join(f'<div class="aw-stat"><div class="aw-stat-k">{k}</div><div class="aw-stat-v">{v}</div></div>'
                         for k, v in stats)
     fail_html = ""
     if failure:
-        fail_html = (f'<div class="aw-failure" data-testid="failure"><b>Failed — cause: {esc(failure["cause"])}</b>'
+        fail_html = (f'<div class="aw-failure" data-testid="failure"><b>{_("Failed — cause:")} {esc(failure["cause"])}</b>'
                      f'<div>{esc(failure["message"])}</div>'
-                     f'<div class="aw-muted">The log tail below shows the last lines the run printed.</div></div>')
+                     f'<div class="aw-muted">{_("The log tail below shows the last lines the run printed.")}</div></div>')
     note = f'<div class="aw-note">{esc(queue_note)}</div>' if queue_note else ""
     extra = "".join(f' data-{k}="{esc(v)}"' for k, v in (attrs or {}).items())
     return (f'<div class="aw-run" data-testid="run-header" data-state="{esc(state)}" data-run="{esc(run_id)}" '
@@ -217,14 +224,13 @@ def run_header(run_id: str, progress: Progress, latest: dict[str, Any], spec: di
             f'<div class="aw-muted">{esc(subtitle)}</div></div>'
             f'{badge(state, label, elem="run-state")}</div>'
             f'<div class="aw-progress"><div class="aw-bar aw-bar-{esc(state)}" style="width:{pct:.1f}%"></div></div>'
-            f'<div class="aw-stats">{stat_html}</div>{note}{fail_html}</div>')
+            f'<div class="aw-stats">{stat_html}</div>{note}{fail_html}{locale_probe()}</div>')
 
 
 def no_run() -> str:
     return ('<div class="aw-run aw-empty-run" data-testid="run-header" data-state="none">'
-            '<div class="aw-run-id">No run selected</div>'
-            '<div class="aw-muted">Launch one from Setup, or pick a run above. Runs keep training when this '
-            'page or the studio closes; they are all listed under Runs.</div></div>')
+            f'<div class="aw-run-id">{_("No run selected")}</div>'
+            f'<div class="aw-muted">{_("Launch one from Setup, or pick a run above. Runs keep training when this page or the studio closes; they are all listed under Runs.")}</div></div>')
 
 
 def _content(m: Any) -> str:
@@ -280,7 +286,7 @@ def _server_label(server: Any) -> str:
 
 def samples_html(samples: list[dict], limit: int = 6) -> str:
     if not samples:
-        return '<div class="aw-empty">Sample trajectories appear here as the run writes them.</div>'
+        return f'<div class="aw-empty">{_("Sample trajectories appear here as the run writes them.")}</div>'
     return '<div class="aw-samples">' + "".join(trajectory(s) for s in list(samples)[-limit:][::-1]) + "</div>"
 
 

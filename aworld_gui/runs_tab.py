@@ -14,6 +14,7 @@ from engines.rundir import ACTIVE_STATES, RunDir
 from .charts import PALETTE, Line, svg_chart
 from .render import badge, esc
 from .run_cache import Series
+from .i18n import _
 from .studio import Studio
 
 RUNS_TICK_S = 2.0
@@ -86,59 +87,58 @@ class RunsTab:
 
     def build(self) -> RunsUI:
         ui = RunsUI()
-        gr.Markdown(f"Every run under `{self.studio.runs_dir}`. Runs live in their own processes: they keep "
-                    "training when this page or the studio closes, and show up here again on restart.",
+        gr.Markdown(f"{_('Every run under')} `{self.studio.runs_dir}`. {_('Runs live in their own processes: they keep training when this page or the studio closes, and show up here again on restart.')}",
                     elem_classes="aw-muted")
         ui.empty = gr.HTML(self.empty_note(), elem_id="runs-empty", visible=True)
         ui.table = gr.Dataframe(headers=HEADERS, value=[], interactive=False, max_height=330, wrap=False,
                                 datatype=["str", "html", "html", "str", "str", "str", "str", "str"],
-                                elem_id="runs-table", label="Runs (click a row to select it)")
+                                elem_id="runs-table", label=_("Runs (click a row to select it)"))
         with gr.Row(equal_height=False, elem_classes="aw-runbar"):
-            ui.selected = gr.Dropdown([], value=None, label="Selected run", scale=4, elem_id="runs-selected")
+            ui.selected = gr.Dropdown([], value=None, label=_("Selected run"), scale=4, elem_id="runs-selected")
             # disabled until a run they apply to is selected (action_updates)
             off = dict(scale=1, size="md", interactive=False)
-            ui.open_btn = gr.Button("Open in Monitor", min_width=140, elem_id="runs-open", **off)
-            ui.clone_btn = gr.Button("Clone into Setup", min_width=140, elem_id="runs-clone", **off)
-            ui.stop_btn = gr.Button("Stop", variant="stop", min_width=90, elem_id="runs-stop", **off)
-            ui.delete_btn = gr.Button("Delete…", min_width=90, elem_id="runs-delete", **off)
-            ui.confirm_btn = gr.Button("Confirm delete", variant="stop", scale=1, min_width=130, visible=False,
+            ui.open_btn = gr.Button(_("Open in Monitor"), min_width=140, elem_id="runs-open", **off)
+            ui.clone_btn = gr.Button(_("Clone into Setup"), min_width=140, elem_id="runs-clone", **off)
+            ui.stop_btn = gr.Button(_("Stop"), variant="stop", min_width=90, elem_id="runs-stop", **off)
+            ui.delete_btn = gr.Button(_("Delete…"), min_width=90, elem_id="runs-delete", **off)
+            ui.confirm_btn = gr.Button(_("Confirm delete"), variant="stop", scale=1, min_width=130, visible=False,
                                        size="md", elem_id="runs-confirm-delete")
         with gr.Row(equal_height=True, elem_classes="aw-runbar"):
-            ui.label_name = gr.Textbox(label="Name", scale=3, max_lines=1, elem_id="runs-name",
-                                       placeholder="a name for the selected run")
-            ui.label_note = gr.Textbox(label="Note", scale=6, max_lines=3, elem_id="runs-note",
-                                       placeholder="what this run tries")
-            ui.label_btn = gr.Button("Save name and note", scale=2, size="md", interactive=False, min_width=140,
+            ui.label_name = gr.Textbox(label=_("Name"), scale=3, max_lines=1, elem_id="runs-name",
+                                       placeholder=_("a name for the selected run"))
+            ui.label_note = gr.Textbox(label=_("Note"), scale=6, max_lines=3, elem_id="runs-note",
+                                       placeholder=_("what this run tries"))
+            ui.label_btn = gr.Button(_("Save name and note"), scale=2, size="md", interactive=False, min_width=140,
                                      elem_id="runs-label-save")
         ui.action_msg = gr.Markdown("")
         with gr.Row(equal_height=False):
             with gr.Column(scale=5):
-                ui.spec_file = gr.File(label="run.yaml (the complete spec)", interactive=False, elem_id="runs-spec")
+                ui.spec_file = gr.File(label=_("run.yaml (the complete spec)"), interactive=False, elem_id="runs-spec")
                 with gr.Row(equal_height=False, elem_classes="aw-runbar"):
-                    ui.ckpt = gr.Dropdown([], label="Checkpoint", scale=3, elem_id="runs-ckpt")
-                    ui.ckpt_btn = gr.Button("Download checkpoint (.zip)", scale=2, size="md", elem_id="runs-ckpt-btn",
+                    ui.ckpt = gr.Dropdown([], label=_("Checkpoint"), scale=3, elem_id="runs-ckpt")
+                    ui.ckpt_btn = gr.Button(_("Download checkpoint (.zip)"), scale=2, size="md", elem_id="runs-ckpt-btn",
                                             interactive=False)
-                    ui.export_btn = gr.Button("Export as a model folder (.zip)", scale=2, size="md",
+                    ui.export_btn = gr.Button(_("Export as a model folder (.zip)"), scale=2, size="md",
                                               elem_id="runs-export-btn", interactive=False)
-                ui.ckpt_file = gr.File(label="Checkpoint archive", interactive=False, visible=False,
+                ui.ckpt_file = gr.File(label=_("Checkpoint archive"), interactive=False, visible=False,
                                        elem_id="runs-ckpt-file")
                 ui.evals_html = gr.HTML("", elem_id="runs-evals")
             with gr.Column(scale=7):
-                ui.cli = gr.Code("", language="shell", lines=6, interactive=False, label="Reproduce from the command line",
+                ui.cli = gr.Code("", language="shell", lines=6, interactive=False, label=_("Reproduce from the command line"),
                                  wrap_lines=True, elem_id="runs-cli")
-        with gr.Accordion("Compare runs", open=True):
+        with gr.Accordion(_("Compare runs"), open=True):
             with gr.Row(equal_height=True):
-                ui.compare = gr.Dropdown([], value=[], multiselect=True, label="Runs to overlay", scale=5,
+                ui.compare = gr.Dropdown([], value=[], multiselect=True, label=_("Runs to overlay"), scale=5,
                                          elem_id="compare-runs")
-                ui.compare_metric = gr.Dropdown(["reward", "loss"], value="reward", label="Metric", scale=2,
+                ui.compare_metric = gr.Dropdown(["reward", "loss"], value="reward", label=_("Metric"), scale=2,
                                                 allow_custom_value=True, elem_id="compare-metric")
-                ui.compare_smoothing = gr.Slider(0, 0.99, value=0.6, step=0.01, label="Smoothing", scale=2)
+                ui.compare_smoothing = gr.Slider(0, 0.99, value=0.6, step=0.01, label=_("Smoothing"), scale=2)
             ui.compare_plot = gr.HTML(overlay_chart({}, "reward"), elem_id="compare-plot")
-        with gr.Accordion("Diff two run specs", open=False):
+        with gr.Accordion(_("Diff two run specs"), open=False):
             with gr.Row():
-                ui.diff_a = gr.Dropdown([], label="Run A", elem_id="diff-a")
-                ui.diff_b = gr.Dropdown([], label="Run B", elem_id="diff-b")
-            ui.diff = gr.Code("", language=None, lines=12, interactive=False, label="run.yaml diff", elem_id="diff")
+                ui.diff_a = gr.Dropdown([], label=_("Run A"), elem_id="diff-a")
+                ui.diff_b = gr.Dropdown([], label=_("Run B"), elem_id="diff-b")
+            ui.diff = gr.Code("", language=None, lines=12, interactive=False, label=_("run.yaml diff"), elem_id="diff")
         ui.timer = gr.Timer(RUNS_TICK_S, active=False)
         ui.sig = gr.State(None)
         self.ui = ui
@@ -172,8 +172,8 @@ class RunsTab:
                           ).then(self.action_updates, [ui.selected], actions, api_visibility="private",
                                  show_progress="hidden")
         ui.delete_btn.click(lambda sel: (gr.update(visible=bool(sel)),
-                                         f"Delete **{sel}** and all its files? Press *Confirm delete*." if sel else
-                                         "Select a run first."),
+                                         f"{_('Delete this run and all its files? Press Confirm delete:')} **{sel}**"
+                                         if sel else _("Select a run first.")),
                             [ui.selected], [ui.confirm_btn, ui.action_msg], api_visibility="private")
         ui.confirm_btn.click(self.on_delete, [ui.selected], [ui.action_msg, ui.confirm_btn, ui.selected],
                              api_visibility="private").then(**refresh_kw)
@@ -243,17 +243,17 @@ class RunsTab:
 
     def on_relabel(self, run_id, name, note):
         if not run_id:
-            return "Select a run first."
+            return _("Select a run first.")
         try:
             label = self.studio.relabel(run_id, name or "", note or "")
         except ValueError as e:
             return f"**{e}**"
-        return f"Saved: **{run_id}** is now named “{label['name'] or '(no name)'}”."
+        return f"{_('Saved the name and note of')} **{run_id}**: “{label['name'] or '—'}”."
 
     def empty_note(self) -> str:
-        return (f'<div class="aw-empty"><b>No runs yet.</b> Launch one from <b>Setup</b>, or from a shell '
-                f'(<code>aworld-train train … --run-path {esc(self.studio.runs_dir)}</code>): every run under '
-                f'this folder shows up here, also after a restart.</div>')
+        return (f'<div class="aw-empty"><b>{_("No runs yet.")}</b> {_("Launch one from Setup, or from a shell:")} '
+                f'<code>aworld-train train … --run-path {esc(self.studio.runs_dir)}</code> — '
+                f'{_("every run under this folder shows up here, also after a restart.")}</div>')
 
     def _checkpoints(self, run_id) -> list[str]:
         try:
@@ -292,31 +292,30 @@ class RunsTab:
 
     def on_stop(self, run_id):
         if not run_id:
-            return "Select a run first."
+            return _("Select a run first.")
         try:
             st = self.studio.stop(run_id)
         except ValueError as e:
             return f"**{e}**"
         if not st.get("stop_sent"):
             return st["message"]
-        return f"Stop requested for **{run_id}**: it stops at its next step boundary (state: {st.get('state')})."
+        return f"{_('Stop requested: it stops at its next step boundary.')} **{run_id}** ({st.get('state')})"
 
     def on_delete(self, run_id):
         try:
             self.studio.delete(run_id)
         except ValueError as e:
             return f"**Not deleted:** {e}", gr.update(visible=False), gr.update()
-        return f"Deleted **{run_id}**.", gr.update(visible=False), gr.update(value=None)
+        return f"{_('Deleted')} **{run_id}**.", gr.update(visible=False), gr.update(value=None)
 
     def on_export(self, run_id, name):
         if not run_id or not name:
-            return gr.update(visible=False), "This run has no checkpoint yet."
+            return gr.update(visible=False), _("This run has no checkpoint yet.")
         try:
             path = self.studio.export_model(run_id, name)
         except (ValueError, OSError) as e:
             return gr.update(visible=False), f"**Not exported:** {e}"
-        return gr.update(value=path, visible=True), (f"Exported **{name}** as a Hugging Face model folder (weights, "
-                                                     "tokenizer, chat template, model card).")
+        return gr.update(value=path, visible=True), (f"{_('Exported as a Hugging Face model folder (weights, tokenizer, chat template, model card):')} **{name}**")
 
     def evaluations_html(self, run_id) -> str:
         """The run's evaluations: when, which models, their mean rewards (details in Evaluate)."""
@@ -325,18 +324,19 @@ class RunsTab:
         except ValueError:
             evals = []
         if not evals:
-            return '<div class="aw-muted">No evaluations of this run yet (Evaluate tab).</div>'
+            return f'<div class="aw-muted">{_("No evaluations of this run yet (Evaluate tab).")}</div>'
         rows = "".join(
             f'<tr><td><code>{esc(e["eval_id"])}</code></td><td>{badge(e["state"] or "queued")}</td>'
             f'<td>{esc(e["dataset"])}</td><td>'
             + " · ".join(f'{esc(m)} <b>{e["rewards"][m]:.3f}</b>' if e["rewards"].get(m) is not None else esc(m)
                          for m in e["models"]) + "</td></tr>" for e in evals)
-        return (f'<div class="aw-section-title">Evaluations</div><table class="aw-table" data-testid="run-evals">'
-                f"<tr><th>evaluation</th><th>state</th><th>dataset</th><th>models · mean reward</th></tr>{rows}</table>")
+        return (f'<div class="aw-section-title">{_("Evaluations")}</div><table class="aw-table" data-testid="run-evals">'
+                f"<tr><th>{_('evaluation')}</th><th>{_('state')}</th><th>{_('dataset')}</th>"
+                f"<th>{_('models · mean reward')}</th></tr>{rows}</table>")
 
     def on_checkpoint(self, run_id, name):
         if not run_id or not name:
-            return gr.update(visible=False), "This run has no checkpoint yet."
+            return gr.update(visible=False), _("This run has no checkpoint yet.")
         try:
             path = self.studio.checkpoint_zip(run_id, name)
         except (ValueError, OSError) as e:

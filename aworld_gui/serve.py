@@ -59,7 +59,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"AWorld Trainer Studio on http://{a.host}:{a.port}  (runs: {runs_dir})", flush=True)
     try:
         demo.launch(server_name=a.host, server_port=a.port, share=a.share, auth=parse_auth(a.auth),
-                    show_error=True, allowed_paths=[str(runs_dir / ".exports")], footer_links=["api"],
+                    show_error=True, allowed_paths=[str(runs_dir / ".exports")],
+                    footer_links=["api", "settings"],   # Settings holds the language (English, 中文)
                     prevent_thread_lock=True, **launch_kwargs(demo))
         wait_until_interrupted(demo)
     finally:

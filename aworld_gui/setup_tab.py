@@ -15,6 +15,7 @@ from typing import Any
 import gradio as gr
 import yaml
 
+from .i18n import _
 from . import glossary, presets, render
 from . import inputs as inp
 from . import reward_card
@@ -132,98 +133,97 @@ class SetupTab:
             with gr.Column(scale=5, min_width=400):
                 ui.strip = gr.HTML(render.checks_strip(None, MODULE_TITLES, checking=True), elem_id="checks-strip")
             with gr.Column(scale=2, min_width=260):
-                ui.launch_btn = gr.Button("Launch training", variant="primary", size="lg", interactive=False,
+                ui.launch_btn = gr.Button(_("Launch training"), variant="primary", size="lg", interactive=False,
                                           elem_id="launch-btn")
-        with gr.Accordion("Presets: load a whole setup, or save this one", open=False, elem_id="presets"):
+        with gr.Accordion(_("Presets: load a whole setup, or save this one"), open=False, elem_id="presets"):
             with gr.Row(equal_height=True, elem_classes="aw-runbar"):
-                ui.preset = gr.Dropdown(self.preset_choices(), value=None, label="Preset", scale=4,
+                ui.preset = gr.Dropdown(self.preset_choices(), value=None, label=_("Preset"), scale=4,
                                         elem_id="preset-select")
-                ui.preset_load = gr.Button("Load", scale=1, size="md", min_width=100, elem_id="preset-load")
-                ui.preset_name = gr.Textbox(label="Save this setup as", max_lines=1, scale=3,
-                                            placeholder="a name, e.g. my-letters-lr1e-3", elem_id="preset-name")
-                ui.preset_save = gr.Button("Save", scale=1, size="md", min_width=100, elem_id="preset-save")
+                ui.preset_load = gr.Button(_("Load"), scale=1, size="md", min_width=100, elem_id="preset-load")
+                ui.preset_name = gr.Textbox(label=_("Save this setup as"), max_lines=1, scale=3,
+                                            placeholder=_("a name, e.g. my-letters-lr1e-3"), elem_id="preset-name")
+                ui.preset_save = gr.Button(_("Save"), scale=1, size="md", min_width=100, elem_id="preset-save")
             ui.preset_msg = gr.Markdown("", elem_classes="aw-muted", elem_id="preset-msg")
         with gr.Row(equal_height=True, elem_classes="aw-runbar"):
-            ui.run_name = gr.Textbox(label="Run name (optional)", max_lines=1, scale=3, elem_id="run-name",
-                                     placeholder="e.g. letters-lr1e-3 — also part of the run id")
-            ui.run_note = gr.Textbox(label="Note (optional)", max_lines=2, scale=7, elem_id="run-note",
-                                     placeholder="what this run tries; editable later in Runs")
+            ui.run_name = gr.Textbox(label=_("Run name (optional)"), max_lines=1, scale=3, elem_id="run-name",
+                                     placeholder=_("e.g. letters-lr1e-3 — also part of the run id"))
+            ui.run_note = gr.Textbox(label=_("Note (optional)"), max_lines=2, scale=7, elem_id="run-note",
+                                     placeholder=_("what this run tries; editable later in Runs"))
         ui.launch_msg = gr.HTML("", elem_id="launch-msg", elem_classes="aw-launch-msg")
 
         # Agent ------------------------------------------------------------------------------------
         with gr.Row(equal_height=False):
             with gr.Column(scale=5, min_width=360, elem_classes="aw-card"):
-                ui.agent_status = gr.HTML(render.module_status("agent", "Agent", None, checking=True),
+                ui.agent_status = gr.HTML(render.module_status("agent", _("Agent"), None, checking=True),
                                           elem_id="status-agent")
                 with gr.Row(equal_height=False, elem_classes="aw-runbar"):
                     ui.agent = gr.Dropdown(inp.file_choices(inp.shipped_agents(), [demo.agent]), value=demo.agent,
-                                           label="Agent config (YAML)", allow_custom_value=True, scale=4,
+                                           label=_("Agent config (YAML)"), allow_custom_value=True, scale=4,
                                            elem_id="agent-select")
-                    ui.agent_upload = gr.UploadButton("Upload YAML", file_types=[".yaml", ".yml"], size="md",
+                    ui.agent_upload = gr.UploadButton(_("Upload YAML"), file_types=[".yaml", ".yml"], size="md",
                                                       scale=1, min_width=130, elem_id="agent-upload")
                 ui.agent_note = gr.Markdown("", elem_classes="aw-muted")
                 ui.agent_spec = gr.HTML(render.agent_spec(None), elem_id="agent-spec")
 
             # Datasets ------------------------------------------------------------------------------
             with gr.Column(scale=7, min_width=420, elem_classes="aw-card", elem_id="dataset-card"):
-                ui.data_status = gr.HTML(render.module_status("dataset", "Datasets", None, checking=True),
+                ui.data_status = gr.HTML(render.module_status("dataset", _("Datasets"), None, checking=True),
                                          elem_id="status-dataset")
                 with gr.Row(equal_height=False, elem_classes="aw-runbar"):
                     ui.train = gr.Dropdown(inp.file_choices(inp.shipped_datasets(), [demo.train]), value=demo.train,
-                                           label="Train set", allow_custom_value=True, scale=4, elem_id="train-select")
-                    ui.train_upload = gr.UploadButton("Upload train", file_types=list(inp.DATASET_SUFFIXES), size="md",
+                                           label=_("Train set"), allow_custom_value=True, scale=4, elem_id="train-select")
+                    ui.train_upload = gr.UploadButton(_("Upload train"), file_types=list(inp.DATASET_SUFFIXES), size="md",
                                                       scale=1, min_width=130, elem_id="train-upload")
                 with gr.Row(equal_height=False, elem_classes="aw-runbar"):
                     ui.test = gr.Dropdown([(NONE, NONE)] + inp.file_choices(inp.shipped_datasets(), [demo.test]),
-                                          value=demo.test, label="Test set (optional)", allow_custom_value=True,
+                                          value=demo.test, label=_("Test set (optional)"), allow_custom_value=True,
                                           scale=4, elem_id="test-select")
-                    ui.test_upload = gr.UploadButton("Upload test", file_types=list(inp.DATASET_SUFFIXES), size="md",
+                    ui.test_upload = gr.UploadButton(_("Upload test"), file_types=list(inp.DATASET_SUFFIXES), size="md",
                                                      scale=1, min_width=130, elem_id="test-upload")
                 ui.data_note = gr.Markdown("", elem_classes="aw-muted", elem_id="data-note")
                 with gr.Row():
-                    ui.prompt_col = gr.Dropdown([AUTO], value=AUTO, label="Prompt column", elem_id="prompt-col")
-                    ui.answer_col = gr.Dropdown([AUTO], value=AUTO, label="Reference-answer column",
+                    ui.prompt_col = gr.Dropdown([AUTO], value=AUTO, label=_("Prompt column"), elem_id="prompt-col")
+                    ui.answer_col = gr.Dropdown([AUTO], value=AUTO, label=_("Reference-answer column"),
                                                 elem_id="answer-col")
                 with gr.Tabs():
-                    with gr.Tab("Train rows"):
+                    with gr.Tab(_("Train rows")):
                         ui.train_preview = gr.Dataframe(interactive=False, max_height=230, wrap=True,
                                                         elem_id="train-preview")
-                    with gr.Tab("Test rows"):
+                    with gr.Tab(_("Test rows")):
                         ui.test_preview = gr.Dataframe(interactive=False, max_height=230, wrap=True)
                 ui.rendered = gr.HTML("", elem_id="rendered")
 
         # Reward ------------------------------------------------------------------------------------
         with gr.Row(equal_height=False):
             with gr.Column(scale=6, min_width=380, elem_classes="aw-card"):
-                ui.reward_status = gr.HTML(render.module_status("reward", "Reward", None, checking=True),
+                ui.reward_status = gr.HTML(render.module_status("reward", _("Reward"), None, checking=True),
                                            elem_id="status-reward")
                 with gr.Row(equal_height=False, elem_classes="aw-runbar"):
                     ui.reward_pick = gr.Dropdown([(inp.reward_label(inp.DEMO_REWARD), inp.DEMO_REWARD)],
                                                  value=[inp.DEMO_REWARD], multiselect=True,
-                                                 label="Reward functions (registry and files)", scale=4,
+                                                 label=_("Reward functions (registry and files)"), scale=4,
                                                  elem_id="reward-pick", allow_custom_value=True,
-                                                 info="built-ins, TRL's and verl's rewards, your files; type "
-                                                      "module:factory(arg=value) for a factory")
-                    ui.reward_upload = gr.UploadButton("Upload .py", file_types=[".py"], size="md", scale=1,
+                                                 info=_("built-ins, TRL's and verl's rewards, your files; type "
+                                                        "module:factory(arg=value) for a factory"))
+                    ui.reward_upload = gr.UploadButton(_("Upload .py"), file_types=[".py"], size="md", scale=1,
                                                        min_width=130, elem_id="reward-upload")
                 ui.reward_note = gr.Markdown("", elem_classes="aw-muted")
                 ui.reward_weights = gr.Dataframe(
                     value=[[inp.reward_label(inp.DEMO_REWARD), 1.0, ""]], headers=["reward", "weight", "what it scores"],
                     datatype=["str", "number", "str"], column_count=3, interactive=True, static_columns=[0, 2],
                     column_widths=["38%", "14%", "48%"],
-                    label="Weights (edit the weight column)", wrap=True, max_height=200, elem_id="reward-weights")
-                gr.Markdown("**Preview on sample rows** — the reference answer and a wrong one, scored by each "
-                            "function (user code runs in the check worker, never in the studio).",
+                    label=_("Weights (edit the weight column)"), wrap=True, max_height=200, elem_id="reward-weights")
+                gr.Markdown(f"**{_('Preview on sample rows')}** — {_('the reference answer and a wrong one, scored by each function (user code runs in the check worker, never in the studio).')}",
                             elem_classes="aw-muted")
                 ui.reward_preview = gr.Dataframe(interactive=False, max_height=230, wrap=True, elem_id="reward-preview")
                 ui.reward_calls = gr.HTML(reward_card.calls_html(None), elem_id="reward-calls")
 
             # Engine & config -----------------------------------------------------------------------
             with gr.Column(scale=6, min_width=380, elem_classes="aw-card"):
-                ui.config_status = gr.HTML(render.module_status("config", "Engine & config", None, checking=True),
+                ui.config_status = gr.HTML(render.module_status("config", _("Engine & config"), None, checking=True),
                                            elem_id="status-config")
                 ui.engine = gr.Dropdown([(inp.DEMO_ENGINE, inp.DEMO_ENGINE)], value=inp.DEMO_ENGINE,
-                                        label="Training engine", elem_id="engine-select")
+                                        label=_("Training engine"), elem_id="engine-select")
                 ui.engines_table = gr.HTML("", elem_id="engines-table")
                 ui.config_note = gr.Markdown("", elem_classes="aw-muted", elem_id="config-note")
                 ui.slots = {"number": [], "choice": [], "bool": [], "text": []}
@@ -237,16 +237,16 @@ class SetupTab:
                         ui.slots["bool"].append(gr.Checkbox(label=f"bool {i}", visible=False, min_width=150))
                     for i in range(SLOTS["text"]):
                         ui.slots["text"].append(gr.Textbox(label=f"text {i}", visible=False, min_width=150))
-                with gr.Accordion("What these settings mean", open=False, elem_id="glossary-setup"):
+                with gr.Accordion(_("What these settings mean"), open=False, elem_id="glossary-setup"):
                     gr.Markdown(glossary.as_markdown(glossary.TRAINING_TERMS), elem_classes="aw-muted")
-                with gr.Accordion("Advanced: config YAML (overrides)", open=False):
+                with gr.Accordion(_("Advanced: config YAML (overrides)"), open=False):
                     ui.config_yaml = gr.Code(demo.config_text, language="yaml", lines=8, interactive=True,
-                                             label="Config overrides", elem_id="config-yaml")
-                with gr.Accordion("Effective config (after defaults)", open=False):
-                    ui.effective = gr.Code("", language="yaml", lines=10, interactive=False, label="Effective config",
+                                             label=_("Config overrides"), elem_id="config-yaml")
+                with gr.Accordion(_("Effective config (after defaults)"), open=False):
+                    ui.effective = gr.Code("", language="yaml", lines=10, interactive=False, label=_("Effective config"),
                                            elem_id="effective-config")
-                with gr.Accordion("Same run from the command line", open=False):
-                    ui.cli = gr.Code("", language="shell", lines=6, interactive=False, label="CLI", wrap_lines=True)
+                with gr.Accordion(_("Same run from the command line"), open=False):
+                    ui.cli = gr.Code("", language="shell", lines=6, interactive=False, label=_("CLI"), wrap_lines=True)
         ui.field_map = gr.State([])
         ui.reward_docs = gr.State({})
         ui.problems = gr.State({})
@@ -327,20 +327,20 @@ class SetupTab:
     def on_preset_load(self, name):
         found = presets.list_presets(self.studio.runs_dir).get(name or "")
         if not found:
-            return [gr.update()] * len(self.input_components()) + ["Pick a preset first."]
+            return [gr.update()] * len(self.input_components()) + [_("Pick a preset first.")]
         try:
             si = presets.load_preset(found["path"])
         except (OSError, ValueError) as e:
-            return [gr.update()] * len(self.input_components()) + [f"**Cannot load {name}:** {e}"]
-        return [*self.show_inputs(si), f"Loaded preset **{name}** — checking it now."]
+            return [gr.update()] * len(self.input_components()) + [f"**{_('Cannot load the preset')} {name}:** {e}"]
+        return [*self.show_inputs(si), f"{_('Loaded the preset, checking it now:')} **{name}**"]
 
     def on_preset_save(self, name, *values):
         try:
             path = presets.save_preset(self.studio.runs_dir, name, collect(*values))
         except (OSError, ValueError) as e:
-            return gr.update(), f"**Not saved:** {e}"
+            return gr.update(), f"**{_('Not saved:')}** {e}"
         return (gr.update(choices=self.preset_choices(), value=path.stem),
-                f"Saved as preset **{path.stem}** (`{path}`).")
+                f"{_('Saved as preset')} **{path.stem}** (`{path}`).")
 
     def input_components(self) -> list:
         """What :meth:`show_inputs` fills (the same as ``SetupUI.inputs()``)."""
@@ -448,18 +448,18 @@ class SetupTab:
         cat = self.studio.catalog()
         return [
             render.checks_strip(res, MODULE_TITLES, seconds=report.get("wall_s"), check_id=report.get("check_id")),
-            render.module_status("agent", "Agent", agent),
+            render.module_status("agent", _("Agent"), agent),
             agent_spec,
-            render.module_status("dataset", "Datasets", res["dataset"]),
+            render.module_status("dataset", _("Datasets"), res["dataset"]),
             _frame(train_prev),
             _frame(test_prev),
             render.prompt_block(report.get("prompt")),
             prompt_dd,
             answer_dd,
-            render.module_status("reward", "Reward", res["reward"]),
+            render.module_status("reward", _("Reward"), res["reward"]),
             reward_preview_frame(res["reward"]),
             reward_card.calls_html(res["reward"]),
-            render.module_status("config", "Engine & config", combined),
+            render.module_status("config", _("Engine & config"), combined),
             yaml.safe_dump(effective, sort_keys=False) if effective else "# fix the errors above to see the effective config",
             gr.update(interactive=bool(report.get("ok"))),
             render.engines_table(cat.get("engines", []), si.engine),
@@ -477,8 +477,8 @@ class SetupTab:
         if not test or test == NONE or inp.paired_test(train, test):
             return gr.update(), ""
         return (gr.update(value=NONE),
-                f"The test set **{Path(test).name}** belongs to another training set, so it was cleared — "
-                "upload or pick a test set for this data, or train without one.")
+                f"{_('The test set belongs to another training set, so it was cleared:')} **{Path(test).name}** — "
+                f"{_('upload or pick a test set for this data, or train without one.')}")
 
     def on_agent_upload(self, file, current):
         if not file:
@@ -486,7 +486,7 @@ class SetupTab:
         stored = self.studio.store_upload(file if isinstance(file, str) else file.name)
         path, notes = inp.resolve_agent_upload(stored)
         choices = inp.file_choices(inp.shipped_agents(), [path])
-        note = ("Relative paths in the upload: " + "; ".join(notes)) if notes else f"Uploaded {Path(stored).name}"
+        note = (f"{_('Relative paths in the upload:')} " + "; ".join(notes)) if notes else f"{_('Uploaded')} {Path(stored).name}"
         return gr.update(choices=choices, value=path), note
 
     def on_data_upload(self, file, test):
@@ -526,7 +526,7 @@ class SetupTab:
         if why:
             problems["reward"] = (f"the uploaded reward file {name} cannot be used: {why} — fix it and upload it "
                                   "again, or pick another reward")
-            return gr.update(), gr.update(), docs, f"**Cannot use {name}:** {why}", problems
+            return gr.update(), gr.update(), docs, f"**{_('Cannot use')} {name}:** {why}", problems
         docs = dict(docs or {})
         for fn in fns:
             docs[fn["ref"]] = (inp.reward_label(fn["ref"]), fn.get("doc", ""))
@@ -539,7 +539,7 @@ class SetupTab:
         choices = [(label, key) for key, (label, _) in docs.items()]
         names = ", ".join(f["name"] for f in fns)
         return (gr.update(choices=choices, value=picks), self._weights_table(picks, weights, docs), docs,
-                f"Loaded {Path(stored).name}: {names} (checked in the worker)", problems)
+                f"{_('Loaded')} {Path(stored).name}: {names} ({_('checked in the worker')})", problems)
 
     # -- config form -------------------------------------------------------------------------------
     def form_for(self, engine: str, config_text: str) -> tuple[list, list]:
@@ -586,8 +586,9 @@ class SetupTab:
         if previous != engine:
             texts[previous] = config_text or ""
             config_text = texts.pop(engine, "")
-        note = (f"The config overrides of **{previous}** are kept aside (they come back if you switch back); "
-                f"**{engine}** starts from {'its earlier overrides' if config_text else 'its defaults'}."
+        note = (f"{_('Each engine keeps its own config overrides: these are kept aside for')} **{previous}** "
+                f"{_('(they come back if you switch back);')} **{engine}** "
+                f"{_('starts from its earlier overrides.') if config_text else _('starts from its defaults.')}"
                 if previous != engine else "")
         field_map, updates = self.form_for(engine, config_text)
         return [field_map, *updates, config_text, {"engine": engine, "texts": texts}, note]

@@ -31,12 +31,13 @@ from engines.runs import (Slot, delete_run, effective_status, enforce_stop_timeo
 from . import inputs as inp
 from . import reward_card
 from .chat_client import ChatService
+from .i18n import _
 from .run_cache import CACHE, RunCache, RunState
 from .check_worker import CheckWorker, WorkerError
 
 log = logging.getLogger("aworld.studio")
-MODULE_TITLES = {"agent": "Agent", "dataset": "Datasets", "reward": "Reward", "config": "Config",
-                 "engine": "Engine"}
+MODULE_TITLES = {"agent": _("Agent"), "dataset": _("Datasets"), "reward": _("Reward"), "config": _("Config"),
+                 "engine": _("Engine")}
 
 
 class Studio:

@@ -37,7 +37,7 @@ CSS = """
                                          hyphens: none; }
 .aw-card table td, .aw-card table td * { word-break: normal !important; overflow-wrap: break-word !important; }
 .aw-empty { padding: 18px 4px; color: var(--body-text-color-subdued); }
-footer { display: none !important; }
+footer { opacity: .75; }   /* API and Settings (the language) */
 .aw-title { display:flex; align-items:baseline; gap:14px; padding:4px 2px 0 2px; }
 .aw-title h1 { font-size: 22px; margin:0; font-weight:700; letter-spacing:-0.01em; white-space: nowrap; }
 .aw-title .aw-sub { color: var(--body-text-color-subdued); font-size: 14px; }

@@ -313,7 +313,7 @@ def test_the_stream_sends_each_heavy_part_at_its_own_pace():
     sent: dict[str, list[float]] = {part: [] for part in HEAVY}
     ticks: list[float] = []
 
-    def live(run_id, gen, picks, smoothing, keys, due):   # a run whose every part changes on every poll
+    def live(run_id, gen, picks, smoothing, keys, due, locale="en"):   # a run whose every part changes on every poll
         now = time.monotonic()
         ticks.append(now)
         for part in due:

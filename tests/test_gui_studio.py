@@ -240,6 +240,9 @@ def test_each_engine_keeps_its_own_config_overrides(studio):
     out = tab.on_engine_picked("verl", trl_text, {"engine": "trl", "texts": {}})
     config_text, memory, note = out[-3:]
     assert config_text == "" and memory == {"engine": "verl", "texts": {"trl": trl_text}}
+    from aworld_gui.i18n import localize
+
+    note = localize(note, "en")
     assert "trl" in note and "kept aside" in note
     out = tab.on_engine_picked("trl", "total_steps: 3\n", memory)
     config_text, memory, _ = out[-3:]

@@ -54,7 +54,8 @@ async function sync() {            // (re)open the stream for what the header sh
   const head = element.querySelector('[data-run]');
   if (!head && shown !== null) { shown = shownRun = null; clear(); }     // no run shown any more
   const want = head && !document.hidden && element.offsetParent !== null
-    ? [head.dataset.run, head.dataset.gen, JSON.parse(head.dataset.picks || '[]'), parseFloat(head.dataset.smoothing || '0')]
+    ? [head.dataset.run, head.dataset.gen, JSON.parse(head.dataset.picks || '[]'), parseFloat(head.dataset.smoothing || '0'),
+       (element.querySelector('[data-aw-locale]') || {}).textContent || 'en']   // the page's language (Gradio's i18n)
     : null;
   const key = want && JSON.stringify(want);
   if (key === sub) return;

@@ -1,0 +1,64 @@
+"""The studio in Chinese (a browser whose language is Chinese) and switched to English in Gradio's own
+Settings; the Monitor's live header follows the page's language."""
+from __future__ import annotations
+
+import os
+
+import pytest
+from playwright.sync_api import sync_playwright
+
+from testing import waiting
+from testing.studio import CHROMIUM, StudioProcess, end_process_group, launch_chromium, start_fake_run
+
+from test_browser_studio import SHOTS
+
+
+def wait_for(fn, timeout_s, what):
+    return waiting.wait_for(fn, timeout_s, what, retry_errors=True)
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory):
+    studio = StudioProcess(tmp_path_factory.mktemp("studio-i18n") / "runs").start()
+    yield studio
+    studio.stop()
+
+
+def test_the_studio_in_chinese_and_back_to_english(app):
+    assert os.path.exists(CHROMIUM)
+    run, pid = start_fake_run(app.runs_dir, "--steps", "100000", "--rate", "5")
+    try:
+        with sync_playwright() as p:
+            browser = launch_chromium(p)
+            page = browser.new_context(locale="zh-CN", viewport={"width": 1440, "height": 1000}).new_page()
+            page.goto(app.url)
+            wait_for(lambda: page.get_by_role("tab", name="监控").is_visible(), 60, "the Chinese tabs")
+            for name in ("配置", "运行", "评估", "对话"):
+                assert page.get_by_role("tab", name=name).is_visible()
+            page.get_by_role("tab", name="配置").click()
+            wait_for(lambda: "开始训练" in page.inner_text("#launch-btn"), 60, "the launch button in Chinese")
+            wait_for(lambda: "智能体" in page.inner_text("#checks-strip") and "正常" in page.inner_text("#status-agent"),
+                     120, "the checked modules in Chinese")
+            assert "训练集" in page.inner_text("#dataset-card")
+            SHOTS.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(SHOTS / "13-setup-chinese.png"), full_page=True)
+            page.get_by_role("tab", name="监控").click()
+            page.fill("#monitor-run input", run.run_id)
+            page.keyboard.press("Enter")
+            wait_for(lambda: "步数" in page.inner_text("#run-header") and "奖励 · 最新" in page.inner_text("#run-header"),
+                     60, "the live header in Chinese")
+            step = int(page.get_attribute('#run-header [data-testid="run-header"]', "data-step"))
+            wait_for(lambda: int(page.get_attribute('#run-header [data-testid="run-header"]', "data-step")) > step
+                     and "步数" in page.inner_text("#run-header"), 60, "the streamed header staying Chinese")
+            page.screenshot(path=str(SHOTS / "14-monitor-chinese.png"), full_page=True)
+            # Gradio's Settings (the footer) switch the language
+            page.locator("footer").get_by_text("设置").click()
+            page.get_by_label("Language").or_(page.get_by_label("语言")).first.click()
+            page.get_by_role("option", name="English").click()
+            page.keyboard.press("Escape")
+            wait_for(lambda: page.get_by_role("tab", name="Monitor").is_visible(), 30, "the English tabs")
+            wait_for(lambda: "Step" in page.inner_text("#run-header") and "步数" not in page.inner_text("#run-header"),
+                     60, "the live header in English")
+            browser.close()
+    finally:
+        end_process_group(pid)
