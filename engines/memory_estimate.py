@@ -109,10 +109,9 @@ def count_parameters(model_config, peft_config=None) -> ParameterCounts:
     """Parameter counts of the model described by ``model_config`` (a transformers config), built
     on the meta device (no memory for weights), with ``peft_config``'s adapters when given."""
     import torch
-    from accelerate import init_empty_weights
     from transformers import AutoModelForCausalLM
 
-    with init_empty_weights():
+    with torch.device("meta"):  # (accelerate's init_empty_weights would leave tied embeddings untied)
         model = AutoModelForCausalLM.from_config(model_config)
         total = sum(p.numel() for p in model.parameters())
         out_emb = model.get_output_embeddings()

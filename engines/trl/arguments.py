@@ -51,6 +51,7 @@ def trainer_kwargs(cfg: dict[str, Any], output_dir: str, *, reward_weights: list
         gradient_checkpointing=cfg["gradient_checkpointing"], logging_steps=cfg["logging_steps"],
         save_strategy="steps", save_steps=cfg["save_steps"], save_total_limit=cfg["save_total_limit"],
         report_to=report_to, disable_tqdm=True, dataloader_num_workers=0,
+        ddp_find_unused_parameters=False,  # every weight (or adapter) gets a gradient: skip DDP's extra graph walk
     )
     if run_name:
         kw["run_name"] = run_name
