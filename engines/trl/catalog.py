@@ -25,6 +25,8 @@ def describe() -> list[dict[str, Any]]:
             continue
         f = grpo.get(name) or sft[name]
         d = f.describe()
+        if name in grpo and name in sft and grpo[name].help != sft[name].help:
+            d["help"] = f"GRPO: {grpo[name].help} — SFT: {sft[name].help}"
         d.update(group="model" if f.source == MODEL_CONFIG else "trl", main=False,
                  modes=[m for m, fields in ((GRPO, grpo), (SFT, sft)) if name in fields],
                  source=f.source if f.source == MODEL_CONFIG else "/".join(

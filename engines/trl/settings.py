@@ -295,7 +295,7 @@ def coerce(f: TrlField, value: Any) -> Any:
         allowed = [plain(c) for c in f.choices]
         for v in values:
             if v not in allowed:
-                shown = ", ".join(map(str, allowed))
+                shown = ", ".join(map(str, allowed[:12])) + (f", … ({len(allowed)} in all)" if len(allowed) > 12 else "")
                 raise CheckError("config", f"`{f.name}` = {v!r} is not one of {shown}"
                                  f"{did_you_mean(str(v), map(str, allowed))} ({f.source})",
                                  f"set {f.name} to one of: {shown}")
