@@ -143,8 +143,9 @@ def links(names: list[str]) -> dict[str, str]:
 
         run = wandb.run
         if run is not None:
-            url = getattr(run, "url", None)
-            out["wandb"] = url or f"offline run in {run.dir} (upload: wandb sync {Path(run.dir).parent})"
+            folder = Path(run.dir).parent
+            out["wandb"] = (f"offline run in {folder} (upload it with: wandb sync {folder})" if run.offline
+                            else run.url or f"run in {folder}")
     if "mlflow" in names and importlib.util.find_spec("mlflow") is not None:
         import mlflow
 
