@@ -29,7 +29,7 @@ FIELDS: list[ConfigField] = [
     ConfigField("mode", str, "grpo", "grpo (reinforcement learning) or sft (supervised fine-tuning)",
                 choices=("grpo", "sft"), main=True),
     ConfigField("model", str, None, "a local model folder or a Hugging Face hub id found in the local cache; "
-                "overrides the agent's model (AWorld's form)", nullable=True, main=True),
+                "overrides the agent's model (AWorld's form)", nullable=True),
     ConfigField("max_steps", int, 100, "optimizer steps to train", min=1, max=10_000_000, main=True),
     ConfigField("learning_rate", float, 1e-5, "peak learning rate", min=0.0, max=1.0, main=True),
     ConfigField("prompts_per_step", int, 4, "prompts per device per micro-batch; TRL's per_device_train_batch_size "
@@ -40,8 +40,8 @@ FIELDS: list[ConfigField] = [
     ConfigField("beta", float, 0.0, "GRPO: KL coefficient (0 = no reference model)", min=0.0, max=100.0, main=True),
     ConfigField("max_completion_length", int, 256, "tokens per completion (defaults to the agent's max_tokens)",
                 min=1, max=1_000_000, main=True),
-    ConfigField("use_peft", bool, False, "train LoRA adapters (peft) instead of every weight; lora_r, lora_alpha, "
-                "lora_dropout, lora_target_modules are TRL's ModelConfig names", main=True),
+    ConfigField("use_peft", bool, False, "train LoRA adapters instead of every weight (lora_r, lora_alpha, ...: "
+                "TRL's ModelConfig)", main=True),
     ConfigField("num_processes", (int, str), 1, "training processes on this machine, started through "
                 "`accelerate launch`; auto = one per visible GPU", main=True),
     ConfigField("temperature", float, 1.0, "sampling temperature (defaults to the agent's)", min=0.0, max=5.0),

@@ -49,6 +49,18 @@ class TrlProcessor(StandardProcessor):
         return True, "CPU (no CUDA GPU found; small models only)"
 
     @classmethod
+    def preload(cls) -> None:
+        """Import what the checks use (TRL's dataclasses, peft): a checking process that forks
+        per check (the studio's worker) imports them once."""
+        import peft  # noqa: F401
+        import trl  # noqa: F401
+        from trl import GRPOConfig, ModelConfig, SFTConfig  # noqa: F401
+
+        from .settings import GRPO, SFT, trl_fields
+
+        trl_fields(GRPO), trl_fields(SFT)
+
+    @classmethod
     def describe_config(cls) -> list[dict]:
         from .catalog import describe
 
