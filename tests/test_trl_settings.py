@@ -156,3 +156,17 @@ def test_the_catalog_lists_every_trl_field_with_trls_help():
     assert listed["lora_r"]["group"] == "model" and listed["loss_type"]["modes"] == [GRPO, SFT]
     assert listed["prompts_per_step"]["alias_of"] == "per_device_train_batch_size" and listed["mode"]["main"]
     assert not (set(listed) & set(OWNED))
+
+
+@pytest.mark.parametrize("recipe", sorted((ROOT / "assets/configs/recipes").glob("*.yaml")), ids=lambda p: p.stem)
+def test_the_gpu_recipes_in_the_docs_are_valid_trl_settings(recipe, tmp_path):
+    """docs/TRL.md's recipes (a real GPU model; they cannot run here): every key is a TRL or engine setting
+    of the right type, and TRL's own GRPOConfig / ModelConfig accept them for a 4-GPU run."""
+    from engines.trl import arguments
+    from engines.trl.peft_setup import peft_and_quantization
+
+    cfg, _ = validate(str(recipe))
+    args = arguments.trainer_config(cfg, str(tmp_path), world_size=4)
+    assert args.model_init_kwargs == {"dtype": "bfloat16"} and args.loss_type == "dr_grpo"
+    peft_config, _ = peft_and_quantization(arguments.model_config(cfg, cfg["model"]))
+    assert (peft_config is not None) == cfg["use_peft"]
