@@ -86,7 +86,7 @@ def resolve_model(name: str, base_dir: str | os.PathLike | None = None, module: 
         return ModelSource(text, folder, "cache")
     from huggingface_hub import constants
 
-    fetch = f"huggingface-cli download {text}"
+    fetch = f"hf download {text}"
     if constants.HF_HUB_OFFLINE:
         raise CheckError(module, f"model '{text}' is not in the local Hugging Face cache ({hub_cache_dir()}) and "
                          "HF_HUB_OFFLINE is set", f"on a machine with network: `{fetch}` (same HF_HOME), or point "

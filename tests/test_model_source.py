@@ -76,7 +76,7 @@ def test_an_id_that_is_not_cached_is_a_clear_error_not_a_hang(tmp_path, env):
     assert res.returncode == 1
     line = next(x for x in res.stdout.splitlines() if x.startswith("config"))
     assert "model 'Qwen/Qwen2.5-0.5B-Instruct' is not in the local Hugging Face cache" in line
-    assert "huggingface-cli download Qwen/Qwen2.5-0.5B-Instruct" in line
+    assert "hf download Qwen/Qwen2.5-0.5B-Instruct" in line
     assert ("HF_HUB_OFFLINE is set" in line) if "HF_HUB_OFFLINE" in env else ("cannot be reached" in line)
     assert time.monotonic() - t0 < 240   # generous for a loaded machine; a hang would hit the subprocess timeout
 
