@@ -75,3 +75,6 @@ def test_wandb_offline_run_records_its_link_and_never_writes_the_key(tmp_path, m
     import wandb
 
     assert wandb.run is None   # the engine ended the tracker's run with the training
+    import os
+
+    assert "WANDB_DIR" not in os.environ and "WANDB_MODE" not in os.environ   # this process's environment restored

@@ -140,16 +140,8 @@ class TrlProcessor(StandardProcessor):
         warnings += self.cross_check_config(cfg)
         details: dict[str, Any] = {}
         if cfg.get("model"):
-            source = resolve_model(cfg["model"])
-            if source.warning:
-                warnings.append(source.warning)
-            tools = self.agent_spec.tools if self.agent_spec is not None else []
-            self.tokenizer = self._load_tokenizer(source.path, "config", "model", tools)
-            self.model_path = source.path
-            details["model"] = source.to_dict()
-            if self.data is not None and self.agent_spec is not None:
-                self.prompt_tokens = self._longest_prompt(self.data, len(self.tokenizer(
-                    self._render(self.data.train[0], self.data), add_special_tokens=False)["input_ids"]))
+            details["model"], warning = self._use_config_model(cfg["model"])
+            warnings += [warning] if warning else []
         import torch
 
         cuda = torch.cuda.is_available() and cfg["device"] != "cpu"
@@ -174,6 +166,18 @@ class TrlProcessor(StandardProcessor):
             details["memory"] = memory
         self._config_details = details
         return cfg, warnings
+
+    def _use_config_model(self, name: str) -> tuple[dict, str | None]:
+        """The config's ``model`` replaces the agent's: its tokenizer, and the prompt lengths it gives."""
+        source = resolve_model(name)
+        tools = self.agent_spec.tools if self.agent_spec is not None else []
+        self.tokenizer = self._load_tokenizer(source.path, "config", "model", tools)
+        self.model_path = source.path
+        if self.data is not None and self.agent_spec is not None:
+            first = self._render(self.data.train[0], self.data)
+            self.prompt_tokens = self._longest_prompt(
+                self.data, len(self.tokenizer(first, add_special_tokens=False)["input_ids"]))
+        return source.to_dict(), source.warning
 
     def _tool_iterations(self) -> int | None:
         a = self.agent_spec
@@ -201,12 +205,21 @@ class TrlProcessor(StandardProcessor):
     def _train(self) -> str:
         cfg, run = self.effective_config, self.run
         names = trackers.normalize(cfg["report_to"])
-        os.environ.update(trackers.environment(names, run.path, cfg["tracker_project"], cfg["tracker_mode"]))
-        world = launch.world_size(cfg)
-        if launch.needs_launch(cfg, world):
-            return launch.run_ranks(self, world)
-        run.write_status(world_size=1)
-        return self.train_here()
+        env = trackers.environment(names, run.path, cfg["tracker_project"], cfg["tracker_mode"])
+        saved = {k: os.environ.get(k) for k in env}
+        os.environ.update(env)   # the trackers (and launched ranks) read these; put back afterwards
+        try:
+            world = launch.world_size(cfg)
+            if launch.needs_launch(cfg, world):
+                return launch.run_ranks(self, world)
+            run.write_status(world_size=1)
+            return self.train_here()
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
 
     def train_here(self) -> str:
         """Train in this process: the whole run, or one rank of a launched one (only rank 0 writes
