@@ -106,8 +106,8 @@ class RunDirCallback(TrainerCallback):
         try:
             links = trackers.links(self.tracker_names)
         except Exception as e:  # noqa: BLE001 - a link is a convenience, never a reason to fail
-            links, error = {}, f"{type(e).__name__}: {e}"
-            self.run.event("tracker", error=error)
+            links = {}
+            self.run.event("tracker", error=f"{type(e).__name__}: {e}")
         if links:
             self.run.write_status(trackers=links)
             for name, url in links.items():
