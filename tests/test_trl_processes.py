@@ -114,3 +114,42 @@ def test_a_failing_rank_fails_the_run_with_its_cause(runs, tmp_path):
     assert final["state"] == "failed" and final["cause"] == "reward error", final
     failed = [e for e in run.read_jsonl("events.jsonl") if e["event"] == "failed"][-1]
     assert "ZeroDivisionError: the judge went away" in failed["message"] and failed["message"].startswith("RankFailure")
+
+
+def test_the_launch_command_is_accelerates_with_trls_presets():
+    from engines.trl import launch
+    from engines.trl.config import validate
+
+    cfg, _ = validate({"num_processes": 2})
+    cmd = launch.command("/runs/r1", cfg, 2, "no")
+    assert cmd[1:3] == ["-m", "accelerate.commands.launch"] and cmd[-3:] == ["-m", "engines.trl.rank_main", "/runs/r1"]
+    assert cmd[cmd.index("--num_processes") + 1] == "2" and "--multi_gpu" in cmd   # torchrun's launcher (gloo on CPU)
+    cfg, _ = validate({"num_processes": 4, "distributed": "zero2"})
+    cmd = launch.command("/runs/r1", cfg, 4, "bf16")
+    preset = cmd[cmd.index("--config_file") + 1]
+    assert preset.endswith("trl/accelerate_configs/zero2.yaml") and Path(preset).is_file()   # TRL's own file
+    assert cmd[cmd.index("--num_processes") + 1] == "4" and cmd[cmd.index("--mixed_precision") + 1] == "bf16"
+    assert launch.needs_launch(cfg, 1) and not launch.needs_launch(validate({})[0], 1)
+
+
+@pytest.mark.parametrize("settings, what", [
+    ({"distributed": "zero3", "num_processes": 2}, "`distributed: zero3` shards the model across GPUs, and this "
+                                                   "machine has no CUDA GPU"),
+    ({"distributed": "fsdp2"}, "use distributed: ddp (each process holds the model) on CPU"),
+    ({"num_processes": 64}, "`num_processes: 64` on a CPU with"),
+    ({"num_processes": "many"}, "`num_processes` = 'many' is neither a number nor auto"),
+])
+def test_processes_this_machine_cannot_run_are_check_errors(settings, what, tmp_path):
+    from engines import AgentTrainer, CheckError
+
+    with pytest.raises(CheckError) as err:
+        AgentTrainer(AGENT, TRAIN, None, REWARD, {**TWO, **settings}, run_path=str(tmp_path), train_engine_name="trl")
+    assert what in str(err.value)
+
+
+def test_num_processes_auto_is_one_process_without_a_gpu():
+    from engines.trl import launch
+    from engines.trl.config import validate
+
+    cfg, _ = validate({"num_processes": "auto"})
+    assert cfg["num_processes"] == "auto" and launch.world_size(cfg) == 1
