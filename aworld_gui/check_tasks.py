@@ -36,7 +36,9 @@ def preload() -> str | None:
 
     for name in registered_engines():
         try:
-            get_processor_class(name)
+            cls = get_processor_class(name)
+            if callable(getattr(cls, "preload", None)):
+                cls.preload()   # what the engine's checks import (forks inherit it instead of importing again)
         except Exception as e:  # noqa: BLE001 - reported per engine by catalog()
             errors.append(f"engine {name}: {type(e).__name__}: {e}")
     return "; ".join(errors) or None
@@ -76,7 +78,13 @@ def catalog() -> dict[str, Any]:
     except Exception as e:  # noqa: BLE001 - the built-ins stay listed
         rewards = [{"key": "error:catalog", "label": "reward catalog unavailable", "error": True,
                     "description": f"{type(e).__name__}: {e}"}]
-    return {"engines": engines, "rewards": builtin_descriptions(), "reward_catalog": rewards}
+    from engines.model_source import local_models
+
+    try:
+        models = local_models()
+    except Exception:  # noqa: BLE001 - an unreadable cache offers nothing, the rest of the catalog stands
+        models = []
+    return {"engines": engines, "rewards": builtin_descriptions(), "reward_catalog": rewards, "models": models}
 
 
 def reward_functions(path: str) -> list[dict[str, str]]:

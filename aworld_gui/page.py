@@ -104,6 +104,8 @@ def build_app(runs_dir: str | os.PathLike = "runs", studio: Studio | None = None
         demo.load(on_load_monitor, [], [mui.run, tabs], api_visibility="private")
         demo.load(setup.on_load, [sui.engine, sui.reward_pick, sui.reward_weights, sui.config_yaml],
                   setup.load_outputs(), api_visibility="private"
+                  ).then(setup.editor.on_load, [sui.engine, sui.config_yaml], setup.editor.load_outputs(),
+                         api_visibility="private", show_progress="hidden"
                   ).then(setup.on_check, setup.check_inputs(), setup.check_outputs(), api_visibility="private",
                          show_progress="minimal", show_progress_on=[sui.strip])
     demo.queue(default_concurrency_limit=4)

@@ -164,6 +164,46 @@ def prompt_block(prompt: dict | None) -> str:
             f'<pre class="aw-rendered" data-testid="rendered-prompt">{esc(prompt.get("text", ""))}</pre>')
 
 
+def memory_estimate(memory: dict | None, config_status: str | None = None) -> str:
+    """The config check's memory estimate: total against the machine, and the parts."""
+    if not memory:
+        note = (_("The memory estimate appears here once the config checks.") if config_status != "error" else "")
+        return f'<div class="aw-muted" data-testid="memory-estimate" data-status="none">{esc(note)}</div>'
+    status = memory.get("status") or "ok"
+    parts = memory.get("parts") or {}
+    chips = "".join(f'<span class="aw-part" data-part="{esc(k)}"><b>{esc(k.replace("_", " "))}</b> '
+                    f'{fmt_bytes(v)}</span>' for k, v in parts.items() if v)
+    label = {"ok": _("fits"), "warning": _("near the limit"), "error": _("does not fit")}.get(status, status)
+    params = ""
+    if memory.get("total_params"):
+        params = (f'<div class="aw-muted">{fmt_count(memory.get("trainable_params"))} {_("trainable of")} '
+                  f'{fmt_count(memory.get("total_params"))} {_("parameters")}</div>')
+    return (f'<div class="aw-memory" data-testid="memory-estimate" data-status="{esc(status)}" '
+            f'data-gb="{(memory.get("per_process") or 0) / 2**30:.3f}">'
+            f'<div><b>{_("Memory estimate")}</b> {badge(status, label)} {esc(memory.get("summary"))}</div>'
+            f'<div class="aw-parts">{chips}</div>{params}</div>')
+
+
+def fmt_bytes(n: Any) -> str:
+    """Bytes in the unit that reads best: 0.55 GB, 12.3 MB, 300 kB."""
+    if not isinstance(n, (int, float)):
+        return "—"
+    for div, unit in ((2**30, "GB"), (2**20, "MB"), (2**10, "kB")):
+        if abs(n) >= 0.1 * div:
+            return f"{n / div:.2f} {unit}" if unit == "GB" else f"{n / div:.1f} {unit}"
+    return f"{int(n)} B"
+
+
+def fmt_count(n: Any) -> str:
+    """12345678 → 12.3M"""
+    if not isinstance(n, (int, float)):
+        return "—"
+    for div, unit in ((1e9, "B"), (1e6, "M"), (1e3, "k")):
+        if abs(n) >= div:
+            return f"{n / div:.1f}{unit}"
+    return str(int(n))
+
+
 # -- Monitor -------------------------------------------------------------------------------------
 def format_duration(seconds: float | None) -> str:
     if seconds is None or not math.isfinite(seconds):
@@ -194,7 +234,7 @@ def run_header(run_id: str, progress: Progress, latest: dict[str, Any], spec: di
     label = RUN_LABEL.get(state, state)
     if state == "running" and stop_requested:
         label = _("Stop requested")
-    model = (spec.get("agent") or {}).get("model", "")
+    model = (spec.get("config") or {}).get("model") or (spec.get("agent") or {}).get("model", "")
     model = model.rstrip("/").rsplit("/", 1)[-1] if model else ""
     subtitle = " · ".join(x for x in [(run_label or {}).get("name"), spec.get("engine"), model,
                                       (spec.get("config") or {}).get("mode")] if x)
@@ -209,6 +249,15 @@ def run_header(run_id: str, progress: Progress, latest: dict[str, Any], spec: di
     ]
     if "eval/reward" in latest:
         stats.append((_("Eval reward"), fmt_num(latest.get("eval/reward"))))
+    if status.get("total_params"):
+        share = 100.0 * (status.get("trainable_params") or 0) / status["total_params"]
+        stats.append((_("Trainable params"), f'<span data-testid="stat-params" data-trainable='
+                      f'"{status.get("trainable_params")}" data-total="{status["total_params"]}">'
+                      f'{fmt_count(status.get("trainable_params"))} / {fmt_count(status["total_params"])}</span>'
+                      f'<div class="aw-muted aw-stat-sub">{share:.1f} %{" · LoRA" if status.get("peft") else ""}'
+                      f'</div>'))
+    if (status.get("world_size") or 1) > 1:
+        stats.append((_("Processes"), f'<span data-testid="stat-processes">{int(status["world_size"])}</span>'))
     stat_html = "".join(f'<div class="aw-stat"><div class="aw-stat-k">{k}</div><div class="aw-stat-v">{v}</div></div>'
                         for k, v in stats)
     fail_html = ""
@@ -217,6 +266,12 @@ def run_header(run_id: str, progress: Progress, latest: dict[str, Any], spec: di
                      f'<div>{esc(failure["message"])}</div>'
                      f'<div class="aw-muted">{_("The log tail below shows the last lines the run printed.")}</div></div>')
     note = f'<div class="aw-note">{esc(queue_note)}</div>' if queue_note else ""
+    links = status.get("trackers") or {}
+    if links:
+        note += '<div class="aw-trackers" data-testid="trackers">' + " · ".join(
+            f'{esc(name)}: ' + (f'<a href="{esc(url)}" target="_blank" rel="noopener">{esc(url)}</a>'
+                                if str(url).startswith(("http://", "https://")) else f'<code>{esc(url)}</code>')
+            for name, url in links.items()) + "</div>"
     extra = "".join(f' data-{k}="{esc(v)}"' for k, v in (attrs or {}).items())
     return (f'<div class="aw-run" data-testid="run-header" data-state="{esc(state)}" data-run="{esc(run_id)}" '
             f'data-step="{progress.step}" data-reward-points="{reward_points}"{extra}>'

@@ -19,6 +19,7 @@ from .i18n import _
 from . import glossary, presets, render
 from . import inputs as inp
 from . import reward_card
+from .config_editor import ConfigEditor
 from .studio import MODULE_TITLES, Studio
 from .check_worker import WorkerError
 
@@ -60,6 +61,7 @@ class SetupUI:
     config_status: Any = None
     config_yaml: Any = None
     effective: Any = None
+    memory_estimate: Any = None    # the config check's memory estimate (HTML)
     slots: dict[str, list] = field(default_factory=dict)
     field_map: Any = None          # gr.State: [[slot kind, index, field name, type]]
     reward_docs: Any = None        # gr.State: {key: (label, description)}
@@ -124,6 +126,7 @@ def _rows(table: Any) -> list[list]:
 class SetupTab:
     def __init__(self, studio: Studio):
         self.studio = studio
+        self.editor = ConfigEditor(studio)
 
     # -- layout ------------------------------------------------------------------------------------
     def build(self) -> SetupUI:
@@ -237,6 +240,8 @@ class SetupTab:
                         ui.slots["bool"].append(gr.Checkbox(label=f"bool {i}", visible=False, min_width=150))
                     for i in range(SLOTS["text"]):
                         ui.slots["text"].append(gr.Textbox(label=f"text {i}", visible=False, min_width=150))
+                ui.memory_estimate = gr.HTML(render.memory_estimate(None), elem_id="memory-estimate")
+                self.editor.build()
                 with gr.Accordion(_("What these settings mean"), open=False, elem_id="glossary-setup"):
                     gr.Markdown(glossary.as_markdown(glossary.TRAINING_TERMS), elem_classes="aw-muted")
                 with gr.Accordion(_("Advanced: config YAML (overrides)"), open=False):
@@ -263,7 +268,7 @@ class SetupTab:
         return [ui.strip, ui.agent_status, ui.agent_spec, ui.data_status, ui.train_preview, ui.test_preview,
                 ui.rendered, ui.prompt_col, ui.answer_col, ui.reward_status, ui.reward_preview, ui.reward_calls,
                 ui.config_status,
-                ui.effective, ui.launch_btn, ui.engines_table, ui.cli, *ui.slot_components()]
+                ui.effective, ui.launch_btn, ui.engines_table, ui.cli, ui.memory_estimate, *ui.slot_components()]
 
     def wire(self) -> None:
         ui = self.ui
@@ -313,6 +318,9 @@ class SetupTab:
         ui.config_yaml.input(self.on_yaml_edited, [ui.engine, ui.config_yaml, ui.field_map],
                              ui.slot_components(), api_visibility="private", show_progress="hidden",
                              trigger_mode="always_last").then(**check_kw)
+        yaml_edited = dict(fn=self.on_yaml_edited, inputs=[ui.engine, ui.config_yaml, ui.field_map],
+                           outputs=ui.slot_components(), api_visibility="private", show_progress="hidden")
+        self.editor.wire(ui.engine, ui.config_yaml, [yaml_edited, check_kw])
         for kind, comps in ui.slots.items():
             for i, comp in enumerate(comps):
                 comp.input(self._slot_handler(kind, i), [comp, ui.config_yaml, ui.field_map], [ui.config_yaml],
@@ -464,6 +472,7 @@ class SetupTab:
             gr.update(interactive=bool(report.get("ok"))),
             render.engines_table(cat.get("engines", []), si.engine),
             si.cli_command() + ("  \\\n  --config config.yaml   # the overrides YAML" if si.config_text.strip() else ""),
+            render.memory_estimate((cfg.get("details") or {}).get("memory"), cfg["status"]),
         ]
 
     def on_train_changed(self, train, test):

@@ -147,4 +147,16 @@ footer { opacity: .75; }   /* API and Settings (the language) */
 .aw-src-mcp { background: #ede9fe; color: #5b21b6; }
 .aw-section-title { font-weight: 700; font-size: 15px; margin: 4px 0 2px; }
 .aw-events td { font-size: 12.5px; }
+.aw-stat-sub { font-size: 12px; font-weight: 500; margin-top: 1px; }
+.aw-memory { margin: 8px 0 4px; font-size: 13.5px; line-height: 1.5; }
+.aw-parts { display:flex; flex-wrap: wrap; gap: 6px; margin-top: 4px; }
+.aw-part { background: var(--background-fill-secondary); border-radius: 6px; padding: 1px 7px; font-size: 12.5px; }
+.aw-settings-scroll { max-height: 420px; overflow-y: auto; margin-top: 6px; }
+.aw-settings { table-layout: fixed; }
+.aw-settings td { word-break: break-word; overflow-wrap: anywhere; }
+.aw-settings th { text-align: left; font-size: 12px; color: var(--body-text-color-subdued); padding: 4px 8px;
+                  position: sticky; top: 0; background: var(--background-fill-primary); }
+.aw-settings td.aw-help { font-size: 12.5px; line-height: 1.4; }
+.aw-settings tr.aw-set td { background: var(--color-accent-soft); }
+.aw-trackers { margin-top: 8px; font-size: 13px; word-break: break-all; }
 """

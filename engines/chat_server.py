@@ -50,7 +50,7 @@ class ChatModel:
         self.agent = load_agent(spec["agent"])
         self.ref = resolve(checkpoint, self.agent.model, run)
         model, tokenizer = load(self.ref)
-        self.generator = AgentGenerator(model, tokenizer, self.agent.tool_callables() if self.agent.tools else [],
+        self.generator = AgentGenerator(model, tokenizer, self.agent.tool_callables() if self.agent.has_tools else [],
                                         self.agent.tool_schemas, self.agent.max_steps)
         self.lock = threading.Lock()           # one generation at a time on this model
 

@@ -75,7 +75,17 @@ def cmd_check(a: argparse.Namespace) -> int:
         print(json.dumps([r.to_dict() for r in results], default=str, indent=1))
     else:
         print(format_table(results))
+        memory = next((r.details.get("memory") for r in results if r.module == "config" and r.details.get("memory")),
+                      None)
+        if memory:
+            print(format_memory(memory))
     return 1 if any(r.status == ERROR for r in results) else 0
+
+
+def format_memory(memory: dict) -> str:
+    """The memory estimate an engine reported with its config check, one line per part."""
+    parts = ", ".join(f"{k.replace('_', ' ')} {v:.2f}" for k, v in (memory.get("parts_gb") or {}).items() if v)
+    return f"\nmemory estimate: {memory.get('summary')}\n  per process, GB: {parts}"
 
 
 class _Progress(threading.Thread):

@@ -93,7 +93,7 @@ def evaluate_model(ref: ModelRef, agent: AgentSpec, rows: list[dict], columns: C
     own = generator is None
     if own:
         model, tokenizer = load(ref)
-        generator = AgentGenerator(model, tokenizer, agent.tool_callables() if agent.tools else [],
+        generator = AgentGenerator(model, tokenizer, agent.tool_callables() if agent.has_tools else [],
                                    agent.tool_schemas, agent.max_steps)
     reward.tokenizer = generator.tokenizer
     max_new = int(max_new_tokens or agent.max_tokens)

@@ -39,6 +39,27 @@ def _split_dataset_arg(value: Any) -> tuple[Any, dict | None]:
     return value, None
 
 
+def failure_cause(e: BaseException) -> str:
+    """One of :data:`engines.rundir.CAUSES` for an exception raised while training."""
+    if getattr(e, "failure_cause", None):  # already classified where it happened (e.g. another process)
+        return e.failure_cause  # type: ignore[attr-defined]
+    from .mcp_client import ToolServerError
+
+    if isinstance(e, RewardError) or isinstance(e.__cause__, RewardError):
+        return "reward error"
+    if isinstance(e, ToolServerError):
+        return "tool server error"
+    if isinstance(e, CheckError):
+        return check_error_cause(e)
+    if isinstance(e, KeyboardInterrupt):
+        return "killed"
+    if isinstance(e, MemoryError):
+        return "out of memory"
+    if isinstance(e, ImportError):
+        return "missing dependency"
+    return classify_failure(f"{type(e).__name__}: {e}")
+
+
 class StandardProcessor(TrainerProcessor):
     #: the engine's config schema (see engines.config.ConfigField)
     config_fields: list[ConfigField] = []
@@ -124,8 +145,7 @@ class StandardProcessor(TrainerProcessor):
 
     def check_config(self, config: Any = None) -> dict[str, Any]:
         try:
-            effective, warnings = validate_config(config, self.config_fields, self.cross_check_config,
-                                                  base=self.derived_config())
+            effective, warnings = self.validate_settings(config)
             extra = self.convert_config(effective) or {}
         except CheckError as e:
             self._fail(e)
@@ -170,6 +190,12 @@ class StandardProcessor(TrainerProcessor):
         return {"system_prompt": self.agent_spec.system_prompt if self.agent_spec else None,
                 "tokenizer": reward.tokenizer}
 
+    def validate_settings(self, config: Any) -> tuple[dict[str, Any], list[str]]:
+        """(effective config, warnings) from the user's config: ``config_fields`` with defaults,
+        ``derived_config()`` under the user's values, ``cross_check_config``. An engine whose settings
+        come from a library's own schema overrides this."""
+        return validate_config(config, self.config_fields, self.cross_check_config, base=self.derived_config())
+
     def derived_config(self) -> dict[str, Any]:
         """Defaults derived from the agent (e.g. its sampling settings); user values override."""
         return {}
@@ -204,12 +230,13 @@ class StandardProcessor(TrainerProcessor):
             except BaseException as e:  # noqa: BLE001 - every failure is recorded, then re-raised
                 self._record_failure(e)
                 raise
+            # the event first: whoever waits for the final state then finds the event written too
             if outcome == STOPPED:
-                run.write_status(state=STOPPED, ended=time.time())
                 run.event("stopped", message="stopped at a step boundary", step=run.read_status().get("step"))
+                run.write_status(state=STOPPED, ended=time.time())
             else:
-                run.write_status(state=FINISHED, ended=time.time())
                 run.event("finished", step=run.read_status().get("step"))
+                run.write_status(state=FINISHED, ended=time.time())
             return outcome
         finally:
             if slot is not None:
@@ -217,26 +244,11 @@ class StandardProcessor(TrainerProcessor):
             restore()
 
     def _record_failure(self, e: BaseException) -> None:
-        from .mcp_client import ToolServerError
-
         text = "".join(traceback.format_exception(type(e), e, e.__traceback__))
-        if isinstance(e, RewardError) or isinstance(e.__cause__, RewardError):
-            cause = "reward error"
-        elif isinstance(e, ToolServerError):
-            cause = "tool server error"
-        elif isinstance(e, CheckError):
-            cause = check_error_cause(e)
-        elif isinstance(e, KeyboardInterrupt):
-            cause = "killed"
-        elif isinstance(e, MemoryError):
-            cause = "out of memory"
-        elif isinstance(e, ImportError):
-            cause = "missing dependency"
-        else:
-            cause = classify_failure(f"{type(e).__name__}: {e}")
+        cause = failure_cause(e)
         message = f"{type(e).__name__}: {e}"
-        self.run.write_status(state=FAILED, cause=cause, error=message, ended=time.time())
         self.run.event("failed", cause=cause, message=message, traceback=text[-4000:])
+        self.run.write_status(state=FAILED, cause=cause, error=message, ended=time.time())
         logger.error("run %s failed (%s): %s", self.run.run_id, cause, message)
 
     def _install_sigterm(self) -> Callable[[], None]:

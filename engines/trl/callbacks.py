@@ -87,33 +87,74 @@ class ToolServerCallback(TrainerCallback):
             raise self.pool.fatal
 
 
+def stop_agreed(asked: bool, device) -> bool:
+    """Whether any process of the run was asked to stop (every rank must leave the loop at the
+    same step, or the others wait forever in the next collective)."""
+    import torch.distributed as dist
+
+    if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:
+        return asked
+    import torch
+
+    flag = torch.tensor([1.0 if asked else 0.0], device=device)
+    dist.all_reduce(flag, op=dist.ReduceOp.MAX)
+    return bool(flag.item() > 0)
+
+
 class RunDirCallback(TrainerCallback):
     """Metrics (also as TensorBoard scalars), status (heartbeat, step/total), checkpoint events,
-    stop requests, evaluation. :meth:`close` ends the TensorBoard file (the processor calls it
-    whatever way training ends)."""
+    stop requests, evaluation, tracker links. With several processes only the main one writes;
+    all of them read the STOP file and agree on it. :meth:`close` ends the TensorBoard file (the
+    processor calls it whatever way training ends)."""
 
     def __init__(self, run: RunDir, recorder: SampleRecorder | None = None,
-                 evaluate: Callable[[Any], dict[str, float]] | None = None, eval_steps: int = 0):
+                 evaluate: Callable[[Any], dict[str, float]] | None = None, eval_steps: int = 0,
+                 tracker_names: list[str] | None = None):
         self.run, self.recorder = run, recorder
-        self.tensorboard = ScalarWriter(run.tensorboard_dir)
+        self._tensorboard: ScalarWriter | None = None
         self.evaluate, self.eval_steps = evaluate, eval_steps
+        self.tracker_names = list(tracker_names or [])
         self.stopped = False
         self._t0 = time.time()
         self._last_log_t = None
         self._last_log_step = 0
 
+    @property
+    def tensorboard(self) -> ScalarWriter:
+        if self._tensorboard is None:
+            self._tensorboard = ScalarWriter(self.run.tensorboard_dir)
+        return self._tensorboard
+
     def on_train_begin(self, args, state, control, **kw):
         self._t0 = self._last_log_t = time.time()
         self._last_log_step = state.global_step
+        if not state.is_world_process_zero:
+            return
         self.run.write_status(step=state.global_step, total_steps=state.max_steps, train_started=self._t0)
+        self._record_tracker_links()
         if self.evaluate is not None and state.global_step == 0:
             self._eval(state, kw.get("model"))
+
+    def _record_tracker_links(self) -> None:
+        from .. import trackers
+
+        try:
+            links = trackers.links(self.tracker_names)
+        except Exception as e:  # noqa: BLE001 - a link is a convenience, never a reason to fail
+            links = {}
+            self.run.event("tracker", error=f"{type(e).__name__}: {e}")
+        if links:
+            self.run.write_status(trackers=links)
+            for name, url in links.items():
+                self.run.event("tracker", tracker=name, url=url)
 
     def on_step_begin(self, args, state, control, **kw):
         if self.recorder is not None:
             self.recorder.step = state.global_step + 1
 
     def on_log(self, args, state, control, logs=None, **kw):
+        if not state.is_world_process_zero:
+            return
         logs = logs or {}
         if "train_runtime" in logs:  # the trainer's closing summary
             self.run.event("summary", **{k: v for k, v in logs.items() if isinstance(v, (int, float))})
@@ -133,18 +174,21 @@ class RunDirCallback(TrainerCallback):
                               last_reward=values.get("reward"), last_loss=values.get("loss"), durable=False)
 
     def on_step_end(self, args, state, control, **kw):
-        if self.run.stop_requested() and not self.stopped:
+        if not self.stopped and stop_agreed(self.run.stop_requested(), args.device):
             self.stopped = True
             control.should_training_stop = True
             control.should_save = True
-            self.run.write_status(state=STOPPING, step=state.global_step)
-            self.run.event("stop_requested", step=state.global_step)
+            if state.is_world_process_zero:
+                self.run.write_status(state=STOPPING, step=state.global_step)
+                self.run.event("stop_requested", step=state.global_step)
         if state.global_step >= state.max_steps:
             control.should_save = True
         if self.evaluate is not None and self.eval_steps and state.global_step % self.eval_steps == 0:
             self._eval(state, kw.get("model"))
 
     def on_save(self, args, state, control, **kw):
+        if not state.is_world_process_zero:
+            return
         path = f"{args.output_dir}/checkpoint-{state.global_step}"
         self.run.event("checkpoint", step=state.global_step, path=path)
         self.run.write_status(last_checkpoint=path)
@@ -162,4 +206,5 @@ class RunDirCallback(TrainerCallback):
             self.tensorboard.add(state.global_step, values)
 
     def close(self) -> None:
-        self.tensorboard.close()
+        if self._tensorboard is not None:
+            self._tensorboard.close()

@@ -1,27 +1,40 @@
-"""TrlProcessor: the embedded engine. Checks use the shared loaders; ``_train`` runs TRL's
-GRPOTrainer or SFTTrainer in this process and streams into the run directory."""
+"""TrlProcessor: the embedded engine. Checks use the shared loaders plus TRL's own dataclasses;
+``_train`` runs TRL's GRPOTrainer or SFTTrainer in this process, or — with several processes or a
+DeepSpeed/FSDP preset — starts them through ``accelerate launch`` (:mod:`engines.trl.launch`), each
+rank running :meth:`TrlProcessor.train_here`."""
 from __future__ import annotations
 
 import importlib.util
 import os
 from typing import Any
 
+from .. import trackers
 from ..agents import AgentSpec
 from ..check_result import CheckError
 from ..data import DataBundle, prompt_messages, prompt_text, row_answer
+from ..model_source import resolve_model
 from ..rundir import FINISHED, STOPPED
 from ..standard import StandardProcessor
-from .config import FIELDS, cross_check
+from . import launch, peft_setup
+from .config import FIELDS, validate
+
+#: rows whose rendered prompt length the checks measure (the memory estimate uses the longest)
+PROMPT_ROWS_MEASURED = 64
 
 
 class TrlProcessor(StandardProcessor):
-    description = "Hugging Face TRL on this machine (CPU or one CUDA GPU): GRPO and SFT, tool-using agents"
+    description = ("Hugging Face TRL on this machine (CPU, or one or several CUDA GPUs through accelerate): "
+                   "GRPO and SFT, every TRL setting, LoRA/QLoRA, tool-using agents")
     config_fields = FIELDS
     reward_required = False  # SFT trains without one; check_config requires it for GRPO
 
     def __init__(self, run_path: str = "runs"):
         super().__init__(run_path)
         self.tokenizer = None
+        self.model_path: str | None = None    # what the trainer loads (the agent's model, or config `model`)
+        self.prompt_tokens = 0                # longest rendered prompt among the measured rows
+        self.trainer = None                   # the TRL trainer of the last train_here() (tests read its args)
+        self._config_details: dict[str, Any] = {}
 
     @classmethod
     def availability(cls) -> tuple[bool, str]:
@@ -31,45 +44,85 @@ class TrlProcessor(StandardProcessor):
         import torch
 
         if torch.cuda.is_available():
-            return True, f"CUDA GPU: {torch.cuda.get_device_name(0)}"
+            n = torch.cuda.device_count()
+            return True, f"{n} CUDA GPU{'s' if n > 1 else ''}: {torch.cuda.get_device_name(0)}"
         return True, "CPU (no CUDA GPU found; small models only)"
 
+    @classmethod
+    def preload(cls) -> None:
+        """Import what the checks use (TRL's dataclasses, peft): a checking process that forks
+        per check (the studio's worker) imports them once."""
+        import peft  # noqa: F401
+        import trl  # noqa: F401
+        from trl import GRPOConfig, ModelConfig, SFTConfig  # noqa: F401
+
+        from .settings import GRPO, SFT, trl_fields
+
+        trl_fields(GRPO), trl_fields(SFT)
+
+    @classmethod
+    def describe_config(cls) -> list[dict]:
+        from .catalog import describe
+
+        return describe()
+
     # -- conversions -----------------------------------------------------------------------
-    def convert_agent(self, spec: AgentSpec) -> None:
+    def _load_tokenizer(self, model: str, module: str, key: str, tools: bool):
         from transformers import AutoTokenizer
 
         try:
-            tok = AutoTokenizer.from_pretrained(spec.model)
+            tok = AutoTokenizer.from_pretrained(model)
         except Exception as e:
-            raise CheckError("agent", f"cannot load the tokenizer of model '{spec.model}': {type(e).__name__}: "
-                             f"{str(e)[:300]}", "point `model:` at a folder with tokenizer files (save_pretrained)")
+            raise CheckError(module, f"cannot load the tokenizer of model '{model}': {type(e).__name__}: "
+                             f"{str(e)[:300]}", f"point `{key}` at a folder with tokenizer files (save_pretrained)")
         if not tok.chat_template:
-            raise CheckError("agent", f"the tokenizer of '{spec.model}' has no chat template",
+            raise CheckError(module, f"the tokenizer of '{model}' has no chat template",
                              "training renders chat prompts; set one (e.g. TRL's chat_templates/qwen2_5.jinja)")
-        if spec.has_tools:
+        if tools:
             from trl.chat_template_utils import supports_tool_calling
 
             if importlib.util.find_spec("jmespath") is None:
-                raise CheckError("agent", "tool calling needs the jmespath package (TRL parses tool calls with it "
+                raise CheckError(module, "tool calling needs the jmespath package (TRL parses tool calls with it "
                                  "on transformers < 5.13)", "pip install -r requirements.txt (or pip install jmespath)")
             if not supports_tool_calling(tok):
-                raise CheckError("agent", "the model's chat template cannot render tool calls",
+                raise CheckError(module, "the model's chat template cannot render tool calls",
                                  "use a tool-calling template such as TRL's chat_templates/qwen2_5.jinja")
         if tok.pad_token is None:
             tok.pad_token = tok.eos_token
-        self.tokenizer = tok
+        return tok
+
+    def convert_agent(self, spec: AgentSpec) -> None:
+        source = resolve_model(spec.model, module="agent", key="model")
+        if source.warning:
+            spec.warnings.append(source.warning)
+        self.tokenizer = self._load_tokenizer(source.path, "agent", "model", spec.has_tools)
+        self.model_path = source.path
 
     def convert_dataset(self, bundle: DataBundle) -> dict | None:
         if self.tokenizer is None or self.agent_spec is None:
             return None
-        msgs = prompt_messages(bundle.train[0], bundle.columns, self.agent_spec.system_prompt)
+        rendered = self._render(bundle.train[0], bundle)
+        n_tokens = len(self.tokenizer(rendered, add_special_tokens=False)["input_ids"])
+        self.prompt_tokens = self._longest_prompt(bundle, n_tokens)
+        return {"rendered_prompt": rendered, "prompt_tokens": n_tokens, "longest_prompt_tokens": self.prompt_tokens}
+
+    def _render(self, row: dict, bundle: DataBundle) -> str:
+        msgs = prompt_messages(row, bundle.columns, self.agent_spec.system_prompt)
         try:
-            rendered = self.tokenizer.apply_chat_template(msgs, tools=self.agent_spec.tool_schemas or None,
-                                                          add_generation_prompt=True, tokenize=False)
+            return self.tokenizer.apply_chat_template(msgs, tools=self.agent_spec.tool_schemas or None,
+                                                      add_generation_prompt=True, tokenize=False)
         except Exception as e:
             raise CheckError("dataset", f"the first prompt cannot be rendered by the model's chat template: {e}")
-        n_tokens = len(self.tokenizer(rendered, add_special_tokens=False)["input_ids"])
-        return {"rendered_prompt": rendered, "prompt_tokens": n_tokens}
+
+    def _longest_prompt(self, bundle: DataBundle, first: int) -> int:
+        longest = first
+        for i in range(1, min(PROMPT_ROWS_MEASURED, len(bundle.train))):
+            try:
+                text = self._render(bundle.train[i], bundle)
+            except CheckError:
+                continue
+            longest = max(longest, len(self.tokenizer(text, add_special_tokens=False)["input_ids"]))
+        return longest
 
     def derived_config(self) -> dict[str, Any]:
         a = self.agent_spec
@@ -77,8 +130,61 @@ class TrlProcessor(StandardProcessor):
             return {}
         return {"max_completion_length": a.max_tokens, "temperature": a.temperature, "top_p": a.top_p}
 
+    # -- the config --------------------------------------------------------------------------
+    def validate_settings(self, config: Any) -> tuple[dict[str, Any], list[str]]:
+        """Our keys + TRL's (validated by constructing TRL's GRPOConfig/SFTConfig and ModelConfig), the
+        model, LoRA/QLoRA, processes, vLLM, trackers, then the memory estimate."""
+        from . import arguments, config_checks
+
+        cfg, warnings = validate(config, base=self.derived_config())
+        warnings += self.cross_check_config(cfg)
+        details: dict[str, Any] = {}
+        if cfg.get("model"):
+            details["model"], warning = self._use_config_model(cfg["model"])
+            warnings += [warning] if warning else []
+        import torch
+
+        cuda = torch.cuda.is_available() and cfg["device"] != "cpu"
+        world = launch.world_size(cfg)
+        warnings += launch.check(cfg, world, cuda)
+        warnings += peft_setup.check(cfg, cuda)
+        warnings += config_checks.vllm(cfg, cuda, world)
+        names = trackers.normalize(cfg["report_to"])
+        warnings += trackers.check(names, cfg["tracker_mode"])
+        output_dir = str(self.run.checkpoints_dir)
+        reward_weights = self.reward.weights if self.reward is not None and cfg["mode"] == "grpo" else None
+        args = arguments.trainer_config(cfg, output_dir, world_size=world, reward_weights=reward_weights,
+                                        tool_iterations=self._tool_iterations(),
+                                        report_to=trackers.library_report_to(names))
+        model_cfg = arguments.model_config(cfg, self.model_path or "")
+        details.update(world_size=world, launcher=launch.describe(cfg, world),
+                       trl_settings=len([k for k in cfg if k not in {f.name for f in FIELDS}]))
+        memory, memory_warnings = config_checks.memory(cfg, args, model_cfg, self.model_path, self.prompt_tokens,
+                                                       world, cuda)
+        warnings += memory_warnings
+        if memory is not None:
+            details["memory"] = memory
+        self._config_details = details
+        return cfg, warnings
+
+    def _use_config_model(self, name: str) -> tuple[dict, str | None]:
+        """The config's ``model`` replaces the agent's: its tokenizer, and the prompt lengths it gives."""
+        source = resolve_model(name)
+        tools = self.agent_spec.has_tools if self.agent_spec is not None else False
+        self.tokenizer = self._load_tokenizer(source.path, "config", "model", tools)
+        self.model_path = source.path
+        if self.data is not None and self.agent_spec is not None:
+            first = self._render(self.data.train[0], self.data)
+            self.prompt_tokens = self._longest_prompt(
+                self.data, len(self.tokenizer(first, add_special_tokens=False)["input_ids"]))
+        return source.to_dict(), source.warning
+
+    def _tool_iterations(self) -> int | None:
+        a = self.agent_spec
+        return max(1, a.max_steps - 1) if a is not None and a.has_tools else None
+
     def cross_check_config(self, cfg: dict[str, Any]) -> list[str]:
-        warnings = cross_check(cfg)
+        warnings: list[str] = []
         if cfg["mode"] == "grpo" and self.reward is None:
             raise CheckError("config", "GRPO needs a reward function", "pick a reward, or set mode: sft")
         if cfg["mode"] == "sft" and self.data is not None and not self.data.columns.answer:
@@ -92,17 +198,60 @@ class TrlProcessor(StandardProcessor):
                              "point at a checkpoints/checkpoint-<step> folder of an earlier run")
         return warnings
 
+    def convert_config(self, cfg: dict[str, Any]) -> dict | None:
+        return dict(self._config_details)
+
     # -- training ----------------------------------------------------------------------------
-    def _device(self) -> tuple[bool, bool, bool]:
-        """(use_cpu, bf16, fp16) from the device/precision settings."""
-        import torch
+    def _train(self) -> str:
+        cfg, run = self.effective_config, self.run
+        names = trackers.normalize(cfg["report_to"])
+        env = trackers.environment(names, run.path, cfg["tracker_project"], cfg["tracker_mode"])
+        saved = {k: os.environ.get(k) for k in env}
+        os.environ.update(env)   # the trackers (and launched ranks) read these; put back afterwards
+        try:
+            world = launch.world_size(cfg)
+            if launch.needs_launch(cfg, world):
+                return launch.run_ranks(self, world)
+            run.write_status(world_size=1)
+            return self.train_here()
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
 
-        cfg = self.effective_config
-        cuda = torch.cuda.is_available() and cfg["device"] != "cpu"
-        precision = cfg["precision"]
-        bf16 = precision == "bf16" or (precision == "auto" and cuda and torch.cuda.is_bf16_supported())
-        return not cuda, bf16, precision == "fp16"
+    def train_here(self) -> str:
+        """Train in this process: the whole run, or one rank of a launched one (only rank 0 writes
+        metrics, samples and status)."""
+        import transformers
 
+        from .build import build_trainer
+
+        cfg, run = self.effective_config, self.run
+        names = trackers.normalize(cfg["report_to"])
+        trainer, callback = build_trainer(self, names)
+        self.trainer = trainer
+        trainer.remove_callback(transformers.PrinterCallback)
+        trainer.remove_callback(transformers.ProgressCallback)
+        if trainer.is_world_process_zero():
+            counts = peft_setup.parameter_counts(trainer.model)
+            use_cpu = trainer.args.use_cpu
+            run.write_status(device="cpu" if use_cpu else "cuda", mode=cfg["mode"], peft=bool(cfg["use_peft"]),
+                             **counts)
+            run.event("model", path=self.model_path, peft=bool(cfg["use_peft"]), **counts)
+        try:
+            trainer.train(resume_from_checkpoint=cfg["resume_from_checkpoint"])
+        finally:
+            callback.close()   # TensorBoard's writer thread: flush what it holds
+            trackers.finish(names)
+            if self.agent_spec.mcp_tools:
+                from ..mcp_client import close_default_pool
+
+                close_default_pool()  # stdio servers stopped, sessions closed
+        return STOPPED if callback.stopped else FINISHED
+
+    # -- evaluation during training ----------------------------------------------------------
     def _rows(self, ds, mode: str):
         """The training table TRL expects: chat ``prompt`` (+ ``completion`` for SFT)."""
         from .callbacks import ANSWER_COLUMN
@@ -124,6 +273,8 @@ class TrlProcessor(StandardProcessor):
         run, as in evaluation and chat: engines/rollout.py), scored with the reward."""
         if self.reward is None:
             return None
+        if self.effective_config["distributed"] in ("zero3", "fsdp1", "fsdp2"):
+            return None  # sharded weights: one rank alone cannot generate
         from ..checkpoints import ModelRef
         from ..evaluation import evaluate_model, metrics_of
 
@@ -153,63 +304,3 @@ class TrlProcessor(StandardProcessor):
             return out
 
         return evaluate
-
-    def _train(self) -> str:
-        import transformers
-        from trl import GRPOConfig, GRPOTrainer, SFTConfig, SFTTrainer
-
-        from .callbacks import ANSWER_COLUMN, RunDirCallback, SampleRecorder, ToolServerCallback
-
-        cfg, run, agent = self.effective_config, self.run, self.agent_spec
-        use_cpu, bf16, fp16 = self._device()
-        common = dict(
-            output_dir=str(run.checkpoints_dir), max_steps=cfg["max_steps"], learning_rate=cfg["learning_rate"],
-            lr_scheduler_type=cfg["lr_scheduler_type"], warmup_steps=cfg["warmup_steps"],
-            gradient_accumulation_steps=cfg["gradient_accumulation_steps"], weight_decay=cfg["weight_decay"],
-            max_grad_norm=cfg["max_grad_norm"], seed=cfg["seed"], use_cpu=use_cpu, bf16=bf16, fp16=fp16,
-            gradient_checkpointing=cfg["gradient_checkpointing"], logging_steps=cfg["logging_steps"],
-            save_strategy="steps", save_steps=cfg["save_steps"], save_total_limit=cfg["save_total_limit"],
-            report_to="none", disable_tqdm=True, dataloader_num_workers=0,
-        )
-        evaluate = self._evaluator()
-        pool = None
-        if cfg["mode"] == "grpo" and agent.mcp_tools:  # one MCP session per server for this process
-            from ..mcp_client import default_pool
-
-            pool = default_pool()
-            pool.on_event = run.event
-        if cfg["mode"] == "grpo":
-            tools = agent.tool_callables() if agent.has_tools else None
-            args = GRPOConfig(
-                **common, per_device_train_batch_size=cfg["prompts_per_step"] * cfg["num_generations"],
-                num_generations=cfg["num_generations"], max_completion_length=cfg["max_completion_length"],
-                temperature=cfg["temperature"], top_p=cfg["top_p"], beta=cfg["beta"],
-                disable_dropout=cfg["disable_dropout"], mask_truncated_completions=cfg["mask_truncated_completions"],
-                reward_weights=self.reward.weights,
-                max_tool_calling_iterations=max(1, agent.max_steps - 1) if tools else None,
-            )
-            recorder = SampleRecorder(run, self.reward, cfg["samples_per_step"], agent.tool_servers)
-            funcs = recorder.wrap(self.reward.trl_functions(ANSWER_COLUMN))
-            callback = RunDirCallback(run, recorder, evaluate, cfg["eval_steps"])
-            extra = [ToolServerCallback(pool)] if pool is not None else []
-            trainer = GRPOTrainer(model=agent.model, reward_funcs=funcs, args=args,
-                                  train_dataset=self._rows(self.data.train, "grpo"), processing_class=self.tokenizer,
-                                  callbacks=[callback, *extra], tools=tools)
-        else:
-            args = SFTConfig(**common, per_device_train_batch_size=cfg["prompts_per_step"],
-                             completion_only_loss=True)
-            callback = RunDirCallback(run, None, evaluate, cfg["eval_steps"])
-            trainer = SFTTrainer(model=agent.model, args=args, train_dataset=self._rows(self.data.train, "sft"),
-                                 processing_class=self.tokenizer, callbacks=[callback])
-        trainer.remove_callback(transformers.PrinterCallback)
-        trainer.remove_callback(transformers.ProgressCallback)
-        run.write_status(device="cpu" if use_cpu else "cuda", mode=cfg["mode"])
-        try:
-            trainer.train(resume_from_checkpoint=cfg["resume_from_checkpoint"])
-        finally:
-            callback.close()   # TensorBoard's writer thread: flush what it holds
-            if pool is not None:
-                from ..mcp_client import close_default_pool
-
-                close_default_pool()  # stdio servers stopped, sessions closed
-        return STOPPED if callback.stopped else FINISHED

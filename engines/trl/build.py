@@ -1,0 +1,55 @@
+"""Build TRL's trainer for a checked ``TrlProcessor``: the mode's config (every TRL setting), the
+model by path, LoRA / quantization from TRL's ModelConfig helpers, the reward functions wrapped to
+record samples, the agent's tools, and the run-directory callback."""
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any
+
+from . import arguments
+from .callbacks import ANSWER_COLUMN, RunDirCallback, SampleRecorder, ToolServerCallback
+from .peft_setup import peft_and_quantization
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .processor import TrlProcessor
+
+
+def is_main_rank() -> bool:
+    return int(os.environ.get("RANK", "0")) == 0
+
+
+def build_trainer(p: "TrlProcessor", tracker_names: list[str]) -> tuple[Any, RunDirCallback]:
+    from trl import GRPOTrainer, SFTTrainer
+
+    from .. import trackers
+
+    cfg, run, agent = p.effective_config, p.run, p.agent_spec
+    main = is_main_rank()
+    grpo = cfg["mode"] == "grpo"
+    args = arguments.trainer_config(
+        cfg, str(run.checkpoints_dir), reward_weights=p.reward.weights if grpo else None,
+        tool_iterations=p._tool_iterations() if grpo else None,
+        report_to=trackers.library_report_to(tracker_names) if main else "none", run_name=run.run_id)
+    peft_config, quantization_config = peft_and_quantization(arguments.model_config(cfg, p.model_path))
+    evaluate = p._evaluator() if main else None
+    extra = dict(peft_config=peft_config, quantization_config=quantization_config)
+    if grpo:
+        callbacks: list[Any] = []
+        if agent.mcp_tools:  # one MCP session per server for this process, reused by every rollout
+            from ..mcp_client import default_pool
+
+            pool = default_pool()
+            pool.on_event = run.event
+            callbacks.append(ToolServerCallback(pool))
+        tools = agent.tool_callables() if agent.has_tools else None
+        recorder = SampleRecorder(run, p.reward, cfg["samples_per_step"] if main else 0, agent.tool_servers)
+        funcs = recorder.wrap(p.reward.trl_functions(ANSWER_COLUMN))
+        callback = RunDirCallback(run, recorder, evaluate, cfg["eval_steps"], tracker_names=tracker_names)
+        trainer = GRPOTrainer(model=p.model_path, reward_funcs=funcs, args=args,
+                              train_dataset=p._rows(p.data.train, "grpo"), processing_class=p.tokenizer,
+                              callbacks=[callback, *callbacks], tools=tools, **extra)
+    else:
+        callback = RunDirCallback(run, None, evaluate, cfg["eval_steps"], tracker_names=tracker_names)
+        trainer = SFTTrainer(model=p.model_path, args=args, train_dataset=p._rows(p.data.train, "sft"),
+                             processing_class=p.tokenizer, callbacks=[callback], **extra)
+    return trainer, callback

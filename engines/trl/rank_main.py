@@ -1,0 +1,43 @@
+"""One rank of a launched ``trl`` run: ``accelerate launch ... -m engines.trl.rank_main <run_dir>``.
+
+Rebuilds the run from its ``run.yaml`` (the same checks the run process made) and trains with
+:meth:`TrlProcessor.train_here`. SIGTERM asks for a stop (the ranks agree on it at the next step
+boundary). A rank that fails records the cause as a ``rank_failed`` event before it exits, so the
+run process can report it.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import sys
+import traceback
+
+from ..prepare import trainer_from_run_dir
+from ..rundir import RunDir
+from ..standard import failure_cause
+from .launch import RANK_FAILED
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) != 1:
+        print("usage: accelerate launch ... -m engines.trl.rank_main <run_dir>", file=sys.stderr)
+        return 2
+    logging.basicConfig(level=logging.INFO, format=f"%(asctime)s rank{os.environ.get('RANK', '0')} "
+                                                   "%(levelname)s %(name)s: %(message)s")
+    run = RunDir(argv[0])
+    signal.signal(signal.SIGTERM, lambda signum, frame: run.request_stop("SIGTERM"))
+    try:
+        trainer = trainer_from_run_dir(run.path)
+        trainer.train_processor.train_here()
+    except BaseException as e:  # noqa: BLE001 - recorded for the run process, then re-raised
+        run.event(RANK_FAILED, rank=int(os.environ.get("RANK", "0")), cause=failure_cause(e),
+                  message=f"{type(e).__name__}: {e}",
+                  traceback="".join(traceback.format_exception(type(e), e, e.__traceback__))[-4000:])
+        raise
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

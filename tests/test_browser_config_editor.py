@@ -1,0 +1,162 @@
+"""The config card in headless Chromium: the memory estimate of the demo shows with its parts; the
+full-settings editor lists every TRL field with TRL's help, filters them by search, sets one under
+TRL's own name (the checks accept it); a misspelled key shows TRL's name as a suggestion and disables
+Launch; the model picker offers the shipped models. Screenshots go to artifacts/screenshots/."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import sync_playwright
+
+from testing import waiting
+from testing.studio import CHROMIUM, StudioProcess, launch_chromium
+
+SHOTS = Path(__file__).resolve().parent.parent / "artifacts" / "screenshots"
+MODULES = ("agent", "dataset", "reward", "config", "engine")
+
+
+def shot(page, name: str, selector: str | None = None) -> None:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    if selector:
+        page.locator(selector).screenshot(path=str(SHOTS / f"{name}.png"))
+    else:
+        page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+
+
+def wait_for(fn, timeout_s: float, what: str):
+    return waiting.wait_for(fn, timeout_s, what, retry_errors=True)
+
+
+def chip(page, module: str) -> str | None:
+    return page.get_attribute(f'#checks-strip .aw-chip[data-module="{module}"]', "data-status")
+
+
+def all_green(page) -> bool:
+    return all(chip(page, m) in ("ok", "warning") for m in MODULES)
+
+
+def type_into(page, selector: str, text: str) -> None:
+    """Type like a user (Gradio's input events follow key presses; a programmatic fill sends none)."""
+    page.click(selector)
+    page.keyboard.press("Control+A")
+    page.keyboard.press("Delete")
+    page.keyboard.type(text)
+
+
+def pick(page, name: str) -> None:
+    """Choose a setting; its help (and current value) comes back from the studio before we type a value."""
+    type_into(page, "#setting-pick input", name)
+    page.keyboard.press("Enter")
+    wait_for(lambda: page.locator(f'#setting-help tr[data-name="{name}"]').count() == 1, 30, f"the help of {name}")
+
+
+def row_names(page) -> list[str]:
+    return page.evaluate("() => [...document.querySelectorAll('#settings-table tr[data-name]')].map(r => r.dataset.name)")
+
+
+def overrides(page) -> str:
+    return page.evaluate("() => { const v = document.querySelector('#config-yaml .cm-content'); "
+                         "return v ? v.innerText : ''; }")
+
+
+@pytest.fixture(scope="module")
+def page(tmp_path_factory):
+    assert os.path.exists(CHROMIUM), f"{CHROMIUM} is missing: apt-get update && apt-get install -y chromium"
+    base = tmp_path_factory.mktemp("studio-config")
+    with StudioProcess(base / "runs") as studio, sync_playwright() as p:
+        browser = launch_chromium(p)
+        pg = browser.new_page(viewport={"width": 1440, "height": 1000})
+        pg.goto(studio.url)
+        wait_for(lambda: all_green(pg), 180, "the first check of the demo")
+        yield pg
+        browser.close()
+
+
+def test_the_memory_estimate_of_the_demo_shows_in_the_config_card(page):
+    mem = page.locator('#memory-estimate [data-testid="memory-estimate"]')
+    wait_for(lambda: mem.get_attribute("data-status") == "ok", 60, "the memory estimate")
+    text = mem.inner_text()
+    assert "Memory estimate" in text and "GB peak per process of" in text and "available RAM" in text
+    assert "runtime" in text and "weights" in text and "trainable of" in text
+    assert 0.3 < float(mem.get_attribute("data-gb")) < 2.0
+    page.locator("#memory-estimate").scroll_into_view_if_needed()
+    shot(page, "10-config-memory-estimate", "#status-config >> xpath=ancestor::div[contains(@class,'aw-card')]")
+
+
+def test_the_full_settings_editor_lists_searches_and_sets_trl_fields(page):
+    page.click("#all-settings button, #all-settings .label-wrap")
+    table = page.locator('#settings-table [data-testid="settings-count"]')
+    wait_for(lambda: int(table.get_attribute("data-total") or 0) > 150, 60, "every GRPO setting listed")
+    total = int(table.get_attribute("data-total"))
+    type_into(page, "#settings-search textarea", "epsilon upper")
+    names = wait_for(lambda: (n := row_names(page)) and len(n) < 10 and n, 30, "the search to filter")
+    assert "epsilon_high" in names and "learning_rate" not in names and int(table.get_attribute("data-shown")) < total
+    help_text = page.locator('#settings-table tr[data-name="epsilon_high"]').inner_text()
+    assert "Upper-bound epsilon value for clipping" in help_text          # TRL's own help (GRPOConfig metadata)
+    page.locator("#settings-table").scroll_into_view_if_needed()
+    shot(page, "11-config-all-settings-search", "#all-settings")
+
+    pick(page, "epsilon_high")
+    type_into(page, "#setting-value textarea", "0.28")
+    page.click("#setting-set")
+    row = page.locator('#setting-help tr[data-name="epsilon_high"]')
+    wait_for(lambda: "aw-set" in (row.get_attribute("class") or "") and "0.28" in row.inner_text(), 30,
+             "the setting marked as set")
+    wait_for(lambda: chip(page, "config") in ("ok", "warning") and page.is_enabled("#launch-btn"), 60,
+             "the checks to accept TRL's key")
+    page.locator("#setting-help").scroll_into_view_if_needed()
+    shot(page, "12-config-all-settings-set", "#all-settings")
+    page.get_by_text("Advanced: config YAML (overrides)").click()
+    wait_for(lambda: "epsilon_high: 0.28" in overrides(page), 30, "the key in the overrides YAML")
+
+
+def test_a_misspelled_trl_key_shows_trls_name_and_disables_launch(page):
+    type_into(page, "#setting-pick input", "epsilon_hihg")   # not a setting: a custom value
+    page.keyboard.press("Enter")
+    wait_for(lambda: page.input_value("#setting-pick input") == "epsilon_hihg", 10, "the custom key picked")
+    type_into(page, "#setting-value textarea", "0.3")
+    page.click("#setting-set")
+    wait_for(lambda: chip(page, "config") == "error", 60, "the config error")
+    msg = page.inner_text("#status-config")
+    assert "unknown config key 'epsilon_hihg' (did you mean \"epsilon_high\"?)" in msg
+    assert not page.is_enabled("#launch-btn")
+    page.locator("#status-config").scroll_into_view_if_needed()
+    shot(page, "13-config-misspelled-trl-key", "#status-config >> xpath=ancestor::div[contains(@class,'aw-card')]")
+    page.click("#setting-remove")
+    wait_for(lambda: all_green(page), 60, "green again once the key is removed")
+
+
+def test_the_model_picker_offers_the_shipped_models(page):
+    page.click("#model-pick input")
+    options = page.locator("ul[role='listbox'] li")
+    wait_for(lambda: options.count() >= 3, 30, "the model options")
+    texts = [options.nth(i).inner_text() for i in range(options.count())]
+    assert any("tiny-letters" in t for t in texts) and any("tiny-calc" in t for t in texts)
+    page.keyboard.press("Escape")
+
+
+def test_a_lora_run_shows_trainable_and_total_parameters_in_the_monitor(page):
+    page.locator('label:has-text("use_peft") input[type="checkbox"]').check()
+    type_into(page, 'input[aria-label="max_steps"]', "30")
+    page.keyboard.press("Tab")
+    mem = page.locator('#memory-estimate [data-testid="memory-estimate"]')
+    wait_for(lambda: "7.2k trainable of 84.1k parameters" in mem.inner_text() and page.is_enabled("#launch-btn"),
+             60, "the LoRA estimate (rank-16 adapters on q/v projections)")
+    page.click("#launch-btn")
+    params = page.locator('#run-header [data-testid="stat-params"]')
+    wait_for(lambda: params.count() and params.get_attribute("data-trainable"), 240, "the parameter counts")
+    # rank-16 adapters on q_proj/v_proj of 2 layers: 2 × 16 × ((64+64) + (64+32)) = 7168 of 84096 + 7168
+    assert (params.get_attribute("data-trainable"), params.get_attribute("data-total")) == ("7168", "91264")
+    stat = params.locator("xpath=..").inner_text()
+    assert "7.2k / 91.3k" in stat and "7.9 % · LoRA" in stat
+    try:
+        wait_for(lambda: page.get_attribute('#run-header [data-testid="run-header"]', "data-state") in
+                 ("finished", "failed"), 240, "the short LoRA run to end")
+    except AssertionError:
+        print("HEADER", page.inner_text("#run-header"))
+        raise
+    shot(page, "14-monitor-lora-parameters", "#run-header")
+    assert page.get_attribute('#run-header [data-testid="run-header"]', "data-state") == "finished", \
+        page.inner_text("#run-header")
