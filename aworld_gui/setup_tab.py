@@ -331,10 +331,13 @@ class SetupTab:
             out.append([label, old.get(label, 1.0), desc])
         return out
 
-    def on_check(self, *values):
-        *values, field_map = values
-        si = collect(*values)
-        report = self.studio.check(si)
+    def on_check(self, agent, train, test, prompt_col, answer_col, picks, weights, config_text, engine, field_map,
+                 request: gr.Request = None):
+        si = collect(agent, train, test, prompt_col, answer_col, picks, weights, config_text, engine)
+        # a newer check from this page cancels this one: it then changes nothing on the page
+        report = self.studio.check(si, client=getattr(request, "session_hash", None))
+        if report.get("cancelled"):
+            return [gr.update()] * len(self.check_outputs())
         return self.check_updates(si, report) + self.form_values(si, report, field_map)
 
     def form_values(self, si: inp.SetupInputs, report: dict, field_map: list) -> list:

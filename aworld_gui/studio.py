@@ -20,6 +20,9 @@ import yaml
 
 from engines.check_result import CHECKED_MODULES, MODULES
 from engines.cli import shell_command
+from engines.isolated_checks import results_for_failure
+from engines.sandbox import whose
+from engines.user_env import referenced_names
 from engines.rundir import ACTIVE_STATES, STOP_FILE, RunDir
 from engines.runs import (Slot, delete_run, effective_status, enforce_stop_timeout, kill_run, list_run_dirs,
                           spawn_run, stop_run)
@@ -47,6 +50,8 @@ class Studio:
         self._catalog_lock = threading.Lock()
         self._reward_files: dict[str, list[dict]] = {}
         self._spawned: set[int] = set()
+        self._client_checks: dict[str, str] = {}    # client (a page's session) -> its running check
+        self._checks_lock = threading.Lock()
         self._watchdog: threading.Thread | None = None
         self._stop = threading.Event()
 
@@ -115,21 +120,35 @@ class Studio:
         return self._reward_files[key]
 
     # -- checks --------------------------------------------------------------------------------
-    def check(self, inputs: inp.SetupInputs) -> dict[str, Any]:
+    def check(self, inputs: inp.SetupInputs, client: str | None = None) -> dict[str, Any]:
         """Every module's result (by module), the Setup previews, and ``ok`` (no module in error).
-        Never raises: a worker failure becomes an error on the module being checked."""
+        Never raises: a worker failure becomes an error on the module being checked. ``client`` (a
+        page's session): a newer check from the same client cancels this one (``cancelled`` True)."""
         t0 = time.perf_counter()
+        check_id = uuid.uuid4().hex[:12]
+        if client:
+            with self._checks_lock:
+                previous = self._client_checks.get(client)
+                self._client_checks[client] = check_id
+            if previous:
+                self.worker.cancel(previous, "a newer check from the same page replaced it")
         try:
-            report = self.worker.call("check", inputs=inputs.to_dict(), timeout_s=self.check_timeout_s)
+            report = self.worker.call("check", inputs=inputs.to_dict(), timeout_s=self.check_timeout_s,
+                                      call_id=check_id, pass_env=referenced_names(inputs.agent, inputs.config_text))
         except WorkerError as e:
             report = failed_report(e)
+        finally:
+            if client:
+                with self._checks_lock:
+                    if self._client_checks.get(client) == check_id:
+                        del self._client_checks[client]
         results = report.setdefault("results", {})
         for m in MODULES:
             results.setdefault(m, {"module": m, "status": "error", "message": "not checked", "details": {},
                                    "warnings": []})
-        report["ok"] = all(results[m]["status"] != "error" for m in MODULES)
+        report["ok"] = not report.get("cancelled") and all(results[m]["status"] != "error" for m in MODULES)
         report["wall_s"] = round(time.perf_counter() - t0, 3)
-        report["check_id"] = uuid.uuid4().hex[:12]
+        report["check_id"] = check_id
         return report
 
     # -- launch --------------------------------------------------------------------------------
@@ -138,7 +157,8 @@ class Studio:
         start ``python -m engines run <dir>`` detached. A busy machine queues the run."""
         try:
             res = self.worker.call("prepare", inputs=inputs.to_dict(), runs_dir=str(self.runs_dir),
-                                   timeout_s=self.launch_timeout_s)
+                                   timeout_s=self.launch_timeout_s,
+                                   pass_env=referenced_names(inputs.agent, inputs.config_text))
         except WorkerError as e:
             return {"ok": False, "error": f"launch preparation failed: {e}", "module": None}
         if not res.get("ok"):
@@ -312,17 +332,17 @@ class Studio:
 
 
 def failed_report(e: WorkerError) -> dict[str, Any]:
-    """A check report for a worker failure: the module being checked gets the error, the ones
-    after it are 'not checked'."""
-    module = e.stage if e.stage in CHECKED_MODULES else None
-    what = {"timeout": "timed out", "crash": "crashed"}.get(e.kind, "failed")
-    msg = str(e)
-    if module:
-        msg = f"the {module} check {what}: {msg} — a tool or reward that hangs or crashes on import is the usual cause"
-    results = {}
-    for m in CHECKED_MODULES:
-        text = msg if module in (None, m) else f"not checked (the {module} check {what})"
-        results[m] = {"module": m, "status": "error", "message": text, "details": {}, "warnings": []}
-    results["engine"] = {"module": "engine", "status": "warning", "message": "not probed (the check worker failed)",
-                         "details": {}, "warnings": []}
+    """A check report for a worker failure: the module being checked gets the error (naming whose
+    code it was), the ones after it are 'not checked' (see engines.isolated_checks)."""
+    if e.kind == "cancelled":
+        results = {m: {"module": m, "status": "warning", "message": "check cancelled: a newer check replaced it",
+                       "details": {}, "warnings": []} for m in MODULES}
+        return {"results": results, "cancelled": True,
+                "worker_error": {"kind": e.kind, "message": str(e), "output": ""}}
+    message = str(e)
+    if e.kind in ("exit", "crash"):
+        message = f"{whose(e.stage)} {message}"
+    elif e.kind == "timeout" and e.stage in CHECKED_MODULES:
+        message = f"the {e.stage} check {message}"
+    results = {r.module: r.to_dict() for r in results_for_failure(e.kind, message, e.stage)}
     return {"results": results, "worker_error": {"kind": e.kind, "message": str(e), "output": e.output[-2000:]}}

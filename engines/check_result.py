@@ -53,6 +53,13 @@ class CheckError(ValueError):
         super().__init__(f"[{module}] {text}")
         self.result = CheckResult(module=module, status=ERROR, message=text, details=details)
 
+    @classmethod
+    def from_result(cls, result: CheckResult) -> "CheckError":
+        """The error a failed :class:`CheckResult` stands for (e.g. one reported by an isolated check)."""
+        err = cls(result.module, result.message)
+        err.result = result
+        return err
+
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str:
     """' (did you mean "x"?)' or '' when nothing is close."""

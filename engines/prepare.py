@@ -65,6 +65,9 @@ def check_all(agent: Any, train_dataset: Any = None, test_dataset: Any = None, r
                 results.append(found[-1] if found else CheckResult(module, "ok", "checked"))
             except CheckError as e:
                 results.append(e.result)
+            except SystemExit as e:  # sys.exit() in user code: say so, keep going
+                results.append(CheckResult(module, ERROR, f"the {module} module's code called sys.exit({e.code!r}) — "
+                                           "user code must not exit the check: return a value or raise an exception"))
             except Exception as e:  # user code or an engine bug: report it, keep going
                 results.append(CheckResult(module, ERROR, f"{type(e).__name__}: {e}"))
         return results + [engine]
