@@ -16,6 +16,9 @@ from typing import Any
 
 import yaml
 
+from engines.check_result import CheckError
+from engines.yaml_input import load_user_file, try_load_yaml
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 ASSETS = REPO_ROOT / "assets"
 AGENTS_DIR = ASSETS / "agents"
@@ -66,10 +69,7 @@ class SetupInputs:
         text = (self.config_text or "").strip()
         if not text:
             return None
-        try:
-            data = yaml.safe_load(text)
-        except yaml.YAMLError:
-            return text
+        data = try_load_yaml(text, default=text)
         return data if isinstance(data, dict) else text
 
     def check_kwargs(self) -> dict[str, Any]:
@@ -188,8 +188,9 @@ def resolve_agent_upload(path: str, search_dirs: list[Path] | None = None) -> tu
     shipped agents folder). Returns (path of the YAML to use, notes shown to the user)."""
     p = Path(path)
     try:
-        data = yaml.safe_load(p.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError, UnicodeDecodeError):
+        # the shared safe loader (size, encoding, aliases capped): this runs in the studio process
+        data = load_user_file(p, module="agent", role="agent file")
+    except (OSError, CheckError):
         return path, []  # the agent check reports it
     if not isinstance(data, dict):
         return path, []

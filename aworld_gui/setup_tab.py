@@ -15,6 +15,8 @@ from typing import Any
 import gradio as gr
 import yaml
 
+from engines.yaml_input import try_load_yaml
+
 from . import inputs as inp
 from . import render
 from .studio import MODULE_TITLES, Studio
@@ -533,10 +535,7 @@ def set_yaml_key(text: str, key: str, value: Any) -> str:
 
 
 def _parse_yaml(text: str) -> dict:
-    try:
-        data = yaml.safe_load(text or "")
-    except yaml.YAMLError:
-        return {}
+    data = try_load_yaml(text or "", default={})   # the shared safe loader: user text, in the studio process
     return data if isinstance(data, dict) else {}
 
 
