@@ -410,6 +410,14 @@ def load_reward(spec: Any, base_dir: str | os.PathLike | None = None) -> Reward:
     return Reward([_term_from(i, base_dir) for i in items])
 
 
+def _where(bundle: Any, row: int) -> str:
+    """A dataset row as its file numbers it ("line 2 of train.jsonl")."""
+    from .row_location import locate_rows
+
+    source = getattr(bundle, "train_source", None)
+    return locate_rows(source, [row])[row] + (f" of {Path(source).name}" if source else "")
+
+
 def dry_run_reward(reward: Reward, bundle: Any, rows: int = 3) -> CheckResult:
     """Call the reward on a few dataset rows with the reference answer and a wrong one."""
     from .data import prompt_text, row_answer
@@ -430,9 +438,9 @@ def dry_run_reward(reward: Reward, bundle: Any, rows: int = 3) -> CheckResult:
             try:
                 total, parts = reward.score(completion, answer, prompt, **columns)
             except CheckError as e:
-                raise CheckError("reward", f"{e.result.message} (dry run on row {i}, {label} answer)")
+                raise CheckError("reward", f"{e.result.message} (dry run on {_where(bundle, i)}, {label} answer)")
             except RewardError as e:
-                raise CheckError("reward", f"{e} (dry run on row {i}, completion={completion!r})",
+                raise CheckError("reward", f"{e} (dry run on {_where(bundle, i)}, completion={completion!r:.200})",
                                  "fix the function so it handles this input") from e
             entry[label] = {"completion": completion, "total": total, "terms": parts}
         results.append(entry)

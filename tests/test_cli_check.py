@@ -98,7 +98,7 @@ def test_a_reward_that_raises_is_an_error_row_not_a_crash(demo, tmp_path, capsys
     assert [r["module"] for r in results] == MODULES
     reward = results[2]
     assert reward["status"] == "error"
-    assert "reward function 'boom' raised RuntimeError: reward exploded (dry run on row 0" in reward["message"]
+    assert "reward function 'boom' raised RuntimeError: reward exploded (dry run on line 1 of letters_train.jsonl" in reward["message"]
     assert "fix the function so it handles this input" in reward["message"]
 
 

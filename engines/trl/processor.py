@@ -8,10 +8,11 @@ from typing import Any
 
 from ..agents import AgentSpec
 from ..check_result import CheckError
-from ..data import DataBundle, prompt_messages, prompt_text, row_answer
+from ..data import DataBundle, preview_text, prompt_messages, prompt_text, row_answer
 from ..rundir import FINISHED, STOPPED
 from ..standard import StandardProcessor
 from .config import FIELDS, cross_check
+from .data_fit import trl_data_fit
 
 
 class TrlProcessor(StandardProcessor):
@@ -69,7 +70,29 @@ class TrlProcessor(StandardProcessor):
         except Exception as e:
             raise CheckError("dataset", f"the first prompt cannot be rendered by the model's chat template: {e}")
         n_tokens = len(self.tokenizer(rendered, add_special_tokens=False)["input_ids"])
-        return {"rendered_prompt": rendered, "prompt_tokens": n_tokens}
+        return {"rendered_prompt": preview_text(rendered), "prompt_tokens": n_tokens}
+
+    def prompt_token_counter(self):
+        if self.tokenizer is None or self.agent_spec is None or self.data is None:
+            return None
+        tok, cols, agent = self.tokenizer, self.data.columns, self.agent_spec
+
+        def count(row: dict) -> int:
+            text = tok.apply_chat_template(prompt_messages(row, cols, agent.system_prompt),
+                                           tools=agent.tool_schemas or None, add_generation_prompt=True, tokenize=False)
+            return len(tok(text, add_special_tokens=False)["input_ids"])
+        return count
+
+    def data_fit(self, cfg: dict[str, Any]):
+        import psutil
+        import torch
+
+        folder = self.model_folder
+        if cfg["device"] != "cpu" and torch.cuda.is_available():
+            memory, where = torch.cuda.get_device_properties(0).total_memory, "the GPU"
+        else:
+            memory, where = psutil.virtual_memory().total, "this machine's memory"
+        return trl_data_fit(cfg, folder.vocab_size if folder else None, memory, where)
 
     def derived_config(self) -> dict[str, Any]:
         a = self.agent_spec

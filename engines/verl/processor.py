@@ -27,10 +27,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 from ..agents import AgentSpec
 from ..check_result import CheckError, CheckResult
 from ..config import ConfigField, load_config_input, validate_config
 from ..data import DataBundle
+from ..data_fit import check_memory_floor
+from ..row_location import locate_rows
 from ..rundir import FINISHED, STOPPED, STOPPING
 from ..standard import StandardProcessor
 from . import compose as C
@@ -58,6 +62,7 @@ RAY_EXCLUDES = ["/train.log", "/metrics.jsonl", "/samples.jsonl", "/events.jsonl
 POLL_S = 1.0
 CLUSTER_LOST_S = 120.0
 STOP_GRACE_S = 15.0  # then SIGKILL; within runs.enforce_stop_timeout's 30 s
+HOST_MEMORY_BOUND = 2 << 40  # bytes: more than any one node of a cluster has (its size is not known here)
 
 CONFIG_FIELDS = [
     ConfigField("algorithm", str, "grpo", "advantage estimator (algorithm.adv_estimator): grpo, rloo, gae (PPO "
@@ -151,6 +156,7 @@ class VerlProcessor(StandardProcessor):
         self.tool_file: Path | None = None
         self.parquets: dict[str, Path] = {}
         self.native_data = False
+        self._longest_where = ""
         self.bridge_file: Path | None = None
         self.verl_config = None  # the composed DictConfig
         self.config_path: Path | None = None
@@ -473,15 +479,32 @@ class VerlProcessor(StandardProcessor):
             fill("data.max_prompt_length", int(math.ceil(longest / 64) * 64))
         context = self._model_context()
         response = int(C.select(cfg, "data.max_response_length") or 0)
+        if context and longest is not None and longest < context <= longest + response:
+            raise CheckError("config", f"data.max_response_length={response:,} plus the longest prompt ({longest:,} "
+                             f"tokens, {self._longest_where}) exceeds the model's context of {context:,} tokens "
+                             "(max_position_embeddings)", f"set max_completion_length (data.max_response_length) to "
+                             f"at most {context - longest:,}", keys=["data.max_response_length"])
         if context and int(C.select(cfg, "data.max_prompt_length") or 0) + response > context:
             fill("data.max_prompt_length", max(1, context - response))
         prompt = int(C.select(cfg, "data.max_prompt_length") or 0)
+        if longest is not None and context and longest >= context:
+            raise CheckError("config", f"the longest training prompt ({self._longest_where}) has {longest:,} tokens: "
+                             f"more than the model's context of {context:,} (max_position_embeddings)",
+                             "shorten or drop that row", keys=["data.max_prompt_length"])
         if longest is not None and longest > prompt:
-            warnings.append(f"the longest prompt has {longest} tokens but data.max_prompt_length={prompt}: verl "
-                            "fails on longer prompts (data.truncation=error)")
+            if C.select(cfg, "data.truncation") == "error":
+                raise CheckError("config", f"the longest training prompt ({self._longest_where}) has {longest:,} tokens "
+                                 f"but data.max_prompt_length={prompt:,}: verl stops on it (data.truncation=error)",
+                                 f"raise data.max_prompt_length to at least {longest:,}, shorten the row, or set "
+                                 "data.truncation: left", keys=["data.max_prompt_length", "data.truncation"])
+            warnings.append(f"the longest prompt ({self._longest_where}) has {longest} tokens but "
+                            f"data.max_prompt_length={prompt}: verl truncates it (data.truncation="
+                            f"{C.select(cfg, 'data.truncation')})")
         if context and prompt + response > context:
-            warnings.append(f"data.max_prompt_length + data.max_response_length = {prompt + response} exceeds the "
-                            f"model's context ({context} tokens, max_position_embeddings): vLLM will refuse it")
+            raise CheckError("config", f"data.max_prompt_length + data.max_response_length = {prompt + response:,} "
+                             f"exceeds the model's context ({context:,} tokens, max_position_embeddings): vLLM refuses it",
+                             "lower data.max_prompt_length or max_completion_length (data.max_response_length)",
+                             keys=["data.max_prompt_length", "data.max_response_length"])
 
     def _model_context(self) -> int | None:
         """max_position_embeddings of a local model folder (config.json; no transformers import)."""
@@ -571,8 +594,8 @@ class VerlProcessor(StandardProcessor):
 
         schemas = list(getattr(self.agent_spec, "_schemas", []) or []) if self.agent_spec else []
         prompts = pq.read_table(str(self.parquets["train"]), columns=["prompt"]).column("prompt").to_pylist()
-        longest = 0
-        for messages in prompts[:limit]:
+        longest, at = 0, 0
+        for i, messages in enumerate(prompts[:limit]):
             try:
                 ids = self.tokenizer.apply_chat_template(messages, tools=schemas or None, add_generation_prompt=True,
                                                          tokenize=True)
@@ -580,7 +603,10 @@ class VerlProcessor(StandardProcessor):
                 return None
             if isinstance(ids, dict):
                 ids = ids.get("input_ids", [])
-            longest = max(longest, len(ids))
+            if len(ids) > longest:
+                longest, at = len(ids), i
+        source = self.data.train_source if self.data is not None else None
+        self._longest_where = locate_rows(source, [at])[at] if not self.native_data else f"row {at + 1}"
         return longest
 
     def _check_against_data(self, cfg) -> list[str]:
@@ -603,6 +629,14 @@ class VerlProcessor(StandardProcessor):
                                 f"batch of {tbs})")
         elif fixed:
             self.total_steps = int(fixed)
+        # a floor on the driver's memory: the step's batch (ids, attention mask, positions: 8 bytes each per token)
+        n = int(C.select(cfg, "actor_rollout_ref.rollout.n") or 1)
+        tokens = int(C.select(cfg, "data.max_prompt_length") or 0) + int(C.select(cfg, "data.max_response_length") or 0)
+        check_memory_floor(tbs * n, tokens, 24, HOST_MEMORY_BOUND if self.cluster_address else
+                           psutil.virtual_memory().total, f"data.train_batch_size={tbs} × rollout.n={n:,}",
+                           "24 bytes (input_ids, attention_mask, position_ids)",
+                           "any node" if self.cluster_address else "this machine",
+                           ["actor_rollout_ref.rollout.n", "data.train_batch_size"])
         key = C.reward_function_key(cfg)
         if not C.select(cfg, f"{key}.path"):
             self._check_builtin_scorer()
