@@ -601,8 +601,8 @@ class VerlProcessor(StandardProcessor):
                                                          tokenize=True)
             except Exception:
                 return None
-            if isinstance(ids, dict):
-                ids = ids.get("input_ids", [])
+            if hasattr(ids, "keys"):   # a BatchEncoding (transformers 5): a Mapping, not a dict
+                ids = ids["input_ids"]
             if len(ids) > longest:
                 longest, at = len(ids), i
         source = self.data.train_source if self.data is not None else None
