@@ -19,6 +19,8 @@ import yaml
 from engines.check_result import CheckError
 from engines.yaml_input import load_user_file, try_load_yaml
 
+from .upload_secrets import mask_bytes
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 ASSETS = REPO_ROOT / "assets"
 AGENTS_DIR = ASSETS / "agents"
@@ -158,15 +160,44 @@ def display_path(p: str) -> str:
 # -- uploads ---------------------------------------------------------------------------------------
 def store_upload(tmp_path: str, runs_dir: str | os.PathLike) -> str:
     """Copy a Gradio temp upload into ``<runs>/.uploads/<digest>/<name>`` so run specs that point at
-    it stay valid after Gradio cleans its cache. Same content → same path."""
+    it stay valid after Gradio cleans its cache. Same content → same path. An agent YAML's literal
+    secrets are masked in the stored copy and in Gradio's (which Gradio serves): see upload_secrets."""
     src = Path(tmp_path)
-    digest = hashlib.sha1(src.read_bytes()).hexdigest()[:12]
+    data = src.read_bytes()
+    if src.suffix.lower() in AGENT_SUFFIXES:
+        masked, notes = mask_bytes(data)
+        if notes:
+            data = masked
+            try:
+                src.write_bytes(masked)   # Gradio's cached copy is served by its file route
+            except OSError:
+                pass
+    digest = hashlib.sha1(data).hexdigest()[:12]
     dest_dir = Path(runs_dir) / UPLOADS / digest
     dest_dir.mkdir(parents=True, exist_ok=True)
     dest = dest_dir / _safe_name(src.name)
     if not dest.exists():
-        shutil.copyfile(src, dest)
+        tmp = dest.with_name(dest.name + ".part")
+        tmp.write_bytes(data)
+        os.replace(tmp, dest)
     return str(dest.resolve())
+
+
+def masked_secrets(path: str) -> list[str]:
+    """Which literal secrets of an agent upload were masked (e.g. ``"api_key (line 4)"``): none are left
+    in the stored copy, so this reads the ``"****"`` back."""
+    try:
+        text = Path(path).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return []
+    from .upload_secrets import SECRET_KEY
+
+    notes = []
+    for n, line in enumerate(text.splitlines(), 1):
+        key, sep, value = line.partition(":")
+        if sep and SECRET_KEY.search(key.strip(" -'\"")) and value.split("#")[0].strip().strip("'\"") == "****":
+            notes.append(f"{key.strip(' -')} (line {n})")
+    return notes
 
 
 def _rel(p: Path) -> str:
@@ -176,9 +207,19 @@ def _rel(p: Path) -> str:
         return str(p)
 
 
+MAX_NAME = 120
+
+
 def _safe_name(name: str) -> str:
-    name = re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._") or "upload"
-    return name[:120]
+    """A file name safe to store: odd characters replaced, at most ``MAX_NAME`` characters, its extension
+    kept (a long name is cut in its stem, so ``.jsonl`` stays ``.jsonl``)."""
+    name = re.sub(r"[^A-Za-z0-9._-]+", "_", Path(name).name).strip("._") or "upload"
+    if len(name) <= MAX_NAME:
+        return name
+    stem, dot, suffix = name.rpartition(".")
+    if dot and stem and 0 < len(suffix) <= 16:
+        return stem[:MAX_NAME - len(suffix) - 1].rstrip("._-") + "." + suffix
+    return name[:MAX_NAME]
 
 
 def resolve_agent_upload(path: str, search_dirs: list[Path] | None = None) -> tuple[str, list[str]]:

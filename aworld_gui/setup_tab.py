@@ -408,6 +408,10 @@ class SetupTab:
         path, notes = inp.resolve_agent_upload(stored)
         choices = inp.file_choices(inp.shipped_agents(), [path])
         note = ("Relative paths in the upload: " + "; ".join(notes)) if notes else f"Uploaded {Path(stored).name}"
+        masked = inp.masked_secrets(stored)
+        if masked:
+            note += (f". Secrets written in it were not stored: {', '.join(masked)} now read `****`; pass them as "
+                     "`${ENV_VAR}` (see docs/SECURITY.md)")
         return gr.update(choices=choices, value=path), note
 
     def on_data_upload(self, file, current):

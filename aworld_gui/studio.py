@@ -8,7 +8,7 @@ from __future__ import annotations
 import difflib
 import logging
 import os
-import shutil
+import re
 import threading
 import time
 import uuid
@@ -23,6 +23,7 @@ from engines.cli import shell_command
 from engines.isolated_checks import results_for_failure
 from engines.sandbox import whose
 from engines.user_env import referenced_names
+from engines.yaml_input import try_load_yaml
 from engines.rundir import ACTIVE_STATES, STOP_FILE, RunDir
 from engines.runs import (Slot, delete_run, effective_status, enforce_stop_timeout, kill_run, list_run_dirs,
                           spawn_run, stop_run)
@@ -30,8 +31,11 @@ from engines.runs import (Slot, delete_run, effective_status, enforce_stop_timeo
 from . import inputs as inp
 from .run_cache import CACHE, RunCache, RunState
 from .check_worker import CheckWorker, WorkerError
+from .upload_secrets import mask_text
 
 log = logging.getLogger("aworld.studio")
+MAX_RUN_ID = 200
+RUN_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,%d}" % (MAX_RUN_ID - 1))
 MODULE_TITLES = {"agent": "Agent", "dataset": "Datasets", "reward": "Reward", "config": "Config",
                  "engine": "Engine"}
 
@@ -180,8 +184,10 @@ class Studio:
     def run_path(self, run_id: str) -> Path:
         """The run dir for an id, refusing anything outside the runs dir."""
         run_id = (run_id or "").strip()
-        if not run_id or "/" in run_id or run_id.startswith("."):
-            raise ValueError(f"'{run_id}' is not a run id")
+        if not RUN_ID_RE.fullmatch(run_id):
+            shown = run_id if len(run_id) <= 60 else run_id[:57] + "..."
+            raise ValueError(f"'{shown}' is not a run id (letters, digits, '.', '_', '-'; at most "
+                             f"{MAX_RUN_ID} characters)")
         p = (self.runs_dir / run_id).resolve()
         if p.parent != self.runs_dir or not RunDir(p).exists():
             raise ValueError(f"no run '{run_id}' under {self.runs_dir}")
@@ -259,8 +265,9 @@ class Studio:
         self.cache.forget(path)
 
     def spec_text(self, run_id: str) -> str:
+        """run.yaml as shown and exported: a secret written literally in it (e.g. a config's env_vars) masked."""
         p = self.run_path(run_id) / "run.yaml"
-        return p.read_text(encoding="utf-8") if p.exists() else ""
+        return mask_text(p.read_text(encoding="utf-8"))[0] if p.exists() else ""
 
     def config_diff(self, a: str, b: str) -> str:
         if not a or not b:
@@ -281,7 +288,7 @@ class Studio:
     def clone_inputs(self, run_id: str) -> inp.SetupInputs:
         """Setup inputs that reproduce a run (its agent is written back to a YAML file)."""
         path = self.run_path(run_id)
-        spec = RunDir(path).read_spec()
+        spec = try_load_yaml(self.spec_text(run_id), default={}) or {}   # secrets masked
         agent = dict(spec.get("agent") or {})
         agent.pop("extra", None)
         agent_file = self.runs_dir / inp.UPLOADS / f"clone-{run_id}" / "agent.yaml"
@@ -319,11 +326,11 @@ class Studio:
         return str(out)
 
     def export_spec(self, run_id: str) -> str:
-        src = self.run_path(run_id) / "run.yaml"
+        text = self.spec_text(run_id)   # .exports is served: never a literal secret in it
         out_dir = self.runs_dir / ".exports"
         out_dir.mkdir(exist_ok=True)
         out = out_dir / f"{run_id}.run.yaml"
-        shutil.copyfile(src, out)
+        out.write_text(text, encoding="utf-8")
         return str(out)
 
     # -- uploads -------------------------------------------------------------------------------

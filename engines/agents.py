@@ -276,6 +276,9 @@ def load_agent(agent: Any, load_tools: bool = True) -> AgentSpec:
         secret_refs["api_key"] = m.group(0) if m else None
         if not m and raw["api_key"] not in ("", MASK):
             warnings.append("an API key is written literally in the agent config; use ${ENV_VAR} instead")
+        elif raw["api_key"] == MASK:
+            warnings.append("api_key is '****': a key written literally is never stored (uploads are masked); "
+                            "pass it as api_key: ${ENV_VAR} (docs/SECURITY.md)")
     flat = substitute_env(raw, missing)
     if missing:
         warnings.append(f"environment variable(s) not set: {', '.join(sorted(set(missing)))}")

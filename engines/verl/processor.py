@@ -29,7 +29,7 @@ from typing import Any
 
 import psutil
 
-from ..agents import AgentSpec
+from ..agents import AgentSpec, substitute_env
 from ..check_result import CheckError, CheckResult
 from ..config import ConfigField, load_config_input, validate_config
 from ..data import DataBundle
@@ -381,7 +381,11 @@ class VerlProcessor(StandardProcessor):
         env = user.adapter.get("env_vars") or {}
         if not isinstance(env, dict):
             raise CheckError("config", "`env_vars` must be a mapping of NAME: value", keys=["env_vars"])
-        self.env_vars = {str(k): str(v) for k, v in env.items()}
+        missing: list[str] = []   # ${NAME} values come from the environment (a secret is never written in run.yaml)
+        self.env_vars = {str(k): substitute_env(str(v), missing) for k, v in env.items()}
+        if missing:
+            raise CheckError("config", f"env_vars refers to environment variable(s) that are not set: "
+                             f"{', '.join(sorted(set(missing)))}", "export them before starting", keys=["env_vars"])
         self.python = verl_python(user.adapter.get("verl_python"))
         if not os.path.isfile(self.python) and shutil.which(self.python) is None:
             raise CheckError("config", f"verl_python '{self.python}' does not exist",
