@@ -30,7 +30,7 @@ def preload() -> str | None:
 
     for name in registered_engines():
         try:
-            get_processor_class(name)
+            get_processor_class(name).preload()
         except Exception as e:  # noqa: BLE001 - reported per engine by catalog()
             errors.append(f"engine {name}: {type(e).__name__}: {e}")
     return "; ".join(errors) or None

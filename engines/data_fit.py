@@ -163,5 +163,29 @@ def check_memory_floor(sequences: int, tokens: int, bytes_per_token: float, memo
     return round(floor / GB, 3)
 
 
+def gpu_memory_bytes() -> int | None:
+    """Memory of the first CUDA GPU: from torch when it is imported already, else ``nvidia-smi`` (no torch
+    import for a check); None without one."""
+    import shutil
+    import subprocess
+    import sys
+
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        try:
+            return int(torch.cuda.get_device_properties(0).total_memory) if torch.cuda.is_available() else None
+        except Exception:  # noqa: BLE001
+            return None
+    exe = shutil.which("nvidia-smi")
+    if not exe:
+        return None
+    try:
+        out = subprocess.run([exe, "--query-gpu=memory.total", "--format=csv,noheader,nounits"], capture_output=True,
+                             text=True, timeout=10).stdout.split()
+        return int(float(out[0]) * (1 << 20)) if out else None
+    except (OSError, subprocess.SubprocessError, ValueError):
+        return None
+
+
 def _gb(n: float) -> str:
     return f"{n / GB:,.0f} GB" if n >= 10 * GB else f"{n / GB:,.1f} GB"

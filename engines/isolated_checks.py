@@ -52,10 +52,21 @@ def check_all_isolated(timeout_s: float | None = None, **kwargs: Any) -> list[Ch
     """:func:`engines.prepare.check_all` in an isolated child with a time limit (its environment
     without credentials, except those the agent or config asks for by ``${NAME}``). Never raises."""
     env = user_code_env(allow=referenced_names(kwargs.get("agent"), kwargs.get("config")))
+    _preload(kwargs.get("train_engine_name"))
     outcome: Outcome = run_isolated(_check_all, {"kwargs": kwargs}, timeout_s=timeout_s, env=env)
     if outcome.ok:
         return outcome.value
     return results_for_failure(outcome.kind, describe(outcome), outcome.stage)
+
+
+def _preload(engine: str | None) -> None:
+    """The engine's heavy imports, here (the fork inherits them; the caller that trains needs them anyway)."""
+    from .registry import DEFAULT_ENGINE, get_processor_class
+
+    try:
+        get_processor_class(engine or DEFAULT_ENGINE).preload()
+    except Exception:  # noqa: BLE001 - an unknown engine or a missing library: the check reports it
+        pass
 
 
 def first_error(results: list[CheckResult]) -> CheckError | None:

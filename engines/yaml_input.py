@@ -36,9 +36,12 @@ def _where(line: int, col: int) -> str:
     return f"line {line}, column {col}"
 
 
-def describe_yaml_error(e: yaml.YAMLError) -> str:
+def describe_yaml_error(e: yaml.YAMLError, text: str = "") -> str:
     """A YAML syntax error in words, with both places: where it went wrong and where the construct started."""
     problem = (getattr(e, "problem", None) or str(e)).strip()
+    pm0 = getattr(e, "problem_mark", None)
+    if pm0 is not None and text and 0 <= pm0.index < len(text) and text[pm0.index] == "\t":
+        problem = "found a tab character"
     context = (getattr(e, "context", None) or "").strip()
     pm, cm = getattr(e, "problem_mark", None), getattr(e, "context_mark", None)
     at = _where(pm.line + 1, pm.column + 1) if pm else "an unknown place"
@@ -144,7 +147,7 @@ def load_yaml_text(text: str, *, module: str, where: str) -> Any:
         try:
             node = loader.get_single_node()
         except yaml.YAMLError as e:
-            raise CheckError(module, f"{where} is not valid YAML: {describe_yaml_error(e)}", SYNTAX_HINT)
+            raise CheckError(module, f"{where} is not valid YAML: {describe_yaml_error(e, text)}", SYNTAX_HINT)
         if node is None:
             return None
         _check_graph(node, where, module)

@@ -12,6 +12,7 @@ from ..data import DataBundle, preview_text, prompt_messages, prompt_text, row_a
 from ..rundir import FINISHED, STOPPED
 from ..standard import StandardProcessor
 from .config import FIELDS, cross_check
+from ..data_fit import gpu_memory_bytes
 from .data_fit import trl_data_fit
 
 
@@ -23,6 +24,11 @@ class TrlProcessor(StandardProcessor):
     def __init__(self, run_path: str = "runs"):
         super().__init__(run_path)
         self.tokenizer = None
+
+    @classmethod
+    def preload(cls) -> None:
+        import transformers  # noqa: F401
+        from transformers import AutoTokenizer  # noqa: F401
 
     @classmethod
     def availability(cls) -> tuple[bool, str]:
@@ -85,13 +91,10 @@ class TrlProcessor(StandardProcessor):
 
     def data_fit(self, cfg: dict[str, Any]):
         import psutil
-        import torch
 
         folder = self.model_folder
-        if cfg["device"] != "cpu" and torch.cuda.is_available():
-            memory, where = torch.cuda.get_device_properties(0).total_memory, "the GPU"
-        else:
-            memory, where = psutil.virtual_memory().total, "this machine's memory"
+        gpu = gpu_memory_bytes() if cfg["device"] != "cpu" else None
+        memory, where = (gpu, "the GPU") if gpu else (psutil.virtual_memory().total, "this machine's memory")
         return trl_data_fit(cfg, folder.vocab_size if folder else None, memory, where)
 
     def derived_config(self) -> dict[str, Any]:

@@ -175,6 +175,18 @@ class VerlProcessor(StandardProcessor):
 
     # -- availability ----------------------------------------------------------------------------
     @classmethod
+    def preload(cls) -> None:
+        """verl's config checks import verl's trainer modules and compose its Hydra config: do both once."""
+        import transformers  # noqa: F401
+        import verl.trainer.ppo.core_algos  # noqa: F401
+        import verl.trainer.ppo.utils  # noqa: F401
+        import verl.utils.config  # noqa: F401
+        import verl.utils.reward_score  # noqa: F401
+        import verl.workers.rollout.base  # noqa: F401
+
+        C.compose_base()
+
+    @classmethod
     def availability(cls) -> tuple[bool, str]:
         """CUDA GPUs, a rollout backend and verl's extra dependencies (or a Ray cluster to submit to)."""
         missing = [m for m in ("verl", "ray", "hydra", "omegaconf") if importlib.util.find_spec(m) is None]
