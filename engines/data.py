@@ -103,8 +103,15 @@ def _check_file_kind(path: Path, role: str, suffix: str) -> None:
 
         try:
             data = json.loads(path.read_bytes())
-        except (ValueError, RecursionError):  # JSON lines in a .json file, or broken JSON: the reader says
-            return
+        except RecursionError:
+            raise CheckError("dataset", f"{role} file '{path.name}' is nested too deep to read")
+        except ValueError as e:
+            if getattr(e, "msg", "") == "Extra data":   # JSON lines in a .json file: read as such
+                return
+            # the reader would accept some broken JSON (a trailing comma); say where it is broken
+            raise CheckError("dataset", f"{role} file '{path.name}' is not valid JSON: {getattr(e, 'msg', e)} at "
+                             f"line {getattr(e, 'lineno', '?')}, column {getattr(e, 'colno', '?')}",
+                             "fix the JSON syntax (double quotes, no trailing commas)")
         if isinstance(data, dict):
             lists = {k: v for k, v in data.items() if isinstance(v, list) and v and isinstance(v[0], dict)}
             what = (f"; its '{next(iter(lists))}' holds {len(next(iter(lists.values())))} records" if lists else "")
@@ -142,6 +149,13 @@ def _read_error(path: Path, role: str, suffix: str, cause: BaseException) -> Che
                                   f"line {getattr(e, 'lineno', '?')}, column {getattr(e, 'colno', '?')}",
                                   "fix the JSON syntax (double quotes, no trailing commas)")
     if suffix in (".jsonl", ".json"):
+        mixed = _mixed_json_column(path)
+        if mixed:
+            name, first = mixed
+            kinds = ", ".join(f"{kind} (line {line})" for kind, line in first.items())
+            return CheckError("dataset", f"{role} file '{path.name}': column '{name}' mixes value types — {kinds}; "
+                              "a column needs values of one type", f"write every '{name}' as the same type "
+                              "(e.g. text)", key=name)
         found = _bad_json_line(path)
         if found:
             line, message = found
@@ -149,6 +163,32 @@ def _read_error(path: Path, role: str, suffix: str, cause: BaseException) -> Che
                               "write one JSON object per line, e.g. {\"prompt\": \"...\", \"answer\": \"...\"}")
     return CheckError("dataset", f"cannot read {role} file '{path.name}' as {suffix[1:]}: {text}",
                       "check that every row has the same columns and the file is valid")
+
+
+def _mixed_json_column(path: Path, limit: int = 1_000_000) -> tuple[str, dict[str, int]] | None:
+    """(column, {kind: first line}) of the first column of a JSON-lines file whose values are of several kinds
+    (text and numbers, text and objects, ...)."""
+    import json
+
+    first: dict[str, dict[str, int]] = {}
+    with open(path, "rb") as f:
+        for n, raw in enumerate(f, 1):
+            if n > limit or not raw.strip():
+                continue
+            try:
+                row = json.loads(raw)
+            except ValueError:
+                return None
+            if not isinstance(row, dict):
+                return None
+            for k, v in row.items():
+                kind = _value_kind(v)
+                if kind is not None:
+                    first.setdefault(k, {}).setdefault(kind, n)
+    for k, kinds in first.items():   # (called once the reader failed: any mix is a suspect)
+        if len(kinds) > 1:
+            return k, kinds
+    return None
 
 
 def _bad_json_line(path: Path, limit: int = 1_000_000) -> tuple[int, str] | None:

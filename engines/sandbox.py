@@ -210,6 +210,10 @@ def _work(fn: Callable[..., Any], kwargs: Mapping[str, Any], w: int, pw: int, ou
         os.dup2(devnull, 0)
         os.dup2(out_fd, 1)
         os.dup2(out_fd, 2)
+        # whatever the parent made of them (a test runner's capture, a closed terminal): the fds above
+        sys.stdin = open(os.devnull, encoding="utf-8")
+        sys.stdout = os.fdopen(1, "w", buffering=1, encoding="utf-8", errors="replace", closefd=False)
+        sys.stderr = os.fdopen(2, "w", buffering=1, encoding="utf-8", errors="replace", closefd=False)
         if env is not None:
             os.environ.clear()
             os.environ.update(env)

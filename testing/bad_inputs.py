@@ -164,7 +164,8 @@ def latin1_csv(path: Path) -> None:
 
 
 def latin1_reward(path: Path) -> None:
-    _write(path, "# récompense\ndef score(completion, answer, **kw):\n    return 1.0\n".encode("latin-1"))
+    _write(path, "def score(completion, answer, **kw):\n    # the French word for reward:\n    label = 'récompense'\n"
+           "    return 1.0\n".encode("latin-1"))
 
 
 def alias_bomb(path: Path) -> None:

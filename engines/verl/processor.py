@@ -505,7 +505,7 @@ class VerlProcessor(StandardProcessor):
         prompt = int(C.select(cfg, "data.max_prompt_length") or 0)
         if longest is not None and context and longest >= context:
             raise CheckError("config", f"the longest training prompt ({self._longest_where}) has {longest:,} tokens: "
-                             f"more than the model's context of {context:,} (max_position_embeddings)",
+                             f"more than the model's context of {context:,} tokens (max_position_embeddings)",
                              "shorten or drop that row", keys=["data.max_prompt_length"])
         if longest is not None and longest > prompt:
             if C.select(cfg, "data.truncation") == "error":
@@ -518,7 +518,8 @@ class VerlProcessor(StandardProcessor):
                             f"{C.select(cfg, 'data.truncation')})")
         if context and prompt + response > context:
             raise CheckError("config", f"data.max_prompt_length + data.max_response_length = {prompt + response:,} "
-                             f"exceeds the model's context ({context:,} tokens, max_position_embeddings): vLLM refuses it",
+                             f"exceeds the model's context of {context:,} tokens (max_position_embeddings): vLLM "
+                             "refuses it",
                              "lower data.max_prompt_length or max_completion_length (data.max_response_length)",
                              keys=["data.max_prompt_length", "data.max_response_length"])
 
@@ -622,7 +623,8 @@ class VerlProcessor(StandardProcessor):
             if len(ids) > longest:
                 longest, at = len(ids), i
         source = self.data.train_source if self.data is not None else None
-        self._longest_where = locate_rows(source, [at])[at] if not self.native_data else f"row {at + 1}"
+        where = locate_rows(source, [at])[at] if not self.native_data else f"row {at + 1}"
+        self._longest_where = where + (f" of {Path(source).name}" if source else "")
         return longest
 
     def _check_against_data(self, cfg) -> list[str]:
