@@ -14,7 +14,8 @@ import re
 import yaml
 
 from engines.agents import MASK, SECRET_RE
-from engines.yaml_input import Loader
+from engines.check_result import CheckError
+from engines.yaml_input import compose_yaml_text
 
 #: keys whose values are credentials: the agents' rule, plus HTTP headers that carry them
 SECRET_KEY = re.compile(SECRET_RE.pattern + r"|^authorization$|^proxy-authorization$|^cookie$", re.I)
@@ -32,12 +33,8 @@ def _spans(text: str) -> list[tuple[int, int, str, int]] | None:
     """(start, end, key, line) of each literal secret value, from the YAML's own node marks; None when
     the text is not YAML the safe loader reads."""
     try:
-        loader = Loader(text)
-        try:
-            root = loader.get_single_node()
-        finally:
-            loader.dispose()
-    except yaml.YAMLError:
+        root = compose_yaml_text(text, module="agent", where="the upload")   # guarded: never raw libyaml
+    except CheckError:
         return None
     if root is None:
         return []

@@ -214,6 +214,9 @@ def _work(fn: Callable[..., Any], kwargs: Mapping[str, Any], w: int, pw: int, ou
         sys.stdin = open(os.devnull, encoding="utf-8")
         sys.stdout = os.fdopen(1, "w", buffering=1, encoding="utf-8", errors="replace", closefd=False)
         sys.stderr = os.fdopen(2, "w", buffering=1, encoding="utf-8", errors="replace", closefd=False)
+        import faulthandler   # a crash's trace goes to the call's output, never to the parent's terminal
+
+        faulthandler.enable(file=sys.stderr)
         if env is not None:
             os.environ.clear()
             os.environ.update(env)

@@ -135,13 +135,35 @@ def _check_duplicate_keys(n: yaml.MappingNode, where: str, module: str) -> None:
         seen[k.value] = line
 
 
-def load_yaml_text(text: str, *, module: str, where: str) -> Any:
-    """Parse user YAML safely (see the module docstring); a CheckError with the place of any problem."""
+def _guard(text: str, module: str, where: str) -> None:
+    """What must hold before libyaml sees the text at all."""
     if len(text) > MAX_BYTES * 4:
         raise CheckError(module, f"{where} is {len(text) / MB:.1f} MB of text; at most {MAX_BYTES // MB} MB is read")
     if _raw_bracket_depth(text) > MAX_RAW_BRACKETS:
         raise CheckError(module, f"{where} opens more than {MAX_RAW_BRACKETS} '[' / '{{' without closing them "
                          "(nested too deep to read)", "flatten it")
+
+
+def compose_yaml_text(text: str, *, module: str, where: str) -> yaml.Node | None:
+    """The node graph of user YAML (nothing built), with every check of :func:`load_yaml_text`: the only
+    way user text may reach libyaml's composer (e.g. to find where a value is written)."""
+    _guard(text, module, where)
+    loader = Loader(text)
+    try:
+        try:
+            node = loader.get_single_node()
+        except yaml.YAMLError as e:
+            raise CheckError(module, f"{where} is not valid YAML: {describe_yaml_error(e, text)}", SYNTAX_HINT)
+        if node is not None:
+            _check_graph(node, where, module)
+        return node
+    finally:
+        loader.dispose()
+
+
+def load_yaml_text(text: str, *, module: str, where: str) -> Any:
+    """Parse user YAML safely (see the module docstring); a CheckError with the place of any problem."""
+    _guard(text, module, where)
     loader = Loader(text)
     try:
         try:
