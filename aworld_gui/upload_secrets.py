@@ -34,7 +34,7 @@ def _spans(text: str) -> list[tuple[int, int, str, int]] | None:
     the text is not YAML the safe loader reads."""
     try:
         root = compose_yaml_text(text, module="agent", where="the upload")   # guarded: never raw libyaml
-    except CheckError:
+    except (CheckError, UnicodeError):   # (bytes that are not UTF-8 reach here as surrogates)
         return None
     if root is None:
         return []
