@@ -232,8 +232,10 @@ class SetupTab:
         ui = self.ui
         ins = self.check_inputs()
         outs = self.check_outputs()
+        # "multiple": a newer check starts at once and cancels this page's older one (Studio.check); queued
+        # behind it instead, it would wait for a hanging check's whole time limit
         check_kw = dict(fn=self.on_check, inputs=ins, outputs=outs, show_progress="minimal",
-                        show_progress_on=[ui.strip], trigger_mode="always_last", api_visibility="private",
+                        show_progress_on=[ui.strip], trigger_mode="multiple", api_visibility="private",
                         concurrency_id="checks", concurrency_limit=4)
 
         # file pickers and mappings: a user change → check
