@@ -4,7 +4,6 @@ keys with a "did you mean"; check types and ranges; return the effective config.
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import os
 from dataclasses import dataclass, field

@@ -14,6 +14,9 @@ from .check_result import CHECKED_MODULES, ERROR, CheckError, CheckResult
 from .registry import DEFAULT_ENGINE
 from .rundir import QUEUED, RunDir
 
+#: the time limit of the checks a run process repeats before it trains
+RUN_CHECK_TIMEOUT_S = 900.0
+
 
 def engine_result(engine: str) -> tuple[Any, CheckResult]:
     try:
@@ -117,6 +120,9 @@ def trainer_from_run_dir(run_dir: str | Path) -> AgentTrainer:
         run_path=str(run.path.parent),
         train_engine_name=spec["engine"],
         run_dir=run.path,
+        # the spec passed its checks when it was prepared; in the (detached, stoppable) run process a large
+        # dataset's conversion may take longer than an interactive check is allowed
+        check_timeout_s=RUN_CHECK_TIMEOUT_S,
     )
 
 

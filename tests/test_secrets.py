@@ -17,7 +17,6 @@ from engines.processes import terminate_tree
 from engines.rundir import RunDir
 from engines.runs import spawn_run
 from testing.studio import StudioProcess
-from testing.waiting import wait_for
 
 LOGIN = ("admin", "studio-login-s3cret")
 PROVIDER_KEY = "sk-provider-in-the-environment-0042"
