@@ -162,7 +162,7 @@ def _render_first_prompt(agent: dict, data: dict, si) -> dict[str, Any]:
     spec = (agent.get("details") or {}).get("spec") or {}
     schemas = (agent.get("details") or {}).get("tool_schemas") or []
     try:
-        from engines.data import ColumnMap, load_table, prompt_messages
+        from engines.data import ColumnMap, load_table, preview_text, prompt_messages
 
         cols = (data.get("details") or {}).get("columns") or {}
         kind = (data.get("details") or {}).get("prompt_kind") or "text"
@@ -177,7 +177,8 @@ def _render_first_prompt(agent: dict, data: dict, si) -> dict[str, Any]:
             return {"messages": messages, "text": text, "tokens": len(tok(text)["input_ids"]),
                     "note": "the model has no chat template: the prompt is the raw text"}
         text = tok.apply_chat_template(messages, tools=schemas or None, add_generation_prompt=True, tokenize=False)
-        return {"messages": messages, "text": text, "tokens": len(tok(text, add_special_tokens=False)["input_ids"])}
+        return {"messages": messages, "text": preview_text(text),
+                "tokens": len(tok(text, add_special_tokens=False)["input_ids"])}
     except Exception as e:  # noqa: BLE001
         return {"error": f"could not render the prompt: {type(e).__name__}: {e}"}
 

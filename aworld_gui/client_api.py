@@ -12,13 +12,36 @@ from typing import Any
 import gradio as gr
 
 from engines.check_result import MODULES
+from engines.data import preview_text
 
 from . import inputs as inp
+from .check_worker import WorkerError
 from .studio import Studio
 
 
 class ApiError(ValueError):
-    pass
+    """An input the endpoint cannot use; ``module`` is the module it belongs to."""
+
+    def __init__(self, message: str, module: str | None = None):
+        super().__init__(message)
+        self.module = module
+
+
+def input_error(e: ApiError) -> dict[str, Any]:
+    """The documented result of /check for inputs that could not be used: ``ok`` false, the error on its
+    module, the other modules not checked."""
+    modules = {m: {"status": "error" if m == e.module else "warning",
+                   "message": str(e) if m == e.module else "not checked (an input could not be used)",
+                   "warnings": []} for m in MODULES}
+    return {"ok": False, "error": str(e), "module": e.module, "modules": modules}
+
+
+def _store(studio: Studio, path: str, module: str, what: str) -> str:
+    try:
+        return studio.store_upload(path)
+    except (OSError, ValueError) as e:
+        raise ApiError(f"the uploaded {what} '{Path(path).name[:80]}' cannot be stored: "
+                       f"{getattr(e, 'strerror', None) or e}", module)
 
 
 def _path(file: Any) -> str | None:
@@ -39,27 +62,31 @@ def build_inputs(studio: Studio, agent: Any, train: Any, test: Any, reward_file:
     agent_p, train_p, test_p, reward_p = (_path(x) for x in (agent, train, test, reward_file))
     agent_path = demo.agent
     if agent_p:
-        agent_path, _notes = inp.resolve_agent_upload(studio.store_upload(agent_p))
-    train_path = studio.store_upload(train_p) if train_p else demo.train
+        agent_path, _notes = inp.resolve_agent_upload(_store(studio, agent_p, "agent", "agent file"))
+    train_path = _store(studio, train_p, "dataset", "train set") if train_p else demo.train
     if test_p:
-        test_path = studio.store_upload(test_p)
+        test_path = _store(studio, test_p, "dataset", "test set")
     else:
         test_path = demo.test if not train_p else None
     uploaded: dict[str, str] = {}
     if reward_p:
-        stored = studio.store_upload(reward_p)
+        stored = _store(studio, reward_p, "reward", "reward file")
         uploaded[Path(stored).name] = stored
         uploaded[Path(reward_p).name] = stored
     try:
         entries = inp.parse_reward_text(rewards or "", uploaded)
     except ValueError as e:
-        raise ApiError(str(e))
+        raise ApiError(str(e), "reward")
     if not entries and reward_p:
-        fns = studio.reward_functions(next(iter(uploaded.values())))
+        name = Path(next(iter(uploaded.values()))).name
+        try:
+            fns = studio.reward_functions(next(iter(uploaded.values())))
+        except WorkerError as e:   # the file does not import: its error is the reward module's
+            raise ApiError(f"the uploaded reward file '{name}' cannot be loaded: {e}", "reward")
         if len(fns) != 1:
             names = ", ".join(f["name"] for f in fns) or "none"
             raise ApiError(f"name the reward function(s) of the uploaded file in `rewards` "
-                           f"(e.g. '{Path(reward_p).name}:{fns[0]['name'] if fns else 'fn'}@1'); it defines: {names}")
+                           f"(e.g. '{name}:{fns[0]['name'] if fns else 'fn'}@1'); it defines: {names}", "reward")
         entries = [{"ref": fns[0]["ref"], "weight": 1.0}]
     if not entries:
         entries = demo.rewards
@@ -77,13 +104,24 @@ def summarize_report(report: dict) -> dict[str, Any]:
         out["effective_config"] = effective
     prompt = report.get("prompt") or {}
     if prompt.get("text"):
-        out["rendered_prompt"] = prompt["text"]
+        out["rendered_prompt"] = preview_text(prompt["text"])
     dry = (res["reward"].get("details") or {}).get("dry_run")
     if dry:
-        out["reward_preview"] = dry
+        out["reward_preview"] = _previewed(dry)
     if report.get("worker_error"):
         out["worker_error"] = report["worker_error"]
     return out
+
+
+def _previewed(value: Any) -> Any:
+    """Every text in a nested result cut to a preview (a 1 MB answer is not sent back whole)."""
+    if isinstance(value, str):
+        return preview_text(value, 1000)
+    if isinstance(value, dict):
+        return {k: _previewed(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_previewed(v) for v in value]
+    return value
 
 
 def build_api(studio: Studio) -> None:
@@ -103,20 +141,20 @@ def build_api(studio: Studio) -> None:
                                                                               "list_runs"))
     files = [agent, train, test, reward_file, rewards, config, engine]
 
-    def check(a, t, te, rf, rw, cfg, eng):
+    def check(a, t, te, rf, rw, cfg, eng, request: gr.Request = None):
         """Check every module (agent, dataset, reward, config, engine) without launching."""
         try:
             si = build_inputs(studio, a, t, te, rf, rw, cfg, eng)
         except ApiError as e:
-            return {"ok": False, "error": str(e)}
-        return summarize_report(studio.check(si))
+            return input_error(e)
+        return summarize_report(studio.check(si, client=getattr(request, "session_hash", None)))
 
     def launch(a, t, te, rf, rw, cfg, eng):
         """Check, write the run directory and start training in its own process (queued when busy)."""
         try:
             si = build_inputs(studio, a, t, te, rf, rw, cfg, eng)
         except ApiError as e:
-            return {"ok": False, "error": str(e)}
+            return input_error(e)
         res = studio.launch(si)
         if not res.get("ok"):
             report = studio.check(si)

@@ -8,8 +8,6 @@ never imports TRL. Setting a key edits the overrides YAML, which the checks then
 """
 from __future__ import annotations
 
-from typing import Any
-
 import gradio as gr
 import yaml
 

@@ -293,4 +293,7 @@ ZH = {
     "trainable of": "可训练 / 共",
     "parameters": "个参数",
     "Memory estimate": "内存估算",
+    "Secrets written in it were not stored:": "其中写明的密钥未被保存:",
+    "now read": "现显示为",
+    "pass them as": "请改用",
 }

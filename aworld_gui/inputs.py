@@ -9,12 +9,16 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import shutil
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
+
+from engines.check_result import CheckError
+from engines.yaml_input import load_user_file, try_load_yaml
+
+from .upload_secrets import mask_bytes
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 ASSETS = REPO_ROOT / "assets"
@@ -71,10 +75,7 @@ class SetupInputs:
         text = (self.config_text or "").strip()
         if not text:
             return None
-        try:
-            data = yaml.safe_load(text)
-        except yaml.YAMLError:
-            return text
+        data = try_load_yaml(text, default=text)
         return data if isinstance(data, dict) else text
 
     def check_kwargs(self) -> dict[str, Any]:
@@ -179,15 +180,44 @@ def display_path(p: str) -> str:
 # -- uploads ---------------------------------------------------------------------------------------
 def store_upload(tmp_path: str, runs_dir: str | os.PathLike) -> str:
     """Copy a Gradio temp upload into ``<runs>/.uploads/<digest>/<name>`` so run specs that point at
-    it stay valid after Gradio cleans its cache. Same content → same path."""
+    it stay valid after Gradio cleans its cache. Same content → same path. An agent YAML's literal
+    secrets are masked in the stored copy and in Gradio's (which Gradio serves): see upload_secrets."""
     src = Path(tmp_path)
-    digest = hashlib.sha1(src.read_bytes()).hexdigest()[:12]
+    data = src.read_bytes()
+    if src.suffix.lower() in AGENT_SUFFIXES:
+        masked, notes = mask_bytes(data)
+        if notes:
+            data = masked
+            try:
+                src.write_bytes(masked)   # Gradio's cached copy is served by its file route
+            except OSError:
+                pass
+    digest = hashlib.sha1(data).hexdigest()[:12]
     dest_dir = Path(runs_dir) / UPLOADS / digest
     dest_dir.mkdir(parents=True, exist_ok=True)
     dest = dest_dir / _safe_name(src.name)
     if not dest.exists():
-        shutil.copyfile(src, dest)
+        tmp = dest.with_name(dest.name + ".part")
+        tmp.write_bytes(data)
+        os.replace(tmp, dest)
     return str(dest.resolve())
+
+
+def masked_secrets(path: str) -> list[str]:
+    """Which literal secrets of an agent upload were masked (e.g. ``"api_key (line 4)"``): none are left
+    in the stored copy, so this reads the ``"****"`` back."""
+    try:
+        text = Path(path).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return []
+    from .upload_secrets import SECRET_KEY
+
+    notes = []
+    for n, line in enumerate(text.splitlines(), 1):
+        key, sep, value = line.partition(":")
+        if sep and SECRET_KEY.search(key.strip(" -'\"")) and value.split("#")[0].strip().strip("'\"") == "****":
+            notes.append(f"{key.strip(' -')} (line {n})")
+    return notes
 
 
 def _rel(p: Path) -> str:
@@ -197,9 +227,19 @@ def _rel(p: Path) -> str:
         return str(p)
 
 
+MAX_NAME = 120
+
+
 def _safe_name(name: str) -> str:
-    name = re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._") or "upload"
-    return name[:120]
+    """A file name safe to store: odd characters replaced, at most ``MAX_NAME`` characters, its extension
+    kept (a long name is cut in its stem, so ``.jsonl`` stays ``.jsonl``)."""
+    name = re.sub(r"[^A-Za-z0-9._-]+", "_", Path(name).name).strip("._") or "upload"
+    if len(name) <= MAX_NAME:
+        return name
+    stem, dot, suffix = name.rpartition(".")
+    if dot and stem and 0 < len(suffix) <= 16:
+        return stem[:MAX_NAME - len(suffix) - 1].rstrip("._-") + "." + suffix
+    return name[:MAX_NAME]
 
 
 def resolve_agent_upload(path: str, search_dirs: list[Path] | None = None) -> tuple[str, list[str]]:
@@ -209,8 +249,9 @@ def resolve_agent_upload(path: str, search_dirs: list[Path] | None = None) -> tu
     shipped agents folder). Returns (path of the YAML to use, notes shown to the user)."""
     p = Path(path)
     try:
-        data = yaml.safe_load(p.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError, UnicodeDecodeError):
+        # the shared safe loader (size, encoding, aliases capped): this runs in the studio process
+        data = load_user_file(p, module="agent", role="agent file")
+    except (OSError, CheckError):
         return path, []  # the agent check reports it
     if not isinstance(data, dict):
         return path, []

@@ -117,5 +117,11 @@ def build_app(runs_dir: str | os.PathLike = "runs", studio: Studio | None = None
 
 def launch_kwargs(demo: gr.Blocks) -> dict[str, Any]:
     """What ``demo.launch`` needs besides the address: the look (Gradio 6 takes theme and css at
-    launch) and the studio's own routes, ahead of Gradio's."""
-    return {"theme": theme(), "css": CSS, "app_kwargs": {"routes": list(demo.aworld_routes)}, "i18n": i18n()}
+    launch), the studio's own routes, ahead of Gradio's, login throttling (login_throttle.py) and the
+    translations (i18n.py)."""
+    from starlette.middleware import Middleware
+
+    from .login_throttle import LoginThrottle
+
+    return {"theme": theme(), "css": CSS, "i18n": i18n(),
+            "app_kwargs": {"routes": list(demo.aworld_routes), "middleware": [Middleware(LoginThrottle)]}}

@@ -25,6 +25,19 @@ def parse_auth(value: str | None) -> tuple[str, str] | None:
     return user, password
 
 
+def keep_credentials_private() -> None:
+    """The login stays in this process: out of the environment its children inherit (the check worker and
+    runs get a scrubbed one anyway: engines.user_env), and this process made non-dumpable, so another
+    process of the same (non-root) user cannot read it from /proc/<pid>/environ or its memory."""
+    os.environ.pop("AWORLD_STUDIO_AUTH", None)
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)   # PR_SET_DUMPABLE = 4
+    except (OSError, AttributeError):
+        pass
+
+
 def wait_until_interrupted(demo) -> None:
     """Serve until Ctrl-C. (Gradio's ``block_thread`` wakes the main thread 10 times a second to
     look at a flag; this sleeps until a signal.) Runs keep training: they are not our children."""
@@ -48,6 +61,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--check-timeout", type=float, default=60.0, help="time limit of one check in the worker")
     p.add_argument("--share", action="store_true", help="create a public gradio.live link (off by default)")
     a = p.parse_args(argv)
+    auth = parse_auth(a.auth)
+    if auth:
+        keep_credentials_private()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
     from aworld_gui.page import build_app, launch_kwargs
@@ -58,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     demo = build_app(runs_dir, studio=studio)
     print(f"AWorld Trainer Studio on http://{a.host}:{a.port}  (runs: {runs_dir})", flush=True)
     try:
-        demo.launch(server_name=a.host, server_port=a.port, share=a.share, auth=parse_auth(a.auth),
+        demo.launch(server_name=a.host, server_port=a.port, share=a.share, auth=auth,
                     show_error=True, allowed_paths=[str(runs_dir / ".exports")],
                     footer_links=["api", "settings"],   # Settings holds the language (English, 中文)
                     prevent_thread_lock=True, **launch_kwargs(demo))

@@ -15,8 +15,10 @@ from typing import Any
 import gradio as gr
 import yaml
 
-from .i18n import _
+from engines.yaml_input import try_load_yaml
+
 from . import glossary, presets, render
+from .i18n import _
 from . import inputs as inp
 from . import reward_card
 from .config_editor import ConfigEditor
@@ -274,8 +276,10 @@ class SetupTab:
         ui = self.ui
         ins = self.check_inputs()
         outs = self.check_outputs()
+        # "multiple": a newer check starts at once and cancels this page's older one (Studio.check); queued
+        # behind it instead, it would wait for a hanging check's whole time limit
         check_kw = dict(fn=self.on_check, inputs=ins, outputs=outs, show_progress="minimal",
-                        show_progress_on=[ui.strip], trigger_mode="always_last", api_visibility="private",
+                        show_progress_on=[ui.strip], trigger_mode="multiple", api_visibility="private",
                         concurrency_id="checks", concurrency_limit=4)
 
         # presets: load fills every input (then the engine's form and a check); save writes the current setup
@@ -410,10 +414,13 @@ class SetupTab:
             out.append([label, old.get(label, 1.0), desc])
         return out
 
-    def on_check(self, *values):
-        *values, field_map = values
-        si = collect(*values)
-        report = self.studio.check(si)
+    def on_check(self, agent, train, test, prompt_col, answer_col, picks, weights, config_text, engine, field_map,
+                 request: gr.Request = None):
+        si = collect(agent, train, test, prompt_col, answer_col, picks, weights, config_text, engine)
+        # a newer check from this page cancels this one: it then changes nothing on the page
+        report = self.studio.check(si, client=getattr(request, "session_hash", None))
+        if report.get("cancelled"):
+            return [gr.update()] * len(self.check_outputs())
         return self.check_updates(si, report) + self.form_values(si, report, field_map)
 
     def form_values(self, si: inp.SetupInputs, report: dict, field_map: list) -> list:
@@ -496,6 +503,10 @@ class SetupTab:
         path, notes = inp.resolve_agent_upload(stored)
         choices = inp.file_choices(inp.shipped_agents(), [path])
         note = (f"{_('Relative paths in the upload:')} " + "; ".join(notes)) if notes else f"{_('Uploaded')} {Path(stored).name}"
+        masked = inp.masked_secrets(stored)
+        if masked:
+            note += (f". {_('Secrets written in it were not stored:')} {', '.join(masked)} {_('now read')} `****`; "
+                     f"{_('pass them as')} `${{ENV_VAR}}` (docs/SECURITY.md)")
         return gr.update(choices=choices, value=path), note
 
     def on_data_upload(self, file, test):
@@ -653,10 +664,7 @@ def set_yaml_key(text: str, key: str, value: Any) -> str:
 
 
 def _parse_yaml(text: str) -> dict:
-    try:
-        data = yaml.safe_load(text or "")
-    except yaml.YAMLError:
-        return {}
+    data = try_load_yaml(text or "", default={})   # the shared safe loader: user text, in the studio process
     return data if isinstance(data, dict) else {}
 
 

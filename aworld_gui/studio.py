@@ -8,6 +8,7 @@ from __future__ import annotations
 import difflib
 import logging
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -23,8 +24,12 @@ import yaml
 
 from engines.check_result import CHECKED_MODULES, MODULES
 from engines.cli import shell_command
+from engines.isolated_checks import results_for_failure
 from engines.processes import spawn_detached
 from engines.rundir import ACTIVE_STATES, QUEUED, RUNNING, STOP_FILE, STOPPING, RunDir
+from engines.sandbox import whose
+from engines.user_env import referenced_names
+from engines.yaml_input import try_load_yaml
 from engines.runs import (Slot, delete_run, effective_status, enforce_stop_timeout, kill_run, list_run_dirs,
                           spawn_run, stop_run)
 
@@ -34,8 +39,11 @@ from .chat_client import ChatService
 from .i18n import _
 from .run_cache import CACHE, RunCache, RunState
 from .check_worker import CheckWorker, WorkerError
+from .upload_secrets import mask_text
 
 log = logging.getLogger("aworld.studio")
+MAX_RUN_ID = 200
+RUN_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,%d}" % (MAX_RUN_ID - 1))
 MODULE_TITLES = {"agent": _("Agent"), "dataset": _("Datasets"), "reward": _("Reward"), "config": _("Config"),
                  "engine": _("Engine")}
 
@@ -54,6 +62,8 @@ class Studio:
         self._catalog_lock = threading.Lock()
         self._reward_files: dict[str, list[dict]] = {}
         self._spawned: set[int] = set()
+        self._client_checks: dict[str, str] = {}    # client (a page's session) -> its running check
+        self._checks_lock = threading.Lock()
         self._watchdog: threading.Thread | None = None
         self._stop = threading.Event()
         self.chat = ChatService(self.runs_dir)        # the chat model's process (one at a time)
@@ -124,23 +134,37 @@ class Studio:
         return self._reward_files[key]
 
     # -- checks --------------------------------------------------------------------------------
-    def check(self, inputs: inp.SetupInputs) -> dict[str, Any]:
+    def check(self, inputs: inp.SetupInputs, client: str | None = None) -> dict[str, Any]:
         """Every module's result (by module), the Setup previews, and ``ok`` (no module in error).
-        Never raises: a worker failure becomes an error on the module being checked."""
+        Never raises: a worker failure becomes an error on the module being checked. ``client`` (a
+        page's session): a newer check from the same client cancels this one (``cancelled`` True)."""
         t0 = time.perf_counter()
+        check_id = uuid.uuid4().hex[:12]
+        if client:
+            with self._checks_lock:
+                previous = self._client_checks.get(client)
+                self._client_checks[client] = check_id
+            if previous:
+                self.worker.cancel(previous, "a newer check from the same page replaced it")
         try:
-            report = self.worker.call("check", inputs=inputs.to_dict(), timeout_s=self.check_timeout_s)
+            report = self.worker.call("check", inputs=inputs.to_dict(), timeout_s=self.check_timeout_s,
+                                      call_id=check_id, pass_env=referenced_names(inputs.agent, inputs.config_text))
         except WorkerError as e:
             report = failed_report(e)
+        finally:
+            if client:
+                with self._checks_lock:
+                    if self._client_checks.get(client) == check_id:
+                        del self._client_checks[client]
         results = report.setdefault("results", {})
         for m, problem in (inputs.problems or {}).items():      # an upload that could not be used
             results[m] = {"module": m, "status": "error", "message": problem, "details": {}, "warnings": []}
         for m in MODULES:
             results.setdefault(m, {"module": m, "status": "error", "message": "not checked", "details": {},
                                    "warnings": []})
-        report["ok"] = all(results[m]["status"] != "error" for m in MODULES)
+        report["ok"] = not report.get("cancelled") and all(results[m]["status"] != "error" for m in MODULES)
         report["wall_s"] = round(time.perf_counter() - t0, 3)
-        report["check_id"] = uuid.uuid4().hex[:12]
+        report["check_id"] = check_id
         return report
 
     # -- launch --------------------------------------------------------------------------------
@@ -152,7 +176,8 @@ class Studio:
             return {"ok": False, "error": problem, "module": module}
         try:
             res = self.worker.call("prepare", inputs=inputs.to_dict(), runs_dir=str(self.runs_dir),
-                                   timeout_s=self.launch_timeout_s)
+                                   timeout_s=self.launch_timeout_s,
+                                   pass_env=referenced_names(inputs.agent, inputs.config_text))
         except WorkerError as e:
             return {"ok": False, "error": f"launch preparation failed: {e}", "module": None}
         if not res.get("ok"):
@@ -174,8 +199,10 @@ class Studio:
     def run_path(self, run_id: str) -> Path:
         """The run dir for an id, refusing anything outside the runs dir."""
         run_id = (run_id or "").strip()
-        if not run_id or "/" in run_id or run_id.startswith("."):
-            raise ValueError(f"'{run_id}' is not a run id")
+        if not RUN_ID_RE.fullmatch(run_id):
+            shown = run_id if len(run_id) <= 60 else run_id[:57] + "..."
+            raise ValueError(f"'{shown}' is not a run id (letters, digits, '.', '_', '-'; at most "
+                             f"{MAX_RUN_ID} characters)")
         p = (self.runs_dir / run_id).resolve()
         if p.parent != self.runs_dir or not RunDir(p).exists():
             raise ValueError(f"no run '{run_id}' under {self.runs_dir}")
@@ -269,8 +296,9 @@ class Studio:
         self.cache.forget(path)
 
     def spec_text(self, run_id: str) -> str:
+        """run.yaml as shown and exported: a secret written literally in it (e.g. a config's env_vars) masked."""
         p = self.run_path(run_id) / "run.yaml"
-        return p.read_text(encoding="utf-8") if p.exists() else ""
+        return mask_text(p.read_text(encoding="utf-8"))[0] if p.exists() else ""
 
     def config_diff(self, a: str, b: str) -> str:
         if not a or not b:
@@ -290,8 +318,7 @@ class Studio:
 
     def clone_inputs(self, run_id: str) -> inp.SetupInputs:
         """Setup inputs that reproduce a run (its agent is written back to a YAML file)."""
-        path = self.run_path(run_id)
-        spec = RunDir(path).read_spec()
+        spec = try_load_yaml(self.spec_text(run_id), default={}) or {}   # secrets masked
         agent = dict(spec.get("agent") or {})
         agent.pop("extra", None)
         agent_file = self.runs_dir / inp.UPLOADS / f"clone-{run_id}" / "agent.yaml"
@@ -330,11 +357,11 @@ class Studio:
         return str(out)
 
     def export_spec(self, run_id: str) -> str:
-        src = self.run_path(run_id) / "run.yaml"
+        text = self.spec_text(run_id)   # .exports is served: never a literal secret in it
         out_dir = self.runs_dir / ".exports"
         out_dir.mkdir(exist_ok=True)
         out = out_dir / f"{run_id}.run.yaml"
-        shutil.copyfile(src, out)
+        out.write_text(text, encoding="utf-8")
         return str(out)
 
     # -- evaluation, chat, export ----------------------------------------------------------------
@@ -406,17 +433,17 @@ class Studio:
 
 
 def failed_report(e: WorkerError) -> dict[str, Any]:
-    """A check report for a worker failure: the module being checked gets the error, the ones
-    after it are 'not checked'."""
-    module = e.stage if e.stage in CHECKED_MODULES else None
-    what = {"timeout": "timed out", "crash": "crashed"}.get(e.kind, "failed")
-    msg = str(e)
-    if module:
-        msg = f"the {module} check {what}: {msg} — a tool or reward that hangs or crashes on import is the usual cause"
-    results = {}
-    for m in CHECKED_MODULES:
-        text = msg if module in (None, m) else f"not checked (the {module} check {what})"
-        results[m] = {"module": m, "status": "error", "message": text, "details": {}, "warnings": []}
-    results["engine"] = {"module": "engine", "status": "warning", "message": "not probed (the check worker failed)",
-                         "details": {}, "warnings": []}
+    """A check report for a worker failure: the module being checked gets the error (naming whose
+    code it was), the ones after it are 'not checked' (see engines.isolated_checks)."""
+    if e.kind == "cancelled":
+        results = {m: {"module": m, "status": "warning", "message": "check cancelled: a newer check replaced it",
+                       "details": {}, "warnings": []} for m in MODULES}
+        return {"results": results, "cancelled": True,
+                "worker_error": {"kind": e.kind, "message": str(e), "output": ""}}
+    message = str(e)
+    if e.kind in ("exit", "crash"):
+        message = f"{whose(e.stage)} {message}"
+    elif e.kind == "timeout" and e.stage in CHECKED_MODULES:
+        message = f"the {e.stage} check {message}"
+    results = {r.module: r.to_dict() for r in results_for_failure(e.kind, message, e.stage)}
     return {"results": results, "worker_error": {"kind": e.kind, "message": str(e), "output": e.output[-2000:]}}

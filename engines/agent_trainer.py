@@ -9,7 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from . import sandbox
 from .check_result import CheckResult
+from .isolated_checks import check_all_isolated, first_error
 from .registry import (DEFAULT_ENGINE, get_processor_class, register_processor, registered_engines,
                        unregister_processor)
 from .trainer_processor import TrainerProcessor, logger
@@ -28,7 +30,12 @@ class AgentTrainer:
 
     def __init__(self, agent: Any, train_dataset: Any = None, test_dataset: Any = None,
                  reward_func: Any = None, config: Any = None, run_path: str = "runs",
-                 train_engine_name: str = DEFAULT_ENGINE, *, run_dir: str | Path | None = None):
+                 train_engine_name: str = DEFAULT_ENGINE, *, run_dir: str | Path | None = None,
+                 isolated_checks: bool = True, check_timeout_s: float | None = None):
+        """``isolated_checks``: run every check first in an isolated child with a time limit
+        (``check_timeout_s``, default ``$AWORLD_CHECK_TIMEOUT_S`` or 60 s; see engines.sandbox), so user
+        code that hangs, exits or crashes is reported as a CheckError instead of taking this process
+        down; only then are the modules loaded here for training."""
         # 1. parameter validation
         if _is_empty(agent):
             raise ValueError("agent is empty — pass an agent config path (YAML), a dict or an Agent object")
@@ -39,8 +46,16 @@ class AgentTrainer:
         self.config = config
         self.run_path = run_path
         self.train_engine_name = train_engine_name or DEFAULT_ENGINE
-        # 2. fetch the engine class;  3. instantiate it with run_path
+        # 2. fetch the engine class
         processor_cls = get_processor_class(self.train_engine_name)
+        if isolated_checks and not sandbox.inside():
+            results = check_all_isolated(check_timeout_s, agent=agent, train_dataset=train_dataset,
+                                         test_dataset=test_dataset, reward_func=reward_func, config=config,
+                                         train_engine_name=self.train_engine_name)
+            error = first_error(results)
+            if error is not None:
+                raise error
+        # 3. instantiate it with run_path
         self.train_processor: TrainerProcessor = processor_cls(run_path)
         if run_dir is not None:
             self.train_processor.attach_run_dir(run_dir)

@@ -31,13 +31,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-import yaml
-
 from .check_result import CheckError, CheckResult, did_you_mean
 from .loading import ReferenceError_, load_object, resolve_path
 from .mcp_servers import AGENT_KEYS as MCP_KEYS
 from .mcp_servers import McpSelection, parse_mcp
 from .secret_values import ENV_RE, MASK, SECRET_RE, env_reference, mask_secrets, substitute_env  # noqa: F401
+from .yaml_input import load_user_file
 
 FLAT_KEYS = {"name", "model", "system_prompt", "temperature", "top_p", "max_tokens", "max_steps", "max_turns", "tools",
              "llm_base_url", "api_key", "description", "tool_names", *MCP_KEYS}
@@ -114,13 +113,7 @@ Agent = AgentSpec
 
 
 def _read_yaml(path: Path) -> dict:
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        raise CheckError("agent", f"agent file {path.name} is not valid YAML{where}: "
-                         f"{getattr(e, 'problem', None) or e}", "fix the YAML syntax (indentation, quotes, colons)")
+    data = load_user_file(path, module="agent", role="agent file")   # size, encoding, syntax, aliases
     if data is None:
         raise CheckError("agent", f"agent file {path.name} is empty", "write at least `model:` and `system_prompt:`")
     if not isinstance(data, dict):
@@ -242,6 +235,23 @@ def check_tool(fn: Callable, ref: str) -> dict:
     return schema
 
 
+def _no_model(raw: dict, missing: list[str], unknown: list[str]) -> None:
+    """The agent names no model: say why (an unset ${VAR}, a misspelt key, a wrong type)."""
+    written = raw.get("model")
+    unset = sorted({m.group(1) for m in ENV_RE.finditer(written)} & set(missing)) if isinstance(written, str) else []
+    if unset:
+        raise CheckError("agent", f"the agent's model is `{written}`, but the environment variable(s) "
+                         f"{', '.join(unset)} are not set", f"export {unset[0]}=<model folder or id> before starting, "
+                         "or write the model's path", key="model")
+    if written not in (None, "") and not isinstance(written, str):
+        raise CheckError("agent", f"`model` must be text (a folder or a model id), not a {type(written).__name__}",
+                         key="model")
+    close = [k for k in unknown if did_you_mean(k, ["model", "llm_model_name"])]
+    hint = f" (the key '{close[0]}'{did_you_mean(close[0], ['model', 'llm_model_name'])})" if close else ""
+    raise CheckError("agent", f"the agent names no model{hint}",
+                     "set `model:` (a local folder or a model id) or `llm_config.llm_model_name`", key="model")
+
+
 def load_agent(agent: Any, load_tools: bool = True) -> AgentSpec:
     """Parse, substitute, validate. Raises :class:`CheckError` with a fix-it message."""
     warnings: list[str] = []
@@ -275,6 +285,9 @@ def load_agent(agent: Any, load_tools: bool = True) -> AgentSpec:
         secret_refs["api_key"] = env_reference(raw["api_key"])
         if secret_refs["api_key"] is None and raw["api_key"] not in ("", MASK):
             warnings.append("an API key is written literally in the agent config; use ${ENV_VAR} instead")
+        elif raw["api_key"] == MASK:
+            warnings.append("api_key is '****': a key written literally is never stored (uploads are masked); "
+                            "pass it as api_key: ${ENV_VAR} (docs/SECURITY.md)")
     mcp = parse_mcp(raw, base_dir, warnings, missing)   # substitutes its own values, keeps what was written
     flat = substitute_env({k: v for k, v in raw.items() if k not in MCP_KEYS}, missing)
     if missing:
@@ -286,8 +299,7 @@ def load_agent(agent: Any, load_tools: bool = True) -> AgentSpec:
 
     model = flat.get("model") or ""
     if not isinstance(model, str) or not model.strip():
-        raise CheckError("agent", "the agent names no model",
-                         "set `model:` (a local folder or a model id) or `llm_config.llm_model_name`")
+        _no_model(raw, missing, unknown)
     model = model.strip()
     local = resolve_path(model, base_dir)
     if local.exists():

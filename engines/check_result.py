@@ -58,6 +58,13 @@ class CheckError(ValueError):
             details = {**details, "problem": message, "studio_hint": studio_hint}
         self.result = CheckResult(module=module, status=ERROR, message=text, details=details)
 
+    @classmethod
+    def from_result(cls, result: CheckResult) -> "CheckError":
+        """The error a failed :class:`CheckResult` stands for (e.g. one reported by an isolated check)."""
+        err = cls(result.module, result.message)
+        err.result = result
+        return err
+
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str:
     """' (did you mean "x"?)' or '' when nothing is close."""

@@ -55,6 +55,9 @@ def add_module_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--engine", dest="train_engine_name", default=DEFAULT_ENGINE,
                    help=f"training engine ({DEFAULT_ENGINE} by default)")
     p.add_argument("--columns", help="column mapping, e.g. prompt=question,answer=solution")
+    p.add_argument("--check-timeout", type=float, default=None, metavar="SECONDS",
+                   help="time limit of the checks, which run user code in an isolated child "
+                        "($AWORLD_CHECK_TIMEOUT_S, else 60)")
 
 
 def module_kwargs(a: argparse.Namespace) -> dict[str, Any]:
@@ -67,10 +70,10 @@ def module_kwargs(a: argparse.Namespace) -> dict[str, Any]:
 
 
 def cmd_check(a: argparse.Namespace) -> int:
-    from .prepare import check_all
+    from .isolated_checks import check_all_isolated
 
     kw = module_kwargs(a)
-    results = check_all(**kw)
+    results = check_all_isolated(a.check_timeout, **kw)   # user code never runs in this process
     if a.json:
         print(json.dumps([r.to_dict() for r in results], default=str, indent=1))
     else:
@@ -119,7 +122,7 @@ def cmd_train(a: argparse.Namespace) -> int:
     from .agent_trainer import AgentTrainer
 
     try:
-        trainer = AgentTrainer(run_path=a.run_path, **module_kwargs(a))
+        trainer = AgentTrainer(run_path=a.run_path, check_timeout_s=a.check_timeout, **module_kwargs(a))
     except CheckError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

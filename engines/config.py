@@ -4,16 +4,14 @@ keys with a "did you mean"; check types and ranges; return the effective config.
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-import yaml
-
 from .check_result import CheckError, did_you_mean
+from .yaml_input import load_json_text, load_user_file, load_yaml_text
 
 
 @dataclass
@@ -42,11 +40,13 @@ def load_config_input(config: Any) -> dict[str, Any]:
     if isinstance(config, (str, os.PathLike)):
         text = str(config)
         path = Path(os.path.expanduser(text))
-        if not path.exists():
+        if "\n" in text or len(text) > 4096 or not path.exists():
             if "\n" in text or ":" in text and not text.endswith((".yaml", ".yml", ".json")):
                 return _parse_text(text, "config text")
             raise CheckError("config", f"config file '{config}' does not exist", "give a YAML or JSON file path")
-        return _parse_text(path.read_text(encoding="utf-8"), path.name, json_first=path.suffix == ".json")
+        if path.is_dir():
+            raise CheckError("config", f"'{config}' is a folder, not a config file", "give a YAML or JSON file path")
+        return _mapping(load_user_file(path, module="config", role="config file"), f"config file '{path.name}'")
     if isinstance(config, dict):
         return dict(config)
     if dataclasses.is_dataclass(config) and not isinstance(config, type):
@@ -59,13 +59,14 @@ def load_config_input(config: Any) -> dict[str, Any]:
 
 
 def _parse_text(text: str, where: str, json_first: bool = False) -> dict[str, Any]:
-    try:
-        data = json.loads(text) if json_first else yaml.safe_load(text)
-    except (yaml.YAMLError, json.JSONDecodeError) as e:
-        mark = getattr(e, "problem_mark", None)
-        pos = f" at line {mark.line + 1}" if mark else (f" at line {e.lineno}" if hasattr(e, "lineno") else "")
-        raise CheckError("config", f"{where} is not valid {'JSON' if json_first else 'YAML'}{pos}: "
-                         f"{getattr(e, 'problem', None) or e}", "fix the syntax")
+    if json_first:
+        data = load_json_text(text, module="config", where=where)
+    else:
+        data = load_yaml_text(text, module="config", where=where)
+    return _mapping(data, where)
+
+
+def _mapping(data: Any, where: str) -> dict[str, Any]:
     if data is None:
         return {}
     if not isinstance(data, dict):
@@ -74,12 +75,35 @@ def _parse_text(text: str, where: str, json_first: bool = False) -> dict[str, An
     return data
 
 
+def _example(f: ConfigField) -> str:
+    """A value to show in "e.g. key: value" (never None: that reads as a suggestion to write None)."""
+    if f.default is not None:
+        return repr(f.default) if isinstance(f.default, str) else str(f.default).lower() \
+            if isinstance(f.default, bool) else str(f.default)
+    if f.choices:
+        return str(list(f.choices)[0])
+    types = f.type if isinstance(f.type, tuple) else (f.type,)
+    if int in types or float in types:
+        lo = f.min if f.min is not None else 1
+        return str(int(lo) if int in types else float(lo) or 0.5)
+    if bool in types:
+        return "true"
+    if dict in types:
+        return "{NAME: value}"
+    return "<text>"
+
+
+def _short(value: Any, n: int = 80) -> str:
+    text = repr(value)
+    return text if len(text) <= n else text[:n - 3] + "..."
+
+
 def _coerce(f: ConfigField, value: Any) -> Any:
     types = f.type if isinstance(f.type, tuple) else (f.type,)
     if value is None:
         if f.nullable:
             return None
-        raise CheckError("config", f"`{f.name}` must not be empty", f"set it, e.g. {f.name}: {f.default!r}")
+        raise CheckError("config", f"`{f.name}` must not be empty", f"set it, e.g. {f.name}: {_example(f)}")
     if float in types and isinstance(value, int) and not isinstance(value, bool):
         value = float(value)
     if isinstance(value, str) and (int in types or float in types) and str not in types:
@@ -93,10 +117,10 @@ def _coerce(f: ConfigField, value: Any) -> Any:
         value = value.lower() == "true"
     if isinstance(value, bool) and bool not in types:
         raise CheckError("config", f"`{f.name}` must be {'/'.join(t.__name__ for t in types)}, got {value!r}",
-                         f"e.g. {f.name}: {f.default!r}")
+                         f"e.g. {f.name}: {_example(f)}", key=f.name)
     if not isinstance(value, types):
         raise CheckError("config", f"`{f.name}` must be {'/'.join(t.__name__ for t in types)}, got "
-                         f"{value!r} ({type(value).__name__})", f"e.g. {f.name}: {f.default!r}")
+                         f"{_short(value)} ({type(value).__name__})", f"e.g. {f.name}: {_example(f)}", key=f.name)
     if f.choices is not None and value not in f.choices:
         raise CheckError("config", f"`{f.name}` = {value!r} is not one of {', '.join(map(str, f.choices))}"
                          f"{did_you_mean(str(value), map(str, f.choices))}",

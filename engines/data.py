@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from .check_result import CheckError, CheckResult
+from .row_location import describe_rows, locate_rows
 
 PROMPT_KEYS = ("prompt", "question", "query", "input", "instruction", "problem", "messages")
 ANSWER_KEYS = ("answer", "ground_truth", "solution", "reference", "target", "label", "output")
@@ -20,6 +21,8 @@ NESTED_ANSWER = "reward_model.ground_truth"
 FORMATS = {".csv": "csv", ".tsv": "csv", ".jsonl": "json", ".json": "json", ".parquet": "parquet"}
 SUPPORTED_TEXT = "csv, tsv, jsonl, json, parquet or a save_to_disk folder"
 PREVIEW_ROWS = 3
+#: a .json file up to this size is read whole first, to tell a wrapped object from a list of records
+JSON_PEEK_BYTES = 256 << 20
 
 
 @dataclass
@@ -64,6 +67,7 @@ def _load_file(path: Path, role: str):
                          f"use {SUPPORTED_TEXT}")
     if path.stat().st_size == 0:
         raise CheckError("dataset", f"{role} file '{path.name}' is empty", "add rows with a prompt column")
+    _check_file_kind(path, role, suffix)
     kwargs: dict[str, Any] = {}
     if suffix == ".tsv":
         kwargs["delimiter"] = "\t"
@@ -73,10 +77,138 @@ def _load_file(path: Path, role: str):
         cause = e.__cause__ or e
         if "corresponds to no data" in str(cause):  # e.g. a CSV with a header line only
             raise CheckError("dataset", f"{role} file '{path.name}' has no rows", "add rows with a prompt column")
-        raise CheckError("dataset", f"cannot read {role} file '{path.name}' as {suffix[1:]}: "
-                         f"{type(cause).__name__}: {str(cause)[:300]}",
-                         "check that every row has the same columns and the file is valid")
+        raise _read_error(path, role, suffix, cause)
     return ds
+
+
+def _check_file_kind(path: Path, role: str, suffix: str) -> None:
+    """Refuse, before the readers see it, a binary file in a text format, a parquet that is none, and a JSON
+    object that wraps the records instead of being their list."""
+    from .user_files import binary_kind
+
+    with open(path, "rb") as f:
+        head = f.read(8192)
+    if suffix == ".parquet":
+        if not head.startswith(b"PAR1"):
+            kind = binary_kind(head) or "text"
+            raise CheckError("dataset", f"{role} file '{path.name}' is not a parquet file (it is {kind})",
+                             "give a file written by to_parquet, or name it by its real format")
+        return
+    kind = binary_kind(head)
+    if kind:
+        raise CheckError("dataset", f"{role} file '{path.name}' is {kind}, not {suffix[1:]} text",
+                         f"use {SUPPORTED_TEXT}")
+    if suffix == ".json" and head.lstrip()[:1] in (b"{", b"[") and path.stat().st_size <= JSON_PEEK_BYTES:
+        import json
+
+        try:
+            data = json.loads(path.read_bytes())
+        except RecursionError:
+            raise CheckError("dataset", f"{role} file '{path.name}' is nested too deep to read")
+        except ValueError as e:
+            if getattr(e, "msg", "") == "Extra data":   # JSON lines in a .json file: read as such
+                return
+            # the reader would accept some broken JSON (a trailing comma); say where it is broken
+            raise CheckError("dataset", f"{role} file '{path.name}' is not valid JSON: {getattr(e, 'msg', e)} at "
+                             f"line {getattr(e, 'lineno', '?')}, column {getattr(e, 'colno', '?')}",
+                             "fix the JSON syntax (double quotes, no trailing commas)")
+        if isinstance(data, dict):
+            lists = {k: v for k, v in data.items() if isinstance(v, list) and v and isinstance(v[0], dict)}
+            what = (f"; its '{next(iter(lists))}' holds {len(next(iter(lists.values())))} records" if lists else "")
+            raise CheckError("dataset", f"{role} file '{path.name}' is one JSON object (keys: "
+                             f"{', '.join(list(map(str, data))[:8])}), not a list of records{what}",
+                             "put the list of records at the top level ([{...}, {...}]) or write JSON lines (.jsonl)")
+        if isinstance(data, list) and data and not all(isinstance(r, dict) for r in data):
+            bad = next(i for i, r in enumerate(data) if not isinstance(r, dict))
+            raise CheckError("dataset", f"{role} file '{path.name}' is a JSON list whose record {bad + 1} is a "
+                             f"{type(data[bad]).__name__}, not an object", "make every record an object: "
+                             '{"prompt": ..., "answer": ...}')
+
+
+def _read_error(path: Path, role: str, suffix: str, cause: BaseException) -> CheckError:
+    """What went wrong reading a dataset file, with the line (and column) where it did."""
+    from .user_files import find_bad_utf8
+
+    text = f"{type(cause).__name__}: {str(cause)[:300]}"
+    chain = [cause, getattr(cause, "__cause__", None), getattr(cause, "__context__", None)]
+    if suffix != ".parquet" and (any(isinstance(c, UnicodeDecodeError) for c in chain) or "decode" in text
+                                 or "utf-8" in text.lower() or "UTF8" in text):
+        bad = find_bad_utf8(path)
+        if bad:
+            line, col, byte = bad
+            return CheckError("dataset", f"{role} file '{path.name}' is not UTF-8 text: byte 0x{byte} at line {line}, "
+                              f"column {col} cannot be read", "save the file as UTF-8")
+    if suffix == ".json" and path.stat().st_size <= JSON_PEEK_BYTES:
+        import json
+
+        try:
+            json.loads(path.read_bytes())
+        except ValueError as e:
+            if getattr(e, "msg", "") != "Extra data":   # (extra data: JSON lines in a .json file)
+                return CheckError("dataset", f"{role} file '{path.name}' is not valid JSON: {getattr(e, 'msg', e)} at "
+                                  f"line {getattr(e, 'lineno', '?')}, column {getattr(e, 'colno', '?')}",
+                                  "fix the JSON syntax (double quotes, no trailing commas)")
+    if suffix in (".jsonl", ".json"):
+        mixed = _mixed_json_column(path)
+        if mixed:
+            name, first = mixed
+            kinds = ", ".join(f"{kind} (line {line})" for kind, line in first.items())
+            return CheckError("dataset", f"{role} file '{path.name}': column '{name}' mixes value types — {kinds}; "
+                              "a column needs values of one type", f"write every '{name}' as the same type "
+                              "(e.g. text)", key=name)
+        found = _bad_json_line(path)
+        if found:
+            line, message = found
+            return CheckError("dataset", f"{role} file '{path.name}' line {line} is not a JSON object: {message}",
+                              "write one JSON object per line, e.g. {\"prompt\": \"...\", \"answer\": \"...\"}")
+    return CheckError("dataset", f"cannot read {role} file '{path.name}' as {suffix[1:]}: {text}",
+                      "check that every row has the same columns and the file is valid")
+
+
+def _mixed_json_column(path: Path, limit: int = 1_000_000) -> tuple[str, dict[str, int]] | None:
+    """(column, {kind: first line}) of the first column of a JSON-lines file whose values are of several kinds
+    (text and numbers, text and objects, ...)."""
+    import json
+
+    first: dict[str, dict[str, int]] = {}
+    with open(path, "rb") as f:
+        for n, raw in enumerate(f, 1):
+            if n > limit or not raw.strip():
+                continue
+            try:
+                row = json.loads(raw)
+            except ValueError:
+                return None
+            if not isinstance(row, dict):
+                return None
+            for k, v in row.items():
+                kind = _value_kind(v)
+                if kind is not None:
+                    first.setdefault(k, {}).setdefault(kind, n)
+    for k, kinds in first.items():   # (called once the reader failed: any mix is a suspect)
+        if len(kinds) > 1:
+            return k, kinds
+    return None
+
+
+def _bad_json_line(path: Path, limit: int = 1_000_000) -> tuple[int, str] | None:
+    """(line, what is wrong) of the first line of a JSON-lines file that is not a JSON object."""
+    import json
+
+    with open(path, "rb") as f:
+        for n, raw in enumerate(f, 1):
+            if n > limit:
+                return None
+            if not raw.strip():
+                continue
+            try:
+                value = json.loads(raw.rstrip(b"\r\n"))
+            except ValueError as e:
+                col = getattr(e, "colno", None)
+                return n, f"{getattr(e, 'msg', e)}" + (f" at column {col}" if col else "")
+            if not isinstance(value, dict):
+                return n, f"it is a {type(value).__name__}"
+    return None
 
 
 def load_table(source: Any, role: str = "train"):
@@ -176,7 +308,57 @@ def _digest(text: str) -> bytes:
     return hashlib.blake2b(text.strip().encode("utf-8"), digest_size=12).digest()
 
 
-def inspect_table(ds, columns: ColumnMap, role: str) -> tuple[dict, list[str], set[bytes]]:
+def _value_kind(v: Any) -> str | None:
+    if v is None:
+        return None
+    if isinstance(v, bool):
+        return "boolean"
+    if isinstance(v, (int, float)):
+        return "number"
+    if isinstance(v, str):
+        return "text"
+    if isinstance(v, dict):
+        return "object"
+    if isinstance(v, (list, tuple)):
+        return "list"
+    return type(v).__name__
+
+
+def mixed_type_columns(ds) -> dict[str, dict[str, int]]:
+    """Columns whose values are of several kinds (text, number, list, ...): ``{column: {kind: first row}}``.
+    (Arrow gives a column one type; ``datasets`` reads a JSON column of mixed kinds as ``Json``.)"""
+    out: dict[str, dict[str, int]] = {}
+    for name, feature in ds.features.items():
+        if type(feature).__name__ != "Json":
+            continue
+        first: dict[str, int] = {}
+        for start in range(0, len(ds), 10_000):
+            for i, v in enumerate(ds[start:start + 10_000][name]):
+                kind = _value_kind(v)
+                if kind is not None and kind not in first:
+                    first[kind] = start + i
+        if len(first) > 1:
+            out[name] = first
+    return out
+
+
+def _mixed_warnings(ds, columns: ColumnMap, role: str, source: Any) -> tuple[list[str], dict[str, dict]]:
+    mixed = mixed_type_columns(ds)
+    warnings = []
+    for name, first in mixed.items():
+        where = locate_rows(source, first.values())
+        kinds = ", ".join(f"{kind} ({where[row]})" for kind, row in sorted(first.items(), key=lambda kv: kv[1]))
+        if name == columns.prompt:
+            continue  # the prompt check refuses non-text prompts, naming the rows
+        if name == columns.answer:
+            what = "answers are compared as text, so each is converted with str() (e.g. 1 → '1')"
+        else:
+            what = "rewards receive each value as it is (verl's parquet needs one type: it gets them as text)"
+        warnings.append(f"{role}: column '{name}' mixes value types — {kinds}; {what}")
+    return warnings, {k: {kind: row for kind, row in v.items()} for k, v in mixed.items()}
+
+
+def inspect_table(ds, columns: ColumnMap, role: str, source: Any = None) -> tuple[dict, list[str], set[bytes]]:
     """Rows, columns, empty/non-text prompts, duplicates and a preview, in one streaming pass."""
     if len(ds) == 0:
         raise CheckError("dataset", f"{role} dataset has no rows", "add rows with a prompt")
@@ -205,20 +387,24 @@ def inspect_table(ds, columns: ColumnMap, role: str) -> tuple[dict, list[str], s
             seen.add(d)
             if answers is not None and (answers[i] is None or str(answers[i]).strip() == ""):
                 missing_answer += 1
+    name = f"{role} file '{Path(str(source)).name}'" if isinstance(source, (str, os.PathLike)) else f"{role} dataset"
     if bad:
-        raise CheckError("dataset", f"{role} dataset: {len(bad)} prompt(s) are neither text nor chat messages "
-                         f"(first at row {bad[0]})", "make the prompt column text, or a list of {role, content}")
+        raise CheckError("dataset", f"{name}: {len(bad)} prompt(s) are neither text nor chat messages (column "
+                         f"'{columns.prompt}': {describe_rows(source, bad, 3)})",
+                         "make the prompt column text, or a list of {role, content}", rows=bad[:20])
     if len(empty) == len(ds):
-        raise CheckError("dataset", f"{role} dataset: every prompt is empty", "fill the prompt column")
+        raise CheckError("dataset", f"{name}: every prompt is empty (column '{columns.prompt}')", "fill the prompt column")
     if empty:
-        warnings.append(f"{role}: {len(empty)} empty prompt(s) (first at row {empty[0]}) will be skipped")
+        warnings.append(f"{role}: {len(empty)} empty prompt(s) ({describe_rows(source, empty, 3)}) will be skipped")
     if dupes:
         warnings.append(f"{role}: {dupes} duplicate prompt(s)")
     if missing_answer:
         warnings.append(f"{role}: {missing_answer} row(s) have no reference answer")
+    mixed_warnings, mixed = _mixed_warnings(ds, columns, role, source)
+    warnings += mixed_warnings
     preview = [{k: _short(v) for k, v in ds[i].items()} for i in range(min(PREVIEW_ROWS, len(ds)))]
     report = {"rows": len(ds), "columns": list(ds.column_names), "empty_prompts": len(empty),
-              "duplicates": dupes, "missing_answers": missing_answer, "preview": preview}
+              "duplicates": dupes, "missing_answers": missing_answer, "preview": preview, "mixed_types": mixed}
     return report, warnings, seen
 
 
@@ -226,6 +412,17 @@ def _short(v: Any, n: int = 200) -> Any:
     if isinstance(v, str) and len(v) > n:
         return v[:n] + "…"
     return v
+
+
+#: the most characters of a prompt or answer a check report carries (a preview, not the data)
+PREVIEW_CHARS = 4000
+
+
+def preview_text(text: str, n: int = PREVIEW_CHARS) -> str:
+    """``text``, or its first ``n`` characters and how much was left out."""
+    if not isinstance(text, str) or len(text) <= n:
+        return text
+    return f"{text[:n]}… [{len(text) - n:,} more characters not shown]"
 
 
 def load_datasets(train: Any, test: Any = None, columns: dict | None = None) -> DataBundle:
@@ -237,7 +434,7 @@ def load_datasets(train: Any, test: Any = None, columns: dict | None = None) -> 
     warnings: list[str] = []
     if cmap.answer is None:
         warnings.append("no reference-answer column (answer/ground_truth/solution): rewards get answer=None")
-    train_report, w, train_keys = inspect_table(train_ds, cmap, "train")
+    train_report, w, train_keys = inspect_table(train_ds, cmap, "train", train)
     warnings += w
     report: dict[str, Any] = {"columns": cmap.to_dict(), "prompt_kind": cmap.prompt_kind, "train": train_report}
     test_ds = None
@@ -252,7 +449,7 @@ def load_datasets(train: Any, test: Any = None, columns: dict | None = None) -> 
                                  f"{', '.join(test_ds.column_names)})", "give both splits the same columns",
                                  studio_hint="choose a test set with the same columns, or (none) under "
                                              "'Test set'")
-        test_report, w, test_keys = inspect_table(test_ds, cmap, "test")
+        test_report, w, test_keys = inspect_table(test_ds, cmap, "test", test)
         warnings += w
         overlap = len(test_keys & train_keys)
         test_report["overlap_with_train"] = overlap

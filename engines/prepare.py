@@ -15,6 +15,9 @@ from .check_result import CHECKED_MODULES, ERROR, CheckError, CheckResult
 from .registry import DEFAULT_ENGINE
 from .rundir import QUEUED, RunDir
 
+#: the time limit of the checks a run process repeats before it trains
+RUN_CHECK_TIMEOUT_S = 900.0
+
 
 def engine_result(engine: str) -> tuple[Any, CheckResult]:
     try:
@@ -66,6 +69,9 @@ def check_all(agent: Any, train_dataset: Any = None, test_dataset: Any = None, r
                 results.append(found[-1] if found else CheckResult(module, "ok", "checked"))
             except CheckError as e:
                 results.append(e.result)
+            except SystemExit as e:  # sys.exit() in user code: say so, keep going
+                results.append(CheckResult(module, ERROR, f"the {module} module's code called sys.exit({e.code!r}) — "
+                                           "user code must not exit the check: return a value or raise an exception"))
             except Exception as e:  # user code or an engine bug: report it, keep going
                 results.append(CheckResult(module, ERROR, f"{type(e).__name__}: {e}"))
         return results + [engine]
@@ -118,6 +124,9 @@ def trainer_from_run_dir(run_dir: str | Path) -> AgentTrainer:
         run_path=str(run.path.parent),
         train_engine_name=spec["engine"],
         run_dir=run.path,
+        # the spec passed its checks when it was prepared; in the (detached, stoppable) run process a large
+        # dataset's conversion may take longer than an interactive check is allowed
+        check_timeout_s=RUN_CHECK_TIMEOUT_S,
     )
 
 

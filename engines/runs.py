@@ -22,6 +22,7 @@ import psutil
 
 from .processes import spawn_detached, terminate_tree
 from .rundir import ACTIVE_STATES, FAILED, QUEUED, STATUS_FILE, STOPPED, RunDir
+from .user_env import referenced_names, user_code_env
 
 SLOT_LOCK = ".slot.lock"
 HEARTBEAT_TIMEOUT_S = 120.0
@@ -86,11 +87,12 @@ def record_killed(run: RunDir, message: str, only_if=lambda st: st.get("state") 
 # -- launching ------------------------------------------------------------------------------
 def spawn_run(run_dir: str | os.PathLike, extra_args: list[str] | None = None,
               env: dict[str, str] | None = None) -> int:
-    """Start ``python -m engines run <run_dir>`` detached; returns its pid."""
+    """Start ``python -m engines run <run_dir>`` detached; returns its pid. The run gets the environment
+    user code may see (engines.user_env): no credentials, except those its run.yaml asks for by ``${NAME}``."""
     run = RunDir(run_dir)
     if not run.read_status():
         run.write_status(state=QUEUED)
-    full_env = dict(os.environ)
+    full_env = user_code_env(allow=referenced_names(run.file("run.yaml")))
     full_env.update(env or {})
     full_env["PYTHONUNBUFFERED"] = "1"
     proc = spawn_detached([sys.executable, "-m", "engines", "run", str(run.path), *(extra_args or [])],

@@ -17,6 +17,8 @@ from .trainer_processor import TrainerProcessor, logger
 from .check_result import CheckError, CheckResult
 from .config import ConfigField, validate_config
 from .data import DataBundle, load_datasets, save_for_spec
+from .data_fit import DataFit, check_data_fit
+from .model_folder import ModelFolder, require_model_folder
 from .rewards import Reward, RewardError, dry_run_reward, load_reward
 from .rundir import FAILED, FINISHED, RUNNING, STOPPED, classify_failure
 from .runs import Slot, wait_for_slot
@@ -72,6 +74,7 @@ class StandardProcessor(TrainerProcessor):
         self.data: DataBundle | None = None
         self.reward: Reward | None = None
         self.effective_config: dict[str, Any] | None = None
+        self.model_folder: ModelFolder | None = None
 
     @classmethod
     def describe_config(cls) -> list[dict]:
@@ -89,6 +92,7 @@ class StandardProcessor(TrainerProcessor):
     def check_agent(self, agent: Any) -> AgentSpec:
         try:
             spec = load_agent(agent)
+            self.check_model(spec)
             self.convert_agent(spec)
         except CheckError as e:
             self._fail(e)
@@ -147,6 +151,12 @@ class StandardProcessor(TrainerProcessor):
         try:
             effective, warnings = self.validate_settings(config)
             extra = self.convert_config(effective) or {}
+            fit = self.data_fit(effective)
+            if fit is not None:
+                folder = self.model_folder
+                extra["data_fit"] = check_data_fit(fit, self.data, self.prompt_token_counter(),
+                                                   context=folder.context if folder else None,
+                                                   context_source=folder.context_source if folder else "")
         except CheckError as e:
             self._fail(e)
         self.effective_config = effective
@@ -173,6 +183,21 @@ class StandardProcessor(TrainerProcessor):
         return run_eval(eval_dir.path)[0]
 
     # -- hooks an engine may override -----------------------------------------------------------
+    def check_model(self, spec: AgentSpec) -> None:
+        """A local model must be a folder with a config, weights and a tokenizer (named when missing);
+        its config.json gives the context length the data checks use."""
+        self.model_folder = require_model_folder(spec.model)
+
+    def data_fit(self, cfg: dict[str, Any]) -> DataFit | None:
+        """How this engine's settings consume the data (optimizer steps, lengths, a memory floor), checked
+        by :func:`engines.data_fit.check_data_fit`; None: nothing to check."""
+        return None
+
+    def prompt_token_counter(self) -> Callable[[dict], int] | None:
+        """Tokens of a training row's prompt as the engine renders it (chat template, system prompt,
+        tools); None when the engine cannot tell (then prompt lengths are not checked)."""
+        return None
+
     def convert_agent(self, spec: AgentSpec) -> None:
         """Engine-specific agent checks/conversion; raise CheckError on a problem."""
 

@@ -82,6 +82,12 @@ class TrainerProcessor(ABC):
         return {}
 
     @classmethod
+    def preload(cls) -> None:
+        """Import (and warm) what this engine's checks need, once, in a process that then runs each check
+        in a fork (the studio's check worker; the CLI's and AgentTrainer's isolated checks): every fork
+        starts with it done. Must not start threads or processes."""
+
+    @classmethod
     def availability(cls) -> tuple[bool, str]:
         """(available, reason) on this machine; the studio shows the reason when False."""
         return True, ""

@@ -205,8 +205,9 @@ def test_malformed_yaml(tmp_path):
     with pytest.raises(CheckError) as err:
         load_agent(path)
     msg = str(err.value)
-    assert "agent file bad.yaml is not valid YAML at line" in msg
-    assert "fix the YAML syntax" in msg
+    assert "agent file 'bad.yaml' is not valid YAML: the '[' opened on line 2, column 8 is not closed" in msg
+    assert "at line 3, column 14" in msg     # where the parser gave up
+    assert "fix the YAML at the line named" in msg
     assert isinstance(err.value, ValueError) and err.value.result.status == "error"
 
 

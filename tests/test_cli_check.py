@@ -79,8 +79,8 @@ def test_cli_check_reports_every_module_and_exits_nonzero(tmp_path, demo, capsys
     assert rc == 1
     rows = table_rows(out)
     assert list(rows) == MODULES
-    assert rows["agent"].startswith("ERROR") and "agent file agent.yaml is not valid YAML at line 3" in rows["agent"]
-    assert "fix the YAML syntax" in rows["agent"]
+    assert rows["agent"].startswith("ERROR") and "agent file 'agent.yaml' is not valid YAML" in rows["agent"]
+    assert "line 3" in rows["agent"] and "fix the YAML at the line named" in rows["agent"]
     assert rows["dataset"].startswith("ERROR") and "no prompt column found (columns: text, label)" in rows["dataset"]
     # the dataset did not load, so the reward is loaded but not dry-run yet
     assert rows["reward"].startswith("WARN") and "boom" in rows["reward"]
@@ -98,7 +98,7 @@ def test_a_reward_that_raises_is_an_error_row_not_a_crash(demo, tmp_path, capsys
     assert [r["module"] for r in results] == MODULES
     reward = results[2]
     assert reward["status"] == "error"
-    assert "reward function 'boom' raised RuntimeError: reward exploded (dry run on row 0" in reward["message"]
+    assert "reward function 'boom' raised RuntimeError: reward exploded (dry run on line 1 of letters_train.jsonl" in reward["message"]
     assert "fix the function so it handles this input" in reward["message"]
 
 

@@ -81,7 +81,7 @@ def test_unknown_keys_are_rejected_with_did_you_mean():
     ({"learning_rate": float("nan")}, "`learning_rate` = nan is not a finite number", "use a value between"),
     ({"scheduler": "cosin"}, "`scheduler` = 'cosin' is not one of constant, cosine (did you mean \"cosine\"?)",
      "set scheduler to one of: constant, cosine"),
-    ({"bf16": "yes"}, "`bf16` must be bool, got 'yes' (str)", "e.g. bf16: False"),
+    ({"bf16": "yes"}, "`bf16` must be bool, got 'yes' (str)", "e.g. bf16: false"),
     ({"batch_size": None}, "`batch_size` must not be empty", "set it, e.g. batch_size: 8"),
     ({"batch_size": 6}, "batch_size 6 is not divisible by num_generations 4",
      "make batch_size a multiple of num_generations"),
@@ -100,16 +100,19 @@ def test_cross_check_warnings_are_returned():
 
 
 @pytest.mark.parametrize("name, text, what", [
-    ("bad.yaml", "batch_size: [1, 2\n", "bad.yaml is not valid YAML at line 2"),
-    ("bad.json", '{"batch_size": 1,}', "bad.json is not valid JSON at line 1"),
-    ("list.yaml", "- batch_size\n", "list.yaml must hold a mapping of settings, not a list"),
+    ("bad.yaml", "batch_size: [1, 2\n", "'bad.yaml' is not valid YAML: the '[' opened on line 1, column 13 is not "
+                                         "closed where expected (did not find expected ',' or ']' at line 2"),
+    ("bad.json", '{"batch_size": 1,}', "'bad.json' is not valid JSON: Expecting property name enclosed in double "
+                                       "quotes at line 1, column 18"),
+    ("list.yaml", "- batch_size\n", "'list.yaml' must hold a mapping of settings, not a list"),
 ])
 def test_malformed_files(tmp_path, name, text, what):
     (tmp_path / name).write_text(text)
     with pytest.raises(CheckError) as err:
         validate_config(str(tmp_path / name), FIELDS)
     assert what in str(err.value)
-    assert "fix the syntax" in str(err.value) or "write one `key: value` per line" in str(err.value)
+    assert any(fix in str(err.value) for fix in ("fix the YAML at the line named", "fix the JSON syntax",
+                                                  "write one `key: value` per line"))
 
 
 def test_missing_file():

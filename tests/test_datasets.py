@@ -122,7 +122,7 @@ def test_no_answer_column_empty_prompts_and_missing_answers_are_warnings(tmp_pat
     assert bundle.columns.answer is None
     assert bundle.report["train"]["empty_prompts"] == 1
     assert any("no reference-answer column" in w for w in bundle.warnings)
-    assert "train: 1 empty prompt(s) (first at row 1) will be skipped" in bundle.warnings
+    assert "train: 1 empty prompt(s) (line 2) will be skipped" in bundle.warnings   # the file's own numbering
     bundle = load_datasets(write_table([{"prompt": "a", "answer": ""}, {"prompt": "b", "answer": "B"}],
                                        tmp_path / "m.jsonl"))
     assert bundle.report["train"]["missing_answers"] == 1
@@ -136,8 +136,8 @@ def test_no_answer_column_empty_prompts_and_missing_answers_are_warnings(tmp_pat
     ("header.csv", "prompt,answer\n", "train file 'header.csv' has no rows", "add rows with a prompt column"),
     ("noprompt.csv", "text,label\nhello,1\n", "no prompt column found (columns: text, label)",
      "map it: columns={'prompt': '<col>'}"),
-    ("broken.jsonl", '{"prompt": "a"}\n{"prompt": \n', "cannot read train file 'broken.jsonl' as jsonl",
-     "the file is valid"),
+    ("broken.jsonl", '{"prompt": "a"}\n{"prompt": \n', "train file 'broken.jsonl' line 2 is not a JSON object: "
+     "Expecting value at column 12", "write one JSON object per line"),
     ("numbers.jsonl", '{"prompt": 1}\n{"prompt": 2}\n', "2 prompt(s) are neither text nor chat messages",
      "make the prompt column text, or a list of {role, content}"),
     ("blank.jsonl", '{"prompt": ""}\n{"prompt": "  "}\n', "every prompt is empty", "fill the prompt column"),

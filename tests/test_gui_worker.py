@@ -5,6 +5,7 @@ import sys
 import time
 
 import pytest
+from testing.waiting import wait_for
 
 from aworld_gui import inputs as inp
 from aworld_gui.studio import Studio
@@ -111,3 +112,51 @@ def test_a_worker_whose_studio_left_during_its_preload_exits_quietly():
     proc.stderr.close()
     assert proc.returncode == 0, err.decode()
     assert b"Traceback" not in err, err.decode()
+
+
+def test_a_hanging_call_blocks_no_other_call_and_can_be_cancelled(worker):
+    """Calls are independent: while one hangs, another is answered at once (the worker used to hold one
+    lock for a whole call, so every check and launch waited up to the time limit); cancelling ends it."""
+    import threading
+
+    outcome = {}
+
+    def slow():
+        try:
+            outcome["value"] = worker.call("sleep", timeout_s=50, call_id="slow-1", seconds=120)
+        except WorkerError as e:
+            outcome["error"] = e
+
+    thread = threading.Thread(target=slow)
+    t0 = time.perf_counter()
+    thread.start()
+    wait_for(lambda: worker.running >= 1, 30, "the slow call to start")
+    assert worker.call("echo", a=1) == {"a": 1}
+    assert time.perf_counter() - t0 < 30             # not after the slow call's 50 s limit
+    assert worker.cancel("slow-1", "the test cancels it")
+    thread.join(20)
+    assert not thread.is_alive() and outcome["error"].kind == "cancelled"
+    assert "the test cancels it" in str(outcome["error"])
+    assert time.perf_counter() - t0 < 45
+
+
+def test_a_newer_check_from_the_same_page_cancels_the_older(worker, tmp_path):
+    import threading
+
+    hang = tmp_path / "hang_reward.py"
+    hang.write_text("import time\n\ndef slow(completion, answer, **kw):\n    time.sleep(120)\n    return 1.0\n")
+    studio = Studio(tmp_path / "runs", worker=worker, check_timeout_s=90)
+    stuck = inp.demo_inputs()
+    stuck.rewards = [{"ref": f"{hang}:slow", "weight": 1.0}]
+    first = {}
+    thread = threading.Thread(target=lambda: first.update(studio.check(stuck, client="page-1")))
+    t0 = time.perf_counter()
+    thread.start()
+    wait_for(lambda: worker.running >= 1, 30, "the first check to start")
+    second = studio.check(inp.demo_inputs(), client="page-1")   # the same page asks again
+    thread.join(30)
+    assert second["ok"], second["results"]
+    assert first["cancelled"] and not first["ok"]
+    assert time.perf_counter() - t0 < 60                         # not the first check's 90 s limit
+    other = studio.check(inp.demo_inputs(), client="page-2")     # another page is never cancelled by it
+    assert other["ok"]

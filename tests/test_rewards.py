@@ -201,7 +201,7 @@ def test_dry_run_warns_when_the_reward_cannot_tell_right_from_wrong(bundle):
 
 # -- bad rewards --------------------------------------------------------------------------------------
 @pytest.mark.parametrize("fn, what, fix", [
-    ("raises", "reward function 'raises' raised ZeroDivisionError: float division by zero (dry run on row 0",
+    ("raises", "reward function 'raises' raised ZeroDivisionError: float division by zero (dry run on line 1 of d.jsonl",
      "fix the function so it handles this input"),
     ("returns_nan", "reward 'returns_nan' returned nan; rewards must be finite",
      "guard divisions and logs so the function never returns NaN"),

@@ -4,6 +4,7 @@ the model's tokenizer, trainer_state, log_extra/log_metric), and reports what ea
 returned so a user sees why a reward scores 0."""
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from ..check_result import CheckError, CheckResult
@@ -42,6 +43,14 @@ def completion_template(reward: Reward, data_source: str | None = None) -> str |
 
 def _fill(template: str | None, answer: str) -> str:
     return template.replace("{answer}", answer) if template else answer
+
+
+def _where(bundle: Any, row: int) -> str:
+    """A dataset row as its file numbers it ("line 2 of train.jsonl")."""
+    from ..row_location import locate_rows
+
+    source = getattr(bundle, "train_source", None)
+    return locate_rows(source, [row])[row] + (f" of {Path(source).name}" if source else "")
 
 
 def dry_run_reward(reward: Reward, bundle: Any, rows: int = 3, system_prompt: str | None = None,
@@ -89,7 +98,7 @@ def dry_run_reward(reward: Reward, bundle: Any, rows: int = 3, system_prompt: st
             cause = e.__cause__ or e
             hint = install_hint(cause) if isinstance(cause, ImportError) else getattr(cause, "hint", None)
             j = getattr(cause, "aworld_sample", None)
-            where = (f"row {meta[j][0]}, completion={completions[j]!r}" if j is not None else
+            where = (f"{_where(bundle, meta[j][0])}, completion={completions[j]!r:.200}" if j is not None else
                      f"{n} sample row(s), completions {completions[:2]!r}…")
             raise CheckError("reward", f"{e} (dry run on {where})",
                              hint or "fix the function so it handles this input", calls=trace.to_dict()) from e

@@ -11,12 +11,15 @@ from typing import Any
 from .. import trackers
 from ..agents import AgentSpec
 from ..check_result import CheckError
-from ..data import DataBundle, prompt_messages, prompt_text, row_answer
+from ..data import DataBundle, preview_text, prompt_messages, prompt_text, row_answer
+from ..data_fit import gpu_memory_bytes
+from ..model_folder import require_model_folder
 from ..model_source import resolve_model
 from ..rundir import FINISHED, STOPPED
 from ..standard import StandardProcessor
 from . import launch, peft_setup
 from .config import FIELDS, validate
+from .data_fit import trl_data_fit
 
 #: rows whose rendered prompt length the checks measure (the memory estimate uses the longest)
 PROMPT_ROWS_MEASURED = 64
@@ -54,6 +57,7 @@ class TrlProcessor(StandardProcessor):
         per check (the studio's worker) imports them once."""
         import peft  # noqa: F401
         import trl  # noqa: F401
+        from transformers import AutoTokenizer  # noqa: F401
         from trl import GRPOConfig, ModelConfig, SFTConfig  # noqa: F401
 
         from .settings import GRPO, SFT, trl_fields
@@ -97,6 +101,8 @@ class TrlProcessor(StandardProcessor):
             spec.warnings.append(source.warning)
         self.tokenizer = self._load_tokenizer(source.path, "agent", "model", spec.has_tools)
         self.model_path = source.path
+        if self.model_folder is None:   # a hub id found in the local cache: its folder there
+            self.model_folder = require_model_folder(source.path)
 
     def convert_dataset(self, bundle: DataBundle) -> dict | None:
         if self.tokenizer is None or self.agent_spec is None:
@@ -104,7 +110,8 @@ class TrlProcessor(StandardProcessor):
         rendered = self._render(bundle.train[0], bundle)
         n_tokens = len(self.tokenizer(rendered, add_special_tokens=False)["input_ids"])
         self.prompt_tokens = self._longest_prompt(bundle, n_tokens)
-        return {"rendered_prompt": rendered, "prompt_tokens": n_tokens, "longest_prompt_tokens": self.prompt_tokens}
+        return {"rendered_prompt": preview_text(rendered), "prompt_tokens": n_tokens,
+                "longest_prompt_tokens": self.prompt_tokens}
 
     def _render(self, row: dict, bundle: DataBundle) -> str:
         msgs = prompt_messages(row, bundle.columns, self.agent_spec.system_prompt)
@@ -123,6 +130,28 @@ class TrlProcessor(StandardProcessor):
                 continue
             longest = max(longest, len(self.tokenizer(text, add_special_tokens=False)["input_ids"]))
         return longest
+
+    def prompt_token_counter(self):
+        if self.tokenizer is None or self.agent_spec is None or self.data is None:
+            return None
+        tok, cols, agent = self.tokenizer, self.data.columns, self.agent_spec
+
+        def count(row: dict) -> int:
+            text = tok.apply_chat_template(prompt_messages(row, cols, agent.system_prompt),
+                                           tools=agent.tool_schemas or None, add_generation_prompt=True, tokenize=False)
+            return len(tok(text, add_special_tokens=False)["input_ids"])
+        return count
+
+    def data_fit(self, cfg: dict[str, Any]):
+        import psutil
+
+        folder = self.model_folder
+        gpu = gpu_memory_bytes() if cfg["device"] != "cpu" else None
+        memory, where = (gpu, "the GPU") if gpu else (psutil.virtual_memory().total, "this machine's memory")
+        group = int(cfg["num_generations"]) if cfg["mode"] == "grpo" else 1
+        prompts = cfg["prompts_per_step"] or max(1, int(cfg.get("per_device_train_batch_size") or 1) // group)
+        return trl_data_fit({**cfg, "prompts_per_step": prompts}, folder.vocab_size if folder else None, memory,
+                            where)
 
     def derived_config(self) -> dict[str, Any]:
         a = self.agent_spec

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ..check_result import CheckError
-from ..data import ColumnMap, prompt_messages, prompt_text, row_answer
+from ..data import ColumnMap, mixed_type_columns, prompt_messages, prompt_text, row_answer
 
 NATIVE_COLUMNS = ("prompt", "data_source", "reward_model")
 TOOL_AGENT_LOOP = "tool_agent"  # verl's built-in multi-turn tool loop (verl.experimental.agent_loop)
@@ -77,6 +77,7 @@ def convert_table(ds, columns: ColumnMap, system_prompt: str | None, data_source
     import datasets
 
     extras = extra_columns(ds, columns)
+    as_text = set(mixed_type_columns(ds))   # a parquet column has one type: mixed values go as text (the check said so)
     has_source = "data_source" in ds.column_names
     has_ability = "ability" in ds.column_names
     has_extra = "extra_info" in ds.column_names
@@ -85,7 +86,8 @@ def convert_table(ds, columns: ColumnMap, system_prompt: str | None, data_source
         extra: dict[str, Any] = {}
         if has_extra and isinstance(row.get("extra_info"), dict):
             extra.update(_jsonable(row["extra_info"]))
-        extra.update({c: _jsonable(row.get(c)) for c in extras})
+        extra.update({c: (None if row.get(c) is None else str(row.get(c))) if c in as_text else _jsonable(row.get(c))
+                      for c in extras})
         extra["index"] = index
         extra["split"] = split
         out = {

@@ -24,9 +24,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..agents import AgentSpec
+from ..agents import AgentSpec, substitute_env
 from ..check_result import CheckError
 from ..config import ConfigField, load_config_input, validate_config
+from ..data_fit import check_memory_floor
+from ..row_location import locate_rows
 from ..rundir import RunDir
 from . import compose as C
 from .availability import PYTHON_ENV, probe, unreachable, verl_python
@@ -34,6 +36,8 @@ from .bridge import REWARD_FN
 from .dataset import TOOL_AGENT_LOOP
 from .layout import ROLLOUTS_DIR
 
+#: bytes: more than any one node of a cluster has (its size is not known here)
+HOST_MEMORY_BOUND = 2 << 40
 #: file paths a user's config may hold, made absolute before verl sees them
 PATH_KEYS = ("actor_rollout_ref.rollout.multi_turn.tool_config_path",
              "actor_rollout_ref.rollout.multi_turn.function_tool_path",
@@ -53,6 +57,8 @@ class CheckedInputs:
     parquets: dict[str, Path] = field(default_factory=dict)
     bridge_file: Path | None = None
     tool_file: Path | None = None
+    train_source: str | None = None  # the training file the user gave (rows are named in its numbering)
+    native_data: bool = False        # the training file is verl's own parquet (rows are numbered from 1)
 
 
 @dataclass
@@ -85,6 +91,7 @@ class _Derivation:
         self.env_vars: dict[str, str] = {}
         self.python = verl_python()
         self.total_steps: int | None = None
+        self.longest_where = ""
 
     def run(self, config: Any) -> DerivedConfig:
         raw = self._checked_short_names(load_config_input(config))
@@ -144,7 +151,11 @@ class _Derivation:
         env = user.adapter.get("env_vars") or {}
         if not isinstance(env, dict):
             raise CheckError("config", "`env_vars` must be a mapping of NAME: value", keys=["env_vars"])
-        self.env_vars = {str(k): str(v) for k, v in env.items()}
+        missing: list[str] = []   # ${NAME} values come from the environment (a secret is never written in run.yaml)
+        self.env_vars = {str(k): substitute_env(str(v), missing) for k, v in env.items()}
+        if missing:
+            raise CheckError("config", f"env_vars refers to environment variable(s) that are not set: "
+                             f"{', '.join(sorted(set(missing)))}", "export them before starting", keys=["env_vars"])
         self.python = verl_python(user.adapter.get("verl_python"))
         if not os.path.isfile(self.python) and shutil.which(self.python) is None:
             raise CheckError("config", f"verl_python '{self.python}' does not exist",
@@ -210,15 +221,34 @@ class _Derivation:
             fill("data.max_prompt_length", int(math.ceil(longest / 64) * 64))
         context = self._model_context()
         response = int(C.select(cfg, "data.max_response_length") or 0)
+        where = self.longest_where
+        if context and longest is not None and longest < context <= longest + response:
+            raise CheckError("config", f"data.max_response_length={response:,} plus the longest prompt ({longest:,} "
+                             f"tokens, {where}) exceeds the model's context of {context:,} tokens "
+                             "(max_position_embeddings)", f"set max_completion_length (data.max_response_length) to "
+                             f"at most {context - longest:,}", keys=["data.max_response_length"])
         if context and int(C.select(cfg, "data.max_prompt_length") or 0) + response > context:
             fill("data.max_prompt_length", max(1, context - response))
         prompt = int(C.select(cfg, "data.max_prompt_length") or 0)
+        if longest is not None and context and longest >= context:
+            raise CheckError("config", f"the longest training prompt ({where}) has {longest:,} tokens: "
+                             f"more than the model's context of {context:,} tokens (max_position_embeddings)",
+                             "shorten or drop that row", keys=["data.max_prompt_length"])
         if longest is not None and longest > prompt:
-            warnings.append(f"the longest prompt has {longest} tokens but data.max_prompt_length={prompt}: verl "
-                            "fails on longer prompts (data.truncation=error)")
+            if C.select(cfg, "data.truncation") == "error":
+                raise CheckError("config", f"the longest training prompt ({where}) has {longest:,} tokens "
+                                 f"but data.max_prompt_length={prompt:,}: verl stops on it (data.truncation=error)",
+                                 f"raise data.max_prompt_length to at least {longest:,}, shorten the row, or set "
+                                 "data.truncation: left", keys=["data.max_prompt_length", "data.truncation"])
+            warnings.append(f"the longest prompt ({where}) has {longest} tokens but "
+                            f"data.max_prompt_length={prompt}: verl truncates it (data.truncation="
+                            f"{C.select(cfg, 'data.truncation')})")
         if context and prompt + response > context:
-            warnings.append(f"data.max_prompt_length + data.max_response_length = {prompt + response} exceeds the "
-                            f"model's context ({context} tokens, max_position_embeddings): vLLM will refuse it")
+            raise CheckError("config", f"data.max_prompt_length + data.max_response_length = {prompt + response:,} "
+                             f"exceeds the model's context of {context:,} tokens (max_position_embeddings): vLLM "
+                             "refuses it",
+                             "lower data.max_prompt_length or max_completion_length (data.max_response_length)",
+                             keys=["data.max_prompt_length", "data.max_response_length"])
 
     def _fill_batches(self, cfg, fill, gpus: int) -> None:
         """Batch sizes that fit the data and the GPUs, where the user set none (verl checks them)."""
@@ -300,6 +330,16 @@ class _Derivation:
                                 f"batch of {tbs})")
         elif fixed:
             self.total_steps = int(fixed)
+        # a floor on the driver's memory: the step's batch (ids, attention mask, positions: 8 bytes each per token)
+        import psutil
+
+        n = int(C.select(cfg, "actor_rollout_ref.rollout.n") or 1)
+        tokens = int(C.select(cfg, "data.max_prompt_length") or 0) + int(C.select(cfg, "data.max_response_length") or 0)
+        check_memory_floor(tbs * n, tokens, 24, HOST_MEMORY_BOUND if self.cluster_address else
+                           psutil.virtual_memory().total, f"data.train_batch_size={tbs} × rollout.n={n:,}",
+                           "24 bytes (input_ids, attention_mask, position_ids)",
+                           "any node" if self.cluster_address else "this machine",
+                           ["actor_rollout_ref.rollout.n", "data.train_batch_size"])
         key = C.reward_function_key(cfg)
         if not C.select(cfg, f"{key}.path"):
             self._check_builtin_scorer()
@@ -349,14 +389,18 @@ class _Derivation:
         # verl's tool agent loop and its dataset filter render the tool schemas into every prompt
         schemas = list(self.agent.tool_schemas) if self.agent is not None and self.agent.has_tools else []
         prompts = pq.read_table(str(self.inputs.parquets["train"]), columns=["prompt"]).column("prompt").to_pylist()
-        longest = 0
-        for messages in prompts[:limit]:
+        longest, at = 0, 0
+        for i, messages in enumerate(prompts[:limit]):
             try:
                 ids = normalize_token_ids(tokenizer.apply_chat_template(
                     messages, tools=schemas or None, add_generation_prompt=True, tokenize=True))
             except Exception:
                 return None
-            longest = max(longest, len(ids))
+            if len(ids) > longest:
+                longest, at = len(ids), i
+        source = self.inputs.train_source
+        where = f"row {at + 1}" if self.inputs.native_data else locate_rows(source, [at])[at]
+        self.longest_where = where + (f" of {Path(source).name}" if source else "")
         return longest
 
     def _model_context(self) -> int | None:

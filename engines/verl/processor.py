@@ -68,6 +68,7 @@ class VerlProcessor(StandardProcessor):
         self.tool_file: Path | None = None
         self.parquets: dict[str, Path] = {}
         self.native_data = False
+        self._longest_where = ""
         self.bridge_file: Path | None = None
         self.verl_config = None  # the composed DictConfig
         self.config_path: Path | None = None
@@ -85,6 +86,18 @@ class VerlProcessor(StandardProcessor):
         return d
 
     # -- availability ----------------------------------------------------------------------------
+    @classmethod
+    def preload(cls) -> None:
+        """verl's config checks import verl's trainer modules and compose its Hydra config: do both once."""
+        import transformers  # noqa: F401
+        import verl.trainer.ppo.core_algos  # noqa: F401
+        import verl.trainer.ppo.utils  # noqa: F401
+        import verl.utils.config  # noqa: F401
+        import verl.utils.reward_score  # noqa: F401
+        import verl.workers.rollout.base  # noqa: F401
+
+        C.compose_base()
+
     @classmethod
     def availability(cls) -> tuple[bool, str]:
         """CUDA GPUs, a rollout backend and verl's extra dependencies (or a Ray cluster to submit to)."""
@@ -208,7 +221,9 @@ class VerlProcessor(StandardProcessor):
     def checked_inputs(self) -> CheckedInputs:
         """What the agent, dataset and reward checks left for the config."""
         return CheckedInputs(run=self.run, verl_dir=self.verl_dir, agent=self.agent_spec, tokenizer=self.tokenizer,
-                             parquets=dict(self.parquets), bridge_file=self.bridge_file, tool_file=self.tool_file)
+                             parquets=dict(self.parquets), bridge_file=self.bridge_file, tool_file=self.tool_file,
+                             train_source=self.data.train_source if self.data is not None else None,
+                             native_data=self.native_data)
 
     def _adopt(self, derived: DerivedConfig) -> CheckResult:
         """Keep the derived config (saved beside the run's other verl files) and report it."""

@@ -1,0 +1,231 @@
+"""The bad-input corpus (tests/bad_inputs/*.yaml, helpers in testing/bad_inputs.py): every broken input
+through the way in its case names — the studio's ``/check`` endpoint (gradio_client against one
+studio for the whole module), ``aworld-train check`` (its ``main``, in this process: user code runs in
+its isolated child either way; two cases also in a real CLI process) and the Python API
+(``AgentTrainer``) — on the engines it names. For each, asserted:
+
+* an answer within the case's time limit (the checks' own limit is ``TIMEOUT_S``);
+* the module the case names has the expected status (an error unless the case says), and its message
+  says what the case lists: the file, the line/column/key where there is one, the fix;
+* no traceback in anything the user sees;
+* the studio still answers afterwards;
+* no process left behind: this process's descendants are the same before and after, and every
+  process the corpus's own code started (recorded under ``{pids}``) is gone.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from engines import AgentTrainer, CheckError
+from engines.cli import main as cli_main
+from testing.bad_inputs import CHANNELS, load_cases, pid_files_alive, resolve_inputs, write_case
+from testing.studio import REPO_ROOT, StudioProcess
+from testing.waiting import wait_for
+
+TIMEOUT_S = 15         # the checks' time limit in every channel (the studio's --check-timeout)
+CASES = load_cases()
+PARAMS = [pytest.param(case, via, engine, id=f"{case.id}-{via}-{engine}")
+          for case in CASES for via in case.via for engine in case.engines]
+MODULES = ("agent", "dataset", "reward", "config", "engine")
+
+
+def test_the_corpus_is_large_and_covers_every_item_and_way_in():
+    assert len(CASES) >= 100, len(CASES)
+    items = {c.issue for c in CASES}
+    assert set(range(1, 15)) - {2} <= items, sorted(set(range(1, 15)) - items, key=str)   # 2: test_gui_worker
+    assert {m for c in CASES for m in [c.module]} >= {"agent", "dataset", "reward", "config", "engine"}
+    assert {v for c in CASES for v in c.via} == set(CHANNELS)
+    assert {e for c in CASES for e in c.engines} >= {"trl", "verl"}
+    for c in CASES:
+        assert set(c.via) <= set(CHANNELS) and c.says, c.id
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    root = tmp_path_factory.mktemp("corpus")
+    for case in CASES:
+        write_case(case, root)
+    return root
+
+
+@pytest.fixture(scope="module")
+def preloaded():
+    """What the checks import, imported here once: the API's and CLI's isolated checks fork this process."""
+    from aworld_gui import check_tasks
+
+    check_tasks.preload()
+
+
+@pytest.fixture(scope="module")
+def studio(corpus):
+    app = StudioProcess(corpus / "runs", extra=["--check-timeout", str(TIMEOUT_S)]).start(timeout_s=180)
+    from gradio_client import Client
+
+    client = Client(app.url, verbose=False)
+    client.predict(api_name="/list_runs")
+    yield app, client
+    app.stop()
+
+
+def descendants() -> set[int]:
+    out = set()
+    for p in psutil.Process().children(recursive=True):
+        try:
+            if p.status() != psutil.STATUS_ZOMBIE:
+                out.add(p.pid)
+        except psutil.Error:
+            pass
+    return out
+
+
+def _python_value(v):
+    if isinstance(v, dict) and "python" in v:
+        return eval(v["python"])  # noqa: S307 - the corpus's own Python objects for the API
+    return v
+
+
+# -- the three ways in ------------------------------------------------------------------------------------
+def via_studio(case, engine, inputs, folder, client) -> tuple[dict, str]:
+    """(module → {status, message}, all the text the user sees)."""
+    from gradio_client import handle_file
+
+    def upload(key):
+        value = case.inputs.get(key)
+        return handle_file(inputs[key]) if value and inputs.get(key) and Path(inputs[key]).exists() else None
+
+    reward_file, texts = None, []
+    for ref in case.inputs.get("reward", []) if isinstance(case.inputs.get("reward"), list) else \
+            ([case.inputs["reward"]] if "reward" in case.inputs else []):
+        file, sep, fn = str(ref).rpartition(":") if ".py:" in str(ref) else (str(ref), "", "")
+        if file.endswith(".py") and (folder / file).exists():
+            reward_file = handle_file(str(folder / file))
+            if sep:
+                texts.append(f"{Path(file).name}:{fn}@1")
+        else:
+            texts.append(str(ref))
+    config = ""
+    if case.inputs.get("config"):
+        config = Path(inputs["config"]).read_bytes().decode("utf-8", errors="replace")
+    res = client.predict(upload("agent"), upload("train"), upload("test"), reward_file, ", ".join(texts), config,
+                         engine, api_name="/check")
+    modules = {m: {"status": r["status"], "message": " | ".join([r["message"], *r.get("warnings", [])])}
+               for m, r in res["modules"].items()}
+    return modules, json.dumps(res, ensure_ascii=False)
+
+
+def cli_argv(case, engine, inputs) -> list[str]:
+    argv = ["check", "--agent", inputs["agent"], "--train", inputs["train"], "--engine", engine,
+            "--check-timeout", str(TIMEOUT_S)]
+    if inputs["test"]:
+        argv += ["--test", inputs["test"]]
+    for ref in inputs["reward"]:
+        argv += ["--reward", ref]
+    if inputs["config"]:
+        argv += ["--config", inputs["config"]]
+    if inputs["columns"]:
+        argv += ["--columns", inputs["columns"]]
+    return argv
+
+
+def parse_table(out: str) -> dict:
+    rows: dict[str, dict] = {}
+    last = None
+    for line in out.splitlines():
+        parts = line.split(None, 2)
+        if parts and parts[0] in MODULES and len(parts) >= 2:
+            last = parts[0]
+            rows[last] = {"status": {"OK": "ok", "WARN": "warning", "ERROR": "error"}.get(parts[1], parts[1]),
+                          "message": parts[2] if len(parts) > 2 else ""}
+        elif last and line.strip().startswith("!"):
+            rows[last]["message"] += " | " + line.strip()[1:].strip()
+    return rows
+
+
+def via_cli(case, engine, inputs, capsys) -> tuple[dict, str]:
+    capsys.readouterr()
+    rc = cli_main(cli_argv(case, engine, inputs))
+    out = capsys.readouterr()
+    rows = parse_table(out.out)
+    assert (rc == 1) == any(r["status"] == "error" for r in rows.values()), out.out
+    return rows, out.out + out.err
+
+
+def via_api(case, engine, inputs, folder) -> tuple[dict, str]:
+    reward = case.inputs.get("reward")
+    kwargs = dict(agent=_python_value(case.inputs["agent"]) if isinstance(case.inputs.get("agent"), dict)
+                  else inputs["agent"],
+                  train_dataset=_python_value(inputs["train"]), test_dataset=inputs["test"],
+                  reward_func=_python_value(reward) if isinstance(reward, dict) else inputs["reward"],
+                  config=_python_value(inputs["config"]), run_path=str(folder / "runs"), train_engine_name=engine,
+                  check_timeout_s=TIMEOUT_S)
+    if inputs["columns"]:
+        kwargs["train_dataset"] = {"path": inputs["train"],
+                                   "columns": dict(kv.split("=", 1) for kv in inputs["columns"].split(","))}
+    with pytest.raises(CheckError) as err:
+        AgentTrainer(**kwargs)
+    e = err.value
+    return {e.module: {"status": "error", "message": e.result.message}}, str(e)
+
+
+# -- the corpus ---------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("case, via, engine", PARAMS)
+def test_bad_input(case, via, engine, corpus, request, capsys):
+    folder = corpus / case.id
+    inputs = resolve_inputs(case, folder)
+    if via == "studio":
+        app, client = request.getfixturevalue("studio")
+    else:
+        request.getfixturevalue("preloaded")
+    before = descendants()
+    t0 = time.monotonic()
+    if via == "studio":
+        modules, seen = via_studio(case, engine, inputs, folder, client)
+    elif via == "cli":
+        modules, seen = via_cli(case, engine, inputs, capsys)
+    else:
+        modules, seen = via_api(case, engine, inputs, folder)
+    elapsed = time.monotonic() - t0
+
+    assert elapsed < case.within_s, f"{case.id} took {elapsed:.1f} s (limit {case.within_s} s)"
+    result = modules.get(case.module)
+    assert result is not None, f"no result for module {case.module}: {seen[:2000]}"
+    assert result["status"] == case.status, f"{case.module}: {result}"
+    for text in case.says:
+        assert text in result["message"], f"{text!r} not in the {case.module} message: {result['message']!r}"
+    assert "Traceback" not in seen, seen[-3000:]
+    if via == "studio":
+        assert "runs" in client.predict(api_name="/list_runs")   # the studio still answers
+        assert app.proc.poll() is None
+    # nothing left behind: this process's descendants as before, the corpus's own children gone
+    wait_for(lambda: descendants() <= before, 15, f"the processes started by {case.id} to end "
+             f"(left: {sorted(descendants() - before)})")
+    assert pid_files_alive(corpus / "pids") == []
+
+
+# -- the real CLI process ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("case_id", ["reward-os-exit", "reward-forks-and-hangs"])
+def test_the_cli_process_reports_and_leaves_nothing(case_id, corpus):
+    """``aworld-train check`` as its own process: a reward that calls os._exit or forks and hangs is an
+    error row within the time limit (it was a silent exit 1, and a stall of minutes)."""
+    case = next(c for c in CASES if c.id == case_id)
+    folder = corpus / case.id
+    inputs = resolve_inputs(case, folder)
+    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT))
+    t0 = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "engines", *cli_argv(case, "trl", inputs)], cwd=folder, env=env,
+                          capture_output=True, text=True, timeout=240)
+    elapsed = time.monotonic() - t0
+    rows = parse_table(proc.stdout)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert rows["reward"]["status"] == "error" and case.says[0] in rows["reward"]["message"], proc.stdout
+    assert "Traceback" not in proc.stdout + proc.stderr
+    assert elapsed < 120, elapsed     # imports of a cold process included; the check itself is limited to 15 s
+    wait_for(lambda: pid_files_alive(corpus / "pids") == [], 15, "the reward's child to be gone")

@@ -1,0 +1,177 @@
+"""engines.sandbox (user code in a supervised, time-limited child) and engines.user_env (what it sees)."""
+from __future__ import annotations
+
+import os
+import time
+
+import psutil
+import pytest
+
+from engines.sandbox import IsolatedCall, describe, report_progress, run_isolated
+from engines.user_env import is_credential, referenced_names, user_code_env
+from testing.waiting import wait_for
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def _pid_from(path) -> int:
+    wait_for(lambda: path.exists() and path.read_text().strip(), 10, f"{path.name} to be written")
+    return int(path.read_text())
+
+
+# functions the calls run (module level: a fork inherits them)
+def double(x):
+    report_progress("reward")
+    return 2 * x
+
+
+def fork_and_return(pidfile):
+    """A child that would outlive the call, holding the result pipe (the old reader waited for its EOF)."""
+    if os.fork() == 0:
+        with open(pidfile, "w") as f:
+            f.write(str(os.getpid()))
+        time.sleep(300)
+        os._exit(0)
+    return "returned"
+
+
+def escape_and_return(pidfile):
+    """A grandchild in a session of its own (out of the call's process group), then return."""
+    import subprocess
+
+    p = subprocess.Popen(["sleep", "300"], start_new_session=True)
+    with open(pidfile, "w") as f:
+        f.write(str(p.pid))
+    return "returned"
+
+
+def fork_and_hang(pidfile):
+    if os.fork() == 0:
+        os.setsid()
+        with open(pidfile, "w") as f:
+            f.write(str(os.getpid()))
+        time.sleep(300)
+    report_progress("reward")
+    time.sleep(300)
+
+
+def exit_hard(code):
+    report_progress("reward")
+    os._exit(code)
+
+
+def segfault():
+    import ctypes
+
+    report_progress("agent")
+    ctypes.string_at(0)
+
+
+def raise_value_error():
+    raise ValueError("bad value")
+
+
+def call_sys_exit():
+    raise SystemExit(3)
+
+
+def read_stdin():
+    return input()
+
+
+def environment():
+    return dict(os.environ)
+
+
+def test_a_result_comes_back_with_the_last_stage():
+    out = run_isolated(double, {"x": 21}, timeout_s=30)
+    assert out.ok and out.value == 42 and out.stage == "reward"
+
+
+def test_a_child_that_outlives_the_call_neither_stalls_it_nor_survives(tmp_path):
+    """The old fork runner read the result until EOF: a child holding the pipe stalled it for the whole
+    time limit, and was left running."""
+    t0 = time.monotonic()
+    out = run_isolated(fork_and_return, {"pidfile": str(tmp_path / "child.pid")}, timeout_s=60)
+    assert out.ok and out.value == "returned"
+    assert time.monotonic() - t0 < 20          # not the 60 s limit
+    pid = _pid_from(tmp_path / "child.pid")
+    wait_for(lambda: not _alive(pid), 10, "the call's child to be killed")
+
+
+def test_a_process_that_left_the_call_s_group_is_killed_too(tmp_path):
+    out = run_isolated(escape_and_return, {"pidfile": str(tmp_path / "escaped.pid")}, timeout_s=60)
+    assert out.ok
+    pid = _pid_from(tmp_path / "escaped.pid")
+    wait_for(lambda: not _alive(pid), 10, "the escaped grandchild to be killed")
+
+
+def test_a_timeout_kills_the_whole_tree_and_names_the_stage(tmp_path):
+    t0 = time.monotonic()
+    out = run_isolated(fork_and_hang, {"pidfile": str(tmp_path / "hang.pid")}, timeout_s=3)
+    assert time.monotonic() - t0 < 15
+    assert not out.ok and out.kind == "timeout" and out.stage == "reward"
+    assert describe(out).startswith("the reward check timed out after 3 s")
+    pid = _pid_from(tmp_path / "hang.pid")
+    wait_for(lambda: not _alive(pid), 10, "the hanging grandchild (own session) to be killed")
+    assert psutil.Process().children(recursive=True) == []
+
+
+@pytest.mark.parametrize("fn, kwargs, kind, says", [
+    (exit_hard, {"code": 1}, "exit", "the reward module's code exited with status 1 (os._exit"),
+    (segfault, {}, "crash", "the agent module's code was killed by signal 11 (SIGSEGV)"),
+    (call_sys_exit, {}, "exit", "called sys.exit(3)"),
+    (raise_value_error, {}, "exception", "ValueError: bad value"),
+    (read_stdin, {}, "exception", "EOFError"),
+])
+def test_how_a_call_ended_is_said(fn, kwargs, kind, says):
+    out = run_isolated(fn, kwargs, timeout_s=30)
+    assert not out.ok and out.kind == kind
+    assert says in describe(out)
+
+
+def test_calls_run_side_by_side_and_one_can_be_cancelled(tmp_path):
+    slow = IsolatedCall(fork_and_hang, {"pidfile": str(tmp_path / "slow.pid")}, timeout_s=120)
+    t0 = time.monotonic()
+    quick = IsolatedCall(double, {"x": 1}, timeout_s=30).wait()
+    assert quick.ok and time.monotonic() - t0 < 20
+    pid = _pid_from(tmp_path / "slow.pid")
+    slow.stop("cancelled", "a newer check replaced it")
+    out = slow.finish()
+    assert out.kind == "cancelled" and "a newer check replaced it" in out.error
+    wait_for(lambda: not _alive(pid), 10, "the cancelled call's grandchild to be killed")
+
+
+def test_user_code_gets_the_environment_it_is_given(monkeypatch):
+    monkeypatch.setenv("AWORLD_STUDIO_AUTH", "admin:pw")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("HF_TOKEN", "hf_x")
+    env = user_code_env(allow=["OPENAI_API_KEY", "AWORLD_STUDIO_AUTH"])
+    seen = run_isolated(environment, env=env, timeout_s=30).value
+    assert "AWORLD_STUDIO_AUTH" not in seen           # never, even when asked for
+    assert seen["OPENAI_API_KEY"] == "sk-test"        # asked for by name
+    assert "HF_TOKEN" not in seen and seen["PATH"] == os.environ["PATH"]
+
+
+@pytest.mark.parametrize("name, value, secret", [
+    ("OPENAI_API_KEY", "sk", True), ("HF_TOKEN", "x", True), ("AWS_SECRET_ACCESS_KEY", "x", True),
+    ("DB_PASSWORD", "x", True), ("GOOGLE_APPLICATION_CREDENTIALS", "/k.json", True), ("SSH_AUTH_SOCK", "/s", True),
+    ("AWORLD_STUDIO_HOST", "0.0.0.0", True), ("DATABASE_URL", "postgres://u:pw@db/x", True),
+    ("PATH", "/usr/bin", False), ("TOKENIZERS_PARALLELISM", "false", False), ("HF_HOME", "/h", False),
+    ("CUDA_VISIBLE_DEVICES", "0", False), ("HTTP_PROXY", "http://proxy:3128", False), ("PWD", "/w", False),
+])
+def test_what_counts_as_a_credential(name, value, secret):
+    assert is_credential(name, value) is secret
+
+
+def test_names_asked_for_in_configs(tmp_path):
+    agent = tmp_path / "agent.yaml"
+    agent.write_text("model: m\napi_key: ${OPENAI_API_KEY}\nllm_base_url: ${BASE:-http://x}\n")
+    cfg = "env_vars:\n  WANDB_API_KEY: ${oc.env:WANDB_API_KEY}\n"
+    assert referenced_names(str(agent), cfg, {"a": ["${JUDGE_KEY}"]}) == {"OPENAI_API_KEY", "BASE", "WANDB_API_KEY",
+                                                                          "JUDGE_KEY"}
