@@ -95,3 +95,24 @@ def test_a_run_that_does_not_fit_is_a_config_error_with_the_estimate(tmp_path):
     memory = err.value.result.details["memory"]
     assert memory["status"] == "error" and memory["total_params"] > 25e9
     assert memory["parts"]["optimizer"] == 2 * memory["parts"]["weights"]     # fp32 Adam: 8 bytes vs 4
+
+
+def test_no_estimate_and_no_hub_lookup_when_the_agent_check_failed(tmp_path, monkeypatch):
+    """A broken agent leaves no model: the config check still runs (every module is reported), without an
+    estimate — it used to ask the hub for a model named 'None' and retried for 23 s, past the check's limit."""
+    import transformers
+
+    from engines.prepare import check_all
+
+    asked = []
+    real = transformers.AutoConfig.from_pretrained
+    monkeypatch.setattr(transformers.AutoConfig, "from_pretrained",
+                        lambda name, *a, **k: asked.append((str(name), k)) or real(name, *a, **k))
+    agent = tmp_path / "agent.yaml"
+    agent.write_text('model: ' + str(ROOT / "assets/models/tiny-letters") + '\nsystem_prompt: "unclosed\n')
+    results = {r.module: r for r in check_all(agent=str(agent), train_dataset=TRAIN, test_dataset=None,
+                                               reward_func=REWARD, config={"max_steps": 2}, train_engine_name="trl",
+                                               run_path=str(tmp_path / "runs"))}
+    assert results["agent"].status == "error" and "never closed" in results["agent"].message
+    assert results["config"].status in ("ok", "warning") and "memory" not in results["config"].details
+    assert asked == []

@@ -51,10 +51,13 @@ def memory(cfg: dict[str, Any], args, model_cfg, model_path: str | None, prompt_
     from ..memory_estimate import count_parameters, estimate, judge, shape_of
     from .peft_setup import peft_and_quantization
 
+    if not model_path:   # the agent check failed: no model to estimate (and no hub lookup of "None")
+        return None, []
     try:
         from transformers import AutoConfig
 
-        mconf = AutoConfig.from_pretrained(model_path)
+        # the model was resolved to a local folder (or the local cache) by the agent check: never the network
+        mconf = AutoConfig.from_pretrained(model_path, local_files_only=True)
         peft_config, _quant = peft_and_quantization(model_cfg)
         counts = count_parameters(mconf, peft_config)
         weight_bytes = _weight_bytes((args.model_init_kwargs or {}).get("dtype"), mconf)
