@@ -157,6 +157,9 @@ class StandardProcessor(TrainerProcessor):
                 extra["data_fit"] = check_data_fit(fit, self.data, self.prompt_token_counter(),
                                                    context=folder.context if folder else None,
                                                    context_source=folder.context_source if folder else "")
+            resources, resource_warnings = self.check_resources(effective)
+            extra.update(resources)
+            warnings = warnings + resource_warnings
         except CheckError as e:
             self._fail(e)
         self.effective_config = effective
@@ -187,6 +190,11 @@ class StandardProcessor(TrainerProcessor):
         """A local model must be a folder with a config, weights and a tokenizer (named when missing);
         its config.json gives the context length the data checks use."""
         self.model_folder = require_model_folder(spec.model)
+
+    def check_resources(self, cfg: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+        """What the run needs of the machine (details, warnings), checked once the data fits; raise
+        :class:`CheckError` when it cannot run (the trl engine's memory estimate)."""
+        return {}, []
 
     def data_fit(self, cfg: dict[str, Any]) -> DataFit | None:
         """How this engine's settings consume the data (optimizer steps, lengths, a memory floor), checked

@@ -38,6 +38,7 @@ class TrlProcessor(StandardProcessor):
         self.prompt_tokens = 0                # longest rendered prompt among the measured rows
         self.trainer = None                   # the TRL trainer of the last train_here() (tests read its args)
         self._config_details: dict[str, Any] = {}
+        self._memory_inputs: tuple = ()
 
     @classmethod
     def availability(cls) -> tuple[bool, str]:
@@ -162,7 +163,7 @@ class TrlProcessor(StandardProcessor):
     # -- the config --------------------------------------------------------------------------
     def validate_settings(self, config: Any) -> tuple[dict[str, Any], list[str]]:
         """Our keys + TRL's (validated by constructing TRL's GRPOConfig/SFTConfig and ModelConfig), the
-        model, LoRA/QLoRA, processes, vLLM, trackers, then the memory estimate."""
+        model, LoRA/QLoRA, processes, vLLM, trackers (the memory estimate: :meth:`check_resources`)."""
         from . import arguments, config_checks
 
         cfg, warnings = validate(config, base=self.derived_config())
@@ -188,13 +189,18 @@ class TrlProcessor(StandardProcessor):
         model_cfg = arguments.model_config(cfg, self.model_path or "")
         details.update(world_size=world, launcher=launch.describe(cfg, world),
                        trl_settings=len([k for k in cfg if k not in {f.name for f in FIELDS}]))
-        memory, memory_warnings = config_checks.memory(cfg, args, model_cfg, self.model_path, self.prompt_tokens,
-                                                       world, cuda)
-        warnings += memory_warnings
-        if memory is not None:
-            details["memory"] = memory
         self._config_details = details
+        self._memory_inputs = (args, model_cfg, world, cuda)
         return cfg, warnings
+
+    def check_resources(self, cfg: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+        """The memory estimate (after the data fit: a config that trains 0 steps is told that first)."""
+        from . import config_checks
+
+        args, model_cfg, world, cuda = self._memory_inputs
+        memory, warnings = config_checks.memory(cfg, args, model_cfg, self.model_path, self.prompt_tokens, world,
+                                                cuda)
+        return ({"memory": memory} if memory is not None else {}), warnings
 
     def _use_config_model(self, name: str) -> tuple[dict, str | None]:
         """The config's ``model`` replaces the agent's: its tokenizer, and the prompt lengths it gives."""
