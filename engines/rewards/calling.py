@@ -307,12 +307,24 @@ def call_term(term: Any, batch: Batch) -> list[float | None]:
             batch.trace.received(name, style, args)
         try:
             value = resolve(fn(**args))
+            if batch.trace is not None:
+                batch.trace.returned(name, value)
+            out.append(as_score(value, name))
         except Exception as e:
             e.aworld_sample = i  # type: ignore[attr-defined]  # which completion it failed on (dry run report)
             raise
-        if batch.trace is not None:
-            batch.trace.returned(name, value)
-        out.append(as_score(value, name))
+    return out
+
+
+def _scores(values: list, name: str, allow_none: bool = False) -> list[float | None]:
+    """A batch reward's values as scores; a bad value's error names the completion it belongs to."""
+    out = []
+    for i, v in enumerate(values):
+        try:
+            out.append(as_score(v, name, allow_none=allow_none))
+        except CheckError as e:
+            e.aworld_sample = i  # type: ignore[attr-defined]
+            raise
     return out
 
 
@@ -369,7 +381,7 @@ def _call_verl_batch(term: Any, batch: Batch) -> list[float | None]:
     if batch.trace is not None:
         batch.trace.returned(term.name, out)
     _check_length(term.name, out, len(batch))
-    return [as_score(v, term.name) for v in out]
+    return _scores(out, term.name)
 
 
 def trl_kwargs(term: Any, batch: Batch) -> dict[str, Any]:
@@ -398,7 +410,7 @@ def _call_trl(term: Any, batch: Batch) -> list[float | None]:
     if batch.trace is not None:
         batch.trace.returned(term.name, out)
     _check_length(term.name, out, len(batch), trl=True)
-    return [as_score(v, term.name, allow_none=True) for v in out]
+    return _scores(out, term.name, allow_none=True)
 
 
 def _call_scorer(term: Any, batch: Batch) -> list[float | None]:
@@ -411,7 +423,7 @@ def _call_scorer(term: Any, batch: Batch) -> list[float | None]:
     if batch.trace is not None:
         batch.trace.returned(term.name, out)
     _check_length(term.name, out, len(batch))
-    return [as_score(v, term.name, allow_none=True) for v in out]
+    return _scores(out, term.name, allow_none=True)
 
 
 def _traced_logger(trace: Trace, term: str, kind: str, inner: Callable | None) -> Callable:

@@ -92,8 +92,13 @@ def dry_run_reward(reward: Reward, bundle: Any, rows: int = 3, system_prompt: st
         try:
             parts[term.name] = reward._term_batch(term, batch)
         except CheckError as e:
-            raise CheckError("reward", f"{e.result.message} (dry run on {n} sample row(s))",
-                             calls=trace.to_dict())
+            j = getattr(e, "aworld_sample", None)
+            where = (f"{_where(bundle, meta[j][0])}, {meta[j][1]} answer" if j is not None else
+                     f"{n} sample row(s)")
+            problem, tail = e.result.message, f" — {e.hint}"
+            problem = problem[:-len(tail)] if e.hint and problem.endswith(tail) else problem
+            raise CheckError("reward", f"{problem} (dry run on {where})", e.hint if problem != e.result.message
+                             else None, calls=trace.to_dict())
         except RewardError as e:
             cause = e.__cause__ or e
             hint = install_hint(cause) if isinstance(cause, ImportError) else getattr(cause, "hint", None)
