@@ -196,6 +196,15 @@ def _supervise(fn: Callable[..., Any], kwargs: Mapping[str, Any], w: int, pw: in
         os._exit(70)
 
 
+def _after_fork_torch() -> None:
+    """A forked child of a process that already ran torch's intra-op thread pool (OpenMP) hangs in
+    its first parallel torch op: the pool's threads did not come along with the fork. One thread in
+    the child never enters the pool (a reward model dry-run on a few rows does not need more)."""
+    torch = sys.modules.get("torch")
+    if torch is not None and hasattr(torch, "set_num_threads"):
+        torch.set_num_threads(1)
+
+
 def _work(fn: Callable[..., Any], kwargs: Mapping[str, Any], w: int, pw: int, out_fd: int,
           env: Mapping[str, str] | None) -> None:
     """The worker: the environment it may see, the work, one result frame."""
@@ -220,6 +229,7 @@ def _work(fn: Callable[..., Any], kwargs: Mapping[str, Any], w: int, pw: int, ou
         if env is not None:
             os.environ.clear()
             os.environ.update(env)
+        _after_fork_torch()
         try:
             result: tuple[bool, Any] = (True, fn(**dict(kwargs)))
         except SystemExit as e:

@@ -175,3 +175,43 @@ def test_names_asked_for_in_configs(tmp_path):
     cfg = "env_vars:\n  WANDB_API_KEY: ${oc.env:WANDB_API_KEY}\n"
     assert referenced_names(str(agent), cfg, {"a": ["${JUDGE_KEY}"]}) == {"OPENAI_API_KEY", "BASE", "WANDB_API_KEY",
                                                                           "JUDGE_KEY"}
+
+
+def test_a_judges_key_variable_is_asked_for_by_name(tmp_path):
+    rewards = tmp_path / "rewards.yaml"
+    rewards.write_text("- judge:\n    url: http://127.0.0.1:9/v1\n    api_key_env: MY_JUDGE_KEY\n")
+    assert referenced_names(str(rewards)) == {"MY_JUDGE_KEY"}
+    assert referenced_names([{"judge": {"url": "u", "api_key_env": "OTHER_KEY"}}, "exact_match"]) == {"OTHER_KEY"}
+    assert referenced_names({"judge": {"url": "u"}}) == {"OPENAI_API_KEY"}  # the judge's default variable
+    assert referenced_names({"reward_model": "/m"}) == set()
+
+
+TORCH_AFTER_FORK = """
+import torch
+from engines.sandbox import run_isolated
+x = torch.randn(256, 256)
+(x @ x).sum()  # this process has now run torch's intra-op (OpenMP) thread pool
+
+
+def forward():
+    y = torch.randn(256, 256)
+    return float(torch.softmax(y @ y, -1).sum())
+
+
+out = run_isolated(forward, timeout_s=30)
+print("RESULT", out.ok, round(out.value) if out.ok else out.error)
+"""
+
+
+def test_torch_works_in_a_call_from_a_process_that_already_used_torch(tmp_path):
+    """AgentTrainer in a notebook that has run a model: the reward model's dry run forks from it."""
+    import subprocess
+    import sys
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = {**os.environ, "PYTHONPATH": root, "OMP_NUM_THREADS": "2"}
+    out = subprocess.run([sys.executable, "-c", TORCH_AFTER_FORK], capture_output=True, text=True, timeout=120,
+                         env=env, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr[-2000:]
+    result = out.stdout.split("RESULT", 1)[1]
+    assert result.split() == ["True", "256"], result  # each softmax row sums to 1
