@@ -148,7 +148,7 @@ class Studio:
                 self.worker.cancel(previous, "a newer check from the same page replaced it")
         try:
             report = self.worker.call("check", inputs=inputs.to_dict(), timeout_s=self.check_timeout_s,
-                                      call_id=check_id, pass_env=referenced_names(inputs.agent, inputs.config_text))
+                                      call_id=check_id, pass_env=referenced_names(inputs.agent, inputs.rewards, inputs.config_text))
         except WorkerError as e:
             report = failed_report(e)
         finally:
@@ -177,7 +177,7 @@ class Studio:
         try:
             res = self.worker.call("prepare", inputs=inputs.to_dict(), runs_dir=str(self.runs_dir),
                                    timeout_s=self.launch_timeout_s,
-                                   pass_env=referenced_names(inputs.agent, inputs.config_text))
+                                   pass_env=referenced_names(inputs.agent, inputs.rewards, inputs.config_text))
         except WorkerError as e:
             return {"ok": False, "error": f"launch preparation failed: {e}", "module": None}
         if not res.get("ok"):

@@ -51,7 +51,8 @@ def _check_all(kwargs: dict[str, Any]) -> list[CheckResult]:
 def check_all_isolated(timeout_s: float | None = None, **kwargs: Any) -> list[CheckResult]:
     """:func:`engines.prepare.check_all` in an isolated child with a time limit (its environment
     without credentials, except those the agent or config asks for by ``${NAME}``). Never raises."""
-    env = user_code_env(allow=referenced_names(kwargs.get("agent"), kwargs.get("config")))
+    env = user_code_env(allow=referenced_names(kwargs.get("agent"), kwargs.get("reward_func"),
+                                                     kwargs.get("config")))
     _preload(kwargs.get("train_engine_name"))
     outcome: Outcome = run_isolated(_check_all, {"kwargs": kwargs}, timeout_s=timeout_s, env=env)
     if outcome.ok:

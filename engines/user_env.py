@@ -8,7 +8,8 @@ gets :func:`user_code_env`:
   ``*PASSWORD*``, ``*CREDENTIALS*``, ``SSH_AUTH_SOCK``, ...) or by value (a URL carrying
   ``user:password@``);
 * except the ones asked for by name: a ``${NAME}`` (or OmegaConf's ``${oc.env:NAME}``) in the agent
-  config or the engine config, or a name listed in ``$AWORLD_USER_ENV_ALLOW`` (comma-separated,
+  config, the reward spec or the engine config, a judge's ``api_key_env: NAME`` (a judge without one
+  reads ``OPENAI_API_KEY``), or a name listed in ``$AWORLD_USER_ENV_ALLOW`` (comma-separated,
   set by whoever starts the studio or the CLI).
 
 Everything else (PATH, HOME, locale, CUDA/NCCL/HF settings, proxies without passwords) is kept.
@@ -29,6 +30,10 @@ _CREDENTIAL_PARTS = {"KEY", "APIKEY", "TOKEN", "SECRET", "SECRETS", "PASSWORD", 
 _NOT_CREDENTIALS = {"PWD", "OLDPWD", "TOKENIZERS_PARALLELISM"}
 _URL_PASSWORD = re.compile(r"://[^/\s:@]+:[^/\s@]+@")
 _REF = re.compile(r"\$\{(?:oc\.env:)?([A-Za-z_][A-Za-z0-9_]*)(?:[:,][^}]*)?\}")
+#: a judge reward names the variable its key is read from (engines.rewards.judge)
+KEY_ENV_KEY = "api_key_env"
+JUDGE_DEFAULT_KEY_ENV = "OPENAI_API_KEY"
+_KEY_ENV_REF = re.compile(r"\b" + KEY_ENV_KEY + r"""["']?\s*[:=]\s*["']?([A-Za-z_][A-Za-z0-9_]*)""")
 #: the most text scanned for ``${NAME}`` in one file
 SCAN_LIMIT = 4 << 20
 
@@ -48,7 +53,7 @@ def is_credential(name: str, value: str = "") -> bool:
 
 def referenced_names(*sources: Any) -> set[str]:
     """Environment variable names that configs ask for: ``${NAME}``, ``${NAME:-default}``,
-    ``${oc.env:NAME}`` in text, nested dicts/lists, or files (paths; read up to a limit)."""
+    ``${oc.env:NAME}``, ``api_key_env: NAME`` in text, nested dicts/lists, or files (paths; read up to a limit)."""
     found: set[str] = set()
 
     def scan(obj: Any) -> None:
@@ -65,8 +70,13 @@ def referenced_names(*sources: Any) -> set[str]:
                 except OSError:
                     pass
             found.update(_REF.findall(text))
+            found.update(_KEY_ENV_REF.findall(text))
         elif isinstance(obj, Mapping):
+            if isinstance(obj.get("judge"), Mapping) and not obj["judge"].get(KEY_ENV_KEY):
+                found.add(JUDGE_DEFAULT_KEY_ENV)
             for k, v in obj.items():
+                if k == KEY_ENV_KEY and isinstance(v, str) and v.isidentifier():
+                    found.add(v)
                 scan(k)
                 scan(v)
         elif isinstance(obj, (list, tuple, set)):

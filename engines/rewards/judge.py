@@ -31,9 +31,9 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from ..check_result import CheckError, did_you_mean
+from ..user_env import JUDGE_DEFAULT_KEY_ENV as DEFAULT_KEY_ENV
 from .calling import Batch, is_messages, message_text
 
-DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 PLACEHOLDERS = ("prompt", "completion", "answer")
 DEFAULTS: dict[str, Any] = {"url": None, "model": None, "prompt": None, "api_key_env": DEFAULT_KEY_ENV,
                             "score_pattern": r"-?\d+(?:\.\d+)?", "scale": None, "concurrency": 4, "timeout": 30.0,
