@@ -107,8 +107,10 @@ def prepare_run(agent: Any, train_dataset: Any = None, test_dataset: Any = None,
     return processor.run
 
 
-def trainer_from_run_dir(run_dir: str | Path) -> AgentTrainer:
-    """Rebuild the AgentTrainer of a prepared run from its run.yaml (what the run process does)."""
+def trainer_from_run_dir(run_dir: str | Path, isolated_checks: bool = True) -> AgentTrainer:
+    """Rebuild the AgentTrainer of a prepared run from its run.yaml (what the run process does).
+    ``isolated_checks=False`` where the run process has already checked the spec in isolation (the
+    ranks of a launched run)."""
     run = RunDir(run_dir)
     spec = run.read_spec()
     if not spec:
@@ -124,6 +126,7 @@ def trainer_from_run_dir(run_dir: str | Path) -> AgentTrainer:
         run_path=str(run.path.parent),
         train_engine_name=spec["engine"],
         run_dir=run.path,
+        isolated_checks=isolated_checks,
         # the spec passed its checks when it was prepared; in the (detached, stoppable) run process a large
         # dataset's conversion may take longer than an interactive check is allowed
         check_timeout_s=RUN_CHECK_TIMEOUT_S,

@@ -29,7 +29,10 @@ def main(argv: list[str] | None = None) -> int:
     run = RunDir(argv[0])
     signal.signal(signal.SIGTERM, lambda signum, frame: run.request_stop("SIGTERM"))
     try:
-        trainer = trainer_from_run_dir(run.path)
+        # the run process checked the spec in an isolated child before it launched the ranks; a rank's
+        # own forked check would build TRL's config there, which joins the ranks' process group
+        # (init_process_group) from the child: the other ranks then connect to an address that is gone
+        trainer = trainer_from_run_dir(run.path, isolated_checks=False)
         trainer.train_processor.train_here()
     except BaseException as e:  # noqa: BLE001 - recorded for the run process, then re-raised
         run.event(RANK_FAILED, rank=int(os.environ.get("RANK", "0")), cause=failure_cause(e),
