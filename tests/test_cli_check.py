@@ -104,7 +104,8 @@ def test_a_reward_that_raises_is_an_error_row_not_a_crash(demo, tmp_path, capsys
 
 def test_column_mapping_from_the_cli(tmp_path, demo, capsys):
     data = tmp_path / "train.tsv"
-    data.write_text("instruction\tgold\nSay the letter A:\tA\nSay the letter B:\tB\n")
+    # four rows: one optimizer step of the demo config takes four prompts
+    data.write_text("instruction\tgold\n" + "".join(f"Say the letter {c}:\t{c}\n" for c in "ABCD"))
     rc = main(["check", "--agent", demo["agent"], "--train", str(data), "--columns", "prompt=instruction,answer=gold",
                "--reward", "exact_match", "--engine", "trl", "--json"])
     results = json.loads(capsys.readouterr().out)

@@ -99,6 +99,7 @@ def test_verl_config_of_an_mcp_agent_passes_verls_validation_and_names_the_mcp_t
 def test_a_dead_server_that_cannot_restart_ends_verls_rollout(tmp_path, data_file):
     marker = tmp_path / "crashed"
     agent = {"name": "flaky", "model": str(ROOT / "assets/models/tiny-calc"), "system_prompt": "Calculate.",
+             "max_tokens": 48,  # 3 turns of the default 256 tokens and the prompt would not fit tiny-calc's 1,024
              "mcp_config": {"mcpServers": {"flaky": {**mcp_servers.command("flaky"),
                                                      "env": {"FLAKY_CALLS": "1", "FLAKY_MARKER": str(marker)}}}},
              "mcp_servers": ["flaky"]}

@@ -124,9 +124,16 @@ def test_a_prompt_longer_than_max_prompt_length_is_flagged(tmp_path, calc_data):
     longest = longest_training_prompt(probe, None)
     assert longest > 10  # the tokens of a rendered chat prompt, not the keys of a BatchEncoding
 
-    p = composed(tmp_path, calc_data, agent, {"batch_size": 4, "max_prompt_length": longest - 1})
+    # verl's default data.truncation=error stops the run on that row: an error before launch, with the row
+    with pytest.raises(CheckError) as err:
+        composed(tmp_path / "error", calc_data, agent, {"batch_size": 4, "max_prompt_length": longest - 1})
+    assert f"has {longest} tokens but data.max_prompt_length={longest - 1}: verl stops on it" in str(err.value)
+    assert "line 1 of calc.jsonl" in str(err.value)
+    # with truncation the row is cut, which the user is told
+    p = composed(tmp_path / "left", calc_data, agent, {"batch_size": 4, "max_prompt_length": longest - 1,
+                                                      "data": {"truncation": "left"}})
     assert OmegaConf.load(p.config_path).data.max_prompt_length == longest - 1  # the user's value is kept
-    assert f"the longest prompt has {longest} tokens but data.max_prompt_length={longest - 1}" in \
+    assert f"has {longest} tokens but data.max_prompt_length={longest - 1}: verl truncates it" in \
         " | ".join(config_check(p).warnings)
 
 
@@ -137,12 +144,12 @@ def test_tool_schemas_count_toward_the_prompt_length(tmp_path, calc_data):
     assert with_tools > bare + 50  # two tool signatures in the system message
 
     # room for the bare prompt but not for the tool list verl's tool agent loop renders with it
-    p = composed(tmp_path / "bare", calc_data, calc_agent(), {"batch_size": 4, "max_prompt_length": bare})
-    warnings = " | ".join(config_check(p).warnings)
-    assert f"the longest prompt has {with_tools} tokens but data.max_prompt_length={bare}" in warnings, warnings
+    with pytest.raises(CheckError) as err:
+        composed(tmp_path / "bare", calc_data, calc_agent(), {"batch_size": 4, "max_prompt_length": bare})
+    assert f"has {with_tools} tokens but data.max_prompt_length={bare}" in str(err.value)
 
     p = composed(tmp_path / "fits", calc_data, calc_agent(), {"batch_size": 4, "max_prompt_length": with_tools})
-    assert not any("the longest prompt has" in w for w in config_check(p).warnings)
+    assert not any("tokens but data.max_prompt_length" in w for w in config_check(p).warnings)
 
 
 def test_the_filled_max_prompt_length_has_room_for_the_tool_schemas(tmp_path, calc_data):

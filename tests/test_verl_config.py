@@ -15,6 +15,7 @@ from engines.verl import VerlProcessor
 ROOT = Path(__file__).resolve().parent.parent
 LETTERS_AGENT = str(ROOT / "assets/agents/letters_agent.yaml")
 MODEL = str(ROOT / "assets/models/tiny-letters")
+CALC_MODEL = str(ROOT / "assets/models/tiny-calc")
 
 # AWorld's train/examples/train_gaia_with_aworld_verl/grpo_trainer.yaml, verbatim
 AWORLD_GRPO_TRAINER = """\
@@ -290,7 +291,8 @@ def test_relative_paths_resolve_against_the_config_file(tmp_path, data_file):
 
 
 def test_tools_become_verl_function_tools_with_the_tool_agent_loop(tmp_path, data_file):
-    agent = {"name": "calc-agent", "model": MODEL, "system_prompt": "You are a calculator.", "max_tokens": 48,
+    # tiny-calc: the tool schemas make the prompt longer than tiny-letters' 512 positions
+    agent = {"name": "calc-agent", "model": CALC_MODEL, "system_prompt": "You are a calculator.", "max_tokens": 48,
              "max_steps": 3, "tools": [f"{ROOT}/assets/tools/calculator.py:add",
                                        f"{ROOT}/assets/tools/calculator.py:multiply"]}
     p = composed(tmp_path, data_file, None, agent=agent)

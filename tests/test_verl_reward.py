@@ -119,7 +119,9 @@ def test_the_bridge_loads_on_a_node_without_this_repository(tmp_path):
 
 
 def test_with_tools_the_reward_sees_the_final_answer_not_the_tool_results(tmp_path):
-    agent = {"name": "calc-agent", "model": str(MODEL), "system_prompt": "You are a calculator.", "max_steps": 3,
+    # tiny-calc: the tool schemas make the prompt longer than tiny-letters' 512 positions
+    agent = {"name": "calc-agent", "model": str(ROOT / "assets/models/tiny-calc"), "system_prompt": "You are a calculator.",
+             "max_steps": 3, "max_tokens": 48,
              "tools": [f"{ROOT}/assets/tools/calculator.py:add"]}
     rows = [{"prompt": "What is 3 + 4?", "answer": "7"}, {"prompt": "What is 1 + 1?", "answer": "2"}] * 2
     p = prepared(tmp_path, f"{ROOT}/assets/rewards/calc_reward.py:calc_reward", agent=agent, rows=rows)
