@@ -9,7 +9,6 @@ import signal
 import threading
 import time
 import traceback
-from pathlib import Path
 from typing import Any, Callable
 
 from .agents import AgentSpec, agent_result, load_agent

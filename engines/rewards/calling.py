@@ -329,7 +329,7 @@ def _scores(values: list, name: str, allow_none: bool = False) -> list[float | N
 
 
 def _sample_args(term: Any, batch: Batch, i: int) -> dict[str, Any]:
-    fn, params = term.fn, term.params
+    params = term.params
     var_kw = has_var_kw(params)
     text, answer, prompt = message_text(batch.completions[i]), batch.answers[i], batch.prompt_list()[i]
     positional = [p for p in params.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
