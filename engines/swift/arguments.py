@@ -55,9 +55,8 @@ FIELDS: list[ConfigField] = [
                 nullable=True, main=True),
     ConfigField("max_completion_length", int, None, "GRPO: tokens per completion (the agent's max_tokens when "
                 "empty)", min=1, nullable=True, main=True),
-    ConfigField("tuner_type", str, "lora", "full fine-tuning or an adapter (lora, ...) — any ms-swift tuner",
-                choices=("lora", "full", "adalora", "longlora", "llamapro", "adapter", "vera", "boft",
-                         "fourierft", "reft", "bone"), main=True),
+    ConfigField("tuner_type", str, "lora", "full (fine-tune every weight) or an adapter: lora, adalora, longlora, "
+                "llamapro, adapter, vera, boft, fourierft, reft, bone (ms-swift checks the name)", main=True),
     ConfigField("template", str, None, "a named ms-swift chat template (empty: the one that renders exactly like "
                 "the model's own chat template)", nullable=True),
     ConfigField("epochs", float, None, "passes over the training set (num_train_epochs)", min=0.0, nullable=True),

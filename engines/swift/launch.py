@@ -56,13 +56,11 @@ def log_tail(path: Path) -> str:
 
 def explain_exit(code: int, log_text: str) -> str:
     """Why ms-swift exited, in words the failure classifier reads."""
-    if code < 0:
-        name = signal.Signals(-code).name if -code in signal.Signals._value2member_map_ else str(-code)
-        return f"ms-swift was killed by signal {name}" + (" (signal 9: killed, often out of memory)"
-                                                          if code == -signal.SIGKILL else "")
+    if code < 0 or code == 137:
+        sig = -code if code < 0 else signal.SIGKILL
+        name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else str(sig)
+        return f"ms-swift was killed by signal {name} (the machine's memory killer sends SIGKILL too: see dmesg)"
     err = last_error(log_text) or "no error line in train.log"
-    if code == 137:
-        return f"ms-swift was killed (exit code 137, SIGKILL — often out of memory): {err}"
     if "No module named" in err or "ModuleNotFoundError" in err:
         err += " — missing dependency in ms-swift's environment: run python -m engines setup swift"
     return f"ms-swift exited with code {code}: {err}"
@@ -87,7 +85,7 @@ class SwiftWatcher:
         self.rows = 0
         self.checkpoints: set[int] = set()
         self._lookup: PromptLookup | None = None
-        self._last_t: float | None = None
+        self._sampled_steps: set = set()
 
     def poll(self) -> int:
         before = self.rows
@@ -115,7 +113,7 @@ class SwiftWatcher:
             self.tensorboard.add(step, values, when=now)
         self.rows += 1
         self.last_step = step if self.last_step is None else max(self.last_step, step)
-        step_time = values.get("step_time") or values.get("train_speed(s/it)")
+        step_time = values.get("step_time") if ("loss" in values or "reward" in values) else None
         print(step_log_line(step, self.total_steps, values, 1.0 / step_time if step_time else None), flush=True)
         status: dict[str, Any] = {"step": self.last_step}
         if self.total_steps:
@@ -126,8 +124,12 @@ class SwiftWatcher:
         self.run.write_status(durable=False, **status)
 
     def _samples(self, record: dict) -> None:
-        if self.samples_per_step <= 0:
+        """The first record of a step holds its training rollouts; a later one of the same step, the
+        evaluation's (not samples of training)."""
+        steps = record.get("step") or [None]
+        if self.samples_per_step <= 0 or steps[0] in self._sampled_steps:
             return
+        self._sampled_steps.add(steps[0])
         if self._lookup is None:
             self._lookup = PromptLookup.from_jsonl(self.dataset_path) if self.dataset_path else PromptLookup([])
         for sample in samples_from_completions(record, self.reward_terms, self.samples_per_step, self._lookup):

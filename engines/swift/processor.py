@@ -31,7 +31,7 @@ from . import arguments as A
 from . import environment
 from .dataset import SOLUTION, first_messages, passed_columns, write_split
 from .plugin import CALLBACK, write_plugin
-from .session import SwiftEnvError, SwiftHelper, file_digest
+from .session import SwiftEnvError, SwiftHelper, file_digest, shared_helper, shutdown
 
 SWIFT_DIR = "swift"
 DRY_RUN_ROWS = 2
@@ -78,12 +78,13 @@ class SwiftProcessor(StandardProcessor):
     @property
     def helper(self) -> SwiftHelper:
         if self._helper is None:
-            self._helper = SwiftHelper(self.python, log_path=self.swift_dir / "helper.log")
+            self._helper = shared_helper(self.python)
         return self._helper
 
     def close(self) -> None:
+        """The checks are done: the helper ends soon unless another check (another processor) asks first."""
         if self._helper is not None:
-            self._helper.close()
+            self._helper.release()
 
     def _ask(self, task: str, cache_key: Any, **args: Any) -> Any:
         """The swift environment's answer; None (and :attr:`env_problem` set) when it cannot answer at all."""
@@ -368,6 +369,7 @@ class SwiftProcessor(StandardProcessor):
         from ..tensorboard_log import ScalarWriter
         from .launch import SwiftJob, SwiftWatcher
 
+        shutdown()   # the checks' helper: training needs the memory and the cores
         run = self.run
         max_steps = self.resolved.get("max_steps") or -1
         run.write_status(engine="swift", step=0, total_steps=max_steps if max_steps > 0 else None,

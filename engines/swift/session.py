@@ -7,12 +7,14 @@ Importing ms-swift takes ~10–20 s on a busy 2-core machine; one helper per che
 """
 from __future__ import annotations
 
+import atexit
 import hashlib
 import json
 import os
 import select
 import subprocess
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -23,6 +25,7 @@ from . import environment
 HELPER = Path(__file__).resolve().parent / "env_helper.py"
 START_TIMEOUT_S = 240.0     # importing torch + ms-swift on a cold, loaded machine
 CALL_TIMEOUT_S = 120.0
+IDLE_S = 90.0               # a released helper waits this long for the next check before it ends
 CACHE_ENV = "AWORLD_SWIFT_CACHE"
 CACHE_VERSION = 1           # bump when a task's answer changes shape
 
@@ -94,6 +97,8 @@ class SwiftHelper:
         self.proc: subprocess.Popen | None = None
         self.versions: dict[str, Any] | None = None
         self.calls = 0          # answered by the process (not the cache): tests and logs read it
+        self._lock = threading.RLock()
+        self._idle: threading.Timer | None = None
 
     # -- process ---------------------------------------------------------------------------------------
     def _start(self) -> None:
@@ -107,7 +112,7 @@ class SwiftHelper:
                                          stderr=log, cwd=tempfile.gettempdir(), env=env, start_new_session=True)
         hello = self._read(START_TIMEOUT_S, "start")
         if not hello.get("ok"):
-            self.close()
+            self._close()
             raise SwiftEnvError(f"ms-swift does not import in {self.python}: {hello.get('error')} — run: "
                                 f"{environment.SETUP_COMMAND}", "import", hello.get("traceback"))
         self.versions = hello["result"]
@@ -121,19 +126,38 @@ class SwiftHelper:
             left = deadline - time.monotonic()
             ready = select.select([fd], [], [], max(0.0, left))[0] if left > 0 else []
             if not ready:
-                self.close()
+                self._close()
                 raise SwiftEnvError(f"ms-swift's environment did not answer '{what}' within {timeout_s:.0f} s "
                                     f"(see {self.log_path})", "timeout")
             chunk = os.read(fd, 65536)
             if not chunk:
                 code = self.proc.wait()
                 tail = _tail(self.log_path)
-                self.close()
+                self._close()
                 raise SwiftEnvError(f"ms-swift's environment exited (code {code}) during '{what}': {tail}", "crash")
             buf += chunk
         return json.loads(buf.decode("utf-8"))
 
+    def release(self, idle_s: float = IDLE_S) -> None:
+        """Done for now: the process ends after ``idle_s`` unless another check asks something first."""
+        with self._lock:
+            self._cancel_idle()
+            if self.proc is not None:
+                self._idle = threading.Timer(idle_s, self.close)
+                self._idle.daemon = True
+                self._idle.start()
+
+    def _cancel_idle(self) -> None:
+        if self._idle is not None:
+            self._idle.cancel()
+            self._idle = None
+
     def close(self) -> None:
+        with self._lock:
+            self._cancel_idle()
+            self._close()
+
+    def _close(self) -> None:
         proc, self.proc = self.proc, None
         if proc is None:
             return
@@ -160,23 +184,57 @@ class SwiftHelper:
         key = self.cache.key(task, cache_key, self.python) if cache_key is not None else None
         reply = self.cache.get(key) if key else None
         if reply is None:
-            if self.proc is None or self.proc.poll() is not None:
-                self._start()
-            assert self.proc is not None and self.proc.stdin is not None
-            try:
-                self.proc.stdin.write((json.dumps({"task": task, "args": args}, default=str) + "\n").encode())
-                self.proc.stdin.flush()
-            except OSError as e:
-                self.close()
-                raise SwiftEnvError(f"ms-swift's environment is gone: {e}", "crash")
-            reply = self._read(timeout_s, task)
-            self.calls += 1
+            with self._lock:
+                self._cancel_idle()
+                reply = self._ask(task, args, timeout_s)
             if key:
                 self.cache.put(key, reply)
         if not reply.get("ok"):
             raise SwiftEnvError(reply.get("error") or "unknown error", reply.get("kind") or "exception",
                                 reply.get("traceback"))
         return reply["result"]
+
+    def _ask(self, task: str, args: dict, timeout_s: float) -> dict:
+        """One request to the process (started if needed); the caller holds the lock."""
+        if self.proc is None or self.proc.poll() is not None:
+            self._start()
+        assert self.proc is not None and self.proc.stdin is not None
+        try:
+            self.proc.stdin.write((json.dumps({"task": task, "args": args}, default=str) + "\n").encode())
+            self.proc.stdin.flush()
+        except OSError as e:
+            self._close()
+            raise SwiftEnvError(f"ms-swift's environment is gone: {e}", "crash")
+        reply = self._read(timeout_s, task)
+        self.calls += 1
+        return reply
+
+
+_SHARED: dict[str, SwiftHelper] = {}
+_SHARED_LOCK = threading.Lock()
+
+
+def shared_helper(python: str | None = None) -> SwiftHelper:
+    """This process's helper for ``python`` (processors checked one after another reuse it: ms-swift is
+    imported once). :meth:`SwiftHelper.release` it after a check; :func:`shutdown` before training."""
+    python = python or environment.swift_python()
+    with _SHARED_LOCK:
+        helper = _SHARED.get(python)
+        if helper is None:
+            log = Path(tempfile.gettempdir()) / f"aworld-swift-helper-{os.getpid()}.log"
+            helper = _SHARED[python] = SwiftHelper(python, log_path=log)
+        return helper
+
+
+def shutdown() -> None:
+    """End every helper of this process now (training is about to need the machine)."""
+    with _SHARED_LOCK:
+        helpers = list(_SHARED.values())
+    for helper in helpers:
+        helper.close()
+
+
+atexit.register(shutdown)
 
 
 def _tail(path: Path, lines: int = 6) -> str:
