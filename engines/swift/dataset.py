@@ -32,7 +32,7 @@ SWIFT_RESERVED = frozenset({
     "negative_audios", "negative_tools", "negative_objects", "rejected_response", "label", "channel", "margin",
     "teacher_prompt", "teacher_images", "chat_template_kwargs", "ref_audios", "audio_codes", "questions", "kinds",
     "options", "target_probs", "state", "question_ids", "criteria", "omnijev_column_keys", "omnijev_video",
-    "conversation", "conversations", "system", "system_prompt", SOLUTION,
+    "conversation", "conversations", "system", "system_prompt", "image", "video", "audio", SOLUTION,
 })
 
 
