@@ -61,6 +61,7 @@ def catalog() -> dict[str, Any]:
             "description": (getattr(cls, "description", "") or "") if cls is not None else "",
             "fields": fields,
             "defaults": defaults,
+            "setup": callable(getattr(cls, "setup_environment", None)),   # python -m engines setup <name>
         })
     return {"engines": engines, "rewards": builtin_descriptions()}
 

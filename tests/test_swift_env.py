@@ -44,16 +44,16 @@ def fake_venv(folder: Path, marker: dict | None = None, python_script: str | Non
 def test_availability_names_what_is_missing_and_the_command_that_fixes_it(tmp_path, no_override):
     no_override.setenv(E.VENV_ENV, str(tmp_path / "nowhere"))
     ok, reason = E.availability()
-    assert not ok and "is not set up" in reason and "python -m engines setup swift" in reason
+    assert not ok and reason.startswith("not set up — run: python -m engines setup swift")
 
     venv = fake_venv(tmp_path / "half")
     no_override.setenv(E.VENV_ENV, str(venv))
     ok, reason = E.availability()
-    assert not ok and "incomplete (its setup did not finish)" in reason and E.SETUP_COMMAND in reason
+    assert not ok and reason.startswith(f"setup did not finish — run: {E.SETUP_COMMAND}") and str(venv) in reason
 
     (venv / E.MARKER).write_text(json.dumps({"pins": ["ms-swift==3.0.0"], "versions": {}}))
     ok, reason = E.availability()
-    assert not ok and "built with other versions (ms-swift==3.0.0)" in reason
+    assert not ok and reason.startswith("set up with other versions (ms-swift==3.0.0) — run")
 
     (venv / E.MARKER).write_text(json.dumps({"pins": list(E.PINS), "versions": {"ms-swift": "4.6.0", "torch": "2.13.0"}}))
     assert E.availability() == (True, f"ms-swift 4.6.0, torch 2.13.0 ({venv})")

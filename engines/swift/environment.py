@@ -111,15 +111,14 @@ def availability() -> tuple[bool, str]:
     if not override:
         venv = default_venv()
         if not Path(python).exists():
-            return False, (f"ms-swift's environment is not set up ({venv} does not exist) — run: {SETUP_COMMAND} "
-                           f"(or set ${PYTHON_ENV} to a Python that has ms-swift)")
+            return False, (f"not set up — run: {SETUP_COMMAND} (builds ms-swift's environment in {venv}; or set "
+                           f"${PYTHON_ENV} to a Python that has ms-swift)")
         marker = read_marker(venv)
         if marker is None:
-            return False, (f"ms-swift's environment {venv} is incomplete (its setup did not finish) — run: "
-                           f"{SETUP_COMMAND}")
+            return False, f"setup did not finish — run: {SETUP_COMMAND} (ms-swift's environment {venv} is incomplete)"
         if list(marker.get("pins") or []) != list(PINS):
-            return False, (f"ms-swift's environment {venv} was built with other versions "
-                           f"({', '.join(marker.get('pins') or [])}) — run: {SETUP_COMMAND}")
+            return False, (f"set up with other versions ({', '.join(marker.get('pins') or [])}) — run: "
+                           f"{SETUP_COMMAND}")
         versions = marker.get("versions") or {}
         return True, f"ms-swift {versions.get('ms-swift', '?')}, torch {versions.get('torch', '?')} ({venv})"
     if not Path(python).exists():

@@ -95,7 +95,8 @@ class SwiftProcessor(StandardProcessor):
         except SwiftEnvError as e:
             if e.kind in ("import", "crash", "timeout"):
                 ok, reason = environment.availability()
-                self.env_problem = reason if not ok else str(e)
+                # the short cause ("setup did not finish"); the engine's own line has the details
+                self.env_problem = reason.split(" — ")[0] if not ok else str(e)
                 return None
             raise
 
@@ -118,7 +119,7 @@ class SwiftProcessor(StandardProcessor):
             raise CheckError("agent", f"ms-swift cannot load the model '{spec.model}': {e}",
                              "point `model:` at a folder ms-swift supports (config.json, tokenizer files)")
         if report is None:
-            spec.warnings.append(f"not checked against ms-swift: {self.env_problem}")
+            spec.warnings.append(f"not checked against ms-swift: its environment — {self.env_problem}")
             return
         self.model_report = report
         if not report.get("template"):
@@ -213,7 +214,7 @@ class SwiftProcessor(StandardProcessor):
             raise CheckError("reward", f"the reward fails in ms-swift's environment: {e}",
                              "fix the function (or install what it imports into ms-swift's environment)")
         if answer is None:
-            result.warnings.append(f"not dry-run in ms-swift's environment: {self.env_problem}")
+            result.warnings.append(f"not dry-run in ms-swift's environment — {self.env_problem}")
             return
         values = answer["values"]
         result.details["swift_dry_run"] = {"completions": batch["completions"], "values": values}
@@ -251,7 +252,7 @@ class SwiftProcessor(StandardProcessor):
         command = A.command_of(mode)
         known = self._ask("arg_names", [command], command=command)
         if known is None:
-            raise CheckError("config", f"cannot check the settings against ms-swift: {self.env_problem}",
+            raise CheckError("config", f"not checked against ms-swift: its environment — {self.env_problem}",
                              f"run: {environment.SETUP_COMMAND}")
         split = A.split_config(user, known, where)
         ours = split.ours
@@ -358,7 +359,7 @@ class SwiftProcessor(StandardProcessor):
                              f"{A.choices_hint(error, value)}",
                              f"fix `{user_key}`" + (f" (it sets ms-swift's {blamed})" if user_key != blamed else ""))
         if resolved is None:
-            raise CheckError("config", f"cannot check the settings against ms-swift: {self.env_problem}",
+            raise CheckError("config", f"not checked against ms-swift: its environment — {self.env_problem}",
                              f"run: {environment.SETUP_COMMAND}")
         return resolved
 
