@@ -70,6 +70,7 @@ def catalog() -> dict[str, Any]:
             "description": (getattr(cls, "description", "") or "") if cls is not None else "",
             "fields": fields,
             "defaults": defaults,
+            "setup": callable(getattr(cls, "setup_environment", None)),   # python -m engines setup <name>
         })
     try:
         from engines.rewards.catalog import catalog as reward_catalog

@@ -296,4 +296,12 @@ ZH = {
     "Secrets written in it were not stored:": "其中写明的密钥未被保存:",
     "now read": "现显示为",
     "pass them as": "请改用",
+    "needs an environment of its own:": "需要独立的运行环境:",
+    "The button runs": "此按钮会在后台运行",
+    "in the background (about 2 GB, a few minutes); you can keep working meanwhile.": "(约 2 GB,需几分钟);期间可继续操作。",
+    "setting up": "正在安装",
+    "setup failed": "安装失败",
+    "Set up its environment": "安装其运行环境",
+    "Retry the setup": "重试安装",
+    "Set up the environment of": "安装运行环境:",
 }

@@ -22,6 +22,7 @@ from .i18n import _
 from . import inputs as inp
 from . import reward_card
 from .config_editor import ConfigEditor
+from .engine_setup import EngineSetupPanel
 from .studio import MODULE_TITLES, Studio
 from .check_worker import WorkerError
 
@@ -231,6 +232,7 @@ class SetupTab:
                                         label=_("Training engine"), elem_id="engine-select")
                 ui.engines_table = gr.HTML("", elem_id="engines-table")
                 ui.config_note = gr.Markdown("", elem_classes="aw-muted", elem_id="config-note")
+                self.setup_panel = EngineSetupPanel(self.studio).build()   # an engine's own environment
                 ui.slots = {"number": [], "choice": [], "bool": [], "text": []}
                 with gr.Row(equal_height=True):
                     for i in range(SLOTS["choice"]):
@@ -330,6 +332,10 @@ class SetupTab:
                 comp.input(self._slot_handler(kind, i), [comp, ui.config_yaml, ui.field_map], [ui.config_yaml],
                            api_visibility="private", show_progress="hidden",
                            trigger_mode="always_last").then(**check_kw)
+        # an engine's environment set up from here: its availability refreshed, then every check again
+        self.setup_panel.wire(ui.engine, lambda: [
+            dict(fn=self.on_engines_refreshed, inputs=[ui.engine], outputs=[ui.engine, ui.engines_table],
+                 api_visibility="private", show_progress="hidden"), check_kw])
 
     # -- presets -----------------------------------------------------------------------------------
     def preset_choices(self) -> list[tuple[str, str]]:
@@ -383,9 +389,7 @@ class SetupTab:
     # -- handlers ----------------------------------------------------------------------------------
     def on_load(self, engine: str, picks: list[str], weights: Any, config_text: str):
         """Page load: engines and the reward registry from the worker, the engine's form fields."""
-        cat = self.studio.catalog()
-        engine_choices = [(e["name"] if e.get("available") else f'{e["name"]} — unavailable: {e.get("reason")}',
-                           e["name"]) for e in cat.get("engines", [])]
+        engine_choices = self.engine_choices()
         docs = self.reward_registry()
         picks = [p for p in (picks or []) if p in docs] or ([inp.DEMO_REWARD] if inp.DEMO_REWARD in docs else [])
         choices = [(label, key) for key, (label, _) in docs.items()]
@@ -393,6 +397,16 @@ class SetupTab:
         field_map, slot_updates = self.form_for(engine, config_text)
         return (gr.update(choices=engine_choices or [(engine, engine)], value=engine),
                 gr.update(choices=choices, value=picks), table, docs, field_map, *slot_updates)
+
+    def engine_choices(self) -> list[tuple[str, str]]:
+        return [(e["name"] if e.get("available") else f'{e["name"]} — unavailable: {e.get("reason")}', e["name"])
+                for e in self.studio.catalog().get("engines", [])]
+
+    def on_engines_refreshed(self, engine: str):
+        """After an engine's environment was set up: its new availability in the list and the table."""
+        choices = self.engine_choices()
+        return (gr.update(choices=choices or [(engine, engine)], value=engine),
+                render.engines_table(self.studio.catalog().get("engines", []), engine))
 
     def reward_registry(self, extra_files: list[str] | None = None) -> dict[str, tuple[str, str]]:
         """{key: (label, description)}: built-ins, the ecosystem's rewards (catalog), then the functions of

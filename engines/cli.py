@@ -7,6 +7,7 @@
     python -m engines runs [--runs-dir runs]
     python -m engines stop runs/<run_id> [--kill-after 30]
     python -m engines engines
+    python -m engines setup swift [--progress-file F]   # an engine's own environment (ms-swift's virtualenv)
 
 ``--reward`` may repeat; ``NAME@WEIGHT`` sets a weight (``--reward exact_match@1 --reward answer_format@0.2``);
 ``REF(k=v, ...)`` gives a factory its arguments; ``{judge: {...}}`` (inline YAML) or a rewards .yaml file.
@@ -322,6 +323,22 @@ def cmd_engines(a: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_setup(a: argparse.Namespace) -> int:
+    """An engine that lives in an environment of its own builds it (``setup_environment(argv)``)."""
+    from .registry import get_processor_class
+
+    try:
+        cls = get_processor_class(a.engine)
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    build = getattr(cls, "setup_environment", None)
+    if build is None:
+        print(f"engine '{a.engine}' needs no setup: it runs in this environment", file=sys.stderr)
+        return 0
+    return int(build(a.rest) or 0)
+
+
 def setup_logging() -> None:
     """The CLI and the run process are applications: they, not the library, configure logging."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -389,6 +406,10 @@ def main(argv: list[str] | None = None) -> int:
     p.set_defaults(func=cmd_chat_serve)
     p = sub.add_parser("engines", help="list registered engines and their availability")
     p.set_defaults(func=cmd_engines)
+    p = sub.add_parser("setup", help="build an engine's own environment (e.g. setup swift)")
+    p.add_argument("engine")
+    p.add_argument("rest", nargs=argparse.REMAINDER, help="the engine's setup options (--progress-file F, ...)")
+    p.set_defaults(func=cmd_setup)
     a = parser.parse_args(argv)
     return a.func(a)
 

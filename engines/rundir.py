@@ -288,7 +288,8 @@ class RunDir:
             tail = re.split(r"[-_]", p.name)[-1]
             return int(tail) if tail.isdigit() else -1
 
-        return sorted((p for p in self.checkpoints_dir.iterdir() if p.is_dir()), key=step_of)
+        # a trainer's link to its newest (ms-swift's last-checkpoint) is no checkpoint of its own
+        return sorted((p for p in self.checkpoints_dir.iterdir() if p.is_dir() and not p.is_symlink()), key=step_of)
 
 
 def iter_jsonl(path: Path) -> Iterator[dict]:

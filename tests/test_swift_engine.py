@@ -1,0 +1,163 @@
+"""The `swift` engine trains the shipped letters demo for real with ms-swift, in its own environment, on CPU,
+and keeps the run-dir contract: GRPO and SFT, stop → stopped with a checkpoint, resume, a reward that raises,
+settings ms-swift rejects. Needs ms-swift's environment (`python -m engines setup swift`, which the README's
+test command runs first): without it these tests fail, they do not skip."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from engines import AgentTrainer, CheckError
+from engines.prepare import prepare_run
+from engines.runs import effective_status, kill_run, process_alive, spawn_run, stop_run
+from engines.swift.environment import availability
+from testing.waiting import wait_for
+
+ROOT = Path(__file__).resolve().parent.parent
+AGENT = str(ROOT / "assets/agents/letters_agent.yaml")
+TRAIN = str(ROOT / "assets/datasets/letters_train.jsonl")
+TEST = str(ROOT / "assets/datasets/letters_test.jsonl")
+REWARD = str(ROOT / "assets/rewards/letter_reward.py") + ":letter_reward"
+FAST = {"tuner_type": "full", "max_steps": 3, "learning_rate": 1e-3, "prompts_per_step": 1, "num_generations": 4,
+        "save_steps": 2, "max_completion_length": 2}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def swift_environment():
+    ok, reason = availability()
+    assert ok, f"ms-swift's environment is needed: {reason}"
+
+
+def make_trainer(tmp_path, **overrides):
+    kw = dict(agent=AGENT, train_dataset=TRAIN, test_dataset=TEST, reward_func=REWARD, config=dict(FAST),
+              run_path=str(tmp_path / "runs"), train_engine_name="swift")
+    kw.update(overrides)
+    return AgentTrainer(**kw)
+
+
+def test_grpo_trains_the_letters_demo_and_writes_the_run_directory(tmp_path):
+    trainer = make_trainer(tmp_path)
+    results = {r.module: r for r in trainer.check_results}
+    assert "template qwen" in results["config"].message and "parser accepted it" in results["config"].message
+    assert results["dataset"].details["rendered_prompt"].startswith("<|im_start|>system\nReply with one capital")
+    assert trainer.train() == "finished"
+    run = trainer.train_processor.run
+    status = run.read_status()
+    assert status["state"] == "finished" and status["step"] == 3 and status["total_steps"] == 3
+    rows = [r for r in run.read_jsonl("metrics.jsonl") if "loss" in r and "reward" in r]
+    assert [r["step"] for r in rows] == [1, 2, 3]
+    for r in rows:   # canonical names next to ms-swift's own keys
+        assert {"loss", "reward", "reward_std", "lr", "learning_rate", "completion_length", "kl", "time"} <= r.keys()
+        assert r["rewards/letter_reward"] == r["rewards/letter_reward/mean"] and 0.0 <= r["reward"] <= 1.0
+    # the test split, scored every save_steps (ms-swift's eval_steps default) and at the end
+    assert [r["step"] for r in run.read_jsonl("metrics.jsonl") if "eval/reward" in r] == [2, 3]
+    samples = run.read_jsonl("samples.jsonl")
+    assert {s["step"] for s in samples} == {1, 2, 3} and len(samples) == 6
+    s = samples[0]
+    assert s["prompt"][0] == {"role": "system", "content": "Reply with one capital letter."}
+    assert set(s["rewards"]) == {"letter_reward"} and s["reward"] == s["rewards"]["letter_reward"]
+    events = [e["event"] for e in run.read_jsonl("events.jsonl")]
+    assert events[0] == "started" and events[-1] == "finished" and events.count("checkpoint") == 2
+    assert [p.name for p in run.checkpoints()] == ["checkpoint-2", "checkpoint-3"]
+    assert (run.checkpoints()[-1] / "model.safetensors").exists()
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    tb = EventAccumulator(str(run.tensorboard_dir))
+    tb.Reload()
+    assert [e.step for e in tb.Scalars("train/reward")] == [1, 2, 3]
+    spec = run.read_spec()
+    assert spec["engine"] == "swift" and spec["config"]["max_steps"] == 3
+    assert "swift.cli.main rlhf" in (run.path / "swift" / "command.sh").read_text()
+
+
+def test_sft_trains_on_the_reference_answers(tmp_path):
+    cfg = {"mode": "sft", "tuner_type": "full", "max_steps": 3, "learning_rate": 1e-3, "prompts_per_step": 4,
+           "save_steps": 3}
+    trainer = make_trainer(tmp_path, reward_func=None, config=cfg, test_dataset=None)
+    assert "sft via swift sft" in trainer.check_results[-1].message
+    assert trainer.train() == "finished"
+    run = trainer.train_processor.run
+    rows = [r for r in run.read_jsonl("metrics.jsonl") if "loss" in r]
+    assert [r["step"] for r in rows] == [1, 2, 3] and all(r["loss"] > 0 for r in rows)
+    assert run.read_status()["state"] == "finished"
+    assert [p.name for p in run.checkpoints()] == ["checkpoint-3"]
+    line = (run.path / "swift" / "train_sft.jsonl").read_text().splitlines()[0]
+    assert '"role": "assistant", "content": "A"' in line
+
+
+@pytest.fixture()
+def long_run(tmp_path):
+    run = prepare_run(AGENT, TRAIN, None, REWARD, {**FAST, "max_steps": 5000, "save_steps": 1000}, "swift",
+                      runs_dir=str(tmp_path / "runs"))
+    yield run
+    if process_alive(run.read_status()):
+        kill_run(run.path)
+
+
+def test_stop_ends_at_a_step_boundary_with_a_checkpoint_and_resume_continues(long_run, tmp_path):
+    spawn_run(long_run.path)
+    wait_for(lambda: (long_run.read_status().get("step") or 0) >= 2, 300, "two steps")
+    stop_run(long_run.path)
+    status = wait_for(lambda: (s := effective_status(long_run))["state"] in ("stopped", "failed") and s, 180,
+                      "the stop")
+    assert status["state"] == "stopped", status
+    stopped_at = status["step"]
+    assert 2 <= stopped_at < 5000
+    assert [p.name for p in long_run.checkpoints()] == [f"checkpoint-{stopped_at}"]
+    kinds = [e["event"] for e in long_run.read_jsonl("events.jsonl")]
+    assert "stop_requested" in kinds and kinds[-1] == "stopped" and "checkpoint" in kinds
+    log = long_run.log_path.read_text()
+    assert f"[aworld] stop requested: ending after step {stopped_at}" in log and "Traceback" not in log
+
+    cfg = {**FAST, "max_steps": stopped_at + 2, "resume_from_checkpoint": str(long_run.checkpoints()[-1])}
+    trainer = make_trainer(tmp_path, config=cfg, test_dataset=None)
+    assert trainer.train() == "finished"
+    steps = [r["step"] for r in trainer.train_processor.run.read_jsonl("metrics.jsonl") if "loss" in r]
+    assert steps == [stopped_at + 1, stopped_at + 2]
+
+
+def test_a_reward_that_raises_fails_the_run_with_cause_reward_error(tmp_path):
+    flaky = tmp_path / "flaky_reward.py"
+    flaky.write_text(
+        "calls = 0\n"
+        "def flaky(completion, answer, **kw):\n"
+        "    global calls\n"
+        "    calls += 1\n"
+        "    if calls > 10:\n"
+        "        raise ZeroDivisionError('the judge went away')\n"
+        "    return 1.0 if completion.strip()[:1] == answer else 0.0\n")
+    trainer = make_trainer(tmp_path, reward_func=f"{flaky}:flaky", test_dataset=None,
+                           config={**FAST, "max_steps": 6})
+    with pytest.raises(Exception, match="the judge went away"):
+        trainer.train()
+    run = trainer.train_processor.run
+    status = run.read_status()
+    assert status["state"] == "failed" and status["cause"] == "reward error", status
+    failed = [e for e in run.read_jsonl("events.jsonl") if e["event"] == "failed"][-1]
+    assert "ZeroDivisionError: the judge went away" in failed["message"]
+
+
+def test_a_misspelled_ms_swift_argument_gets_did_you_mean_before_any_process_starts(tmp_path):
+    runs = tmp_path / "runs"
+    with pytest.raises(CheckError) as err:
+        prepare_run(AGENT, TRAIN, TEST, REWARD, {**FAST, "lr_sheduler_type": "constant"}, "swift",
+                    runs_dir=str(runs))
+    assert 'unknown setting \'lr_sheduler_type\' in the config (did you mean "lr_scheduler_type"?)' in str(err.value)
+    assert not any(runs.iterdir())   # no run directory, so no run process
+
+
+def test_values_ms_swift_rejects_are_reported_against_the_key(tmp_path):
+    config = tmp_path / "swift.yaml"
+    config.write_text("tuner_type: full\nmax_steps: 2\nwarmup_ratio: lots\n")
+    with pytest.raises(CheckError) as err:
+        make_trainer(tmp_path, config=str(config))
+    assert "ms-swift rejects `warmup_ratio` = 'lots' in config file swift.yaml" in str(err.value)
+    assert "invalid float value" in str(err.value)
+    with pytest.raises(CheckError) as err:
+        make_trainer(tmp_path, config={**FAST, "tuner_type": "fulll"})
+    assert "ms-swift rejects `tuner_type` = 'fulll'" in str(err.value) and 'did you mean "full"' in str(err.value)
+    with pytest.raises(CheckError) as err:
+        make_trainer(tmp_path, config={**FAST, "vllm_mode": "colocate"})
+    assert "ms-swift rejects `vllm_mode` = 'colocate'" in str(err.value)
+    assert "vllm_mode is not supported when use_vllm is false" in str(err.value)
