@@ -9,7 +9,7 @@ from typing import Any
 
 import gradio as gr
 
-from .i18n import _
+from .i18n import Markdown, _
 from . import render
 from .chat_client import ChatError, ChatService
 from .studio import Studio
@@ -51,7 +51,7 @@ class ChatTab:
 
     def build(self) -> ChatUI:
         ui = ChatUI()
-        gr.Markdown(_("Chat with the agent's base model or a checkpoint: its system prompt and tools apply, tool calls really run. The model runs in a process of its own, loaded on your first message and freed after 10 idle minutes."), elem_classes="aw-muted")
+        Markdown(_("Chat with the agent's base model or a checkpoint: its system prompt and tools apply, tool calls really run. The model runs in a process of its own, loaded on your first message and freed after 10 idle minutes."), elem_classes="aw-muted")
         with gr.Row(equal_height=True, elem_classes="aw-runbar"):
             ui.run = gr.Dropdown([], value=None, label=_("Run"), scale=4, elem_id="chat-run")
             ui.model = gr.Dropdown([], value=None, label=_("Model"), scale=3, elem_id="chat-model")

@@ -13,7 +13,7 @@ import gradio as gr
 
 from engines.rundir import ACTIVE_STATES, RunDir
 
-from .i18n import _
+from .i18n import Markdown, _
 from . import inputs as inp
 from . import render
 from .studio import Studio
@@ -121,7 +121,7 @@ class EvaluateTab:
 
     def build(self) -> EvaluateUI:
         ui = EvaluateUI()
-        gr.Markdown(_("Score the agent's base model and any checkpoints on a dataset with the reward — the agent's own loop runs (tools included), in a process of its own."), elem_classes="aw-muted")
+        Markdown(_("Score the agent's base model and any checkpoints on a dataset with the reward — the agent's own loop runs (tools included), in a process of its own."), elem_classes="aw-muted")
         with gr.Row(equal_height=True, elem_classes="aw-runbar"):
             ui.run = gr.Dropdown([], value=None, label=_("Run"), scale=4, elem_id="eval-run")
             ui.models = gr.CheckboxGroup([], value=[], label=_("Models to compare"), scale=6, elem_id="eval-models")
@@ -136,7 +136,7 @@ class EvaluateTab:
                                    elem_id="eval-samples")
             ui.temperature = gr.Number(0.0, minimum=0.0, maximum=5.0, label=_("Temperature"), scale=1,
                                        elem_id="eval-temperature", info=_("0: greedy"))
-            ui.max_samples = gr.Number(None, precision=0, minimum=1, label=_("First N rows (empty: all)"), scale=1,
+            ui.max_samples = gr.Number(0, precision=0, minimum=0, label=_("First N rows (0: all)"), scale=1,
                                        elem_id="eval-max")
         ui.launch_btn = gr.Button(_("Evaluate"), variant="primary", elem_id="eval-launch")
         ui.msg = gr.HTML("", elem_id="eval-msg")

@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import re
 
+import gradio as gr
 from gradio.i18n import I18n, I18nData
 
 from .i18n_zh import ZH
@@ -54,9 +55,37 @@ def localize(text: str | None, locale: str | None) -> str | None:
     return _MARKER.sub(lambda m: table.get(m.group(2), m.group(2)), text)
 
 
+def markers_js(tabs: dict[str, str] | None = None) -> str:
+    """The page's script that translates the markers Gradio's front end leaves (it translates only the
+    first marker of a string) and keeps the tabs' labels in the page's language: static/i18n_markers.js with
+    both languages' tables. ``tabs`` maps each ``gr.Tab``'s elem_id to its English label."""
+    import json
+    from pathlib import Path
+
+    js = (Path(__file__).parent / "static" / "i18n_markers.js").read_text(encoding="utf-8")
+    tab_keys = {f"{elem_id}-button": key(text) for elem_id, text in (tabs or {}).items()}
+    return (js.replace("__AW_TABLES__", json.dumps(translations(), ensure_ascii=False))
+            .replace("__AW_TAB_KEYS__", json.dumps(tab_keys)))
+
+
+def markdown_safe(text: str) -> str:
+    """``text`` with its translation markers escaped for Markdown: unescaped, Markdown reads a marker's
+    ``__`` as bold and the marker is lost; escaped, the page's script (markers_js) translates every one."""
+    return _MARKER.sub(lambda m: m.group(0).replace("_", "\\_"), text)
+
+
+class Markdown(gr.Markdown):
+    """``gr.Markdown`` whose translated words all reach the page in its language (see markdown_safe)."""
+
+    def postprocess(self, value):
+        out = super().postprocess(value)
+        return markdown_safe(out) if isinstance(out, str) and "__i18n__" in out else out
+
+
 def locale_probe() -> str:
     """A hidden element whose text the browser translates to the page's language (see live_monitor.js)."""
     return f'<span data-aw-locale hidden>{_(LOCALE_TEXT)}</span>'
 
 
-__all__ = ["LOCALES", "_", "i18n", "key", "localize", "locale_probe", "translations"]
+__all__ = ["LOCALES", "Markdown", "_", "i18n", "key", "localize", "locale_probe", "markdown_safe", "markers_js",
+           "translations"]

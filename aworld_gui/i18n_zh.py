@@ -244,7 +244,7 @@ ZH = {
     "Samples per prompt": "每个提示词的采样数",
     "Temperature": "温度",
     "0: greedy": "0:贪心",
-    "First N rows (empty: all)": "前 N 行(留空:全部)",
+    "First N rows (0: all)": "前 N 行(0:全部)",
     "Evaluations of this run": "此运行的评估",
     "Show": "显示",
     "Samples (click a row for its trajectories)": "样例(点击一行查看轨迹)",

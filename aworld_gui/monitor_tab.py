@@ -32,7 +32,7 @@ import gradio as gr
 from engines.rundir import EVAL_REWARD, EVAL_TRAIN_REWARD, LOSS, REWARD
 
 from . import glossary, render
-from .i18n import _, localize
+from .i18n import Markdown, _, localize
 from .charts import PALETTE, Line, svg_chart
 from .live_stream import HEAVY as HEAVY_PARTS, LiveStreams
 from .run_cache import RunState, Series
@@ -102,7 +102,7 @@ class MonitorTab:
                                      info=_("exponential moving average, as in TensorBoard"), elem_id="smoothing")
         ui.custom = gr.HTML(_placeholder("aw-chart-custom"), elem_id="custom-chart")
         with gr.Accordion(_("What the curves and metrics mean"), open=False, elem_id="glossary-monitor"):
-            gr.Markdown(glossary.as_markdown(glossary.METRIC_TERMS), elem_classes="aw-muted")
+            Markdown(glossary.as_markdown(glossary.METRIC_TERMS), elem_classes="aw-muted")
         with gr.Row(equal_height=False):
             with gr.Column(scale=6):
                 gr.HTML(f'<div class="aw-section-title">{_("Latest trajectories")}</div>')
@@ -152,7 +152,7 @@ class MonitorTab:
         st = self._state(run_id)
         if not isinstance(st, RunState):
             return gr.update(visible=False), gr.update(visible=False), gr.update(choices=[])
-        st.refresh()
+        st.refresh(force=True)   # the state now, not the last stream tick's (a stop may just have ended)
         stopping = st.state == "stopping" or (st.active and st.run.stop_requested())
         return (gr.update(visible=st.active and not stopping, interactive=True, value=_("Stop")),
                 gr.update(visible=stopping, interactive=True), gr.update(choices=st.metric_names()))

@@ -6,7 +6,7 @@ from typing import Any
 
 import gradio as gr
 
-from .i18n import _, i18n
+from .i18n import _, i18n, locale_probe, markers_js
 from . import gradio_patches, render
 from .chat_tab import ChatTab
 from .client_api import build_api
@@ -18,6 +18,10 @@ from .studio import Studio
 from .theme import CSS, theme
 
 TITLE = "AWorld Trainer Studio"
+#: every tab's elem_id and English label, as given to gr.Tab (the page's script keeps their buttons in the
+#: page's language; tests/test_i18n.py checks this list against the gr.Tab calls)
+TABS = {"tab-setup": "Setup", "tab-monitor": "Monitor", "tab-runs": "Runs", "tab-evaluate": "Evaluate",
+        "tab-chat": "Chat", "tab-train-rows": "Train rows", "tab-test-rows": "Test rows"}
 
 
 def build_app(runs_dir: str | os.PathLike = "runs", studio: Studio | None = None) -> gr.Blocks:
@@ -26,10 +30,11 @@ def build_app(runs_dir: str | os.PathLike = "runs", studio: Studio | None = None
     setup, monitor, runs = SetupTab(studio), MonitorTab(studio), RunsTab(studio)
     evaluate, chat = EvaluateTab(studio), ChatTab(studio)
     with gr.Blocks(title=TITLE, analytics_enabled=False) as demo:
-        gr.HTML(f'<div class="aw-title"><h1>{TITLE}</h1><span class="aw-sub">'
+        # the locale probe first: Gradio translates the first marker of a string, markers_js the rest
+        gr.HTML(f'{locale_probe()}<div class="aw-title"><h1>{TITLE}</h1><span class="aw-sub">'
                 f'{_("bring an agent, data and a reward · check every module · train in the background · watch it learn")}'
                 f'</span><span class="aw-sub aw-runs" title="{render.esc(studio.runs_dir)}">{_("runs:")} '
-                f'<code>{render.esc(studio.runs_dir)}</code></span></div>')
+                f'<code>{render.esc(studio.runs_dir)}</code></span></div>', js_on_load=markers_js(TABS))
         with gr.Tabs(selected="setup", elem_id="tabs") as tabs:
             with gr.Tab(_("Setup"), id="setup", elem_id="tab-setup") as setup_tab:
                 sui = setup.build()

@@ -14,7 +14,7 @@ from engines.rundir import ACTIVE_STATES, RunDir
 from .charts import PALETTE, Line, svg_chart
 from .render import badge, esc
 from .run_cache import Series
-from .i18n import _
+from .i18n import Markdown, _
 from .studio import Studio
 
 RUNS_TICK_S = 2.0
@@ -87,7 +87,7 @@ class RunsTab:
 
     def build(self) -> RunsUI:
         ui = RunsUI()
-        gr.Markdown(f"{_('Every run under')} `{self.studio.runs_dir}`. {_('Runs live in their own processes: they keep training when this page or the studio closes, and show up here again on restart.')}",
+        Markdown(f"{_('Every run under')} `{self.studio.runs_dir}`. {_('Runs live in their own processes: they keep training when this page or the studio closes, and show up here again on restart.')}",
                     elem_classes="aw-muted")
         ui.empty = gr.HTML(self.empty_note(), elem_id="runs-empty", visible=True)
         ui.table = gr.Dataframe(headers=HEADERS, value=[], interactive=False, max_height=330, wrap=False,
@@ -110,7 +110,7 @@ class RunsTab:
                                        placeholder=_("what this run tries"))
             ui.label_btn = gr.Button(_("Save name and note"), scale=2, size="md", interactive=False, min_width=140,
                                      elem_id="runs-label-save")
-        ui.action_msg = gr.Markdown("")
+        ui.action_msg = Markdown("")
         with gr.Row(equal_height=False):
             with gr.Column(scale=5):
                 ui.spec_file = gr.File(label=_("run.yaml (the complete spec)"), interactive=False, elem_id="runs-spec")

@@ -18,7 +18,7 @@ import yaml
 from engines.yaml_input import try_load_yaml
 
 from . import glossary, presets, render
-from .i18n import _
+from .i18n import Markdown, _
 from . import inputs as inp
 from . import reward_card
 from .config_editor import ConfigEditor
@@ -149,7 +149,7 @@ class SetupTab:
                 ui.preset_name = gr.Textbox(label=_("Save this setup as"), max_lines=1, scale=3,
                                             placeholder=_("a name, e.g. my-letters-lr1e-3"), elem_id="preset-name")
                 ui.preset_save = gr.Button(_("Save"), scale=1, size="md", min_width=100, elem_id="preset-save")
-            ui.preset_msg = gr.Markdown("", elem_classes="aw-muted", elem_id="preset-msg")
+            ui.preset_msg = Markdown("", elem_classes="aw-muted", elem_id="preset-msg")
         with gr.Row(equal_height=True, elem_classes="aw-runbar"):
             ui.run_name = gr.Textbox(label=_("Run name (optional)"), max_lines=1, scale=3, elem_id="run-name",
                                      placeholder=_("e.g. letters-lr1e-3 — also part of the run id"))
@@ -168,7 +168,7 @@ class SetupTab:
                                            elem_id="agent-select")
                     ui.agent_upload = gr.UploadButton(_("Upload YAML"), file_types=[".yaml", ".yml"], size="md",
                                                       scale=1, min_width=130, elem_id="agent-upload")
-                ui.agent_note = gr.Markdown("", elem_classes="aw-muted")
+                ui.agent_note = Markdown("", elem_classes="aw-muted")
                 ui.agent_spec = gr.HTML(render.agent_spec(None), elem_id="agent-spec")
 
             # Datasets ------------------------------------------------------------------------------
@@ -186,16 +186,16 @@ class SetupTab:
                                           scale=4, elem_id="test-select")
                     ui.test_upload = gr.UploadButton(_("Upload test"), file_types=list(inp.DATASET_SUFFIXES), size="md",
                                                      scale=1, min_width=130, elem_id="test-upload")
-                ui.data_note = gr.Markdown("", elem_classes="aw-muted", elem_id="data-note")
+                ui.data_note = Markdown("", elem_classes="aw-muted", elem_id="data-note")
                 with gr.Row():
                     ui.prompt_col = gr.Dropdown([AUTO], value=AUTO, label=_("Prompt column"), elem_id="prompt-col")
                     ui.answer_col = gr.Dropdown([AUTO], value=AUTO, label=_("Reference-answer column"),
                                                 elem_id="answer-col")
                 with gr.Tabs():
-                    with gr.Tab(_("Train rows")):
+                    with gr.Tab(_("Train rows"), elem_id="tab-train-rows"):
                         ui.train_preview = gr.Dataframe(interactive=False, max_height=230, wrap=True,
                                                         elem_id="train-preview")
-                    with gr.Tab(_("Test rows")):
+                    with gr.Tab(_("Test rows"), elem_id="tab-test-rows"):
                         ui.test_preview = gr.Dataframe(interactive=False, max_height=230, wrap=True)
                 ui.rendered = gr.HTML("", elem_id="rendered")
 
@@ -213,13 +213,13 @@ class SetupTab:
                                                         "module:factory(arg=value) for a factory"))
                     ui.reward_upload = gr.UploadButton(_("Upload .py"), file_types=[".py"], size="md", scale=1,
                                                        min_width=130, elem_id="reward-upload")
-                ui.reward_note = gr.Markdown("", elem_classes="aw-muted")
+                ui.reward_note = Markdown("", elem_classes="aw-muted")
                 ui.reward_weights = gr.Dataframe(
                     value=[[inp.reward_label(inp.DEMO_REWARD), 1.0, ""]], headers=["reward", "weight", "what it scores"],
                     datatype=["str", "number", "str"], column_count=3, interactive=True, static_columns=[0, 2],
                     column_widths=["38%", "14%", "48%"],
                     label=_("Weights (edit the weight column)"), wrap=True, max_height=200, elem_id="reward-weights")
-                gr.Markdown(f"**{_('Preview on sample rows')}** — {_('the reference answer and a wrong one, scored by each function (user code runs in the check worker, never in the studio).')}",
+                Markdown(f"**{_('Preview on sample rows')}** — {_('the reference answer and a wrong one, scored by each function (user code runs in the check worker, never in the studio).')}",
                             elem_classes="aw-muted")
                 ui.reward_preview = gr.Dataframe(interactive=False, max_height=230, wrap=True, elem_id="reward-preview")
                 ui.reward_calls = gr.HTML(reward_card.calls_html(None), elem_id="reward-calls")
@@ -231,7 +231,7 @@ class SetupTab:
                 ui.engine = gr.Dropdown([(inp.DEMO_ENGINE, inp.DEMO_ENGINE)], value=inp.DEMO_ENGINE,
                                         label=_("Training engine"), elem_id="engine-select")
                 ui.engines_table = gr.HTML("", elem_id="engines-table")
-                ui.config_note = gr.Markdown("", elem_classes="aw-muted", elem_id="config-note")
+                ui.config_note = Markdown("", elem_classes="aw-muted", elem_id="config-note")
                 self.setup_panel = EngineSetupPanel(self.studio).build()   # an engine's own environment
                 ui.slots = {"number": [], "choice": [], "bool": [], "text": []}
                 with gr.Row(equal_height=True):
@@ -247,7 +247,7 @@ class SetupTab:
                 ui.memory_estimate = gr.HTML(render.memory_estimate(None), elem_id="memory-estimate")
                 self.editor.build()
                 with gr.Accordion(_("What these settings mean"), open=False, elem_id="glossary-setup"):
-                    gr.Markdown(glossary.as_markdown(glossary.TRAINING_TERMS), elem_classes="aw-muted")
+                    Markdown(glossary.as_markdown(glossary.TRAINING_TERMS), elem_classes="aw-muted")
                 with gr.Accordion(_("Advanced: config YAML (overrides)"), open=False):
                     ui.config_yaml = gr.Code(demo.config_text, language="yaml", lines=8, interactive=True,
                                              label=_("Config overrides"), elem_id="config-yaml")

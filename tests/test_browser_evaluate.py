@@ -72,11 +72,19 @@ def test_evaluate_the_base_model_against_a_checkpoint(page, studio):
     cells = page.locator("#eval-summary tbody tr").first.locator("td").all_inner_texts()
     base_reward, trained_reward = (float(x) for x in cells)
     assert trained_reward >= 0.8 and base_reward <= 0.2
-    all_rows = page.locator("#eval-table tbody tr").count()
-    assert all_rows == 16
+    # Gradio's Dataframe draws its body rows as role=row elements of gridcells (a virtual list), not as <tr>s
+    rows = page.locator("#eval-table [role=row]:has([role=gridcell])")
+    # the table is filled by the event after the summary's: 8 prompts x 2 samples
+    wait_for(lambda: rows.count() == 16, 30, "one row per sample")
+    # columns: #, sample, prompt, answer, then each model's completion and reward
+    table = page.eval_on_selector_all("#eval-table [role=row]:has([role=gridcell])",
+                                      "rows => rows.map(r => [...r.querySelectorAll('[role=gridcell]')]"
+                                      ".map(c => c.innerText.trim()))")
+    differ = sum(1 for r in table if float(r[5]) != float(r[7]))
+    assert differ > 0  # the checkpoint scores >= 0.8 where the base scores <= 0.2
     page.get_by_label("models disagree").check()
-    wait_for(lambda: 0 < page.locator("#eval-table tbody tr").count() < all_rows, 30, "only the rows that differ")
-    page.locator("#eval-table tbody tr").first.locator("td").nth(2).click()
+    wait_for(lambda: rows.count() == differ, 30, f"only the {differ} rows where the models differ")
+    rows.first.locator("[role=gridcell]").nth(2).click()
     wait_for(lambda: page.locator("#eval-trajectory .aw-eval-side").count() == 2, 30, "both models' trajectories")
     shot(page, "11-evaluate-base-vs-checkpoint")
 
@@ -106,5 +114,5 @@ def test_chat_with_the_checkpoint_and_the_calc_agent(page, studio):
 def test_the_runs_tab_lists_the_runs_evaluations(page, studio):
     page.get_by_role("tab", name="Runs").click()
     pick(page, "#runs-selected", studio.letters)
-    wait_for(lambda: "checkpoint-300" in page.inner_text("#runs-evals") and "finished" in page.inner_text("#runs-evals"),
+    wait_for(lambda: "checkpoint-300" in page.inner_text("#runs-evals") and "finished" in page.inner_text("#runs-evals").lower(),
              30, "the evaluation listed with its run")

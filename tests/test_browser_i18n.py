@@ -17,6 +17,12 @@ def wait_for(fn, timeout_s, what):
     return waiting.wait_for(fn, timeout_s, what, retry_errors=True)
 
 
+def untranslated(page) -> bool:
+    """A translation marker shows on the page (raw, or mangled by Markdown into bold 'i18n')."""
+    text = page.inner_text("body")
+    return "__i18n__" in text or "translation_metadata" in text
+
+
 @pytest.fixture(scope="module")
 def app(tmp_path_factory):
     studio = StudioProcess(tmp_path_factory.mktemp("studio-i18n") / "runs").start()
@@ -40,6 +46,11 @@ def test_the_studio_in_chinese_and_back_to_english(app):
             wait_for(lambda: "智能体" in page.inner_text("#checks-strip") and "正常" in page.inner_text("#status-agent"),
                      120, "the checked modules in Chinese")
             assert "训练集" in page.inner_text("#dataset-card")
+            # Gradio translates only a string's first marker; every other one is translated by the page's script
+            page.click("#glossary-setup button")   # a Markdown list with a translated line per term
+            wait_for(lambda: "一次优化步使用多少个不同的提示词" in page.inner_text("#glossary-setup"), 10, "the glossary in Chinese")
+            wait_for(lambda: not untranslated(page), 30, "no untranslated marker on the page")
+            assert "运行目录:" in page.inner_text(".aw-title")
             SHOTS.mkdir(parents=True, exist_ok=True)
             page.screenshot(path=str(SHOTS / "13-setup-chinese.png"), full_page=True)
             page.get_by_role("tab", name="监控").click()
@@ -55,10 +66,18 @@ def test_the_studio_in_chinese_and_back_to_english(app):
             page.locator("footer").get_by_text("设置").click()
             page.get_by_label("Language").or_(page.get_by_label("语言")).first.click()
             page.get_by_role("option", name="English").click()
-            page.keyboard.press("Escape")
+            page.locator("[role=dialog] .backdrop").click(position={"x": 5, "y": 5})  # closes the Settings
             wait_for(lambda: page.get_by_role("tab", name="Monitor").is_visible(), 30, "the English tabs")
-            wait_for(lambda: "Step" in page.inner_text("#run-header") and "步数" not in page.inner_text("#run-header"),
+            wait_for(lambda: "Step" in page.text_content("#run-header") and "步数" not in page.text_content("#run-header"),
                      60, "the live header in English")
+            # every tab's button follows, not only the selected one's (Gradio relabels only that one)
+            assert page.locator("#tab-runs-button").text_content().strip() == "Runs"
+            for tab in ("Setup", "Runs", "Evaluate", "Chat"):
+                page.get_by_role("tab", name=tab).click()
+                wait_for(lambda: not untranslated(page), 30, f"no untranslated marker in {tab}")
+            assert "runs:" in page.inner_text(".aw-title")
+            page.get_by_role("tab", name="Setup").click()
+            assert page.locator("#tab-test-rows-button").text_content().strip() == "Test rows"
             browser.close()
     finally:
         end_process_group(pid)

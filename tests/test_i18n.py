@@ -45,3 +45,18 @@ def test_the_streams_html_is_translated_for_the_pages_language():
     assert localize(html, "zh-CN") == '<div><b>步数</b> 12 · 奖励 · 最新 <span title="x&amp;y">0.5</span></div>'
     assert localize(html, "en") == '<div><b>Step</b> 12 · Reward · latest <span title="x&amp;y">0.5</span></div>'
     assert localize("no markers", "zh") == "no markers" and localize(None, "zh") is None
+
+
+def test_every_tab_is_relabelled_when_the_language_changes():
+    """Gradio relabels only the selected tab's button when the language changes; the page's script relabels
+    the others from page.TABS, which must name every gr.Tab with its label."""
+    from aworld_gui.page import TABS
+
+    tabs = {}
+    for path in sorted(GUI.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "Tab":
+                label = node.args[0].args[0].value
+                elem_id = next((k.value.value for k in node.keywords if k.arg == "elem_id"), None)
+                tabs[elem_id] = label
+    assert len(tabs) >= 7 and tabs == TABS

@@ -46,8 +46,16 @@ function apply(r) {
     if (el) { const tail = el.scrollTop + el.clientHeight >= el.scrollHeight - 8;
               setLog(el, r.log); if (tail) el.scrollTop = el.scrollHeight; }
   }
-  if (lastB !== undefined && r.keys.b !== lastB) trigger('apply');   // state/metrics changed: the buttons
+  // state/metrics changed: the buttons. Also on a new stream's first message: the run may have changed state
+  // between the header's render (and the buttons computed with it) and this stream's start (a Stop that
+  // finished at once left Kill showing on a stopped run)
+  if (r.keys.b !== lastB) trigger('apply');
   lastB = r.keys.b;
+}
+function pageLocale() {            // the page's language: a locale probe Gradio (or i18n_markers.js) translated
+  for (const el of [element.querySelector('[data-aw-locale]'), document.querySelector('[data-aw-locale]')])
+    if (el && el.textContent && !el.textContent.includes('__i18n__')) return el.textContent;
+  return 'en';
 }
 async function sync() {            // (re)open the stream for what the header shows, or close it
   if (!element.isConnected) { if (es) es.close(); es = null; return; }     // unmounted
@@ -55,7 +63,7 @@ async function sync() {            // (re)open the stream for what the header sh
   if (!head && shown !== null) { shown = shownRun = null; clear(); }     // no run shown any more
   const want = head && !document.hidden && element.offsetParent !== null
     ? [head.dataset.run, head.dataset.gen, JSON.parse(head.dataset.picks || '[]'), parseFloat(head.dataset.smoothing || '0'),
-       (element.querySelector('[data-aw-locale]') || {}).textContent || 'en']   // the page's language (Gradio's i18n)
+       pageLocale()]
     : null;
   const key = want && JSON.stringify(want);
   if (key === sub) return;
@@ -79,4 +87,9 @@ new MutationObserver(sync).observe(element, {childList: true, subtree: true, att
                                              attributeFilter: ['data-run', 'data-gen']});
 new IntersectionObserver(sync).observe(element);  // the Monitor tab shown / hidden
 document.addEventListener('visibilitychange', sync);
+let shownLocale = pageLocale();     // Gradio's Settings switch the language without touching this element
+const localeTimer = setInterval(() => {
+  if (!element.isConnected) { clearInterval(localeTimer); return; }
+  const l = pageLocale(); if (l !== shownLocale) { shownLocale = l; sync(); }
+}, 1000);
 sync();

@@ -1,0 +1,50 @@
+// Translation markers Gradio leaves in the page (a gr.HTML whose js_on_load is this file; see i18n.py).
+// Gradio's front end translates only the FIRST `__i18n__{...}` marker of a string, so an HTML value with
+// several translated words shows the rest raw. This replaces every marker left in the page's text (and in
+// title / placeholder / aria-label attributes) with the page's language, as the page changes, and keeps the
+// tabs' buttons in the page's language.
+const TABLES = __AW_TABLES__;
+const MARKER = /__i18n__\{"__type__": "translation_metadata", "key": "(t[0-9a-f]{12})"\}/g;
+function locale() {              // the page's language: the title's probe, which Gradio itself translates
+  const probe = document.querySelector('[data-aw-locale]');
+  const text = (probe && probe.textContent) || 'en';
+  return text.startsWith('zh') ? 'zh' : 'en';
+}
+const ATTRS = ['title', 'placeholder', 'aria-label'];
+function fix(root) {
+  if (!root || !(root.textContent || '').includes('__i18n__') && !(root.outerHTML || '').includes('__i18n__')) return;
+  const table = TABLES[locale()];
+  const swap = s => s.replace(MARKER, (m, key) => table[key] ?? key);
+  if (root.nodeType === Node.TEXT_NODE) { root.nodeValue = swap(root.nodeValue); return; }
+  const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+  const hits = [];
+  for (let n = walker.nextNode(); n; n = walker.nextNode()) if (n.nodeValue.includes('__i18n__')) hits.push(n);
+  for (const n of hits) n.nodeValue = swap(n.nodeValue);
+  const els = root.querySelectorAll ? [root, ...root.querySelectorAll(ATTRS.map(a => `[${a}*="__i18n__"]`).join(','))] : [];
+  for (const el of els) for (const a of ATTRS) { const v = el.getAttribute && el.getAttribute(a); if (v && v.includes('__i18n__')) el.setAttribute(a, swap(v)); }
+}
+// Gradio translates a tab's button once, and again only when it is selected: after the language changes
+// in Settings the other tabs kept the old language. TABS maps each tab's button id to its text's key.
+const TABS = __AW_TAB_KEYS__;
+function relabelTabs() {
+  const table = TABLES[locale()];
+  for (const [id, key] of Object.entries(TABS)) {
+    const button = document.getElementById(id);
+    const want = table[key];
+    if (!button || !want || button.textContent.trim() === want) continue;
+    const walker = document.createTreeWalker(button, NodeFilter.SHOW_TEXT);
+    for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+      if (n.nodeValue.trim()) { n.nodeValue = want; break; }
+    }
+  }
+}
+new MutationObserver(mutations => {
+  relabelTabs();
+  for (const m of mutations) {
+    if (m.type === 'characterData') { if (m.target.nodeValue.includes('__i18n__')) fix(m.target); }
+    else if (m.type === 'attributes') fix(m.target);
+    else for (const n of m.addedNodes) fix(n);
+  }
+}).observe(document.body, {subtree: true, childList: true, characterData: true, attributes: true, attributeFilter: ATTRS});
+fix(document.body);
+relabelTabs();
