@@ -137,7 +137,7 @@ def test_the_plugin_file_is_the_same_for_the_same_setup_in_any_run_dir(tmp_path)
     b = write_plugin(tmp_path / "b" / "swift", spec, ["letter_reward", "exact_match"], ["solution"])
     assert a.read_text() == b.read_text() and str(tmp_path) not in a.read_text()
     assert (a.parent / "reward_files" / "0_letter_reward.py").is_file()
-    assert (a.parent / "aworld_engines" / "rewards.py").is_file()
+    assert (a.parent / "aworld_engines" / "rewards" / "calling.py").is_file()
     compile(a.read_text(), str(a), "exec")
     assert 'orms["aworld_" + _name]' in a.read_text() and 'callbacks_map["aworld_run"]' in a.read_text()
 
@@ -187,3 +187,15 @@ def test_ms_swift_errors_are_blamed_on_the_key_the_user_wrote():
     assert A.to_cli("callbacks", ["a", "b"]) == ["--callbacks", "a", "b"]
     assert A.to_cli("add_version", False) == ["--add_version", "false"]
     assert A.to_cli("vllm_engine_kwargs", {"x": 1}) == ["--vllm_engine_kwargs", '{"x": 1}']
+
+
+def test_a_folders_digest_covers_its_subfolders(tmp_path):
+    """The swift environment's answers are cached by these digests: a change in the snapshot's rewards/
+    package must not hit a cached answer of the old code."""
+    from engines.swift.session import file_digest
+
+    (tmp_path / "rewards").mkdir()
+    (tmp_path / "rewards" / "calling.py").write_text("A = 1\n")
+    before = file_digest(tmp_path)
+    (tmp_path / "rewards" / "calling.py").write_text("A = 2\n")
+    assert file_digest(tmp_path) != before

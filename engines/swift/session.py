@@ -40,13 +40,15 @@ class SwiftEnvError(RuntimeError):
 
 
 def file_digest(path: str | os.PathLike) -> str:
-    """Content hash of a file, or of a folder's small text files (a model folder's config and template)."""
+    """Content hash of a file, or of a folder's small text files, its subfolders' included (a model folder's
+    config and template; the engines snapshot with its packages)."""
     p = Path(path)
     h = hashlib.sha256()
     if p.is_dir():
-        for child in sorted(p.iterdir()):
-            if child.is_file() and child.suffix in (".json", ".jinja", ".txt", ".model", ".py", ".tiktoken"):
-                h.update(child.name.encode())
+        for child in sorted(p.rglob("*")):
+            if child.is_file() and child.suffix in (".json", ".jinja", ".txt", ".model", ".py", ".tiktoken") \
+                    and "__pycache__" not in child.parts:
+                h.update(child.relative_to(p).as_posix().encode())
                 h.update(child.read_bytes())
     elif p.is_file():
         h.update(p.read_bytes())
