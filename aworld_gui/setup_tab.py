@@ -428,9 +428,11 @@ class SetupTab:
             out.append([label, old.get(label, 1.0), desc])
         return out
 
-    def on_check(self, agent, train, test, prompt_col, answer_col, picks, weights, config_text, engine, field_map,
-                 request: gr.Request = None):
-        si = collect(agent, train, test, prompt_col, answer_col, picks, weights, config_text, engine)
+    def on_check(self, agent, train, test, prompt_col, answer_col, picks, weights, config_text, engine, problems,
+                 name, note, field_map, request: gr.Request = None):
+        """Inputs: :meth:`SetupUI.inputs` then the form's field map (``check_inputs``)."""
+        si = collect(agent, train, test, prompt_col, answer_col, picks, weights, config_text, engine, problems,
+                     name, note)
         # a newer check from this page cancels this one: it then changes nothing on the page
         report = self.studio.check(si, client=getattr(request, "session_hash", None))
         if report.get("cancelled"):

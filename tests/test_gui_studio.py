@@ -249,3 +249,18 @@ def test_each_engine_keeps_its_own_config_overrides(studio):
     assert config_text == trl_text and memory == {"engine": "trl", "texts": {"verl": "total_steps: 3\n"}}
     out = tab.on_engine_picked("trl", trl_text, memory)            # the same engine again: nothing moves
     assert out[-3] == trl_text and out[-1] == ""
+
+
+def test_every_event_handler_takes_the_inputs_it_is_wired_to(studio):
+    """Gradio's own check of each handler's arity against its inputs (a mismatch only warns at build time and
+    fails every call of that event: after a merge, the Setup checks never ran)."""
+    import warnings
+
+    from aworld_gui.page import build_app
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        demo = build_app(studio=studio)
+    mismatched = [str(w.message) for w in caught if "arguments for function" in str(w.message)]
+    assert not mismatched, mismatched
+    assert len(demo.fns) > 50  # the whole studio was built
