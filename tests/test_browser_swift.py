@@ -116,7 +116,9 @@ def test_launch_a_swift_run_from_the_studio_and_watch_its_reward_curve(tmp_path,
         page.goto(studio.url)
         wait_for(lambda: all_green(page), 180, "the demo checked")
         choose_engine(page, "swift")
-        # the trl demo's overrides are not all ms-swift's: said against the key, with the likely one
+        # the trl demo's overrides are put aside for trl; pasted here, they are not all ms-swift's: said against
+        # the key, with the likely one
+        set_config_yaml(page, (ROOT / "assets/configs/letters_grpo.yaml").read_text())
         wait_for(lambda: chip(page, "config") == "error", 240, "the config checked by ms-swift's names")
         card = page.inner_text("#status-config")
         assert "unknown setting 'eval_samples'" in card and 'did you mean "eval_steps"' in card
