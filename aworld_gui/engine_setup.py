@@ -20,26 +20,13 @@ import gradio as gr
 import psutil
 
 from engines.processes import spawn_detached
+from engines.rundir import last_json_line
 
 from . import render
 from .i18n import _
 
 SETUP_DIR = ".engine-setup"
 RUNNING, DONE, FAILED = "running", "done", "failed"
-
-
-def read_last_line(path: Path) -> dict[str, Any] | None:
-    """The last complete JSON line of a progress file."""
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError:
-        return None
-    for line in reversed(lines):
-        try:
-            return json.loads(line)
-        except ValueError:
-            continue
-    return None
 
 
 class EngineSetups:
@@ -65,7 +52,7 @@ class EngineSetups:
     def state(self, engine: str) -> dict[str, Any] | None:
         """The setup's last progress (``state``: running | done | failed), None when none was started."""
         progress, log, _ = self.paths(engine)
-        last = read_last_line(progress)
+        last = last_json_line(progress)
         if last is None:
             return {"state": RUNNING, "message": "starting…", "fraction": 0.0} if self._alive(engine) else None
         if last.get("state") == RUNNING and not self._alive(engine):

@@ -57,6 +57,10 @@ CANONICAL_METRICS = (LOSS, REWARD, REWARD_STD, KL, LR, COMPLETION_LENGTH, STEP_T
 REWARD_TERM_PREFIX = "rewards/"          # rewards/<name>: one reward function's mean
 EVAL_REWARD = "eval/reward"              # reward on the test set, scored during training
 EVAL_TRAIN_REWARD = "eval_train/reward"  # the same on training rows, when there is no test set
+#: the log keys of Transformers' Trainer and TRL's GRPO (TRL and ms-swift log through them) → canonical names
+TRAINER_LOG_KEYS = {"loss": LOSS, "reward": REWARD, "reward_std": REWARD_STD, "kl": KL, "learning_rate": LR,
+                    "completions/mean_length": COMPLETION_LENGTH, "step_time": STEP_TIME, "entropy": ENTROPY,
+                    "grad_norm": GRAD_NORM}
 
 
 
@@ -304,6 +308,20 @@ def iter_jsonl(path: Path) -> Iterator[dict]:
                         continue  # a torn last line while the writer is mid-write
     except FileNotFoundError:
         return
+
+
+def last_json_line(path: str | os.PathLike) -> dict[str, Any] | None:
+    """The last complete JSON line of a file (a progress file), None when there is none yet."""
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return None
+    for line in reversed(lines):
+        try:
+            return json.loads(line)
+        except ValueError:
+            continue
+    return None
 
 
 @dataclass

@@ -253,6 +253,14 @@ def _work(fn: Callable[..., Any], kwargs: Mapping[str, Any], w: int, pw: int, ou
         os._exit(code)
 
 
+def _read_chunk(fd: int, size: int) -> bytes:
+    """What a non-blocking pipe has now (b"" when nothing yet, at its end, or closed)."""
+    try:
+        return os.read(fd, size)
+    except OSError:   # BlockingIOError included: nothing yet
+        return b""
+
+
 class IsolatedCall:
     """One call of ``fn(**kwargs)`` in a child (started at once). Drive it with :meth:`fds` /
     :meth:`pump` / :attr:`deadline` from an event loop (the studio's worker runs several at once),
@@ -341,27 +349,11 @@ class IsolatedCall:
 
     # -- internals ----------------------------------------------------------------------------------
     def _read_progress(self) -> None:
-        while True:
-            try:
-                chunk = os.read(self._pr, 65536)
-            except BlockingIOError:
-                return
-            except OSError:
-                return
-            if not chunk:
-                return
+        while chunk := _read_chunk(self._pr, 65536):
             self._progress = (self._progress + chunk)[-4096:]
 
     def _read_result(self) -> None:
-        while self._frame is None:
-            try:
-                chunk = os.read(self._r, 1 << 20)
-            except BlockingIOError:
-                return
-            except OSError:
-                return
-            if not chunk:
-                return
+        while self._frame is None and (chunk := _read_chunk(self._r, 1 << 20)):
             self._buf += chunk
             if len(self._buf) >= _HDR.size:
                 (n,) = _HDR.unpack_from(self._buf)

@@ -150,15 +150,19 @@ def compose_yaml_text(text: str, *, module: str, where: str) -> yaml.Node | None
     _guard(text, module, where)
     loader = Loader(text)
     try:
-        try:
-            node = loader.get_single_node()
-        except yaml.YAMLError as e:
-            raise CheckError(module, f"{where} is not valid YAML: {describe_yaml_error(e, text)}", SYNTAX_HINT)
-        if node is not None:
-            _check_graph(node, where, module)
-        return node
+        return _compose(loader, text, module, where)
     finally:
         loader.dispose()
+
+
+def _compose(loader: Any, text: str, module: str, where: str) -> yaml.Node | None:
+    try:
+        node = loader.get_single_node()
+    except yaml.YAMLError as e:
+        raise CheckError(module, f"{where} is not valid YAML: {describe_yaml_error(e, text)}", SYNTAX_HINT)
+    if node is not None:
+        _check_graph(node, where, module)
+    return node
 
 
 def load_yaml_text(text: str, *, module: str, where: str) -> Any:
@@ -166,13 +170,9 @@ def load_yaml_text(text: str, *, module: str, where: str) -> Any:
     _guard(text, module, where)
     loader = Loader(text)
     try:
-        try:
-            node = loader.get_single_node()
-        except yaml.YAMLError as e:
-            raise CheckError(module, f"{where} is not valid YAML: {describe_yaml_error(e, text)}", SYNTAX_HINT)
+        node = _compose(loader, text, module, where)
         if node is None:
             return None
-        _check_graph(node, where, module)
         try:
             return loader.construct_document(node)
         except yaml.YAMLError as e:

@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..rundir import last_json_line
+
 PYTHON_ENV = "AWORLD_SWIFT_PYTHON"
 VENV_ENV = "AWORLD_SWIFT_VENV"
 VENV_NAME = ".venv-swift"
@@ -159,16 +161,7 @@ class Progress:
 
 def read_progress(path: str | os.PathLike) -> dict[str, Any] | None:
     """The last complete line of a progress file (None when there is none yet)."""
-    try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
-    except OSError:
-        return None
-    for line in reversed(lines):
-        try:
-            return json.loads(line)
-        except ValueError:
-            continue
-    return None
+    return last_json_line(path)
 
 
 _PIP_STEP = re.compile(r"^(Collecting|Downloading|Using cached|Installing collected packages|Successfully installed)"

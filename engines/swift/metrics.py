@@ -14,22 +14,10 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from ..rundir import (COMPLETION_LENGTH, ENTROPY, GRAD_NORM, KL, LOSS, LR, REWARD, REWARD_STD, REWARD_TERM_PREFIX,
-                      STEP_TIME)
+from ..rundir import EVAL_REWARD, REWARD_TERM_PREFIX, TRAINER_LOG_KEYS
 
-CANONICAL = {
-    "loss": LOSS,
-    "reward": REWARD,
-    "reward_std": REWARD_STD,
-    "kl": KL,
-    "learning_rate": LR,
-    "completions/mean_length": COMPLETION_LENGTH,
-    "step_time": STEP_TIME,
-    "entropy": ENTROPY,
-    "grad_norm": GRAD_NORM,
-    "eval_reward": "eval/reward",
-    "eval_loss": "eval/loss",
-}
+#: ms-swift logs through Transformers' Trainer and TRL's GRPO: their keys, and its evaluation's
+CANONICAL = {**TRAINER_LOG_KEYS, "eval_reward": EVAL_REWARD, "eval_loss": "eval/loss"}
 STEP_KEY = "global_step/max_steps"
 SUMMARY_KEYS = ("train_runtime", "last_model_checkpoint")
 

@@ -3,21 +3,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..rundir import (COMPLETION_LENGTH, ENTROPY, GRAD_NORM, KL, LOSS, LR, REWARD, REWARD_STD, REWARD_TERM_PREFIX,
-                      STEP_TIME)
+from ..rundir import REWARD_TERM_PREFIX, TRAINER_LOG_KEYS
 
 #: TRL's log key → the run directory's canonical name
-CANONICAL = {
-    "loss": LOSS,
-    "reward": REWARD,
-    "reward_std": REWARD_STD,
-    "kl": KL,
-    "learning_rate": LR,
-    "completions/mean_length": COMPLETION_LENGTH,
-    "step_time": STEP_TIME,
-    "entropy": ENTROPY,
-    "grad_norm": GRAD_NORM,
-}
+CANONICAL = TRAINER_LOG_KEYS
 DROP = {"epoch", "total_flos"}
 
 
