@@ -13,19 +13,15 @@ training renders it), ``dry_run`` (the generated reward plugin's ORMs on sample 
 """
 from __future__ import annotations
 
+import argparse
+import dataclasses
+import importlib.util
+import json
 import os
+import shutil
 import sys
-
-if sys.path and os.path.abspath(sys.path[0] or ".") == os.path.dirname(os.path.abspath(__file__)):
-    sys.path.pop(0)   # this folder's modules (engines/swift/*.py) must not shadow anything ms-swift imports
-
-import argparse  # noqa: E402
-import dataclasses  # noqa: E402
-import importlib.util  # noqa: E402
-import json  # noqa: E402
-import shutil  # noqa: E402
-import tempfile  # noqa: E402
-import traceback  # noqa: E402
+import tempfile
+import traceback
 
 PROTOCOL_OUT = None
 MULTIPLE = "Multiple possible types found: "

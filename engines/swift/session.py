@@ -108,7 +108,9 @@ class SwiftHelper:
             raise SwiftEnvError(f"ms-swift's Python {self.python} does not exist — run: "
                                 f"{environment.SETUP_COMMAND}", "import")
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        env = dict(os.environ, PYTHONUNBUFFERED="1", TOKENIZERS_PARALLELISM="false")
+        # PYTHONSAFEPATH: the helper's own folder (engines/swift/*.py) is not put first on the import path,
+        # so none of its modules shadows one that ms-swift imports
+        env = dict(os.environ, PYTHONUNBUFFERED="1", TOKENIZERS_PARALLELISM="false", PYTHONSAFEPATH="1")
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen([self.python, str(HELPER)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                          stderr=log, cwd=tempfile.gettempdir(), env=env, start_new_session=True)
