@@ -81,8 +81,11 @@ def test_a_literal_key_in_an_uploaded_agent_is_not_kept(page, tmp_path):
     stored = list(page.app.runs_dir.glob(".uploads/*/keyed_agent.yaml"))
     assert stored and "sk-browser-literal-0101" not in stored[0].read_text()
     shot(page, "bad-input-02-literal-key-masked")
+    # the demo agent again, and its check shown (the chip is already green from the keyed agent's check: waiting
+    # on it alone let that check's result land during the next test)
     upload(page, "agent-upload", inp.DEMO_AGENT)
-    wait_for(lambda: chip(page, "agent") in ("ok", "warning"), 60, "the demo agent again")
+    wait_for(lambda: "letters-agent" in page.inner_text("#status-agent") and chip(page, "agent") in ("ok", "warning"),
+             60, "the demo agent's check shown")
 
 
 def test_a_newer_check_cancels_a_hanging_one(page, tmp_path):
@@ -95,6 +98,7 @@ def test_a_newer_check_cancels_a_hanging_one(page, tmp_path):
     def shown_check():
         return page.get_attribute("#checks-strip .aw-strip", "data-check")
 
+    wait_for(lambda: "letters-agent" in page.inner_text("#status-agent"), 60, "the demo agent's check shown")
     before = shown_check()
     upload(page, "reward-upload", hanging)
     wait_for(lambda: "my_reward.py" in page.inner_text("#reward-weights"), 60, "the hanging reward to be picked")

@@ -41,8 +41,13 @@ def test_the_studio_in_chinese_and_back_to_english(app):
             wait_for(lambda: page.get_by_role("tab", name="监控").is_visible(), 60, "the Chinese tabs")
             for name in ("配置", "运行", "评估", "对话"):
                 assert page.get_by_role("tab", name=name).is_visible()
+            # a page opened while a run trains opens the Monitor once it has loaded; clicking Setup before that
+            # switch left the Setup tab hidden behind it (its texts still read, its buttons not clickable)
+            wait_for(lambda: page.get_by_role("tab", name="监控").get_attribute("aria-selected") == "true", 60,
+                     "the Monitor opened for the training run")
             page.get_by_role("tab", name="配置").click()
-            wait_for(lambda: "开始训练" in page.inner_text("#launch-btn"), 60, "the launch button in Chinese")
+            wait_for(lambda: page.is_visible("#launch-btn") and "开始训练" in page.inner_text("#launch-btn"), 60,
+                     "the launch button in Chinese")
             wait_for(lambda: "智能体" in page.inner_text("#checks-strip") and "正常" in page.inner_text("#status-agent"),
                      120, "the checked modules in Chinese")
             assert "训练集" in page.inner_text("#dataset-card")
