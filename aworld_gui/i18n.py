@@ -11,6 +11,7 @@ it is the engines' own output, the same in the CLI and the logs.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 
@@ -34,7 +35,10 @@ def _(text: str) -> I18nData:
     return I18nData(key(text))
 
 
+@functools.cache
 def translations() -> dict[str, dict[str, str]]:
+    """Both languages' tables, keyed by marker key (built once: the Monitor's stream localizes every tick;
+    read them, never change them)."""
     en = {key(t): t for t in ZH}
     zh = {key(t): z for t, z in ZH.items()}
     en[key(LOCALE_TEXT)], zh[key(LOCALE_TEXT)] = "en", "zh"
@@ -43,7 +47,7 @@ def translations() -> dict[str, dict[str, str]]:
 
 def i18n() -> I18n:
     """What ``demo.launch(i18n=...)`` takes."""
-    return I18n(**translations())
+    return I18n(**{locale: dict(table) for locale, table in translations().items()})
 
 
 def localize(text: str | None, locale: str | None) -> str | None:

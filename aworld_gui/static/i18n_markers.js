@@ -11,8 +11,14 @@ function locale() {              // the page's language: the title's probe, whic
   return text.startsWith('zh') ? 'zh' : 'en';
 }
 const ATTRS = ['title', 'placeholder', 'aria-label'];
+const ATTR_SELECTOR = ATTRS.map(a => `[${a}*="__i18n__"]`).join(',');
+function hasMarker(root) {       // cheap: text and a native attribute query (never serializes the subtree)
+  if (root.nodeType === Node.TEXT_NODE) return root.nodeValue.includes('__i18n__');
+  if (root.nodeType !== Node.ELEMENT_NODE) return false;
+  return root.textContent.includes('__i18n__') || root.matches(ATTR_SELECTOR) || root.querySelector(ATTR_SELECTOR) !== null;
+}
 function fix(root) {
-  if (!root || !(root.textContent || '').includes('__i18n__') && !(root.outerHTML || '').includes('__i18n__')) return;
+  if (!root || !hasMarker(root)) return;
   const table = TABLES[locale()];
   const swap = s => s.replace(MARKER, (m, key) => table[key] ?? key);
   if (root.nodeType === Node.TEXT_NODE) { root.nodeValue = swap(root.nodeValue); return; }
@@ -20,7 +26,7 @@ function fix(root) {
   const hits = [];
   for (let n = walker.nextNode(); n; n = walker.nextNode()) if (n.nodeValue.includes('__i18n__')) hits.push(n);
   for (const n of hits) n.nodeValue = swap(n.nodeValue);
-  const els = root.querySelectorAll ? [root, ...root.querySelectorAll(ATTRS.map(a => `[${a}*="__i18n__"]`).join(','))] : [];
+  const els = [root, ...root.querySelectorAll(ATTR_SELECTOR)];
   for (const el of els) for (const a of ATTRS) { const v = el.getAttribute && el.getAttribute(a); if (v && v.includes('__i18n__')) el.setAttribute(a, swap(v)); }
 }
 // Gradio translates a tab's button once, and again only when it is selected: after the language changes
