@@ -61,6 +61,7 @@ import psutil
 
 ROOT = Path(__file__).resolve().parent.parent
 
+from benchmarks import results_file  # noqa: E402
 from benchmarks.results_file import write_result  # noqa: E402
 
 from aworld_gui import inputs as inp  # noqa: E402
@@ -263,16 +264,9 @@ def ab_pairs(phases: list[dict]) -> list[list[dict]]:
     return [phases[i:i + 2] for i in range(0, len(phases) - 1, 2)]
 
 
-def bootstrap_ci(phases: list[dict], stat=mean_ratio, n: int = 2000, seed: int = 0) -> list[float] | None:
+def bootstrap_ci(phases: list[dict], stat=mean_ratio) -> list[float] | None:
     """95 % interval of ``stat``, resampling the A-B pairs."""
-    import random
-
-    pairs = ab_pairs(phases)
-    if len(pairs) < 3:
-        return None
-    rng = random.Random(seed)
-    values = sorted(stat([x for _ in pairs for x in rng.choice(pairs)]) for _ in range(n))
-    return [round(values[int(0.025 * n)], 4), round(values[int(0.975 * n) - 1], 4)]
+    return results_file.bootstrap_ci(ab_pairs(phases), lambda pairs: stat([x for pair in pairs for x in pair]))
 
 
 def main() -> int:

@@ -17,6 +17,17 @@ def pct(values: list[float], q: float) -> float:
     return s[min(len(s) - 1, max(0, int(round(q * len(s))) - 1))]
 
 
+def bootstrap_ci(items: list, stat, n: int = 2000, seed: int = 0) -> list[float] | None:
+    """95 % interval of ``stat(items)``, resampling ``items`` (e.g. the A-B pairs of an ABBA design)."""
+    import random
+
+    if len(items) < 3:
+        return None
+    rng = random.Random(seed)
+    values = sorted(stat([rng.choice(items) for _ in items]) for _ in range(n))
+    return [round(values[int(0.025 * n)], 4), round(values[int(0.975 * n) - 1], 4)]
+
+
 def machine() -> dict:
     """CPUs, Python and the 1-minute load average: these machines are shared, so a result says how busy
     the machine was."""

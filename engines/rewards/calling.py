@@ -298,11 +298,12 @@ def call_term(term: Any, batch: Batch) -> list[float | None]:
     if style == VERL_BATCH:
         return _call_verl_batch(term, batch)
     out = []
+    params, prompts = term.params, batch.prompt_list()       # once per batch: a signature is slow to read
     for i in range(len(batch)):
         if style == VERL:
-            args = _verl_args(term, batch, i)
+            args = _verl_args(term, params, batch, i)
         else:
-            args = _sample_args(term, batch, i)
+            args = _sample_args(term, params, prompts[i], batch, i)
         if batch.trace is not None:
             batch.trace.received(name, style, args)
         try:
@@ -328,10 +329,9 @@ def _scores(values: list, name: str, allow_none: bool = False) -> list[float | N
     return out
 
 
-def _sample_args(term: Any, batch: Batch, i: int) -> dict[str, Any]:
-    params = term.params
+def _sample_args(term: Any, params: dict, prompt: Any, batch: Batch, i: int) -> dict[str, Any]:
     var_kw = has_var_kw(params)
-    text, answer, prompt = message_text(batch.completions[i]), batch.answers[i], batch.prompt_list()[i]
+    text, answer = message_text(batch.completions[i]), batch.answers[i]
     positional = [p for p in params.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     comp_name = next((n for n in COMPLETION_NAMES if n in params), None)
     ans_name = next((n for n in ANSWER_NAMES if n in params), None)
@@ -352,11 +352,10 @@ def _sample_args(term: Any, batch: Batch, i: int) -> dict[str, Any]:
     return call
 
 
-def _verl_args(term: Any, batch: Batch, i: int) -> dict[str, Any]:
+def _verl_args(term: Any, params: dict, batch: Batch, i: int) -> dict[str, Any]:
     text = message_text(batch.completions[i])
     candidates = {"data_source": batch.data_source(i), "solution_str": text, "ground_truth": batch.answers[i],
                   "extra_info": batch.extra_info(i)}
-    params = term.params
     for alias in VERL_COMPLETION_NAMES[1:]:
         if alias in params:
             candidates[alias] = text
