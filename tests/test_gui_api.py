@@ -68,6 +68,33 @@ def test_check_bad_dataset_reports_its_error(client, tmp_path):
     assert launch["ok"] is False and launch["modules"]["dataset"]["status"] == "error"
 
 
+def test_a_1mb_prompt_comes_back_cut_with_its_length_named(client, tmp_path):
+    big = tmp_path / "big_first_row.jsonl"
+    big_row = {"prompt": "Say the letter A: " + "please " * 150_000, "answer": "A"}
+    big.write_text(json.dumps(big_row) + "\n" + inp.DEMO_TRAIN.read_text())
+    files = demo_files()
+    files[1] = handle_file(str(big))
+    res = client.predict(*files, "", "trl", api_name="/check")
+    shown = res["rendered_prompt"]
+    assert "Say the letter A: please please" in shown
+    assert len(shown) < 5_000, len(shown)
+    assert "more characters not shown" in shown
+    config = res["modules"]["config"]
+    assert config["status"] == "error" and "line 1" in config["message"] and "tokens" in config["message"], config
+
+
+@pytest.mark.parametrize("run_id", ["x" * 5000, "../" * 40 + "etc", "a/b", " "])
+def test_status_and_stop_answer_a_bad_run_id_with_an_error(client, run_id):
+    status = client.predict(run_id, api_name="/status")
+    stop = client.predict(run_id, False, api_name="/stop")
+    if not run_id.strip():      # empty: status means the latest run (none here may exist), stop needs an id
+        assert "error" in stop
+        return
+    for res in (status, stop):
+        assert "is not a run id" in res["error"] and len(res["error"]) < 300, res
+    assert "runs" in client.predict(api_name="/list_runs")     # the studio still answers
+
+
 def test_status_stop_and_list_on_a_streaming_run(client, studio):
     app, started = studio
     run, pid = start_fake_run(app.runs_dir, "--steps", "100000", "--rate", "20")
