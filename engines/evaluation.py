@@ -30,6 +30,7 @@ from .check_result import CheckError
 from .checkpoints import ModelRef, resolve
 from .data import ColumnMap, load_datasets, prompt_messages, row_answer, save_for_spec
 from .rewards import Reward, load_reward
+from .rewards.native import COUNTERPARTS, PREFIX, split_native
 from .rundir import FAILED, FINISHED, QUEUED, RUNNING, RunDir, atomic_write_text, classify_failure, new_run_id
 
 EVALS_DIR = "evals"
@@ -165,7 +166,17 @@ def prepare_eval(run_dir: str | os.PathLike, checkpoints: list[str] | None = Non
         raise CheckError("config", "several samples per prompt with temperature 0 are all the same completion",
                          "set a temperature above 0 (e.g. 1.0) or samples to 1")
     bundle = load_datasets(dataset, None, columns)
-    reward_obj = load_reward(reward if reward is not None else spec.get("reward"))
+    left_out: list[str] = []
+    if reward is None:   # the run's reward, less ms-swift's own (they run only inside ms-swift's training)
+        reward, natives = split_native(spec.get("reward"))
+        left_out = [PREFIX + name for name, _ in natives]
+        if natives and not reward:
+            counterparts = [COUNTERPARTS[n] for n, _ in natives if n in COUNTERPARTS]
+            raise CheckError("reward", f"this run's rewards ({', '.join(left_out)}) are ms-swift's own: they run "
+                             "only inside ms-swift's training, not in an evaluation",
+                             "evaluate with another reward" + (f", e.g. {', '.join(counterparts)}" if counterparts
+                                                               else ""))
+    reward_obj = load_reward(reward)
     needy = _needs_answers(reward_obj)
     if needy and not bundle.columns.answer:
         raise CheckError("dataset", f"the dataset has no reference-answer column, and the reward "
@@ -184,6 +195,8 @@ def prepare_eval(run_dir: str | os.PathLike, checkpoints: list[str] | None = Non
            "reward": reward_obj.to_spec(pickle_dir=eval_dir.path / "code"), "samples": samples,
            "temperature": float(temperature), "max_samples": max_samples, "max_new_tokens": max_new_tokens,
            "pass_threshold": pass_threshold}
+    if left_out:
+        doc["rewards_left_out"] = {"rewards": left_out, "why": "ms-swift's own: they run only inside ms-swift"}
     import yaml
 
     atomic_write_text(eval_dir.file(EVAL_SPEC), yaml.safe_dump(doc, sort_keys=False, allow_unicode=True))

@@ -138,6 +138,21 @@ def test_bad_evaluation_input_is_a_clear_error_before_anything_loads(letters_run
     assert list_evals(run.path) == []                   # nothing was started for any of them
 
 
+def test_ms_swifts_own_rewards_are_left_out_of_an_evaluation_and_said_so(letters_run):
+    from engines.evaluation import read_eval
+
+    run = letters_run
+    spec = run.read_spec()
+    ours = list(spec["reward"])
+    run.write_spec({**spec, "reward": ours + [{"ref": "swift:format", "weight": 0.5}]})   # as a swift run has it
+    doc = read_eval(prepare_eval(run.path, ["base"]).path)
+    assert doc["rewards_left_out"]["rewards"] == ["swift:format"]
+    assert [t.get("ref") for t in doc["reward"]] == [t.get("ref") for t in ours]
+    run.write_spec({**spec, "reward": [{"ref": "swift:format", "weight": 1.0}]})
+    with pytest.raises(CheckError, match=r"rewards \(swift:format\) are ms-swift's own.*trl.rewards:think_format"):
+        prepare_eval(run.path, ["base"])
+
+
 def test_a_verl_checkpoint_in_fsdp_form_says_how_to_convert_it(letters_run, demo):
     ck = letters_run.checkpoints_dir / "global_step_10" / "actor"
     ck.mkdir(parents=True)

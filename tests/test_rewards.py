@@ -345,3 +345,23 @@ def test_log_extra_and_log_metric_reach_trl_and_the_dry_run(conventions, bundle)
     assert seen == {"seen": ["a"], "calls": 1.0}
     result = dry_run_reward(r, bundle)
     assert set(result.details["calls"]["logs"]["logged"]) == {"log_extra seen", "log_metric calls"}
+
+
+@pytest.mark.parametrize("spec", ["swift:accuracy", {"ref": "swift:accuracy", "weight": 0.5},
+                                  ["exact_match", "swift:accuracy"]])
+def test_ms_swifts_own_rewards_are_refused_off_the_swift_engine_with_a_counterpart(spec):
+    with pytest.raises(CheckError) as err:
+        load_reward(spec)
+    assert err.value.module == "reward"
+    assert "'swift:accuracy' is one of ms-swift's own rewards: it runs only on the swift engine" in str(err.value)
+    assert "trl.rewards:accuracy_reward" in err.value.hint
+
+
+def test_the_swift_engine_splits_ms_swifts_rewards_from_ours():
+    from engines.rewards.native import split_native
+
+    ours = ["exact_match", {"ref": "my.py:fn", "weight": 2}]
+    assert split_native(ours) == (ours, [])
+    assert split_native("swift:format") == ([], [("format", "swift:format")])
+    rest, natives = split_native({"mix": ["exact_match", {"ref": "swift:format", "weight": 0.5}]})
+    assert rest == ["exact_match"] and natives == [("format", {"ref": "swift:format", "weight": 0.5})]

@@ -138,6 +138,58 @@ def test_a_reward_that_raises_fails_the_run_with_cause_reward_error(tmp_path):
     assert "ZeroDivisionError: the judge went away" in failed["message"]
 
 
+def test_ms_swifts_own_reward_trains_beside_ours_under_its_own_name(tmp_path):
+    trainer = make_trainer(tmp_path, reward_func=[REWARD, {"ref": "swift:format", "weight": 0.5}], test_dataset=None)
+    check = {r.module: r for r in trainer.check_results}["reward"]
+    assert check.status == "ok" and check.message.endswith("swift:format×0.5"), check
+    assert check.details["swift_plugin"]["reward_funcs"] == ["aworld_letter_reward", "format"]
+    dry = check.details["swift_dry_run"]["values"]   # run by ms-swift: a letter is not <think>..</think><answer>..
+    assert dry["format"] == [0.0] * len(dry["aworld_letter_reward"]) and 1.0 in dry["aworld_letter_reward"]
+    assert trainer.train() == "finished"
+    run = trainer.train_processor.run
+    assert run.read_spec()["reward"][1:] == [{"ref": "swift:format", "weight": 0.5}]
+    rows = [r for r in run.read_jsonl("metrics.jsonl") if "reward" in r and "loss" in r]
+    assert [r["step"] for r in rows] == [1, 2, 3]
+    for r in rows:   # ms-swift logs each reward under its class; the total is the weighted sum
+        assert r["rewards/Format"] == 0.0
+        assert r["reward"] == pytest.approx(r["rewards/letter_reward"] + 0.5 * r["rewards/Format"], abs=1e-6)
+    samples = run.read_jsonl("samples.jsonl")
+    assert samples and all(set(s["rewards"]) == {"letter_reward", "Format"} for s in samples)
+    for s in samples:
+        assert s["reward"] == pytest.approx(s["rewards"]["letter_reward"] + 0.5 * s["rewards"]["Format"])
+
+
+def test_a_misspelled_ms_swift_reward_gets_did_you_mean_before_any_process_starts(tmp_path):
+    runs = tmp_path / "runs"
+    with pytest.raises(CheckError) as err:
+        prepare_run(AGENT, TRAIN, TEST, [REWARD, "swift:acuracy"], dict(FAST), "swift", runs_dir=str(runs))
+    assert "ms-swift has no reward 'acuracy' (did you mean \"accuracy\"?)" in str(err.value)
+    assert "swift:soft_overlong" in str(err.value)   # the fix lists what there is
+    assert not any(runs.iterdir())
+
+
+def test_the_reward_catalog_lists_ms_swifts_rewards_as_the_installed_ms_swift_has_them():
+    import json
+    import subprocess
+
+    from engines.rewards.catalog import catalog
+    from engines.swift.environment import swift_python
+
+    imported = json.loads(subprocess.run(
+        [swift_python(), "-c", "import json; from swift.rewards import orms; "
+         "print(json.dumps({k: v.__name__ for k, v in orms.items()}))"],
+        capture_output=True, text=True, timeout=300, check=True).stdout.strip().splitlines()[-1])
+    listed = {e["key"]: e for e in catalog() if e["source"].startswith("ms-swift")}
+    assert set(listed) == {f"swift:{k}" for k in imported} and "swift:accuracy" in listed
+    accuracy = listed["swift:accuracy"]
+    assert accuracy["source"] == "ms-swift 4.6.0" and accuracy["engines"] == ["swift"]
+    assert "on the swift engine only" in accuracy["description"]
+    assert "trl.rewards:accuracy_reward" in accuracy["description"]
+    from engines.swift.orms import installed_orms
+
+    assert {k: v["class"] for k, v in installed_orms()[0].items()} == imported
+
+
 def test_a_misspelled_ms_swift_argument_gets_did_you_mean_before_any_process_starts(tmp_path):
     runs = tmp_path / "runs"
     with pytest.raises(CheckError) as err:

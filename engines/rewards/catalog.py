@@ -4,7 +4,7 @@ packages it needs, the arguments a factory takes, and (verl) the ``data_source``
 * TRL: every name ``trl.rewards`` exports (read from the installed TRL, so a new TRL adds entries).
 * verl: ``default_compute_score`` and the per-source scorers it dispatches to, read from the source of
   the installed ``verl.utils.reward_score`` (its ``data_source`` branches) without importing verl.
-* more sources (e.g. ms-swift's ORMs from the swift engine): :func:`register_source`.
+* more sources: :func:`register_source` (the swift engine registers ms-swift's own ORMs, ``swift:<name>``).
 
 Each entry is plain data (the studio shows it without importing reward code)::
 

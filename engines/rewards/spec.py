@@ -11,6 +11,7 @@ A spec entry (Python, run.yaml, the studio) is one of::
     {reward_model: path-or-cached-hub-id, ...}         # see reward_model.py
     {judge: {url, model, prompt, ...}}                 # see judge.py
     {pickle: code/reward_0.pkl, name: ...}             # a callable saved by cloudpickle
+    swift:accuracy                                     # ms-swift's own ORM: the swift engine only (native.py)
 
 ``REF(k=v, ...)`` binds arguments: a factory (a callable that does not take what a reward takes)
 is called with them to build the reward; any other reward gets them as call kwargs.
@@ -28,6 +29,7 @@ from ..loading import ReferenceError_, load_object, object_ref, resolve_path
 from .builtins import BUILTIN_REWARDS
 from .calling import looks_like_reward, params_of, short
 from .mix import Reward, RewardTerm
+from .native import native_name, refusal
 from .requirements import missing_requirements
 
 SCORER_KEYS = ("reward_model", "judge")
@@ -86,7 +88,7 @@ def parse_cli_reward(value: str) -> list[dict[str, Any]]:
     return [{"name" if ":" not in name else "ref": ref, "weight": weight}]
 
 
-def _weight(item: dict) -> float:
+def entry_weight(item: dict) -> float:
     weight = item.get("weight", 1.0)
     try:
         weight = float(weight)
@@ -112,7 +114,7 @@ def _scorer_term(item: dict, weight: float, kwargs: dict) -> RewardTerm:
 def _term_from(item: Any, base_dir: str | os.PathLike | None) -> RewardTerm:
     weight, kwargs, args, explicit_factory = 1.0, {}, None, False
     if isinstance(item, dict):
-        weight = _weight(item)
+        weight = entry_weight(item)
         kwargs = dict(item.get("kwargs") or {})
         if any(k in item for k in SCORER_KEYS):
             return _scorer_term(item, weight, kwargs)
@@ -137,6 +139,8 @@ def _term_from(item: Any, base_dir: str | os.PathLike | None) -> RewardTerm:
     if not isinstance(item, str) or not item.strip():
         raise CheckError("reward", f"reward {item!r} must be a built-in name, 'file.py:function', "
                          "'module:function' or a callable")
+    if native_name(item) is not None:
+        raise refusal(item)
     item, call_args = parse_call(item)
     if call_args is not None and args is None:
         args = call_args

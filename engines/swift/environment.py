@@ -42,7 +42,9 @@ PROBE = ("import importlib.util as u, importlib.metadata as m, json, sys\n"
          "def v(d):\n    try:\n        return m.version(d)\n    except Exception:\n        return None\n"
          f"out = {{'modules': {{k: u.find_spec(k) is not None for k in {sorted(REQUIRED)!r}}},\n"
          "       'versions': {d: v(d) for d in ('ms-swift', 'torch', 'transformers', 'trl', 'msgspec')},\n"
-         "       'python': sys.version.split()[0]}\n"
+         "       'python': sys.version.split()[0],\n"
+         "       'swift_dir': (list(u.find_spec('swift').submodule_search_locations or [None])[0]\n"
+         "                     if u.find_spec('swift') else None)}\n"
          "print(json.dumps(out))\n")
 
 _PROBES: dict[str, dict[str, Any]] = {}

@@ -6,7 +6,8 @@
 * ``check_dataset`` — every accepted input → ms-swift ``messages`` JSONL (``<run>/swift/train.jsonl``,
   ``test.jsonl``), the answer in ``solution``, the other columns passed to the rewards by name.
 * ``check_reward`` — the reward → ``<run>/swift/aworld_plugin.py`` (ms-swift ORMs calling our reward code,
-  copied into the run dir), dry-run here and in ms-swift's environment.
+  copied into the run dir), dry-run here and in ms-swift's environment; ms-swift's own rewards
+  (``swift:<name>``, :mod:`.orms`) go to ms-swift by name beside them.
 * ``check_config`` — the settings under ms-swift's argument names (and :mod:`.arguments`' friendly keys),
   parsed by ms-swift's own argument classes in its environment; GRPO → ``swift rlhf``, SFT → ``swift sft``.
 * ``train`` — :class:`.launch.SwiftJob`.
@@ -26,15 +27,20 @@ from ..check_result import CheckError, CheckResult
 from ..config import load_config_input
 from ..data import DataBundle, row_answer
 from ..rewards import Reward
+from ..rewards.catalog import register_source
+from ..rewards.native import split_native
+from ..rewards.spec import entry_weight
 from ..standard import StandardProcessor
 from . import arguments as A
-from . import environment
+from . import environment, orms
 from .dataset import SOLUTION, first_messages, passed_columns, write_split
 from .plugin import CALLBACK, write_plugin
 from .session import SwiftEnvError, SwiftHelper, file_digest, shared_helper, shutdown
 
 SWIFT_DIR = "swift"
 DRY_RUN_ROWS = 2
+
+register_source("ms-swift", orms.catalog_entries)   # the reward catalog lists ms-swift's own rewards
 
 
 class SwiftProcessor(StandardProcessor):
@@ -53,6 +59,7 @@ class SwiftProcessor(StandardProcessor):
         self.data_files: dict[str, Path] = {}
         self.plugin_path: Path | None = None
         self.reward_names: list[str] = []
+        self.native_orms: list[dict[str, Any]] = []   # ms-swift's own rewards: {"name", "class", "weight"}
         self.reward_columns: list[str] = []
         self.command: str | None = None
         self.args: dict[str, Any] = {}
@@ -172,21 +179,48 @@ class SwiftProcessor(StandardProcessor):
 
     # -- reward ------------------------------------------------------------------------------------------
     def check_reward(self, reward_func: Any = None) -> Reward | None:
-        reward = super().check_reward(reward_func)
+        ours, natives = split_native(reward_func)
+        try:
+            self.native_orms = [orms.resolve(name, entry_weight(item) if isinstance(item, dict) else 1.0,
+                                             self.python) for name, item in natives]
+        except CheckError as e:
+            self._fail(e)
+        reward = super().check_reward(ours if ours or not natives else None)
         try:
             self.reward_names = list(reward.names) if reward else []
             self.plugin_path = write_plugin(self.swift_dir, self.spec.get("reward") or [], self.reward_names,
                                             self.reward_columns)
             result = next(r for r in self.check_results if r.module == "reward")
-            result.details["swift_plugin"] = {"path": str(self.plugin_path), "reward_funcs": self.reward_names,
+            if natives:   # ms-swift's own: by name in the run spec, run by ms-swift beside the plugin's
+                self.spec["reward"] = [*self.spec["reward"], *({"ref": orms.PREFIX + o["name"], "weight": o["weight"]}
+                                                               for o in self.native_orms)]
+                names = ", ".join(f"{orms.PREFIX}{o['name']}×{o['weight']:g}" for o in self.native_orms)
+                result.message = ", ".join(n for n in (result.message if reward else "", names) if n)
+                if reward is None:
+                    result.status, result.warnings = "ok", []
+            result.details["swift_plugin"] = {"path": str(self.plugin_path), "reward_funcs": self.reward_funcs,
                                               "callback": CALLBACK}
-            if reward is not None and self.data is not None:
+            if self.reward_funcs and self.data is not None:
                 self._dry_run_in_swift(reward, result)
         except CheckError as e:
             self._fail(e)
         return reward
 
-    def _dry_run_in_swift(self, reward: Reward, result: CheckResult) -> None:
+    @property
+    def reward_funcs(self) -> list[str]:
+        """ms-swift's ``--reward_funcs``: the plugin's ORMs (ours), then ms-swift's own by name."""
+        return [f"aworld_{n}" for n in self.reward_names] + [o["name"] for o in self.native_orms]
+
+    @property
+    def term_names(self) -> list[str]:
+        """The reward columns ms-swift logs, in ``reward_funcs`` order (an ORM's class name)."""
+        return list(self.reward_names) + [o["class"] for o in self.native_orms]
+
+    @property
+    def reward_weights(self) -> list[float]:
+        return (list(self.reward.weights) if self.reward else []) + [o["weight"] for o in self.native_orms]
+
+    def _dry_run_in_swift(self, reward: Reward | None, result: CheckResult) -> None:
         """The plugin's ORMs, in ms-swift's environment, on the first rows: the reference answer and a wrong one."""
         ds, cols = self.data.train, self.data.columns
         rows = [ds[i] for i in range(min(DRY_RUN_ROWS, len(ds)))]
@@ -205,11 +239,10 @@ class SwiftProcessor(StandardProcessor):
                                                         [{"role": "assistant", "content": completion}])
                 for c in self.reward_columns:
                     batch.setdefault(c, []).append(line.get(c))
-        orms = [f"aworld_{n}" for n in self.reward_names]
         key = [file_digest(self.plugin_path), file_digest(self.swift_dir / "aworld_engines"),
-               file_digest(self.swift_dir / "reward_files"), batch]
+               file_digest(self.swift_dir / "reward_files"), self.reward_funcs, batch]
         try:
-            answer = self._ask("dry_run", key, plugin=str(self.plugin_path), rewards=orms, batch=batch)
+            answer = self._ask("dry_run", key, plugin=str(self.plugin_path), rewards=self.reward_funcs, batch=batch)
         except SwiftEnvError as e:
             raise CheckError("reward", f"the reward fails in ms-swift's environment: {e}",
                              "fix the function (or install what it imports into ms-swift's environment)")
@@ -218,6 +251,13 @@ class SwiftProcessor(StandardProcessor):
             return
         values = answer["values"]
         result.details["swift_dry_run"] = {"completions": batch["completions"], "values": values}
+        for name, why in (answer.get("not_run") or {}).items():
+            result.warnings.append(f"ms-swift's reward '{name}' was not dry-run: {why} (ms-swift builds it from "
+                                   "the training arguments when the run starts)")
+        if reward is None:
+            if result.warnings and result.status == "ok":
+                result.status = "warning"
+            return
         here = {t.name: [] for t in reward.terms}
         for i, completion in enumerate(batch["completions"]):
             row = {c: batch[c][i] for c in self.reward_columns if c in batch}
@@ -256,7 +296,7 @@ class SwiftProcessor(StandardProcessor):
                              f"run: {environment.SETUP_COMMAND}")
         split = A.split_config(user, known, where)
         ours = split.ours
-        if mode == A.GRPO and self.reward is None:
+        if mode == A.GRPO and self.reward is None and not self.native_orms:
             raise CheckError("config", "GRPO needs a reward function", "pick a reward, or set mode: sft")
         if mode == A.SFT and self.data is not None and not self.data.columns.answer:
             raise CheckError("config", "SFT needs a reference-answer column to learn from",
@@ -329,8 +369,7 @@ class SwiftProcessor(StandardProcessor):
             args["per_device_train_batch_size"] = ours["prompts_per_step"]
         else:
             generations = theirs.get("num_generations") or ours.get("num_generations") or 8
-            args.update(rlhf_type="grpo", reward_funcs=[f"aworld_{n}" for n in self.reward_names],
-                        reward_weights=list(self.reward.weights) if self.reward else None,
+            args.update(rlhf_type="grpo", reward_funcs=self.reward_funcs, reward_weights=self.reward_weights or None,
                         per_device_train_batch_size=ours["prompts_per_step"] * generations, log_completions=True,
                         max_completion_length=ours.get("max_completion_length") or (agent.max_tokens if agent else None),
                         temperature=agent.temperature if agent else None, top_p=agent.top_p if agent else None)
@@ -376,7 +415,7 @@ class SwiftProcessor(StandardProcessor):
         run.write_status(engine="swift", step=0, total_steps=max_steps if max_steps > 0 else None,
                          mode=self.effective_config.get("mode"))
         tensorboard = ScalarWriter(run.tensorboard_dir)
-        terms = [(n, w) for n, w in zip(self.reward_names, self.reward.weights)] if self.reward else []
+        terms = list(zip(self.term_names, self.reward_weights))
         watcher = SwiftWatcher(run, run.checkpoints_dir, reward_terms=terms,
                                samples_per_step=self.effective_config.get("samples_per_step", 2),
                                total_steps=max_steps if max_steps > 0 else None,
