@@ -325,6 +325,14 @@ def reward_label(key: str) -> str:
     return key
 
 
+def upload_name(name: str) -> str:
+    """The name Gradio gives an uploaded file: odd characters stripped, cut at 200 bytes (its extension
+    kept), so a reward text naming a long file still finds its upload."""
+    from gradio_client.utils import strip_invalid_filename_characters
+
+    return strip_invalid_filename_characters(name)
+
+
 def parse_reward_text(text: str, uploaded: dict[str, str] | None = None) -> list[dict[str, Any]]:
     """``exact_match@1, letter_reward.py:letter_reward@0.5`` (commas or new lines) → reward entries.
     ``file.py:fn`` whose file name matches an uploaded file (``uploaded``: name → stored path) binds
@@ -345,8 +353,11 @@ def parse_reward_text(text: str, uploaded: dict[str, str] | None = None) -> list
         item = item.strip()
         if ":" in item:
             target, _, attr = item.rpartition(":")
-            if uploaded and Path(target).name in uploaded and not Path(target).is_absolute():
-                item = f"{uploaded[Path(target).name]}:{attr}"
+            name = Path(target).name
+            stored = uploaded and not Path(target).is_absolute() and \
+                (uploaded.get(name) or uploaded.get(upload_name(name)))
+            if stored:
+                item = f"{stored}:{attr}"
             out.append({"ref": item, "weight": weight})
         else:
             out.append({"name": item, "weight": weight})
