@@ -141,7 +141,7 @@ def test_a_reward_that_raises_fails_the_run_with_cause_reward_error(tmp_path):
 def test_ms_swifts_own_reward_trains_beside_ours_under_its_own_name(tmp_path):
     trainer = make_trainer(tmp_path, reward_func=[REWARD, {"ref": "swift:format", "weight": 0.5}], test_dataset=None)
     check = {r.module: r for r in trainer.check_results}["reward"]
-    assert check.status == "ok" and check.message.endswith("swift:format×0.5"), check
+    assert check.status == "ok" and check.message.endswith("; ms-swift's own: swift:format×0.5"), check
     assert check.details["swift_plugin"]["reward_funcs"] == ["aworld_letter_reward", "format"]
     dry = check.details["swift_dry_run"]["values"]   # run by ms-swift: a letter is not <think>..</think><answer>..
     assert dry["format"] == [0.0] * len(dry["aworld_letter_reward"]) and 1.0 in dry["aworld_letter_reward"]

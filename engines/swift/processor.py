@@ -195,7 +195,8 @@ class SwiftProcessor(StandardProcessor):
                 self.spec["reward"] = [*self.spec["reward"], *({"ref": orms.PREFIX + o["name"], "weight": o["weight"]}
                                                                for o in self.native_orms)]
                 names = ", ".join(f"{orms.PREFIX}{o['name']}×{o['weight']:g}" for o in self.native_orms)
-                result.message = ", ".join(n for n in (result.message if reward else "", names) if n)
+                result.message = "; ".join(n for n in (result.message if reward else "", f"ms-swift's own: {names}")
+                                           if n)
                 if reward is None:
                     result.status, result.warnings = "ok", []
             result.details["swift_plugin"] = {"path": str(self.plugin_path), "reward_funcs": self.reward_funcs,
