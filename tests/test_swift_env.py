@@ -94,6 +94,22 @@ def test_a_failed_setup_says_why_in_its_progress_file(tmp_path, no_override):
     assert not (venv / E.MARKER).exists()
 
 
+@pytest.mark.parametrize("how", ["argument", "environment"])
+def test_torch_comes_from_the_index_named_for_it_first(tmp_path, no_override, how):
+    log = tmp_path / "pip-calls.txt"
+    script = f"#!/bin/sh\necho \"$@\" >> {log}\necho 'ERROR: index unreachable'\nexit 1\n"
+    venv = fake_venv(tmp_path / "venv", python_script=script)
+    url = "https://download.pytorch.org/whl/cpu"
+    if how == "environment":
+        no_override.setenv(E.TORCH_INDEX_ENV, url)
+    with pytest.raises(E.SetupError, match="index unreachable"):
+        E.setup(venv, E.Progress(None), torch_index_url=url if how == "argument" else None)
+    first = log.read_text().splitlines()[0]
+    assert first == f"-m pip install --disable-pip-version-check --index-url {url} torch==2.13.0"
+    plain = E.install_commands("python")      # without one: a single command from the configured index
+    assert len(plain) == 1 and "--index-url" not in plain[0] and "torch==2.13.0" in plain[0]
+
+
 def test_engines_without_an_environment_of_their_own_need_no_setup():
     out = subprocess.run([sys.executable, "-m", "engines", "setup", "trl"], cwd=ROOT, capture_output=True, text=True,
                          timeout=120)

@@ -28,7 +28,7 @@ FORCED = {
     "dataset": "the dataset check writes it (the train set as ms-swift JSONL)",
     "val_dataset": "the dataset check writes it (the test set)",
     "external_plugins": "the reward check writes the plugin",
-    "reward_funcs": "the reward check names them (one ORM per reward term)",
+    "reward_funcs": "the reward check names them (one ORM per reward term; ms-swift's own as swift:<name> rewards)",
     "reward_weights": "the reward's weights",
     "model": "the agent's model",
     "rlhf_type": "set by mode (grpo)",

@@ -4,8 +4,11 @@ ms-swift 4.6 pins ``trl<1.0``, ``datasets<4.8.5``, ``peft<0.21`` and ``gradio<6`
 project's environment: it lives in a virtualenv of its own (``.venv-swift`` in the project by default, or any
 Python that has ms-swift, named by ``$AWORLD_SWIFT_PYTHON``) and is only ever run as a process.
 
-:func:`setup` builds that virtualenv with :data:`PINS` (torch pinned to the CPU wheel: an unpinned torch pulls
-a multi-GB CUDA build) and writes a marker recording the pins, so a second call returns at once. Progress goes
+:func:`setup` builds that virtualenv with :data:`PINS` and writes a marker recording the pins, so a second call
+returns at once. torch is pinned to the version this project's own requirements pin, from the same package
+index: where that index serves the CPU build (as on these machines) that is what it gets. On plain PyPI for
+Linux the pin is the CUDA build; ``--torch-index-url https://download.pytorch.org/whl/cpu`` (or
+``$AWORLD_TORCH_INDEX_URL``) installs torch from that index first (:func:`install_commands`). Progress goes
 to a JSON-lines file that any reader (the studio's setup button) polls — never to a pipe.
 
 Importing this module imports neither torch nor ms-swift.
@@ -27,6 +30,7 @@ from ..rundir import last_json_line
 
 PYTHON_ENV = "AWORLD_SWIFT_PYTHON"
 VENV_ENV = "AWORLD_SWIFT_VENV"
+TORCH_INDEX_ENV = "AWORLD_TORCH_INDEX_URL"
 VENV_NAME = ".venv-swift"
 MARKER = "aworld-swift.json"
 SETUP_LOG = "aworld-setup.log"
@@ -225,7 +229,7 @@ def _run_logged(argv: list[str], log_path: Path, progress: Progress | None, time
 
 
 def setup(venv: str | os.PathLike | None = None, progress: Progress | None = None, force: bool = False,
-          timeout_s: float = 3600.0) -> dict[str, Any]:
+          timeout_s: float = 3600.0, torch_index_url: str | None = None) -> dict[str, Any]:
     """Create (or complete) the ms-swift virtualenv with :data:`PINS`; returns its marker.
 
     Idempotent: when the marker records the same pins it returns at once. Two setups of one folder never
@@ -244,7 +248,7 @@ def setup(venv: str | os.PathLike | None = None, progress: Progress | None = Non
             if not force and marker and list(marker.get("pins") or []) == list(PINS) and python.exists():
                 progress("done", f"ms-swift's environment is ready ({venv})", 1.0, state="done", venv=str(venv))
                 return marker
-            return _build(venv, progress, timeout_s)
+            return _build(venv, progress, timeout_s, torch_index_url or os.environ.get(TORCH_INDEX_ENV) or None)
         except SetupError as e:
             progress("failed", str(e), None, state="failed", venv=str(venv))
             raise
@@ -252,7 +256,16 @@ def setup(venv: str | os.PathLike | None = None, progress: Progress | None = Non
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
-def _build(venv: Path, progress: Progress, timeout_s: float) -> dict[str, Any]:
+def install_commands(python: str, torch_index_url: str | None = None) -> list[list[str]]:
+    """The pip commands that install :data:`PINS`: torch first from ``torch_index_url`` when one is given
+    (e.g. PyTorch's CPU index), then everything from the configured index (torch then already satisfies its pin)."""
+    pip = [python, "-m", "pip", "install", "--disable-pip-version-check"]
+    torch = [p for p in PINS if p.startswith("torch==")]
+    first = [[*pip, "--index-url", torch_index_url, *torch]] if torch_index_url else []
+    return [*first, [*pip, *PINS]]
+
+
+def _build(venv: Path, progress: Progress, timeout_s: float, torch_index_url: str | None = None) -> dict[str, Any]:
     python = venv_python(venv)
     log_path = venv.parent / f"{venv.name}-{SETUP_LOG}"
     (venv / MARKER).unlink(missing_ok=True)
@@ -262,8 +275,8 @@ def _build(venv: Path, progress: Progress, timeout_s: float) -> dict[str, Any]:
         _run_logged([base, "-m", "venv", "--clear", str(venv)], log_path, None, 600)
     progress("install", f"installing {', '.join(PINS[:3])} and their dependencies (about 2 GB; log: {log_path})",
              0.05)
-    _run_logged([str(python), "-m", "pip", "install", "--disable-pip-version-check", *PINS], log_path, progress,
-                timeout_s)
+    for argv in install_commands(str(python), torch_index_url):
+        _run_logged(argv, log_path, progress, timeout_s)
     progress("verify", "checking that ms-swift imports", 0.92)
     forget_probes()
     found = probe(str(python))
@@ -286,6 +299,9 @@ def setup_command_line(args: list[str]) -> int:
     p.add_argument("--progress-file", help="append progress as JSON lines here (the studio reads it)")
     p.add_argument("--venv", help=f"where to build it (default: {default_venv()})")
     p.add_argument("--force", action="store_true", help="reinstall even when the marker says it is ready")
+    p.add_argument("--torch-index-url", help="install torch from this index first, e.g. "
+                   f"https://download.pytorch.org/whl/cpu for the CPU build (default: ${TORCH_INDEX_ENV}, else the "
+                   "configured index)")
     a = p.parse_args(args)
     if os.environ.get(PYTHON_ENV) and not a.venv:
         ok, reason = availability()
@@ -293,7 +309,7 @@ def setup_command_line(args: list[str]) -> int:
         return 0 if ok else 1
     progress = Progress(Path(a.progress_file) if a.progress_file else None)
     try:
-        setup(a.venv, progress, force=a.force)
+        setup(a.venv, progress, force=a.force, torch_index_url=a.torch_index_url)
     except SetupError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
