@@ -151,8 +151,48 @@ def _everyone_agrees(flag, args):
     return bool(t.item())
 
 
+def _eos_ids(*sources):
+    ids = set()
+    for value in sources:
+        if isinstance(value, int):
+            ids.add(value)
+        elif isinstance(value, (list, tuple)):
+            ids.update(v for v in value if isinstance(v, int))
+    return ids
+
+
+def _never_sample_pad(model, tokenizer):
+    """Keep the pad token out of rollouts (ms-swift 4.6's transformers engine drops generated pad ids, and a
+    completion made only of them fails its GRPO step: 'Size does not match at dimension 1'). The rollout
+    engine shares the model's generation config, so the token is suppressed there, in place. ms-swift lists
+    the pad token among the generation's end tokens too; only a pad token that is the tokenizer's own end
+    token (pad = eos) is left alone, since suppressing it would stop completions from ending."""
+    config = getattr(model, "generation_config", None)
+    pad = getattr(tokenizer, "pad_token_id", None)
+    if pad is None and config is not None:
+        pad = config.pad_token_id
+    if config is None or not isinstance(pad, int):
+        return None
+    model_config = getattr(model, "config", None)
+    if pad in _eos_ids(getattr(tokenizer, "eos_token_id", None), getattr(model_config, "eos_token_id", None)):
+        return None
+    suppressed = list(config.suppress_tokens or [])
+    if pad not in suppressed:
+        config.suppress_tokens = suppressed + [pad]
+    return pad
+
+
 class AworldRunCallback(TrainerCallback):
-    """Stop requests at a step boundary: training ends after this step and saves a checkpoint."""
+    """Stop requests at a step boundary: training ends after this step and saves a checkpoint. Rollouts
+    never sample the pad token (see _never_sample_pad)."""
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        tokenizer = kwargs.get("processing_class") or kwargs.get("tokenizer")
+        pad = _never_sample_pad(kwargs.get("model"), tokenizer)
+        if pad is not None:
+            print(f"[aworld] rollouts never sample the pad token (id {{pad}}): ms-swift drops it from "
+                  "completions", flush=True)
+        return control
 
     def on_step_end(self, args, state, control, **kwargs):
         wanted = os.path.exists(os.path.join(_RUN, "STOP")) or _launcher_gone()
