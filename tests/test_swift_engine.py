@@ -213,3 +213,49 @@ def test_values_ms_swift_rejects_are_reported_against_the_key(tmp_path):
         make_trainer(tmp_path, config={**FAST, "vllm_mode": "colocate"})
     assert "ms-swift rejects `vllm_mode` = 'colocate'" in str(err.value)
     assert "vllm_mode is not supported when use_vllm is false" in str(err.value)
+
+
+def test_an_mcp_only_agents_tools_reach_the_swift_dataset_and_the_rendered_prompt(tmp_path):
+    """calc_mcp_agent.yaml has no Python tools: its MCP server's `add` still becomes the `tools` column."""
+    import json
+
+    from engines.swift import SwiftProcessor
+
+    p = SwiftProcessor(str(tmp_path / "runs"))
+    p.check_agent(str(ROOT / "assets/agents/calc_mcp_agent.yaml"))
+    p.check_dataset(str(ROOT / "assets/datasets/calc_train.jsonl"))
+    p.close()
+    assert p.agent_spec.tools == [] and p.agent_spec.tool_servers == {"add": "calculator"}
+    line = json.loads((p.run.path / "swift" / "train.jsonl").read_text().splitlines()[0])
+    assert [t["function"]["name"] for t in json.loads(line["tools"])] == ["add"]
+    rendered = next(r for r in p.check_results if r.module == "dataset").details["rendered_prompt"]
+    assert '"name": "add"' in rendered and "What is 0 + 0?" in rendered   # the model is shown the tool
+
+
+def test_a_judge_and_trls_accuracy_reward_dry_run_in_ms_swifts_environment(tmp_path, monkeypatch):
+    """openai (ms-swift's own dependency) and math-verify (the setup's pins) are in ms-swift's environment: a
+    judge on 127.0.0.1 and trl.rewards:accuracy_reward run there through the plugin and score as they do here."""
+    from engines.swift import SwiftProcessor
+    from testing.gsm8k import write_gsm8k_parquet
+    from testing.openai_server import ChatServer
+
+    data = write_gsm8k_parquet(tmp_path / "train.parquet")
+    monkeypatch.setenv("AWORLD_TEST_JUDGE_KEY", "sk-test-0123456789abcdef")
+    prompt = "Question: {prompt}\nReference: {answer}\nReply: {completion}\nScore from 0 to 10:"
+    judge = {"judge": {"url": None, "model": "tiny-judge", "prompt": prompt, "api_key_env": "AWORLD_TEST_JUDGE_KEY",
+                       "scale": 10}}
+    with ChatServer(key="sk-test-0123456789abcdef") as server:
+        judge["judge"]["url"] = server.url
+        p = SwiftProcessor(str(tmp_path / "runs"))
+        p.check_agent({"name": "gsm", "model": str(ROOT / "assets/models/tiny-calc"), "system_prompt": "Solve it.",
+                       "max_tokens": 8})
+        p.check_dataset(data)
+        p.check_reward([judge, "trl.rewards:accuracy_reward"])
+        p.close()
+    result = next(r for r in p.check_results if r.module == "reward")
+    assert result.status == "ok", (result.message, result.warnings)   # no "scores differently" warning
+    values = result.details["swift_dry_run"]["values"]
+    assert values["aworld_judge"] == [1.0, 0.0, 1.0, 0.0]   # reference, wrong answer, for two rows: the judge's grades
+    assert len(values["aworld_accuracy_reward"]) == 4
+    swift_requests = [r for r in server.requests if "Reply: 20" in r["messages"][-1]["content"]]
+    assert swift_requests   # the wrong answer the swift dry run sends ('20', row 3's answer) reached the judge

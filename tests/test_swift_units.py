@@ -199,3 +199,22 @@ def test_a_folders_digest_covers_its_subfolders(tmp_path):
     before = file_digest(tmp_path)
     (tmp_path / "rewards" / "calling.py").write_text("A = 2\n")
     assert file_digest(tmp_path) != before
+
+
+@pytest.mark.parametrize("spec", ["verl.utils.reward_score.gsm8k:compute_score",
+                                  ["exact_match", {"ref": "verl.utils.reward_score:default_compute_score",
+                                                   "weight": 0.5}]])
+def test_verls_scorers_are_refused_on_swift_naming_the_reward_and_what_to_do(tmp_path, spec):
+    from engines.swift import SwiftProcessor
+
+    p = SwiftProcessor(str(tmp_path / "runs"))
+    with pytest.raises(CheckError) as err:   # before anything runs in ms-swift's environment
+        p.check_reward(spec)
+    text = str(err.value)
+    assert "cannot run on the swift engine: it needs verl" in text and "transformers<5.11" in text
+    assert ("'verl.utils.reward_score.gsm8k:compute_score'" if isinstance(spec, str) else
+            "'verl.utils.reward_score:default_compute_score'") in text
+    assert "trl or verl engine" in text and "math_match" in text
+    from engines.rewards.builtins import math_match
+
+    assert math_match("3 + 4 = 7\n#### 7", "7") == 1.0   # the counterpart named scores verl's gsm8k format

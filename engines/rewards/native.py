@@ -12,7 +12,8 @@ from typing import Any
 from ..check_result import CheckError
 
 PREFIX = "swift:"
-#: rewards of ours or TRL's that score what an ms-swift ORM scores, and run on every engine
+#: TRL's rewards that score what an ms-swift ORM scores, on the trl and verl engines (and on swift those its
+#: environment's trl 0.29 has: accuracy, think_format, soft_overlong)
 COUNTERPARTS = {"accuracy": "trl.rewards:accuracy_reward", "format": "trl.rewards:think_format_reward",
                 "soft_overlong": "trl.rewards:get_soft_overlong_punishment",
                 "repetition": "trl.rewards:get_repetition_penalty_reward",
@@ -33,7 +34,7 @@ def refusal(item: Any) -> CheckError:
     counterpart = COUNTERPARTS.get(name)
     return CheckError("reward", f"'{PREFIX}{name}' is one of ms-swift's own rewards: it runs only on the swift "
                       "engine, inside ms-swift", "choose the swift engine" +
-                      (f", or use {counterpart}, which scores the same on every engine" if counterpart else ""))
+                      (f", or use {counterpart}, which scores the same on the trl and verl engines" if counterpart else ""))
 
 
 def split_native(spec: Any) -> tuple[Any, list[tuple[str, Any]]]:

@@ -35,9 +35,11 @@ VENV_NAME = ".venv-swift"
 MARKER = "aworld-swift.json"
 SETUP_LOG = "aworld-setup.log"
 #: what the environment gets (versions this engine is tested with). msgspec is imported by ms-swift's GRPO
-#: trainer but not declared by ms-swift; cloudpickle and pyyaml load the studio's rewards in the plugin.
+#: trainer but not declared by ms-swift; cloudpickle and pyyaml load the studio's rewards in the plugin;
+#: math-verify scores TRL's accuracy rewards (and ms-swift's own `accuracy`) there. ms-swift brings openai (judges).
 PINS = ("torch==2.13.0", "ms-swift==4.6.0", "msgspec==0.22.0", "transformers==5.19.0", "trl==0.29.1",
-        "peft==0.20.0", "datasets==4.8.4", "accelerate==1.15.0", "cloudpickle==3.1.2", "pyyaml==6.0.3")
+        "peft==0.20.0", "datasets==4.8.4", "accelerate==1.15.0", "cloudpickle==3.1.2", "pyyaml==6.0.3",
+        "math-verify==0.9.0")
 #: modules training needs, as the availability probe checks them (import name → the pip name to install)
 REQUIRED = {"swift": "ms-swift", "torch": "torch==2.13.0", "msgspec": "msgspec", "trl": "trl<1.0",
             "cloudpickle": "cloudpickle", "yaml": "pyyaml"}

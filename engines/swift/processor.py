@@ -29,12 +29,14 @@ from ..data import DataBundle, row_answer
 from ..rewards import Reward
 from ..rewards.catalog import register_source
 from ..rewards.native import split_native
+from ..rewards.requirements import install_hint
 from ..rewards.spec import entry_weight
 from ..standard import StandardProcessor
 from . import arguments as A
 from . import environment, orms
 from .dataset import SOLUTION, first_messages, passed_columns, write_split
 from .plugin import CALLBACK, write_plugin
+from .reward_env import refuse_unrunnable
 from .session import SwiftEnvError, SwiftHelper, file_digest, shared_helper, shutdown
 
 SWIFT_DIR = "swift"
@@ -148,10 +150,15 @@ class SwiftProcessor(StandardProcessor):
                                      "(which needs vLLM)")
 
     # -- datasets ----------------------------------------------------------------------------------------
+    def _tools_column(self) -> list[dict] | None:
+        """The dataset's ``tools`` column: the schemas of all the agent's tools, Python and MCP alike."""
+        agent = self.agent_spec
+        return (list(agent.tool_schemas) or None) if agent is not None and agent.has_tools else None
+
     def convert_dataset(self, bundle: DataBundle) -> dict | None:
         agent = self.agent_spec
         system = agent.system_prompt if agent else None
-        tools = list(agent.tool_schemas) if agent and agent.tools else None
+        tools = self._tools_column()
         details: dict[str, Any] = {}
         self.data_files = {}
         for split, ds in (("train", bundle.train), ("test", bundle.test)):
@@ -181,6 +188,7 @@ class SwiftProcessor(StandardProcessor):
     def check_reward(self, reward_func: Any = None) -> Reward | None:
         ours, natives = split_native(reward_func)
         try:
+            refuse_unrunnable(ours)
             self.native_orms = [orms.resolve(name, entry_weight(item) if isinstance(item, dict) else 1.0,
                                              self.python) for name, item in natives]
         except CheckError as e:
@@ -245,7 +253,9 @@ class SwiftProcessor(StandardProcessor):
         try:
             answer = self._ask("dry_run", key, plugin=str(self.plugin_path), rewards=self.reward_funcs, batch=batch)
         except SwiftEnvError as e:
+            package = (install_hint(str(e)) or "").removeprefix("pip install ")
             raise CheckError("reward", f"the reward fails in ms-swift's environment: {e}",
+                             f"install it there: {self.python} -m pip install {package}" if package else
                              "fix the function (or install what it imports into ms-swift's environment)")
         if answer is None:
             result.warnings.append(f"not dry-run in ms-swift's environment — {self.env_problem}")
@@ -351,7 +361,7 @@ class SwiftProcessor(StandardProcessor):
                 if ds is not None:
                     path = self.swift_dir / f"{split}_sft.jsonl"
                     write_split(ds, path, self.data.columns, agent.system_prompt if agent else None,
-                                list(agent.tool_schemas) if agent and agent.tools else None, sft=True)
+                                self._tools_column(), sft=True)
                     self.data_files[f"{split}_sft"] = path
         train = self.data_files.get("train_sft" if sft else "train")
         test = self.data_files.get("test_sft" if sft else "test")
