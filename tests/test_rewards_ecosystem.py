@@ -156,12 +156,50 @@ def test_the_catalog_lists_the_ecosystems_rewards():
     assert entries["verl.utils.reward_score.gsm8k:compute_score"]["data_sources"] == ["openai/gsm8k"]
     assert "aime*" in entries["verl.utils.reward_score.math_dapo:compute_score"]["data_sources"]
     assert verl_module_for("aime2024") == "math_dapo" and verl_module_for("HuggingFaceH4/MATH-500") == "math_reward"
+    scorers = {key: entry for key, entry in entries.items() if key.startswith("verl.utils.reward_score.")}
+    assert len(scorers) >= 8   # gsm8k, math_reward, math_dapo, prime_math, sandbox_fusion, prime_code, geo3k, ...
+    for key, entry in scorers.items():  # every listed source is one verl really dispatches, to that very scorer
+        module = key[len("verl.utils.reward_score."):].partition(":")[0]
+        assert entry["data_sources"], key
+        for source in entry["data_sources"]:
+            assert verl_dispatch(source, module) == module, (key, source)
+    listed = entries["verl.utils.reward_score:default_compute_score"]["data_sources"]
+    assert set(listed) == {s for e in scorers.values() for s in e["data_sources"]}
+    assert verl_dispatch("not/a-source", "gsm8k") is None   # what verl does not dispatch is told apart
+
+
+def verl_dispatch(data_source: str, module: str) -> str | None:
+    """The scorer module verl's default_compute_score runs for ``data_source`` (a listed ``aime*`` is tried as
+    ``aime2024``), watched with a profiler as verl really calls it on a trivial answer; None when verl raises
+    NotImplementedError (a source it does not know). sandbox_fusion is only chosen with a sandbox URL (a closed
+    port here); a scorer whose own import fails (geo3k without mathruler) counts as reached."""
+    import os
+
+    import verl.utils.reward_score as package
     from verl.utils.reward_score import default_compute_score
 
-    for key, entry in entries.items():  # every listed source is one verl really dispatches
-        if key.startswith("verl.utils.reward_score.") and key.endswith("gsm8k:compute_score"):
-            for source in entry["data_sources"]:
-                assert default_compute_score(source, "#### 7", "7") == 1.0
+    root = os.path.dirname(package.__file__)
+    reached: list[str] = []
+
+    def watch(frame, event, _arg):
+        path = frame.f_code.co_filename
+        if event == "call" and path.startswith(root + os.sep) and path != package.__file__ and \
+                frame.f_code.co_name in ("compute_score", "<module>"):
+            rel = os.path.relpath(path, root)
+            reached.append(rel.split(os.sep)[0] if os.sep in rel else rel[:-len(".py")])
+
+    source = data_source[:-1] + "2024" if data_source.endswith("*") else data_source
+    url = {"sandbox_fusion_url": "http://127.0.0.1:9"} if module == "sandbox_fusion" else {}
+    sys.setprofile(watch)
+    try:
+        default_compute_score(source, "The answer is \\boxed{7}\n#### 7", "7", **url)
+    except NotImplementedError:
+        return None
+    except ImportError:
+        pass
+    finally:
+        sys.setprofile(None)
+    return reached[0] if reached else None
 
 
 def test_ecosystem_rewards_train_real_steps_on_the_trl_engine(tmp_path, gsm8k):
