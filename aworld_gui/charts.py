@@ -95,7 +95,9 @@ def svg_chart(lines: list[Line], y_title: str = "", empty: str = _("waiting for 
     def sy(y: float) -> float:
         return MT + (1 - (y - y0) / (y1 - y0)) * ph
 
-    parts = [f'<svg viewBox="0 0 {width} {H}" class="aw-svg" role="img" aria-label="{esc(y_title)} by step">']
+    # single quotes around the label: a translation marker (aworld_gui/i18n.py) holds double quotes
+    parts = [f"<svg viewBox=\"0 0 {width} {H}\" class=\"aw-svg\" role=\"img\" "
+             f"aria-label='{esc(y_title)} {_('by step')}'>"]
     ystep = nice_step(y1 - y0, 5)
     for v in ticks(y0, y1, 5):
         y = sy(v)
@@ -108,7 +110,7 @@ def svg_chart(lines: list[Line], y_title: str = "", empty: str = _("waiting for 
                      f'<text x="{x:.1f}" y="{H - MB + 16}" class="aw-tick" text-anchor="middle">'
                      f'{tick_label(v, xstep)}</text>')
     parts.append(f'<rect x="{ML}" y="{MT}" width="{pw}" height="{ph}" class="aw-frame"/>')
-    parts.append(f'<text x="{width - MR}" y="{H - 4}" class="aw-axis" text-anchor="end">step</text>')
+    parts.append(f'<text x="{width - MR}" y="{H - 4}" class="aw-axis" text-anchor="end">{_("step")}</text>')
     for ln in lines:
         pts = " ".join(f"{sx(x):.1f},{sy(y):.1f}" for x, y in zip(ln.xs, ln.ys))
         parts.append(f'<polyline points="{pts}" fill="none" stroke="{ln.color}" stroke-width="{ln.width}" '
@@ -116,7 +118,8 @@ def svg_chart(lines: list[Line], y_title: str = "", empty: str = _("waiting for 
                      f'<title>{esc(ln.name)}</title></polyline>')
         if ln.markers:
             parts += [f'<circle cx="{sx(x):.1f}" cy="{sy(y):.1f}" r="3" fill="{ln.color}">'
-                      f'<title>{esc(ln.name)} @ step {x:g}: {fmt_num(y)}</title></circle>' for x, y in zip(ln.xs, ln.ys)]
+                      f'<title>{esc(ln.name)} @ {_("step")} {x:g}: {fmt_num(y)}</title></circle>'
+                      for x, y in zip(ln.xs, ln.ys)]
     parts.append("</svg>")
     legend = "".join(
         f'<span class="aw-key"><i style="background:{ln.color};opacity:{max(ln.opacity, 0.35)}"></i>{esc(ln.name)}'

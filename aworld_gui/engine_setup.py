@@ -137,7 +137,7 @@ class EngineSetupPanel:
         self.studio.catalog(refresh=True)     # the engine's availability has changed
         done = state.get("state") == DONE
         return [gr.update(visible=not done), progress_html(engine, state),
-                gr.update(value="Retry the setup", interactive=True), gr.Timer(active=False),
+                gr.update(value=_("Retry the setup"), interactive=True), gr.Timer(active=False),
                 f"{engine}:{state.get('time')}" if done else gr.update()]
 
     def wire(self, engine_dd, after_ready: Callable[[], list[dict]]) -> None:

@@ -166,6 +166,8 @@ ZH = {
     "eval": "评估",
     "eval (train set)": "评估(训练集)",
     "waiting for the first logged step": "等待第一条记录",
+    "by step": "随步数变化",
+    "step": "步数",
     "none of these metrics has values yet": "这些指标还没有数值",
     "place in line:": "排队位置:",
     "run": "运行",

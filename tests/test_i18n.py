@@ -60,3 +60,51 @@ def test_every_tab_is_relabelled_when_the_language_changes():
                 elem_id = next((k.value.value for k in node.keywords if k.arg == "elem_id"), None)
                 tabs[elem_id] = label
     assert len(tabs) >= 7 and tabs == TABS
+
+
+def test_no_literal_english_reaches_a_component():
+    """A label, info, placeholder or button text given to Gradio as a plain literal stays English in the
+    Chinese UI: it must go through ``_()``. (client_api.py's components are hidden: their labels name the
+    endpoints' parameters for gradio_client.)"""
+    literal = []
+    for path in sorted(GUI.glob("*.py")):
+        if path.name == "client_api.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and isinstance(node.func.value, ast.Name) and node.func.value.id == "gr"):
+                continue
+            given = [k.value for k in node.keywords if k.arg in ("label", "info", "placeholder")]
+            if node.func.attr in ("update", "Button"):
+                given += [k.value for k in node.keywords if k.arg == "value"]
+            if node.func.attr in ("Button", "Markdown", "Tab", "Accordion", "DownloadButton", "UploadButton"):
+                given += node.args[:1]
+            literal += [f"{path.name}:{node.lineno} {v.value!r}" for v in given
+                        if isinstance(v, ast.Constant) and isinstance(v.value, str) and any(c.isalpha() for c in v.value)]
+    assert literal == [], f"wrap these in _(): {literal}"
+
+
+def test_a_charts_label_and_axis_are_in_the_pages_language():
+    """The chart's aria-label holds a translation marker (double quotes inside): it must stay one attribute,
+    and both the Monitor's stream (localize) and the page's script (which reads the attribute) translate it."""
+    from html.parser import HTMLParser
+
+    from aworld_gui.charts import Line, svg_chart
+
+    class Svg(HTMLParser):
+        def handle_starttag(self, tag, attrs):
+            if tag == "svg":
+                self.attrs = dict(attrs)
+
+        def handle_data(self, data):
+            self.texts = [*getattr(self, "texts", []), data]
+
+    html = svg_chart([Line("run-a", [1, 2, 3], [0.1, 0.4, 0.3], "#000", markers=True)], "reward")
+    raw = Svg()
+    raw.feed(html)
+    assert set(raw.attrs) == {"viewbox", "class", "role", "aria-label"}
+    assert raw.attrs["aria-label"] == f"reward {_('by step')}"
+    for locale, label, step in (("zh-CN", "reward 随步数变化", "步数"), ("en", "reward by step", "step")):
+        page = Svg()
+        page.feed(localize(html, locale))
+        assert page.attrs["aria-label"] == label and step in page.texts and f"run-a @ {step} 2: 0.400" in page.texts
