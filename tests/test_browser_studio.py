@@ -110,10 +110,20 @@ def test_a_wide_screen_centres_the_page_and_headers_break_between_words(page):
         left, right = box["x"], 1920 - box["x"] - box["width"]
         assert abs(left - right) <= 20 and box["width"] >= 1600, box
         shot(page, "01b-setup-1920")
-        headers = page.locator("#reward-preview th, #reward-weights th, #train-preview th")
-        assert headers.count() >= 4
-        for style in headers.evaluate_all("els => els.map(e => getComputedStyle(e).wordBreak)"):
-            assert style == "normal"
+        # Gradio sets break-word on a span inside the th: read the style of the element holding the header's
+        # text (not the th, not the column menu's button)
+        holders = page.locator("#reward-preview th, #reward-weights th, #train-preview th").evaluate_all(
+            """ths => ths.map(th => {
+                const own = e => [...e.childNodes].some(n => n.nodeType === Node.TEXT_NODE && n.nodeValue.trim());
+                const el = [th, ...th.querySelectorAll('*')].filter(e => own(e) && !e.closest('button'))[0];
+                if (!el) return null;
+                const style = getComputedStyle(el);
+                return {text: el.textContent.trim(), tag: el.tagName, inside: el !== th,
+                        wordBreak: style.wordBreak, overflowWrap: style.overflowWrap};
+            }).filter(h => h)""")
+        assert len(holders) >= 4 and any(h["inside"] for h in holders), holders
+        for h in holders:
+            assert (h["wordBreak"], h["overflowWrap"]) == ("normal", "normal"), h
     finally:
         page.set_viewport_size({"width": 1440, "height": 1000})
 
@@ -287,11 +297,16 @@ def check_id(page) -> str:
     return page.get_attribute("#checks-strip .aw-strip", "data-check") or ""
 
 
-def test_clone_the_run_back_into_setup(page):
+def test_clone_the_run_back_into_setup(page, app):
     """Waits for the clone's own effects — Setup shown with the run's agent file, then a check made
     after the clone, all green — never for something that was already true before the click (the
     demo agent's name contains "agent.yaml" too: the test used to pass its waits at once and assert
     on a page the clone had not reached yet)."""
+    max_steps = 'input[aria-label="max_steps"]'
+    page.get_by_role("tab", name="Setup").click()
+    shown = (page.input_value("#agent-select input"), page.input_value(max_steps))
+    # the restart's reload put the demo back in Setup: what the clone must replace
+    assert shown[0] != "agent.yaml · uploaded" and shown[1] != "5000", shown
     page.get_by_role("tab", name="Runs").click()
     run_id = wait_for(lambda: page.input_value("#runs-selected input"), 30, "a selected run")
     before = check_id(page)
@@ -300,8 +315,11 @@ def test_clone_the_run_back_into_setup(page):
              and page.is_visible("#launch-btn"), 60, "Setup with the cloned agent file")
     wait_for(lambda: check_id(page) not in ("", before) and all_green(page) and page.is_enabled("#launch-btn"),
              90, "a check of the clone, all green")
-    assert f"clone-{run_id}" in page.evaluate("() => document.querySelector('#agent-select input').value") or \
-        page.input_value("#agent-select input") == "agent.yaml · uploaded"
+    # Setup holds the run's own inputs: its agent (written back from run.yaml), its data, its max_steps
+    clone = app.runs_dir / inp.UPLOADS / f"clone-{run_id}" / "agent.yaml"
+    assert clone.is_file() and "letters-agent" in clone.read_text(encoding="utf-8")
+    assert page.input_value("#train-select input").endswith("· uploaded")
+    assert page.input_value(max_steps) == "5000"
     page.wait_for_timeout(500)
     shot(page, "08-setup-cloned-from-run")
 
@@ -417,15 +435,16 @@ def test_runs_overlay_draws_every_run_added(page, app):
     page.get_by_role("tab", name="Runs").click()
     wait_for(lambda: all(r in page.inner_text("#runs-table") for r in made), 60, "the three runs listed")
     assert not page.is_visible("#runs-empty")
-    # clear the overlay, then add the runs one at a time
-    wait_for(lambda: page.locator("#compare-runs .token-remove").count() > 0 or True, 5, "the overlay picker")
-    while page.locator("#compare-runs .token-remove").count():
-        page.locator("#compare-runs .token-remove").first.click()
-        page.wait_for_timeout(300)
 
     def keys() -> list[str]:
         return page.locator("#compare-plot .aw-key").all_inner_texts()
 
+    # the overlay's first fill (the latest three runs) drawn; then clear it and add the runs one at a time
+    wait_for(lambda: len(keys()) == 3 and all(r in " ".join(keys()) for r in made), 30, "the overlay's first fill")
+    while page.locator("#compare-runs .token-remove").count():
+        page.locator("#compare-runs .token-remove").first.click()
+        page.wait_for_timeout(300)
+    wait_for(lambda: not keys(), 30, "the overlay cleared")
     for n, run_id in enumerate(made, start=1):
         page.click("#compare-runs input")
         page.keyboard.type(run_id)
