@@ -187,9 +187,13 @@ def execute_run(run) -> int:
     """Execute a prepared run directory. A run that takes the machine's training slot waits for it
     first, as this small process (before the engine, torch or the model are loaded)."""
     from .prepare import trainer_from_run_dir
-    from .rundir import FAILED, STOPPED
+    from .rundir import FAILED, SPEC_FILE, STOPPED
     from .runs import Slot, wait_for_slot
 
+    if not (run.path / SPEC_FILE).is_file():   # no spec, no run: write nothing there (it would be listed)
+        print(f"error: {run.path} has no {SPEC_FILE}, so it is not a prepared run; nothing was written to it "
+              f"(`aworld-train train` prepares a run and trains it)", file=sys.stderr)
+        return 2
     slot = None
     if run.read_spec().get("machine_slot", True):
         slot = Slot(run.path.parent)

@@ -69,6 +69,26 @@ def test_run_of_a_dir_with_a_broken_spec_records_the_failure(tmp_path):
     assert [e["event"] for e in run.read_jsonl("events.jsonl")] == ["failed"]
 
 
+def test_run_of_a_folder_without_a_spec_is_refused_and_writes_nothing(tmp_path):
+    """A folder that never got its run.yaml is no run: `run` on it used to queue behind a busy machine's
+    slot (writing status.json, so the folder became a listed run) and then end in a traceback."""
+    from engines.runs import Slot, list_run_dirs
+
+    runs = tmp_path / "runs"
+    folder = runs / "not-a-run"
+    folder.mkdir(parents=True)
+    busy = Slot(runs)                         # another run holds the machine's training slot
+    assert busy.try_acquire()
+    try:
+        out = cli("run", str(folder), timeout=30)
+    finally:
+        busy.release()
+    assert out.returncode == 2
+    assert f"error: {folder} has no run.yaml, so it is not a prepared run" in out.stderr
+    assert "Traceback" not in out.stderr
+    assert list(folder.iterdir()) == [] and list_run_dirs(runs) == []
+
+
 def test_engines_lists_availability():
     out = cli("engines")
     lines = {l.split()[0]: l for l in out.stdout.splitlines() if l.strip()}
