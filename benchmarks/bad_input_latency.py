@@ -19,11 +19,9 @@ import threading
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-
-from benchmarks.results_file import write_result  # noqa: E402
-from testing import bad_inputs as gen  # noqa: E402
-from testing.studio import StudioProcess  # noqa: E402
+from benchmarks.results_file import write_result
+from testing import bad_inputs as gen
+from testing.studio import StudioProcess
 
 
 def main(argv: list[str] | None = None) -> int:

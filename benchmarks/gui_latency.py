@@ -24,14 +24,13 @@ import tempfile
 import time
 from pathlib import Path
 
+from aworld_gui.monitor_tab import CHART_S, POLL_S
+from benchmarks.results_file import pct, write_result
+from engines.rundir import RunDir
+from testing.fake_run import metric_row
+from testing.studio import StudioProcess, launch_chromium
+
 ROOT = Path(__file__).resolve().parent.parent
-
-from benchmarks.results_file import pct, write_result  # noqa: E402
-
-from testing.fake_run import metric_row  # noqa: E402
-from aworld_gui.monitor_tab import CHART_S, POLL_S  # noqa: E402
-from testing.studio import StudioProcess, launch_chromium  # noqa: E402
-from engines.rundir import RunDir  # noqa: E402
 
 OBSERVER = """
 () => {

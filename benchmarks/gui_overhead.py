@@ -59,16 +59,16 @@ from pathlib import Path
 
 import psutil
 
-ROOT = Path(__file__).resolve().parent.parent
-
-from benchmarks import results_file  # noqa: E402
-from benchmarks.results_file import write_result  # noqa: E402
-
-from aworld_gui import inputs as inp  # noqa: E402
-from aworld_gui.monitor_tab import CHART_S, LOG_S, POLL_S, SAMPLES_S  # noqa: E402
+from aworld_gui import inputs as inp
+from aworld_gui.monitor_tab import CHART_S, LOG_S, POLL_S, SAMPLES_S
+from benchmarks import results_file
+from benchmarks.results_file import write_result
+from engines.processes import terminate_tree
+from engines.rundir import RunDir, iter_jsonl
 from testing import free_port
-from testing.studio import CHROMIUM, CHROMIUM_ARGS, StudioProcess  # noqa: E402
-from engines.rundir import RunDir, iter_jsonl  # noqa: E402
+from testing.studio import CHROMIUM, CHROMIUM_ARGS, StudioProcess
+
+ROOT = Path(__file__).resolve().parent.parent
 
 # Injected before the page loads: the page notes each message of its live stream as it handles it
 # (a list append; read back once the phases are over).
@@ -126,7 +126,7 @@ def start_chromium(profile: str) -> tuple[subprocess.Popen, int]:
                 return proc, port
         except OSError:
             time.sleep(0.3)
-    proc.kill()
+    terminate_tree(proc.pid)
     raise TimeoutError("Chromium did not open its DevTools port")
 
 
@@ -315,8 +315,7 @@ def main() -> int:
             try:
                 stream = open_monitor(pw, port, studio.url) if chromium else ""
                 if a.watcher == "remote":   # the page's browser elsewhere: only its stream is served from here
-                    chromium.terminate()
-                    chromium.wait(timeout=30)
+                    terminate_tree(chromium.pid, grace_s=30)
                     received = Path(d) / "stream.txt"
                     watcher = subprocess.Popen(["curl", "-sSN", "-o", str(received), stream], start_new_session=True)
                 if a.browser_nice:
@@ -336,8 +335,7 @@ def main() -> int:
             finally:
                 for proc in (watcher, chromium):
                     if proc is not None and proc.poll() is None:
-                        proc.kill()
-                        proc.wait(timeout=30)
+                        terminate_tree(proc.pid)
 
     def mean_cpu(mode: str) -> dict[str, float]:
         sel = [x["cpu_pct_of_a_core"] for x in phases if x["mode"] == mode]

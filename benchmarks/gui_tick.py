@@ -21,15 +21,12 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-
-from benchmarks.results_file import pct, write_result  # noqa: E402
-
-from aworld_gui import run_cache  # noqa: E402
-from testing.fake_run import metric_row, write_history  # noqa: E402
-from aworld_gui.run_cache import RunCache  # noqa: E402
-from aworld_gui.studio import Studio  # noqa: E402
-from engines.rundir import RunDir, dumps_line  # noqa: E402
+from aworld_gui import run_cache
+from aworld_gui.run_cache import RunCache
+from aworld_gui.studio import Studio
+from benchmarks.results_file import pct, write_result
+from engines.rundir import RunDir, dumps_line
+from testing.fake_run import metric_row, write_history
 
 
 class _NoWorker:

@@ -21,6 +21,7 @@ from pathlib import Path
 from benchmarks.results_file import pct, write_result
 from engines import load_agent
 from engines.mcp_client import close_default_pool
+from engines.processes import terminate_tree
 from testing import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -51,7 +52,7 @@ def start_http() -> tuple[subprocess.Popen, str]:
             if s.connect_ex(("127.0.0.1", port)) == 0:
                 return proc, f"http://127.0.0.1:{port}/mcp"
         time.sleep(0.2)
-    proc.kill()
+    terminate_tree(proc.pid)
     raise SystemExit("the HTTP server did not start")
 
 
@@ -89,8 +90,7 @@ def main() -> None:
             print(f"round {r + 1}: " + ", ".join(f"{k} {v:.4f} ms" for k, v in medians.items()), flush=True)
     finally:
         close_default_pool()
-        http.terminate()
-        http.wait(timeout=20)
+        terminate_tree(http.pid, grace_s=20)
     summary = {"benchmark": "mcp_tool_calls", "calls_per_round": args.calls, "rounds": args.rounds,
                "ms": {k: {"p50": round(pct(v, 0.5), 4), "p95": round(pct(v, 0.95), 4)} for k, v in samples.items()},
                "round_medians_ms": rounds}

@@ -6,6 +6,8 @@
 * :func:`terminate_tree` — SIGTERM, a grace period, then SIGKILL, to a process, its process group,
   every descendant (also those that moved to sessions of their own, e.g. Ray's workers) and, for a
   session leader, whatever is left in its session.
+* :func:`free_port` — a TCP port on 127.0.0.1 that is free right now (accelerate's rendezvous, and
+  the tests' servers through :mod:`testing`).
 
 Used by the run launcher (:mod:`engines.runs`), the verl jobs, the studio's check worker, the
 Ray head helper of the tests, and the benchmarks.
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 from pathlib import Path
 from typing import Mapping, Sequence
@@ -86,3 +89,10 @@ def terminate_tree(pid: int, grace_s: float = 5.0, kill_wait_s: float = 5.0, gro
         if not procs:
             break
     return True
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that is free right now (bound by the OS, then released)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]

@@ -10,11 +10,6 @@
   functions exactly as GRPOTrainer does
 * :mod:`testing.reward_model` — a tiny sequence-classification reward model built locally
 """
-import socket
+from engines.processes import free_port  # the one free_port (the trl engine's rendezvous uses it too)
 
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that is free right now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+__all__ = ["free_port"]

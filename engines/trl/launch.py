@@ -16,13 +16,13 @@ from __future__ import annotations
 import importlib.util
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
 from typing import TYPE_CHECKING, Any
 
 from ..check_result import CheckError
+from ..processes import free_port
 from ..rundir import FINISHED, STOPPED
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -82,15 +82,9 @@ def check(cfg: dict[str, Any], world: int, cuda: bool) -> list[str]:
     return warnings
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def command(run_dir: str, cfg: dict[str, Any], world: int, mixed_precision: str) -> list[str]:
     """``python -m accelerate.commands.launch ... -m engines.trl.rank_main <run_dir>``."""
-    args = ["--num_processes", str(world), "--num_machines", "1", "--main_process_port", str(_free_port()),
+    args = ["--num_processes", str(world), "--num_machines", "1", "--main_process_port", str(free_port()),
             "--mixed_precision", mixed_precision, "--dynamo_backend", "no"]
     if cfg["distributed"] != "ddp":
         from trl.cli.accelerate_config import resolve_accelerate_config_argument
