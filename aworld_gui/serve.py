@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import signal
 import sys
 import threading
 from pathlib import Path
@@ -36,6 +37,10 @@ def keep_credentials_private() -> None:
         ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)   # PR_SET_DUMPABLE = 4
     except (OSError, AttributeError):
         pass
+
+
+def _interrupt(signum, frame) -> None:
+    raise KeyboardInterrupt
 
 
 def wait_until_interrupted(demo) -> None:
@@ -78,6 +83,7 @@ def main(argv: list[str] | None = None) -> int:
                     show_error=True, allowed_paths=[str(runs_dir / ".exports")],
                     footer_links=["api", "settings"],   # Settings holds the language (English, 中文)
                     prevent_thread_lock=True, **launch_kwargs(demo))
+        signal.signal(signal.SIGTERM, _interrupt)   # ends like Ctrl-C: the check worker and chat model go too
         wait_until_interrupted(demo)
     finally:
         studio.close()
