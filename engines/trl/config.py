@@ -64,8 +64,9 @@ FIELDS: list[ConfigField] = [
                 max=10_000_000),
     ConfigField("save_total_limit", int, 2, "checkpoints kept", min=1, max=1000),
     ConfigField("samples_per_step", int, 2, "rollouts written to samples.jsonl per step", min=0, max=1000),
-    ConfigField("eval_steps", int, 0, "score the test set with the reward every N steps (0 = only at the end); "
-                "the engine's evaluation, not TRL's eval loop", min=0, max=10_000_000),
+    ConfigField("eval_steps", int, 0, "score the test set with the reward at step 0, every N steps and at the "
+                "end (0 = at step 0 and the end only); the engine's evaluation, not TRL's eval loop",
+                min=0, max=10_000_000),
     ConfigField("eval_samples", int, 32, "test prompts scored per evaluation", min=1, max=100_000),
     ConfigField("resume_from_checkpoint", str, None, "a checkpoint folder (of this or another run) to resume",
                 nullable=True),
