@@ -27,10 +27,17 @@ AWORLD_FORM = {"model": str(ROOT / "assets/models/tiny-letters"), "per_device_tr
 
 
 def test_aworld_form_trains_and_its_values_reach_trls_trainer(tmp_path):
-    trainer = AgentTrainer(AGENT, TRAIN, None, REWARD, dict(AWORLD_FORM), run_path=str(tmp_path / "runs"),
+    # the agent names another model (tiny-calc: 3 layers, 332 tokens); the config's `model` must win
+    agent = tmp_path / "agent_on_tiny_calc.yaml"
+    agent.write_text(Path(AGENT).read_text().replace("../models/tiny-letters", str(ROOT / "assets/models/tiny-calc")))
+    trainer = AgentTrainer(str(agent), TRAIN, None, REWARD, dict(AWORLD_FORM), run_path=str(tmp_path / "runs"),
                            train_engine_name="trl")
     assert trainer.train() == "finished"
     processor = trainer.train_processor
+    model = processor.trainer.model
+    assert model.config.name_or_path == AWORLD_FORM["model"]
+    assert (model.config.num_hidden_layers, model.config.vocab_size) == (2, 153)   # tiny-letters', not the agent's
+    assert processor.trainer.processing_class.name_or_path == AWORLD_FORM["model"]
     args = processor.trainer.args
     assert type(args).__name__ == "GRPOConfig"
     assert (args.per_device_train_batch_size, args.num_generations, args.loss_type, args.epsilon_high,
