@@ -54,16 +54,22 @@ def test_a_local_folder_resolves_and_a_missing_one_says_where_it_looked(tmp_path
 
 def test_a_hub_id_in_the_local_cache_trains_from_the_cache(tmp_path):
     snapshot = fake_hub_cache(tmp_path / "hub")
-    res = cli_check(tmp_path, {"model": "aworld/tiny-letters", "max_steps": 2},
+    res = cli_check(tmp_path, {"model": "aworld/tiny-letters", "max_steps": 2, "save_steps": 2},
                     HF_HUB_CACHE=str(tmp_path / "hub"), HF_HUB_OFFLINE="1")
     assert res.returncode == 0, res.stdout + res.stderr
     assert "memory estimate: ≈ " in res.stdout and "GB peak per process of" in res.stdout
-    js = subprocess.run([sys.executable, "-m", "engines", "check", *DEMO, "--config", str(tmp_path / "config.yaml"),
-                         "--json"], cwd=ROOT, env=dict(os.environ, HF_HUB_CACHE=str(tmp_path / "hub"),
-                                                           HF_HUB_OFFLINE="1"),
-                        capture_output=True, text=True, timeout=300)
-    config = next(r for r in json.loads(js.stdout) if r["module"] == "config")
-    assert config["details"]["model"] == {"name": "aworld/tiny-letters", "path": str(snapshot), "kind": "cache"}
+    # the id trains: the run loads the cached snapshot (the hub is offline), two steps
+    env = dict(os.environ, HF_HUB_CACHE=str(tmp_path / "hub"), HF_HUB_OFFLINE="1")
+    train = subprocess.run([sys.executable, "-m", "engines", "train", *DEMO, "--config", str(tmp_path / "config.yaml"),
+                            "--run-path", str(tmp_path / "runs")], cwd=ROOT, env=env, capture_output=True, text=True,
+                           timeout=300)
+    assert train.returncode == 0, train.stdout + train.stderr
+    run = Path(next(x for x in train.stderr.splitlines() if x.startswith("run directory: ")).split(": ", 1)[1])
+    events = [json.loads(line) for line in (run / "events.jsonl").read_text().splitlines()]
+    assert next(e for e in events if e["event"] == "model")["path"] == str(snapshot)
+    metrics = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    assert [m["step"] for m in metrics if "loss" in m] == [1, 2]
+    assert (run / "checkpoints" / "checkpoint-2" / "model.safetensors").is_file()
 
 
 @pytest.mark.parametrize("env", [{"HF_HUB_OFFLINE": "1"}, {"HF_ENDPOINT": "http://127.0.0.1:{port}"}],
