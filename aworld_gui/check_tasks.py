@@ -106,6 +106,7 @@ def reward_functions(path: str) -> list[dict[str, str]]:
 def check(inputs: dict[str, Any]) -> dict[str, Any]:
     """Every module's check, plus what Setup previews: parsed agent, dataset rows and columns,
     the first prompt through the chat template, the reward on sample rows, the effective config."""
+    from engines.isolated_checks import name_input_files
     from engines.prepare import check_all
 
     from .inputs import SetupInputs
@@ -115,7 +116,7 @@ def check(inputs: dict[str, Any]) -> dict[str, Any]:
     kwargs = si.check_kwargs()
     from .zygote import report_progress
 
-    results = check_all(**kwargs, on_module=report_progress)
+    results = name_input_files(check_all(**kwargs, on_module=report_progress), kwargs)
     by_module = {r.module: r.to_dict() for r in results}
     out: dict[str, Any] = {"results": by_module}
     out["preview"] = {"train": _preview(si.train), "test": _preview(si.test) if si.test else None}

@@ -4,6 +4,9 @@ load user code into their own process, and how a check that hangs or crashes is 
 """
 from __future__ import annotations
 
+import os
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from .check_result import CHECKED_MODULES, ERROR, WARNING, CheckError, CheckResult
@@ -56,8 +59,43 @@ def check_all_isolated(timeout_s: float | None = None, **kwargs: Any) -> list[Ch
     _preload(kwargs.get("train_engine_name"))
     outcome: Outcome = run_isolated(_check_all, {"kwargs": kwargs}, timeout_s=timeout_s, env=env)
     if outcome.ok:
-        return outcome.value
-    return results_for_failure(outcome.kind, describe(outcome), outcome.stage)
+        return name_input_files(outcome.value, kwargs)
+    return name_input_files(results_for_failure(outcome.kind, describe(outcome), outcome.stage), kwargs)
+
+
+def _input_files(kwargs: dict[str, Any]) -> dict[str, list[str]]:
+    """module → the names its error may be about: the agent's and the config's file, the reward
+    files and functions (``file.py:fn``); nothing for inputs that are not files."""
+
+    def file_name(value: Any) -> list[str]:
+        if isinstance(value, (str, os.PathLike)) and "\n" not in str(value) and len(str(value)) < 4096 \
+                and os.path.isfile(os.path.expanduser(str(value))):
+            return [Path(str(value)).name]
+        return []
+
+    refs = kwargs.get("reward_func")
+    refs = refs if isinstance(refs, (list, tuple)) else [refs]
+    rewards = []
+    for ref in refs:
+        ref = ref.get("ref") if isinstance(ref, dict) else ref   # the CLI's {"ref": "r.py:fn", "weight": 1.0}
+        file, _, fn = str(ref).rpartition(":") if isinstance(ref, str) and ".py:" in ref else ("", "", "")
+        if file:
+            rewards.append(f"{Path(file).name}:{fn.split('@')[0].split('(')[0]}")
+    return {"agent": file_name(kwargs.get("agent")), "config": file_name(kwargs.get("config")), "reward": rewards}
+
+
+def name_input_files(results: list[CheckResult], kwargs: dict[str, Any]) -> list[CheckResult]:
+    """A module's error that names none of its input files (e.g. "`learning_rate` must be float" from
+    config.yaml, a reward file's dry run that timed out) starts with the file: "config.yaml: …"."""
+    names = _input_files(kwargs)
+    out = []
+    for r in results:
+        mine = names.get(r.module) or []
+        named = any(n in r.message or n.partition(":")[0] in r.message for n in mine)
+        if r.status == ERROR and mine and not named and not r.message.startswith("not checked"):
+            r = replace(r, message=f"{', '.join(mine)}: {r.message}")
+        out.append(r)
+    return out
 
 
 def _preload(engine: str | None) -> None:

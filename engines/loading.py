@@ -13,6 +13,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from .sandbox import report_doing
+
 
 class ReferenceError_(ValueError):
     pass
@@ -49,11 +51,14 @@ def load_module_from_file(path: Path):
         raise ReferenceError_(f"cannot import {path}")
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
+    report_doing(f"importing {path.name}")   # named if the import hangs or kills an isolated check
     try:
         spec.loader.exec_module(module)
     except BaseException:
         sys.modules.pop(name, None)
         raise
+    finally:
+        report_doing(None)
     return module
 
 

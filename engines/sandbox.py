@@ -44,6 +44,7 @@ _HDR = struct.Struct(">Q")
 _PR_SET_CHILD_SUBREAPER = 36
 
 _progress_fd: int | None = None     # in a call's child: where report_progress writes
+_stage: str | None = None           # in a call's child: the stage last reported
 _inside = False                     # True in a call's child
 
 
@@ -61,14 +62,26 @@ def inside() -> bool:
     return _inside
 
 
-def report_progress(stage: str) -> None:
+def report_progress(stage: str, doing: str | None = None) -> None:
     """Called by the work (in its child) as it moves on, e.g. to the next module's check: a call that
-    then times out or crashes is reported with this stage."""
+    then times out or crashes is reported with this stage. ``doing`` says which user code runs now
+    (e.g. "calling score() from reward.py on 3 sample row(s) of train.jsonl"): the failure's message
+    ends with it."""
+    global _stage
+    _stage = str(stage)
     if _progress_fd is not None:
+        line = str(stage) + (f"\t{doing}" if doing else "")
         try:
-            os.write(_progress_fd, (str(stage).replace("\n", " ") + "\n").encode())
+            os.write(_progress_fd, (line.replace("\n", " ") + "\n").encode())
         except OSError:
             pass
+
+
+def report_doing(doing: str | None) -> None:
+    """Say which user code runs now within the current stage (e.g. "importing reward.py"), or ``None``
+    once it is done: a call that hangs or dies there is reported with it."""
+    if _progress_fd is not None and _stage is not None:
+        report_progress(_stage, doing)
 
 
 @dataclass
@@ -312,8 +325,19 @@ class IsolatedCall:
 
     @property
     def stage(self) -> str | None:
+        return self._last_progress()[0]
+
+    @property
+    def doing(self) -> str | None:
+        """What the call last said it was doing within its stage (``report_progress(stage, doing)``)."""
+        return self._last_progress()[1]
+
+    def _last_progress(self) -> tuple[str | None, str | None]:
         lines = self._progress.decode("utf-8", errors="replace").splitlines()
-        return lines[-1] if lines else None
+        if not lines:
+            return None, None
+        stage, _, doing = lines[-1].partition("\t")
+        return stage, doing or None
 
     def pump(self, ready: Iterable[int] = ()) -> bool:
         """Read what is there (``ready``: fds that select() found readable; reading is non-blocking,
@@ -420,6 +444,7 @@ class IsolatedCall:
         self._out.close()
         seconds = round(time.monotonic() - self.started, 3)
         base = dict(stage=self.stage, output=output, seconds=seconds, killed=sorted(set(self._killed)))
+        doing = f" while {self.doing}" if self.doing else ""
         if self._frame is not None:
             try:
                 ok, payload = pickle.loads(self._frame)
@@ -432,7 +457,7 @@ class IsolatedCall:
                                         traceback=payload.get("traceback", ""),
                                         exit_status=payload.get("exit_status"), **base)
         elif self._ended == "timeout":
-            self._outcome = Outcome(False, kind="timeout", error=f"timed out after {self.timeout_s:g} s (the call "
+            self._outcome = Outcome(False, kind="timeout", error=f"timed out after {self.timeout_s:g} s{doing} (the call "
                                     "and everything it started were killed)", **base)
         elif self._ended == "cancelled":
             self._outcome = Outcome(False, kind="cancelled",
@@ -442,12 +467,12 @@ class IsolatedCall:
             if os.WIFSIGNALED(status):
                 sig = os.WTERMSIG(status)
                 self._outcome = Outcome(False, kind="crash", signal=sig,
-                                        error=f"was killed by signal {sig} ({signal_name(sig)})", **base)
+                                        error=f"was killed by signal {sig} ({signal_name(sig)}){doing}", **base)
             else:
                 code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else status
                 self._outcome = Outcome(False, kind="exit", exit_status=code,
                                         error=f"exited with status {code} (os._exit or a crash in native code) "
-                                              "before it returned", **base)
+                                              f"before it returned{',' if doing else ''}{doing}", **base)
         return self._outcome
 
 

@@ -11,6 +11,8 @@ A case::
       engines: [trl]                      # default [trl]
       via: [studio, api, cli]             # default [studio, api]
       expect: {module: agent, status: error, says: ["agent.yaml", "line 3"], within_s: 40}
+      # `says`: in the message on every channel; `file: agent.yaml`: the input file the message also
+      # names where the check gets a path (the Python API, the CLI; the studio's config is editor text)
 
 Omitted inputs are the shipped letters demo's (the test set only when the train set is omitted too).
 """
@@ -57,6 +59,10 @@ class Case:
     @property
     def says(self) -> list[str]:
         return list(self.expect.get("says") or [])
+
+    @property
+    def file(self) -> str | None:
+        return self.expect.get("file")
 
     @property
     def within_s(self) -> float:

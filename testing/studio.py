@@ -76,6 +76,18 @@ class StudioProcess:
             terminate_tree(self.proc.pid, grace_s=0)
             self.proc.wait(timeout=10)
 
+    def log_size(self) -> int:
+        """How many bytes the studio's log holds now (a mark for :meth:`log_text`)."""
+        return self.log_path.stat().st_size if self.log_path.exists() else 0
+
+    def log_text(self, start: int = 0) -> str:
+        """What the studio (and its check worker) wrote to its log from byte ``start`` on."""
+        if not self.log_path.exists():
+            return ""
+        with open(self.log_path, "rb") as f:
+            f.seek(start)
+            return f.read().decode("utf-8", errors="replace")
+
     def __enter__(self) -> "StudioProcess":
         return self.start()
 

@@ -6,8 +6,10 @@ its isolated child either way; two cases also in a real CLI process) and the Pyt
 
 * an answer within the case's time limit (the checks' own limit is ``TIMEOUT_S``);
 * the module the case names has the expected status (an error unless the case says), and its message
-  says what the case lists: the file, the line/column/key where there is one, the fix;
-* no traceback in anything the user sees;
+  says what the case lists: the file, the line/column/key where there is one, the fix; where the input
+  names a file (an upload in the studio, a path in the API and CLI; not the studio's config text), the
+  file the case names (``file``);
+* no traceback in anything the user sees, nor in the studio's own log;
 * the studio still answers afterwards;
 * no process left behind: this process's descendants are the same before and after, and every
   process the corpus's own code started (recorded under ``{pids}``) is gone.
@@ -72,7 +74,9 @@ def studio(corpus):
     client = Client(app.url, verbose=False)
     client.predict(api_name="/list_runs")
     yield app, client
+    log = app.log_text()
     app.stop()
+    assert "Traceback" not in log, log[-5000:]   # nothing went wrong behind the answers either
 
 
 def descendants() -> set[int]:
@@ -185,6 +189,7 @@ def test_bad_input(case, via, engine, corpus, request, capsys):
     else:
         request.getfixturevalue("preloaded")
     before = descendants()
+    log_start = app.log_size() if via == "studio" else 0
     t0 = time.monotonic()
     if via == "studio":
         modules, seen = via_studio(case, engine, inputs, folder, client)
@@ -200,10 +205,14 @@ def test_bad_input(case, via, engine, corpus, request, capsys):
     assert result["status"] == case.status, f"{case.module}: {result}"
     for text in case.says:
         assert text in result["message"], f"{text!r} not in the {case.module} message: {result['message']!r}"
+    if case.file and (via != "studio" or case.module != "config"):   # a file given (the studio's config is text)
+        assert case.file in result["message"], f"{case.file!r} not in the {case.module} message: {result['message']!r}"
     assert "Traceback" not in seen, seen[-3000:]
     if via == "studio":
         assert "runs" in client.predict(api_name="/list_runs")   # the studio still answers
         assert app.proc.poll() is None
+        log = app.log_text(log_start)
+        assert "Traceback" not in log, log[-3000:]   # nor in the studio's own log (its worker's included)
     # nothing left behind: this process's descendants as before, the corpus's own children gone
     wait_for(lambda: descendants() <= before, 15, f"the processes started by {case.id} to end "
              f"(left: {sorted(descendants() - before)})")

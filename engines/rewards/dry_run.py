@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ..check_result import CheckError, CheckResult
+from ..sandbox import report_progress
 from .calling import TRL, Batch, RewardError, Trace
 from .catalog import aspect_of, example_for
 from .mix import Reward
@@ -53,6 +54,15 @@ def _where(bundle: Any, row: int) -> str:
     return locate_rows(source, [row])[row] + (f" of {Path(source).name}" if source else "")
 
 
+def _calling(term: Any, n: int, bundle: Any) -> tuple[str, str]:
+    """Which user code the dry run calls now and on what, for a check that hangs, exits or dies in it
+    ("score() from reward.py", "3 sample row(s) of train.jsonl")."""
+    file, _, fn = (term.ref or "").rpartition(":")
+    what = f"{fn}() from {Path(file).name}" if file.endswith(".py") else (term.ref or f"reward '{term.name}'")
+    source = getattr(bundle, "train_source", None)
+    return what, f"{n} sample row(s)" + (f" of {Path(source).name}" if source else "")
+
+
 def dry_run_reward(reward: Reward, bundle: Any, rows: int = 3, system_prompt: str | None = None,
                    tokenizer: Any = None) -> CheckResult:
     """Call the reward on a few dataset rows with the reference answer and a wrong one."""
@@ -89,8 +99,14 @@ def dry_run_reward(reward: Reward, bundle: Any, rows: int = 3, system_prompt: st
     batch.extras["log_metric"] = lambda name, value: extras_log.__setitem__(name, value)
     parts: dict[str, list] = {}
     for term in reward.terms:
+        what, on = _calling(term, n, bundle)
+        report_progress("reward", f"calling {what} on {on}")   # named if the call hangs or kills the check
         try:
             parts[term.name] = reward._term_batch(term, batch)
+        except SystemExit as e:
+            raise CheckError("reward", f"the reward module's code called sys.exit({e.code!r}) in {what} (dry run on "
+                             f"{on})", "user code must not exit the check: return a value or raise an exception",
+                             calls=trace.to_dict()) from None
         except CheckError as e:
             j = getattr(e, "aworld_sample", None)
             where = (f"{_where(bundle, meta[j][0])}, {meta[j][1]} answer" if j is not None else
