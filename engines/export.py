@@ -14,6 +14,7 @@ from .check_result import CheckError
 from .checkpoints import ModelRef, load, resolve
 from .evaluation import list_evals, read_metrics
 from .rundir import RunDir
+from .secret_values import mask_secrets, public_url
 
 EXPORTS_DIR = "exports"
 TOKEN_ENV = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN")
@@ -28,8 +29,21 @@ def latest_evaluation(run: RunDir, label: str) -> tuple[str, dict] | None:
     return None
 
 
+def public_spec(spec: dict) -> dict:
+    """run.yaml as it may be published: every secret written literally in it masked (run.yaml keeps them for
+    the run's own process; a model card is served by the studio and pushed to the Hub)."""
+    def urls(obj):
+        if isinstance(obj, dict):
+            return {k: urls(v) for k, v in obj.items()}
+        if isinstance(obj, list):
+            return [urls(v) for v in obj]
+        return public_url(obj)
+
+    return urls(mask_secrets(spec))
+
+
 def model_card(run: RunDir, ref: ModelRef, evaluation: tuple[str, dict] | None) -> str:
-    spec = run.read_spec()
+    spec = public_spec(run.read_spec())
     agent = spec.get("agent") or {}
     lines = [f"# {agent.get('name', 'agent')} — {ref.label} of run {run.run_id}", "",
              f"Trained with AWorld Trainer Studio (engine `{spec.get('engine')}`) from `{Path(ref.base).name}`"

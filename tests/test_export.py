@@ -12,20 +12,27 @@ import pytest
 
 from engines import CheckError
 from engines.checkpoints import load, resolve
+from engines.data import load_datasets, prompt_messages
 from engines.export import export_checkpoint
 from engines.prepare import prepare_run
 
 ROOT = Path(__file__).resolve().parent.parent
-PROMPTS = ["Say the letter A:", "Write the letter D:", "Print the letter G:", "Type B:", "Say the letter H:"]
+TEST_SET = ROOT / "assets/datasets/letters_test.jsonl"
 
 
-def greedy(model, tokenizer, system: str, n_tokens: int = 3) -> list[list[int]]:
+def held_out_prompts(system: str) -> list[list[dict]]:
+    """The demo's held-out test prompts (all 16) as the engines give them to the model: the agent's system
+    prompt, then the row's prompt (engines.data.prompt_messages)."""
+    bundle = load_datasets(str(TEST_SET))
+    return [prompt_messages(row, bundle.columns, system) for row in bundle.train]
+
+
+def greedy(model, tokenizer, system: str, n_tokens: int = 4) -> list[list[int]]:
     import torch
 
     out = []
-    for p in PROMPTS:
-        text = tokenizer.apply_chat_template([{"role": "system", "content": system}, {"role": "user", "content": p}],
-                                             add_generation_prompt=True, tokenize=False)
+    for messages in held_out_prompts(system):
+        text = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
         enc = tokenizer(text, return_tensors="pt", add_special_tokens=False)
         with torch.no_grad():
             ids = model.generate(**enc, max_new_tokens=n_tokens, do_sample=False, pad_token_id=tokenizer.pad_token_id)
@@ -54,7 +61,8 @@ def test_an_export_loads_alone_and_reproduces_the_checkpoint(trained_letters, tm
     system = trained_letters.train_processor.agent_spec.system_prompt
     ckpt_model, ckpt_tok = load(resolve("checkpoint-300", trained_letters.train_processor.agent_spec.model, run),
                                 device="cpu")
-    assert greedy(exported, tokenizer, system) == greedy(ckpt_model, ckpt_tok, system)
+    outputs = greedy(exported, tokenizer, system)
+    assert len(outputs) == 16 and outputs == greedy(ckpt_model, ckpt_tok, system)     # every held-out prompt
 
 
 def test_a_lora_adapter_is_merged_into_its_base(tmp_path, demo):
@@ -99,3 +107,23 @@ def test_pushing_needs_a_token_and_never_shows_it(tmp_path, demo, monkeypatch):
         export_checkpoint(run.path, "base", tmp_path / "y", push_to_hub="me/letters")
     assert "pushing to the Hub repo me/letters failed" in str(err.value) and secret not in str(err.value)
     assert not any(secret in p.read_text(errors="ignore") for p in (tmp_path / "y").rglob("*") if p.is_file())
+
+
+def test_a_secret_written_literally_in_run_yaml_reaches_no_file_of_the_export(tmp_path, demo):
+    """run.yaml keeps a literal key for the run's own process (tests/test_secrets.py); the exported folder
+    (served by the studio, pushed to the Hub) shows it masked in its model card."""
+    key, password = "sk-literal-wandb-key-0123", "url-pass-0456"
+    run = prepare_run(demo["agent"], demo["train"], demo["test"], demo["reward"], {"max_steps": 1},
+                      train_engine_name="trl", runs_dir=str(tmp_path / "runs"))
+    spec = run.read_spec()
+    spec["config"]["env_vars"] = {"WANDB_API_KEY": key, "WANDB_PROJECT": "letters"}
+    spec["config"]["mlflow_tracking_uri"] = f"http://me:{password}@127.0.0.1:5000"
+    run.write_spec(spec)
+    assert key in run.file("run.yaml").read_text()
+    folder = export_checkpoint(run.path, "base", tmp_path / "model")
+    leaks = [p.name for p in folder.rglob("*") if p.is_file() and
+             (key.encode() in p.read_bytes() or password.encode() in p.read_bytes())]
+    assert leaks == []
+    card = (folder / "README.md").read_text()
+    assert 'WANDB_API_KEY: \'****\'' in card and "WANDB_PROJECT: letters" in card     # masked, not dropped
+    assert "http://me:****@127.0.0.1:5000" in card
