@@ -1,11 +1,12 @@
 """The studio's side of chat: it starts the chat model as a process of its own
 (``aworld-train chat-serve``, see engines/chat_server.py), one loaded model at a time, talks to it over
 HTTP on 127.0.0.1 with the token the process wrote to ``chat.json``, and never imports torch. A model
-process that died is started again with the next message, and the cause is said (from its state file or
-the tail of its log)."""
+process that died (or exited after its idle time) is started again with the next message, and that reply
+says so with the cause (from its state file, else how it ended and what it logged after it was ready)."""
 from __future__ import annotations
 
 import json
+import signal
 import sys
 import threading
 import time
@@ -33,6 +34,19 @@ def _tail(path: Path, n: int = 1500) -> str:
     return "\n".join(lines[-6:])[-n:]
 
 
+def _log_since_ready(path: Path, n: int = 1500) -> str:
+    """The last lines the model process logged after it said it was ready (its crash output, if any)."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
+    mark = text.rfind(" ready on 127.0.0.1:")
+    if mark >= 0:
+        text = text[text.find("\n", mark) + 1:] if "\n" in text[mark:] else ""
+    lines = [ln for ln in text.strip().splitlines() if ln.strip()]
+    return "\n".join(lines[-6:])[-n:]
+
+
 class ChatService:
     def __init__(self, runs_dir: str | Path, idle_timeout_s: float = 600.0):
         self.dir = Path(runs_dir) / CHAT_DIR
@@ -53,6 +67,19 @@ class ChatService:
     def _alive(self) -> bool:
         return self._proc is not None and self._proc.poll() is None
 
+    def _exit_cause(self, state: dict) -> str:
+        """Why the model process is gone: what it wrote in its state file (an idle exit, a load error), else
+        how it ended (exit code or signal) and what it logged after it was ready."""
+        if state.get("error") and state.get("pid") == getattr(self._proc, "pid", None):
+            return str(state["error"])
+        rc = self._proc.poll() if self._proc is not None else None
+        try:
+            how = f"killed by {signal.Signals(-rc).name}" if rc is not None and rc < 0 else f"exit code {rc}"
+        except ValueError:
+            how = f"killed by signal {-rc}"
+        logged = _log_since_ready(self.dir / "chat.log")
+        return how + (f": {logged}" if logged else "")
+
     def stop(self) -> None:
         with self._lock:
             self._stop()
@@ -69,15 +96,18 @@ class ChatService:
 
     def ensure(self, run_dir: str, checkpoint: str) -> dict:
         """The model process for (run, checkpoint), started (and loaded) if it is not already; another
-        model is stopped first. Raises :class:`ChatError` with the cause when it cannot load."""
+        model is stopped first. Raises :class:`ChatError` with the cause when it cannot load. When the
+        process of this same model had died (or exited after its idle time), the state returned carries
+        ``restarted_after``: why it had stopped."""
         key = (str(run_dir), checkpoint or "latest")
+        restarted = None
         with self._lock:
             state = self._state()
             if self._key == key and self._alive() and state.get("ready"):
                 return state
             if self._key == key and self._key is not None and not self._alive():
                 self.restarts += 1
-                self.last_cause = state.get("error") or _tail(self.dir / "chat.log") or "it exited"
+                restarted = self.last_cause = self._exit_cause(state)
             self._stop()
             self.dir.mkdir(parents=True, exist_ok=True)
             (self.dir / "chat.json").unlink(missing_ok=True)
@@ -89,7 +119,7 @@ class ChatService:
             while time.monotonic() < deadline:
                 state = self._state()
                 if state.get("ready") and state.get("pid") == self._proc.pid:
-                    return state
+                    return {**state, "restarted_after": restarted} if restarted else state
                 if state.get("error") or not self._alive():
                     cause = state.get("error") or _tail(self.dir / "chat.log") or "the process exited"
                     self._stop()
@@ -101,8 +131,11 @@ class ChatService:
     # -- a reply ------------------------------------------------------------------------------------
     def stream(self, run_dir: str, checkpoint: str, messages: list[dict], temperature: float = 0.7,
                max_new_tokens: int | None = None) -> Iterator[dict]:
-        """The model's events for a reply (see engines/chat_server.py)."""
+        """The model's events for a reply (see engines/chat_server.py), led by ``{"type": "restarted",
+        "cause"}`` when the model's process had stopped since the last message and was started again."""
         state = self.ensure(run_dir, checkpoint)
+        if state.get("restarted_after"):
+            yield {"type": "restarted", "cause": state["restarted_after"]}
         body = json.dumps({"messages": messages, "temperature": temperature,
                            "max_new_tokens": max_new_tokens}).encode()
         req = urllib.request.Request(f"http://127.0.0.1:{state['port']}/chat", data=body, method="POST",
@@ -115,7 +148,7 @@ class ChatService:
         except (urllib.error.URLError, ConnectionError, TimeoutError, json.JSONDecodeError) as e:
             time.sleep(0.2)
             if not self._alive():
-                cause = _tail(self.dir / "chat.log") or str(e)
+                cause = self._exit_cause(self._state()) or str(e)
                 self.last_cause = cause
                 raise ChatError(f"the chat model's process died ({cause}); it starts again with your next message")
             raise ChatError(f"the chat model did not answer: {e}")

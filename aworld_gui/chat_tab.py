@@ -1,6 +1,7 @@
 """Chat: talk to a run's base model or any of its checkpoints, with the agent's system prompt and tools
 (tool calls really run and show, folded, with their results); the reply streams. The model lives in a
-process of its own (aworld_gui/chat_client.py), loaded on first use and freed after an idle time."""
+process of its own (aworld_gui/chat_client.py), loaded on first use and freed after an idle time; a reply
+after that process had stopped (died, or freed when idle) is led by a line saying so, with the cause."""
 from __future__ import annotations
 
 import json
@@ -31,6 +32,16 @@ def _call_text(call: dict) -> str:
     fn = call.get("function") or {}
     args = fn.get("arguments")
     return f'{fn.get("name", "?")}({args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)})'
+
+
+def restart_note(cause: str) -> dict:
+    """The folded line that leads a reply when the model's process had stopped and was started again: the
+    cause (its first line) in the title, all of it inside."""
+    cause = (cause or "").strip() or "it exited"
+    first = cause.splitlines()[0]
+    first = first if len(first) <= 160 else first[:157] + "..."
+    return {"role": "assistant", "content": cause,
+            "metadata": {"title": f"⚠ the chat model had stopped ({first}) and was restarted"}}
 
 
 def history_for_model(history: list[dict]) -> list[dict]:
@@ -88,7 +99,8 @@ class ChatTab:
             models = self.studio.model_choices(run_id) if run_id else []
         except ValueError:
             models = []
-        return gr.update(choices=models, value=models[-1] if models else None)
+        own = [value for _, value in models if "/" not in value]       # base, then this run's checkpoints
+        return gr.update(choices=models, value=own[-1] if own else None)
 
     def on_send(self, text, history, run_id, model, temperature):
         history = list(history or [])
@@ -104,12 +116,17 @@ class ChatTab:
         reply = {"role": "assistant", "content": ""}
         history.append(reply)
         status = (f'<span class="aw-muted">{render.esc(model)} of {render.esc(run_id)}</span>')
+        restarted, restarts_before = None, self.service.restarts
         yield history, "", status + f' <span class="aw-muted">— {_("loading the model…")}</span>'
         try:
             path = str(self.studio.run_path(run_id))
             for event in self.service.stream(path, model, sent, float(temperature or 0.0)):
                 kind = event.get("type")
-                if kind == "token":
+                if kind == "restarted":       # said before the reply, folded like the tool lines
+                    restarted = event.get("cause") or ""
+                    history.insert(len(history) - 1, restart_note(restarted))
+                    yield history, "", status
+                elif kind == "token":
                     reply["content"] += event["text"]
                     yield history, "", status
                 elif kind == "message":
@@ -138,5 +155,7 @@ class ChatTab:
         except (ChatError, ValueError) as e:
             if not reply["content"]:
                 history.remove(reply)
-            note = f" ({_('restarted after:')} {render.esc(self.service.last_cause)})" if self.service.restarts else ""
+            if restarted is None and self.service.restarts > restarts_before:   # it stopped, then failed to load
+                restarted = self.service.last_cause
+            note = f" ({_('restarted after:')} {render.esc(restarted)})" if restarted else ""
             yield history, text, f'<div class="aw-msg aw-msg-error" data-testid="chat-error">{render.esc(e)}{note}</div>'

@@ -84,3 +84,42 @@ def test_a_model_that_cannot_load_says_why(tmp_path, demo):
     with pytest.raises(ChatError, match="could not load: run .* has no checkpoint 'checkpoint-9'"):
         list(service.stream(str(run.path), "checkpoint-9", [{"role": "user", "content": "hi"}]))
     service.stop()
+
+
+def test_the_reply_after_the_model_process_died_says_it_was_restarted_and_why(tmp_path, demo):
+    """The chat tab's own handler: a message, the model's process killed, the next message — its reply is
+    led by a folded line naming the cause (not sent to the model), and the reply still comes."""
+    from aworld_gui.chat_tab import ChatTab, history_for_model
+    from aworld_gui.check_worker import CheckWorker
+    from aworld_gui.studio import Studio
+
+    studio = Studio(tmp_path / "runs", worker=CheckWorker())        # not started: chat needs no check worker
+    run = prepare_run(demo["agent"], demo["train"], demo["test"], demo["reward"], {"max_steps": 1},
+                      train_engine_name="trl", runs_dir=str(studio.runs_dir))
+    tab = ChatTab(studio)
+
+    def send(text, history):
+        history, box, status = list(tab.on_send(text, history, run.run_id, "base", 0.0))[-1]
+        assert "chat-ready" in str(status) and box == "", status
+        return history
+
+    def notes(history):
+        return [m for m in history if "restarted" in (m.get("metadata") or {}).get("title", "")]
+
+    try:
+        history = send("Say the letter A:", [])
+        assert notes(history) == []
+        os.kill(studio.chat._proc.pid, signal.SIGKILL)
+        studio.chat._proc.wait(timeout=10)
+        history = send("Say the letter B:", history)
+        [note] = notes(history)
+        assert note["metadata"]["title"].startswith("⚠ the chat model had stopped (killed by SIGKILL")
+        assert note["metadata"]["title"].endswith("and was restarted")
+        i = history.index(note)
+        assert history[i - 1] == {"role": "user", "content": "Say the letter B:"}
+        assert history[i + 1]["role"] == "assistant" and history[i + 1]["content"]      # the reply came
+        assert note["content"] not in [m["content"] for m in history_for_model(history)]   # never sent to the model
+        history = send("Say the letter C:", history)
+        assert len(notes(history)) == 1                  # the process kept running: no new note
+    finally:
+        studio.chat.stop()
