@@ -189,7 +189,8 @@ class EvaluateTab:
             evals = self.studio.evaluations(run_id)
         except ValueError:
             return gr.update(choices=[], value=[]), gr.update(choices=[], value=None)
-        picked = ["base"] + ([models[-1]] if len(models) > 1 else [])
+        own = [value for _, value in models if value != "base" and "/" not in value]   # this run's checkpoints
+        picked = ["base"] + own[-1:]
         return (gr.update(choices=models, value=picked),
                 gr.update(choices=self._eval_choices(evals), value=evals[0]["eval_id"] if evals else None))
 

@@ -1,6 +1,8 @@
 """Which model an evaluation, a chat or an export uses, checked before anything loads: the agent's
-base model, a run's checkpoint by name (``checkpoint-400``; ``latest``), or any folder — full weights or a
-LoRA adapter over the base. Errors say what is wrong and what to pick instead (a pruned checkpoint,
+base model, a run's checkpoint by name (``checkpoint-400``; ``latest``), a checkpoint of another run in the
+same runs directory (``<run_id>/checkpoint-400``), or any folder — full weights or a LoRA adapter over the
+base. A checkpoint of another run is labelled ``<run_id>/<checkpoint>``, so it never shares a label with
+this run's own. Errors say what is wrong and what to pick instead (a pruned checkpoint,
 another architecture than the agent's model, a model too large for this machine's memory)."""
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .check_result import CheckError
-from .rundir import RunDir
+from .rundir import CHECKPOINTS_DIR, RunDir
 
 WEIGHT_GLOBS = ("*.safetensors", "pytorch_model*.bin", "adapter_model.safetensors", "adapter_model.bin")
 BASE = "base"
@@ -43,9 +45,28 @@ def _weights(folder: Path) -> list[Path]:
     return sorted({p for g in WEIGHT_GLOBS for p in folder.glob(g)})
 
 
+def _sibling_checkpoint(run: RunDir, name: str) -> Path | None:
+    """``<run_id>/<checkpoint>``: that checkpoint of another run beside ``run`` (same runs directory)."""
+    other, sep, ckpt = name.partition("/")
+    if not sep or not other or not ckpt or "/" in ckpt or {other, ckpt} & {".", ".."}:
+        return None
+    sibling = RunDir(run.path.parent / other)
+    folder = sibling.checkpoints_dir / ckpt
+    return folder if folder.is_dir() and sibling.file("run.yaml").is_file() else None
+
+
+def _owning_run(folder: Path) -> Path | None:
+    """The run directory whose ``checkpoints/`` holds ``folder``, if any."""
+    folder = folder.resolve()
+    if folder.parent.name == CHECKPOINTS_DIR and (folder.parent.parent / "run.yaml").is_file():
+        return folder.parent.parent
+    return None
+
+
 def resolve(checkpoint: str | None, base_model: str, run: RunDir | None = None) -> ModelRef:
     """``None``/``latest``: the run's newest checkpoint (the base model when it has none); ``base``: the
-    base model; a name: that checkpoint of the run; else a folder path."""
+    base model; a name: that checkpoint of the run; ``<run_id>/<name>``: a checkpoint of another run in the
+    same runs directory; else a folder path."""
     run_id = run.run_id if run is not None else None
     name = (checkpoint or LATEST).strip()
     if name == BASE:
@@ -57,8 +78,17 @@ def resolve(checkpoint: str | None, base_model: str, run: RunDir | None = None) 
         folder = found[-1]
     elif run is not None and (run.checkpoints_dir / name).is_dir():
         folder = run.checkpoints_dir / name
+    elif run is not None and _sibling_checkpoint(run, name) is not None:
+        folder = _sibling_checkpoint(run, name)
     elif os.sep in name or name.startswith((".", "~")) or Path(name).is_dir():
         folder = Path(os.path.expanduser(name)).resolve()
+        other, _, ckpt = name.partition("/")
+        sibling = RunDir(run.path.parent / other) if run is not None and other not in ("", ".", "..") and \
+            ckpt and "/" not in ckpt else None
+        if not folder.is_dir() and sibling is not None and sibling.file("run.yaml").is_file():
+            kept = [f"{other}/{p.name}" for p in sibling.checkpoints()]
+            raise CheckError("checkpoint", f"run {other} has no checkpoint '{ckpt}'",
+                             f"pick one of: {', '.join(kept)}" if kept else f"run {other} has no checkpoints yet")
         if not folder.is_dir():
             raise CheckError("checkpoint", f"checkpoint folder '{name}' does not exist",
                              "give the folder of a checkpoint (checkpoints/checkpoint-<step> of a run) or an export")
@@ -69,6 +99,9 @@ def resolve(checkpoint: str | None, base_model: str, run: RunDir | None = None) 
                          + (" (older checkpoints are pruned: save_total_limit keeps the last few)" if kept else ""),
                          f"pick one of: {', '.join(kept + [BASE])}" if kept else "train the run first, or use 'base'")
     label = folder.name
+    owner = _owning_run(folder)
+    if owner is not None and (run is None or owner != run.path.resolve()):   # another run's checkpoint
+        label, run_id = f"{owner.name}/{folder.name}", owner.name
     if (folder / "actor").is_dir():           # a verl checkpoint: its Hugging Face form, when it was saved
         hf = folder / "actor" / "huggingface"
         if not _weights(hf):

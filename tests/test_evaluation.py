@@ -159,3 +159,74 @@ def test_a_verl_checkpoint_in_fsdp_form_says_how_to_convert_it(letters_run, demo
     (ck / "model_world_size_1_rank_0.pt").write_bytes(b"x")
     with pytest.raises(CheckError, match="verl.model_merger merge --backend fsdp"):
         resolve("global_step_10", demo["model"], letters_run)
+
+
+def test_evaluating_an_mcp_agent_labels_its_calls_and_results_with_the_server(tmp_path):
+    trainer = AgentTrainer(agent=str(A / "agents/calc_mcp_agent.yaml"), train_dataset=str(A / "datasets/calc_train.jsonl"),
+                           test_dataset=str(A / "datasets/calc_test.jsonl"),
+                           reward_func=str(A / "rewards/calc_reward.py") + ":calc_reward", config={"max_steps": 2},
+                           run_path=str(tmp_path / "runs"), train_engine_name="trl")
+    result = asyncio.run(trainer.inference(max_samples=6))          # the base model, its tool on the MCP server
+    assert result.model == "base" and result.metrics["tool_calls"] >= 1
+    executed = [p for p in result.predictions if any(m["role"] == "tool" for m in p["trajectory"])]
+    assert executed, result.predictions[0]
+    for p in executed:   # every call went to the calculator server, which computed the result
+        turns = p["trajectory"]
+        for i, m in enumerate(turns):
+            for call in m.get("tool_calls") or []:
+                tool = next(t for t in turns[i + 1:] if t["role"] == "tool")
+                assert call["server"] == "calculator" and tool["server"] == "calculator", (call, tool)
+                args = call["function"]["arguments"]
+                assert call["function"]["name"] == "add" and tool["content"] == str(args["a"] + args["b"])
+    # as written to the evaluation's predictions.jsonl (what the Monitor shows)
+    written = [json.loads(line) for line in (result.path / "predictions.jsonl").read_text().splitlines()]
+    assert any(m.get("server") == "calculator" for p in written for m in p["trajectory"] if m["role"] == "tool")
+
+
+def test_the_studio_offers_and_evaluates_checkpoints_of_other_runs(tmp_path, demo):
+    """The Evaluate tab's choices: the base model, this run's checkpoints, and every other run's, labelled with
+    that run; one of another run evaluates beside this run's own (its own label in the results), and one of
+    another architecture is refused with the reason before anything starts."""
+    import shutil
+
+    from aworld_gui.check_worker import CheckWorker
+    from aworld_gui.run_cache import RunCache
+    from aworld_gui.studio import Studio
+    from engines.runs import effective_status
+    from testing.waiting import wait_for
+
+    studio = Studio(tmp_path / "runs", worker=CheckWorker(), cache=RunCache())
+    runs_dir = str(studio.runs_dir)
+    mine = prepare_run(demo["agent"], demo["train"], demo["test"], demo["reward"], {"max_steps": 1},
+                       train_engine_name="trl", runs_dir=runs_dir)
+    other = prepare_run(demo["agent"], demo["train"], demo["test"], demo["reward"], {"max_steps": 1},
+                        train_engine_name="trl", runs_dir=runs_dir, name="letters again")
+    calc = prepare_run(str(A / "agents/calc_agent.yaml"), str(A / "datasets/calc_train.jsonl"), None,
+                       str(A / "rewards/calc_reward.py") + ":calc_reward", {"max_steps": 1}, train_engine_name="trl",
+                       runs_dir=runs_dir)
+    for run, model, name in ((mine, "tiny-letters", "checkpoint-1"), (other, "tiny-letters", "checkpoint-2"),
+                             (calc, "tiny-calc", "checkpoint-3")):
+        shutil.copytree(A / "models" / model, run.checkpoints_dir / name)      # real weights
+    choices = studio.model_choices(mine.run_id)
+    assert choices[:2] == [("base", "base"), ("checkpoint-1", "checkpoint-1")]
+    assert ("letters again / checkpoint-2", f"{other.run_id}/checkpoint-2") in choices
+    assert (f"{calc.run_id} / checkpoint-3", f"{calc.run_id}/checkpoint-3") in choices
+    assert len(choices) == 4
+    try:
+        refused = studio.launch_eval(mine.run_id, [f"{calc.run_id}/checkpoint-3"])
+        assert not refused["ok"] and "another architecture than the agent's model" in refused["error"]
+        pruned = studio.launch_eval(mine.run_id, [f"{other.run_id}/checkpoint-9"])
+        assert not pruned["ok"] and pruned["error"] == \
+            f"run {other.run_id} has no checkpoint 'checkpoint-9' — pick one of: {other.run_id}/checkpoint-2"
+        res = studio.launch_eval(mine.run_id, ["checkpoint-1", f"{other.run_id}/checkpoint-2"], max_samples=2)
+        assert res["ok"], res
+        eval_dir = RunDir(res["eval_dir"])
+        wait_for(lambda: effective_status(eval_dir).get("state") in ("finished", "failed"), 300, "the evaluation")
+        assert effective_status(eval_dir)["state"] == "finished", (eval_dir.path / "eval.log").read_text()[-2000:]
+        metrics = read_metrics(eval_dir.path)
+        assert list(metrics) == ["checkpoint-1", f"{other.run_id}/checkpoint-2"]
+        assert metrics["checkpoint-1"]["reward"] == metrics[f"{other.run_id}/checkpoint-2"]["reward"]   # same weights
+        [listed] = studio.evaluations(mine.run_id)
+        assert listed["models"] == ["checkpoint-1", f"{other.run_id}/checkpoint-2"]
+    finally:
+        studio.close()
