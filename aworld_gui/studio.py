@@ -325,9 +325,7 @@ class Studio:
         agent_file.parent.mkdir(parents=True, exist_ok=True)
         agent_file.write_text(yaml.safe_dump(agent, sort_keys=False, allow_unicode=True), encoding="utf-8")
         data = spec.get("data") or {}
-        rewards = [{k: v for k, v in r.items() if k in ("name", "ref", "weight", "kwargs")}
-                   | ({"ref": reward_card.with_args(r["ref"], r["args"])} if r.get("args") is not None else {})
-                   for r in spec.get("reward") or [] if isinstance(r, dict) and ("name" in r or "ref" in r)]
+        rewards = [clone_reward(r) for r in spec.get("reward") or [] if isinstance(r, dict)]
         engine = spec.get("engine") or inp.DEMO_ENGINE
         info = self.engine_info(engine) or {}
         defaults = info.get("defaults") or {}
@@ -365,9 +363,19 @@ class Studio:
         return str(out)
 
     # -- evaluation, chat, export ----------------------------------------------------------------
-    def model_choices(self, run_id: str) -> list[str]:
-        """What can be evaluated or chatted with for a run: its agent's base model and its checkpoints."""
-        return ["base", *self.checkpoints(run_id)]
+    def model_choices(self, run_id: str) -> list[tuple[str, str]]:
+        """What can be evaluated or chatted with for a run, as (shown, value): its agent's base model, its own
+        checkpoints (value ``checkpoint-N``), then the checkpoints of every other run under the runs dir,
+        shown ``<run name or id> / checkpoint-N`` with the value ``<run_id>/checkpoint-N`` (what
+        engines.checkpoints.resolve takes; a checkpoint of another architecture is a clear check error there)."""
+        own = self.checkpoints(run_id)
+        out = [("base", "base"), *((c, c) for c in own)]
+        for r in list_run_dirs(self.runs_dir):
+            if r.run_id == run_id:
+                continue
+            shown = r.read_label()["name"] or r.run_id
+            out += [(f"{shown} / {c.name}", f"{r.run_id}/{c.name}") for c in r.checkpoints()]
+        return out
 
     def launch_eval(self, run_id: str, models: list[str], dataset: str | None = None, rewards: list | None = None,
                     samples: int = 1, temperature: float = 0.0, max_samples: int | None = None) -> dict[str, Any]:
@@ -430,6 +438,23 @@ class Studio:
     # -- uploads -------------------------------------------------------------------------------
     def store_upload(self, tmp_path: str) -> str:
         return inp.store_upload(tmp_path, self.runs_dir)
+
+
+def clone_reward(entry: dict[str, Any]) -> dict[str, Any]:
+    """A run.yaml reward entry as the Setup's reward picker holds it: a built-in by name, a function by its
+    reference (a factory with its arguments: ``module:factory(k=v)``), and any other term — a reward model,
+    an LLM judge, a pickled callable, a reward with call kwargs — as its inline YAML (``{judge: {url: ...}}``,
+    the form the CLI's ``--reward`` takes), so a clone keeps every term with its settings."""
+    simple = ("name" in entry or "ref" in entry) and not entry.get("kwargs") and \
+        not any(k in entry for k in ("pickle", "judge", "reward_model"))
+    if simple:
+        out = {k: v for k, v in entry.items() if k in ("name", "ref", "weight")}
+        if entry.get("args") is not None:
+            out["ref"] = reward_card.with_args(entry["ref"], entry["args"])
+        return out
+    inline = {k: v for k, v in entry.items() if k != "weight"}
+    return {"ref": yaml.safe_dump(inline, default_flow_style=True, sort_keys=False, allow_unicode=True,
+                                  width=10 ** 9).strip(), "weight": entry.get("weight", 1.0)}
 
 
 def failed_report(e: WorkerError) -> dict[str, Any]:

@@ -83,6 +83,47 @@ def test_runs_are_listed_exported_diffed_cloned_and_deleted(studio):
             studio.run_path(bad)
 
 
+def test_a_clone_keeps_every_reward_term_with_its_settings(studio, tmp_path):
+    """A reward model, an LLM judge, a factory with its arguments and a pickled callable survive a clone:
+    through the Setup's reward picker (the keys show_inputs shows, read back by collect) and through the
+    Setup's CLI command, they load as the very terms the run had."""
+    import cloudpickle
+
+    from aworld_gui.setup_tab import collect
+    from engines.rewards import load_reward
+    from engines.rewards.spec import parse_cli_reward
+    from testing.reward_model import build_reward_model
+
+    pickled = tmp_path / "code" / "reward_4_short.pkl"
+    pickled.parent.mkdir()
+    pickled.write_bytes(cloudpickle.dumps(lambda completion, **kw: -len(completion) / 100))
+    factory = {"ref": "trl.rewards:get_soft_overlong_punishment",
+               "args": {"max_completion_len": 64, "soft_punish_cache": 8}, "weight": 0.5}
+    judge = {"url": "http://127.0.0.1:9/v1", "model": "judge", "name": "strict", "scale": 10,
+             "prompt": "Question: {prompt}\nReply: {completion}\nScore 0-10, {{strict}}:"}
+    original = [{"name": "exact_match", "weight": 1.0}, factory,
+                {"reward_model": {"path": build_reward_model(tmp_path / "rm"), "batch_size": 4}, "weight": 2.0},
+                {"judge": judge, "weight": 0.25}, {"pickle": str(pickled), "name": "short", "weight": 0.1},
+                {"name": "length_penalty", "kwargs": {"target_chars": 12}, "weight": 0.3}]
+    run = make_run(studio, 1e-3)
+    run.write_spec({**run.read_spec(), "reward": original})
+
+    si = studio.clone_inputs(run.run_id)
+    picks = [r.get("name") or r.get("ref") for r in si.rewards]          # what Setup's reward picker holds
+    assert picks[1] == "trl.rewards:get_soft_overlong_punishment(max_completion_len=64, soft_punish_cache=8)"
+    back = collect(si.agent, si.train, si.test, None, None, picks, [[p, r["weight"], ""] for p, r in
+                                                                    zip(picks, si.rewards)], si.config_text, si.engine)
+    want = load_reward(original)
+    for entries in (back.check_kwargs()["reward_func"],
+                    [e for r in si.rewards for e in parse_cli_reward(f'{r.get("name") or r["ref"]}@{r["weight"]:g}')]):
+        got = load_reward(entries)
+        assert got.names == want.names == ["exact_match", "soft_overlong_punishment_reward", "rm_rm", "strict", "short",
+                                           "length_penalty"]
+        assert got.weights == [1.0, 0.5, 2.0, 0.25, 0.1, 0.3]
+        assert got.to_spec(pickle_dir=tmp_path / "again") == want.to_spec(pickle_dir=tmp_path / "again")
+        assert got.terms[1].args == factory["args"] and got.terms[5].kwargs == {"target_chars": 12}
+
+
 def test_stop_on_a_run_that_is_not_active_writes_nothing(studio):
     run = make_run(studio, 1e-3, state="finished")
     out = studio.stop(run.run_id)

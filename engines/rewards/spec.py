@@ -72,11 +72,18 @@ def parse_cli_reward(value: str) -> list[dict[str, Any]]:
             loaded = loaded["reward"]
         return list(loaded) if isinstance(loaded, list) else [loaded]
     if text.startswith("{"):
+        head, at, tail = text.rpartition("@")
+        weight = None
+        if at and head.rstrip().endswith("}"):       # {judge: {...}}@0.5
+            try:
+                text, weight = head.rstrip(), float(tail)
+            except ValueError:
+                pass
         try:
             loaded = yaml.safe_load(text)
         except yaml.YAMLError as e:
             raise CheckError("reward", f"--reward {text[:60]!r} is not valid YAML: {e}")
-        return [loaded]
+        return [{**loaded, "weight": weight} if weight is not None and isinstance(loaded, dict) else loaded]
     ref, weight = text, 1.0
     head, at, tail = text.rpartition("@")
     if at and ")" not in tail:
@@ -111,8 +118,25 @@ def _scorer_term(item: dict, weight: float, kwargs: dict) -> RewardTerm:
     return RewardTerm(scorer.name, scorer, weight, {}, scorer_spec={"judge": scorer.to_spec()})
 
 
+def inline_entry(value: Any) -> dict | None:
+    """A reward entry written as inline YAML (``{judge: {...}}``: the CLI's ``--reward`` form, and how the
+    studio's reward picker holds a reward model, a judge or a pickled callable); None for anything else."""
+    if not isinstance(value, str) or not value.lstrip().startswith("{"):
+        return None
+    from ..yaml_input import load_yaml_text
+
+    loaded = load_yaml_text(value, module="reward", where=f"reward {value[:60]!r}")   # guarded: user text
+    if not isinstance(loaded, dict):
+        raise CheckError("reward", f"reward {value[:60]!r} is not a mapping",
+                         "write {judge: {...}} or {reward_model: PATH}")
+    return loaded
+
+
 def _term_from(item: Any, base_dir: str | os.PathLike | None) -> RewardTerm:
     weight, kwargs, args, explicit_factory = 1.0, {}, None, False
+    inline = inline_entry(item.get("ref") if isinstance(item, dict) else item)
+    if inline is not None:          # {ref: "{judge: ...}", weight: 0.5} (the studio) or "{judge: ...}"
+        item = {**inline, **{k: v for k, v in item.items() if k != "ref"}} if isinstance(item, dict) else inline
     if isinstance(item, dict):
         weight = entry_weight(item)
         kwargs = dict(item.get("kwargs") or {})
