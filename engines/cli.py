@@ -385,7 +385,8 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("eval", help="evaluate a run's checkpoints (or its base model) on a dataset with the reward")
     p.add_argument("--run", help="the run whose agent, test set and reward are the defaults")
     p.add_argument("--checkpoint", action="append",
-                   help="base, latest (default), checkpoint-N or a folder; repeat to compare several")
+                   help="base, latest (default), checkpoint-N, <run_id>/checkpoint-N (another run in the same runs "
+                        "dir) or a folder; repeat to compare several")
     p.add_argument("--dataset", help="dataset to evaluate on (default: the run's test set, else its train set)")
     p.add_argument("--columns", help="column mapping, e.g. prompt=question,answer=solution")
     p.add_argument("--reward", action="append", help="reward(s) as for train (default: the run's)")
@@ -398,7 +399,7 @@ def main(argv: list[str] | None = None) -> int:
     p.set_defaults(func=cmd_eval)
     p = sub.add_parser("export", help="a checkpoint as a standalone Hugging Face model folder (LoRA merged)")
     p.add_argument("--run", required=True)
-    p.add_argument("--checkpoint", help="latest (default), checkpoint-N, base or a folder")
+    p.add_argument("--checkpoint", help="latest (default), checkpoint-N, <run_id>/checkpoint-N, base or a folder")
     p.add_argument("--out", help="the folder to write (default: <run>/exports/<checkpoint>)")
     p.add_argument("--push-to-hub", help="also upload it to this Hub repo (token from HF_TOKEN)")
     p.set_defaults(func=cmd_export)
