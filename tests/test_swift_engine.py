@@ -1,12 +1,16 @@
 """The `swift` engine trains the shipped letters demo for real with ms-swift, in its own environment, on CPU,
 and keeps the run-dir contract: GRPO and SFT, stop → stopped with a checkpoint, resume, a reward that raises,
-settings ms-swift rejects. Needs ms-swift's environment (`python -m engines setup swift`, which the README's
-test command runs first): without it these tests fail, they do not skip."""
+settings ms-swift rejects, a pad token that ms-swift would drop kept out of rollouts. Needs ms-swift's
+environment (`python -m engines setup swift`, which the README's test command runs first): without it these
+tests fail, they do not skip."""
 from __future__ import annotations
 
+import json
+import shutil
 from pathlib import Path
 
 import pytest
+import yaml
 
 from engines import AgentTrainer, CheckError
 from engines.prepare import prepare_run
@@ -169,7 +173,6 @@ def test_a_misspelled_ms_swift_reward_gets_did_you_mean_before_any_process_start
 
 
 def test_the_reward_catalog_lists_ms_swifts_rewards_as_the_installed_ms_swift_has_them():
-    import json
     import subprocess
 
     from engines.rewards.catalog import catalog
@@ -217,7 +220,6 @@ def test_values_ms_swift_rejects_are_reported_against_the_key(tmp_path):
 
 def test_an_mcp_only_agents_tools_reach_the_swift_dataset_and_the_rendered_prompt(tmp_path):
     """calc_mcp_agent.yaml has no Python tools: its MCP server's `add` still becomes the `tools` column."""
-    import json
 
     from engines.swift import SwiftProcessor
 
@@ -259,3 +261,34 @@ def test_a_judge_and_trls_accuracy_reward_dry_run_in_ms_swifts_environment(tmp_p
     assert len(values["aworld_accuracy_reward"]) == 4
     swift_requests = [r for r in server.requests if "Reply: 20" in r["messages"][-1]["content"]]
     assert swift_requests   # the wrong answer the swift dry run sends ('20', row 3's answer) reached the judge
+
+
+def pad_loving_agent(tmp_path: Path) -> str:
+    """The letters agent on a copy of the demo model that samples its pad token (id 0) almost surely."""
+    model = tmp_path / "pad-loving"
+    shutil.copytree(ROOT / "assets/models/tiny-letters", model)
+    gen = json.loads((model / "generation_config.json").read_text())
+    assert gen["pad_token_id"] != gen["eos_token_id"]
+    gen["sequence_bias"] = [[[gen["pad_token_id"]], 100.0]]
+    (model / "generation_config.json").write_text(json.dumps(gen))
+    agent = yaml.safe_load((ROOT / "assets/agents/letters_agent.yaml").read_text())
+    agent["model"] = str(model)
+    path = tmp_path / "agent.yaml"
+    path.write_text(yaml.safe_dump(agent))
+    return str(path)
+
+
+def test_rollouts_never_sample_the_pad_token(tmp_path):
+    """ms-swift 4.6 drops generated pad ids from completions, and a completion made only of them fails its
+    GRPO step ("Size does not match at dimension 1"): the letters demo on swift died so at step 161. A demo
+    model whose generation config all but forces the pad token fails at step 1 without the plugin's
+    suppression, and trains with it."""
+    trainer = make_trainer(tmp_path, agent=pad_loving_agent(tmp_path), test_dataset=None,
+                           config={**FAST, "max_steps": 2})
+    outcome = trainer.train()
+    run = trainer.train_processor.run
+    assert outcome == "finished", run.read_status()
+    assert run.read_status()["step"] == 2
+    assert "rollouts never sample the pad token (id 0)" in run.log_path.read_text()
+    completions = [s["completion"][0]["content"] for s in run.read_jsonl("samples.jsonl")]
+    assert completions and all(completions), completions   # no empty (pad-only) completion
