@@ -87,6 +87,8 @@ def measure(engine: str, runs_dir: str, a) -> dict:
         kill_run(run.path)
     rows = train_rows(run)
     status = effective_status(run)
+    if status.get("state") == "failed":
+        stop_reason = f"failed: {status.get('cause') or status.get('error') or 'see the run'}"
     out: dict = {"engine": engine, "run_dir": str(run.path), "state": status.get("state"), "stop": stop_reason,
                  "checks_s": round(checks_s, 1), "load_avg_1m_before": load_before,
                  "load_avg_1m_after": round(os.getloadavg()[0], 2), "steps": len(rows)}
