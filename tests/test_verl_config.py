@@ -173,6 +173,9 @@ def test_grpo_setup_passes_verls_validate_config(tmp_path, data_file):
     assert list(cfg.trainer.logger) == ["console", "file"]  # never wandb by default
     assert cfg.actor_rollout_ref.rollout.name in ("vllm", "sglang")
     assert cfg.trainer.default_local_dir == str(p.run.checkpoints_dir)
+    # checkpoints in Hugging Face form too (what evaluation, chat and export load); resume reads the shards
+    assert list(cfg.actor_rollout_ref.actor.checkpoint.save_contents) == ["model", "optimizer", "extra", "hf_model"]
+    assert list(cfg.actor_rollout_ref.actor.checkpoint.load_contents) == ["model", "optimizer", "extra"]
     assert cfg.reward.custom_reward_function.path == str(p.run.path / "verl" / "reward_bridge.py")
     assert cfg.reward.custom_reward_function.name == "compute_score"
     assert cfg.actor_rollout_ref.rollout.temperature == 1.0 and cfg.data.max_response_length == 2  # the agent's

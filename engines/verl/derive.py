@@ -179,6 +179,10 @@ class _Derivation:
         fill("trainer.project_name", "aworld")
         fill("trainer.experiment_name", run.run_id)
         fill("trainer.default_local_dir", str(run.checkpoints_dir))
+        # checkpoints also in Hugging Face form (actor/huggingface), so evaluation, chat and export load them
+        # as they are; loading a checkpoint to resume reads verl's own shards as before
+        fill("actor_rollout_ref.actor.checkpoint.save_contents", ["model", "optimizer", "extra", "hf_model"])
+        fill("actor_rollout_ref.actor.checkpoint.load_contents", ["model", "optimizer", "extra"])
         fill("trainer.rollout_data_dir", str(inputs.verl_dir / ROLLOUTS_DIR))
         fill("algorithm.adv_estimator", "grpo")
         # what the verl interpreter has (a cluster's nodes cannot be probed from here)
