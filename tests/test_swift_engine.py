@@ -72,7 +72,9 @@ def test_grpo_trains_the_letters_demo_and_writes_the_run_directory(tmp_path):
     assert [e.step for e in tb.Scalars("train/reward")] == [1, 2, 3]
     spec = run.read_spec()
     assert spec["engine"] == "swift" and spec["config"]["max_steps"] == 3
-    assert "swift.cli.main rlhf" in (run.path / "swift" / "command.sh").read_text()
+    command = (run.path / "swift" / "command.sh").read_text()
+    assert "swift.cli.main rlhf" in command
+    assert " --temperature 1.0 " in command and " --max_completion_length 2 " in command   # agent, config
 
 
 def test_sft_trains_on_the_reference_answers(tmp_path):
