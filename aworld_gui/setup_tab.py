@@ -22,6 +22,7 @@ from .i18n import Markdown, _
 from . import inputs as inp
 from . import reward_card
 from .config_editor import ConfigEditor
+from .config_edits import ConfigEdits
 from .engine_setup import EngineSetupPanel
 from .studio import MODULE_TITLES, Studio
 from .check_worker import WorkerError
@@ -130,6 +131,7 @@ class SetupTab:
     def __init__(self, studio: Studio):
         self.studio = studio
         self.editor = ConfigEditor(studio)
+        self.config_edits = ConfigEdits()    # form edits onto the overrides YAML, in order (config_edits.py)
 
     # -- layout ------------------------------------------------------------------------------------
     def build(self) -> SetupUI:
@@ -629,7 +631,8 @@ class SetupTab:
         field_map, updates = self.form_for(engine, config_text)
         return [field_map, *updates, config_text, {"engine": engine, "texts": texts}, note]
 
-    def on_yaml_edited(self, engine, config_text, field_map):
+    def on_yaml_edited(self, engine, config_text, field_map, request: gr.Request = None):
+        self.config_edits.forget(getattr(request, "session_hash", None))   # the YAML itself was written
         overrides = _parse_yaml(config_text)
         info = self.studio.engine_info(engine) or {}
         defaults = {f["name"]: f.get("default") for f in info.get("fields", [])}
@@ -640,7 +643,7 @@ class SetupTab:
         return [u for kind in SLOTS for u in updates[kind]]
 
     def _slot_handler(self, kind: str, index: int):
-        def handler(value, config_text, field_map):
+        def handler(value, config_text, field_map, request: gr.Request = None):
             entry = next((f for f in field_map or [] if f[0] == kind and f[1] == index), None)
             if entry is None:
                 return gr.update()
@@ -649,7 +652,9 @@ class SetupTab:
                 value = int(value)
             if kind == "text" and value == "":
                 value = None
-            return set_yaml_key(config_text, name, value)
+            # two quick edits both carry the YAML from before the first: apply them in turn, losing neither
+            return self.config_edits.apply(getattr(request, "session_hash", None), config_text,
+                                           lambda text: set_yaml_key(text, name, value))
         return handler
 
 

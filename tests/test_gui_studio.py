@@ -292,6 +292,31 @@ def test_each_engine_keeps_its_own_config_overrides(studio):
     assert out[-3] == trl_text and out[-1] == ""
 
 
+def test_two_quick_form_edits_both_reach_the_config_yaml(studio):
+    """A box ticked, then a number typed before the first edit's answer came back: both events carry the YAML
+    from before the first. The second wrote over the first (use_peft lost while its box stayed ticked: the
+    LoRA browser test failed so under load); each edit now builds on the page's latest text."""
+    from types import SimpleNamespace
+
+    from aworld_gui.setup_tab import SetupTab
+
+    tab = SetupTab(studio)
+    field_map = [("bool", 0, "use_peft", "bool"), ("number", 0, "max_steps", "int")]
+    tick, number = tab._slot_handler("bool", 0), tab._slot_handler("number", 0)
+    page, other = SimpleNamespace(session_hash="page-1"), SimpleNamespace(session_hash="page-2")
+    before = "learning_rate: 0.001\n"
+    first = tick(True, before, field_map, page)
+    second = number(30.0, before, field_map, page)                 # stale: the page still had `before`
+    assert yaml.safe_load(second) == {"learning_rate": 0.001, "use_peft": True, "max_steps": 30}
+    third = tick(False, first, field_map, page)                     # a page one answer behind: still kept
+    assert yaml.safe_load(third) == {"learning_rate": 0.001, "use_peft": False, "max_steps": 30}
+    assert yaml.safe_load(number(5.0, before, field_map, other)) == {"learning_rate": 0.001, "max_steps": 5}
+    typed = "learning_rate: 0.002\n"                               # the YAML typed by hand: it wins
+    tab.on_yaml_edited("trl", typed, field_map, page)
+    assert yaml.safe_load(number(7.0, typed, field_map, page)) == {"learning_rate": 0.002, "max_steps": 7}
+    assert yaml.safe_load(tick(True, typed, field_map, None)) == {"learning_rate": 0.002, "use_peft": True}
+
+
 def test_every_event_handler_takes_the_inputs_it_is_wired_to(studio):
     """Gradio's own check of each handler's arity against its inputs (a mismatch only warns at build time and
     fails every call of that event: after a merge, the Setup checks never ran)."""
