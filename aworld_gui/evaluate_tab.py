@@ -196,7 +196,10 @@ class EvaluateTab:
 
     @staticmethod
     def _eval_choices(evals: list[dict]) -> list[tuple[str, str]]:
-        return [(f'{e["eval_id"]} · {e["state"]} · {", ".join(e["models"])}', e["eval_id"]) for e in evals]
+        """What each evaluation compared, on what. Not its state: the list is not refreshed as it runs (it said
+        "queued" beside a "Finished" badge); the badge beside the list shows the live state."""
+        return [(" · ".join([e["eval_id"], ", ".join(e["models"])] + ([e["dataset"]] if e.get("dataset") else [])),
+                 e["eval_id"]) for e in evals]
 
     def on_launch(self, run_id, models, dataset, rewards, samples, temperature, max_samples):
         if not run_id:

@@ -230,3 +230,15 @@ def test_the_studio_offers_and_evaluates_checkpoints_of_other_runs(tmp_path, dem
         assert listed["models"] == ["checkpoint-1", f"{other.run_id}/checkpoint-2"]
     finally:
         studio.close()
+
+
+def test_the_list_of_evaluations_names_what_each_compared_not_a_state_that_goes_stale():
+    """The list is filled when a run is picked or an evaluation launched, not as one runs: its label said
+    "queued" beside the badge's "Finished" (seen in the browser walkthrough). The badge carries the state."""
+    from aworld_gui.evaluate_tab import EvaluateTab
+
+    queued = {"eval_id": "20261125-021338-eval-4873", "state": "queued", "models": ["base", "checkpoint-300"],
+              "dataset": "letters_test.jsonl"}
+    finished = {**queued, "state": "finished"}
+    assert EvaluateTab._eval_choices([queued]) == EvaluateTab._eval_choices([finished]) == [
+        ("20261125-021338-eval-4873 · base, checkpoint-300 · letters_test.jsonl", "20261125-021338-eval-4873")]
