@@ -75,8 +75,8 @@ footer { opacity: .75; }   /* API and Settings (the language) */
 .aw-kv tr:last-child td { border-bottom: none; }
 .aw-prompt { white-space: pre-wrap; font-size: 13px; }
 .aw-table { width:100%; border-collapse: collapse; font-size: 13px; border: none !important; }
-.aw-table td { padding: 6px 8px; border: none !important; border-bottom: 1px solid var(--border-color-primary) !important;
-               vertical-align: top; }
+.aw-table td, .aw-table th { padding: 6px 8px; border: none !important;
+               border-bottom: 1px solid var(--border-color-primary) !important; vertical-align: top; text-align: left; }
 .aw-kv, .aw-kv tbody, .aw-kv tr, .aw-kv th, .aw-kv td, .aw-table tbody, .aw-table tr { border: none !important; }
 .aw-kv th, .aw-kv td { border-bottom: 1px solid var(--border-color-primary) !important; }
 .aw-kv tr:last-child th, .aw-kv tr:last-child td { border-bottom: none !important; }
