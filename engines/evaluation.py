@@ -20,6 +20,7 @@ import gc
 import json
 import math
 import os
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -229,9 +230,19 @@ def run_eval(eval_dir: str | os.PathLike) -> list[InferenceResult]:
         out.write_status(state=FAILED, cause=cause, error=message, ended=time.time())
         out.event("failed", cause=cause, message=message)
         raise
+    finally:
+        _stop_tool_servers()
     out.write_status(state=FINISHED, ended=time.time())
     out.event("finished", metrics={r.model: r.metrics.get("reward") for r in results})
     return results
+
+
+def _stop_tool_servers() -> None:
+    """The MCP servers the evaluation's tool calls started stop with it: an in-process ``inference()`` leaves
+    none running. (Only when MCP tools were used: the module is not imported otherwise.)"""
+    client = sys.modules.get(f"{__package__}.mcp_client")
+    if client is not None:
+        client.close_default_pool()
 
 
 def _evaluate_doc(doc: dict, out: RunDir) -> list[InferenceResult]:

@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import psutil
 import pytest
 
 from engines import AgentTrainer, CheckError, TrainerProcessor
@@ -128,7 +129,6 @@ def test_bad_evaluation_input_is_a_clear_error_before_anything_loads(letters_run
         prepare_eval(run.path, ["base"], dataset=str(no_answers))
     with pytest.raises(CheckError, match="temperature 0 are all the same"):
         prepare_eval(run.path, ["base"], samples=4)
-    import psutil
 
     class Tiny:
         available = 1000
@@ -181,6 +181,10 @@ def test_evaluating_an_mcp_agent_labels_its_calls_and_results_with_the_server(tm
     # as written to the evaluation's predictions.jsonl (what the Monitor shows)
     written = [json.loads(line) for line in (result.path / "predictions.jsonl").read_text().splitlines()]
     assert any(m.get("server") == "calculator" for p in written for m in p["trajectory"] if m["role"] == "tool")
+    # the server the evaluation started stopped with it (it outlived the call until this process exited)
+    server = str(A / "mcp/calculator_server.py")
+    left = [p for p in psutil.process_iter(["cmdline"]) if any(server in c for c in p.info["cmdline"] or [])]
+    assert not left, [p.info["cmdline"] for p in left]
 
 
 def test_the_studio_offers_and_evaluates_checkpoints_of_other_runs(tmp_path, demo):
