@@ -238,13 +238,17 @@ def test_an_mcp_only_agents_tools_reach_the_swift_dataset_and_the_rendered_promp
 
 def test_a_judge_and_trls_accuracy_reward_dry_run_in_ms_swifts_environment(tmp_path, monkeypatch):
     """openai (ms-swift's own dependency) and math-verify (the setup's pins) are in ms-swift's environment: a
-    judge on 127.0.0.1 and trl.rewards:accuracy_reward run there through the plugin and score as they do here."""
+    judge on 127.0.0.1 and trl.rewards:accuracy_reward run there through the plugin and score as they do here.
+    The judge's key reaches the helper process even when it was started before the key was set."""
     from engines.swift import SwiftProcessor
     from testing.gsm8k import write_gsm8k_parquet
     from testing.openai_server import ChatServer
 
+    from engines.swift.session import shared_helper
+
     data = write_gsm8k_parquet(tmp_path / "train.parquet")
-    monkeypatch.setenv("AWORLD_TEST_JUDGE_KEY", "sk-test-0123456789abcdef")
+    shared_helper().call("hello")   # ms-swift's environment already running, as after an earlier check: the
+    monkeypatch.setenv("AWORLD_TEST_JUDGE_KEY", "sk-test-0123456789abcdef")   # key set after it still reaches it
     prompt = "Question: {prompt}\nReference: {answer}\nReply: {completion}\nScore from 0 to 10:"
     judge = {"judge": {"url": None, "model": "tiny-judge", "prompt": prompt, "api_key_env": "AWORLD_TEST_JUDGE_KEY",
                        "scale": 10}}

@@ -189,9 +189,23 @@ def render(model: str, model_type: str, template: str, messages: list, tools: li
     return {"text": processor.decode(ids), "tokens": len(ids)}
 
 
-def dry_run(plugin: str, rewards: list, batch: dict) -> dict:
+def dry_run(plugin: str, rewards: list, batch: dict, env: dict | None = None) -> dict:
     """Import the reward plugin as ms-swift does and call each of its ORMs on ``batch`` (completions +
-    dataset columns): the values, or the first error."""
+    dataset columns): the values, or the first error. ``env``: variables the reward asks for by name (a
+    judge's key), set for this call only."""
+    saved = {k: os.environ.get(k) for k in env or {}}
+    os.environ.update(env or {})
+    try:
+        return _dry_run(plugin, rewards, batch)
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def _dry_run(plugin: str, rewards: list, batch: dict) -> dict:
     from swift.rewards import orms
 
     name = "_aworld_dry_run_plugin"

@@ -32,6 +32,7 @@ from ..rewards.native import split_native
 from ..rewards.requirements import install_hint
 from ..rewards.spec import entry_weight
 from ..standard import StandardProcessor
+from ..user_env import referenced_names
 from . import arguments as A
 from . import environment, orms
 from .dataset import SOLUTION, first_messages, passed_columns, write_split
@@ -248,10 +249,16 @@ class SwiftProcessor(StandardProcessor):
                                                         [{"role": "assistant", "content": completion}])
                 for c in self.reward_columns:
                     batch.setdefault(c, []).append(line.get(c))
+        # the variables the reward asks for by name (a judge's api_key_env): the helper process was started
+        # before them, maybe by an earlier check, so they go with the request (over its pipe, never to disk);
+        # the answer's cache key holds which of them are set, never their values
+        names = sorted(referenced_names(reward.to_spec() if reward is not None else None))
+        env = {n: os.environ[n] for n in names if n in os.environ}
         key = [file_digest(self.plugin_path), file_digest(self.swift_dir / "aworld_engines"),
-               file_digest(self.swift_dir / "reward_files"), self.reward_funcs, batch]
+               file_digest(self.swift_dir / "reward_files"), self.reward_funcs, batch, {n: n in env for n in names}]
         try:
-            answer = self._ask("dry_run", key, plugin=str(self.plugin_path), rewards=self.reward_funcs, batch=batch)
+            answer = self._ask("dry_run", key, plugin=str(self.plugin_path), rewards=self.reward_funcs, batch=batch,
+                               env=env)
         except SwiftEnvError as e:
             package = (install_hint(str(e)) or "").removeprefix("pip install ")
             raise CheckError("reward", f"the reward fails in ms-swift's environment: {e}",
