@@ -39,18 +39,36 @@ def keep_credentials_private() -> None:
         pass
 
 
-def _interrupt(signum, frame) -> None:
-    raise KeyboardInterrupt
+class StopSignal:
+    """SIGTERM and Ctrl-C end the studio. While it starts they are only noted: an exception raised at an
+    arbitrary point of Gradio's start-up was swallowed (in an event loop's ``__del__``) and the studio served
+    on. Once it serves, the main thread does nothing but wait, and the signal interrupts that wait."""
+
+    def __init__(self) -> None:
+        self.requested = False
+        self.serving = False
+
+    def install(self) -> None:
+        signal.signal(signal.SIGTERM, self)
+        signal.signal(signal.SIGINT, self)
+
+    def __call__(self, signum, frame) -> None:
+        self.requested = True
+        if self.serving:
+            raise KeyboardInterrupt
 
 
-def wait_until_interrupted(demo) -> None:
-    """Serve until Ctrl-C. (Gradio's ``block_thread`` wakes the main thread 10 times a second to
+def wait_until_interrupted(demo, stop: StopSignal) -> None:
+    """Serve until SIGTERM or Ctrl-C. (Gradio's ``block_thread`` wakes the main thread 10 times a second to
     look at a flag; this sleeps until a signal.) Runs keep training: they are not our children."""
     try:
-        threading.Event().wait()
+        stop.serving = True
+        if not stop.requested:      # a signal during start-up: close at once
+            threading.Event().wait()
     except KeyboardInterrupt:
-        print("Interrupted: closing the studio (runs keep training).", flush=True)
+        pass
     finally:
+        print("Interrupted: closing the studio (runs keep training).", flush=True)
         demo.close()
 
 
@@ -75,18 +93,21 @@ def main(argv: list[str] | None = None) -> int:
     from aworld_gui.studio import Studio
 
     runs_dir = Path(a.runs_dir).expanduser().resolve()
-    studio = Studio(runs_dir, stop_timeout_s=a.stop_timeout, check_timeout_s=a.check_timeout)
-    demo = build_app(runs_dir, studio=studio)
-    print(f"AWorld Trainer Studio on http://{a.host}:{a.port}  (runs: {runs_dir})", flush=True)
+    stop = StopSignal()
+    stop.install()   # from here SIGTERM ends the studio as Ctrl-C does: the check worker and chat model go too
+    studio = None
     try:
+        studio = Studio(runs_dir, stop_timeout_s=a.stop_timeout, check_timeout_s=a.check_timeout)
+        demo = build_app(runs_dir, studio=studio)
+        print(f"AWorld Trainer Studio on http://{a.host}:{a.port}  (runs: {runs_dir})", flush=True)
         demo.launch(server_name=a.host, server_port=a.port, share=a.share, auth=auth,
                     show_error=True, allowed_paths=[str(runs_dir / ".exports")],
                     footer_links=["api", "settings"],   # Settings holds the language (English, 中文)
                     prevent_thread_lock=True, **launch_kwargs(demo))
-        signal.signal(signal.SIGTERM, _interrupt)   # ends like Ctrl-C: the check worker and chat model go too
-        wait_until_interrupted(demo)
+        wait_until_interrupted(demo, stop)
     finally:
-        studio.close()
+        if studio is not None:
+            studio.close()
     return 0
 
 

@@ -41,18 +41,38 @@ def test_the_console_scripts_run():
         assert out.returncode == 0 and words in out.stdout, out.stderr[-2000:]
 
 
-def test_the_installed_aworld_studio_serves_the_studio_and_ends_on_sigterm(tmp_path):
-    """The console script beside this interpreter, started outside the repository: it answers HTTP on the
-    port it was given with this studio (its runs directory is on the page), and SIGTERM ends it as Ctrl-C
-    does: exit 0, its check worker gone with it."""
+def start_studio(tmp_path: Path) -> tuple[subprocess.Popen, Path, Path, str]:
+    """The console script beside this interpreter, started outside the repository."""
     runs, port = tmp_path / "runs", free_port()
-    url = f"http://127.0.0.1:{port}/"
     log = tmp_path / "studio.log"
     with open(log, "wb") as out:
         proc = subprocess.Popen([str(Path(sys.executable).parent / "aworld-studio"), "--port", str(port),
                                  "--runs-dir", str(runs)], cwd=tmp_path, stdin=subprocess.DEVNULL, stdout=out,
                                 stderr=subprocess.STDOUT, start_new_session=True,
                                 env={**os.environ, "GRADIO_ANALYTICS_ENABLED": "False"})
+    return proc, runs, log, f"http://127.0.0.1:{port}/"
+
+
+def end_with_sigterm(proc: subprocess.Popen, log: Path) -> None:
+    """SIGTERM ends it as Ctrl-C does: exit 0, its check worker (and anything else it started) gone."""
+    children = psutil.Process(proc.pid).children(recursive=True)
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=30) == 0, log.read_text()[-3000:]   # closed like Ctrl-C, not killed
+    gone, alive = psutil.wait_procs(children, timeout=10)
+    assert not alive, f"left behind after SIGTERM: {[p.cmdline() for p in alive]}"
+
+
+def kill_what_is_left(proc: subprocess.Popen) -> None:
+    terminate_tree(proc.pid, grace_s=2)
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def test_the_installed_aworld_studio_serves_the_studio_and_ends_on_sigterm(tmp_path):
+    """It answers HTTP on the port it was given with this studio (its runs directory is on the page)."""
+    proc, runs, log, url = start_studio(tmp_path)
     try:
         page, deadline = None, time.monotonic() + 120
         while page is None and proc.poll() is None and time.monotonic() < deadline:
@@ -63,18 +83,25 @@ def test_the_installed_aworld_studio_serves_the_studio_and_ends_on_sigterm(tmp_p
                 time.sleep(0.3)
         assert page is not None, f"no answer on {url} (exit code {proc.poll()}):\n{log.read_text()[-3000:]}"
         assert str(runs) in page            # this studio, not something else that took the port
-        children = psutil.Process(proc.pid).children(recursive=True)
-        assert children, "the studio has its check worker"
-        proc.send_signal(signal.SIGTERM)
-        assert proc.wait(timeout=30) == 0, log.read_text()[-3000:]   # closed like Ctrl-C, not killed
-        gone, alive = psutil.wait_procs(children, timeout=10)
-        assert not alive, f"left behind after SIGTERM: {[p.cmdline() for p in alive]}"
+        assert psutil.Process(proc.pid).children(recursive=True), "the studio has its check worker"
+        end_with_sigterm(proc, log)
     finally:   # whatever happened: the studio, then what is left of its process group (its check worker)
-        terminate_tree(proc.pid, grace_s=2)
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+        kill_what_is_left(proc)
+
+
+def test_a_sigterm_while_the_studio_starts_ends_it_as_ctrl_c_does(tmp_path):
+    """The handler used to be installed once the page was served: a SIGTERM before (a loaded machine made the
+    window seconds wide) killed it outright and left its check worker behind."""
+    proc, _runs, log, _url = start_studio(tmp_path)
+    try:
+        deadline = time.monotonic() + 120
+        while "AWorld Trainer Studio on" not in log.read_text() and proc.poll() is None and \
+                time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert proc.poll() is None, log.read_text()[-3000:]
+        end_with_sigterm(proc, log)
+    finally:
+        kill_what_is_left(proc)
 
 
 def test_no_path_injection_in_product_code():
