@@ -141,9 +141,19 @@ def test_a_lora_run_shows_trainable_and_total_parameters_in_the_monitor(page):
     page.locator('label:has-text("use_peft") input[type="checkbox"]').check()
     type_into(page, 'input[aria-label="max_steps"]', "30")
     page.keyboard.press("Tab")
+    # both edits reach the overrides YAML (two quick edits used to lose the first: config_edits.py)
+    if not page.locator("#config-yaml .cm-content").is_visible():
+        page.get_by_text("Advanced: config YAML (overrides)").click()
+    wait_for(lambda: {"use_peft: true", "max_steps: 30"} <= set(overrides(page).splitlines()), 60,
+             "use_peft and max_steps in the overrides YAML")
     mem = page.locator('#memory-estimate [data-testid="memory-estimate"]')
-    wait_for(lambda: "7.2k trainable of 84.1k parameters" in mem.inner_text() and page.is_enabled("#launch-btn"),
-             60, "the LoRA estimate (rank-16 adapters on q/v projections)")
+    try:
+        wait_for(lambda: "7.2k trainable of 84.1k parameters" in mem.inner_text() and page.is_enabled("#launch-btn"),
+                 60, "the LoRA estimate (rank-16 adapters on q/v projections)")
+    except AssertionError as e:   # say what the page shows instead
+        raise AssertionError(f"{e}; overrides {overrides(page)!r}, config {chip(page, 'config')}: "
+                             f"{page.inner_text('#status-config')[:400]!r}, estimate {mem.inner_text()[:300]!r}, "
+                             f"launch enabled {page.is_enabled('#launch-btn')}") from None
     page.click("#launch-btn")
     params = page.locator('#run-header [data-testid="stat-params"]')
     wait_for(lambda: params.count() and params.get_attribute("data-trainable"), 240, "the parameter counts")
