@@ -45,14 +45,14 @@ def _weights(folder: Path) -> list[Path]:
     return sorted({p for g in WEIGHT_GLOBS for p in folder.glob(g)})
 
 
-def _sibling_checkpoint(run: RunDir, name: str) -> Path | None:
-    """``<run_id>/<checkpoint>``: that checkpoint of another run beside ``run`` (same runs directory)."""
+def _sibling_run(run: RunDir | None, name: str) -> tuple[RunDir, str] | None:
+    """``<run_id>/<checkpoint>``: that other run beside ``run`` (same runs directory) and the checkpoint's
+    name, when such a run exists (whether or not it kept that checkpoint)."""
     other, sep, ckpt = name.partition("/")
-    if not sep or not other or not ckpt or "/" in ckpt or {other, ckpt} & {".", ".."}:
+    if run is None or not sep or not other or not ckpt or "/" in ckpt or {other, ckpt} & {".", ".."}:
         return None
     sibling = RunDir(run.path.parent / other)
-    folder = sibling.checkpoints_dir / ckpt
-    return folder if folder.is_dir() and sibling.file("run.yaml").is_file() else None
+    return (sibling, ckpt) if sibling.file("run.yaml").is_file() else None
 
 
 def _owning_run(folder: Path) -> Path | None:
@@ -78,15 +78,13 @@ def resolve(checkpoint: str | None, base_model: str, run: RunDir | None = None) 
         folder = found[-1]
     elif run is not None and (run.checkpoints_dir / name).is_dir():
         folder = run.checkpoints_dir / name
-    elif run is not None and _sibling_checkpoint(run, name) is not None:
-        folder = _sibling_checkpoint(run, name)
+    elif (sibling := _sibling_run(run, name)) is not None and (sibling[0].checkpoints_dir / sibling[1]).is_dir():
+        folder = sibling[0].checkpoints_dir / sibling[1]
     elif os.sep in name or name.startswith((".", "~")) or Path(name).is_dir():
         folder = Path(os.path.expanduser(name)).resolve()
-        other, _, ckpt = name.partition("/")
-        sibling = RunDir(run.path.parent / other) if run is not None and other not in ("", ".", "..") and \
-            ckpt and "/" not in ckpt else None
-        if not folder.is_dir() and sibling is not None and sibling.file("run.yaml").is_file():
-            kept = [f"{other}/{p.name}" for p in sibling.checkpoints()]
+        if not folder.is_dir() and sibling is not None:
+            other, ckpt = sibling[0].run_id, sibling[1]
+            kept = [f"{other}/{p.name}" for p in sibling[0].checkpoints()]
             raise CheckError("checkpoint", f"run {other} has no checkpoint '{ckpt}'",
                              f"pick one of: {', '.join(kept)}" if kept else f"run {other} has no checkpoints yet")
         if not folder.is_dir():
