@@ -43,6 +43,15 @@ class ConfigEdits:
                 self._pages.popitem(last=False)
             return new
 
+    def moved_past(self, page: str | None, text: str | None) -> bool:
+        """Whether ``page`` has since edited ``text`` into a newer one: a check run on ``text`` is then stale for
+        the form (the check that follows the newer edit fills it)."""
+        if not page:
+            return False
+        with self._lock:
+            past, latest = self._pages.get(page, ([], None))
+            return (text or "") in past and (text or "") != latest
+
     def forget(self, page: str | None) -> None:
         """The page's YAML was written by other means (typed, a setting set in the editor): start afresh."""
         if page:

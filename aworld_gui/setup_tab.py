@@ -436,15 +436,20 @@ class SetupTab:
         si = collect(agent, train, test, prompt_col, answer_col, picks, weights, config_text, engine, problems,
                      name, note)
         # a newer check from this page cancels this one: it then changes nothing on the page
-        report = self.studio.check(si, client=getattr(request, "session_hash", None))
+        page = getattr(request, "session_hash", None)
+        report = self.studio.check(si, client=page)
         if report.get("cancelled"):
             return [gr.update()] * len(self.check_outputs())
-        return self.check_updates(si, report) + self.form_values(si, report, field_map)
+        return self.check_updates(si, report) + self.form_values(si, report, field_map, page)
 
-    def form_values(self, si: inp.SetupInputs, report: dict, field_map: list) -> list:
+    def form_values(self, si: inp.SetupInputs, report: dict, field_map: list, page: str | None = None) -> list:
         """Form fields the user has not overridden show the effective value (defaults derived from
-        the agent included); overridden ones are left alone (the user may be typing)."""
+        the agent included); overridden ones are left alone (the user may be typing). A check whose YAML the
+        page has since edited further changes no field: a number typed while it ran (its edit already in the
+        newer YAML) would be set back to the default, and the check that follows that edit fills the form."""
         updates = {k: [gr.update()] * n for k, n in SLOTS.items()}
+        if self.config_edits.moved_past(page, si.config_text):
+            return [u for kind in SLOTS for u in updates[kind]]
         effective = ((report["results"]["config"].get("details") or {}).get("effective")) or {}
         overrides = _parse_yaml(si.config_text)
         for kind, i, name, _type in field_map or []:
@@ -609,15 +614,17 @@ class SetupTab:
             field_map.append([kind, i, f["name"], f.get("type")])
         return field_map, [u for kind in SLOTS for u in updates[kind]]
 
-    def on_engine_changed(self, engine, config_text):
+    def on_engine_changed(self, engine, config_text, request: gr.Request = None):
         """The engine's form for a Setup put in place whole (a preset, a clone): its config is that
         engine's, and what other engines had is forgotten."""
+        self.config_edits.forget(getattr(request, "session_hash", None))   # the YAML was written whole
         field_map, updates = self.form_for(engine, config_text)
         return [field_map, *updates, {"engine": engine, "texts": {}}]
 
-    def on_engine_picked(self, engine, config_text, memory):
+    def on_engine_picked(self, engine, config_text, memory, request: gr.Request = None):
         """The user picked another engine: each engine keeps its own config overrides (one engine's
         keys mean nothing to another), so the last engine's are put aside and this one's come back."""
+        self.config_edits.forget(getattr(request, "session_hash", None))   # the YAML is the other engine's now
         memory = dict(memory or {})
         texts = dict(memory.get("texts") or {})
         previous = memory.get("engine") or inp.DEMO_ENGINE

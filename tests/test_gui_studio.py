@@ -317,6 +317,42 @@ def test_two_quick_form_edits_both_reach_the_config_yaml(studio):
     assert yaml.safe_load(tick(True, typed, field_map, None)) == {"learning_rate": 0.002, "use_peft": True}
 
 
+def test_a_check_the_page_has_edited_past_leaves_the_form_alone(studio):
+    """A box ticked starts a check; a number typed while it runs reaches the YAML, then the check answers with
+    the effective config of the YAML before the number and set the field back to its default (the LoRA browser
+    test launched 400 steps, not the 30 typed, under load). A check of the latest YAML fills the form as before,
+    and so does one after the YAML was written whole (an engine picked), even with a text seen before."""
+    from types import SimpleNamespace
+
+    from aworld_gui.setup_tab import SLOTS, SetupTab, collect
+
+    tab = SetupTab(studio)
+    field_map = [("bool", 0, "use_peft", "bool"), ("number", 0, "max_steps", "int"),
+                 ("number", 1, "learning_rate", "float")]
+    report = {"results": {"config": {"details": {"effective": {"use_peft": True, "max_steps": 400,
+                                                               "learning_rate": 0.001}}}}}
+    page = SimpleNamespace(session_hash="page-1")
+    tick, number = tab._slot_handler("bool", 0), tab._slot_handler("number", 0)
+
+    offset = {kind: sum(list(SLOTS.values())[:j]) for j, kind in enumerate(SLOTS)}   # the slots' order
+
+    def filled(text: str, hash: str | None = "page-1") -> dict:
+        """The fields a check of `text` sets on the page, with their values."""
+        out = tab.form_values(collect(None, None, None, None, None, [], [], text, "trl"), report, field_map, hash)
+        return {name: out[offset[kind] + i]["value"] for kind, i, name, _ in field_map if "value" in out[offset[kind] + i]}
+
+    ticked = tick(True, "", field_map, page)                       # the check of `ticked` starts...
+    typed = number(30.0, ticked, field_map, page)                  # ...and 30 is typed while it runs
+    assert filled(ticked) == {}                                    # its answer leaves max_steps (and all) alone
+    assert filled(ticked, None) == {"max_steps": 400, "learning_rate": 0.001}   # no page known: as before
+    assert filled(typed) == {"learning_rate": 0.001}               # the check of the latest YAML fills the rest
+    tab.on_engine_picked("trl", "", {"engine": "trl", "texts": {}}, page)         # the YAML written whole
+    assert filled("") == {"use_peft": True, "max_steps": 400, "learning_rate": 0.001}
+    tick(True, "", field_map, page)
+    tab.on_engine_changed("trl", "", page)                         # a preset or a clone put in place
+    assert filled("") == {"use_peft": True, "max_steps": 400, "learning_rate": 0.001}
+
+
 def test_every_event_handler_takes_the_inputs_it_is_wired_to(studio):
     """Gradio's own check of each handler's arity against its inputs (a mismatch only warns at build time and
     fails every call of that event: after a merge, the Setup checks never ran)."""
