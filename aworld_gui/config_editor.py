@@ -4,7 +4,8 @@ searchable by name and help, with the model picker (models in ``assets/models`` 
 Hugging Face cache) and a way to set or remove any key in the overrides YAML.
 
 Everything comes from the check worker's catalog (engines, their fields, the local models): the studio
-never imports TRL. Setting a key edits the overrides YAML, which the checks then validate.
+never imports TRL. Setting a key edits the overrides YAML, which the checks then validate: the server parses
+the value and renders the key's line, and the page puts the line into the YAML as it is then (config_form.py).
 """
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ import gradio as gr
 import yaml
 
 from . import render
+from . import config_form
+from .config_form import set_yaml_key
 from .i18n import _
 from .studio import Studio
 
@@ -99,6 +102,7 @@ class ConfigEditor:
             self.msg = gr.HTML("", elem_id="setting-msg")
             self.help = gr.HTML("", elem_id="setting-help")
             self.table = gr.HTML("", elem_id="settings-table")
+        self.edit = gr.JSON(None, visible=False)    # a key's new line, put into the YAML in the page
 
     # -- handlers ----------------------------------------------------------------------------------
     def on_load(self, engine: str, config_text: str):
@@ -127,34 +131,27 @@ class ConfigEditor:
         return settings_table([f], "", _overrides(config_text)) if f is not None else ""
 
     def on_set(self, engine: str, name: str, value: str, config_text: str):
-        from .setup_tab import set_yaml_key
-
         if not name:
-            return gr.update(), '<div class="aw-msg aw-msg-error">Pick a setting first.</div>', gr.update()
+            return None, '<div class="aw-msg aw-msg-error">Pick a setting first.</div>', gr.update()
         try:
             parsed = yaml.safe_load(value) if (value or "").strip() else None
         except yaml.YAMLError as e:
-            return (gr.update(), f'<div class="aw-msg aw-msg-error">The value is not YAML: {render.esc(e)}</div>',
+            return (None, f'<div class="aw-msg aw-msg-error">The value is not YAML: {render.esc(e)}</div>',
                     gr.update())
         if parsed is None:
-            return gr.update(), '<div class="aw-msg aw-msg-error">Type a value (or press Remove).</div>', gr.update()
-        text = set_yaml_key(config_text, name, parsed)
+            return None, '<div class="aw-msg aw-msg-error">Type a value (or press Remove).</div>', gr.update()
         note = f'<div class="aw-msg">Set <code>{render.esc(name)}</code>: checked at once (the card status).</div>'
-        return text, note, self._picked(engine, name, text)
+        return (config_form.yaml_edit(name, parsed), note,
+                self._picked(engine, name, set_yaml_key(config_text, name, parsed)))
 
     def on_remove(self, engine: str, name: str, config_text: str):
-        from .setup_tab import set_yaml_key
-
         if not name:
-            return gr.update(), "", gr.update()
-        text = set_yaml_key(config_text, name, None)
-        return text, f'<div class="aw-msg">Removed <code>{render.esc(name)}</code>.</div>', self._picked(engine, name,
-                                                                                                        text)
+            return None, "", gr.update()
+        return (config_form.yaml_edit(name, None), f'<div class="aw-msg">Removed <code>{render.esc(name)}</code>.</div>',
+                self._picked(engine, name, set_yaml_key(config_text, name, None)))
 
-    def on_model(self, choice: str, config_text: str):
-        from .setup_tab import set_yaml_key
-
-        return set_yaml_key(config_text, "model", None if not choice or choice == AGENT_MODEL else choice)
+    def on_model(self, choice: str):
+        return config_form.yaml_edit("model", None if not choice or choice == AGENT_MODEL else choice)
 
     # -- wiring ------------------------------------------------------------------------------------
     def load_outputs(self) -> list:
@@ -171,13 +168,16 @@ class ConfigEditor:
         engine.change(self.on_load, [engine, config_yaml], self.load_outputs(), **private)
         self.setting.input(self.on_pick, [engine, self.setting, config_yaml], [self.value, self.help], **private)
 
+        apply_edit = dict(fn=None, js=config_form.APPLY_EDIT_JS, inputs=[self.edit, config_yaml], outputs=[config_yaml],
+                          queue=False, **private)
+
         def chain(event):
-            for kw in after_yaml_change:
+            for kw in [apply_edit, *after_yaml_change]:
                 event = event.then(**kw)
             return event
 
         chain(self.set_btn.click(self.on_set, [engine, self.setting, self.value, config_yaml],
-                                 [config_yaml, self.msg, self.help], **private))
+                                 [self.edit, self.msg, self.help], **private))
         chain(self.remove_btn.click(self.on_remove, [engine, self.setting, config_yaml],
-                                    [config_yaml, self.msg, self.help], **private))
-        chain(self.model.input(self.on_model, [self.model, config_yaml], [config_yaml], **private))
+                                    [self.edit, self.msg, self.help], **private))
+        chain(self.model.input(self.on_model, [self.model], [self.edit], **private))

@@ -90,13 +90,12 @@ def build_app(runs_dir: str | os.PathLike = "runs", studio: Studio | None = None
             return [*setup.show_inputs(si), gr.Tabs(selected="setup"), f"{_('Cloned into Setup:')} **{run_id}**",
                     gr.Timer(active=False)]
 
-        rui.clone_btn.click(clone, [rui.selected], [*setup.input_components(), tabs, rui.action_msg, rui.timer],
-                            api_visibility="private"
-                            ).then(setup.on_engine_changed, [sui.engine, sui.config_yaml],
-                                   [sui.field_map, *sui.slot_components(), sui.config_memory],
-                                   api_visibility="private"
-                                   ).then(setup.on_check, setup.check_inputs(), setup.check_outputs(),
-                                          api_visibility="private")
+        setup.then_check(rui.clone_btn.click(clone, [rui.selected],
+                                             [*setup.input_components(), tabs, rui.action_msg, rui.timer],
+                                             api_visibility="private"
+                                             ).then(setup.on_engine_changed, [sui.engine, sui.config_yaml],
+                                                    [sui.field_map, *sui.slot_components(), sui.config_memory],
+                                                    api_visibility="private"))
 
         # page load: catalog-dependent choices, first check, the run to monitor (live first)
         def on_load_monitor():
@@ -107,12 +106,11 @@ def build_app(runs_dir: str | os.PathLike = "runs", studio: Studio | None = None
 
         demo.load(**runs.refresh_kw)
         demo.load(on_load_monitor, [], [mui.run, tabs], api_visibility="private")
-        demo.load(setup.on_load, [sui.engine, sui.reward_pick, sui.reward_weights, sui.config_yaml],
-                  setup.load_outputs(), api_visibility="private"
-                  ).then(setup.editor.on_load, [sui.engine, sui.config_yaml], setup.editor.load_outputs(),
-                         api_visibility="private", show_progress="hidden"
-                  ).then(setup.on_check, setup.check_inputs(), setup.check_outputs(), api_visibility="private",
-                         show_progress="minimal", show_progress_on=[sui.strip])
+        setup.then_check(demo.load(setup.on_load, [sui.engine, sui.reward_pick, sui.reward_weights, sui.config_yaml],
+                                   setup.load_outputs(), api_visibility="private"
+                                   ).then(setup.editor.on_load, [sui.engine, sui.config_yaml],
+                                          setup.editor.load_outputs(), api_visibility="private",
+                                          show_progress="hidden"))
     demo.queue(default_concurrency_limit=4)
     demo.studio = studio  # type: ignore[attr-defined]
     # routes served ahead of Gradio's own: the Monitor's stream, and what the patches serve

@@ -22,7 +22,7 @@ from .i18n import Markdown, _
 from . import inputs as inp
 from . import reward_card
 from .config_editor import ConfigEditor
-from .config_edits import ConfigEdits
+from . import config_form
 from .engine_setup import EngineSetupPanel
 from .studio import MODULE_TITLES, Studio
 from .check_worker import WorkerError
@@ -67,7 +67,8 @@ class SetupUI:
     effective: Any = None
     memory_estimate: Any = None    # the config check's memory estimate (HTML)
     slots: dict[str, list] = field(default_factory=dict)
-    field_map: Any = None          # gr.State: [[slot kind, index, field name, type]]
+    field_map: Any = None          # hidden gr.JSON (the page's form edits read it): [[slot kind, index, name, type]]
+    form_fill: Any = None          # a check's effective values for the form, set in the page (config_form.py)
     reward_docs: Any = None        # gr.State: {key: (label, description)}
     cli: Any = None
     problems: Any = None           # gr.State: {module: why its upload cannot be used}
@@ -131,7 +132,6 @@ class SetupTab:
     def __init__(self, studio: Studio):
         self.studio = studio
         self.editor = ConfigEditor(studio)
-        self.config_edits = ConfigEdits()    # form edits onto the overrides YAML, in order (config_edits.py)
 
     # -- layout ------------------------------------------------------------------------------------
     def build(self) -> SetupUI:
@@ -239,13 +239,16 @@ class SetupTab:
                 with gr.Row(equal_height=True):
                     for i in range(SLOTS["choice"]):
                         ui.slots["choice"].append(gr.Dropdown([], label=f"choice {i}", visible=False, min_width=150,
-                                                              allow_custom_value=True))
+                                                              allow_custom_value=True, elem_id=config_form.slot_id("choice", i)))
                     for i in range(SLOTS["number"]):
-                        ui.slots["number"].append(gr.Number(label=f"number {i}", visible=False, min_width=150))
+                        ui.slots["number"].append(gr.Number(label=f"number {i}", visible=False, min_width=150,
+                                                            elem_id=config_form.slot_id("number", i)))
                     for i in range(SLOTS["bool"]):
-                        ui.slots["bool"].append(gr.Checkbox(label=f"bool {i}", visible=False, min_width=150))
+                        ui.slots["bool"].append(gr.Checkbox(label=f"bool {i}", visible=False, min_width=150,
+                                                            elem_id=config_form.slot_id("bool", i)))
                     for i in range(SLOTS["text"]):
-                        ui.slots["text"].append(gr.Textbox(label=f"text {i}", visible=False, min_width=150))
+                        ui.slots["text"].append(gr.Textbox(label=f"text {i}", visible=False, min_width=150,
+                                                           elem_id=config_form.slot_id("text", i)))
                 ui.memory_estimate = gr.HTML(render.memory_estimate(None), elem_id="memory-estimate")
                 self.editor.build()
                 with gr.Accordion(_("What these settings mean"), open=False, elem_id="glossary-setup"):
@@ -258,7 +261,8 @@ class SetupTab:
                                            elem_id="effective-config")
                 with gr.Accordion(_("Same run from the command line"), open=False):
                     ui.cli = gr.Code("", language="shell", lines=6, interactive=False, label=_("CLI"), wrap_lines=True)
-        ui.field_map = gr.State([])
+        ui.field_map = gr.JSON([], visible=False)     # read in the page by the form's edits (config_form.py)
+        ui.form_fill = gr.JSON(None, visible=False)   # read in the page by the step that fills the form
         ui.reward_docs = gr.State({})
         ui.problems = gr.State({})
         ui.config_memory = gr.State({"engine": demo.engine, "texts": {}})   # each engine's own overrides
@@ -267,77 +271,91 @@ class SetupTab:
 
     # -- wiring ------------------------------------------------------------------------------------
     def check_inputs(self) -> list:
-        return [*self.ui.inputs(), self.ui.field_map]
+        return [*self.ui.inputs(), self.ui.field_map, *self.ui.slot_components()]
 
     def check_outputs(self) -> list:
         ui = self.ui
         return [ui.strip, ui.agent_status, ui.agent_spec, ui.data_status, ui.train_preview, ui.test_preview,
                 ui.rendered, ui.prompt_col, ui.answer_col, ui.reward_status, ui.reward_preview, ui.reward_calls,
                 ui.config_status,
-                ui.effective, ui.launch_btn, ui.engines_table, ui.cli, ui.memory_estimate, *ui.slot_components()]
+                ui.effective, ui.launch_btn, ui.engines_table, ui.cli, ui.memory_estimate, ui.form_fill]
+
+    def check_steps(self) -> list[dict]:
+        """The events that check the Setup: the check, then the page step that puts its effective values into
+        the form fields the user is not editing (config_form.py)."""
+        ui = self.ui
+        # "multiple": a newer check starts at once and cancels this page's older one (Studio.check); queued
+        # behind it instead, it would wait for a hanging check's whole time limit
+        check = dict(fn=self.on_check, inputs=self.check_inputs(), outputs=self.check_outputs(),
+                     show_progress="minimal", show_progress_on=[ui.strip], trigger_mode="multiple",
+                     api_visibility="private", concurrency_id="checks", concurrency_limit=4)
+        fill = dict(fn=None, js=config_form.APPLY_JS, inputs=[ui.form_fill, ui.config_yaml, *ui.slot_components()],
+                    outputs=ui.slot_components(), api_visibility="private", show_progress="hidden", queue=False)
+        return [check, fill]
+
+    def then_check(self, event):
+        """``event`` followed by the check of the Setup (:meth:`check_steps`)."""
+        for kw in self.check_steps():
+            event = event.then(**kw)
+        return event
 
     def wire(self) -> None:
         ui = self.ui
-        ins = self.check_inputs()
-        outs = self.check_outputs()
-        # "multiple": a newer check starts at once and cancels this page's older one (Studio.check); queued
-        # behind it instead, it would wait for a hanging check's whole time limit
-        check_kw = dict(fn=self.on_check, inputs=ins, outputs=outs, show_progress="minimal",
-                        show_progress_on=[ui.strip], trigger_mode="multiple", api_visibility="private",
-                        concurrency_id="checks", concurrency_limit=4)
+        check, fill = self.check_steps()
+        then_check = self.then_check
 
         # presets: load fills every input (then the engine's form and a check); save writes the current setup
-        ui.preset_load.click(self.on_preset_load, [ui.preset], [*self.input_components(), ui.preset_msg],
-                             api_visibility="private"
-                             ).then(self.on_engine_changed, [ui.engine, ui.config_yaml],
-                                    [ui.field_map, *ui.slot_components(), ui.config_memory],
-                                    api_visibility="private").then(**check_kw)
+        then_check(ui.preset_load.click(self.on_preset_load, [ui.preset], [*self.input_components(), ui.preset_msg],
+                                        api_visibility="private"
+                                        ).then(self.on_engine_changed, [ui.engine, ui.config_yaml],
+                                               [ui.field_map, *ui.slot_components(), ui.config_memory],
+                                               api_visibility="private"))
         ui.preset_save.click(self.on_preset_save, [ui.preset_name, *ui.inputs()], [ui.preset, ui.preset_msg],
                              api_visibility="private")
         # file pickers and mappings: a user change → check
-        ui.agent.input(**check_kw)
-        ui.train.input(self.on_train_changed, [ui.train, ui.test], [ui.prompt_col, ui.answer_col, ui.test, ui.data_note],
-                       api_visibility="private", show_progress="hidden").then(**check_kw)
-        ui.test.input(lambda: "", [], [ui.data_note], api_visibility="private", show_progress="hidden",
-                      queue=False).then(**check_kw)      # a test set chosen: the note about a cleared one goes
-        ui.prompt_col.input(**check_kw)
-        ui.answer_col.input(**check_kw)
+        ui.agent.input(**check).then(**fill)
+        then_check(ui.train.input(self.on_train_changed, [ui.train, ui.test],
+                                  [ui.prompt_col, ui.answer_col, ui.test, ui.data_note],
+                                  api_visibility="private", show_progress="hidden"))
+        then_check(ui.test.input(lambda: "", [], [ui.data_note], api_visibility="private", show_progress="hidden",
+                                 queue=False))      # a test set chosen: the note about a cleared one goes
+        ui.prompt_col.input(**check).then(**fill)
+        ui.answer_col.input(**check).then(**fill)
         # uploads
-        ui.agent_upload.upload(self.on_agent_upload, [ui.agent_upload, ui.agent], [ui.agent, ui.agent_note],
-                               api_visibility="private").then(**check_kw)
-        ui.train_upload.upload(self.on_data_upload, [ui.train_upload, ui.test],
-                               [ui.train, ui.prompt_col, ui.answer_col, ui.test, ui.data_note],
-                               api_visibility="private").then(**check_kw)
-        ui.test_upload.upload(self.on_test_upload, [ui.test_upload, ui.test], [ui.test, ui.data_note],
-                              api_visibility="private").then(**check_kw)
+        then_check(ui.agent_upload.upload(self.on_agent_upload, [ui.agent_upload, ui.agent], [ui.agent, ui.agent_note],
+                                          api_visibility="private"))
+        then_check(ui.train_upload.upload(self.on_data_upload, [ui.train_upload, ui.test],
+                                          [ui.train, ui.prompt_col, ui.answer_col, ui.test, ui.data_note],
+                                          api_visibility="private"))
+        then_check(ui.test_upload.upload(self.on_test_upload, [ui.test_upload, ui.test], [ui.test, ui.data_note],
+                                         api_visibility="private"))
         # rewards
-        ui.reward_pick.input(self.on_rewards_picked, [ui.reward_pick, ui.reward_weights, ui.reward_docs, ui.problems],
-                             [ui.reward_weights, ui.problems], api_visibility="private",
-                             show_progress="hidden").then(**check_kw)
-        ui.reward_weights.input(**check_kw)
-        ui.reward_upload.upload(self.on_reward_upload, [ui.reward_upload, ui.reward_pick, ui.reward_weights,
-                                                         ui.reward_docs, ui.problems],
-                                [ui.reward_pick, ui.reward_weights, ui.reward_docs, ui.reward_note, ui.problems],
-                                api_visibility="private").then(**check_kw)
+        then_check(ui.reward_pick.input(self.on_rewards_picked,
+                                        [ui.reward_pick, ui.reward_weights, ui.reward_docs, ui.problems],
+                                        [ui.reward_weights, ui.problems], api_visibility="private",
+                                        show_progress="hidden"))
+        ui.reward_weights.input(**check).then(**fill)
+        then_check(ui.reward_upload.upload(self.on_reward_upload, [ui.reward_upload, ui.reward_pick, ui.reward_weights,
+                                                                    ui.reward_docs, ui.problems],
+                                           [ui.reward_pick, ui.reward_weights, ui.reward_docs, ui.reward_note,
+                                            ui.problems], api_visibility="private"))
         # engine & config
-        ui.engine.input(self.on_engine_picked, [ui.engine, ui.config_yaml, ui.config_memory],
-                        [ui.field_map, *ui.slot_components(), ui.config_yaml, ui.config_memory, ui.config_note],
-                        api_visibility="private", show_progress="hidden").then(**check_kw)
-        ui.config_yaml.input(self.on_yaml_edited, [ui.engine, ui.config_yaml, ui.field_map],
-                             ui.slot_components(), api_visibility="private", show_progress="hidden",
-                             trigger_mode="always_last").then(**check_kw)
-        yaml_edited = dict(fn=self.on_yaml_edited, inputs=[ui.engine, ui.config_yaml, ui.field_map],
-                           outputs=ui.slot_components(), api_visibility="private", show_progress="hidden")
-        self.editor.wire(ui.engine, ui.config_yaml, [yaml_edited, check_kw])
-        for kind, comps in ui.slots.items():
+        then_check(ui.engine.input(self.on_engine_picked, [ui.engine, ui.config_yaml, ui.config_memory],
+                                   [ui.field_map, *ui.slot_components(), ui.config_yaml, ui.config_memory,
+                                    ui.config_note], api_visibility="private", show_progress="hidden"))
+        yaml_edited = dict(fn=self.on_yaml_edited, inputs=[ui.config_yaml, ui.field_map, *ui.slot_components()],
+                           outputs=[ui.form_fill], api_visibility="private", show_progress="hidden")
+        then_check(ui.config_yaml.input(trigger_mode="always_last", **yaml_edited).then(**fill))
+        self.editor.wire(ui.engine, ui.config_yaml, [yaml_edited, fill, check, fill])
+        for kind, comps in ui.slots.items():     # a field's edit sets its key in the YAML in the page
             for i, comp in enumerate(comps):
-                comp.input(self._slot_handler(kind, i), [comp, ui.config_yaml, ui.field_map], [ui.config_yaml],
-                           api_visibility="private", show_progress="hidden",
-                           trigger_mode="always_last").then(**check_kw)
+                then_check(comp.input(None, [comp, ui.config_yaml, ui.field_map], [ui.config_yaml],
+                                      js=config_form.edit_js(kind, i), api_visibility="private",
+                                      show_progress="hidden", queue=False))
         # an engine's environment set up from here: its availability refreshed, then every check again
         self.setup_panel.wire(ui.engine, lambda: [
             dict(fn=self.on_engines_refreshed, inputs=[ui.engine], outputs=[ui.engine, ui.engines_table],
-                 api_visibility="private", show_progress="hidden"), check_kw])
+                 api_visibility="private", show_progress="hidden"), check, fill])
 
     # -- presets -----------------------------------------------------------------------------------
     def preset_choices(self) -> list[tuple[str, str]]:
@@ -431,8 +449,8 @@ class SetupTab:
         return out
 
     def on_check(self, agent, train, test, prompt_col, answer_col, picks, weights, config_text, engine, problems,
-                 name, note, field_map, request: gr.Request = None):
-        """Inputs: :meth:`SetupUI.inputs` then the form's field map (``check_inputs``)."""
+                 name, note, field_map, *slot_values, request: gr.Request = None):
+        """Inputs: :meth:`SetupUI.inputs`, the form's field map, then every form field's value (``check_inputs``)."""
         si = collect(agent, train, test, prompt_col, answer_col, picks, weights, config_text, engine, problems,
                      name, note)
         # a newer check from this page cancels this one: it then changes nothing on the page
@@ -440,23 +458,32 @@ class SetupTab:
         report = self.studio.check(si, client=page)
         if report.get("cancelled"):
             return [gr.update()] * len(self.check_outputs())
-        return self.check_updates(si, report) + self.form_values(si, report, field_map, page)
+        return [*self.check_updates(si, report), self.form_values(si, report, field_map, list(slot_values))]
 
-    def form_values(self, si: inp.SetupInputs, report: dict, field_map: list, page: str | None = None) -> list:
-        """Form fields the user has not overridden show the effective value (defaults derived from
-        the agent included); overridden ones are left alone (the user may be typing). A check whose YAML the
-        page has since edited further changes no field: a number typed while it ran (its edit already in the
-        newer YAML) would be set back to the default, and the check that follows that edit fills the form."""
-        updates = {k: [gr.update()] * n for k, n in SLOTS.items()}
-        if self.config_edits.moved_past(page, si.config_text):
-            return [u for kind in SLOTS for u in updates[kind]]
+    def form_values(self, si: inp.SetupInputs, report: dict, field_map: list, slot_values: list) -> dict:
+        """The fill (config_form.py) of the form fields the user has not overridden: their effective value
+        (defaults derived from the agent included); overridden ones are left alone (the user may be typing).
+        ``slot_values``: each field's value when the check began, in the slots' order (the page sets a field only
+        if it still holds that value)."""
         effective = ((report["results"]["config"].get("details") or {}).get("effective")) or {}
         overrides = _parse_yaml(si.config_text)
+        return self._fill(si.config_text, field_map, slot_values,
+                          {k: v for k, v in effective.items() if k not in overrides})
+
+    @staticmethod
+    def _fill(config_text: str, field_map: list, slot_values: list, values: dict) -> dict:
+        """The fill that shows ``values`` (by field name) in the form's fields that map them and do not show them
+        yet; ``slot_values``: each field's value when the step began, in the slots' order."""
+        offset = {kind: sum(list(SLOTS.values())[:j]) for j, kind in enumerate(SLOTS)}   # the slots' order
+        fields = []
         for kind, i, name, _type in field_map or []:
-            if name not in overrides and name in effective:
-                v = effective[name]
-                updates[kind][i] = gr.update(value=str(v) if kind == "choice" else ("" if v is None else v))
-        return [u for kind in SLOTS for u in updates[kind]]
+            if name in values:
+                v, pos = values[name], offset[kind] + i
+                value = str(v) if kind == "choice" else ("" if v is None else v)
+                before = slot_values[pos] if pos < len(slot_values) else None
+                if before != value:
+                    fields.append((pos, config_form.slot_id(kind, i), before, value))
+        return config_form.fill(config_text, fields)
 
     def check_updates(self, si: inp.SetupInputs, report: dict) -> list:
         res = report["results"]
@@ -614,17 +641,15 @@ class SetupTab:
             field_map.append([kind, i, f["name"], f.get("type")])
         return field_map, [u for kind in SLOTS for u in updates[kind]]
 
-    def on_engine_changed(self, engine, config_text, request: gr.Request = None):
+    def on_engine_changed(self, engine, config_text):
         """The engine's form for a Setup put in place whole (a preset, a clone): its config is that
         engine's, and what other engines had is forgotten."""
-        self.config_edits.forget(getattr(request, "session_hash", None))   # the YAML was written whole
         field_map, updates = self.form_for(engine, config_text)
         return [field_map, *updates, {"engine": engine, "texts": {}}]
 
-    def on_engine_picked(self, engine, config_text, memory, request: gr.Request = None):
+    def on_engine_picked(self, engine, config_text, memory):
         """The user picked another engine: each engine keeps its own config overrides (one engine's
         keys mean nothing to another), so the last engine's are put aside and this one's come back."""
-        self.config_edits.forget(getattr(request, "session_hash", None))   # the YAML is the other engine's now
         memory = dict(memory or {})
         texts = dict(memory.get("texts") or {})
         previous = memory.get("engine") or inp.DEMO_ENGINE
@@ -638,57 +663,17 @@ class SetupTab:
         field_map, updates = self.form_for(engine, config_text)
         return [field_map, *updates, config_text, {"engine": engine, "texts": texts}, note]
 
-    def on_yaml_edited(self, engine, config_text, field_map, request: gr.Request = None):
-        self.config_edits.forget(getattr(request, "session_hash", None))   # the YAML itself was written
-        overrides = _parse_yaml(config_text)
-        info = self.studio.engine_info(engine) or {}
-        defaults = {f["name"]: f.get("default") for f in info.get("fields", [])}
-        updates = {k: [gr.update()] * n for k, n in SLOTS.items()}
-        for kind, i, name, _type in field_map or []:
-            value = overrides.get(name, defaults.get(name))
-            updates[kind][i] = gr.update(value=str(value) if kind == "choice" else value)
-        return [u for kind in SLOTS for u in updates[kind]]
+    def on_yaml_edited(self, config_text, field_map, *slot_values):
+        """The YAML typed by hand (or a key set in the settings editor): the fields it sets show its values, as a
+        fill (config_form.py); the check that follows fills the others with their effective values."""
+        return self._fill(config_text, field_map, list(slot_values), _parse_yaml(config_text))
 
-    def _slot_handler(self, kind: str, index: int):
-        def handler(value, config_text, field_map, request: gr.Request = None):
-            entry = next((f for f in field_map or [] if f[0] == kind and f[1] == index), None)
-            if entry is None:
-                return gr.update()
-            name, ftype = entry[2], entry[3]
-            if ftype == "int" and isinstance(value, float) and value.is_integer():
-                value = int(value)
-            if kind == "text" and value == "":
-                value = None
-            # two quick edits both carry the YAML from before the first: apply them in turn, losing neither
-            return self.config_edits.apply(getattr(request, "session_hash", None), config_text,
-                                           lambda text: set_yaml_key(text, name, value))
-        return handler
 
 
 def _file_fn(key: str) -> str:
     """``/x/y/letter_reward.py:letter_reward`` → ``letter_reward.py:letter_reward``."""
     target, _, attr = key.rpartition(":")
     return f"{Path(target).name}:{attr}" if target.endswith(".py") else key
-
-
-def set_yaml_key(text: str, key: str, value: Any) -> str:
-    """Set one top-level key in the overrides YAML, keeping comments and other lines; a value of
-    None removes the key."""
-    lines = (text or "").splitlines()
-    rendered = None if value is None else yaml.safe_dump({key: value}, default_flow_style=True,
-                                                         sort_keys=False).strip()[1:-1].strip()
-    out, done = [], False
-    for line in lines:
-        bare = line.split("#", 1)[0]
-        if not line.startswith((" ", "\t", "-")) and bare.split(":", 1)[0].strip() == key and ":" in bare:
-            if rendered is not None and not done:
-                out.append(rendered)
-            done = True
-            continue
-        out.append(line)
-    if not done and rendered is not None:
-        out.append(rendered)
-    return "\n".join(out) + "\n"
 
 
 def _parse_yaml(text: str) -> dict:

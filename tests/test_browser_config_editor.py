@@ -137,15 +137,82 @@ def test_the_model_picker_offers_the_shipped_models(page):
     page.keyboard.press("Escape")
 
 
-def test_a_lora_run_shows_trainable_and_total_parameters_in_the_monitor(page):
-    page.locator('label:has-text("use_peft") input[type="checkbox"]').check()
-    type_into(page, 'input[aria-label="max_steps"]', "30")
-    page.keyboard.press("Tab")
-    # both edits reach the overrides YAML (two quick edits used to lose the first: config_edits.py)
+def check_id(page) -> str:
+    """Which check the Setup strip shows (a new id after every check)."""
+    return page.get_attribute("#checks-strip .aw-strip", "data-check") or ""
+
+
+def field(name: str, kind: str = "input") -> str:
+    return f'input[aria-label="{name}"]' if kind == "input" else f'label:has-text("{name}") input[type="checkbox"]'
+
+
+def show_overrides(page) -> None:
     if not page.locator("#config-yaml .cm-content").is_visible():
         page.get_by_text("Advanced: config YAML (overrides)").click()
-    wait_for(lambda: {"use_peft: true", "max_steps: 30"} <= set(overrides(page).splitlines()), 60,
-             "use_peft and max_steps in the overrides YAML")
+
+
+def test_form_edits_reach_the_yaml_in_the_page_and_late_checks_leave_them_alone(page):
+    """Every check held at the network while a field is emptied, a box ticked and a number typed: the YAML has
+    all three at once (no round trip), and the checks answering afterwards, the older ones first, change no field
+    (each ran on a YAML the page has since edited). Sent to the server, the edits waited for it, and a late answer
+    set a field back: the typed 30 became the default, the box came unticked (CI, under load)."""
+    held, holding = [], [True]
+    page.route("**/gradio_api/queue/join*", lambda route: held.append(route) if holding[0] else route.continue_())
+    try:
+        show_overrides(page)
+        type_into(page, field("max_steps"), "")                      # emptied: the key goes
+        page.locator(field("use_peft", "box")).check()
+        type_into(page, field("max_steps"), "30")
+        wait_for(lambda: {"use_peft: true", "max_steps: 30"} <= set(overrides(page).splitlines()), 10,
+                 "both edits in the YAML while every request waits")
+        assert held, "the edits started no check"
+    finally:
+        holding[0] = False
+        for route in held:                                           # in the order they were sent
+            route.continue_()
+        page.unroute("**/gradio_api/queue/join*")
+    before = check_id(page)
+    wait_for(lambda: check_id(page) != before and all_green(page), 60, "the held checks answered")
+    page.wait_for_timeout(1000)                                      # the last fill applied (it follows its check)
+    assert page.input_value(field("max_steps")) == "30" and page.locator(field("use_peft", "box")).is_checked()
+    assert {"use_peft: true", "max_steps: 30"} <= set(overrides(page).splitlines())
+    page.locator(field("use_peft", "box")).uncheck()                 # as the next test expects it
+    wait_for(lambda: "use_peft: false" in overrides(page).splitlines(), 10, "use_peft off")
+
+
+def test_an_emptied_field_shows_its_effective_value_again_after_the_user_leaves_it(page):
+    """Emptied, a field is not refilled while it has the focus (the user is about to type); the next check after
+    the user leaves it shows its effective value: here derived from the agent (2 tokens), not the engine's 256."""
+    box = field("max_completion_length")
+    assert page.input_value(box) == "2"
+    before = check_id(page)
+    type_into(page, box, "")
+    wait_for(lambda: check_id(page) != before and all_green(page), 60, "the check of the YAML without the key")
+    page.wait_for_timeout(500)
+    assert page.input_value(box) == "" and "max_completion_length" not in overrides(page)
+    page.keyboard.press("Tab")
+    before = check_id(page)
+    page.locator(field("use_peft", "box")).check()                  # any edit: a check
+    wait_for(lambda: check_id(page) != before and all_green(page), 60, "the next check")
+    wait_for(lambda: page.input_value(box) == "2", 10, "the effective value (from the agent) in the field")
+    assert "max_completion_length" not in overrides(page)           # shown, not written
+    page.locator(field("use_peft", "box")).uncheck()                 # as the next test expects it
+    wait_for(lambda: "use_peft: false" in overrides(page).splitlines(), 10, "use_peft off")
+
+
+def test_a_lora_run_shows_trainable_and_total_parameters_in_the_monitor(page):
+    peft, steps = field("use_peft", "box"), field("max_steps")
+    page.locator(peft).check()
+    type_into(page, steps, "30")
+    page.keyboard.press("Tab")
+    show_overrides(page)              # both edits reach the overrides YAML (made in the page: config_form.py)
+    try:
+        wait_for(lambda: {"use_peft: true", "max_steps: 30"} <= set(overrides(page).splitlines()), 60,
+                 "use_peft and max_steps in the overrides YAML")
+    except AssertionError as e:   # say what the page shows instead
+        shown, box = page.input_value(steps), page.locator(peft).is_checked()
+        raise AssertionError(f"{e}; overrides {overrides(page)!r}, max_steps field {shown!r}, "
+                             f"use_peft ticked {box}") from None
     mem = page.locator('#memory-estimate [data-testid="memory-estimate"]')
     try:
         wait_for(lambda: "7.2k trainable of 84.1k parameters" in mem.inner_text() and page.is_enabled("#launch-btn"),

@@ -11,7 +11,7 @@ import yaml
 
 from aworld_gui import inputs as inp
 from aworld_gui.run_cache import RunCache
-from aworld_gui.setup_tab import set_yaml_key
+from aworld_gui.config_form import set_yaml_key
 from aworld_gui.studio import Studio
 from engines.rundir import RunDir
 
@@ -220,6 +220,10 @@ def test_reward_text_and_config_yaml_helpers():
     assert "# comment" in out and yaml.safe_load(out) == {"learning_rate": 0.001, "max_steps": 5000}
     assert yaml.safe_load(set_yaml_key(out, "beta", 0.04))["beta"] == 0.04
     assert "max_steps" not in set_yaml_key(out, "max_steps", None)
+    block = "lora_target_modules:\n  - q_proj\n  - v_proj\nbeta: 0.04\n"    # a block value goes with its key
+    assert yaml.safe_load(set_yaml_key(block, "lora_target_modules", ["k_proj"])) == {
+        "lora_target_modules": ["k_proj"], "beta": 0.04}
+    assert set_yaml_key(block, "lora_target_modules", None) == "beta: 0.04\n"
 
 
 def test_an_upload_problem_keeps_its_module_in_error_and_launch_refused(tmp_path):
@@ -292,65 +296,27 @@ def test_each_engine_keeps_its_own_config_overrides(studio):
     assert out[-3] == trl_text and out[-1] == ""
 
 
-def test_two_quick_form_edits_both_reach_the_config_yaml(studio):
-    """A box ticked, then a number typed before the first edit's answer came back: both events carry the YAML
-    from before the first. The second wrote over the first (use_peft lost while its box stayed ticked: the
-    LoRA browser test failed so under load); each edit now builds on the page's latest text."""
-    from types import SimpleNamespace
-
-    from aworld_gui.setup_tab import SetupTab
-
-    tab = SetupTab(studio)
-    field_map = [("bool", 0, "use_peft", "bool"), ("number", 0, "max_steps", "int")]
-    tick, number = tab._slot_handler("bool", 0), tab._slot_handler("number", 0)
-    page, other = SimpleNamespace(session_hash="page-1"), SimpleNamespace(session_hash="page-2")
-    before = "learning_rate: 0.001\n"
-    first = tick(True, before, field_map, page)
-    second = number(30.0, before, field_map, page)                 # stale: the page still had `before`
-    assert yaml.safe_load(second) == {"learning_rate": 0.001, "use_peft": True, "max_steps": 30}
-    third = tick(False, first, field_map, page)                     # a page one answer behind: still kept
-    assert yaml.safe_load(third) == {"learning_rate": 0.001, "use_peft": False, "max_steps": 30}
-    assert yaml.safe_load(number(5.0, before, field_map, other)) == {"learning_rate": 0.001, "max_steps": 5}
-    typed = "learning_rate: 0.002\n"                               # the YAML typed by hand: it wins
-    tab.on_yaml_edited("trl", typed, field_map, page)
-    assert yaml.safe_load(number(7.0, typed, field_map, page)) == {"learning_rate": 0.002, "max_steps": 7}
-    assert yaml.safe_load(tick(True, typed, field_map, None)) == {"learning_rate": 0.002, "use_peft": True}
-
-
-def test_a_check_the_page_has_edited_past_leaves_the_form_alone(studio):
-    """A box ticked starts a check; a number typed while it runs reaches the YAML, then the check answers with
-    the effective config of the YAML before the number and set the field back to its default (the LoRA browser
-    test launched 400 steps, not the 30 typed, under load). A check of the latest YAML fills the form as before,
-    and so does one after the YAML was written whole (an engine picked), even with a text seen before."""
-    from types import SimpleNamespace
-
+def test_a_check_fills_the_fields_not_overridden_with_what_they_held_when_it_began(studio):
+    """A check's answer sets no field itself: it names, for each field the YAML does not set, the value the field
+    held when the check began and the effective value, with the YAML it ran on (the page sets a field only if both
+    still hold: config_form.py). Overridden fields, and fields already showing their value, are left out."""
     from aworld_gui.setup_tab import SLOTS, SetupTab, collect
 
     tab = SetupTab(studio)
-    field_map = [("bool", 0, "use_peft", "bool"), ("number", 0, "max_steps", "int"),
-                 ("number", 1, "learning_rate", "float")]
+    field_map = [["bool", 0, "use_peft", "bool"], ["number", 0, "max_steps", "int"],
+                 ["number", 1, "learning_rate", "float"], ["choice", 0, "lr_scheduler_type", None]]
     report = {"results": {"config": {"details": {"effective": {"use_peft": True, "max_steps": 400,
-                                                               "learning_rate": 0.001}}}}}
-    page = SimpleNamespace(session_hash="page-1")
-    tick, number = tab._slot_handler("bool", 0), tab._slot_handler("number", 0)
-
+                                                               "learning_rate": 0.001, "lr_scheduler_type": "cosine"}}}}}
     offset = {kind: sum(list(SLOTS.values())[:j]) for j, kind in enumerate(SLOTS)}   # the slots' order
-
-    def filled(text: str, hash: str | None = "page-1") -> dict:
-        """The fields a check of `text` sets on the page, with their values."""
-        out = tab.form_values(collect(None, None, None, None, None, [], [], text, "trl"), report, field_map, hash)
-        return {name: out[offset[kind] + i]["value"] for kind, i, name, _ in field_map if "value" in out[offset[kind] + i]}
-
-    ticked = tick(True, "", field_map, page)                       # the check of `ticked` starts...
-    typed = number(30.0, ticked, field_map, page)                  # ...and 30 is typed while it runs
-    assert filled(ticked) == {}                                    # its answer leaves max_steps (and all) alone
-    assert filled(ticked, None) == {"max_steps": 400, "learning_rate": 0.001}   # no page known: as before
-    assert filled(typed) == {"learning_rate": 0.001}               # the check of the latest YAML fills the rest
-    tab.on_engine_picked("trl", "", {"engine": "trl", "texts": {}}, page)         # the YAML written whole
-    assert filled("") == {"use_peft": True, "max_steps": 400, "learning_rate": 0.001}
-    tick(True, "", field_map, page)
-    tab.on_engine_changed("trl", "", page)                         # a preset or a clone put in place
-    assert filled("") == {"use_peft": True, "max_steps": 400, "learning_rate": 0.001}
+    values = [None] * sum(SLOTS.values())
+    values[offset["number"]], values[offset["number"] + 1] = 30, 0.001    # max_steps typed, learning_rate shown
+    text = "use_peft: true\n"
+    out = tab.form_values(collect(None, None, None, None, None, [], [], text, "trl"), report, field_map, values)
+    assert out["yaml"] == text and isinstance(out["id"], int)
+    assert out["fields"] == [[offset["number"], "form-number-0", 30, 400],
+                             [offset["choice"], "form-choice-0", None, "cosine"]]
+    again = tab.form_values(collect(None, None, None, None, None, [], [], text, "trl"), report, field_map, values)
+    assert again["id"] != out["id"]                                  # each fill is applied once, by its id
 
 
 def test_every_event_handler_takes_the_inputs_it_is_wired_to(studio):
