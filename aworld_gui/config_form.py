@@ -107,8 +107,9 @@ _SET_LINE_JS = """
 """.replace("KEEP", json.dumps({"__type__": "update"}))
 
 #: yaml_line in the page for a form field's value: (key, type, value) → line or null. A float keeps a dot (PyYAML
-#: reads ``1e-05`` as a string), an int field's number is rounded (as Gradio's Number is), a string is
-#: double-quoted (JSON's quoting is YAML's); null, NaN and an empty string give null (the key goes).
+#: reads ``1e-05`` as a string), an int field's number is rounded (as Gradio's Number is), a string is plain when
+#: it is a name or a path YAML reads back as that string, else double-quoted (JSON's quoting is YAML's); null, NaN
+#: and an empty string give null (the key goes).
 _LINE_JS = """
 (key, type, value) => {
   if (typeof value === "boolean") return key + ": " + value;
@@ -118,7 +119,10 @@ _LINE_JS = """
     const [mant, exp] = String(value).split("e");
     return key + ": " + (mant.includes(".") ? mant : mant + ".0") + (exp === undefined ? "" : "e" + exp);
   }
-  if (typeof value === "string" && value !== "") return key + ": " + JSON.stringify(value);
+  if (typeof value === "string" && value !== "") {
+    const plain = /^[A-Za-z_][A-Za-z0-9_.\/-]*$/.test(value) && !/^(y|n|yes|no|on|off|true|false|null)$/i.test(value);
+    return key + ": " + (plain ? value : JSON.stringify(value));
+  }
   return null;
 }
 """

@@ -44,6 +44,12 @@ EDITS = [
     ("use_peft", "bool", False, False),
     ("lr_scheduler_type", None, "cosine", "cosine"),
     ("model", "str", "true", "true"),               # stays a string
+    ("model", "str", "Yes", "Yes"),
+    ("model", "str", "null", "null"),
+    ("model", "str", "Qwen/Qwen2.5-0.5B", "Qwen/Qwen2.5-0.5B"),
+    ("model", "str", "1e-5", "1e-5"),
+    ("model", "str", ".inf", ".inf"),
+    ("model", "str", "_under.score", "_under.score"),
     ("model", "str", 'a: "b" # c', 'a: "b" # c'),
     ("model", "str", "模型/路径", "模型/路径"),
     ("max_steps", "int", None, None),               # emptied: the key goes
@@ -66,6 +72,8 @@ def test_a_form_edit_in_the_page_sets_the_key_as_the_server_would(page, name, ft
         others = [ln for ln in want.splitlines() if not ln.startswith(f"{name}:")]
         assert [ln for ln in got.splitlines() if not ln.startswith(f"{name}:")] == others   # the rest kept as is
         assert got.endswith("\n") and not got.endswith("\n\n")
+        if value in ("cosine", "Qwen/Qwen2.5-0.5B", "_under.score", "all-linear"):
+            assert f"{name}: {value}\n" in got                    # a name or a path stays plain
 
 
 def test_a_form_edit_of_a_field_not_on_the_map_changes_nothing(page):
