@@ -27,13 +27,12 @@ after a cancelled check's answer finds the latest fill already applied.
 """
 from __future__ import annotations
 
-import itertools
 import json
+import uuid
 from typing import Any
 
 import yaml
 
-_ids = itertools.count(1)
 KEEP = {"__type__": "update"}     # a page step's output that leaves its component as it is
 
 
@@ -151,7 +150,7 @@ APPLY_EDIT_JS = f"""
 def fill(config_text: str, fields: list[tuple[int, str, Any, Any]]) -> dict:
     """The fill of one check: ``fields`` are ``(position among the slots, element id, value when the check began,
     value to show)``; ``config_text`` the overrides YAML the check ran on."""
-    return {"id": next(_ids), "yaml": config_text or "",
+    return {"id": uuid.uuid4().hex, "yaml": config_text or "",
             "fields": [[pos, elem, before, value] for pos, elem, before, value in fields]}
 
 
