@@ -21,7 +21,8 @@ a field only if
 - the field does not have the focus (the user may be about to type: an emptied field is refilled by the next
   check after the user leaves it).
 
-The YAML typed by hand fills the fields it sets the same way. None of these page steps waits for the server
+The YAML typed by hand fills the fields it sets the same way. An engine picked brings that engine's YAML from the
+server, put in only if the page's YAML is still the one it had when the engine was picked (:func:`replace`). None of these page steps waits for the server
 between reading a field and setting it, so a keystroke cannot fall in between. A fill is applied once: the step
 after a cancelled check's answer finds the latest fill already applied.
 """
@@ -146,6 +147,19 @@ APPLY_EDIT_JS = f"""
 """
 
 
+def replace(sent: str, text: str) -> dict:
+    """A whole YAML from the server (another engine's, when an engine is picked) for the page to put in only if its
+    YAML is still ``sent`` (:data:`APPLY_REPLACE_JS`)."""
+    return {"expect": sent or "", "text": text or ""}
+
+
+#: the page step after :func:`replace`: inputs (the replacement, the overrides YAML), output the YAML. Text typed or
+#: pasted while the server answered stays (the user was already writing the new engine's config).
+APPLY_REPLACE_JS = f"""
+(swap, text) => swap && (text || "") === swap.expect ? swap.text : {json.dumps(KEEP)}
+"""
+
+
 # -- check → form --------------------------------------------------------------------------------------------
 def fill(config_text: str, fields: list[tuple[int, str, Any, Any]]) -> dict:
     """The fill of one check: ``fields`` are ``(position among the slots, element id, value when the check began,
@@ -153,6 +167,10 @@ def fill(config_text: str, fields: list[tuple[int, str, Any, Any]]) -> dict:
     return {"id": uuid.uuid4().hex, "yaml": config_text or "",
             "fields": [[pos, elem, before, value] for pos, elem, before, value in fields]}
 
+
+#: the page step before a check: the form fields' values (inputs, in the slots' order) as one list, for the check
+#: to return as each field's value "when the check began"
+SNAPSHOT_JS = "(...values) => [values]"
 
 #: the fill step: inputs are the fill, the page's overrides YAML now, then every slot's value now (in the slots'
 #: order); outputs are the slots

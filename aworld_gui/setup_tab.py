@@ -69,6 +69,8 @@ class SetupUI:
     slots: dict[str, list] = field(default_factory=dict)
     field_map: Any = None          # hidden gr.JSON (the page's form edits read it): [[slot kind, index, name, type]]
     form_fill: Any = None          # a check's effective values for the form, set in the page (config_form.py)
+    config_swap: Any = None        # an engine picked: its YAML, put in by the page unless the YAML was written since
+    form_snapshot: Any = None      # the form fields' values noted in the page as a server step begins
     reward_docs: Any = None        # gr.State: {key: (label, description)}
     cli: Any = None
     problems: Any = None           # gr.State: {module: why its upload cannot be used}
@@ -263,6 +265,8 @@ class SetupTab:
                     ui.cli = gr.Code("", language="shell", lines=6, interactive=False, label=_("CLI"), wrap_lines=True)
         ui.field_map = gr.JSON([], visible=False)     # read in the page by the form's edits (config_form.py)
         ui.form_fill = gr.JSON(None, visible=False)   # read in the page by the step that fills the form
+        ui.config_swap = gr.JSON(None, visible=False)  # another engine's YAML, put in by the page (config_form.py)
+        ui.form_snapshot = gr.JSON(None, visible=False)  # the form's values when a server step began
         ui.reward_docs = gr.State({})
         ui.problems = gr.State({})
         ui.config_memory = gr.State({"engine": demo.engine, "texts": {}})   # each engine's own overrides
@@ -271,7 +275,7 @@ class SetupTab:
 
     # -- wiring ------------------------------------------------------------------------------------
     def check_inputs(self) -> list:
-        return [*self.ui.inputs(), self.ui.field_map, *self.ui.slot_components()]
+        return [*self.ui.inputs(), self.ui.field_map, self.ui.form_snapshot]
 
     def check_outputs(self) -> list:
         ui = self.ui
@@ -280,9 +284,17 @@ class SetupTab:
                 ui.config_status,
                 ui.effective, ui.launch_btn, ui.engines_table, ui.cli, ui.memory_estimate, ui.form_fill]
 
+    def snapshot_step(self) -> dict:
+        """The page step that notes the form fields' values for the server step after it (config_form.py): passed
+        as inputs themselves, the fields would go through Gradio's checks of each field (a number past the bounds
+        of the field that showed it before would fail the whole check)."""
+        return dict(fn=None, js=config_form.SNAPSHOT_JS, inputs=self.ui.slot_components(),
+                    outputs=[self.ui.form_snapshot], trigger_mode="multiple", api_visibility="private",
+                    show_progress="hidden", queue=False)
+
     def check_steps(self) -> list[dict]:
-        """The events that check the Setup: the check, then the page step that puts its effective values into
-        the form fields the user is not editing (config_form.py)."""
+        """The events that check the Setup: the form's values noted, the check, then the page step that puts its
+        effective values into the form fields the user is not editing (config_form.py)."""
         ui = self.ui
         # "multiple": a newer check starts at once and cancels this page's older one (Studio.check); queued
         # behind it instead, it would wait for a hanging check's whole time limit
@@ -291,7 +303,7 @@ class SetupTab:
                      api_visibility="private", concurrency_id="checks", concurrency_limit=4)
         fill = dict(fn=None, js=config_form.APPLY_JS, inputs=[ui.form_fill, ui.config_yaml, *ui.slot_components()],
                     outputs=ui.slot_components(), api_visibility="private", show_progress="hidden", queue=False)
-        return [check, fill]
+        return [self.snapshot_step(), check, fill]
 
     def then_check(self, event):
         """``event`` followed by the check of the Setup (:meth:`check_steps`)."""
@@ -299,10 +311,18 @@ class SetupTab:
             event = event.then(**kw)
         return event
 
+    def check_on(self, listener):
+        """The check of the Setup (:meth:`check_steps`) on ``listener`` (a component's event, e.g. ``agent.input``)."""
+        first, *rest = self.check_steps()
+        event = listener(**first)
+        for kw in rest:
+            event = event.then(**kw)
+        return event
+
     def wire(self) -> None:
         ui = self.ui
-        check, fill = self.check_steps()
-        then_check = self.then_check
+        snapshot, check, fill = self.check_steps()
+        then_check, check_on = self.then_check, self.check_on
 
         # presets: load fills every input (then the engine's form and a check); save writes the current setup
         then_check(ui.preset_load.click(self.on_preset_load, [ui.preset], [*self.input_components(), ui.preset_msg],
@@ -313,14 +333,14 @@ class SetupTab:
         ui.preset_save.click(self.on_preset_save, [ui.preset_name, *ui.inputs()], [ui.preset, ui.preset_msg],
                              api_visibility="private")
         # file pickers and mappings: a user change → check
-        ui.agent.input(**check).then(**fill)
+        check_on(ui.agent.input)
         then_check(ui.train.input(self.on_train_changed, [ui.train, ui.test],
                                   [ui.prompt_col, ui.answer_col, ui.test, ui.data_note],
                                   api_visibility="private", show_progress="hidden"))
         then_check(ui.test.input(lambda: "", [], [ui.data_note], api_visibility="private", show_progress="hidden",
                                  queue=False))      # a test set chosen: the note about a cleared one goes
-        ui.prompt_col.input(**check).then(**fill)
-        ui.answer_col.input(**check).then(**fill)
+        check_on(ui.prompt_col.input)
+        check_on(ui.answer_col.input)
         # uploads
         then_check(ui.agent_upload.upload(self.on_agent_upload, [ui.agent_upload, ui.agent], [ui.agent, ui.agent_note],
                                           api_visibility="private"))
@@ -334,24 +354,29 @@ class SetupTab:
                                         [ui.reward_pick, ui.reward_weights, ui.reward_docs, ui.problems],
                                         [ui.reward_weights, ui.problems], api_visibility="private",
                                         show_progress="hidden"))
-        ui.reward_weights.input(**check).then(**fill)
+        check_on(ui.reward_weights.input)
         then_check(ui.reward_upload.upload(self.on_reward_upload, [ui.reward_upload, ui.reward_pick, ui.reward_weights,
                                                                     ui.reward_docs, ui.problems],
                                            [ui.reward_pick, ui.reward_weights, ui.reward_docs, ui.reward_note,
                                             ui.problems], api_visibility="private"))
         # engine & config
-        then_check(ui.engine.input(self.on_engine_picked, [ui.engine, ui.config_yaml, ui.config_memory],
-                                   [ui.field_map, *ui.slot_components(), ui.config_yaml, ui.config_memory,
-                                    ui.config_note], api_visibility="private", show_progress="hidden"))
-        yaml_edited = dict(fn=self.on_yaml_edited, inputs=[ui.config_yaml, ui.field_map, *ui.slot_components()],
+        # the engine's YAML goes in only if the page's has not been written meanwhile; the form then shows the YAML
+        yaml_edited = dict(fn=self.on_yaml_edited, inputs=[ui.config_yaml, ui.field_map, ui.form_snapshot],
                            outputs=[ui.form_fill], api_visibility="private", show_progress="hidden")
-        then_check(ui.config_yaml.input(trigger_mode="always_last", **yaml_edited).then(**fill))
-        self.editor.wire(ui.engine, ui.config_yaml, [yaml_edited, fill, check, fill])
+        then_check(ui.engine.input(self.on_engine_picked, [ui.engine, ui.config_yaml, ui.config_memory],
+                                   [ui.field_map, *ui.slot_components(), ui.config_swap, ui.config_memory,
+                                    ui.config_note], api_visibility="private", show_progress="hidden"
+                                   ).then(None, [ui.config_swap, ui.config_yaml], [ui.config_yaml],
+                                          js=config_form.APPLY_REPLACE_JS, queue=False, api_visibility="private",
+                                          show_progress="hidden"
+                                          ).then(**snapshot).then(**yaml_edited).then(**fill))
+        then_check(ui.config_yaml.input(**snapshot).then(**yaml_edited).then(**fill))
+        self.editor.wire(ui.engine, ui.config_yaml, [snapshot, yaml_edited, fill, snapshot, check, fill])
         for kind, comps in ui.slots.items():     # a field's edit sets its key in the YAML in the page
             for i, comp in enumerate(comps):
                 then_check(comp.input(None, [comp, ui.config_yaml, ui.field_map], [ui.config_yaml],
-                                      js=config_form.edit_js(kind, i), api_visibility="private",
-                                      show_progress="hidden", queue=False))
+                                      js=config_form.edit_js(kind, i), trigger_mode="multiple",
+                                      api_visibility="private", show_progress="hidden", queue=False))
         # an engine's environment set up from here: its availability refreshed, then every check again
         self.setup_panel.wire(ui.engine, lambda: [
             dict(fn=self.on_engines_refreshed, inputs=[ui.engine], outputs=[ui.engine, ui.engines_table],
@@ -449,7 +474,7 @@ class SetupTab:
         return out
 
     def on_check(self, agent, train, test, prompt_col, answer_col, picks, weights, config_text, engine, problems,
-                 name, note, field_map, *slot_values, request: gr.Request = None):
+                 name, note, field_map, slot_values, request: gr.Request = None):
         """Inputs: :meth:`SetupUI.inputs`, the form's field map, then every form field's value (``check_inputs``)."""
         si = collect(agent, train, test, prompt_col, answer_col, picks, weights, config_text, engine, problems,
                      name, note)
@@ -458,7 +483,7 @@ class SetupTab:
         report = self.studio.check(si, client=page)
         if report.get("cancelled"):
             return [gr.update()] * len(self.check_outputs())
-        return [*self.check_updates(si, report), self.form_values(si, report, field_map, list(slot_values))]
+        return [*self.check_updates(si, report), self.form_values(si, report, field_map, list(slot_values or []))]
 
     def form_values(self, si: inp.SetupInputs, report: dict, field_map: list, slot_values: list) -> dict:
         """The fill (config_form.py) of the form fields the user has not overridden: their effective value
@@ -649,24 +674,26 @@ class SetupTab:
 
     def on_engine_picked(self, engine, config_text, memory):
         """The user picked another engine: each engine keeps its own config overrides (one engine's
-        keys mean nothing to another), so the last engine's are put aside and this one's come back."""
+        keys mean nothing to another), so the last engine's are put aside and this one's come back (the page puts
+        them in unless its YAML was written while this answered: config_form.replace)."""
         memory = dict(memory or {})
         texts = dict(memory.get("texts") or {})
         previous = memory.get("engine") or inp.DEMO_ENGINE
+        text = config_text or ""
         if previous != engine:
-            texts[previous] = config_text or ""
-            config_text = texts.pop(engine, "")
+            texts[previous] = text
+            text = texts.pop(engine, "")
         note = (f"{_('Each engine keeps its own config overrides: these are kept aside for')} **{previous}** "
                 f"{_('(they come back if you switch back);')} **{engine}** "
-                f"{_('starts from its earlier overrides.') if config_text else _('starts from its defaults.')}"
+                f"{_('starts from its earlier overrides.') if text else _('starts from its defaults.')}"
                 if previous != engine else "")
-        field_map, updates = self.form_for(engine, config_text)
-        return [field_map, *updates, config_text, {"engine": engine, "texts": texts}, note]
+        field_map, updates = self.form_for(engine, text)
+        return [field_map, *updates, config_form.replace(config_text, text), {"engine": engine, "texts": texts}, note]
 
-    def on_yaml_edited(self, config_text, field_map, *slot_values):
+    def on_yaml_edited(self, config_text, field_map, slot_values):
         """The YAML typed by hand (or a key set in the settings editor): the fields it sets show its values, as a
         fill (config_form.py); the check that follows fills the others with their effective values."""
-        return self._fill(config_text, field_map, list(slot_values), _parse_yaml(config_text))
+        return self._fill(config_text, field_map, list(slot_values or []), _parse_yaml(config_text))
 
 
 

@@ -200,6 +200,39 @@ def test_an_emptied_field_shows_its_effective_value_again_after_the_user_leaves_
     wait_for(lambda: "use_peft: false" in overrides(page).splitlines(), 10, "use_peft off")
 
 
+def test_yaml_pasted_while_an_engine_switch_answers_stays_and_the_form_shows_it(page):
+    """verl picked and its YAML pasted at once, the pick's answer held at the network until after the paste: the
+    answer brings verl's (empty) YAML, which used to replace the pasted text; the page keeps what was pasted, and
+    verl's form shows it. Back on trl, trl's YAML comes back."""
+    show_overrides(page)
+    trl_yaml = overrides(page)
+    held, holding = [], [True]
+    page.route("**/gradio_api/queue/join*", lambda route: held.append(route) if holding[0] else route.continue_())
+    try:
+        type_into(page, "#engine-select input", "verl")
+        page.keyboard.press("Enter")
+        wait_for(lambda: (page.wait_for_timeout(50), held)[1], 10, "the engine pick sent")   # routes run in waits
+        page.click("#config-yaml .cm-content")
+        page.keyboard.press("Control+a")
+        page.keyboard.insert_text("total_steps: 3\n")
+    finally:
+        holding[0] = False
+        for route in held:
+            route.continue_()
+        page.unroute("**/gradio_api/queue/join*")
+    wait_for(lambda: page.input_value(field("total_steps")) == "3", 60, "verl's form showing the pasted YAML")
+    try:
+        wait_for(lambda: chip(page, "engine") == "error", 60, "verl checked (no GPU here)")
+    except AssertionError as e:
+        raise AssertionError(f"{e}; chips {[chip(page, m) for m in MODULES]}, engine "
+                             f"{page.input_value('#engine-select input')!r}, overrides {overrides(page)!r}") from None
+    page.wait_for_timeout(1000)
+    assert overrides(page).strip() == "total_steps: 3"
+    type_into(page, "#engine-select input", "trl")
+    page.keyboard.press("Enter")
+    wait_for(lambda: overrides(page) == trl_yaml and all_green(page), 60, "trl and its YAML back")
+
+
 def test_a_lora_run_shows_trainable_and_total_parameters_in_the_monitor(page):
     peft, steps = field("use_peft", "box"), field("max_steps")
     page.locator(peft).check()

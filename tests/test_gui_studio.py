@@ -283,17 +283,18 @@ def test_each_engine_keeps_its_own_config_overrides(studio):
     tab = SetupTab(studio)
     trl_text = "learning_rate: 0.001\nbeta: 0.04\n"
     out = tab.on_engine_picked("verl", trl_text, {"engine": "trl", "texts": {}})
-    config_text, memory, note = out[-3:]
-    assert config_text == "" and memory == {"engine": "verl", "texts": {"trl": trl_text}}
+    swap, memory, note = out[-3:]
+    assert swap == {"expect": trl_text, "text": ""} and memory == {"engine": "verl", "texts": {"trl": trl_text}}
     from aworld_gui.i18n import localize
 
     note = localize(note, "en")
     assert "trl" in note and "kept aside" in note
     out = tab.on_engine_picked("trl", "total_steps: 3\n", memory)
-    config_text, memory, _ = out[-3:]
-    assert config_text == trl_text and memory == {"engine": "trl", "texts": {"verl": "total_steps: 3\n"}}
+    swap, memory, _ = out[-3:]
+    assert swap == {"expect": "total_steps: 3\n", "text": trl_text}
+    assert memory == {"engine": "trl", "texts": {"verl": "total_steps: 3\n"}}
     out = tab.on_engine_picked("trl", trl_text, memory)            # the same engine again: nothing moves
-    assert out[-3] == trl_text and out[-1] == ""
+    assert out[-3] == {"expect": trl_text, "text": trl_text} and out[-1] == ""
 
 
 def test_a_check_fills_the_fields_not_overridden_with_what_they_held_when_it_began(studio):
