@@ -380,7 +380,7 @@ class SetupTab:
         # an engine's environment set up from here: its availability refreshed, then every check again
         self.setup_panel.wire(ui.engine, lambda: [
             dict(fn=self.on_engines_refreshed, inputs=[ui.engine], outputs=[ui.engine, ui.engines_table],
-                 api_visibility="private", show_progress="hidden"), check, fill])
+                 api_visibility="private", show_progress="hidden"), snapshot, check, fill])
 
     # -- presets -----------------------------------------------------------------------------------
     def preset_choices(self) -> list[tuple[str, str]]:
