@@ -320,6 +320,35 @@ def test_a_check_fills_the_fields_not_overridden_with_what_they_held_when_it_beg
     assert again["id"] != out["id"]                                  # each fill is applied once, by its id
 
 
+def test_every_check_notes_the_form_before_it_and_fills_the_form_after_it(studio):
+    """Each of the Setup's checks (36 events lead to one) runs right after the page step that notes the form's
+    values and right before the page step that fills the form (config_form.py); one without the note would answer
+    with the values of an earlier check, one without the fill would leave the form showing stale values. No server
+    step of the studio takes a form field itself as an input (Gradio would check it against bounds it had for
+    another field), and the fields' edits run in the page."""
+    import warnings
+
+    from aworld_gui.config_form import APPLY_JS, SNAPSHOT_JS
+    from aworld_gui.page import build_app
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        demo = build_app(studio=studio)
+    fns = demo.fns
+    checks = [k for k, f in fns.items() if getattr(f.fn, "__name__", "") == "on_check"]
+    assert len(checks) > 10
+    for k in checks:
+        before = fns.get(fns[k].trigger_after) if fns[k].trigger_after is not None else None
+        assert before is not None and before.js == SNAPSHOT_JS, f"check {k} runs without the form noted before it"
+        after = [f for f in fns.values() if f.trigger_after == k]
+        assert [f.js for f in after] == [APPLY_JS], f"check {k} is not followed by the form's fill"
+    setup = next(f.fn.__self__ for f in fns.values() if getattr(f.fn, "__name__", "") == "on_check")
+    slots = {c._id for c in setup.ui.slot_components()}
+    for k, f in fns.items():
+        if f.fn is not None:
+            assert not slots & {c._id for c in f.inputs}, f"{f.name} takes a form field as an input"
+
+
 def test_every_event_handler_takes_the_inputs_it_is_wired_to(studio):
     """Gradio's own check of each handler's arity against its inputs (a mismatch only warns at build time and
     fails every call of that event: after a merge, the Setup checks never ran)."""
