@@ -49,7 +49,7 @@ def catalog() -> dict[str, Any]:
     """Registered engines with availability and config schema; built-in rewards and the reward catalog
     (built-ins, TRL's, verl's: engines.rewards.catalog)."""
     from engines.registry import registered_engines
-    from engines.prepare import engine_result
+    from engines.checks import engine_result
     from engines.rewards import builtin_descriptions
 
     engines = []
@@ -107,14 +107,14 @@ def check(inputs: dict[str, Any]) -> dict[str, Any]:
     """Every module's check, plus what Setup previews: parsed agent, dataset rows and columns,
     the first prompt through the chat template, the reward on sample rows, the effective config."""
     from engines.isolated_checks import name_input_files
-    from engines.prepare import check_all
+    from engines.checks import check_all
 
     from .inputs import SetupInputs
 
     t0 = time.perf_counter()
     si = SetupInputs.from_dict(inputs)
     kwargs = si.check_kwargs()
-    from .zygote import report_progress
+    from engines.sandbox import report_progress
 
     results = name_input_files(check_all(**kwargs, on_module=report_progress), kwargs)
     by_module = {r.module: r.to_dict() for r in results}

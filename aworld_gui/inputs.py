@@ -79,7 +79,7 @@ class SetupInputs:
         return data if isinstance(data, dict) else text
 
     def check_kwargs(self) -> dict[str, Any]:
-        """Keyword arguments of ``engines.prepare.check_all`` / ``prepare_run``."""
+        """Keyword arguments of ``engines.checks.check_all`` / ``prepare_run``."""
         columns = {k: v for k, v in (self.columns or {}).items() if v}
         return dict(agent=self.agent or "", train_dataset=self.train or None, test_dataset=self.test or None,
                     reward_func=[dict(r) for r in self.rewards] or None, config=self.config_value(),

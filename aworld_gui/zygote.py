@@ -32,7 +32,7 @@ import struct
 import sys
 import time
 
-from engines.sandbox import IsolatedCall, report_progress  # noqa: F401 - tasks import report_progress here
+from engines.sandbox import IsolatedCall
 from engines.user_env import user_code_env
 
 _HDR = struct.Struct(">I")
@@ -136,9 +136,6 @@ class Zygote:
 
 
 def main() -> None:
-    # run as ``python -m aworld_gui.zygote`` this module is ``__main__``: tasks that import it
-    # must reach this copy, not a second import of the file
-    sys.modules.setdefault("aworld_gui.zygote", sys.modules[__name__])
     # Ctrl-C in the studio's terminal reaches its whole process group: the studio ends this worker
     # itself (it kills it on close; a closed pipe ends it too), so no KeyboardInterrupt traceback here
     signal.signal(signal.SIGINT, signal.SIG_IGN)

@@ -35,6 +35,7 @@ from .check_result import CheckError, CheckResult, did_you_mean
 from .loading import ReferenceError_, load_object, resolve_path
 from .mcp_servers import AGENT_KEYS as MCP_KEYS
 from .mcp_servers import McpSelection, parse_mcp
+from .tool_schema import check_tool
 from .secret_values import ENV_RE, MASK, SECRET_RE, env_reference, mask_secrets, substitute_env  # noqa: F401
 from .yaml_input import load_user_file
 
@@ -200,39 +201,6 @@ def _max_turns(flat: dict, default: int) -> int:
                          "they are the same setting (model turns per rollout): keep one")
     key = "max_turns" if "max_turns" in given else "max_steps"
     return _number(flat, key, int, default, 1, 1000)
-
-
-def check_tool(fn: Callable, ref: str) -> dict:
-    """A tool must be callable with type hints on every parameter and a docstring."""
-    if not callable(fn):
-        raise CheckError("agent", f"tool '{ref}' is not callable")
-    name = getattr(fn, "__name__", ref)
-    doc = inspect.getdoc(fn)
-    if not doc:
-        raise CheckError("agent", f"tool '{name}' ({ref}) has no docstring",
-                         "add a Google-style docstring with a summary line and an `Args:` section — "
-                         "the chat template shows it to the model")
-    sig = inspect.signature(fn)
-    try:
-        hints = inspect.get_annotations(fn, eval_str=True)
-    except Exception:  # unresolvable string annotations
-        hints = getattr(fn, "__annotations__", {})
-    for p in sig.parameters.values():
-        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
-            continue
-        if p.name not in hints:
-            raise CheckError("agent", f"tool '{name}' ({ref}) has no type hint for parameter '{p.name}'",
-                             f"annotate it, e.g. `{p.name}: int`")
-    try:
-        from transformers.utils import get_json_schema  # what tool-calling chat templates consume
-
-        schema = get_json_schema(fn)
-    except ImportError:  # pragma: no cover - transformers is a requirement
-        schema = {"type": "function", "function": {"name": name, "description": doc.splitlines()[0]}}
-    except Exception as e:
-        raise CheckError("agent", f"tool '{name}' ({ref}) cannot be described to the model: {e}",
-                         "document every argument under `Args:` in the docstring")
-    return schema
 
 
 def _no_model(raw: dict, missing: list[str], unknown: list[str]) -> None:

@@ -319,7 +319,7 @@ def cmd_chat_serve(a: argparse.Namespace) -> int:
 
 
 def cmd_engines(a: argparse.Namespace) -> int:
-    from .prepare import engine_result
+    from .checks import engine_result
 
     for name in registered_engines():
         _, result = engine_result(name)

@@ -45,14 +45,14 @@ def results_for_failure(kind: str, message: str, stage: str | None) -> list[Chec
 
 
 def _check_all(kwargs: dict[str, Any]) -> list[CheckResult]:
-    from .prepare import check_all
+    from .checks import check_all
     from .sandbox import report_progress
 
     return check_all(**kwargs, on_module=report_progress)
 
 
 def check_all_isolated(timeout_s: float | None = None, **kwargs: Any) -> list[CheckResult]:
-    """:func:`engines.prepare.check_all` in an isolated child with a time limit (its environment
+    """:func:`engines.checks.check_all` in an isolated child with a time limit (its environment
     without credentials, except those the agent or config asks for by ``${NAME}``). Never raises."""
     env = user_code_env(allow=referenced_names(kwargs.get("agent"), kwargs.get("reward_func"),
                                                      kwargs.get("config")))

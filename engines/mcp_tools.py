@@ -18,6 +18,7 @@ from typing import Any, Callable, Literal, Optional, Union
 from .check_result import CheckError
 from .mcp_client import McpToolError, default_pool
 from .mcp_servers import McpSelection, McpServer
+from .tool_schema import check_tool
 
 JSON_TYPES: dict[str, Any] = {"string": str, "integer": int, "number": float, "boolean": bool,
                               "array": list, "object": dict, "null": type(None)}
@@ -220,7 +221,6 @@ def discover(selection: McpSelection, python_names: list[str], warnings: list[st
              ) -> tuple[list[McpTool], list[dict[str, Any]]]:
     """The check: list every server's tools (each server started or reached, then closed, within its
     time limit) and describe each tool to the model as a Python tool is described."""
-    from .agents import check_tool
     from .mcp_client import McpServerError, list_server_tools
 
     try:

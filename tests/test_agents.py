@@ -12,7 +12,8 @@ import yaml
 from engines import AgentSpec, CheckError, load_agent
 from engines.agents import agent_result
 from engines.check_result import format_table
-from engines.prepare import check_all, prepare_run
+from engines.checks import check_all
+from engines.prepare import prepare_run
 
 SECRET = "sk-test-4f9c2a7e1b"
 

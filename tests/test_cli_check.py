@@ -12,7 +12,8 @@ import yaml
 
 from engines import AgentTrainer, CheckError
 from engines.cli import main
-from engines.prepare import check_all, prepare_run, trainer_from_run_dir
+from engines.checks import check_all
+from engines.prepare import prepare_run, trainer_from_run_dir
 
 ROOT = Path(__file__).resolve().parent.parent
 MODULES = ["agent", "dataset", "reward", "config", "engine"]

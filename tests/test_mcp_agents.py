@@ -17,7 +17,8 @@ import yaml
 from engines import CheckError, load_agent
 from engines.agents import agent_result
 from engines.check_result import format_table
-from engines.prepare import check_all, prepare_run
+from engines.checks import check_all
+from engines.prepare import prepare_run
 from testing import mcp_servers
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -78,7 +78,8 @@ def http_calculator():
 
 
 def test_a_streamable_http_server_works_the_same(tmp_path, http_calculator, monkeypatch):
-    from engines.prepare import check_all, prepare_run
+    from engines.checks import check_all
+    from engines.prepare import prepare_run
     from engines.runs import spawn_run
 
     monkeypatch.setenv("CALC_TEST_TOKEN", TOKEN)

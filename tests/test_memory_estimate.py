@@ -102,7 +102,7 @@ def test_no_estimate_and_no_hub_lookup_when_the_agent_check_failed(tmp_path, mon
     estimate — it used to ask the hub for a model named 'None' and retried for 23 s, past the check's limit."""
     import transformers
 
-    from engines.prepare import check_all
+    from engines.checks import check_all
 
     asked = []
     real = transformers.AutoConfig.from_pretrained

@@ -7,7 +7,7 @@ import pytest
 
 from aworld_gui import inputs as inp
 from aworld_gui import presets
-from engines.prepare import check_all
+from engines.checks import check_all
 
 
 @pytest.mark.parametrize("name", ["letters-grpo", "calc-tools", "calc-mcp"])

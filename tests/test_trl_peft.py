@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from engines import AgentTrainer, CheckError
-from engines.prepare import check_all
+from engines.checks import check_all
 
 ROOT = Path(__file__).resolve().parent.parent
 AGENT = str(ROOT / "assets/agents/letters_agent.yaml")

@@ -12,7 +12,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from engines.check_result import CheckError
-from engines.prepare import check_all
+from engines.checks import check_all
 from engines.verl import VerlProcessor
 
 ROOT = Path(__file__).resolve().parent.parent

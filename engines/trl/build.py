@@ -1,37 +1,52 @@
-"""Build TRL's trainer for a checked ``TrlProcessor``: the mode's config (every TRL setting), the
-model by path, LoRA / quantization from TRL's ModelConfig helpers, the reward functions wrapped to
-record samples, the agent's tools, and the run-directory callback."""
+"""Build TRL's trainer from what a checked ``TrlProcessor`` hands over (:class:`TrainerInputs`): the mode's config
+(every TRL setting), the model by path, LoRA / quantization from TRL's ModelConfig helpers, the reward functions
+wrapped to record samples, the agent's tools, and the run-directory callback."""
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import Any, Callable
 
 from . import arguments
 from .callbacks import ANSWER_COLUMN, RunDirCallback, SampleRecorder, ToolServerCallback
 from .peft_setup import peft_and_quantization
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .processor import TrlProcessor
+
+
+@dataclass(frozen=True)
+class TrainerInputs:
+    """Everything :func:`build_trainer` needs of a checked run: its effective config, run directory, agent,
+    reward, model, tokenizer, the training rows in TRL's shape, and the held-out scoring during training."""
+
+    cfg: dict[str, Any]
+    run: Any                      # engines.rundir.RunDir
+    agent: Any                    # engines.agents.AgentSpec
+    reward: Any                   # engines.rewards.Reward | None
+    model_path: str
+    tokenizer: Any
+    rows: Callable[[str], Any]    # mode ("grpo" | "sft") -> the training dataset in TRL's shape
+    tool_iterations: int | None
+    evaluate: Callable[[Any], dict[str, float]] | None
 
 
 def is_main_rank() -> bool:
     return int(os.environ.get("RANK", "0")) == 0
 
 
-def build_trainer(p: "TrlProcessor", tracker_names: list[str]) -> tuple[Any, RunDirCallback]:
+def build_trainer(p: TrainerInputs, tracker_names: list[str]) -> tuple[Any, RunDirCallback]:
     from trl import GRPOTrainer, SFTTrainer
 
     from .. import trackers
 
-    cfg, run, agent = p.effective_config, p.run, p.agent_spec
+    cfg, run, agent = p.cfg, p.run, p.agent
     main = is_main_rank()
     grpo = cfg["mode"] == "grpo"
     args = arguments.trainer_config(
         cfg, str(run.checkpoints_dir), reward_weights=p.reward.weights if grpo else None,
-        tool_iterations=p._tool_iterations() if grpo else None,
+        tool_iterations=p.tool_iterations if grpo else None,
         report_to=trackers.library_report_to(tracker_names) if main else "none", run_name=run.run_id)
     peft_config, quantization_config = peft_and_quantization(arguments.model_config(cfg, p.model_path))
-    evaluate = p._evaluator() if main else None
+    evaluate = p.evaluate if main else None
     extra = dict(peft_config=peft_config, quantization_config=quantization_config)
     if grpo:
         callbacks: list[Any] = []
@@ -46,10 +61,10 @@ def build_trainer(p: "TrlProcessor", tracker_names: list[str]) -> tuple[Any, Run
         funcs = recorder.wrap(p.reward.trl_functions(ANSWER_COLUMN))
         callback = RunDirCallback(run, recorder, evaluate, cfg["eval_steps"], tracker_names=tracker_names)
         trainer = GRPOTrainer(model=p.model_path, reward_funcs=funcs, args=args,
-                              train_dataset=p._rows(p.data.train, "grpo"), processing_class=p.tokenizer,
+                              train_dataset=p.rows("grpo"), processing_class=p.tokenizer,
                               callbacks=[callback, *callbacks], tools=tools, **extra)
     else:
         callback = RunDirCallback(run, None, evaluate, cfg["eval_steps"], tracker_names=tracker_names)
-        trainer = SFTTrainer(model=p.model_path, args=args, train_dataset=p._rows(p.data.train, "sft"),
+        trainer = SFTTrainer(model=p.model_path, args=args, train_dataset=p.rows("sft"),
                              processing_class=p.tokenizer, callbacks=[callback], **extra)
     return trainer, callback

@@ -19,14 +19,12 @@ import signal
 import subprocess
 import sys
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..check_result import CheckError
 from ..processes import free_port
 from ..rundir import FINISHED, STOPPED
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .processor import TrlProcessor
 
 DEEPSPEED_PRESETS = ("zero1", "zero2", "zero3")
 FSDP_PRESETS = ("fsdp1", "fsdp2")
@@ -103,12 +101,11 @@ class RankFailure(RuntimeError):
         self.failure_cause = cause
 
 
-def run_ranks(processor: "TrlProcessor", world: int) -> str:
-    """Start the ranks, wait for them (a STOP file or SIGTERM stops them at a step boundary), and
-    say how they ended."""
+def run_ranks(cfg: dict[str, Any], run: Any, world: int) -> str:
+    """Start the ranks of the run (``run``: its RunDir, ``cfg``: its effective config), wait for them (a STOP file
+    or SIGTERM stops them at a step boundary), and say how they ended."""
     from .arguments import device_flags
 
-    cfg, run = processor.effective_config, processor.run
     _use_cpu, bf16, fp16 = device_flags(cfg)
     cmd = command(str(run.path), cfg, world, "bf16" if bf16 else "fp16" if fp16 else "no")
     run.write_status(world_size=world, launcher="accelerate launch", distributed=cfg["distributed"])

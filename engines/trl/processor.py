@@ -246,7 +246,7 @@ class TrlProcessor(StandardProcessor):
         try:
             world = launch.world_size(cfg)
             if launch.needs_launch(cfg, world):
-                return launch.run_ranks(self, world)
+                return launch.run_ranks(cfg, run, world)
             run.write_status(world_size=1)
             return self.train_here()
         finally:
@@ -261,11 +261,15 @@ class TrlProcessor(StandardProcessor):
         metrics, samples and status)."""
         import transformers
 
-        from .build import build_trainer
+        from .build import TrainerInputs, build_trainer, is_main_rank
 
         cfg, run = self.effective_config, self.run
         names = trackers.normalize(cfg["report_to"])
-        trainer, callback = build_trainer(self, names)
+        inputs = TrainerInputs(cfg=cfg, run=run, agent=self.agent_spec, reward=self.reward, model_path=self.model_path,
+                               tokenizer=self.tokenizer, rows=lambda mode: self._rows(self.data.train, mode),
+                               tool_iterations=self._tool_iterations(),
+                               evaluate=self._evaluator() if is_main_rank() else None)
+        trainer, callback = build_trainer(inputs, names)
         self.trainer = trainer
         trainer.remove_callback(transformers.PrinterCallback)
         trainer.remove_callback(transformers.ProgressCallback)

@@ -1,0 +1,71 @@
+"""Check every module and report all of them (for the studio and ``python -m engines check``): the spec's
+order agent → dataset → reward → config, then the engine's availability. Never raises."""
+from __future__ import annotations
+
+import shutil
+import tempfile
+from typing import Any, Callable
+
+from .check_result import CHECKED_MODULES, ERROR, CheckError, CheckResult
+from .registry import DEFAULT_ENGINE, get_processor_class
+
+
+def engine_result(engine: str) -> tuple[Any, CheckResult]:
+    try:
+        cls = get_processor_class(engine)
+    except ValueError as e:
+        return None, CheckResult("engine", ERROR, str(e))
+    try:
+        ok, reason = cls.availability()
+    except Exception as e:  # a probe must never take the caller down
+        ok, reason = False, f"availability probe failed: {type(e).__name__}: {e}"
+    status = "ok" if ok else ERROR
+    return cls, CheckResult("engine", status, f"{engine}: " + ("available" if ok else reason),
+                            details={"engine": engine, "available": ok, "reason": reason})
+
+
+def check_all(agent: Any, train_dataset: Any = None, test_dataset: Any = None, reward_func: Any = None,
+              config: Any = None, train_engine_name: str = DEFAULT_ENGINE, run_path: str | None = None,
+              columns: dict | None = None, on_module: Callable[[str], None] | None = None) -> list[CheckResult]:
+    """Run every check in the spec's order; never raises; returns one result per module + engine.
+    ``on_module(module)`` is called as each check starts (the studio's worker reports it, so a check
+    that hangs or crashes is blamed on the right module)."""
+    cls, engine = engine_result(train_engine_name)
+    if cls is None:
+        return [CheckResult(m, ERROR, "not checked: unknown engine") for m in CHECKED_MODULES] + [engine]
+    scratch = None
+    if run_path is None:
+        scratch = tempfile.mkdtemp(prefix="aworld-check-")
+        run_path = scratch
+    try:
+        try:
+            p = cls(run_path)
+        except Exception as e:  # an engine whose constructor fails: report it like any check
+            msg = f"engine '{train_engine_name}' failed to start: {type(e).__name__}: {e}"
+            return [CheckResult(m, ERROR, "not checked: the engine failed to start") for m in CHECKED_MODULES] + \
+                [CheckResult("engine", ERROR, msg, details=engine.details)]
+        if columns:
+            train_dataset = {"path": train_dataset, "columns": columns}
+        steps = (("agent", lambda: p.check_agent(agent)),
+                 ("dataset", lambda: p.check_dataset(train_dataset, test_dataset)),
+                 ("reward", lambda: p.check_reward(reward_func)),
+                 ("config", lambda: p.check_config(config)))
+        results: list[CheckResult] = []
+        for module, step in steps:
+            if on_module is not None:
+                on_module(module)
+            try:
+                step()
+                found = [r for r in p.check_results if r.module == module]
+                results.append(found[-1] if found else CheckResult(module, "ok", "checked"))
+            except CheckError as e:
+                results.append(e.result)
+            except SystemExit as e:  # sys.exit() in user code: say so, keep going
+                results.append(CheckResult(module, ERROR, f"the {module} module's code called sys.exit({e.code!r}) — "
+                                           "user code must not exit the check: return a value or raise an exception"))
+            except Exception as e:  # user code or an engine bug: report it, keep going
+                results.append(CheckResult(module, ERROR, f"{type(e).__name__}: {e}"))
+        return results + [engine]
+    finally:
+        if scratch:
+            shutil.rmtree(scratch, ignore_errors=True)
