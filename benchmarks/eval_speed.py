@@ -2,7 +2,7 @@
 
     python -m benchmarks.eval_speed [--rounds 120] [--samples 16] [--max-new-tokens 16] [--chat-messages 20]
 
-(a) Samples/s of our evaluation path (``engines.evaluation.evaluate_model``: the agent's generation loop,
+(a) Samples/s of our evaluation path (``engines.inference.evaluation.evaluate_model``: the agent's generation loop,
     reply parsing, the reward) against a bare ``transformers`` script that only renders, batch-generates
     and decodes with identical settings (same model, prompts, batch size, greedy, max new tokens), in one
     process, alternating ABBA over ``--rounds`` rounds; the goal is ours/bare ≥ 0.95. The measure is the
@@ -10,7 +10,7 @@
     the generation's speed wanders from round to round, so many short rounds resolve more than a few
     long ones.
 (b) Chat: time from a message sent to the first streamed token, the model already loaded, through the
-    studio's own path (``aworld_gui.chat_client.ChatService`` → the chat process); the goal is p95 ≤ 0.5 s.
+    studio's own path (``aworld_gui.core.chat_client.ChatService`` → the chat process); the goal is p95 ≤ 0.5 s.
 Results: benchmarks/results/eval_speed.json.
 """
 from __future__ import annotations
@@ -52,12 +52,12 @@ def main() -> int:
     ap.add_argument("--chat-messages", type=int, default=20)
     a = ap.parse_args()
 
-    from engines.agents import load_agent
-    from engines.checkpoints import ModelRef, load
-    from engines.data import load_datasets, prompt_messages
-    from engines.evaluation import evaluate_model
+    from engines.inputs.agents import load_agent
+    from engines.inference.checkpoints import ModelRef, load
+    from engines.inputs.data import load_datasets, prompt_messages
+    from engines.inference.evaluation import evaluate_model
     from engines.rewards import load_reward
-    from engines.rollout import AgentGenerator
+    from engines.inference.rollout import AgentGenerator
 
     agent = load_agent(str(ASSETS / "agents/letters_agent.yaml"))
     bundle = load_datasets(str(ASSETS / "datasets/letters_test.jsonl"))
@@ -93,8 +93,8 @@ def main() -> int:
     ratios = [o / b for o, b in zip(rates["ours"], rates["bare"])]
 
     # (b) chat: time to the first streamed token, the model loaded
-    from aworld_gui.chat_client import ChatService
-    from engines.prepare import prepare_run
+    from aworld_gui.core.chat_client import ChatService
+    from engines.runs.prepare import prepare_run
 
     with tempfile.TemporaryDirectory() as tmp:
         run = prepare_run(str(ASSETS / "agents/letters_agent.yaml"), str(ASSETS / "datasets/letters_train.jsonl"),

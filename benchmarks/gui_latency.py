@@ -24,9 +24,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from aworld_gui.monitor_tab import CHART_S, POLL_S
+from aworld_gui.tabs.monitor_tab import CHART_S, POLL_S
 from benchmarks.results_file import pct, write_result
-from engines.rundir import RunDir
+from engines.runs.rundir import RunDir
 from testing.fake_run import metric_row
 from testing.studio import StudioProcess, launch_chromium
 

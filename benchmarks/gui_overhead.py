@@ -59,12 +59,12 @@ from pathlib import Path
 
 import psutil
 
-from aworld_gui import inputs as inp
-from aworld_gui.monitor_tab import CHART_S, LOG_S, POLL_S, SAMPLES_S
+from aworld_gui.core import inputs as inp
+from aworld_gui.tabs.monitor_tab import CHART_S, LOG_S, POLL_S, SAMPLES_S
 from benchmarks import results_file
 from benchmarks.results_file import write_result
-from engines.processes import terminate_tree
-from engines.rundir import RunDir, iter_jsonl
+from engines.isolation.processes import terminate_tree
+from engines.runs.rundir import RunDir, iter_jsonl
 from testing import free_port
 from testing.studio import CHROMIUM, CHROMIUM_ARGS, StudioProcess
 

@@ -5,7 +5,7 @@ that cost depends on the run's history (it should not) and on the new lines per 
     python -m benchmarks.gui_tick [--steps 100000] [--ticks 200]
 
 A "tick" is one turn of the Monitor's stream loop (``MonitorTab.live``, which
-aworld_gui/live_stream.py runs every 0.5 s for each watching page) with everything due at once — the worst case: read the new bytes, update the
+aworld_gui/web/live_stream.py runs every 0.5 s for each watching page) with everything due at once — the worst case: read the new bytes, update the
 series, render the header, draw the reward, loss and a two-metric custom curve as SVG, the
 trajectories, the log tail and the events, and encode the message as JSON. Lines (and a sample) are
 appended to the run between ticks. Reported in wall time and in CPU time of the calling thread.
@@ -21,11 +21,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from aworld_gui import run_cache
-from aworld_gui.run_cache import RunCache
-from aworld_gui.studio import Studio
+from aworld_gui.core import run_cache
+from aworld_gui.core.run_cache import RunCache
+from aworld_gui.core.studio import Studio
 from benchmarks.results_file import pct, write_result
-from engines.rundir import RunDir, dumps_line
+from engines.runs.rundir import RunDir, dumps_line
 from testing.fake_run import metric_row, write_history
 
 
@@ -47,7 +47,7 @@ def stats(wall: list[float], cpu: list[float]) -> dict:
 
 
 def measure(history: int, ticks: int, new_per_tick: int, base: Path) -> dict:
-    from aworld_gui.monitor_tab import MonitorTab
+    from aworld_gui.tabs.monitor_tab import MonitorTab
 
     runs = base / f"runs-{history}-{new_per_tick}"
     run = RunDir.create(runs, "bench")

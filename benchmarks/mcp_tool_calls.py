@@ -20,8 +20,8 @@ from pathlib import Path
 
 from benchmarks.results_file import pct, write_result
 from engines import load_agent
-from engines.mcp_client import close_default_pool
-from engines.processes import terminate_tree
+from engines.tools.mcp_client import close_default_pool
+from engines.isolation.processes import terminate_tree
 from testing import free_port
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -74,8 +74,8 @@ def cases(wide: Path) -> list[dict]:
 
 
 def measure(case: dict, runs: Path) -> dict:
-    from engines.checks import check_all
-    from engines.prepare import prepare_run
+    from engines.core.checks import check_all
+    from engines.runs.prepare import prepare_run
 
     results = {r.module: r for r in check_all(str(case["agent"]), str(case["train"]), None, case["reward"],
                                               case["config"], "trl")}

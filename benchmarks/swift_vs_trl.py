@@ -52,8 +52,8 @@ def train_rows(run) -> list[dict]:
 
 
 def measure(engine: str, runs_dir: str, a) -> dict:
-    from engines.prepare import prepare_run
-    from engines.runs import effective_status, kill_run, spawn_run, stop_run
+    from engines.runs.prepare import prepare_run
+    from engines.runs.lifecycle import effective_status, kill_run, spawn_run, stop_run
 
     t0 = time.time()
     run = prepare_run(AGENT, TRAIN, None, REWARD, config_for(engine), engine, runs_dir=runs_dir,

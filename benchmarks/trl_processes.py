@@ -39,7 +39,7 @@ GENERATIONS = 16
 def one_run(name: str, a, runs: Path) -> dict:
     import yaml
 
-    from engines.prepare import prepare_run
+    from engines.runs.prepare import prepare_run
 
     processes, prompts = VARIANTS[name]
     cfg = yaml.safe_load((A / "configs/letters_grpo.yaml").read_text())

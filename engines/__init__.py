@@ -1,11 +1,11 @@
 """Engine-neutral training API: ``from engines import AgentTrainer, TrainerProcessor``."""
-from .agent_trainer import AgentTrainer
-from .agents import Agent, AgentSpec, load_agent
-from .check_result import CheckError, CheckResult
-from .registry import (DEFAULT_ENGINE, ENTRY_POINT_GROUP, get_processor_class, register_processor,
+from .core.agent_trainer import AgentTrainer
+from .inputs.agents import Agent, AgentSpec, load_agent
+from .core.check_result import CheckError, CheckResult
+from .core.registry import (DEFAULT_ENGINE, ENTRY_POINT_GROUP, get_processor_class, register_processor,
                        registered_engines, unregister_processor)
 from .rewards import BUILTIN_REWARDS, Reward, load_reward
-from .trainer_processor import TrainerProcessor, logger
+from .core.trainer_processor import TrainerProcessor, logger
 
 __all__ = ["Agent", "AgentSpec", "AgentTrainer", "BUILTIN_REWARDS", "CheckError", "CheckResult", "DEFAULT_ENGINE",
            "ENTRY_POINT_GROUP", "Reward", "TrainerProcessor", "get_processor_class", "load_agent", "load_reward",

@@ -23,8 +23,8 @@ import threading
 import time
 from typing import Any
 
-from .registry import DEFAULT_ENGINE, registered_engines
-from .check_result import ERROR, CheckError, format_table
+from .core.registry import DEFAULT_ENGINE, registered_engines
+from .core.check_result import ERROR, CheckError, format_table
 
 
 def parse_reward(values: list[str] | None) -> Any:
@@ -71,7 +71,7 @@ def module_kwargs(a: argparse.Namespace) -> dict[str, Any]:
 
 
 def cmd_check(a: argparse.Namespace) -> int:
-    from .isolated_checks import check_all_isolated
+    from .core.isolated_checks import check_all_isolated
 
     kw = module_kwargs(a)
     results = check_all_isolated(a.check_timeout, **kw)   # user code never runs in this process
@@ -120,7 +120,7 @@ class _Progress(threading.Thread):
 
 
 def cmd_train(a: argparse.Namespace) -> int:
-    from .agent_trainer import AgentTrainer
+    from .core.agent_trainer import AgentTrainer
 
     try:
         trainer = AgentTrainer(run_path=a.run_path, check_timeout_s=a.check_timeout, **module_kwargs(a))
@@ -148,14 +148,14 @@ def cmd_train(a: argparse.Namespace) -> int:
 
 
 def cmd_run(a: argparse.Namespace) -> int:
-    from .rundir import RunDir
+    from .runs.rundir import RunDir
 
     return execute_run(RunDir(a.run_dir))
 
 
 def cmd_rerun(a: argparse.Namespace) -> int:
     """A new run directory with an earlier run's exact spec (a fresh run id), then train it."""
-    from .prepare import rerun_dir
+    from .runs.prepare import rerun_dir
 
     try:
         run = rerun_dir(a.run_dir, a.runs_dir)
@@ -164,7 +164,7 @@ def cmd_rerun(a: argparse.Namespace) -> int:
         return 2
     print(f"run directory: {run.path}", file=sys.stderr)
     if a.detach:
-        from .runs import spawn_run
+        from .runs.lifecycle import spawn_run
 
         print(f"started in the background (pid {spawn_run(run.path)}); follow it with: "
               f"{shell_command('runs', '--runs-dir', str(run.path.parent))}", file=sys.stderr)
@@ -186,9 +186,9 @@ def shell_command(*args: str) -> str:
 def execute_run(run) -> int:
     """Execute a prepared run directory. A run that takes the machine's training slot waits for it
     first, as this small process (before the engine, torch or the model are loaded)."""
-    from .prepare import trainer_from_run_dir
-    from .rundir import FAILED, SPEC_FILE, STOPPED
-    from .runs import Slot, wait_for_slot
+    from .runs.prepare import trainer_from_run_dir
+    from .runs.rundir import FAILED, SPEC_FILE, STOPPED
+    from .runs.lifecycle import Slot, wait_for_slot
 
     if not (run.path / SPEC_FILE).is_file():   # no spec, no run: write nothing there (it would be listed)
         print(f"error: {run.path} has no {SPEC_FILE}, so it is not a prepared run; nothing was written to it "
@@ -201,7 +201,7 @@ def execute_run(run) -> int:
             run.mark_process(STOPPED, ended=time.time())
             run.event("stopped", message="stopped while queued")
             return 0
-    from .standard import check_error_cause
+    from .core.standard import check_error_cause
 
     try:
         trainer = trainer_from_run_dir(run.path)
@@ -222,7 +222,7 @@ def execute_run(run) -> int:
 
 
 def cmd_label(a: argparse.Namespace) -> int:
-    from .rundir import RunDir
+    from .runs.rundir import RunDir
 
     run = RunDir(a.run_dir)
     if not run.exists():
@@ -234,7 +234,7 @@ def cmd_label(a: argparse.Namespace) -> int:
 
 
 def cmd_runs(a: argparse.Namespace) -> int:
-    from .runs import list_run_dirs, summarize
+    from .runs.lifecycle import list_run_dirs, summarize
 
     rows = [summarize(r).as_row() for r in list_run_dirs(a.runs_dir)]
     header = ["run", "name", "state", "engine", "started", "step", "reward"]
@@ -245,8 +245,8 @@ def cmd_runs(a: argparse.Namespace) -> int:
 
 
 def cmd_stop(a: argparse.Namespace) -> int:
-    from .runs import effective_status, kill_run, process_alive, stop_run
-    from .rundir import RunDir
+    from .runs.lifecycle import effective_status, kill_run, process_alive, stop_run
+    from .runs.rundir import RunDir
 
     stop_run(a.run_dir, reason="cli")
     deadline = time.time() + a.kill_after
@@ -262,7 +262,7 @@ def cmd_stop(a: argparse.Namespace) -> int:
 def cmd_eval(a: argparse.Namespace) -> int:
     """Prepare an evaluation of a run (checks first) and run it here, or in the background (--detach),
     or execute an evaluation directory that was prepared already (--dir)."""
-    from .evaluation import prepare_eval, run_eval
+    from .inference.evaluation import prepare_eval, run_eval
 
     if a.dir:
         eval_dir = a.dir
@@ -280,7 +280,7 @@ def cmd_eval(a: argparse.Namespace) -> int:
         eval_dir = str(prepared.path)
         print(f"evaluation directory: {eval_dir}", file=sys.stderr)
         if a.detach:
-            from .processes import spawn_detached
+            from .isolation.processes import spawn_detached
 
             proc = spawn_detached([sys.executable, "-m", "engines", "eval", "--dir", eval_dir],
                                   os.path.join(eval_dir, "eval.log"), env={**os.environ, "PYTHONUNBUFFERED": "1"})
@@ -299,7 +299,7 @@ def cmd_eval(a: argparse.Namespace) -> int:
 
 
 def cmd_export(a: argparse.Namespace) -> int:
-    from .export import export_checkpoint
+    from .inference.export import export_checkpoint
 
     try:
         out = export_checkpoint(a.run, a.checkpoint, a.out, push_to_hub=a.push_to_hub)
@@ -313,13 +313,13 @@ def cmd_export(a: argparse.Namespace) -> int:
 def cmd_chat_serve(a: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from .chat_server import serve
+    from .inference.chat_server import serve
 
     return serve(a.run, a.checkpoint, Path(a.state_dir), a.idle_timeout)
 
 
 def cmd_engines(a: argparse.Namespace) -> int:
-    from .checks import engine_result
+    from .core.checks import engine_result
 
     for name in registered_engines():
         _, result = engine_result(name)
@@ -329,7 +329,7 @@ def cmd_engines(a: argparse.Namespace) -> int:
 
 def cmd_setup(a: argparse.Namespace) -> int:
     """An engine that lives in an environment of its own builds it (``setup_environment(argv)``)."""
-    from .registry import get_processor_class
+    from .core.registry import get_processor_class
 
     try:
         cls = get_processor_class(a.engine)

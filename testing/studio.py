@@ -11,8 +11,8 @@ import time
 import urllib.request
 from pathlib import Path
 
-from engines.processes import spawn_detached, terminate_tree
-from engines.rundir import RunDir
+from engines.isolation.processes import spawn_detached, terminate_tree
+from engines.runs.rundir import RunDir
 from testing import free_port
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -28,7 +28,7 @@ def _env() -> dict[str, str]:
 
 
 class StudioProcess:
-    """``aworld-studio`` (``python -m aworld_gui.serve``) on 127.0.0.1:<free port>, output to
+    """``aworld-studio`` (``python -m aworld_gui.web.serve``) on 127.0.0.1:<free port>, output to
     ``<runs>/../studio-<port>.log``."""
 
     def __init__(self, runs_dir: str | os.PathLike, port: int | None = None, extra: list[str] | None = None):
@@ -44,7 +44,7 @@ class StudioProcess:
 
     def start(self, timeout_s: float = 90.0) -> "StudioProcess":
         self.runs_dir.mkdir(parents=True, exist_ok=True)
-        self.proc = spawn_detached([sys.executable, "-m", "aworld_gui.serve", "--port", str(self.port),
+        self.proc = spawn_detached([sys.executable, "-m", "aworld_gui.web.serve", "--port", str(self.port),
                                     "--runs-dir", str(self.runs_dir), *self.extra], self.log_path, env=_env(),
                                    cwd=REPO_ROOT)
         deadline = time.monotonic() + timeout_s

@@ -17,7 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from engines.processes import spawn_detached, terminate_tree
+from engines.isolation.processes import spawn_detached, terminate_tree
 from testing import free_port
 
 FAKE_MAIN_PPO = r'''

@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 @pytest.fixture(autouse=True)
 def _forget_user_modules():
-    """User files imported by a test (``_aworld_user_*``, see engines.loading) are dropped afterwards, so
+    """User files imported by a test (``_aworld_user_*``, see engines.inputs.loading) are dropped afterwards, so
     tests that assert user code never ran in their process (the studio's) hold in a full run."""
     yield
     for name in [n for n in sys.modules if n.startswith("_aworld_user_")]:
@@ -20,8 +20,8 @@ def _forget_user_modules():
 
 @pytest.fixture
 def clean_registry():
-    """The engine registry (engines.registry._REGISTRY and the entry-point flag), restored after the test."""
-    from engines import registry as api
+    """The engine registry (engines.core.registry._REGISTRY and the entry-point flag), restored after the test."""
+    from engines.core import registry as api
 
     saved, loaded = dict(api._REGISTRY), api._ENTRY_POINTS_LOADED
     yield api

@@ -10,10 +10,10 @@ import pytest
 import yaml
 
 from engines import AgentSpec, CheckError, load_agent
-from engines.agents import agent_result
-from engines.check_result import format_table
-from engines.checks import check_all
-from engines.prepare import prepare_run
+from engines.inputs.agents import agent_result
+from engines.core.check_result import format_table
+from engines.core.checks import check_all
+from engines.runs.prepare import prepare_run
 
 SECRET = "sk-test-4f9c2a7e1b"
 
@@ -277,7 +277,7 @@ def test_agent_errors_surface_through_check_all_without_raising(tmp_path, demo):
 
 
 def test_max_turns_names_the_agents_turns_and_max_steps_is_its_alias():
-    from engines.agents import agent_result
+    from engines.inputs.agents import agent_result
 
     base = {"model": str(Path(__file__).resolve().parent.parent / "assets/models/tiny-letters"), "system_prompt": "x"}
     assert load_agent({**base, "max_turns": 4}).max_steps == 4

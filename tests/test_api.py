@@ -11,11 +11,12 @@ import pytest
 import yaml
 from datasets import Dataset
 
-from engines import AgentTrainer, CheckError, TrainerProcessor, logger, registry
-from engines.check_result import CheckResult
-from engines.config import ConfigField
-from engines.rundir import FINISHED
-from engines.standard import StandardProcessor
+from engines import AgentTrainer, CheckError, TrainerProcessor, logger
+from engines.core import registry
+from engines.core.check_result import CheckResult
+from engines.inputs.config import ConfigField
+from engines.runs.rundir import FINISHED
+from engines.core.standard import StandardProcessor
 
 
 class Recorder(TrainerProcessor):

@@ -61,7 +61,7 @@ def corpus(tmp_path_factory):
 @pytest.fixture(scope="module")
 def preloaded():
     """What the checks import, imported here once: the API's and CLI's isolated checks fork this process."""
-    from aworld_gui import check_tasks
+    from aworld_gui.worker import check_tasks
 
     check_tasks.preload()
 

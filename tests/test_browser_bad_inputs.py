@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from aworld_gui import inputs as inp
+from aworld_gui.core import inputs as inp
 from testing.studio import CHROMIUM, StudioProcess, launch_chromium
 from testing.waiting import wait_for as _wait_for
 

@@ -1,4 +1,4 @@
-"""The page steps that keep the Setup form and the overrides YAML in step (aworld_gui/config_form.py), run in
+"""The page steps that keep the Setup form and the overrides YAML in step (aworld_gui/tabs/config_form.py), run in
 headless Chromium: a form edit sets its key in the page as the server's ``set_yaml_key`` does, and a check's fill
 sets only the fields nobody touched since the check began, and only while the YAML is the one checked."""
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 import yaml
 from playwright.sync_api import sync_playwright
 
-from aworld_gui.config_form import APPLY_EDIT_JS, APPLY_JS, KEEP, edit_js, set_yaml_key, yaml_edit
+from aworld_gui.tabs.config_form import APPLY_EDIT_JS, APPLY_JS, KEEP, edit_js, set_yaml_key, yaml_edit
 from testing.studio import CHROMIUM, launch_chromium
 
 TEXT = "# Demo config\nmode: grpo\nlearning_rate: 0.001   # tuned\nmax_steps: 300\n" \

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import sync_playwright
 
-from engines.prepare import prepare_run
+from engines.runs.prepare import prepare_run
 from testing import waiting
 from testing.studio import CHROMIUM, StudioProcess, launch_chromium
 

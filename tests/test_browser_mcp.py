@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import sync_playwright
 
-from aworld_gui import inputs as inp
+from aworld_gui.core import inputs as inp
 from testing import waiting
 from testing.studio import CHROMIUM, StudioProcess, launch_chromium
 
@@ -37,7 +37,7 @@ def app(tmp_path_factory):
     studio = StudioProcess(tmp_path_factory.mktemp("studio-mcp") / "runs").start()
     yield studio
     studio.stop()
-    from engines.runs import kill_run, list_run_dirs
+    from engines.runs.lifecycle import kill_run, list_run_dirs
     for run in list_run_dirs(studio.runs_dir):
         kill_run(run.path, grace_s=2)
 
@@ -73,8 +73,8 @@ def test_the_agent_card_lists_mcp_tools_with_their_server(page):
 
 
 def test_the_monitor_labels_mcp_tool_calls_with_their_server(page, app):
-    from engines.prepare import prepare_run
-    from engines.runs import spawn_run
+    from engines.runs.prepare import prepare_run
+    from engines.runs.lifecycle import spawn_run
 
     run = prepare_run(str(MCP_AGENT), str(inp.DATASETS_DIR / "calc_train.jsonl"), None,
                       str(inp.REWARDS_DIR / "calc_reward.py") + ":calc_reward",

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from testing import waiting
 
-from aworld_gui import inputs as inp
+from aworld_gui.core import inputs as inp
 from testing.studio import CHROMIUM, StudioProcess, launch_chromium
 
 from playwright.sync_api import sync_playwright  # noqa: E402 - in requirements.txt
@@ -72,7 +72,7 @@ def app(tmp_path_factory):
     studio = StudioProcess(base / "runs").start()
     yield studio
     studio.stop()
-    from engines.runs import kill_run, list_run_dirs
+    from engines.runs.lifecycle import kill_run, list_run_dirs
     for run in list_run_dirs(studio.runs_dir):  # runs this test launched and did not stop
         kill_run(run.path, grace_s=2)
 
@@ -158,7 +158,7 @@ def test_presets_load_a_whole_setup_and_save_the_current_one(page, app):
 
 def test_an_idle_page_does_not_wake_the_machine_every_frame(page, tmp_path):
     """Gradio 6 leaves a 60-per-second animation-frame loop running on a loaded page
-    (aworld_gui/gradio_patches.py): served patched, the loop ends and an idle page asks for no frames."""
+    (aworld_gui/web/gradio_patches.py): served patched, the loop ends and an idle page asks for no frames."""
     import json
 
     wait_for(lambda: all_green(page), 120, "the first check of the demo")   # nothing pending any more
@@ -352,7 +352,7 @@ def test_runs_actions_follow_the_selected_run(page, app):
 def test_the_log_tail_follows_a_growing_log(page, app):
     """The Monitor's log pane is always a piece of the run's train.log, grows with it (new lines
     appended in place) and drops its oldest lines once past the tail's 300 (run_cache.LOG_LINES)."""
-    from aworld_gui.run_cache import LOG_LINES
+    from aworld_gui.core.run_cache import LOG_LINES
     from testing.studio import end_process_group, start_fake_run
 
     run, pid = start_fake_run(app.runs_dir, "--steps", "100000", "--rate", "250")   # 25 log lines/s
@@ -392,7 +392,7 @@ def test_a_reload_with_a_live_run_opens_the_monitor_on_it(page, app):
 
     import psutil
 
-    from engines.rundir import QUEUED, RunDir
+    from engines.runs.rundir import QUEUED, RunDir
     from testing.studio import end_process_group, start_fake_run
 
     run, pid = start_fake_run(app.runs_dir, "--steps", "100000", "--rate", "5")
@@ -420,7 +420,7 @@ def test_a_reload_with_a_live_run_opens_the_monitor_on_it(page, app):
 def test_runs_overlay_draws_every_run_added(page, app):
     """Adding runs to the overlay one by one draws a line and a legend entry for each (a gr.LinePlot
     used to keep only the first set's lines and legend), for every metric picked."""
-    from engines.rundir import RunDir
+    from engines.runs.rundir import RunDir
     from testing.fake_run import write_history
 
     made = []

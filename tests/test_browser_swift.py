@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from aworld_gui.engine_setup import EngineSetups
+from aworld_gui.tabs.engine_setup import EngineSetups
 from engines.swift import environment as E
 from testing import waiting
 from testing.studio import CHROMIUM, StudioProcess, launch_chromium
@@ -144,6 +144,6 @@ def test_launch_a_swift_run_from_the_studio_and_watch_its_reward_curve(tmp_path,
         shot(page, "swift-07-monitor-stopped")
     finally:
         studio.stop()
-        from engines.runs import kill_run, list_run_dirs
+        from engines.runs.lifecycle import kill_run, list_run_dirs
         for run in list_run_dirs(studio.runs_dir):
             kill_run(run.path, grace_s=2)

@@ -11,8 +11,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from aworld_gui.chat_client import ChatService
-from engines.prepare import prepare_run
+from aworld_gui.core.chat_client import ChatService
+from engines.runs.prepare import prepare_run
 from testing.waiting import wait_for
 
 A = Path(__file__).resolve().parent.parent / "assets"
@@ -76,7 +76,7 @@ def test_the_model_is_freed_after_its_idle_time(tmp_path, demo):
 
 
 def test_a_model_that_cannot_load_says_why(tmp_path, demo):
-    from aworld_gui.chat_client import ChatError
+    from aworld_gui.core.chat_client import ChatError
 
     run = prepare_run(demo["agent"], demo["train"], demo["test"], demo["reward"], {"max_steps": 1},
                       train_engine_name="trl", runs_dir=str(tmp_path / "runs"))
@@ -89,9 +89,9 @@ def test_a_model_that_cannot_load_says_why(tmp_path, demo):
 def test_the_reply_after_the_model_process_died_says_it_was_restarted_and_why(tmp_path, demo):
     """The chat tab's own handler: a message, the model's process killed, the next message — its reply is
     led by a folded line naming the cause (not sent to the model), and the reply still comes."""
-    from aworld_gui.chat_tab import ChatTab, history_for_model
-    from aworld_gui.check_worker import CheckWorker
-    from aworld_gui.studio import Studio
+    from aworld_gui.tabs.chat_tab import ChatTab, history_for_model
+    from aworld_gui.worker.check_worker import CheckWorker
+    from aworld_gui.core.studio import Studio
 
     studio = Studio(tmp_path / "runs", worker=CheckWorker())        # not started: chat needs no check worker
     run = prepare_run(demo["agent"], demo["train"], demo["test"], demo["reward"], {"max_steps": 1},

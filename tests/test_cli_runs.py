@@ -7,8 +7,8 @@ import sys
 import time
 from pathlib import Path
 
-from engines.prepare import prepare_run
-from engines.rundir import RunDir
+from engines.runs.prepare import prepare_run
+from engines.runs.rundir import RunDir
 
 ROOT = Path(__file__).resolve().parent.parent
 ARGS = ["--agent", "assets/agents/letters_agent.yaml", "--train", "assets/datasets/letters_train.jsonl",
@@ -46,7 +46,7 @@ def test_stop_command_stops_a_detached_run(tmp_path):
     run = prepare_run(str(ROOT / ARGS[1]), str(ROOT / ARGS[3]), None, str(ROOT / "assets/rewards/letter_reward.py")
                       + ":letter_reward", {"max_steps": 5000, "prompts_per_step": 2, "num_generations": 4,
                                             "save_steps": 1000}, "trl", runs_dir=str(tmp_path / "runs"))
-    from engines.runs import spawn_run
+    from engines.runs.lifecycle import spawn_run
     spawn_run(run.path)
     deadline = time.time() + 120
     while (run.read_status().get("step") or 0) < 2 and time.time() < deadline:
@@ -72,7 +72,7 @@ def test_run_of_a_dir_with_a_broken_spec_records_the_failure(tmp_path):
 def test_run_of_a_folder_without_a_spec_is_refused_and_writes_nothing(tmp_path):
     """A folder that never got its run.yaml is no run: `run` on it used to queue behind a busy machine's
     slot (writing status.json, so the folder became a listed run) and then end in a traceback."""
-    from engines.runs import Slot, list_run_dirs
+    from engines.runs.lifecycle import Slot, list_run_dirs
 
     runs = tmp_path / "runs"
     folder = runs / "not-a-run"

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import pytest
 
 from engines import CheckError
-from engines.config import ConfigField, load_config_input, validate_config
+from engines.inputs.config import ConfigField, load_config_input, validate_config
 from engines.trl.config import FIELDS as TRL_FIELDS
 from engines.trl.config import cross_check as trl_cross_check
 

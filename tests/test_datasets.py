@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from engines import CheckError
-from engines.data import ColumnMap, load_datasets, prompt_messages, row_answer
+from engines.inputs.data import ColumnMap, load_datasets, prompt_messages, row_answer
 
 datasets.disable_progress_bars()
 

@@ -13,10 +13,10 @@ import psutil
 import pytest
 
 from engines import AgentTrainer, CheckError, TrainerProcessor
-from engines.checkpoints import resolve
-from engines.evaluation import list_evals, pass_at_k, prepare_eval, read_metrics
-from engines.prepare import prepare_run
-from engines.rundir import RunDir
+from engines.inference.checkpoints import resolve
+from engines.inference.evaluation import list_evals, pass_at_k, prepare_eval, read_metrics
+from engines.runs.prepare import prepare_run
+from engines.runs.rundir import RunDir
 
 ROOT = Path(__file__).resolve().parent.parent
 A = ROOT / "assets"
@@ -139,7 +139,7 @@ def test_bad_evaluation_input_is_a_clear_error_before_anything_loads(letters_run
 
 
 def test_ms_swifts_own_rewards_are_left_out_of_an_evaluation_and_said_so(letters_run):
-    from engines.evaluation import read_eval
+    from engines.inference.evaluation import read_eval
 
     run = letters_run
     spec = run.read_spec()
@@ -193,10 +193,10 @@ def test_the_studio_offers_and_evaluates_checkpoints_of_other_runs(tmp_path, dem
     another architecture is refused with the reason before anything starts."""
     import shutil
 
-    from aworld_gui.check_worker import CheckWorker
-    from aworld_gui.run_cache import RunCache
-    from aworld_gui.studio import Studio
-    from engines.runs import effective_status
+    from aworld_gui.worker.check_worker import CheckWorker
+    from aworld_gui.core.run_cache import RunCache
+    from aworld_gui.core.studio import Studio
+    from engines.runs.lifecycle import effective_status
     from testing.waiting import wait_for
 
     studio = Studio(tmp_path / "runs", worker=CheckWorker(), cache=RunCache())
@@ -239,7 +239,7 @@ def test_the_studio_offers_and_evaluates_checkpoints_of_other_runs(tmp_path, dem
 def test_the_list_of_evaluations_names_what_each_compared_not_a_state_that_goes_stale():
     """The list is filled when a run is picked or an evaluation launched, not as one runs: its label said
     "queued" beside the badge's "Finished" (seen in the browser walkthrough). The badge carries the state."""
-    from aworld_gui.evaluate_tab import EvaluateTab
+    from aworld_gui.tabs.evaluate_tab import EvaluateTab
 
     queued = {"eval_id": "20261125-021338-eval-4873", "state": "queued", "models": ["base", "checkpoint-300"],
               "dataset": "letters_test.jsonl"}

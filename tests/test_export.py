@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from engines import CheckError
-from engines.checkpoints import load, resolve
-from engines.data import load_datasets, prompt_messages
-from engines.export import export_checkpoint
-from engines.prepare import prepare_run
+from engines.inference.checkpoints import load, resolve
+from engines.inputs.data import load_datasets, prompt_messages
+from engines.inference.export import export_checkpoint
+from engines.runs.prepare import prepare_run
 
 ROOT = Path(__file__).resolve().parent.parent
 TEST_SET = ROOT / "assets/datasets/letters_test.jsonl"
@@ -22,7 +22,7 @@ TEST_SET = ROOT / "assets/datasets/letters_test.jsonl"
 
 def held_out_prompts(system: str) -> list[list[dict]]:
     """The demo's held-out test prompts (all 16) as the engines give them to the model: the agent's system
-    prompt, then the row's prompt (engines.data.prompt_messages)."""
+    prompt, then the row's prompt (engines.inputs.data.prompt_messages)."""
     bundle = load_datasets(str(TEST_SET))
     return [prompt_messages(row, bundle.columns, system) for row in bundle.train]
 

@@ -1,4 +1,4 @@
-"""aworld_gui/gradio_patches.py: each patch applies to the pinned Gradio, fails loudly (here) the day its
+"""aworld_gui/web/gradio_patches.py: each patch applies to the pinned Gradio, fails loudly (here) the day its
 target changes, can be switched off, and does what it is for (the queue sleeps until an event)."""
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import gradio.queueing as gq
 import uvicorn
 from gradio_client import Client
 
-from aworld_gui import gradio_patches as patches
+from aworld_gui.web import gradio_patches as patches
 
 
 def test_every_patch_applies_to_the_installed_gradio_and_uvicorn():

@@ -11,7 +11,7 @@ import psutil
 import pytest
 from testing.waiting import wait_for
 
-from aworld_gui import inputs as inp
+from aworld_gui.core import inputs as inp
 from testing.studio import StudioProcess, end_process_group, start_fake_run
 
 from gradio_client import Client, handle_file  # noqa: E402 - in requirements.txt

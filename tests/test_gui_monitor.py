@@ -14,9 +14,9 @@ class NoWorker:
 
     def start(self):
         pass
-from aworld_gui.run_cache import MAX_POINTS, RunCache, RunState, Series
-from aworld_gui.runs_tab import overlay_chart
-from engines.rundir import RunDir
+from aworld_gui.core.run_cache import MAX_POINTS, RunCache, RunState, Series
+from aworld_gui.tabs.runs_tab import overlay_chart
+from engines.runs.rundir import RunDir
 
 
 def test_series_downsamples_incrementally_and_keeps_the_mean():
@@ -103,9 +103,9 @@ def test_a_tick_on_a_100k_step_run_costs_new_lines_not_history(long_run):
 def test_monitor_refresh_on_a_100k_step_run(long_run, monkeypatch):
     """One poll of the Monitor page with everything due (header, three SVG curves, trajectories,
     log, events) stays under 20 ms of CPU on a 100k-step run; curves stay within the point budget."""
-    from aworld_gui import run_cache
-    from aworld_gui.monitor_tab import MonitorTab
-    from aworld_gui.studio import Studio
+    from aworld_gui.core import run_cache
+    from aworld_gui.tabs.monitor_tab import MonitorTab
+    from aworld_gui.core.studio import Studio
 
 
     studio = Studio(long_run.path.parent, worker=NoWorker(), cache=RunCache())
@@ -130,8 +130,8 @@ def test_monitor_refresh_on_a_100k_step_run(long_run, monkeypatch):
 
 def test_polls_send_only_what_changed(tmp_path):
     """A finished run is sent once; later polls with the page's keys carry nothing."""
-    from aworld_gui.monitor_tab import MonitorTab
-    from aworld_gui.studio import Studio
+    from aworld_gui.tabs.monitor_tab import MonitorTab
+    from aworld_gui.core.studio import Studio
 
 
     run = RunDir.create(tmp_path, "fake")
@@ -170,8 +170,8 @@ def test_the_first_curves_are_not_held_back_to_their_pace(tmp_path):
     """At the first steps the header showed step 3 while the curves still said "waiting"."""
     import psutil
 
-    from aworld_gui.monitor_tab import MonitorTab
-    from aworld_gui.studio import Studio
+    from aworld_gui.tabs.monitor_tab import MonitorTab
+    from aworld_gui.core.studio import Studio
 
 
     run = RunDir.create(tmp_path, "fake")
@@ -195,7 +195,7 @@ def test_the_first_curves_are_not_held_back_to_their_pace(tmp_path):
 
 
 def test_svg_chart_axes_and_empty_state():
-    from aworld_gui.charts import Line, svg_chart, ticks
+    from aworld_gui.rendering.charts import Line, svg_chart, ticks
 
     assert [round(t, 6) for t in ticks(0.0, 1.0, 5)] == [0.0, 0.2, 0.4, 0.6, 0.8, 1.0]
     assert [round(t) for t in ticks(1, 100_000, 5)] == [20000, 40000, 60000, 80000, 100000]
@@ -211,7 +211,7 @@ def test_axis_labels_write_every_gridline_exactly():
     """Gridlines at 0.25/0.75 read 0.25/0.75 (they read 0.2/0.8), 0.025 reads 0.025 (it read 0.03)."""
     import re
 
-    from aworld_gui.charts import Line, nice_step, svg_chart, tick_label, ticks
+    from aworld_gui.rendering.charts import Line, nice_step, svg_chart, tick_label, ticks
 
     for lo, hi, target, want in ((0.0, 1.0, 4, ["0", "0.25", "0.50", "0.75", "1.00"]),
                                  (0.0, 0.1, 4, ["0", "0.025", "0.050", "0.075", "0.100"]),
@@ -230,8 +230,8 @@ def test_axis_labels_write_every_gridline_exactly():
 def test_a_run_deleted_while_watched_is_reported_once(tmp_path):
     import shutil
 
-    from aworld_gui.monitor_tab import MonitorTab
-    from aworld_gui.studio import Studio
+    from aworld_gui.tabs.monitor_tab import MonitorTab
+    from aworld_gui.core.studio import Studio
 
 
     run = RunDir.create(tmp_path, "fake")
@@ -275,11 +275,11 @@ def read_stream(streams, w, seconds: float, n_messages: int | None = None, after
 
 
 def test_the_live_stream_sends_what_changed_and_nothing_else(tmp_path):
-    """The Monitor's server push (aworld_gui/live_stream.py): a first message with everything, then
+    """The Monitor's server push (aworld_gui/web/live_stream.py): a first message with everything, then
     one only when the run writes something."""
-    from aworld_gui.live_stream import LiveStreams
-    from aworld_gui.monitor_tab import MonitorTab
-    from aworld_gui.studio import Studio
+    from aworld_gui.web.live_stream import LiveStreams
+    from aworld_gui.tabs.monitor_tab import MonitorTab
+    from aworld_gui.core.studio import Studio
 
 
     run = RunDir.create(tmp_path, "fake")
@@ -308,7 +308,7 @@ def test_the_live_stream_sends_what_changed_and_nothing_else(tmp_path):
 def test_the_stream_sends_each_heavy_part_at_its_own_pace():
     """The curves at most every ``every["charts"]``, the trajectories every ``every["samples"]``, a
     part without a pace (the log here) and the header on every poll that changed them."""
-    from aworld_gui.live_stream import HEAVY, LiveStreams
+    from aworld_gui.web.live_stream import HEAVY, LiveStreams
 
     sent: dict[str, list[float]] = {part: [] for part in HEAVY}
     ticks: list[float] = []
@@ -334,7 +334,7 @@ def test_the_stream_sends_each_heavy_part_at_its_own_pace():
 
 
 def test_unused_tickets_expire(tmp_path):
-    from aworld_gui.live_stream import LiveStreams
+    from aworld_gui.web.live_stream import LiveStreams
 
     streams = LiveStreams(lambda *a: {}, poll_s=1.0, ttl_s=0.0)
     old = streams.ticket("r", "g", [], 0.0)

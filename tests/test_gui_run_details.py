@@ -3,9 +3,9 @@ the Monitor's header the trainable/total parameters, the number of processes and
 (all read from the check result or status.json, never from the engine)."""
 from __future__ import annotations
 
-from aworld_gui import render
-from aworld_gui.i18n import localize
-from aworld_gui.run_cache import Progress
+from aworld_gui.rendering import render
+from aworld_gui.rendering.i18n import localize
+from aworld_gui.core.run_cache import Progress
 
 
 def test_the_monitor_header_shows_parameters_processes_and_tracker_links():

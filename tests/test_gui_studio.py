@@ -9,11 +9,11 @@ import zipfile
 import pytest
 import yaml
 
-from aworld_gui import inputs as inp
-from aworld_gui.run_cache import RunCache
-from aworld_gui.config_form import set_yaml_key
-from aworld_gui.studio import Studio
-from engines.rundir import RunDir
+from aworld_gui.core import inputs as inp
+from aworld_gui.core.run_cache import RunCache
+from aworld_gui.tabs.config_form import set_yaml_key
+from aworld_gui.core.studio import Studio
+from engines.runs.rundir import RunDir
 
 
 class _NoWorker:
@@ -89,7 +89,7 @@ def test_a_clone_keeps_every_reward_term_with_its_settings(studio, tmp_path):
     Setup's CLI command, they load as the very terms the run had."""
     import cloudpickle
 
-    from aworld_gui.setup_tab import collect
+    from aworld_gui.tabs.setup_tab import collect
     from engines.rewards import load_reward
     from engines.rewards.spec import parse_cli_reward
     from testing.reward_model import build_reward_model
@@ -135,7 +135,7 @@ def test_stop_on_a_run_that_is_not_active_writes_nothing(studio):
 def test_the_reproduce_command_works_in_a_shell_without_the_virtualenv(studio, tmp_path, demo):
     """Pasted into a plain shell (no virtualenv active, the venv's bin not on PATH), the Runs tab's
     command trains the same spec as a new run; a failed attempt leaves no listed run behind."""
-    from engines.prepare import prepare_run
+    from engines.runs.prepare import prepare_run
 
     run = prepare_run(demo["agent"], demo["train"], demo["test"], demo["reward"],
                       {"max_steps": 2, "prompts_per_step": 2, "num_generations": 4, "save_steps": 2},
@@ -256,7 +256,7 @@ def test_a_shipped_test_set_pairs_only_with_its_train_set():
 
 
 def test_runs_carry_a_name_and_a_note_that_can_be_changed(studio, tmp_path, demo):
-    from engines.prepare import prepare_run
+    from engines.runs.prepare import prepare_run
 
     run = prepare_run(demo["agent"], demo["train"], demo["test"], demo["reward"], {"max_steps": 2},
                       train_engine_name="trl", runs_dir=str(studio.runs_dir), name="lr 1e-3 / try #2",
@@ -278,14 +278,14 @@ def test_runs_carry_a_name_and_a_note_that_can_be_changed(studio, tmp_path, demo
 
 def test_each_engine_keeps_its_own_config_overrides(studio):
     """Switching the engine to verl used to keep the trl demo's overrides (unknown keys to verl)."""
-    from aworld_gui.setup_tab import SetupTab
+    from aworld_gui.tabs.setup_tab import SetupTab
 
     tab = SetupTab(studio)
     trl_text = "learning_rate: 0.001\nbeta: 0.04\n"
     out = tab.on_engine_picked("verl", trl_text, {"engine": "trl", "texts": {}})
     swap, memory, note = out[-3:]
     assert swap == {"expect": trl_text, "text": ""} and memory == {"engine": "verl", "texts": {"trl": trl_text}}
-    from aworld_gui.i18n import localize
+    from aworld_gui.rendering.i18n import localize
 
     note = localize(note, "en")
     assert "trl" in note and "kept aside" in note
@@ -301,7 +301,7 @@ def test_a_check_fills_the_fields_not_overridden_with_what_they_held_when_it_beg
     """A check's answer sets no field itself: it names, for each field the YAML does not set, the value the field
     held when the check began and the effective value, with the YAML it ran on (the page sets a field only if both
     still hold: config_form.py). Overridden fields, and fields already showing their value, are left out."""
-    from aworld_gui.setup_tab import SLOTS, SetupTab, collect
+    from aworld_gui.tabs.setup_tab import SLOTS, SetupTab, collect
 
     tab = SetupTab(studio)
     field_map = [["bool", 0, "use_peft", "bool"], ["number", 0, "max_steps", "int"],
@@ -328,8 +328,8 @@ def test_every_check_notes_the_form_before_it_and_fills_the_form_after_it(studio
     another field), and the fields' edits run in the page."""
     import warnings
 
-    from aworld_gui.config_form import APPLY_JS, SNAPSHOT_JS
-    from aworld_gui.page import build_app
+    from aworld_gui.tabs.config_form import APPLY_JS, SNAPSHOT_JS
+    from aworld_gui.web.page import build_app
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -354,7 +354,7 @@ def test_every_event_handler_takes_the_inputs_it_is_wired_to(studio):
     fails every call of that event: after a merge, the Setup checks never ran)."""
     import warnings
 
-    from aworld_gui.page import build_app
+    from aworld_gui.web.page import build_app
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

@@ -7,9 +7,9 @@ import time
 import pytest
 from testing.waiting import wait_for
 
-from aworld_gui import inputs as inp
-from aworld_gui.studio import Studio
-from aworld_gui.check_worker import CheckWorker, WorkerError
+from aworld_gui.core import inputs as inp
+from aworld_gui.core.studio import Studio
+from aworld_gui.worker.check_worker import CheckWorker, WorkerError
 
 
 @pytest.fixture(scope="module")
@@ -103,7 +103,7 @@ def test_a_worker_whose_studio_left_during_its_preload_exits_quietly():
 
     from testing.studio import REPO_ROOT
 
-    proc = subprocess.Popen([sys.executable, "-m", "aworld_gui.zygote"], cwd=str(REPO_ROOT),
+    proc = subprocess.Popen([sys.executable, "-m", "aworld_gui.worker.zygote"], cwd=str(REPO_ROOT),
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     proc.stdout.close()   # the studio is gone: nobody reads the worker's "ready"
     proc.stdin.close()

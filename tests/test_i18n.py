@@ -5,8 +5,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from aworld_gui.i18n import _, key, localize, translations
-from aworld_gui.i18n_zh import ZH
+from aworld_gui.rendering.i18n import _, key, localize, translations
+from aworld_gui.rendering.i18n_zh import ZH
 
 GUI = Path(__file__).resolve().parent.parent / "aworld_gui"
 
@@ -27,7 +27,7 @@ def test_every_ui_string_has_its_chinese():
     strings = ui_strings()
     assert len(strings) > 150
     missing = {text: where for text, where in strings.items() if text not in ZH}
-    assert missing == {}, f"add these to aworld_gui/i18n_zh.py: {missing}"
+    assert missing == {}, f"add these to aworld_gui/rendering/i18n_zh.py: {missing}"
     assert all(ZH[t].strip() and ZH[t] != t for t in strings if t not in ("OK", "CLI"))
     unused = sorted(set(ZH) - set(strings))
     assert unused == [], f"entries no code uses: {unused}"
@@ -50,7 +50,7 @@ def test_the_streams_html_is_translated_for_the_pages_language():
 def test_every_tab_is_relabelled_when_the_language_changes():
     """Gradio relabels only the selected tab's button when the language changes; the page's script relabels
     the others from page.TABS, which must name every gr.Tab with its label."""
-    from aworld_gui.page import TABS
+    from aworld_gui.web.page import TABS
 
     tabs = {}
     for path in sorted(GUI.glob("*.py")):
@@ -89,7 +89,7 @@ def test_a_charts_label_and_axis_are_in_the_pages_language():
     and both the Monitor's stream (localize) and the page's script (which reads the attribute) translate it."""
     from html.parser import HTMLParser
 
-    from aworld_gui.charts import Line, svg_chart
+    from aworld_gui.rendering.charts import Line, svg_chart
 
     class Svg(HTMLParser):
         def handle_starttag(self, tag, attrs):

@@ -1,4 +1,4 @@
-"""Login throttling (aworld_gui/login_throttle.py): unit tests on a stand-in app with a fake clock, and
+"""Login throttling (aworld_gui/web/login_throttle.py): unit tests on a stand-in app with a fake clock, and
 Gradio's real /login behind it in a studio started with a password."""
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import pytest
 
-from aworld_gui.login_throttle import LoginThrottle
+from aworld_gui.web.login_throttle import LoginThrottle
 from testing.studio import StudioProcess
 
 PASSWORD = "right-password"
@@ -54,7 +54,7 @@ def _login(app, password: str, host: str = "10.0.0.1", path: str = "/login") -> 
 
 @pytest.fixture
 def throttle(monkeypatch):
-    import aworld_gui.login_throttle as lt
+    import aworld_gui.web.login_throttle as lt
 
     monkeypatch.setattr(lt, "DELAY_PER_FAILURE_S", 0.0)
     clock = Clock()

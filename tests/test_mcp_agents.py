@@ -15,10 +15,10 @@ import pytest
 import yaml
 
 from engines import CheckError, load_agent
-from engines.agents import agent_result
-from engines.check_result import format_table
-from engines.checks import check_all
-from engines.prepare import prepare_run
+from engines.inputs.agents import agent_result
+from engines.core.check_result import format_table
+from engines.core.checks import check_all
+from engines.runs.prepare import prepare_run
 from testing import mcp_servers
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -82,7 +82,7 @@ def test_mcp_tools_are_callables_like_python_tools():
         ("a", int, inspect.Parameter.KEYWORD_ONLY), ("b", int, inspect.Parameter.KEYWORD_ONLY)]
     assert sig.return_annotation is int
     assert "Args:\n    a: The first number." in add.__doc__
-    from engines.mcp_client import McpToolError, close_default_pool
+    from engines.tools.mcp_client import McpToolError, close_default_pool
 
     try:
         assert add(a=3, b=4) == 7                      # a real call to the server
@@ -112,7 +112,7 @@ def test_flat_agent_with_a_json_mcp_config_file_and_env_substitution(tmp_path, m
     assert [s["function"]["name"] for s in spec.tool_schemas] == ["read_env"]
     assert spec.max_steps == 3  # tools make a multi-step agent, as Python tools do
     (read_env,) = spec.tool_callables()
-    from engines.mcp_client import close_default_pool
+    from engines.tools.mcp_client import close_default_pool
 
     try:
         assert read_env(name="API_TOKEN") == SECRET  # substituted, and it reached the server's environment
@@ -224,7 +224,7 @@ def test_an_sse_server_is_listed_and_called():
         spec = load_agent(_agent({"calc": {"type": "sse", "url": url}}))
         assert [s["function"]["name"] for s in spec.tool_schemas] == ["add", "multiply"]
         assert spec.mcp.servers[0].transport == "sse"
-        from engines.mcp_client import close_default_pool
+        from engines.tools.mcp_client import close_default_pool
 
         try:
             assert [f(a=6, b=7) for f in spec.tool_callables()] == [13, 42]

@@ -9,8 +9,8 @@ import psutil
 import pytest
 import yaml
 
-from aworld_gui import inputs as inp
-from aworld_gui.check_worker import CheckWorker, WorkerError
+from aworld_gui.core import inputs as inp
+from aworld_gui.worker.check_worker import CheckWorker, WorkerError
 from testing import mcp_servers
 from testing.waiting import wait_for
 

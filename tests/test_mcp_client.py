@@ -8,9 +8,9 @@ import signal
 import psutil
 import pytest
 
-from engines.mcp_client import McpPool, McpToolError, ToolServerError
-from engines.mcp_servers import parse_mcp
-from engines.mcp_tools import McpTool, make_callable, result_value
+from engines.tools.mcp_client import McpPool, McpToolError, ToolServerError
+from engines.tools.mcp_servers import parse_mcp
+from engines.tools.mcp_tools import McpTool, make_callable, result_value
 from testing import mcp_servers
 from testing.waiting import wait_for
 
@@ -107,7 +107,7 @@ def test_concurrent_calls_to_a_dead_server_restart_it_once(tmp_path, pool):
 
 
 def test_an_http_server_that_comes_back_is_reconnected(pool):
-    from engines.mcp_servers import parse_mcp
+    from engines.tools.mcp_servers import parse_mcp
     from testing.verl_fakes import free_port
 
     port = free_port()

@@ -7,9 +7,9 @@ import inspect
 import pytest
 from transformers.utils import get_json_schema
 
-from engines.check_result import CheckError
-from engines.mcp_servers import parse_mcp
-from engines.mcp_tools import McpTool, check_unique_names, make_callable, signature_of, tools_from_listing
+from engines.core.check_result import CheckError
+from engines.tools.mcp_servers import parse_mcp
+from engines.tools.mcp_tools import McpTool, check_unique_names, make_callable, signature_of, tools_from_listing
 
 SEARCH = McpTool("web", "search", "search", "Search the web.\n\nReturns a list of hits.", {
     "type": "object",

@@ -8,8 +8,8 @@ import psutil
 import pytest
 
 from engines import AgentTrainer
-from engines.mcp_client import ToolServerError
-from engines.rundir import RunDir
+from engines.tools.mcp_client import ToolServerError
+from engines.runs.rundir import RunDir
 from testing import mcp_servers
 from testing.waiting import wait_for
 
@@ -78,9 +78,9 @@ def http_calculator():
 
 
 def test_a_streamable_http_server_works_the_same(tmp_path, http_calculator, monkeypatch):
-    from engines.checks import check_all
-    from engines.prepare import prepare_run
-    from engines.runs import spawn_run
+    from engines.core.checks import check_all
+    from engines.runs.prepare import prepare_run
+    from engines.runs.lifecycle import spawn_run
 
     monkeypatch.setenv("CALC_TEST_TOKEN", TOKEN)
     servers = {"web-calc": {"type": "streamable-http", "url": http_calculator,
@@ -138,7 +138,7 @@ def test_a_run_whose_server_no_longer_starts_fails_as_a_tool_server_error(tmp_pa
     import subprocess
     import sys
 
-    from engines.prepare import prepare_run
+    from engines.runs.prepare import prepare_run
 
     marker = tmp_path / "crashed"
     servers = {"flaky": {**mcp_servers.command("flaky"), "env": {"FLAKY_MARKER": str(marker)}}}

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from engines import AgentTrainer, CheckError
-from engines.memory_estimate import GB, CPU_RUNTIME_BYTES, Shape, count_parameters, estimate, judge, shape_of
+from engines.fit.memory_estimate import GB, CPU_RUNTIME_BYTES, Shape, count_parameters, estimate, judge, shape_of
 
 ROOT = Path(__file__).resolve().parent.parent
 AGENT = str(ROOT / "assets/agents/letters_agent.yaml")
@@ -102,7 +102,7 @@ def test_no_estimate_and_no_hub_lookup_when_the_agent_check_failed(tmp_path, mon
     estimate — it used to ask the hub for a model named 'None' and retried for 23 s, past the check's limit."""
     import transformers
 
-    from engines.checks import check_all
+    from engines.core.checks import check_all
 
     asked = []
     real = transformers.AutoConfig.from_pretrained

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from engines.check_result import CheckError
-from engines.model_source import local_models, resolve_model
+from engines.core.check_result import CheckError
+from engines.fit.model_source import local_models, resolve_model
 from testing import free_port
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import psutil
 
-from engines.processes import free_port, terminate_tree
+from engines.isolation.processes import free_port, terminate_tree
 
 ROOT = Path(__file__).resolve().parent.parent
 

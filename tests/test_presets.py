@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from aworld_gui import inputs as inp
-from aworld_gui import presets
-from engines.checks import check_all
+from aworld_gui.core import inputs as inp
+from aworld_gui.core import presets
+from engines.core.checks import check_all
 
 
 @pytest.mark.parametrize("name", ["letters-grpo", "calc-tools", "calc-mcp"])

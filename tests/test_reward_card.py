@@ -2,8 +2,8 @@
 shows what each reward received and returned, and factory arguments in the API's reward text."""
 from __future__ import annotations
 
-from aworld_gui import inputs as inp
-from aworld_gui import reward_card
+from aworld_gui.core import inputs as inp
+from aworld_gui.tabs import reward_card
 
 
 def test_the_registry_lists_the_catalog_with_factories_and_missing_packages():

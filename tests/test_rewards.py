@@ -8,7 +8,7 @@ import datasets
 import pytest
 
 from engines import BUILTIN_REWARDS, CheckError, load_reward
-from engines.data import load_datasets
+from engines.inputs.data import load_datasets
 from engines.rewards import RewardError, dry_run_reward
 
 USER_REWARDS = '''

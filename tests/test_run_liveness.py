@@ -12,8 +12,8 @@ from pathlib import Path
 
 import psutil
 
-from engines.runs import effective_status, record_killed
-from engines.rundir import RunDir
+from engines.runs.lifecycle import effective_status, record_killed
+from engines.runs.rundir import RunDir
 from testing.studio import end_process_group, start_fake_run
 from testing.waiting import wait_for
 
@@ -56,7 +56,7 @@ def test_racing_readers_record_it_once(tmp_path):
     threads = [threading.Thread(target=reader) for _ in range(6)]
     for t in threads:
         t.start()
-    code = ("import sys; from engines.runs import effective_status; from engines.rundir import RunDir; "
+    code = ("import sys; from engines.runs.lifecycle import effective_status; from engines.runs.rundir import RunDir; "
             "print(effective_status(RunDir(sys.argv[1]))['state'])")
     procs = [subprocess.Popen([sys.executable, "-c", code, str(run.path)], stdout=subprocess.PIPE, text=True)
              for _ in range(3)]

@@ -8,9 +8,9 @@ import time
 
 import psutil
 
-from engines.prepare import prepare_run
-from engines.rundir import RUNNING, RunDir
-from engines.runs import Slot, spawn_run
+from engines.runs.prepare import prepare_run
+from engines.runs.rundir import RUNNING, RunDir
+from engines.runs.lifecycle import Slot, spawn_run
 from testing.studio import end_process_group
 from testing.waiting import wait_for
 

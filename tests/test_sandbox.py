@@ -1,4 +1,4 @@
-"""engines.sandbox (user code in a supervised, time-limited child) and engines.user_env (what it sees)."""
+"""engines.isolation.sandbox (user code in a supervised, time-limited child) and engines.isolation.user_env (what it sees)."""
 from __future__ import annotations
 
 import os
@@ -7,8 +7,8 @@ import time
 import psutil
 import pytest
 
-from engines.sandbox import IsolatedCall, describe, report_progress, run_isolated
-from engines.user_env import is_credential, referenced_names, user_code_env
+from engines.isolation.sandbox import IsolatedCall, describe, report_progress, run_isolated
+from engines.isolation.user_env import is_credential, referenced_names, user_code_env
 from testing.waiting import wait_for
 
 
@@ -188,7 +188,7 @@ def test_a_judges_key_variable_is_asked_for_by_name(tmp_path):
 
 TORCH_AFTER_FORK = """
 import torch
-from engines.sandbox import run_isolated
+from engines.isolation.sandbox import run_isolated
 x = torch.randn(256, 256)
 (x @ x).sum()  # this process has now run torch's intra-op (OpenMP) thread pool
 

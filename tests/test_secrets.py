@@ -13,9 +13,9 @@ import psutil
 import pytest
 import yaml
 
-from engines.processes import terminate_tree
-from engines.rundir import RunDir
-from engines.runs import spawn_run
+from engines.isolation.processes import terminate_tree
+from engines.runs.rundir import RunDir
+from engines.runs.lifecycle import spawn_run
 from testing.studio import StudioProcess
 
 LOGIN = ("admin", "studio-login-s3cret")
@@ -126,7 +126,7 @@ def test_user_code_sees_no_login_and_only_the_keys_its_agent_names(studio, tmp_p
 def test_the_check_worker_holds_no_credential_in_its_environment(studio):
     app = studio[0]
     studio_proc = psutil.Process(app.proc.pid)
-    workers = [p for p in studio_proc.children(recursive=True) if "aworld_gui.zygote" in " ".join(p.cmdline())]
+    workers = [p for p in studio_proc.children(recursive=True) if "aworld_gui.worker.zygote" in " ".join(p.cmdline())]
     assert workers
     env = workers[0].environ()
     assert "AWORLD_STUDIO_AUTH" not in env and "OPENAI_API_KEY" not in env
@@ -149,8 +149,8 @@ def test_a_run_process_gets_only_what_its_spec_names(tmp_path, monkeypatch):
 
 
 def test_run_specs_are_shown_and_exported_with_secrets_masked(tmp_path):
-    from aworld_gui.check_worker import CheckWorker
-    from aworld_gui.studio import Studio
+    from aworld_gui.worker.check_worker import CheckWorker
+    from aworld_gui.core.studio import Studio
 
     studio = Studio(tmp_path / "runs", worker=CheckWorker())   # not started: no worker process
     run = RunDir.create(studio.runs_dir, "verl")
@@ -169,7 +169,7 @@ def test_the_studio_login_is_not_left_in_its_environment(tmp_path):
     """serve.keep_credentials_private: the login is taken out of the environment children inherit."""
     import subprocess
 
-    code = ("import os\nfrom aworld_gui.serve import keep_credentials_private\nos.environ['AWORLD_STUDIO_AUTH']='a:b'\n"
+    code = ("import os\nfrom aworld_gui.web.serve import keep_credentials_private\nos.environ['AWORLD_STUDIO_AUTH']='a:b'\n"
             "keep_credentials_private()\nimport subprocess, sys\n"
             "print(subprocess.run([sys.executable, '-c', 'import os; print(os.environ.get(\"AWORLD_STUDIO_AUTH\"))'],"
             " capture_output=True, text=True).stdout.strip())\n")

@@ -7,15 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from engines.check_result import CheckError
-from engines.data import load_datasets
-from engines.rundir import RunDir
+from engines.core.check_result import CheckError
+from engines.inputs.data import load_datasets
+from engines.runs.rundir import RunDir
 from engines.swift import arguments as A
 from engines.swift.dataset import SOLUTION, write_split
 from engines.swift.launch import SwiftWatcher, explain_exit, last_error
 from engines.swift.metrics import PromptLookup, normalize, samples_from_completions
 from engines.swift.plugin import write_plugin
-from engines.rundir import classify_failure
+from engines.runs.rundir import classify_failure
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from engines import AgentTrainer, CheckError
-from engines import trackers
+from engines.runs import trackers
 
 ROOT = Path(__file__).resolve().parent.parent
 AGENT = str(ROOT / "assets/agents/letters_agent.yaml")

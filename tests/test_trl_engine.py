@@ -11,9 +11,9 @@ import pytest
 import yaml
 
 from engines import AgentTrainer, CheckError
-from engines.prepare import prepare_run, trainer_from_run_dir
-from engines.rundir import RunDir
-from engines.runs import effective_status, process_alive, spawn_run, stop_run
+from engines.runs.prepare import prepare_run, trainer_from_run_dir
+from engines.runs.rundir import RunDir
+from engines.runs.lifecycle import effective_status, process_alive, spawn_run, stop_run
 from testing.waiting import wait_for
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -115,7 +115,7 @@ def long_run(tmp_path):
     yield run
     st = run.read_status()
     if process_alive(st):
-        from engines.runs import kill_run
+        from engines.runs.lifecycle import kill_run
         kill_run(run.path)
 
 

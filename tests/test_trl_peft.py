@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from engines import AgentTrainer, CheckError
-from engines.checks import check_all
+from engines.core.checks import check_all
 
 ROOT = Path(__file__).resolve().parent.parent
 AGENT = str(ROOT / "assets/agents/letters_agent.yaml")

@@ -8,8 +8,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from engines.prepare import prepare_run
-from engines.runs import effective_status, kill_run, process_alive, spawn_run, stop_run
+from engines.runs.prepare import prepare_run
+from engines.runs.lifecycle import effective_status, kill_run, process_alive, spawn_run, stop_run
 from testing.waiting import wait_for
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 from omegaconf import OmegaConf
 
-from engines.check_result import CheckError
-from engines.checks import check_all
+from engines.core.check_result import CheckError
+from engines.core.checks import check_all
 from engines.verl import VerlProcessor
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -3,12 +3,12 @@ import json
 import subprocess
 import sys
 
-from engines.registry import get_processor_class
+from engines.core.registry import get_processor_class
 from engines.verl import VerlProcessor
 
 
 def test_importing_the_engine_imports_neither_verl_torch_nor_ray():
-    code = ("import sys, json; from engines.registry import get_processor_class; cls = get_processor_class('verl'); "
+    code = ("import sys, json; from engines.core.registry import get_processor_class; cls = get_processor_class('verl'); "
             "print(json.dumps([cls.__name__, sorted(m for m in ('verl', 'torch', 'ray', 'hydra', 'transformers', "
             "'datasets', 'vllm') if m in sys.modules)]))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)

@@ -18,8 +18,8 @@ import psutil
 import pytest
 
 from engines import AgentTrainer
-from engines.rundir import RunDir
-from engines.runs import effective_status, spawn_run, stop_run
+from engines.runs.rundir import RunDir
+from engines.runs.lifecycle import effective_status, spawn_run, stop_run
 from testing.verl_fakes import write_fake_main_ppo
 from testing.waiting import wait_for
 

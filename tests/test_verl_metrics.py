@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from engines.rundir import RunDir
+from engines.runs.rundir import RunDir
 from engines.verl.launch import MetricsWatcher, last_error
 from engines.verl.metrics import CANONICAL, normalize_record, parse_console_line
 

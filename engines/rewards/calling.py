@@ -31,7 +31,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ..check_result import CheckError
+from ..core.check_result import CheckError
 
 COMPLETION_NAMES = ("completion", "response", "output", "prediction", "text")
 ANSWER_NAMES = ("answer", "ground_truth", "reference", "solution", "target", "label")

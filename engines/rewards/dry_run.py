@@ -7,8 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..check_result import CheckError, CheckResult
-from ..sandbox import report_progress
+from ..core.check_result import CheckError, CheckResult
+from ..isolation.sandbox import report_progress
 from .calling import TRL, Batch, RewardError, Trace
 from .catalog import aspect_of, example_for
 from .mix import Reward
@@ -48,7 +48,7 @@ def _fill(template: str | None, answer: str) -> str:
 
 def _where(bundle: Any, row: int) -> str:
     """A dataset row as its file numbers it ("line 2 of train.jsonl")."""
-    from ..row_location import locate_rows
+    from ..inputs.row_location import locate_rows
 
     source = getattr(bundle, "train_source", None)
     return locate_rows(source, [row])[row] + (f" of {Path(source).name}" if source else "")
@@ -66,7 +66,7 @@ def _calling(term: Any, n: int, bundle: Any) -> tuple[str, str]:
 def dry_run_reward(reward: Reward, bundle: Any, rows: int = 3, system_prompt: str | None = None,
                    tokenizer: Any = None) -> CheckResult:
     """Call the reward on a few dataset rows with the reference answer and a wrong one."""
-    from .. import data as D
+    from ..inputs import data as D
 
     ds = bundle.train
     n = min(rows, len(ds))

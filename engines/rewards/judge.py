@@ -30,8 +30,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from ..check_result import CheckError, did_you_mean
-from ..user_env import JUDGE_DEFAULT_KEY_ENV as DEFAULT_KEY_ENV
+from ..core.check_result import CheckError, did_you_mean
+from ..isolation.user_env import JUDGE_DEFAULT_KEY_ENV as DEFAULT_KEY_ENV
 from .calling import Batch, is_messages, message_text
 
 PLACEHOLDERS = ("prompt", "completion", "answer")

@@ -24,8 +24,8 @@ import os
 from pathlib import Path
 from typing import Any, Callable
 
-from ..check_result import CheckError, did_you_mean
-from ..loading import ReferenceError_, load_object, object_ref, resolve_path
+from ..core.check_result import CheckError, did_you_mean
+from ..inputs.loading import ReferenceError_, load_object, object_ref, resolve_path
 from .builtins import BUILTIN_REWARDS
 from .calling import looks_like_reward, params_of, short
 from .mix import Reward, RewardTerm
@@ -123,7 +123,7 @@ def inline_entry(value: Any) -> dict | None:
     studio's reward picker holds a reward model, a judge or a pickled callable); None for anything else."""
     if not isinstance(value, str) or not value.lstrip().startswith("{"):
         return None
-    from ..yaml_input import load_yaml_text
+    from ..inputs.yaml_input import load_yaml_text
 
     loaded = load_yaml_text(value, module="reward", where=f"reward {value[:60]!r}")   # guarded: user text
     if not isinstance(loaded, dict):

@@ -17,8 +17,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..check_result import CheckError, did_you_mean
-from ..config import ConfigField
+from ..core.check_result import CheckError, did_you_mean
+from ..inputs.config import ConfigField
 
 GRPO, SFT = "grpo", "sft"
 #: what the engine sets itself: the run directory's files and the plugin
@@ -118,7 +118,7 @@ class SplitConfig:
 
 def split_config(user: dict[str, Any], known: dict[str, Any], where: str = "the config") -> SplitConfig:
     """Check key names against :data:`FIELDS` and ms-swift's arguments ``known`` (name → default)."""
-    from ..config import validate_config
+    from ..inputs.config import validate_config
 
     ours_in = {k: v for k, v in user.items() if k in FIELD_NAMES}
     theirs = {k: v for k, v in user.items() if k not in FIELD_NAMES}

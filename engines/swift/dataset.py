@@ -17,8 +17,8 @@ import math
 from pathlib import Path
 from typing import Any
 
-from ..check_result import CheckError
-from ..data import ColumnMap, prompt_messages, prompt_text, row_answer
+from ..core.check_result import CheckError
+from ..inputs.data import ColumnMap, prompt_messages, prompt_text, row_answer
 
 SOLUTION = "solution"
 #: columns ms-swift 4.6 reads or renames itself (RowPreprocessor.standard_keys and the keys its

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..rundir import last_json_line
+from ..runs.rundir import last_json_line
 
 PYTHON_ENV = "AWORLD_SWIFT_PYTHON"
 VENV_ENV = "AWORLD_SWIFT_VENV"

@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..processes import spawn_detached
-from ..rundir import FINISHED, STOPPED, STOPPING, JsonlTail, RunDir, TextTail, step_log_line
+from ..isolation.processes import spawn_detached
+from ..runs.rundir import FINISHED, STOPPED, STOPPING, JsonlTail, RunDir, TextTail, step_log_line
 from .metrics import PromptLookup, is_summary, normalize, samples_from_completions
 from .plugin import RUN_DIR_ENV, WATCH_PID_ENV
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from ..rundir import EVAL_REWARD, REWARD_TERM_PREFIX, TRAINER_LOG_KEYS
+from ..runs.rundir import EVAL_REWARD, REWARD_TERM_PREFIX, TRAINER_LOG_KEYS
 
 #: ms-swift logs through Transformers' Trainer and TRL's GRPO: their keys, and its evaluation's
 CANONICAL = {**TRAINER_LOG_KEYS, "eval_reward": EVAL_REWARD, "eval_loss": "eval/loss"}

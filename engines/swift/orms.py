@@ -14,7 +14,7 @@ import functools
 from pathlib import Path
 from typing import Any
 
-from ..check_result import CheckError, did_you_mean
+from ..core.check_result import CheckError, did_you_mean
 from ..rewards.native import COUNTERPARTS, PREFIX
 from . import environment
 

@@ -22,17 +22,17 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ..agents import AgentSpec
-from ..check_result import CheckError, CheckResult
-from ..config import load_config_input
-from ..data import DataBundle, row_answer
+from ..inputs.agents import AgentSpec
+from ..core.check_result import CheckError, CheckResult
+from ..inputs.config import load_config_input
+from ..inputs.data import DataBundle, row_answer
 from ..rewards import Reward
 from ..rewards.catalog import register_source
 from ..rewards.native import split_native
 from ..rewards.requirements import install_hint
 from ..rewards.spec import entry_weight
-from ..standard import StandardProcessor
-from ..user_env import referenced_names
+from ..core.standard import StandardProcessor
+from ..isolation.user_env import referenced_names
 from . import arguments as A
 from . import environment, orms
 from .dataset import SOLUTION, first_messages, passed_columns, write_split
@@ -424,7 +424,7 @@ class SwiftProcessor(StandardProcessor):
     def _train(self) -> str:
         if self.command is None:
             raise CheckError("config", "check_config() has not run", "run the checks before train()")
-        from ..tensorboard_log import ScalarWriter
+        from ..runs.tensorboard_log import ScalarWriter
         from .launch import SwiftJob, SwiftWatcher
 
         shutdown()   # the checks' helper: training needs the memory and the cores

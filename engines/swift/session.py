@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..processes import terminate_tree
+from ..isolation.processes import terminate_tree
 from . import environment
 
 HELPER = Path(__file__).resolve().parent / "env_helper.py"

@@ -19,8 +19,8 @@ class TrainerInputs:
     reward, model, tokenizer, the training rows in TRL's shape, and the held-out scoring during training."""
 
     cfg: dict[str, Any]
-    run: Any                      # engines.rundir.RunDir
-    agent: Any                    # engines.agents.AgentSpec
+    run: Any                      # engines.runs.rundir.RunDir
+    agent: Any                    # engines.inputs.agents.AgentSpec
     reward: Any                   # engines.rewards.Reward | None
     model_path: str
     tokenizer: Any
@@ -36,7 +36,7 @@ def is_main_rank() -> bool:
 def build_trainer(p: TrainerInputs, tracker_names: list[str]) -> tuple[Any, RunDirCallback]:
     from trl import GRPOTrainer, SFTTrainer
 
-    from .. import trackers
+    from ..runs import trackers
 
     cfg, run, agent = p.cfg, p.run, p.agent
     main = is_main_rank()
@@ -51,7 +51,7 @@ def build_trainer(p: TrainerInputs, tracker_names: list[str]) -> tuple[Any, RunD
     if grpo:
         callbacks: list[Any] = []
         if agent.mcp_tools:  # one MCP session per server for this process, reused by every rollout
-            from ..mcp_client import default_pool
+            from ..tools.mcp_client import default_pool
 
             pool = default_pool()
             pool.on_event = run.event

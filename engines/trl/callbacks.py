@@ -7,8 +7,8 @@ from typing import Any, Callable
 from transformers import TrainerCallback
 
 from ..rewards import Reward
-from ..rundir import STOPPING, RunDir, step_log_line
-from ..tensorboard_log import ScalarWriter
+from ..runs.rundir import STOPPING, RunDir, step_log_line
+from ..runs.tensorboard_log import ScalarWriter
 from .metrics import canonical_metrics
 
 ANSWER_COLUMN = "_ref_answer"
@@ -136,7 +136,7 @@ class RunDirCallback(TrainerCallback):
             self._eval(state, kw.get("model"))
 
     def _record_tracker_links(self) -> None:
-        from .. import trackers
+        from ..runs import trackers
 
         try:
             links = trackers.links(self.tracker_names)

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..check_result import CheckError
-from ..config import ConfigField, load_config_input, validate_config
+from ..core.check_result import CheckError
+from ..inputs.config import ConfigField, load_config_input, validate_config
 
 PRESETS = ("ddp", "zero1", "zero2", "zero3", "fsdp1", "fsdp2")
 TRACKER_MODES = ("online", "offline")

@@ -6,7 +6,7 @@ import importlib.util
 import socket
 from typing import Any
 
-from ..check_result import CheckError
+from ..core.check_result import CheckError
 
 VLLM_INSTALL = "pip install 'trl[vllm]'"
 
@@ -35,7 +35,7 @@ def vllm(cfg: dict[str, Any], cuda: bool, world: int) -> list[str]:
 
 
 def _weight_bytes(dtype: Any, model_config) -> float:
-    from ..memory_estimate import DTYPE_BYTES
+    from ..fit.memory_estimate import DTYPE_BYTES
 
     name = str(dtype or "float32").replace("torch.", "")
     if name == "auto":
@@ -48,7 +48,7 @@ def memory(cfg: dict[str, Any], args, model_cfg, model_path: str | None, prompt_
            cuda: bool) -> tuple[dict | None, list[str]]:
     """The run's memory estimate (``details["memory"]``) and its warning; a CheckError when it does
     not fit. Never fails the check for its own reasons (an unreadable config → a warning)."""
-    from ..memory_estimate import count_parameters, estimate, judge, shape_of
+    from ..fit.memory_estimate import count_parameters, estimate, judge, shape_of
     from .peft_setup import peft_and_quantization
 
     if not model_path:   # the agent check failed: no model to estimate (and no hub lookup of "None")

@@ -1,5 +1,5 @@
 """How the ``trl`` engine's settings (its current keys, engines/trl/config.py) consume data: the
-:class:`~engines.data_fit.DataFit` its processor hands to the engine-neutral checks.
+:class:`~engines.fit.data_fit.DataFit` its processor hands to the engine-neutral checks.
 
 GRPO (TRL's ``RepeatSampler``): one optimizer step generates for ``prompts_per_step ×
 gradient_accumulation_steps`` distinct prompts and drops an incomplete last batch, so fewer usable
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..data_fit import DataFit
+from ..fit.data_fit import DataFit
 
 LOGIT_BYTES = 4   # TRL computes log-probabilities from fp32 logits
 

@@ -21,9 +21,9 @@ import sys
 import time
 from typing import Any
 
-from ..check_result import CheckError
-from ..processes import free_port
-from ..rundir import FINISHED, STOPPED
+from ..core.check_result import CheckError
+from ..isolation.processes import free_port
+from ..runs.rundir import FINISHED, STOPPED
 
 
 DEEPSPEED_PRESETS = ("zero1", "zero2", "zero3")
@@ -94,7 +94,7 @@ def command(run_dir: str, cfg: dict[str, Any], world: int, mixed_precision: str)
 
 
 class RankFailure(RuntimeError):
-    """A rank failed; ``failure_cause`` is the cause that rank recorded (engines.standard reads it)."""
+    """A rank failed; ``failure_cause`` is the cause that rank recorded (engines.core.standard reads it)."""
 
     def __init__(self, message: str, cause: str):
         super().__init__(message)
@@ -132,7 +132,7 @@ def run_ranks(cfg: dict[str, Any], run: Any, world: int) -> str:
 
 
 def _end(proc: subprocess.Popen) -> None:
-    from ..processes import terminate_tree
+    from ..isolation.processes import terminate_tree
 
     if proc.poll() is None:
         try:

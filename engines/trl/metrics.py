@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..rundir import REWARD_TERM_PREFIX, TRAINER_LOG_KEYS
+from ..runs.rundir import REWARD_TERM_PREFIX, TRAINER_LOG_KEYS
 
 #: TRL's log key → the run directory's canonical name
 CANONICAL = TRAINER_LOG_KEYS

@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib.util
 from typing import Any
 
-from ..check_result import CheckError
+from ..core.check_result import CheckError
 
 LORA_KEYS = ("lora_r", "lora_alpha", "lora_dropout", "lora_target_modules", "lora_target_parameters",
              "lora_modules_to_save", "lora_task_type", "use_rslora", "use_dora")

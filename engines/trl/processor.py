@@ -8,15 +8,15 @@ import importlib.util
 import os
 from typing import Any
 
-from .. import trackers
-from ..agents import AgentSpec
-from ..check_result import CheckError
-from ..data import DataBundle, preview_text, prompt_messages, prompt_text, row_answer
-from ..data_fit import gpu_memory_bytes
-from ..model_folder import require_model_folder
-from ..model_source import resolve_model
-from ..rundir import FINISHED, STOPPED
-from ..standard import StandardProcessor
+from ..runs import trackers
+from ..inputs.agents import AgentSpec
+from ..core.check_result import CheckError
+from ..inputs.data import DataBundle, preview_text, prompt_messages, prompt_text, row_answer
+from ..fit.data_fit import gpu_memory_bytes
+from ..fit.model_folder import require_model_folder
+from ..fit.model_source import resolve_model
+from ..runs.rundir import FINISHED, STOPPED
+from ..core.standard import StandardProcessor
 from . import launch, peft_setup
 from .config import FIELDS, validate
 from .data_fit import trl_data_fit
@@ -285,7 +285,7 @@ class TrlProcessor(StandardProcessor):
             callback.close()   # TensorBoard's writer thread: flush what it holds
             trackers.finish(names)
             if self.agent_spec.mcp_tools:
-                from ..mcp_client import close_default_pool
+                from ..tools.mcp_client import close_default_pool
 
                 close_default_pool()  # stdio servers stopped, sessions closed
         return STOPPED if callback.stopped else FINISHED
@@ -309,13 +309,13 @@ class TrlProcessor(StandardProcessor):
 
     def _evaluator(self):
         """Greedy rollouts on up to ``eval_samples`` test prompts through the agent's own loop (tools
-        run, as in evaluation and chat: engines/rollout.py), scored with the reward."""
+        run, as in evaluation and chat: engines/inference/rollout.py), scored with the reward."""
         if self.reward is None:
             return None
         if self.effective_config["distributed"] in ("zero3", "fsdp1", "fsdp2"):
             return None  # sharded weights: one rank alone cannot generate
-        from ..checkpoints import ModelRef
-        from ..evaluation import evaluate_model, metrics_of
+        from ..inference.checkpoints import ModelRef
+        from ..inference.evaluation import evaluate_model, metrics_of
 
         cfg, agent = self.effective_config, self.agent_spec
         ds = self.data.test if self.data.test is not None else self.data.train
@@ -324,7 +324,7 @@ class TrlProcessor(StandardProcessor):
         tools = agent.tool_callables() if agent.has_tools else []
 
         def evaluate(model) -> dict[str, float]:
-            from ..rollout import AgentGenerator
+            from ..inference.rollout import AgentGenerator
 
             was_training = model.training
             model.eval()

@@ -13,9 +13,9 @@ import signal
 import sys
 import traceback
 
-from ..prepare import trainer_from_run_dir
-from ..rundir import RunDir
-from ..standard import failure_cause
+from ..runs.prepare import trainer_from_run_dir
+from ..runs.rundir import RunDir
+from ..core.standard import failure_cause
 from .launch import RANK_FAILED
 
 

@@ -22,7 +22,7 @@ import typing
 from dataclasses import dataclass
 from typing import Any
 
-from ..check_result import CheckError, did_you_mean
+from ..core.check_result import CheckError, did_you_mean
 
 GRPO, SFT = "grpo", "sft"
 TRAINER_CONFIG = {GRPO: "GRPOConfig", SFT: "SFTConfig"}

@@ -14,29 +14,17 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-SNAPSHOT_DIR = "aworld_engines"
+from ..core import snapshot
+from ..core.snapshot import SNAPSHOT_DIR
+
 REWARD_FILE = "reward_bridge.py"
 TOOLS_FILE = "function_tools.py"
 REWARD_FN = "compute_score"
-ENGINES_DIR = Path(__file__).resolve().parent.parent
-# engine-neutral modules only: the reward code and what it imports (never __main__, never engines/<engine>/)
-SNAPSHOT_SKIP = {"__init__.py", "__main__.py"}
-SNAPSHOT_PACKAGES = ("rewards",)
 
 
 def snapshot_engines(verl_dir: Path) -> Path:
-    """Copy ``engines/*.py`` and the engine-neutral packages (``engines/rewards/``) into
-    ``<verl_dir>/aworld_engines`` (a package with an empty __init__)."""
-    dest = verl_dir / SNAPSHOT_DIR
-    dest.mkdir(parents=True, exist_ok=True)
-    for src in sorted(ENGINES_DIR.glob("*.py")):
-        if src.name not in SNAPSHOT_SKIP:
-            shutil.copyfile(src, dest / src.name)
-    for package in SNAPSHOT_PACKAGES:
-        shutil.copytree(ENGINES_DIR / package, dest / package, dirs_exist_ok=True,
-                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-    (dest / "__init__.py").write_text('"""Snapshot of engines/*.py for the verl reward bridge."""\n')
-    return dest
+    """The engine-neutral modules copied into ``<verl_dir>/aworld_engines`` (see engines/core/snapshot.py)."""
+    return snapshot.snapshot_engines(verl_dir, "the verl reward bridge")
 
 
 def _copy_user_file(path: Path, verl_dir: Path, sub: str, i: int) -> str:
@@ -193,11 +181,11 @@ _TOOLS = json.loads({tools!r})
 
 
 def _load(item):
-    """The tool function (loaded the way the studio loads it: engines.loading.load_object)."""
+    """The tool function (loaded the way the studio loads it: engines.inputs.loading.load_object)."""
     ref = item["ref"]
     if "attr" in item:
         ref = _file_path(item) + ":" + item["attr"]
-    return _engines("loading").load_object(ref)
+    return _engines("inputs.loading").load_object(ref)
 
 
 for _item in _TOOLS:

@@ -19,8 +19,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from ..check_result import CheckError
-from ..data import ColumnMap, mixed_type_columns, prompt_messages, prompt_text, row_answer
+from ..core.check_result import CheckError
+from ..inputs.data import ColumnMap, mixed_type_columns, prompt_messages, prompt_text, row_answer
 
 NATIVE_COLUMNS = ("prompt", "data_source", "reward_model")
 TOOL_AGENT_LOOP = "tool_agent"  # verl's built-in multi-turn tool loop (verl.experimental.agent_loop)

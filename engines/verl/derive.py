@@ -24,12 +24,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..agents import AgentSpec, substitute_env
-from ..check_result import CheckError
-from ..config import ConfigField, load_config_input, validate_config
-from ..data_fit import check_memory_floor
-from ..row_location import locate_rows
-from ..rundir import RunDir
+from ..inputs.agents import AgentSpec, substitute_env
+from ..core.check_result import CheckError
+from ..inputs.config import ConfigField, load_config_input, validate_config
+from ..fit.data_fit import check_memory_floor
+from ..inputs.row_location import locate_rows
+from ..runs.rundir import RunDir
 from . import compose as C
 from .availability import PYTHON_ENV, probe, unreachable, verl_python
 from .bridge import REWARD_FN

@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from ..processes import spawn_detached, terminate_tree
-from ..rundir import FINISHED, STOPPED, STOPPING, JsonlTail, RunDir, TextTail, iter_jsonl
+from ..isolation.processes import spawn_detached, terminate_tree
+from ..runs.rundir import FINISHED, STOPPED, STOPPING, JsonlTail, RunDir, TextTail, iter_jsonl
 from .availability import with_install_hint
 from .compose import select
 from .layout import CLUSTER_CONFIG_FILE, CONFIG_FILE, METRICS_FILE, ROLLOUTS_DIR, VERL_DIR

@@ -4,7 +4,7 @@ verl 0.9.1 has no MCP tool type any more (``verl.tools.tool_registry.ToolType`` 
 "MCP tool is removed for now"); what it has is function tools loaded from
 ``actor_rollout_ref.rollout.multi_turn.function_tool_path``. So each MCP tool the check listed becomes a
 verl ``@function_tool`` whose function calls its server through the studio's MCP client — the same
-callable TRL gets (:mod:`engines.mcp_tools`), so verl infers the same tool schema from it.
+callable TRL gets (:mod:`engines.tools.mcp_tools`), so verl infers the same tool schema from it.
 
 Two files land in ``<run>/verl/`` next to the engines snapshot the bridge files use:
 
@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..agents import AgentSpec
+from ..inputs.agents import AgentSpec
 from .bridge import _COMMON, SNAPSHOT_DIR, snapshot_engines
 
 SERVERS_FILE = "mcp_servers.json"
@@ -59,7 +59,7 @@ def _servers():
     with open(os.path.join(_HERE, "{servers_file}"), encoding="utf-8") as f:
         config = json.load(f)
     warnings, missing = [], []
-    selection = _engines("mcp_servers").parse_mcp(
+    selection = _engines("tools.mcp_servers").parse_mcp(
         {{"mcp_config": config, "mcp_servers": list(config["mcpServers"])}}, None, warnings, missing)
     if missing:
         raise RuntimeError("environment variable(s) the MCP servers need are not set in the verl job: "
@@ -68,7 +68,7 @@ def _servers():
 
 
 def _ending_the_run_on_server_loss(fn):
-    errors = _engines("mcp_client")
+    errors = _engines("tools.mcp_client")
 
     @functools.wraps(fn)
     def call(**kwargs):
@@ -82,7 +82,7 @@ def _ending_the_run_on_server_loss(fn):
 
 if _PYTHON_TOOLS:
     load_function_tools_from_path(os.path.join(_HERE, _PYTHON_TOOLS))
-_tools = _engines("mcp_tools")
+_tools = _engines("tools.mcp_tools")
 _by_name = _servers()
 for _item in _TOOLS:
     _fn = _tools.make_callable(_tools.McpTool(**_item), _by_name[_item["server"]])

@@ -11,11 +11,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..agents import AgentSpec
-from ..check_result import CheckError, CheckResult
-from ..config import ConfigField
-from ..data import DataBundle
-from ..standard import StandardProcessor
+from ..inputs.agents import AgentSpec
+from ..core.check_result import CheckError, CheckResult
+from ..inputs.config import ConfigField
+from ..inputs.data import DataBundle
+from ..core.standard import StandardProcessor
 from . import availability as A
 from . import compose as C
 from .bridge import REWARD_FN, write_function_tools, write_reward_bridge

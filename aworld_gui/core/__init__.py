@@ -1,0 +1,1 @@
+"""The studio's Gradio-free core: Studio, the Setup inputs, what the studio knows of each run, the chat client, presets."""

@@ -1,0 +1,364 @@
+"""What the user picked in Setup, as plain data; the shipped demo choices; uploads.
+
+Pure functions only: nothing here imports user code or heavy libraries, so the studio process
+can call them freely. The check worker turns :class:`SetupInputs` into ``check_all`` /
+``prepare_run`` arguments.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from engines.core.check_result import CheckError
+from engines.inputs.yaml_input import load_user_file, try_load_yaml
+
+from ..web.upload_secrets import mask_bytes
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+ASSETS = REPO_ROOT / "assets"
+AGENTS_DIR = ASSETS / "agents"
+DATASETS_DIR = ASSETS / "datasets"
+REWARDS_DIR = ASSETS / "rewards"
+
+DEMO_AGENT = AGENTS_DIR / "letters_agent.yaml"
+DEMO_TRAIN = DATASETS_DIR / "letters_train.jsonl"
+DEMO_TEST = DATASETS_DIR / "letters_test.jsonl"
+DEMO_REWARD = f"{REWARDS_DIR / 'letter_reward.py'}:letter_reward"
+DEMO_ENGINE = "trl"
+DEMO_CONFIG = ASSETS / "configs" / "letters_grpo.yaml"
+FALLBACK_DEMO_CONFIG = """\
+# Overrides of the engine's defaults (the effective config is shown below).
+learning_rate: 0.001
+prompts_per_step: 8
+num_generations: 16
+max_steps: 400
+"""
+
+DATASET_SUFFIXES = (".jsonl", ".json", ".csv", ".tsv", ".parquet")
+AGENT_SUFFIXES = (".yaml", ".yml")
+UPLOADS = ".uploads"
+
+
+@dataclass
+class SetupInputs:
+    """Everything a check or a launch needs; every path absolute."""
+
+    agent: str | None = None
+    train: str | None = None
+    test: str | None = None
+    rewards: list[dict[str, Any]] = field(default_factory=list)  # [{name|ref, weight}]
+    config_text: str = ""
+    engine: str = DEMO_ENGINE
+    columns: dict[str, str] = field(default_factory=dict)         # {prompt, answer}
+    #: module → why an upload for it could not be used (e.g. a reward file that does not import):
+    #: the module is in error until the upload is replaced, whatever the rest of the setup says
+    problems: dict[str, str] = field(default_factory=dict)
+    name: str = ""                                                # the run's name and note (its label)
+    note: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "SetupInputs":
+        return cls(**{k: d[k] for k in cls.__dataclass_fields__ if k in d})
+
+    def config_value(self) -> Any:
+        """The config for the engines: a dict when the YAML parses, else the raw text (so the
+        config check reports the syntax error with its line)."""
+        text = (self.config_text or "").strip()
+        if not text:
+            return None
+        data = try_load_yaml(text, default=text)
+        return data if isinstance(data, dict) else text
+
+    def check_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments of ``engines.core.checks.check_all`` / ``prepare_run``."""
+        columns = {k: v for k, v in (self.columns or {}).items() if v}
+        return dict(agent=self.agent or "", train_dataset=self.train or None, test_dataset=self.test or None,
+                    reward_func=[dict(r) for r in self.rewards] or None, config=self.config_value(),
+                    train_engine_name=self.engine or DEMO_ENGINE, columns=columns or None)
+
+    def cli_command(self) -> str:
+        """The ``python -m engines train`` command that checks and trains the same inputs."""
+        from engines.cli import shell_command
+
+        parts = [shell_command("train"), f"--engine {self.engine}", f"--agent {_q(self.agent or '')}"]
+        if self.train:
+            parts.append(f"--train {_q(self.train)}")
+        if self.test:
+            parts.append(f"--test {_q(self.test)}")
+        for r in self.rewards:
+            ref, weight = r.get("name") or r.get("ref"), float(r.get("weight", 1.0))
+            parts.append("--reward " + _q(f"{ref}@{weight:g}"))
+        cols = ",".join(f"{k}={v}" for k, v in (self.columns or {}).items() if v)
+        if cols:
+            parts.append(f"--columns {cols}")
+        for flag, value in (("--name", self.name), ("--note", self.note)):
+            if value:
+                parts.append(f"{flag} {_q(value)}")
+        return " \\\n  ".join(parts)
+
+
+def _q(s: str) -> str:
+    import shlex
+
+    return shlex.quote(str(s))
+
+
+def demo_config_text() -> str:
+    """The shipped demo's config overrides (assets/configs/letters_grpo.yaml)."""
+    try:
+        return DEMO_CONFIG.read_text(encoding="utf-8")
+    except OSError:
+        return FALLBACK_DEMO_CONFIG
+
+
+def paired_test(train: str | None, test: str | None) -> bool:
+    """Whether a shipped test set belongs with ``train``: ``<name>_test.*`` goes with ``<name>_train.*``
+    in the shipped datasets folder. A test set the user uploaded or typed always counts as chosen."""
+    if not test:
+        return True
+    t = Path(test)
+    if t.parent.resolve() != DATASETS_DIR.resolve():
+        return True
+    stem = t.stem[:-len("_test")] if t.stem.endswith("_test") else None
+    return bool(train) and stem is not None and Path(train).stem in (f"{stem}_train", stem) and \
+        Path(train).parent.resolve() == DATASETS_DIR.resolve()
+
+
+def demo_inputs() -> SetupInputs:
+    return SetupInputs(agent=str(DEMO_AGENT), train=str(DEMO_TRAIN), test=str(DEMO_TEST),
+                       rewards=[{"ref": DEMO_REWARD, "weight": 1.0}], config_text=demo_config_text(),
+                       engine=DEMO_ENGINE)
+
+
+# -- shipped choices -------------------------------------------------------------------------------
+def shipped_agents() -> list[str]:
+    return sorted(str(p) for p in AGENTS_DIR.glob("*.y*ml")) if AGENTS_DIR.is_dir() else []
+
+
+def shipped_datasets() -> list[str]:
+    if not DATASETS_DIR.is_dir():
+        return []
+    return sorted(str(p) for p in DATASETS_DIR.iterdir() if p.suffix.lower() in DATASET_SUFFIXES)
+
+
+def shipped_reward_files() -> list[str]:
+    return sorted(str(p) for p in REWARDS_DIR.glob("*.py")) if REWARDS_DIR.is_dir() else []
+
+
+def file_choices(paths: list[str], extra: list[str] | None = None) -> list[tuple[str, str]]:
+    """Dropdown (label, value) pairs: shipped files by name, others by their folder too."""
+    out, seen = [], set()
+    for p in [*(extra or []), *paths]:
+        if not p or p in seen:
+            continue
+        seen.add(p)
+        out.append((display_path(p), p))
+    return out
+
+
+def display_path(p: str) -> str:
+    path = Path(p)
+    try:
+        path.resolve().relative_to(ASSETS)
+        return f"{path.name} · demo"
+    except ValueError:
+        pass
+    if UPLOADS in path.parts:
+        return f"{path.name.replace('.resolved', '')} · uploaded"
+    return str(path)
+
+
+# -- uploads ---------------------------------------------------------------------------------------
+def store_upload(tmp_path: str, runs_dir: str | os.PathLike) -> str:
+    """Copy a Gradio temp upload into ``<runs>/.uploads/<digest>/<name>`` so run specs that point at
+    it stay valid after Gradio cleans its cache. Same content → same path. An agent YAML's literal
+    secrets are masked in the stored copy and in Gradio's (which Gradio serves): see upload_secrets."""
+    src = Path(tmp_path)
+    data = src.read_bytes()
+    if src.suffix.lower() in AGENT_SUFFIXES:
+        masked, notes = mask_bytes(data)
+        if notes:
+            data = masked
+            try:
+                src.write_bytes(masked)   # Gradio's cached copy is served by its file route
+            except OSError:
+                pass
+    digest = hashlib.sha1(data).hexdigest()[:12]
+    dest_dir = Path(runs_dir) / UPLOADS / digest
+    dest_dir.mkdir(parents=True, exist_ok=True)
+    dest = dest_dir / _safe_name(src.name)
+    if not dest.exists():
+        tmp = dest.with_name(dest.name + ".part")
+        tmp.write_bytes(data)
+        os.replace(tmp, dest)
+    return str(dest.resolve())
+
+
+def masked_secrets(path: str) -> list[str]:
+    """Which literal secrets of an agent upload were masked (e.g. ``"api_key (line 4)"``): none are left
+    in the stored copy, so this reads the ``"****"`` back."""
+    try:
+        text = Path(path).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return []
+    from ..web.upload_secrets import SECRET_KEY
+
+    notes = []
+    for n, line in enumerate(text.splitlines(), 1):
+        key, sep, value = line.partition(":")
+        if sep and SECRET_KEY.search(key.strip(" -'\"")) and value.split("#")[0].strip().strip("'\"") == "****":
+            notes.append(f"{key.strip(' -')} (line {n})")
+    return notes
+
+
+def _rel(p: Path) -> str:
+    try:
+        return str(p.relative_to(REPO_ROOT))
+    except ValueError:
+        return str(p)
+
+
+MAX_NAME = 120
+
+
+def _safe_name(name: str) -> str:
+    """A file name safe to store: odd characters replaced, at most ``MAX_NAME`` characters, its extension
+    kept (a long name is cut in its stem, so ``.jsonl`` stays ``.jsonl``)."""
+    name = re.sub(r"[^A-Za-z0-9._-]+", "_", Path(name).name).strip("._") or "upload"
+    if len(name) <= MAX_NAME:
+        return name
+    stem, dot, suffix = name.rpartition(".")
+    if dot and stem and 0 < len(suffix) <= 16:
+        return stem[:MAX_NAME - len(suffix) - 1].rstrip("._-") + "." + suffix
+    return name[:MAX_NAME]
+
+
+def resolve_agent_upload(path: str, search_dirs: list[Path] | None = None) -> tuple[str, list[str]]:
+    """An uploaded agent YAML loses its folder, so its relative paths (``model: ../models/x``,
+    ``tools: [../tools/t.py:fn]``) no longer resolve. Rewrite each relative path that does not exist
+    next to the upload to the first match under ``search_dirs`` (the studio's working folder, then the
+    shipped agents folder). Returns (path of the YAML to use, notes shown to the user)."""
+    p = Path(path)
+    try:
+        # the shared safe loader (size, encoding, aliases capped): this runs in the studio process
+        data = load_user_file(p, module="agent", role="agent file")
+    except (OSError, CheckError):
+        return path, []  # the agent check reports it
+    if not isinstance(data, dict):
+        return path, []
+    dirs = [p.parent, Path.cwd(), AGENTS_DIR, *(search_dirs or [])]
+    notes: list[str] = []
+
+    def fix(value: Any) -> Any:
+        if not isinstance(value, str) or "${" in value:
+            return value
+        target, sep, attr = value.rpartition(":") if value.count(":") == 1 and ".py:" in value else (value, "", "")
+        if not (target.startswith((".", "..")) or (sep and not os.path.isabs(target))):
+            return value
+        if os.path.isabs(os.path.expanduser(target)):
+            return value
+        for d in dirs:
+            cand = (d / target)
+            if cand.exists():
+                if d != p.parent:
+                    notes.append(f"'{target}' → {_rel(cand.resolve())}")
+                return f"{cand.resolve()}{sep}{attr}"
+        return value
+
+    def fix_agent(conf: dict) -> None:
+        if "model" in conf:
+            conf["model"] = fix(conf["model"])
+        llm = conf.get("llm_config")
+        if isinstance(llm, dict) and "llm_model_name" in llm:
+            llm["llm_model_name"] = fix(llm["llm_model_name"])
+        tools = conf.get("tools")
+        if isinstance(tools, list):
+            conf["tools"] = [fix(t) for t in tools]
+        elif isinstance(tools, str):
+            conf["tools"] = fix(tools)
+        mcp = conf.get("mcp_config")  # MCP: a JSON file, or stdio servers' script paths and folders
+        if isinstance(mcp, str):
+            conf["mcp_config"] = fix(mcp)
+        elif isinstance(mcp, dict) and isinstance(mcp.get("mcpServers"), dict):
+            for server in mcp["mcpServers"].values():
+                if isinstance(server, dict):
+                    for key in ("command", "cwd"):
+                        if key in server:
+                            server[key] = fix(server[key])
+                    if isinstance(server.get("args"), list):
+                        server["args"] = [fix(a) for a in server["args"]]
+
+    agents = data.get("agents")
+    if isinstance(agents, dict):
+        for conf in agents.values():
+            if isinstance(conf, dict):
+                fix_agent(conf)
+    elif isinstance(agents, list):
+        for conf in agents:
+            if isinstance(conf, dict):
+                fix_agent(conf)
+    else:
+        fix_agent(data)
+    if not notes:
+        return path, []
+    out = p.with_name(p.stem + ".resolved" + p.suffix)
+    out.write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True), encoding="utf-8")
+    return str(out), notes
+
+
+# -- rewards -------------------------------------------------------------------------------------
+def reward_label(key: str) -> str:
+    """``exact_match`` → itself; ``/abs/letter_reward.py:letter_reward`` → ``letter_reward.py:letter_reward``."""
+    if ":" in key:
+        target, _, attr = key.rpartition(":")
+        if target.endswith(".py"):
+            return f"{Path(target).name}:{attr}" + (" · uploaded" if UPLOADS in Path(target).parts else "")
+    return key
+
+
+def upload_name(name: str) -> str:
+    """The name Gradio gives an uploaded file: odd characters stripped, cut at 200 bytes (its extension
+    kept), so a reward text naming a long file still finds its upload."""
+    from gradio_client.utils import strip_invalid_filename_characters
+
+    return strip_invalid_filename_characters(name)
+
+
+def parse_reward_text(text: str, uploaded: dict[str, str] | None = None) -> list[dict[str, Any]]:
+    """``exact_match@1, letter_reward.py:letter_reward@0.5`` (commas or new lines) → reward entries.
+    ``file.py:fn`` whose file name matches an uploaded file (``uploaded``: name → stored path) binds
+    to that upload. The same ``NAME@WEIGHT`` and ``module:factory(k=v, ...)`` syntax as
+    ``python -m engines --reward``."""
+    out: list[dict[str, Any]] = []
+    for raw in re.split(r"\n|,(?![^()]*\))", text or ""):  # a factory's arguments keep their commas
+        item = raw.strip()
+        if not item:
+            continue
+        weight = 1.0
+        if "@" in item and ")" not in item.rpartition("@")[2]:
+            item, _, w = item.rpartition("@")
+            try:
+                weight = float(w)
+            except ValueError:
+                raise ValueError(f"reward weight in '{raw.strip()}' is not a number (write NAME@0.5)")
+        item = item.strip()
+        if ":" in item:
+            target, _, attr = item.rpartition(":")
+            name = Path(target).name
+            stored = uploaded and not Path(target).is_absolute() and \
+                (uploaded.get(name) or uploaded.get(upload_name(name)))
+            if stored:
+                item = f"{stored}:{attr}"
+            out.append({"ref": item, "weight": weight})
+        else:
+            out.append({"name": item, "weight": weight})
+    return out

@@ -1,0 +1,474 @@
+"""The studio's core, independent of Gradio: checks (through the worker), launch, stop, status,
+runs listing, clone/export/delete, and a watchdog that enforces stop timeouts.
+
+The UI tabs and the named API endpoints both call into one :class:`Studio`.
+"""
+from __future__ import annotations
+
+import difflib
+import logging
+import os
+import re
+import shutil
+import subprocess
+import sys
+import threading
+import time
+import uuid
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import psutil
+import yaml
+
+from engines.core.check_result import CHECKED_MODULES, MODULES
+from engines.cli import shell_command
+from engines.core.isolated_checks import results_for_failure
+from engines.isolation.processes import spawn_detached
+from engines.runs.rundir import ACTIVE_STATES, QUEUED, RUNNING, STOP_FILE, STOPPING, RunDir
+from engines.isolation.sandbox import whose
+from engines.isolation.user_env import referenced_names
+from engines.inputs.yaml_input import try_load_yaml
+from engines.runs.lifecycle import (Slot, delete_run, effective_status, enforce_stop_timeout, kill_run, list_run_dirs,
+                          spawn_run, stop_run)
+
+from . import inputs as inp
+from ..tabs import reward_card
+from .chat_client import ChatService
+from ..rendering.i18n import _
+from .run_cache import CACHE, RunCache, RunState
+from ..worker.check_worker import CheckWorker, WorkerError
+from ..web.upload_secrets import mask_text
+
+log = logging.getLogger("aworld.studio")
+MAX_RUN_ID = 200
+RUN_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,%d}" % (MAX_RUN_ID - 1))
+MODULE_TITLES = {"agent": _("Agent"), "dataset": _("Datasets"), "reward": _("Reward"), "config": _("Config"),
+                 "engine": _("Engine")}
+
+
+class Studio:
+    def __init__(self, runs_dir: str | os.PathLike, worker: CheckWorker | None = None, cache: RunCache | None = None,
+                 stop_timeout_s: float = 30.0, check_timeout_s: float = 60.0, launch_timeout_s: float = 180.0):
+        self.runs_dir = Path(runs_dir).resolve()
+        self.runs_dir.mkdir(parents=True, exist_ok=True)
+        self.worker = worker or CheckWorker(default_timeout_s=check_timeout_s)
+        self.cache = cache or CACHE
+        self.stop_timeout_s = stop_timeout_s
+        self.check_timeout_s = check_timeout_s
+        self.launch_timeout_s = launch_timeout_s
+        self._catalog: dict[str, Any] | None = None
+        self._catalog_lock = threading.Lock()
+        self._reward_files: dict[str, list[dict]] = {}
+        self._spawned: set[int] = set()
+        self._client_checks: dict[str, str] = {}    # client (a page's session) -> its running check
+        self._checks_lock = threading.Lock()
+        self._watchdog: threading.Thread | None = None
+        self._stop = threading.Event()
+        self.chat = ChatService(self.runs_dir)        # the chat model's process (one at a time)
+
+    # -- lifecycle -----------------------------------------------------------------------------
+    def start(self) -> None:
+        self.worker.start()          # warms up in the background
+        if self._watchdog is None:
+            self._watchdog = threading.Thread(target=self._watch, name="studio-watchdog", daemon=True)
+            self._watchdog.start()
+
+    def close(self) -> None:
+        self._stop.set()
+        self.worker.close()
+        self.chat.stop()
+
+    def _watch(self) -> None:
+        """Every second: kill runs whose stop request is older than the timeout; reap children."""
+        while not self._stop.wait(1.0):
+            try:
+                self.enforce_stop_timeouts()
+                self._reap()
+            except Exception:  # noqa: BLE001 - the watchdog must survive anything
+                log.exception("watchdog")
+
+    def enforce_stop_timeouts(self) -> list[str]:
+        killed = []
+        for p in self.runs_dir.iterdir() if self.runs_dir.is_dir() else []:
+            if not (p / STOP_FILE).exists():
+                continue
+            if effective_status(RunDir(p)).get("state") not in ACTIVE_STATES:
+                continue
+            if enforce_stop_timeout(p, self.stop_timeout_s):
+                killed.append(p.name)
+                log.warning("run %s did not stop within %.0f s: killed", p.name, self.stop_timeout_s)
+        return killed
+
+    def _reap(self) -> None:
+        for pid in list(self._spawned):
+            try:
+                done, _ = os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                done = pid
+            if done:
+                self._spawned.discard(pid)
+
+    # -- catalog -------------------------------------------------------------------------------
+    def catalog(self, refresh: bool = False) -> dict[str, Any]:
+        """Engines (availability, reason, config schema) and built-in rewards, from the worker."""
+        with self._catalog_lock:
+            if self._catalog is None or refresh:
+                try:
+                    self._catalog = self.worker.call("catalog", timeout_s=self.check_timeout_s)
+                except WorkerError as e:
+                    return {"engines": [{"name": inp.DEMO_ENGINE, "available": False,
+                                         "reason": f"engine probe failed: {e}", "fields": [], "defaults": {},
+                                         "description": ""}], "rewards": {}, "error": str(e)}
+            return self._catalog
+
+    def engine_info(self, name: str) -> dict[str, Any] | None:
+        return next((e for e in self.catalog()["engines"] if e["name"] == name), None)
+
+    def reward_functions(self, path: str) -> list[dict]:
+        """Functions of a reward file (imported in the worker, never here); cached by path+mtime."""
+        key = f"{path}:{os.path.getmtime(path) if os.path.exists(path) else 0}"
+        if key not in self._reward_files:
+            self._reward_files[key] = self.worker.call("reward_functions", path=path, timeout_s=15)
+        return self._reward_files[key]
+
+    # -- checks --------------------------------------------------------------------------------
+    def check(self, inputs: inp.SetupInputs, client: str | None = None) -> dict[str, Any]:
+        """Every module's result (by module), the Setup previews, and ``ok`` (no module in error).
+        Never raises: a worker failure becomes an error on the module being checked. ``client`` (a
+        page's session): a newer check from the same client cancels this one (``cancelled`` True)."""
+        t0 = time.perf_counter()
+        check_id = uuid.uuid4().hex[:12]
+        if client:
+            with self._checks_lock:
+                previous = self._client_checks.get(client)
+                self._client_checks[client] = check_id
+            if previous:
+                self.worker.cancel(previous, "a newer check from the same page replaced it")
+        try:
+            report = self.worker.call("check", inputs=inputs.to_dict(), timeout_s=self.check_timeout_s,
+                                      call_id=check_id, pass_env=referenced_names(inputs.agent, inputs.rewards, inputs.config_text))
+        except WorkerError as e:
+            report = failed_report(e)
+        finally:
+            if client:
+                with self._checks_lock:
+                    if self._client_checks.get(client) == check_id:
+                        del self._client_checks[client]
+        results = report.setdefault("results", {})
+        for m, problem in (inputs.problems or {}).items():      # an upload that could not be used
+            results[m] = {"module": m, "status": "error", "message": problem, "details": {}, "warnings": []}
+        for m in MODULES:
+            results.setdefault(m, {"module": m, "status": "error", "message": "not checked", "details": {},
+                                   "warnings": []})
+        report["ok"] = not report.get("cancelled") and all(results[m]["status"] != "error" for m in MODULES)
+        report["wall_s"] = round(time.perf_counter() - t0, 3)
+        report["check_id"] = check_id
+        return report
+
+    # -- launch --------------------------------------------------------------------------------
+    def launch(self, inputs: inp.SetupInputs) -> dict[str, Any]:
+        """Prepare the run dir in the worker (checks again, writes run.yaml, state queued), then
+        start ``python -m engines run <dir>`` detached. A busy machine queues the run."""
+        if inputs.problems:
+            module, problem = next(iter(inputs.problems.items()))
+            return {"ok": False, "error": problem, "module": module}
+        try:
+            res = self.worker.call("prepare", inputs=inputs.to_dict(), runs_dir=str(self.runs_dir),
+                                   timeout_s=self.launch_timeout_s,
+                                   pass_env=referenced_names(inputs.agent, inputs.rewards, inputs.config_text))
+        except WorkerError as e:
+            return {"ok": False, "error": f"launch preparation failed: {e}", "module": None}
+        if not res.get("ok"):
+            return {"ok": False, "error": res.get("error"), "module": res.get("module")}
+        run_dir = res["run_dir"]
+        busy = self.machine_busy()
+        pid = spawn_run(run_dir)
+        self._spawned.add(pid)
+        state = self.cache.refresh(run_dir, force=True)
+        return {"ok": True, "run_id": res["run_id"], "run_dir": run_dir, "pid": pid,
+                "state": state.state, "queued": busy,
+                "message": (f"{res['run_id']} is queued: the machine is busy with another run"
+                            if busy else f"{res['run_id']} launched")}
+
+    def machine_busy(self) -> bool:
+        return Slot(self.runs_dir).busy()
+
+    # -- runs ----------------------------------------------------------------------------------
+    def run_path(self, run_id: str) -> Path:
+        """The run dir for an id, refusing anything outside the runs dir."""
+        run_id = (run_id or "").strip()
+        if not RUN_ID_RE.fullmatch(run_id):
+            shown = run_id if len(run_id) <= 60 else run_id[:57] + "..."
+            raise ValueError(f"'{shown}' is not a run id (letters, digits, '.', '_', '-'; at most "
+                             f"{MAX_RUN_ID} characters)")
+        p = (self.runs_dir / run_id).resolve()
+        if p.parent != self.runs_dir or not RunDir(p).exists():
+            raise ValueError(f"no run '{run_id}' under {self.runs_dir}")
+        return p
+
+    def run_ids(self) -> list[str]:
+        return [r.run_id for r in list_run_dirs(self.runs_dir)]
+
+    def latest_run(self) -> str | None:
+        """The run to show when none is named: the one training (running or stopping), else the
+        next in the queue (the earliest launched), else the newest."""
+        runs = list_run_dirs(self.runs_dir)
+        if not runs:
+            return None
+        statuses = [(r, effective_status(r)) for r in runs]
+        training = [r for r, st in statuses if st.get("state") in (RUNNING, STOPPING)]
+        if training:
+            return training[0].run_id
+        queued = sorted(((st.get("launched") or 0, r.run_id) for r, st in statuses if st.get("state") == QUEUED))
+        return queued[0][1] if queued else runs[0].run_id
+
+    def training_run(self) -> str | None:
+        """The run that is training now (running or stopping), if any."""
+        for r in list_run_dirs(self.runs_dir):
+            if effective_status(r).get("state") in (RUNNING, STOPPING):
+                return r.run_id
+        return None
+
+    def state(self, run_id: str) -> RunState:
+        return self.cache.refresh(self.run_path(run_id))
+
+    def status(self, run_id: str | None = None) -> dict[str, Any]:
+        run_id = run_id or self.latest_run()
+        if not run_id:
+            return {"error": "no runs yet"}
+        st = self.state(run_id)
+        pr = st.progress()
+        spec = st.read_spec()
+        last = {k: st.latest.get(k) for k in ("reward", "loss", "kl", "lr", "eval/reward") if k in st.latest}
+        out = {"run_id": run_id, "run_dir": str(st.run.path), "state": pr.state, "step": pr.step, "total_steps": pr.total,
+               "elapsed_s": pr.elapsed_s, "eta_s": pr.eta_s, "steps_per_s": pr.steps_per_s,
+               "engine": spec.get("engine"), "last": last, "metrics": st.metric_names(),
+               "points": {k: st.series[k].count for k in ("reward", "loss") if k in st.series},
+               "stop_requested": st.run.stop_requested()}
+        fail = st.failure()
+        if fail:
+            out.update(cause=fail["cause"], error=fail["message"])
+        return out
+
+    def stop(self, run_id: str, kill: bool = False) -> dict[str, Any]:
+        """Ask an active run to stop (``kill``: now). A run that is not active is left alone: no STOP
+        file is written into a finished run; the answer says why (``stop_sent`` False)."""
+        path = self.run_path(run_id)
+        if not self.cache.refresh(path, force=True).active:
+            out = self.status(run_id)
+            return dict(out, stop_sent=False, message=f"{run_id} is {out['state']}: there is nothing to stop")
+        if kill:
+            stop_run(path, reason="studio kill")
+            kill_run(path)
+        else:
+            stop_run(path, reason="studio")
+        self.cache.refresh(path, force=True)
+        return dict(self.status(run_id), stop_sent=True)
+
+    def list_runs(self) -> list[dict[str, Any]]:
+        out = []
+        for r in list_run_dirs(self.runs_dir):
+            st = self.cache.get(r.path)
+            st.refresh_status_only()
+            status, spec = st.status, st.read_spec()
+            out.append({
+                "run_id": r.run_id, "state": status.get("state", "unknown"),
+                "cause": status.get("cause") if status.get("state") == "failed" else None,
+                "engine": spec.get("engine") or status.get("engine") or "?",
+                "started": status.get("started") or status.get("launched"),
+                "step": status.get("step"), "total_steps": status.get("total_steps"),
+                "last_reward": status.get("last_reward"), "last_loss": status.get("last_loss"),
+                "model": Path(str((spec.get("agent") or {}).get("model", ""))).name,
+                "queue_position": status.get("queue_position") if status.get("state") == "queued" else None,
+                **r.read_label(),
+            })
+        return out
+
+    def relabel(self, run_id: str, name: str | None = None, note: str | None = None) -> dict[str, str]:
+        """Rename a run or change its note (its label.json; the run directory keeps its id)."""
+        return RunDir(self.run_path(run_id)).write_label(name, note)
+
+    def delete(self, run_id: str) -> None:
+        path = self.run_path(run_id)
+        delete_run(path)
+        self.cache.forget(path)
+
+    def spec_text(self, run_id: str) -> str:
+        """run.yaml as shown and exported: a secret written literally in it (e.g. a config's env_vars) masked."""
+        p = self.run_path(run_id) / "run.yaml"
+        return mask_text(p.read_text(encoding="utf-8"))[0] if p.exists() else ""
+
+    def config_diff(self, a: str, b: str) -> str:
+        if not a or not b:
+            return ""
+        ta, tb = self.spec_text(a).splitlines(keepends=True), self.spec_text(b).splitlines(keepends=True)
+        ta = [line for line in ta if not line.startswith("run_id:")]
+        tb = [line for line in tb if not line.startswith("run_id:")]
+        diff = "".join(difflib.unified_diff(ta, tb, fromfile=f"{a}/run.yaml", tofile=f"{b}/run.yaml", n=2))
+        return diff or "# the two run specs are identical (apart from run_id)"
+
+    def cli_command(self, run_id: str) -> str:
+        """The shell command that re-runs this run's exact spec as a new run (no virtualenv needs to
+        be active: it names the studio's own interpreter's console script)."""
+        path = self.run_path(run_id)
+        return (f"# re-run {run_id} with its exact spec (agent, data, reward, effective config), as a new run\n"
+                f"{shell_command('rerun', str(path))}\n")
+
+    def clone_inputs(self, run_id: str) -> inp.SetupInputs:
+        """Setup inputs that reproduce a run (its agent is written back to a YAML file)."""
+        spec = try_load_yaml(self.spec_text(run_id), default={}) or {}   # secrets masked
+        agent = dict(spec.get("agent") or {})
+        agent.pop("extra", None)
+        agent_file = self.runs_dir / inp.UPLOADS / f"clone-{run_id}" / "agent.yaml"
+        agent_file.parent.mkdir(parents=True, exist_ok=True)
+        agent_file.write_text(yaml.safe_dump(agent, sort_keys=False, allow_unicode=True), encoding="utf-8")
+        data = spec.get("data") or {}
+        rewards = [clone_reward(r) for r in spec.get("reward") or [] if isinstance(r, dict)]
+        engine = spec.get("engine") or inp.DEMO_ENGINE
+        info = self.engine_info(engine) or {}
+        defaults = info.get("defaults") or {}
+        overrides = {k: v for k, v in (spec.get("config") or {}).items() if defaults.get(k, object()) != v}
+        return inp.SetupInputs(agent=str(agent_file), train=data.get("train"), test=data.get("test"),
+                               rewards=rewards, config_text=yaml.safe_dump(overrides, sort_keys=False) if overrides
+                               else "", engine=engine, columns=dict(data.get("columns") or {}))
+
+    def checkpoints(self, run_id: str) -> list[str]:
+        return [p.name for p in RunDir(self.run_path(run_id)).checkpoints()]
+
+    def checkpoint_zip(self, run_id: str, name: str) -> str:
+        run = RunDir(self.run_path(run_id))
+        src = (run.checkpoints_dir / name).resolve()
+        if src.parent != run.checkpoints_dir.resolve() or not src.is_dir():
+            raise ValueError(f"no checkpoint '{name}' in run {run_id}")
+        out_dir = self.runs_dir / ".exports"
+        out_dir.mkdir(exist_ok=True)
+        out = out_dir / f"{run_id}-{name}.zip"
+        if not out.exists() or out.stat().st_mtime < src.stat().st_mtime:
+            tmp = out.with_suffix(".zip.tmp")
+            with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as z:
+                for f in sorted(src.rglob("*")):
+                    if f.is_file():
+                        z.write(f, f"{name}/{f.relative_to(src)}")
+            os.replace(tmp, out)
+        return str(out)
+
+    def export_spec(self, run_id: str) -> str:
+        text = self.spec_text(run_id)   # .exports is served: never a literal secret in it
+        out_dir = self.runs_dir / ".exports"
+        out_dir.mkdir(exist_ok=True)
+        out = out_dir / f"{run_id}.run.yaml"
+        out.write_text(text, encoding="utf-8")
+        return str(out)
+
+    # -- evaluation, chat, export ----------------------------------------------------------------
+    def model_choices(self, run_id: str) -> list[tuple[str, str]]:
+        """What can be evaluated or chatted with for a run, as (shown, value): its agent's base model, its own
+        checkpoints (value ``checkpoint-N``), then the checkpoints of every other run under the runs dir,
+        shown ``<run name or id> / checkpoint-N`` with the value ``<run_id>/checkpoint-N`` (what
+        engines.inference.checkpoints.resolve takes; a checkpoint of another architecture is a clear check error there)."""
+        own = self.checkpoints(run_id)
+        out = [("base", "base"), *((c, c) for c in own)]
+        for r in list_run_dirs(self.runs_dir):
+            if r.run_id == run_id:
+                continue
+            shown = r.read_label()["name"] or r.run_id
+            out += [(f"{shown} / {c.name}", f"{r.run_id}/{c.name}") for c in r.checkpoints()]
+        return out
+
+    def launch_eval(self, run_id: str, models: list[str], dataset: str | None = None, rewards: list | None = None,
+                    samples: int = 1, temperature: float = 0.0, max_samples: int | None = None) -> dict[str, Any]:
+        """Check and prepare the evaluation in the worker (it loads the dataset and reward), then start
+        ``aworld-train eval --dir <eval_dir>`` detached, as a launch does for training."""
+        path = self.run_path(run_id)
+        if not models:
+            return {"ok": False, "error": "pick at least one model to evaluate (the base model or a checkpoint)"}
+        try:
+            res = self.worker.call("prepare_eval", run_dir=str(path), checkpoints=list(models), dataset=dataset,
+                                   rewards=rewards, samples=samples, temperature=temperature,
+                                   max_samples=max_samples, timeout_s=self.launch_timeout_s)
+        except WorkerError as e:
+            return {"ok": False, "error": f"the evaluation could not be prepared: {e}"}
+        if not res.get("ok"):
+            return res
+        eval_dir = res["eval_dir"]
+        proc = spawn_detached([sys.executable, "-m", "engines", "eval", "--dir", eval_dir],
+                              Path(eval_dir) / "eval.log", env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        self._spawned.add(proc.pid)
+        RunDir(eval_dir).write_status(pid=proc.pid, pid_create_time=psutil.Process(proc.pid).create_time(),
+                                      launched=time.time())
+        return {"ok": True, "eval_dir": eval_dir, "eval_id": res["eval_id"], "pid": proc.pid}
+
+    def evaluations(self, run_id: str) -> list[dict[str, Any]]:
+        """A run's evaluations, newest first: id, state, models, their mean rewards."""
+        from engines.inference.evaluation import list_evals, read_eval, read_metrics
+
+        out = []
+        for ev in list_evals(self.run_path(run_id)):
+            doc, status = read_eval(ev.path), effective_status(ev)
+            metrics = read_metrics(ev.path)
+            out.append({"eval_id": ev.run_id, "path": str(ev.path), "state": status.get("state"),
+                        "cause": status.get("cause"), "error": status.get("error"),
+                        "models": [m["label"] for m in doc.get("models", [])],
+                        "rewards": {k: v.get("reward") for k, v in metrics.items()},
+                        "step": status.get("step"), "total": status.get("total_steps"),
+                        "dataset": Path(str((doc.get("dataset") or {}).get("path", ""))).name,
+                        "samples": doc.get("samples"), "temperature": doc.get("temperature")})
+        return out
+
+    def eval_path(self, run_id: str, eval_id: str) -> Path:
+        p = (self.run_path(run_id) / "evals" / (eval_id or "")).resolve()
+        if p.parent != (self.run_path(run_id) / "evals").resolve() or not (p / "eval.yaml").exists():
+            raise ValueError(f"no evaluation '{eval_id}' in run {run_id}")
+        return p
+
+    def export_model(self, run_id: str, checkpoint: str, timeout_s: float = 900.0) -> str:
+        """The checkpoint as a Hugging Face model folder (LoRA merged), zipped for download. The export
+        runs in a child process (it loads the model; the studio never imports torch)."""
+        path = self.run_path(run_id)
+        out = self.runs_dir / ".exports" / f"{run_id}-{checkpoint}-hf"
+        proc = subprocess.run([sys.executable, "-m", "engines", "export", "--run", str(path), "--checkpoint",
+                               checkpoint, "--out", str(out)], capture_output=True, text=True, timeout=timeout_s)
+        if proc.returncode != 0:
+            raise ValueError((proc.stderr.strip().splitlines() or ["the export failed"])[-1].removeprefix("error: "))
+        archive = shutil.make_archive(str(out), "zip", root_dir=out.parent, base_dir=out.name)
+        return archive
+
+    # -- uploads -------------------------------------------------------------------------------
+    def store_upload(self, tmp_path: str) -> str:
+        return inp.store_upload(tmp_path, self.runs_dir)
+
+
+def clone_reward(entry: dict[str, Any]) -> dict[str, Any]:
+    """A run.yaml reward entry as the Setup's reward picker holds it: a built-in by name, a function by its
+    reference (a factory with its arguments: ``module:factory(k=v)``), and any other term — a reward model,
+    an LLM judge, a pickled callable, a reward with call kwargs — as its inline YAML (``{judge: {url: ...}}``,
+    the form the CLI's ``--reward`` takes), so a clone keeps every term with its settings."""
+    simple = ("name" in entry or "ref" in entry) and not entry.get("kwargs") and \
+        not any(k in entry for k in ("pickle", "judge", "reward_model"))
+    if simple:
+        out = {k: v for k, v in entry.items() if k in ("name", "ref", "weight")}
+        if entry.get("args") is not None:
+            out["ref"] = reward_card.with_args(entry["ref"], entry["args"])
+        return out
+    inline = {k: v for k, v in entry.items() if k != "weight"}
+    return {"ref": yaml.safe_dump(inline, default_flow_style=True, sort_keys=False, allow_unicode=True,
+                                  width=10 ** 9).strip(), "weight": entry.get("weight", 1.0)}
+
+
+def failed_report(e: WorkerError) -> dict[str, Any]:
+    """A check report for a worker failure: the module being checked gets the error (naming whose
+    code it was), the ones after it are 'not checked' (see engines.core.isolated_checks)."""
+    if e.kind == "cancelled":
+        results = {m: {"module": m, "status": "warning", "message": "check cancelled: a newer check replaced it",
+                       "details": {}, "warnings": []} for m in MODULES}
+        return {"results": results, "cancelled": True,
+                "worker_error": {"kind": e.kind, "message": str(e), "output": ""}}
+    message = str(e)
+    if e.kind in ("exit", "crash"):
+        message = f"{whose(e.stage)} {message}"
+    elif e.kind == "timeout" and e.stage in CHECKED_MODULES:
+        message = f"the {e.stage} check {message}"
+    results = {r.module: r.to_dict() for r in results_for_failure(e.kind, message, e.stage)}
+    return {"results": results, "worker_error": {"kind": e.kind, "message": str(e), "output": e.output[-2000:]}}

@@ -1,0 +1,1 @@
+"""What the page shows: HTML fragments, SVG charts, the theme, the glossary, English and Chinese."""

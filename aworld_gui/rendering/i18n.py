@@ -1,0 +1,95 @@
+"""The studio in English and Chinese, through Gradio's own i18n.
+
+``_("Launch training")`` is what every user-facing string of the studio goes through: it returns Gradio's
+translation marker (``gr.I18n`` data) for a key derived from the English text, so component labels, button
+texts and the HTML/Markdown the studio renders are translated in the browser — by the browser's language, or
+the one picked in Gradio's Settings (the footer's link). The Monitor's live stream bypasses Gradio, so it is
+translated here (:func:`localize`) for the language the page reports.
+
+What engines say (check results, failure causes, their messages with file names and keys) stays in English:
+it is the engines' own output, the same in the CLI and the logs.
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import re
+
+import gradio as gr
+from gradio.i18n import I18n, I18nData
+
+from .i18n_zh import ZH
+
+LOCALES = ("en", "zh")
+#: a marker whose translation is the page's current language (the Monitor's stream is localized with it)
+LOCALE_TEXT = "__locale__"
+_MARKER = re.compile(r"__i18n__(\{\"__type__\": \"translation_metadata\", \"key\": \"(t[0-9a-f]{12})\"\})")
+
+
+def key(text: str) -> str:
+    return "t" + hashlib.sha1(text.encode("utf-8")).hexdigest()[:12]
+
+
+def _(text: str) -> I18nData:
+    """The translation marker of an English UI string (it must be in the Chinese table, i18n_zh.ZH)."""
+    return I18nData(key(text))
+
+
+@functools.cache
+def translations() -> dict[str, dict[str, str]]:
+    """Both languages' tables, keyed by marker key (built once: the Monitor's stream localizes every tick;
+    read them, never change them)."""
+    en = {key(t): t for t in ZH}
+    zh = {key(t): z for t, z in ZH.items()}
+    en[key(LOCALE_TEXT)], zh[key(LOCALE_TEXT)] = "en", "zh"
+    return {"en": en, "zh": zh}
+
+
+def i18n() -> I18n:
+    """What ``demo.launch(i18n=...)`` takes."""
+    return I18n(**{locale: dict(table) for locale, table in translations().items()})
+
+
+def localize(text: str | None, locale: str | None) -> str | None:
+    """Replace the translation markers in server-rendered HTML with ``locale``'s text (for what reaches
+    the page without going through Gradio: the Monitor's stream)."""
+    if not text or "__i18n__" not in text:
+        return text
+    table = translations()["zh" if (locale or "").lower().startswith("zh") else "en"]
+    return _MARKER.sub(lambda m: table.get(m.group(2), m.group(2)), text)
+
+
+def markers_js(tabs: dict[str, str] | None = None) -> str:
+    """The page's script that translates the markers Gradio's front end leaves (it translates only the
+    first marker of a string) and keeps the tabs' labels in the page's language: static/i18n_markers.js with
+    both languages' tables. ``tabs`` maps each ``gr.Tab``'s elem_id to its English label."""
+    import json
+    from pathlib import Path
+
+    js = (Path(__file__).parents[1] / "static" / "i18n_markers.js").read_text(encoding="utf-8")
+    tab_keys = {f"{elem_id}-button": key(text) for elem_id, text in (tabs or {}).items()}
+    return (js.replace("__AW_TABLES__", json.dumps(translations(), ensure_ascii=False))
+            .replace("__AW_TAB_KEYS__", json.dumps(tab_keys)))
+
+
+def markdown_safe(text: str) -> str:
+    """``text`` with its translation markers escaped for Markdown: unescaped, Markdown reads a marker's
+    ``__`` as bold and the marker is lost; escaped, the page's script (markers_js) translates every one."""
+    return _MARKER.sub(lambda m: m.group(0).replace("_", "\\_"), text)
+
+
+class Markdown(gr.Markdown):
+    """``gr.Markdown`` whose translated words all reach the page in its language (see markdown_safe)."""
+
+    def postprocess(self, value):
+        out = super().postprocess(value)
+        return markdown_safe(out) if isinstance(out, str) and "__i18n__" in out else out
+
+
+def locale_probe() -> str:
+    """A hidden element whose text the browser translates to the page's language (see live_monitor.js)."""
+    return f'<span data-aw-locale hidden>{_(LOCALE_TEXT)}</span>'
+
+
+__all__ = ["LOCALES", "Markdown", "_", "i18n", "key", "localize", "locale_probe", "markdown_safe", "markers_js",
+           "translations"]

@@ -1,0 +1,161 @@
+"""Chat: talk to a run's base model or any of its checkpoints, with the agent's system prompt and tools
+(tool calls really run and show, folded, with their results); the reply streams. The model lives in a
+process of its own (aworld_gui/core/chat_client.py), loaded on first use and freed after an idle time; a reply
+after that process had stopped (died, or freed when idle) is led by a line saying so, with the cause."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import gradio as gr
+
+from ..rendering.i18n import Markdown, _
+from ..rendering import render
+from ..core.chat_client import ChatError, ChatService
+from ..core.studio import Studio
+
+
+@dataclass
+class ChatUI:
+    run: Any = None
+    model: Any = None
+    temperature: Any = None
+    status: Any = None
+    chatbot: Any = None
+    box: Any = None
+    send: Any = None
+    clear: Any = None
+
+
+def _call_text(call: dict) -> str:
+    fn = call.get("function") or {}
+    args = fn.get("arguments")
+    return f'{fn.get("name", "?")}({args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)})'
+
+
+def restart_note(cause: str) -> dict:
+    """The folded line that leads a reply when the model's process had stopped and was started again: the
+    cause (its first line) in the title, all of it inside."""
+    cause = (cause or "").strip() or "it exited"
+    first = cause.splitlines()[0]
+    first = first if len(first) <= 160 else first[:157] + "..."
+    return {"role": "assistant", "content": cause,
+            "metadata": {"title": f"⚠ the chat model had stopped ({first}) and was restarted"}}
+
+
+def history_for_model(history: list[dict]) -> list[dict]:
+    """The conversation as the model saw it: user turns and its own replies (folded tool lines are the
+    studio's display, not part of what the model is sent; its own tool turns are replayed server-side)."""
+    out = []
+    for m in history:
+        meta = m.get("metadata") or {}
+        if m.get("role") in ("user", "assistant") and not meta.get("title"):
+            out.append({"role": m["role"], "content": m.get("content") or ""})
+    return out
+
+
+class ChatTab:
+    def __init__(self, studio: Studio):
+        self.studio = studio
+        self.service: ChatService = studio.chat
+
+    def build(self) -> ChatUI:
+        ui = ChatUI()
+        Markdown(_("Chat with the agent's base model or a checkpoint: its system prompt and tools apply, tool calls really run. The model runs in a process of its own, loaded on your first message and freed after 10 idle minutes."), elem_classes="aw-muted")
+        with gr.Row(equal_height=True, elem_classes="aw-runbar"):
+            ui.run = gr.Dropdown([], value=None, label=_("Run"), scale=4, elem_id="chat-run")
+            ui.model = gr.Dropdown([], value=None, label=_("Model"), scale=3, elem_id="chat-model")
+            ui.temperature = gr.Slider(0.0, 2.0, value=0.0, step=0.05, label=_("Temperature"), scale=2,
+                                       elem_id="chat-temperature", info=_("0: greedy"))
+        ui.status = gr.HTML("", elem_id="chat-status")
+        ui.chatbot = gr.Chatbot(label=_("Chat"), height=420, elem_id="chat-box")
+        with gr.Row(equal_height=True):
+            ui.box = gr.Textbox(placeholder=_("Say something to the agent…"), show_label=False, scale=8,
+                                elem_id="chat-input")
+            ui.send = gr.Button(_("Send"), variant="primary", scale=1, elem_id="chat-send")
+            ui.clear = gr.Button(_("Clear"), scale=1, elem_id="chat-clear")
+        self.ui = ui
+        return ui
+
+    def wire(self, tab) -> None:
+        ui = self.ui
+        quiet = dict(api_visibility="private", show_progress="hidden")
+        tab.select(self.on_open, [ui.run], [ui.run], **quiet)
+        ui.run.change(self.on_run, [ui.run], [ui.model], **quiet)
+        send = dict(fn=self.on_send, inputs=[ui.box, ui.chatbot, ui.run, ui.model, ui.temperature],
+                    outputs=[ui.chatbot, ui.box, ui.status], api_visibility="private", show_progress="hidden")
+        ui.send.click(**send)
+        ui.box.submit(**send)
+        ui.clear.click(lambda: ([], ""), None, [ui.chatbot, ui.status], **quiet)
+
+    def on_open(self, current):
+        ids = self.studio.run_ids()
+        value = current if current in ids else (self.studio.latest_run() if ids else None)
+        return gr.update(choices=ids, value=value)
+
+    def on_run(self, run_id):
+        try:
+            models = self.studio.model_choices(run_id) if run_id else []
+        except ValueError:
+            models = []
+        own = [value for _, value in models if "/" not in value]       # base, then this run's checkpoints
+        return gr.update(choices=models, value=own[-1] if own else None)
+
+    def on_send(self, text, history, run_id, model, temperature):
+        history = list(history or [])
+        text = (text or "").strip()
+        if not text:
+            yield history, "", gr.update()
+            return
+        if not run_id or not model:
+            yield history, text, f'<div class="aw-msg aw-msg-error">{_("Pick a run and a model first.")}</div>'
+            return
+        sent = history_for_model(history) + [{"role": "user", "content": text}]
+        history.append({"role": "user", "content": text})
+        reply = {"role": "assistant", "content": ""}
+        history.append(reply)
+        status = (f'<span class="aw-muted">{render.esc(model)} of {render.esc(run_id)}</span>')
+        restarted, restarts_before = None, self.service.restarts
+        yield history, "", status + f' <span class="aw-muted">— {_("loading the model…")}</span>'
+        try:
+            path = str(self.studio.run_path(run_id))
+            for event in self.service.stream(path, model, sent, float(temperature or 0.0)):
+                kind = event.get("type")
+                if kind == "restarted":       # said before the reply, folded like the tool lines
+                    restarted = event.get("cause") or ""
+                    history.insert(len(history) - 1, restart_note(restarted))
+                    yield history, "", status
+                elif kind == "token":
+                    reply["content"] += event["text"]
+                    yield history, "", status
+                elif kind == "message":
+                    msg = event["message"]
+                    if msg.get("tool_calls"):      # this turn called tools: fold it, the answer comes after
+                        reply["content"] = msg.get("content") or ""
+                        reply["metadata"] = {"title": "🛠 " + ", ".join(_call_text(c) for c in msg["tool_calls"])}
+                        if not reply["content"]:
+                            reply["content"] = "(calls the tool)"
+                        for c in msg["tool_calls"]:
+                            if c.get("server"):
+                                reply["metadata"]["title"] += f" · MCP {c['server']}"
+                elif kind == "tool":
+                    tool = event["message"]
+                    history.append({"role": "assistant", "content": tool.get("content", ""),
+                                    "metadata": {"title": f"⚙ result of {tool.get('name')}"
+                                                 + (f" · MCP {tool['server']}" if tool.get("server") else "")}})
+                    reply = {"role": "assistant", "content": ""}
+                    history.append(reply)
+                    yield history, "", status
+                elif kind == "error":
+                    raise ChatError(event.get("message", "error"))
+            if not reply["content"] and not reply.get("metadata"):
+                history.remove(reply)
+            yield history, "", status + f' <span class="aw-muted" data-testid="chat-ready">— {_("ready")}</span>'
+        except (ChatError, ValueError) as e:
+            if not reply["content"]:
+                history.remove(reply)
+            if restarted is None and self.service.restarts > restarts_before:   # it stopped, then failed to load
+                restarted = self.service.last_cause
+            note = f" ({_('restarted after:')} {render.esc(restarted)})" if restarted else ""
+            yield history, text, f'<div class="aw-msg aw-msg-error" data-testid="chat-error">{render.esc(e)}{note}</div>'

@@ -1,0 +1,183 @@
+"""The config card's full-settings editor, beside the short main form: every setting of the selected
+engine (for ``trl``: every GRPOConfig / SFTConfig / ModelConfig field with TRL's own help text),
+searchable by name and help, with the model picker (models in ``assets/models`` and the local
+Hugging Face cache) and a way to set or remove any key in the overrides YAML.
+
+Everything comes from the check worker's catalog (engines, their fields, the local models): the studio
+never imports TRL. Setting a key edits the overrides YAML, which the checks then validate: the server parses
+the value and renders the key's line, and the page puts the line into the YAML as it is then (config_form.py).
+"""
+from __future__ import annotations
+
+import gradio as gr
+import yaml
+
+from ..rendering import render
+from . import config_form
+from .config_form import set_yaml_key
+from ..rendering.i18n import _
+from ..core.studio import Studio
+
+AGENT_MODEL = "(the agent's model)"
+MAX_ROWS = 400
+
+
+def _overrides(text: str) -> dict:
+    try:
+        data = yaml.safe_load(text or "")
+    except yaml.YAMLError:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def applies(field: dict, mode: str | None) -> bool:
+    modes = field.get("modes")
+    return not modes or mode is None or mode in modes
+
+
+def matches(field: dict, query: str) -> bool:
+    """Every word of ``query`` in the name, the help or the source (case-insensitive)."""
+    hay = " ".join(str(field.get(k) or "") for k in ("name", "help", "trl_help", "source", "alias_of")).lower()
+    return all(w in hay for w in (query or "").lower().split())
+
+
+def settings_table(fields: list[dict], query: str, overrides: dict) -> str:
+    mode = overrides.get("mode") or next((f.get("default") for f in fields if f["name"] == "mode"), None)
+    shown = [f for f in fields if applies(f, mode) and matches(f, query)]
+    total = sum(1 for f in fields if applies(f, mode))
+    rows = []
+    for f in shown[:MAX_ROWS]:
+        name = f["name"]
+        set_here = name in overrides
+        value = render.esc(yaml.safe_dump(overrides[name], default_flow_style=True).strip().removesuffix("...").strip()
+                           ) if set_here else ""
+        default = render.esc(f.get("default"))
+        helps = render.esc(f.get("help") or "")
+        if f.get("trl_help"):
+            helps += f'<div class="aw-muted">TRL: {render.esc(f["trl_help"])}</div>'
+        if f.get("alias_of"):
+            helps += f'<div class="aw-muted">{ALIAS_OF} <code>{render.esc(f["alias_of"])}</code></div>'
+        if f.get("choices"):
+            helps += f'<div class="aw-muted">{_("one of:")} {render.esc(", ".join(map(str, f["choices"][:40])))}</div>'
+        rows.append(f'<tr data-name="{render.esc(name)}"{" class=aw-set" if set_here else ""}>'
+                    f'<td><code>{render.esc(name)}</code><div class="aw-muted">{render.esc(f.get("source") or "")}'
+                    f'</div></td><td>{render.esc(f.get("type"))}</td><td><code>{default}</code></td>'
+                    f'<td>{"<code>" + value + "</code>" if set_here else ""}</td><td class="aw-help">{helps}</td></tr>')
+    more = f" ({_('first')} {MAX_ROWS})" if len(shown) > MAX_ROWS else ""
+    head = (f'<div class="aw-muted" data-testid="settings-count" data-shown="{len(shown)}" data-total="{total}">'
+            f'{len(shown)} / {total} {_("settings for mode")} {render.esc(mode)}{more}</div>')
+    return (head + '<div class="aw-settings-scroll"><table class="aw-table aw-settings"><colgroup>'
+            '<col style="width:27%"><col style="width:11%"><col style="width:11%"><col style="width:11%"><col>'
+            f'</colgroup><thead><tr><th>{_("setting")}</th><th>{_("type")}</th><th>{_("default")}</th>'
+            f'<th>{_("set to")}</th><th>{_("what it does")}</th></tr></thead><tbody>'
+            + "".join(rows) + "</tbody></table></div>")
+
+
+ALIAS_OF = _("alias of TRL's")
+
+
+class ConfigEditor:
+    def __init__(self, studio: Studio):
+        self.studio = studio
+        self.model = self.search = self.table = self.setting = self.value = None
+        self.set_btn = self.remove_btn = self.help = self.msg = None
+
+    def fields(self, engine: str) -> list[dict]:
+        return list((self.studio.engine_info(engine) or {}).get("fields") or [])
+
+    # -- layout ------------------------------------------------------------------------------------
+    def build(self) -> None:
+        self.model = gr.Dropdown([AGENT_MODEL], value=AGENT_MODEL, allow_custom_value=True, elem_id="model-pick",
+                                 label=_("Model (overrides the agent's: a folder or a hub id in the local cache)"))
+        with gr.Accordion(_("All settings (every TRL field, with TRL's help)"), open=False, elem_id="all-settings"):
+            self.search = gr.Textbox(label=_("Search settings"), placeholder=_("name or words of the help, e.g. clip ratio"),
+                                     elem_id="settings-search")
+            with gr.Row(equal_height=True):
+                self.setting = gr.Dropdown([], label=_("Setting"), allow_custom_value=True, scale=3,
+                                           elem_id="setting-pick")
+                self.value = gr.Textbox(label=_("Value (YAML)"), scale=2, elem_id="setting-value")
+                with gr.Column(scale=1, min_width=90):
+                    self.set_btn = gr.Button(_("Set"), size="sm", variant="primary", elem_id="setting-set")
+                    self.remove_btn = gr.Button(_("Remove"), size="sm", elem_id="setting-remove")
+            self.msg = gr.HTML("", elem_id="setting-msg")
+            self.help = gr.HTML("", elem_id="setting-help")
+            self.table = gr.HTML("", elem_id="settings-table")
+        self.edit = gr.JSON(None, visible=False)    # a key's new line, put into the YAML in the page
+
+    # -- handlers ----------------------------------------------------------------------------------
+    def on_load(self, engine: str, config_text: str):
+        fields = self.fields(engine)
+        models = [AGENT_MODEL] + [(f'{m["name"]} · {m["source"]}', m["path"])
+                                  for m in (self.studio.catalog().get("models") or [])]
+        current = _overrides(config_text).get("model") or AGENT_MODEL
+        return (gr.update(choices=models, value=current), gr.update(choices=[f["name"] for f in fields], value=None),
+                settings_table(fields, "", _overrides(config_text)))
+
+    def on_table(self, engine: str, query: str, config_text: str) -> str:
+        return settings_table(self.fields(engine), query, _overrides(config_text))
+
+    def on_pick(self, engine: str, name: str, config_text: str):
+        f = next((x for x in self.fields(engine) if x["name"] == name), None)
+        if f is None:
+            return gr.update(), ""
+        overrides = _overrides(config_text)
+        current = overrides.get(name, f.get("default"))
+        text = "" if current is None else yaml.safe_dump(current, default_flow_style=True).strip().removesuffix(
+            "...").strip()
+        return gr.update(value=text), settings_table([f], "", overrides)
+
+    def _picked(self, engine: str, name: str, config_text: str) -> str:
+        f = next((x for x in self.fields(engine) if x["name"] == name), None)
+        return settings_table([f], "", _overrides(config_text)) if f is not None else ""
+
+    def on_set(self, engine: str, name: str, value: str, config_text: str):
+        if not name:
+            return None, '<div class="aw-msg aw-msg-error">Pick a setting first.</div>', gr.update()
+        try:
+            parsed = yaml.safe_load(value) if (value or "").strip() else None
+        except yaml.YAMLError as e:
+            return (None, f'<div class="aw-msg aw-msg-error">The value is not YAML: {render.esc(e)}</div>',
+                    gr.update())
+        if parsed is None:
+            return None, '<div class="aw-msg aw-msg-error">Type a value (or press Remove).</div>', gr.update()
+        note = f'<div class="aw-msg">Set <code>{render.esc(name)}</code>: checked at once (the card status).</div>'
+        return (config_form.yaml_edit(name, parsed), note,
+                self._picked(engine, name, set_yaml_key(config_text, name, parsed)))
+
+    def on_remove(self, engine: str, name: str, config_text: str):
+        if not name:
+            return None, "", gr.update()
+        return (config_form.yaml_edit(name, None), f'<div class="aw-msg">Removed <code>{render.esc(name)}</code>.</div>',
+                self._picked(engine, name, set_yaml_key(config_text, name, None)))
+
+    def on_model(self, choice: str):
+        return config_form.yaml_edit("model", None if not choice or choice == AGENT_MODEL else choice)
+
+    # -- wiring ------------------------------------------------------------------------------------
+    def load_outputs(self) -> list:
+        return [self.model, self.setting, self.table]
+
+    def wire(self, engine, config_yaml, after_yaml_change: list[dict]) -> None:
+        """``after_yaml_change``: the event kwargs that follow an edit of the overrides YAML (the main
+        form's refresh, then the checks)."""
+        private = dict(api_visibility="private", show_progress="hidden")
+        self.search.input(self.on_table, [engine, self.search, config_yaml], [self.table], trigger_mode="always_last",
+                          **private)
+        config_yaml.change(self.on_table, [engine, self.search, config_yaml], [self.table], trigger_mode="always_last",
+                           **private)
+        engine.change(self.on_load, [engine, config_yaml], self.load_outputs(), **private)
+        self.setting.input(self.on_pick, [engine, self.setting, config_yaml], [self.value, self.help], **private)
+
+        apply_edit = dict(fn=None, js=config_form.APPLY_EDIT_JS, inputs=[self.edit, config_yaml], outputs=[config_yaml],
+                          queue=False, **private)
+
+        def chain(event):
+            for kw in [apply_edit, *after_yaml_change]:
+                event = event.then(**kw)
+            return event
+
+        chain(self.set_btn.click(self.on_set, [engine, self.setting, self.value, config_yaml],
+                                 [self.edit, self.msg, self.help], **private))
+        chain(self.remove_btn.click(self.on_remove, [engine, self.setting, config_yaml],
+                                    [self.edit, self.msg, self.help], **private))
+        chain(self.model.input(self.on_model, [self.model], [self.edit], **private))

@@ -1,0 +1,91 @@
+"""The Reward card's registry and its "what each reward received and returned" block.
+
+Pure functions over plain data from the check worker (the catalog and the reward check's details): the
+studio never imports reward code.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ..core import inputs as inp
+from ..rendering.render import esc
+
+
+def with_args(ref: str, args: dict[str, Any]) -> str:
+    """``module:factory(a=1, b='x')``: the reference with its arguments, as the picker and CLI write it."""
+    return f"{ref}({', '.join(f'{k}={v!r}' for k, v in (args or {}).items())})"
+
+
+def factory_key(entry: dict[str, Any]) -> str:
+    """A factory's picker key carries its example arguments: ``module:get_x(a=1, b=2)``."""
+    return with_args(entry["key"], entry.get("args") or {}) if entry.get("factory") else entry["key"]
+
+
+def describe(entry: dict[str, Any]) -> str:
+    """The "what it scores" text of a catalog entry: description, source, what it needs."""
+    parts = [entry.get("description") or ""]
+    if entry.get("source") and entry["source"] != "aworld":
+        parts.append(f"[{entry['source']}]")
+    if entry.get("data_sources"):
+        sources = entry["data_sources"]
+        parts.append("data_source: " + ", ".join(sources[:6]) + (", …" if len(sources) > 6 else ""))
+    if entry.get("factory"):
+        parts.append("factory: edit its arguments in the picker, e.g. " + factory_key(entry).rpartition(":")[2])
+    if entry.get("missing"):
+        parts.append("needs: pip install " + " ".join(entry["missing"]))
+    elif entry.get("requires"):
+        parts.append("uses " + ", ".join(entry["requires"]))
+    return " · ".join(p for p in parts if p)
+
+
+def registry(catalog: dict[str, Any]) -> dict[str, tuple[str, str]]:
+    """{picker key: (label, description)}: built-ins, then the ecosystem's rewards (TRL, verl, ...)."""
+    entries = catalog.get("reward_catalog")
+    if not entries:  # an older worker: built-in names only
+        return {name: (name, desc) for name, desc in (catalog.get("rewards") or {}).items()}
+    out: dict[str, tuple[str, str]] = {}
+    for e in entries:
+        if e.get("error"):
+            continue
+        label = e.get("label") or e["key"]
+        if e.get("missing"):
+            label += " (not installed: " + ", ".join(e["missing"]) + ")"
+        out[factory_key(e)] = (label, describe(e))
+    return out
+
+
+def label_for(key: str, docs: dict[str, tuple[str, str]]) -> str:
+    return docs[key][0] if key in docs else inp.reward_label(key)
+
+
+def calls_html(result: dict[str, Any] | None) -> str:
+    """What each reward received (argument names and shapes) and returned on the sample rows."""
+    calls = ((result or {}).get("details") or {}).get("calls") or {}
+    logged_all = calls.get("_logged") or {}
+    terms = {k: v for k, v in calls.items() if not k.startswith("_")}
+    if not terms:
+        return ('<div class="aw-empty" data-testid="reward-calls">What each reward receives and returns on the '
+                'sample rows appears here after the check.</div>')
+    template = ((result or {}).get("details") or {}).get("completion_template")
+    rows = []
+    for name, call in terms.items():
+        args = "".join(f'<div><code>{esc(k)}</code> <span class="aw-muted">{esc(v)}</span></div>'
+                       for k, v in (call.get("args") or {}).items()) or '<span class="aw-muted">not called</span>'
+        returned = call.get("returned") or []
+        shown = "".join(f"<div><code>{esc(r)}</code></div>" for r in returned[:6])
+        if len(returned) > 6:
+            shown += f'<div class="aw-muted">… {len(returned) - 6} more</div>'
+        logged = "".join(f'<div><code>{esc(k)}</code> {esc(v)}</div>' for k, v in (call.get("logged") or {}).items())
+        rows.append(f'<tr data-term="{esc(name)}"><td><b>{esc(name)}</b><div class="aw-muted">'
+                    f'{esc(call.get("style", ""))} convention</div></td><td>{args}</td>'
+                    f'<td>{shown or "—"}{logged}</td></tr>')
+    note = (f'<div class="aw-muted">Sample completions written as <code>{esc(template)}</code> (the format these '
+            f'rewards expect).</div>' if template else "")
+    extra = ""
+    if logged_all:
+        extra = '<div class="aw-muted">Logged: ' + ", ".join(f"<code>{esc(k)}</code>" for k in logged_all) + "</div>"
+    return (f'<div class="aw-reward-calls" data-testid="reward-calls">'
+            f'<div class="aw-muted"><b>What each reward received and returned</b> on the sample rows '
+            f'(reference and wrong completions, in the call its framework makes).</div>{note}'
+            f'<table class="aw-table"><thead><tr><th>reward</th><th>received</th><th>returned</th></tr></thead>'
+            f'<tbody>{"".join(rows)}</tbody></table>{extra}</div>')

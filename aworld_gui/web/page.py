@@ -1,0 +1,131 @@
+"""``build_app(runs_dir) -> gr.Blocks``: the studio's three tabs and its API endpoints."""
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import gradio as gr
+
+from ..rendering.i18n import _, i18n, locale_probe, markers_js
+from . import gradio_patches
+from ..rendering import render
+from ..tabs.chat_tab import ChatTab
+from .client_api import build_api
+from ..tabs.evaluate_tab import EvaluateTab
+from ..tabs.monitor_tab import MonitorTab
+from ..tabs.runs_tab import RunsTab
+from ..tabs.setup_tab import SetupTab, collect
+from ..core.studio import Studio
+from ..rendering.theme import CSS, theme
+
+TITLE = "AWorld Trainer Studio"
+#: every tab's elem_id and English label, as given to gr.Tab (the page's script keeps their buttons in the
+#: page's language; tests/test_i18n.py checks this list against the gr.Tab calls)
+TABS = {"tab-setup": "Setup", "tab-monitor": "Monitor", "tab-runs": "Runs", "tab-evaluate": "Evaluate",
+        "tab-chat": "Chat", "tab-train-rows": "Train rows", "tab-test-rows": "Test rows"}
+
+
+def build_app(runs_dir: str | os.PathLike = "runs", studio: Studio | None = None) -> gr.Blocks:
+    studio = studio or Studio(runs_dir)
+    studio.start()
+    setup, monitor, runs = SetupTab(studio), MonitorTab(studio), RunsTab(studio)
+    evaluate, chat = EvaluateTab(studio), ChatTab(studio)
+    with gr.Blocks(title=TITLE, analytics_enabled=False) as demo:
+        # the locale probe first: Gradio translates the first marker of a string, markers_js the rest
+        gr.HTML(f'{locale_probe()}<div class="aw-title"><h1>{TITLE}</h1><span class="aw-sub">'
+                f'{_("bring an agent, data and a reward · check every module · train in the background · watch it learn")}'
+                f'</span><span class="aw-sub aw-runs" title="{render.esc(studio.runs_dir)}">{_("runs:")} '
+                f'<code>{render.esc(studio.runs_dir)}</code></span></div>', js_on_load=markers_js(TABS))
+        with gr.Tabs(selected="setup", elem_id="tabs") as tabs:
+            with gr.Tab(_("Setup"), id="setup", elem_id="tab-setup") as setup_tab:
+                sui = setup.build()
+            with gr.Tab(_("Monitor"), id="monitor", elem_id="tab-monitor") as monitor_tab:
+                mui = monitor.build()
+            with gr.Tab(_("Runs"), id="runs", elem_id="tab-runs") as runs_tab:
+                rui = runs.build()
+            with gr.Tab(_("Evaluate"), id="evaluate", elem_id="tab-evaluate") as evaluate_tab:
+                evaluate.build()
+            with gr.Tab(_("Chat"), id="chat", elem_id="tab-chat") as chat_tab:
+                chat.build()
+        build_api(studio)
+
+        setup.wire()
+        monitor.wire()
+        runs.wire(mui.run, runs_tab, [setup_tab, monitor_tab, evaluate_tab, chat_tab])
+        evaluate.wire(evaluate_tab)
+        chat.wire(chat_tab)
+
+        # launch: worker prepares the run dir, the studio spawns the run process → Monitor
+        def on_launch(*values):
+            si = collect(*values)
+            res = studio.launch(si)
+            if not res.get("ok"):
+                msg = (f'<div class="aw-msg aw-msg-error">{_("Launch refused:")} {render.esc(res.get("error"))}</div>')
+                return msg, gr.update(), gr.update()
+            note = _("queued — it starts when the running job ends") if res.get("queued") else _("started")
+            msg = (f'<div class="aw-msg">{render.badge("queued" if res.get("queued") else "running", note)} '
+                   f'<code>{render.esc(res["run_id"])}</code> — '
+                   f'{_("training runs in its own process; closing this page does not stop it.")}</div>')
+            # a queued launch: the Monitor keeps showing the run that trains (the queued one is a pick away)
+            watch = (studio.training_run() or res["run_id"]) if res.get("queued") else res["run_id"]
+            return msg, gr.update(choices=studio.run_ids(), value=watch), gr.Tabs(selected="monitor")
+
+        sui.launch_btn.click(on_launch, sui.inputs(), [sui.launch_msg, mui.run, tabs],
+                             api_visibility="private", concurrency_limit=1)
+
+        # runs → monitor / setup
+        def open_in_monitor(run_id):
+            if not run_id:
+                return [gr.update()] * 3
+            # a programmatic tab switch fires no Tab.select: stop the Runs table's timer here
+            return gr.update(choices=studio.run_ids(), value=run_id), gr.Tabs(selected="monitor"), \
+                gr.Timer(active=False)
+
+        rui.open_btn.click(open_in_monitor, [rui.selected], [mui.run, tabs, rui.timer], api_visibility="private")
+
+        def clone(run_id):
+            try:
+                si = studio.clone_inputs(run_id)
+            except ValueError as e:
+                return [gr.update()] * (len(setup.input_components()) + 1) + [f"**{e}**", gr.update()]
+            return [*setup.show_inputs(si), gr.Tabs(selected="setup"), f"{_('Cloned into Setup:')} **{run_id}**",
+                    gr.Timer(active=False)]
+
+        setup.then_check(rui.clone_btn.click(clone, [rui.selected],
+                                             [*setup.input_components(), tabs, rui.action_msg, rui.timer],
+                                             api_visibility="private"
+                                             ).then(setup.on_engine_changed, [sui.engine, sui.config_yaml],
+                                                    [sui.field_map, *sui.slot_components(), sui.config_memory],
+                                                    api_visibility="private"))
+
+        # page load: catalog-dependent choices, first check, the run to monitor (live first)
+        def on_load_monitor():
+            """The run to watch (the one training first); a page opened while a run trains opens on it."""
+            training = studio.training_run()
+            return (gr.update(choices=studio.run_ids(), value=training or studio.latest_run()),
+                    gr.Tabs(selected="monitor") if training else gr.update())
+
+        demo.load(**runs.refresh_kw)
+        demo.load(on_load_monitor, [], [mui.run, tabs], api_visibility="private")
+        setup.then_check(demo.load(setup.on_load, [sui.engine, sui.reward_pick, sui.reward_weights, sui.config_yaml],
+                                   setup.load_outputs(), api_visibility="private"
+                                   ).then(setup.editor.on_load, [sui.engine, sui.config_yaml],
+                                          setup.editor.load_outputs(), api_visibility="private",
+                                          show_progress="hidden"))
+    demo.queue(default_concurrency_limit=4)
+    demo.studio = studio  # type: ignore[attr-defined]
+    # routes served ahead of Gradio's own: the Monitor's stream, and what the patches serve
+    demo.aworld_routes = [monitor.streams.route(), *gradio_patches.apply(demo)]  # type: ignore[attr-defined]
+    return demo
+
+
+def launch_kwargs(demo: gr.Blocks) -> dict[str, Any]:
+    """What ``demo.launch`` needs besides the address: the look (Gradio 6 takes theme and css at
+    launch), the studio's own routes, ahead of Gradio's, login throttling (login_throttle.py) and the
+    translations (i18n.py)."""
+    from starlette.middleware import Middleware
+
+    from .login_throttle import LoginThrottle
+
+    return {"theme": theme(), "css": CSS, "i18n": i18n(),
+            "app_kwargs": {"routes": list(demo.aworld_routes), "middleware": [Middleware(LoginThrottle)]}}

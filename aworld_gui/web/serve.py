@@ -1,0 +1,115 @@
+"""AWorld Trainer Studio: ``aworld-studio`` (or ``python app.py``) serves on http://127.0.0.1:7860.
+
+    aworld-studio [--host 127.0.0.1] [--port 7860] [--runs-dir runs] [--auth user:password]
+                  [--stop-timeout 30] [--share]
+
+Login: ``--auth user:password`` or the environment variable ``AWORLD_STUDIO_AUTH=user:password``.
+No public share link is created unless ``--share`` is given.
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import sys
+import threading
+from pathlib import Path
+
+
+def parse_auth(value: str | None) -> tuple[str, str] | None:
+    if not value:
+        return None
+    user, sep, password = value.partition(":")
+    if not sep or not user or not password:
+        raise SystemExit("error: --auth / AWORLD_STUDIO_AUTH must be 'user:password'")
+    return user, password
+
+
+def keep_credentials_private() -> None:
+    """The login stays in this process: out of the environment its children inherit (the check worker and
+    runs get a scrubbed one anyway: engines.isolation.user_env), and this process made non-dumpable, so another
+    process of the same (non-root) user cannot read it from /proc/<pid>/environ or its memory."""
+    os.environ.pop("AWORLD_STUDIO_AUTH", None)
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)   # PR_SET_DUMPABLE = 4
+    except (OSError, AttributeError):
+        pass
+
+
+class StopSignal:
+    """SIGTERM and Ctrl-C end the studio. While it starts they are only noted: an exception raised at an
+    arbitrary point of Gradio's start-up was swallowed (in an event loop's ``__del__``) and the studio served
+    on. Once it serves, the main thread does nothing but wait, and the signal interrupts that wait."""
+
+    def __init__(self) -> None:
+        self.requested = False
+        self.serving = False
+
+    def install(self) -> None:
+        signal.signal(signal.SIGTERM, self)
+        signal.signal(signal.SIGINT, self)
+
+    def __call__(self, signum, frame) -> None:
+        self.requested = True
+        if self.serving:
+            raise KeyboardInterrupt
+
+
+def wait_until_interrupted(demo, stop: StopSignal) -> None:
+    """Serve until SIGTERM or Ctrl-C. (Gradio's ``block_thread`` wakes the main thread 10 times a second to
+    look at a flag; this sleeps until a signal.) Runs keep training: they are not our children."""
+    try:
+        stop.serving = True
+        if not stop.requested:      # a signal during start-up: close at once
+            threading.Event().wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        print("Interrupted: closing the studio (runs keep training).", flush=True)
+        demo.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="aworld-studio", description="AWorld Trainer Studio")
+    p.add_argument("--host", default=os.environ.get("AWORLD_STUDIO_HOST", "127.0.0.1"))
+    p.add_argument("--port", type=int, default=int(os.environ.get("AWORLD_STUDIO_PORT", "7860")))
+    p.add_argument("--runs-dir", default=os.environ.get("AWORLD_RUNS_DIR", "runs"))
+    p.add_argument("--auth", default=os.environ.get("AWORLD_STUDIO_AUTH"),
+                   help="user:password (or set AWORLD_STUDIO_AUTH)")
+    p.add_argument("--stop-timeout", type=float, default=30.0,
+                   help="seconds a run gets to stop after Stop before it is killed")
+    p.add_argument("--check-timeout", type=float, default=60.0, help="time limit of one check in the worker")
+    p.add_argument("--share", action="store_true", help="create a public gradio.live link (off by default)")
+    a = p.parse_args(argv)
+    auth = parse_auth(a.auth)
+    if auth:
+        keep_credentials_private()
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+    from aworld_gui.web.page import build_app, launch_kwargs
+    from aworld_gui.core.studio import Studio
+
+    runs_dir = Path(a.runs_dir).expanduser().resolve()
+    stop = StopSignal()
+    stop.install()   # from here SIGTERM ends the studio as Ctrl-C does: the check worker and chat model go too
+    studio = None
+    try:
+        studio = Studio(runs_dir, stop_timeout_s=a.stop_timeout, check_timeout_s=a.check_timeout)
+        demo = build_app(runs_dir, studio=studio)
+        print(f"AWorld Trainer Studio on http://{a.host}:{a.port}  (runs: {runs_dir})", flush=True)
+        demo.launch(server_name=a.host, server_port=a.port, share=a.share, auth=auth,
+                    show_error=True, allowed_paths=[str(runs_dir / ".exports")],
+                    footer_links=["api", "settings"],   # Settings holds the language (English, 中文)
+                    prevent_thread_lock=True, **launch_kwargs(demo))
+        wait_until_interrupted(demo, stop)
+    finally:
+        if studio is not None:
+            studio.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

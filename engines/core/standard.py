@@ -1,0 +1,298 @@
+"""A TrainerProcessor whose checks use the shared loaders and whose ``train()`` keeps the run
+directory's lifecycle (spec, queue slot, status, events, failure causes). An engine subclasses
+it, declares ``config_fields`` and implements ``_train()``; see ``engines/trl`` for one.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+import traceback
+from typing import Any, Callable
+
+from ..inputs.agents import AgentSpec, agent_result, load_agent
+from .trainer_processor import TrainerProcessor, logger
+from .check_result import CheckError, CheckResult
+from ..inputs.config import ConfigField, validate_config
+from ..inputs.data import DataBundle, load_datasets, save_for_spec
+from ..fit.data_fit import DataFit, check_data_fit
+from ..fit.model_folder import ModelFolder, require_model_folder
+from ..rewards import Reward, RewardError, dry_run_reward, load_reward
+from ..runs.rundir import FAILED, FINISHED, RUNNING, STOPPED, classify_failure
+from ..runs.lifecycle import Slot, wait_for_slot
+
+MODULE_CAUSE = {"dataset": "bad data", "reward": "reward error"}
+
+
+def check_error_cause(e: CheckError) -> str:
+    """The failure cause of a run whose checks failed: an MCP server the agent check could not reach is a
+    tool server error, a bad dataset bad data, ..."""
+    if e.result.details.get("mcp_server"):
+        return "tool server error"
+    return MODULE_CAUSE.get(e.module, "unknown")
+
+
+def _split_dataset_arg(value: Any) -> tuple[Any, dict | None]:
+    """``{"path": ..., "columns": {...}}`` → (path, columns); anything else → (value, None)."""
+    if isinstance(value, dict) and ("path" in value or "train" in value):
+        return value.get("path") or value.get("train"), value.get("columns")
+    return value, None
+
+
+def failure_cause(e: BaseException) -> str:
+    """One of :data:`engines.runs.rundir.CAUSES` for an exception raised while training."""
+    if getattr(e, "failure_cause", None):  # already classified where it happened (e.g. another process)
+        return e.failure_cause  # type: ignore[attr-defined]
+    from ..tools.mcp_client import ToolServerError
+
+    if isinstance(e, RewardError) or isinstance(e.__cause__, RewardError):
+        return "reward error"
+    if isinstance(e, ToolServerError):
+        return "tool server error"
+    if isinstance(e, CheckError):
+        return check_error_cause(e)
+    if isinstance(e, KeyboardInterrupt):
+        return "killed"
+    if isinstance(e, MemoryError):
+        return "out of memory"
+    if isinstance(e, ImportError):
+        return "missing dependency"
+    return classify_failure(f"{type(e).__name__}: {e}")
+
+
+class StandardProcessor(TrainerProcessor):
+    #: the engine's config schema (see engines.inputs.config.ConfigField)
+    config_fields: list[ConfigField] = []
+    #: False when the engine can train without a reward (e.g. supervised fine-tuning)
+    reward_required: bool = True
+
+    def __init__(self, run_path: str = "runs"):
+        super().__init__(run_path)
+        self.agent_spec: AgentSpec | None = None
+        self.data: DataBundle | None = None
+        self.reward: Reward | None = None
+        self.effective_config: dict[str, Any] | None = None
+        self.model_folder: ModelFolder | None = None
+
+    @classmethod
+    def describe_config(cls) -> list[dict]:
+        return [f.describe() for f in cls.config_fields]
+
+    @classmethod
+    def get_default_config(cls) -> dict[str, Any]:  # type: ignore[override]
+        return {f.name: f.default for f in cls.config_fields}
+
+    def _fail(self, err: CheckError) -> None:
+        self.record(err.result)
+        raise err
+
+    # -- checks ------------------------------------------------------------------------------
+    def check_agent(self, agent: Any) -> AgentSpec:
+        try:
+            spec = load_agent(agent)
+            self.check_model(spec)
+            self.convert_agent(spec)
+        except CheckError as e:
+            self._fail(e)
+        self.agent_spec = spec
+        self.spec["agent"] = spec.to_dict()
+        self.record(agent_result(spec))
+        return spec
+
+    def check_dataset(self, dataset: Any = None, test_dataset: Any = None) -> DataBundle:
+        train, columns = _split_dataset_arg(dataset)
+        test, test_columns = _split_dataset_arg(test_dataset)
+        try:
+            bundle = load_datasets(train, test, columns or test_columns)
+            extra = self.convert_dataset(bundle)
+        except CheckError as e:
+            self._fail(e)
+        self.data = bundle
+        data_dir = self.run.path / "data"
+        self.spec["data"] = {
+            "train": bundle.train_source or save_for_spec(bundle.train, data_dir, "train"),
+            "test": (bundle.test_source or save_for_spec(bundle.test, data_dir, "test")) if bundle.test is not None
+            else None,
+            "columns": bundle.columns.to_dict(),
+        }
+        result = bundle.result()
+        if extra:
+            result.details.update(extra)
+        self.record(result)
+        return bundle
+
+    def check_reward(self, reward_func: Any = None) -> Reward | None:
+        if not self.reward_required and (reward_func is None or reward_func == []):
+            self.spec["reward"] = []
+            self.record(CheckResult("reward", "warning", "no reward function",
+                                    warnings=["no reward: only supervised modes can train"]))
+            return None
+        try:
+            reward = load_reward(reward_func)
+            if self.data is not None:
+                result = dry_run_reward(reward, self.data, **self.reward_context(reward))
+            else:
+                result = CheckResult("reward", "warning", ", ".join(reward.names),
+                                     warnings=["dry run skipped: the dataset did not load"])
+            spec = reward.to_spec(pickle_dir=self.run.path / "code")
+            extra = self.convert_reward(reward)
+        except CheckError as e:
+            self._fail(e)
+        if extra:
+            result.details.update(extra)
+        self.reward = reward
+        self.spec["reward"] = spec
+        self.record(result)
+        return reward
+
+    def check_config(self, config: Any = None) -> dict[str, Any]:
+        try:
+            effective, warnings = self.validate_settings(config)
+            extra = self.convert_config(effective) or {}
+            fit = self.data_fit(effective)
+            if fit is not None:
+                folder = self.model_folder
+                extra["data_fit"] = check_data_fit(fit, self.data, self.prompt_token_counter(),
+                                                   context=folder.context if folder else None,
+                                                   context_source=folder.context_source if folder else "")
+            resources, resource_warnings = self.check_resources(effective)
+            extra.update(resources)
+            warnings = warnings + resource_warnings
+        except CheckError as e:
+            self._fail(e)
+        self.effective_config = effective
+        self.spec["config"] = effective
+        main = {f.name: effective[f.name] for f in self.config_fields if f.main}
+        self.record(CheckResult("config", "warning" if warnings else "ok",
+                                ", ".join(f"{k}={v}" for k, v in main.items()) or "defaults",
+                                details={"effective": effective, **extra}, warnings=warnings))
+        return effective
+
+    # -- inference --------------------------------------------------------------------------------
+    def inference(self, dataset: Any = None, checkpoint: str | None = None, **kwargs: Any):
+        """Evaluate this run's model on ``dataset`` (default: the test set, else the train set) with the
+        agent's own generation loop and the reward: ``checkpoint`` ``None`` means this run's latest
+        checkpoint, or the agent's base model when it has not trained; ``base``, ``checkpoint-N`` or a
+        folder otherwise. Keyword arguments: ``reward``, ``samples``, ``temperature``, ``max_samples``,
+        ``max_new_tokens``, ``columns``. Writes ``<run>/evals/<id>/`` and returns an
+        :class:`engines.inference.evaluation.InferenceResult`."""
+        from ..inference.evaluation import prepare_eval, run_eval
+
+        if not self.run.file("run.yaml").exists():
+            self.write_run_spec()
+        eval_dir = prepare_eval(self.run.path, [checkpoint or "latest"], dataset=dataset, **kwargs)
+        return run_eval(eval_dir.path)[0]
+
+    # -- hooks an engine may override -----------------------------------------------------------
+    def check_model(self, spec: AgentSpec) -> None:
+        """A local model must be a folder with a config, weights and a tokenizer (named when missing);
+        its config.json gives the context length the data checks use."""
+        self.model_folder = require_model_folder(spec.model)
+
+    def check_resources(self, cfg: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+        """What the run needs of the machine (details, warnings), checked once the data fits; raise
+        :class:`CheckError` when it cannot run (the trl engine's memory estimate)."""
+        return {}, []
+
+    def data_fit(self, cfg: dict[str, Any]) -> DataFit | None:
+        """How this engine's settings consume the data (optimizer steps, lengths, a memory floor), checked
+        by :func:`engines.fit.data_fit.check_data_fit`; None: nothing to check."""
+        return None
+
+    def prompt_token_counter(self) -> Callable[[dict], int] | None:
+        """Tokens of a training row's prompt as the engine renders it (chat template, system prompt,
+        tools); None when the engine cannot tell (then prompt lengths are not checked)."""
+        return None
+
+    def convert_agent(self, spec: AgentSpec) -> None:
+        """Engine-specific agent checks/conversion; raise CheckError on a problem."""
+
+    def convert_dataset(self, bundle: DataBundle) -> dict | None:
+        """Engine-specific dataset conversion; returns extra details for the check result."""
+        return None
+
+    def convert_reward(self, reward: Reward) -> dict | None:
+        return None
+
+    def reward_context(self, reward: Reward) -> dict[str, Any]:
+        """What the reward's dry run needs to call it as training will: the agent's system prompt (the
+        prompts are chat) and the model's tokenizer (completion_ids), which also serves training."""
+        reward.tokenizer = getattr(self, "tokenizer", None)
+        return {"system_prompt": self.agent_spec.system_prompt if self.agent_spec else None,
+                "tokenizer": reward.tokenizer}
+
+    def validate_settings(self, config: Any) -> tuple[dict[str, Any], list[str]]:
+        """(effective config, warnings) from the user's config: ``config_fields`` with defaults,
+        ``derived_config()`` under the user's values, ``cross_check_config``. An engine whose settings
+        come from a library's own schema overrides this."""
+        return validate_config(config, self.config_fields, self.cross_check_config, base=self.derived_config())
+
+    def derived_config(self) -> dict[str, Any]:
+        """Defaults derived from the agent (e.g. its sampling settings); user values override."""
+        return {}
+
+    def cross_check_config(self, cfg: dict[str, Any]) -> list[str]:
+        """Rules across keys; raise CheckError or return warnings."""
+        return []
+
+    def convert_config(self, cfg: dict[str, Any]) -> dict | None:
+        return None
+
+    # -- lifecycle ------------------------------------------------------------------------------
+    def _train(self) -> str:
+        """Train; return ``"finished"`` or ``"stopped"`` (a stop was requested)."""
+        raise NotImplementedError
+
+    def train(self) -> str:
+        run = self.run
+        if not run.file("run.yaml").exists():
+            self.write_run_spec()
+        restore = self._install_sigterm()
+        slot = self.held_slot or (Slot(run.path.parent) if self.uses_local_slot else None)
+        try:
+            if slot is not None and self.held_slot is None and not wait_for_slot(run, slot):
+                run.mark_process(STOPPED, ended=time.time())
+                run.event("stopped", message="stopped while queued")
+                return STOPPED
+            run.mark_process(RUNNING, started=time.time(), engine=self.engine_name)
+            run.event("started", engine=self.engine_name, pid=os.getpid())
+            try:
+                outcome = self._train()
+            except BaseException as e:  # noqa: BLE001 - every failure is recorded, then re-raised
+                self._record_failure(e)
+                raise
+            # the event first: whoever waits for the final state then finds the event written too
+            if outcome == STOPPED:
+                run.event("stopped", message="stopped at a step boundary", step=run.read_status().get("step"))
+                run.write_status(state=STOPPED, ended=time.time())
+            else:
+                run.event("finished", step=run.read_status().get("step"))
+                run.write_status(state=FINISHED, ended=time.time())
+            return outcome
+        finally:
+            if slot is not None:
+                slot.release()
+            restore()
+
+    def _record_failure(self, e: BaseException) -> None:
+        text = "".join(traceback.format_exception(type(e), e, e.__traceback__))
+        cause = failure_cause(e)
+        message = f"{type(e).__name__}: {e}"
+        self.run.event("failed", cause=cause, message=message, traceback=text[-4000:])
+        self.run.write_status(state=FAILED, cause=cause, error=message, ended=time.time())
+        logger.error("run %s failed (%s): %s", self.run.run_id, cause, message)
+
+    def _install_sigterm(self) -> Callable[[], None]:
+        """SIGTERM → a stop request, so training ends at the next step boundary with a checkpoint."""
+        if threading.current_thread() is not threading.main_thread():
+            return lambda: None
+        run = self.run
+
+        def on_term(signum, frame):
+            run.request_stop("SIGTERM")
+
+        previous = signal.signal(signal.SIGTERM, on_term)
+        return lambda: signal.signal(signal.SIGTERM, previous)
+
+

@@ -1,0 +1,1 @@
+"""User code kept apart: the supervised sandbox fork, the environment user code sees, process control."""

@@ -1,0 +1,505 @@
+"""User code in a child process: its own session, a scrubbed environment, a deadline, the whole
+process group killed when it is over.
+
+Every place that runs user code before training (the studio's check worker, ``aworld-train
+check``/``train``, :class:`~engines.core.agent_trainer.AgentTrainer`'s checks) runs it through
+:class:`IsolatedCall` (or :func:`run_isolated`, its blocking form):
+
+* the call runs in a ``fork()`` that starts a session and process group of its own and is the
+  "child subreaper" of whatever it starts, so nothing it forks can slip away: when the call ends,
+  times out or is cancelled, every descendant is killed (SIGKILL), those that started sessions of
+  their own included;
+* its result comes back as one length-prefixed frame on a pipe, read with a deadline, so a
+  grandchild that inherited the pipe cannot keep the reader waiting for an end of file;
+* its environment is the one :mod:`engines.isolation.user_env` allows (no studio credentials);
+* what ends it is said plainly: an exception (type, message, traceback), ``sys.exit(n)``,
+  ``os._exit(n)`` ("exited with status n"), a signal ("killed by signal 11 (SIGSEGV)"), the time
+  limit, or a cancellation — with the last :func:`report_progress` stage of the call (e.g. the
+  module being checked), so a message can name whose code it was.
+
+Linux and macOS (``fork``); the subreaper and ``pidfd`` are used where the kernel has them.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import pickle
+import select
+import signal
+import struct
+import sys
+import tempfile
+import time
+import traceback
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Mapping
+
+import psutil
+
+DEFAULT_TIMEOUT_S = 60.0
+#: seconds; overrides the default time limit of the CLI's and AgentTrainer's checks
+TIMEOUT_ENV = "AWORLD_CHECK_TIMEOUT_S"
+OUTPUT_TAIL = 4000
+_HDR = struct.Struct(">Q")
+_PR_SET_CHILD_SUBREAPER = 36
+
+_progress_fd: int | None = None     # in a call's child: where report_progress writes
+_stage: str | None = None           # in a call's child: the stage last reported
+_inside = False                     # True in a call's child
+
+
+def default_timeout_s() -> float:
+    """The time limit of one isolated check: ``$AWORLD_CHECK_TIMEOUT_S``, else 60 s."""
+    try:
+        value = float(os.environ.get(TIMEOUT_ENV, "") or DEFAULT_TIMEOUT_S)
+    except ValueError:
+        return DEFAULT_TIMEOUT_S
+    return value if value > 0 else DEFAULT_TIMEOUT_S
+
+
+def inside() -> bool:
+    """Whether this process is an isolated call's child (its work is already isolated)."""
+    return _inside
+
+
+def report_progress(stage: str, doing: str | None = None) -> None:
+    """Called by the work (in its child) as it moves on, e.g. to the next module's check: a call that
+    then times out or crashes is reported with this stage. ``doing`` says which user code runs now
+    (e.g. "calling score() from reward.py on 3 sample row(s) of train.jsonl"): the failure's message
+    ends with it."""
+    global _stage
+    _stage = str(stage)
+    if _progress_fd is not None:
+        line = str(stage) + (f"\t{doing}" if doing else "")
+        try:
+            os.write(_progress_fd, (line.replace("\n", " ") + "\n").encode())
+        except OSError:
+            pass
+
+
+def report_doing(doing: str | None) -> None:
+    """Say which user code runs now within the current stage (e.g. "importing reward.py"), or ``None``
+    once it is done: a call that hangs or dies there is reported with it."""
+    if _progress_fd is not None and _stage is not None:
+        report_progress(_stage, doing)
+
+
+@dataclass
+class Outcome:
+    """How an isolated call ended. ``ok``: ``value`` is the function's return value. Otherwise
+    ``kind`` is exception | exit | crash | timeout | cancelled | bug and ``error`` says what happened."""
+
+    ok: bool
+    value: Any = None
+    kind: str = ""
+    error: str = ""
+    stage: str | None = None
+    output: str = ""
+    traceback: str = ""
+    exit_status: int | None = None
+    signal: int | None = None
+    seconds: float = 0.0
+    killed: list[int] = field(default_factory=list)   # descendants killed when the call ended
+
+    def failure(self) -> dict[str, Any]:
+        """The failure as plain data (what the check worker sends to the studio)."""
+        return {"error": self.error, "kind": self.kind, "stage": self.stage, "output": self.output,
+                "traceback": self.traceback, "exit_status": self.exit_status, "signal": self.signal}
+
+
+def signal_name(sig: int) -> str:
+    try:
+        return signal.Signals(sig).name
+    except ValueError:
+        return f"signal {sig}"
+
+
+def _set_subreaper() -> None:
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    except (OSError, AttributeError):  # not Linux: process groups still catch the usual forks
+        pass
+
+
+def _descendants(pid: int) -> list[psutil.Process]:
+    try:
+        return psutil.Process(pid).children(recursive=True)
+    except psutil.Error:
+        return []
+
+
+def _kill_all(procs: Iterable[psutil.Process]) -> list[int]:
+    killed = []
+    for p in procs:
+        try:
+            p.kill()
+            killed.append(p.pid)
+        except psutil.Error:
+            pass
+    return killed
+
+
+def _reap(procs: Iterable[psutil.Process]) -> None:
+    """Wait for killed processes that are our children (a subreaper inherits orphans)."""
+    for p in procs:
+        try:
+            os.waitpid(p.pid, os.WNOHANG)
+        except (ChildProcessError, OSError):
+            pass
+
+
+def _kill_descendants(pid: int, rounds: int = 20) -> list[int]:
+    """SIGKILL every descendant of ``pid`` (frozen first, so none forks away), until none is left."""
+    killed: list[int] = []
+    for _ in range(rounds):
+        procs = _descendants(pid)
+        if not procs:
+            break
+        for p in procs:
+            try:
+                p.suspend()
+            except psutil.Error:
+                pass
+        killed += _kill_all(procs + _descendants(pid))
+    return killed
+
+
+def _supervise(fn: Callable[..., Any], kwargs: Mapping[str, Any], w: int, pw: int, out_fd: int,
+               env: Mapping[str, str] | None) -> None:
+    """The call's first child: leads a new session, is the subreaper of everything below it, forks the
+    worker, and when the worker ends kills whatever it left behind, then ends the way the worker did
+    (its exit status, or the signal that killed it). Never runs user code itself."""
+    try:
+        os.setsid()
+        _set_subreaper()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, signal.SIG_IGN)
+        worker = os.fork()
+        if worker == 0:
+            _work(fn, kwargs, w, pw, out_fd, env)
+        os.close(w)
+        os.close(pw)
+        while True:
+            try:
+                pid, status = os.waitpid(-1, 0)   # orphans re-parented to us are reaped here too
+            except ChildProcessError:
+                os._exit(0)
+            if pid == worker:
+                break
+        _kill_descendants(os.getpid())
+        while True:
+            try:
+                os.waitpid(-1, 0)
+            except ChildProcessError:
+                break
+        if os.WIFSIGNALED(status):
+            sig = os.WTERMSIG(status)
+            for step in (lambda: __import__("resource").setrlimit(__import__("resource").RLIMIT_CORE, (0, 0)),
+                         lambda: signal.signal(sig, signal.SIG_DFL),      # (not for SIGKILL: it needs none)
+                         lambda: signal.pthread_sigmask(signal.SIG_UNBLOCK, [sig]),
+                         lambda: os.kill(os.getpid(), sig)):
+                try:
+                    step()
+                except (OSError, ValueError):
+                    pass
+            os._exit(128 + sig)
+        os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 70)
+    except BaseException:  # noqa: BLE001
+        os._exit(70)
+
+
+def _after_fork_torch() -> None:
+    """A forked child of a process that already ran torch's intra-op thread pool (OpenMP) hangs in
+    its first parallel torch op: the pool's threads did not come along with the fork. One thread in
+    the child never enters the pool (a reward model dry-run on a few rows does not need more)."""
+    torch = sys.modules.get("torch")
+    if torch is not None and hasattr(torch, "set_num_threads"):
+        torch.set_num_threads(1)
+
+
+def _work(fn: Callable[..., Any], kwargs: Mapping[str, Any], w: int, pw: int, out_fd: int,
+          env: Mapping[str, str] | None) -> None:
+    """The worker: the environment it may see, the work, one result frame."""
+    global _progress_fd, _inside
+    code = 0
+    try:
+        _inside = True
+        _progress_fd = pw
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGPIPE):
+            signal.signal(sig, signal.SIG_DFL)
+        devnull = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(devnull, 0)
+        os.dup2(out_fd, 1)
+        os.dup2(out_fd, 2)
+        # whatever the parent made of them (a test runner's capture, a closed terminal): the fds above
+        sys.stdin = open(os.devnull, encoding="utf-8")
+        sys.stdout = os.fdopen(1, "w", buffering=1, encoding="utf-8", errors="replace", closefd=False)
+        sys.stderr = os.fdopen(2, "w", buffering=1, encoding="utf-8", errors="replace", closefd=False)
+        import faulthandler   # a crash's trace goes to the call's output, never to the parent's terminal
+
+        faulthandler.enable(file=sys.stderr)
+        if env is not None:
+            os.environ.clear()
+            os.environ.update(env)
+        _after_fork_torch()
+        try:
+            result: tuple[bool, Any] = (True, fn(**dict(kwargs)))
+        except SystemExit as e:
+            result = (False, {"kind": "exit", "error": f"called sys.exit({e.code!r})",
+                              "exit_status": e.code if isinstance(e.code, int) else 1,
+                              "traceback": traceback.format_exc(limit=8)})
+        except BaseException as e:  # noqa: BLE001 - user code may raise anything
+            result = (False, {"kind": "exception", "error": f"{type(e).__name__}: {e}",
+                              "traceback": traceback.format_exc(limit=8)})
+        try:
+            data = pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception as e:  # noqa: BLE001
+            data = pickle.dumps((False, {"kind": "bug", "error": f"the result cannot be sent back: {e}"}))
+        view = memoryview(_HDR.pack(len(data)) + data)
+        while view:
+            n = os.write(w, view)
+            view = view[n:]
+    except BaseException:  # noqa: BLE001 - a broken pipe: the parent gave up on this call
+        code = 70
+    finally:
+        os._exit(code)
+
+
+def _read_chunk(fd: int, size: int) -> bytes:
+    """What a non-blocking pipe has now (b"" when nothing yet, at its end, or closed)."""
+    try:
+        return os.read(fd, size)
+    except OSError:   # BlockingIOError included: nothing yet
+        return b""
+
+
+class IsolatedCall:
+    """One call of ``fn(**kwargs)`` in a child (started at once). Drive it with :meth:`fds` /
+    :meth:`pump` / :attr:`deadline` from an event loop (the studio's worker runs several at once),
+    or call :meth:`wait`. :meth:`finish` returns the :class:`Outcome` and leaves nothing running."""
+
+    def __init__(self, fn: Callable[..., Any], kwargs: Mapping[str, Any] | None = None, *,
+                 timeout_s: float | None = None, env: Mapping[str, str] | None = None):
+        self.timeout_s = float(timeout_s or default_timeout_s())
+        self.started = time.monotonic()
+        self.deadline = self.started + self.timeout_s
+        self._out = tempfile.TemporaryFile()
+        r, w = os.pipe()
+        pr, pw = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(r)
+            os.close(pr)
+            _supervise(fn, kwargs or {}, w, pw, self._out.fileno(), env)
+        os.close(w)
+        os.close(pw)
+        os.set_blocking(r, False)
+        os.set_blocking(pr, False)
+        self.pid = pid
+        self._r, self._pr = r, pr
+        self._pidfd: int | None = None
+        try:
+            self._pidfd = os.pidfd_open(pid)  # readable once the child has exited
+        except (AttributeError, OSError):
+            pass
+        self._buf = bytearray()
+        self._progress = b""
+        self._frame: bytes | None = None
+        self._status: int | None = None      # waitpid status once reaped
+        self._ended: str | None = None       # timeout | cancelled
+        self._reason = ""
+        self._killed: list[int] = []
+        self._outcome: Outcome | None = None
+
+    # -- event-loop interface ---------------------------------------------------------------------
+    def fds(self) -> list[int]:
+        """What to wait on: the result pipe, the progress pipe, and the child's pidfd."""
+        if self.done:
+            return []
+        return [fd for fd in (self._r, self._pr, self._pidfd) if fd is not None]
+
+    @property
+    def done(self) -> bool:
+        return self._frame is not None or self._status is not None or self._ended is not None
+
+    @property
+    def stage(self) -> str | None:
+        return self._last_progress()[0]
+
+    @property
+    def doing(self) -> str | None:
+        """What the call last said it was doing within its stage (``report_progress(stage, doing)``)."""
+        return self._last_progress()[1]
+
+    def _last_progress(self) -> tuple[str | None, str | None]:
+        lines = self._progress.decode("utf-8", errors="replace").splitlines()
+        if not lines:
+            return None, None
+        stage, _, doing = lines[-1].partition("\t")
+        return stage, doing or None
+
+    def pump(self, ready: Iterable[int] = ()) -> bool:
+        """Read what is there (``ready``: fds that select() found readable; reading is non-blocking,
+        so it may also be called blindly). Returns :attr:`done`."""
+        if self.done:
+            return True
+        self._read_progress()
+        self._read_result()
+        if self._frame is None:
+            self._poll_exit()
+            if self._status is not None:
+                self._read_result()   # written just before it exited
+        if not self.done and time.monotonic() >= self.deadline:
+            self.stop("timeout")
+        return self.done
+
+    def stop(self, why: str = "cancelled", reason: str = "") -> None:
+        """End the call now (``why``: timeout | cancelled): its whole process tree is killed."""
+        if self.done:
+            return
+        self._ended, self._reason = why, reason
+        self._kill_tree()
+
+    def wait(self) -> Outcome:
+        """Block until the call ends (its result, its exit, or its deadline); then :meth:`finish`."""
+        while not self.done:
+            left = max(0.0, self.deadline - time.monotonic())
+            fds = self.fds()
+            timeout = left if self._pidfd is not None else min(left, 0.05)
+            ready, _, _ = select.select(fds, [], [], timeout)
+            self.pump(ready)
+        return self.finish()
+
+    # -- internals ----------------------------------------------------------------------------------
+    def _read_progress(self) -> None:
+        while chunk := _read_chunk(self._pr, 65536):
+            self._progress = (self._progress + chunk)[-4096:]
+
+    def _read_result(self) -> None:
+        while self._frame is None and (chunk := _read_chunk(self._r, 1 << 20)):
+            self._buf += chunk
+            if len(self._buf) >= _HDR.size:
+                (n,) = _HDR.unpack_from(self._buf)
+                if len(self._buf) >= _HDR.size + n:
+                    self._frame = bytes(self._buf[_HDR.size:_HDR.size + n])
+
+    def _poll_exit(self) -> None:
+        try:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+        except ChildProcessError:
+            pid, status = self.pid, 0
+        if pid:
+            self._status = status
+
+    def _kill_tree(self) -> None:
+        """SIGKILL the call's process group and every descendant (frozen first, so none forks away:
+        the supervisor is their subreaper, so those that left the group are still below it)."""
+        try:
+            os.killpg(self.pid, signal.SIGSTOP)
+        except (ProcessLookupError, PermissionError):
+            pass
+        self._killed += _kill_descendants(self.pid)
+        for kill in (lambda: os.killpg(self.pid, signal.SIGKILL), lambda: os.kill(self.pid, signal.SIGKILL)):
+            try:
+                kill()
+            except (ProcessLookupError, PermissionError):
+                pass
+
+    def finish(self) -> Outcome:
+        """The outcome; reaps the child and kills whatever of its group is left. Idempotent."""
+        if self._outcome is not None:
+            return self._outcome
+        if not self.done:
+            self.stop("cancelled", "finished before it ended")
+        if self._status is None and self._ended is None:
+            # it wrote its result: its supervisor is ending the worker's leftovers; give it a moment
+            deadline = time.monotonic() + 5.0
+            while self._status is None and time.monotonic() < deadline:
+                self._poll_exit()
+                if self._status is None:
+                    time.sleep(0.005)
+            if self._status is None:
+                self._kill_tree()
+        try:
+            os.killpg(self.pid, signal.SIGKILL)   # anything still in the call's group
+        except (ProcessLookupError, PermissionError):
+            pass
+        if self._status is None:
+            try:
+                _, self._status = os.waitpid(self.pid, 0)
+            except ChildProcessError:
+                self._status = 0
+        self._read_progress()
+        for fd in (self._r, self._pr, self._pidfd):
+            if fd is not None:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        self._out.seek(0, os.SEEK_END)
+        size = self._out.tell()
+        self._out.seek(max(0, size - OUTPUT_TAIL))
+        output = self._out.read().decode("utf-8", errors="replace")
+        self._out.close()
+        seconds = round(time.monotonic() - self.started, 3)
+        base = dict(stage=self.stage, output=output, seconds=seconds, killed=sorted(set(self._killed)))
+        doing = f" while {self.doing}" if self.doing else ""
+        if self._frame is not None:
+            try:
+                ok, payload = pickle.loads(self._frame)
+            except Exception as e:  # noqa: BLE001
+                ok, payload = False, {"kind": "bug", "error": f"the result could not be read: {e}"}
+            if ok:
+                self._outcome = Outcome(True, payload, **base)
+            else:
+                self._outcome = Outcome(False, kind=payload.get("kind", "exception"), error=payload.get("error", ""),
+                                        traceback=payload.get("traceback", ""),
+                                        exit_status=payload.get("exit_status"), **base)
+        elif self._ended == "timeout":
+            self._outcome = Outcome(False, kind="timeout", error=f"timed out after {self.timeout_s:g} s{doing} (the call "
+                                    "and everything it started were killed)", **base)
+        elif self._ended == "cancelled":
+            self._outcome = Outcome(False, kind="cancelled",
+                                    error="cancelled" + (f": {self._reason}" if self._reason else ""), **base)
+        else:
+            status = self._status or 0
+            if os.WIFSIGNALED(status):
+                sig = os.WTERMSIG(status)
+                self._outcome = Outcome(False, kind="crash", signal=sig,
+                                        error=f"was killed by signal {sig} ({signal_name(sig)}){doing}", **base)
+            else:
+                code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else status
+                self._outcome = Outcome(False, kind="exit", exit_status=code,
+                                        error=f"exited with status {code} (os._exit or a crash in native code) "
+                                              f"before it returned{',' if doing else ''}{doing}", **base)
+        return self._outcome
+
+
+def run_isolated(fn: Callable[..., Any], kwargs: Mapping[str, Any] | None = None, *, timeout_s: float | None = None,
+                 env: Mapping[str, str] | None = None) -> Outcome:
+    """``fn(**kwargs)`` in an :class:`IsolatedCall`; blocks until it ends. Never raises for what the
+    call does (see :class:`Outcome`)."""
+    return IsolatedCall(fn, kwargs, timeout_s=timeout_s, env=env).wait()
+
+
+def whose(stage: str | None) -> str:
+    """"the reward module's code" for a module stage, else "user code"."""
+    from ..core.check_result import CHECKED_MODULES
+
+    return f"the {stage} module's code" if stage in CHECKED_MODULES else "the checked code"
+
+
+def describe(outcome: Outcome) -> str:
+    """One sentence for a failed call, naming whose code it was, e.g. "the reward module's code exited
+    with status 1 (os._exit or a crash in native code) before it returned"."""
+    if outcome.kind == "timeout":
+        who = f"the {outcome.stage} check" if outcome.stage else "the check"
+        return f"{who} {outcome.error}"
+    if outcome.kind in ("exit", "crash"):
+        return f"{whose(outcome.stage)} {outcome.error}"
+    return outcome.error
+
+
+if sys.platform == "win32":  # pragma: no cover
+    raise ImportError("engines.isolation.sandbox needs fork() (Linux or macOS)")

@@ -1,0 +1,84 @@
+"""Prepare a run directory that a run process can execute (its modules checked, ``run.yaml`` written), rebuild
+the trainer of a prepared run, and copy an earlier run's spec into a new one."""
+from __future__ import annotations
+
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+from ..core.agent_trainer import AgentTrainer
+from ..core.check_result import ERROR, CheckError
+from ..core.checks import engine_result
+from ..core.registry import DEFAULT_ENGINE
+from .rundir import QUEUED, RunDir
+
+#: the time limit of the checks a run process repeats before it trains
+RUN_CHECK_TIMEOUT_S = 900.0
+
+
+def prepare_run(agent: Any, train_dataset: Any = None, test_dataset: Any = None, reward_func: Any = None,
+                config: Any = None, train_engine_name: str = DEFAULT_ENGINE, runs_dir: str = "runs",
+                columns: dict | None = None, name: str | None = None, note: str | None = None) -> RunDir:
+    """Check everything in a fresh run dir and write its run.yaml (state ``queued``); ``name`` (also
+    part of the run id) and ``note`` go to its label. Raises :class:`CheckError` (the run dir is
+    removed) when a module fails."""
+    if columns:
+        train_dataset = {"path": train_dataset, "columns": columns}
+    cls, engine = engine_result(train_engine_name)
+    if cls is None or engine.status == ERROR:
+        raise CheckError("engine", engine.message)
+    run = RunDir.create(runs_dir, train_engine_name, label=(name or "").strip() or None)
+    try:
+        trainer = AgentTrainer(agent, train_dataset, test_dataset, reward_func, config, run_path=runs_dir,
+                               train_engine_name=train_engine_name, run_dir=run.path)
+    except BaseException:
+        shutil.rmtree(run.path, ignore_errors=True)
+        raise
+    processor = trainer.train_processor
+    processor.write_run_spec()
+    processor.run.write_status(state=QUEUED, engine=train_engine_name, created=time.time())
+    processor.run.event("created", engine=train_engine_name)
+    if (name or "").strip() or (note or "").strip():
+        processor.run.write_label(name or "", note or "")
+    return processor.run
+
+
+def trainer_from_run_dir(run_dir: str | Path, isolated_checks: bool = True) -> AgentTrainer:
+    """Rebuild the AgentTrainer of a prepared run from its run.yaml (what the run process does).
+    ``isolated_checks=False`` where the run process has already checked the spec in isolation (the
+    ranks of a launched run)."""
+    run = RunDir(run_dir)
+    spec = run.read_spec()
+    if not spec:
+        raise ValueError(f"{run.path} has no run.yaml — prepare the run first")
+    data = spec.get("data") or {}
+    columns = data.get("columns")
+    return AgentTrainer(
+        agent=spec["agent"],
+        train_dataset={"path": data.get("train"), "columns": columns},
+        test_dataset=data.get("test"),
+        reward_func=spec.get("reward"),
+        config=spec.get("config"),
+        run_path=str(run.path.parent),
+        train_engine_name=spec["engine"],
+        run_dir=run.path,
+        isolated_checks=isolated_checks,
+        # the spec passed its checks when it was prepared; in the (detached, stoppable) run process a large
+        # dataset's conversion may take longer than an interactive check is allowed
+        check_timeout_s=RUN_CHECK_TIMEOUT_S,
+    )
+
+
+def rerun_dir(run_dir: str | Path, runs_dir: str | Path | None = None) -> RunDir:
+    """A new run directory (fresh run id, state ``queued``) holding ``run_dir``'s exact spec."""
+    old = RunDir(run_dir)
+    spec = old.read_spec()
+    if not spec or not spec.get("engine"):
+        raise ValueError(f"{old.path} has no run.yaml naming an engine — give the directory of an earlier run")
+    run = RunDir.create(runs_dir or old.path.parent, spec["engine"])
+    spec["run_id"] = run.run_id
+    run.write_spec(spec)
+    run.write_status(state=QUEUED, engine=spec["engine"], rerun_of=old.run_id, created=time.time())
+    run.event("created", engine=spec["engine"], rerun_of=old.run_id)
+    return run

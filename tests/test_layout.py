@@ -1,0 +1,147 @@
+"""The code's layout (#28): no import cycle among the product modules, every module placed where
+docs/ARCHITECTURE.md says, and no product file over 600 lines."""
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PRODUCT = ("engines", "aworld_gui")
+MAX_LINES = 600
+
+
+def _modules() -> dict[str, tuple[Path, bool]]:
+    out = {}
+    for top in PRODUCT:
+        for path in (ROOT / top).rglob("*.py"):
+            parts = list(path.relative_to(ROOT).with_suffix("").parts)
+            is_init = parts[-1] == "__init__"
+            out[".".join(parts[:-1] if is_init else parts)] = (path, is_init)
+    return out
+
+
+def _imports(module: str, path: Path, is_init: bool, known: set[str]) -> set[str]:
+    """Every product module ``module`` imports, at the top or inside a function (a lazy import in a cycle is
+    still a cycle: it only moves the failure to run time). Type-only imports (``if TYPE_CHECKING:``) count
+    too: a module should not need its caller's type."""
+    package = module if is_init else module.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - (node.level - 1)] if node.level > 1 else base
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            for alias in node.names:
+                sub = f"{target}.{alias.name}"
+                if sub in known:
+                    found.add(sub)
+                elif target in known:
+                    found.add(target)
+        elif isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if a.name in known}
+    return found - {module}
+
+
+def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles: list[list[str]] = []
+    counter = 0
+    for start in sorted(graph):
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph[start])))]
+        index[start] = low[start] = counter
+        counter += 1
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = counter
+                    counter += 1
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph.get(child, ())))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    cycles.append(sorted(component))
+    return cycles
+
+
+def test_the_cycle_finder_finds_a_cycle_and_passes_a_tree():
+    assert import_cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert import_cycles({"a": {"b", "c"}, "b": {"c"}, "c": set()}) == []
+
+
+def test_no_import_cycle_among_the_product_modules():
+    modules = _modules()
+    graph = {m: _imports(m, path, is_init, set(modules)) for m, (path, is_init) in modules.items()}
+    assert sum(len(v) for v in graph.values()) > 300   # the import reader sees the imports
+    assert import_cycles(graph) == []
+
+
+def test_no_product_file_is_over_600_lines():
+    long = {str(p.relative_to(ROOT)): n for p, _ in _modules().values()
+            if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES}
+    assert long == {}, f"split these along their concepts: {long}"
+
+
+def _documented() -> dict[str, set[str]]:
+    """Each package folder named in docs/ARCHITECTURE.md with the module files its section names."""
+    text = (ROOT / "docs" / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    out: dict[str, set[str]] = {}
+    top = None
+    folder = None
+    for line in text.splitlines():
+        if m := re.match(r"## `(engines|aworld_gui)/`", line):
+            top, folder = m.group(1), m.group(1)
+        elif line.startswith("## "):
+            top = folder = None
+        elif top and (m := re.match(r"### `([a-z_]+)/`", line)):
+            folder = f"{top}/{m.group(1)}"
+        elif top and (m := re.match(r"\* `(engines/[a-z_]+)/`", line)):
+            folder = m.group(1)
+        if folder and (line.startswith("|") or line.startswith("* ") or line.startswith("  ")):
+            names = re.findall(r"`([a-z0-9_]+\.py)`", line)
+            if line.startswith("| `") and not line.startswith("| `rewards/`"):
+                names = re.findall(r"`([a-z0-9_]+\.py)`", line.split("|")[1])
+            out.setdefault(folder, set()).update(names)
+    return out
+
+
+def test_docs_architecture_names_every_module_in_its_folder():
+    documented = _documented()
+    actual: dict[str, set[str]] = {}
+    for path, _ in _modules().values():
+        rel = path.relative_to(ROOT)
+        if path.name != "__init__.py":
+            actual.setdefault(str(rel.parent), set()).add(path.name)
+    missing = {f: sorted(names - documented.get(f, set())) for f, names in actual.items()
+               if names - documented.get(f, set())}
+    stale = {f: sorted(names - actual.get(f, set())) for f, names in documented.items()
+             if names - actual.get(f, set())}
+    assert missing == {}, f"modules docs/ARCHITECTURE.md does not place: {missing}"
+    assert stale == {}, f"docs/ARCHITECTURE.md names modules that are not there: {stale}"
