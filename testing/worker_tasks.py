@@ -25,4 +25,27 @@ def start_then_crash(argv: list[str]) -> None:
     os.kill(os.getpid(), signal.SIGKILL)
 
 
-TASKS = {"echo": echo, "sleep": sleep, "crash": crash, "start_then_crash": start_then_crash}
+def kill_worker() -> None:
+    """Kill the worker this call runs in: the zygote, the oldest ancestor running aworld_gui.worker.zygote (the
+    call's supervisor is a fork of it, with the same command line)."""
+    def parent(pid: int) -> int:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[1])
+
+    def is_zygote(pid: int) -> bool:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return b"aworld_gui.worker.zygote" in f.read()
+
+    pid, zygote = os.getppid(), None
+    while pid > 1:
+        if is_zygote(pid):
+            zygote = pid
+        pid = parent(pid)
+    if zygote is None:
+        raise RuntimeError("no zygote above this call")
+    os.kill(zygote, signal.SIGKILL)
+    time.sleep(30)
+
+
+TASKS = {"echo": echo, "sleep": sleep, "crash": crash, "start_then_crash": start_then_crash,
+         "kill_worker": kill_worker}

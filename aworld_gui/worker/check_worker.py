@@ -35,6 +35,14 @@ START_TIMEOUT_S = 180.0      # importing datasets/transformers/torch on a cold, 
 REPLY_GRACE_S = 10.0         # the zygote enforces the limit; this is for a wedged zygote
 
 
+#: how often the reply reader looks whether the worker is still alive while no reply comes
+DEATH_POLL_S = 0.5
+
+
+class _WorkerDied(Exception):
+    """The worker process went away while a call was sent to it or waiting for its answer."""
+
+
 class WorkerError(RuntimeError):
     """A worker call failed: ``kind`` is exception | exit | crash | timeout | cancelled | unavailable | bug."""
 
@@ -130,6 +138,12 @@ class CheckWorker:
         assert proc.stdout is not None
         try:
             while True:
+                # a call's fork may still hold the pipe after the worker died, so its end is no EOF: look too
+                ready, _, _ = select.select([proc.stdout.fileno()], [], [], DEATH_POLL_S)
+                if not ready:
+                    if proc.poll() is not None:
+                        break
+                    continue
                 call_id, ok, payload = read_frame(proc.stdout)
                 with self._pending_lock:
                     pending = self._pending.get(call_id)
@@ -143,7 +157,7 @@ class CheckWorker:
             orphans = [p for p in self._pending.values() if p.proc is proc and not p.done.is_set()]
         for p in orphans:
             p.reply = (False, {"error": f"the check worker died (exit code {code}); it restarts with the next check",
-                               "kind": "crash", "output": ""})
+                               "kind": "crash", "output": "", "worker_died": True})
             p.done.set()
 
     def _kill(self, proc: subprocess.Popen | None = None) -> None:
@@ -192,6 +206,18 @@ class CheckWorker:
         timeout_s = float(timeout_s or self.default_timeout_s)
         call_id = call_id or uuid.uuid4().hex
         env = {n: os.environ[n] for n in pass_env if n in os.environ and n in user_code_env(allow=[n])}
+        try:
+            return self._call_once(task, timeout_s, call_id, env, kwargs)
+        except _WorkerDied:
+            # the worker itself went away (user code runs in its forks, so never because of this call): the
+            # call is sent once more, to the restarted worker
+            try:
+                return self._call_once(task, timeout_s, call_id, env, kwargs)
+            except _WorkerDied as e:
+                raise WorkerError(str(e), "crash") from None
+
+    def _call_once(self, task: str, timeout_s: float, call_id: str, env: dict[str, str],
+                   kwargs: dict[str, Any]) -> Any:
         with self._lock:
             self.calls += 1
             try:
@@ -211,7 +237,7 @@ class CheckWorker:
                 with self._pending_lock:
                     self._pending.pop(call_id, None)
                 self._kill(proc)
-                raise WorkerError("the check worker died; it restarts with the next check", "crash")
+                raise _WorkerDied("the check worker died; it restarts with the next check")
         try:
             if not pending.done.wait(timeout_s + REPLY_GRACE_S):
                 with self._lock:
@@ -225,6 +251,8 @@ class CheckWorker:
         ok, payload = pending.reply  # type: ignore[misc]
         if ok:
             return payload
+        if payload.get("worker_died"):
+            raise _WorkerDied(payload["error"])
         raise WorkerError(payload.get("error", "unknown error"), payload.get("kind", "exception"),
                           payload.get("output", ""), payload.get("traceback", ""), payload.get("stage"))
 
