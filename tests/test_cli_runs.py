@@ -1,7 +1,6 @@
 """`python -m engines train/run/runs/stop/engines` as a user runs them."""
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 import time

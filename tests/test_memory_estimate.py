@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from engines import AgentTrainer, CheckError
-from engines.fit.memory_estimate import GB, CPU_RUNTIME_BYTES, Shape, count_parameters, estimate, judge, shape_of
+from engines.fit.memory_estimate import GB, CPU_RUNTIME_BYTES, count_parameters, estimate, judge, shape_of
 
 ROOT = Path(__file__).resolve().parent.parent
 AGENT = str(ROOT / "assets/agents/letters_agent.yaml")

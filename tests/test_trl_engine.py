@@ -1,7 +1,6 @@
 """The embedded `trl` engine trains the shipped tiny model for real on CPU and keeps the run-dir contract."""
 from __future__ import annotations
 
-import json
 import signal
 import subprocess
 import sys
@@ -12,7 +11,6 @@ import yaml
 
 from engines import AgentTrainer, CheckError
 from engines.runs.prepare import prepare_run, trainer_from_run_dir
-from engines.runs.rundir import RunDir
 from engines.runs.lifecycle import effective_status, process_alive, spawn_run, stop_run
 from testing.waiting import wait_for
 

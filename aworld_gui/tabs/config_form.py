@@ -110,7 +110,7 @@ _SET_LINE_JS = """
 #: reads ``1e-05`` as a string), an int field's number is rounded (as Gradio's Number is), a string is plain when
 #: it is a name or a path YAML reads back as that string, else double-quoted (JSON's quoting is YAML's); null, NaN
 #: and an empty string give null (the key goes).
-_LINE_JS = """
+_LINE_JS = r"""
 (key, type, value) => {
   if (typeof value === "boolean") return key + ": " + value;
   if (typeof value === "number" && Number.isFinite(value)) {

@@ -25,7 +25,6 @@ a secret came from, or ``"****"`` when it was written literally.
 """
 from __future__ import annotations
 
-import inspect
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
