@@ -72,7 +72,7 @@ def test_a_mismatched_patch_is_left_out_and_the_others_apply(monkeypatch, caplog
 def test_the_switch_turns_every_patch_off():
     code = ("import json, gradio as gr, gradio.queueing as gq, uvicorn\n"
             "from gradio.http_server import Server\n"
-            "from aworld_gui import gradio_patches as p\n"
+            "from aworld_gui.web import gradio_patches as p\n"
             "with gr.Blocks() as demo: gr.Number()\n"
             "demo.queue()\n"
             "loop = Server.main_loop\n"

@@ -14,7 +14,7 @@ GUI = Path(__file__).resolve().parent.parent / "aworld_gui"
 def ui_strings() -> dict[str, str]:
     """Every literal passed to ``_()`` in the studio's code, with where it is."""
     found = {}
-    for path in sorted(GUI.glob("*.py")):
+    for path in sorted(GUI.rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "_" and node.args:
                 arg = node.args[0]
@@ -53,7 +53,7 @@ def test_every_tab_is_relabelled_when_the_language_changes():
     from aworld_gui.web.page import TABS
 
     tabs = {}
-    for path in sorted(GUI.glob("*.py")):
+    for path in sorted(GUI.rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "Tab":
                 label = node.args[0].args[0].value
@@ -67,7 +67,7 @@ def test_no_literal_english_reaches_a_component():
     Chinese UI: it must go through ``_()``. (client_api.py's components are hidden: their labels name the
     endpoints' parameters for gradio_client.)"""
     literal = []
-    for path in sorted(GUI.glob("*.py")):
+    for path in sorted(GUI.rglob("*.py")):
         if path.name == "client_api.py":
             continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
