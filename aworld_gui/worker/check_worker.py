@@ -79,6 +79,7 @@ class CheckWorker:
         self._pending_lock = threading.Lock()
         self.info: dict[str, Any] = {}
         self.restarts = 0
+        self._spawned = False
         self.calls = 0
 
     # -- lifecycle ------------------------------------------------------------------------------
@@ -115,9 +116,11 @@ class CheckWorker:
     def _ensure(self) -> subprocess.Popen:
         if self._proc is None or self._proc.poll() is not None:
             if self._proc is not None:
-                self.restarts += 1
                 log.warning("check worker exited (code %s); restarting", self._proc.returncode)
                 self._kill()
+            if self._spawned:
+                self.restarts += 1   # every start after the first, whoever noticed the worker was gone
+            self._spawned = True
             self._spawn()
         assert self._proc is not None
         return self._proc
