@@ -25,7 +25,7 @@ import yaml
 from engines.check_result import CHECKED_MODULES, MODULES
 from engines.cli import shell_command
 from engines.isolated_checks import results_for_failure
-from engines.processes import spawn_detached
+from engines.processes import reap_detached, spawn_detached
 from engines.rundir import ACTIVE_STATES, QUEUED, RUNNING, STOP_FILE, STOPPING, RunDir
 from engines.sandbox import whose
 from engines.user_env import referenced_names
@@ -116,6 +116,7 @@ class Studio:
         return killed
 
     def _reap(self) -> None:
+        reap_detached()          # the chat model, an engine's setup, an evaluation: never left <defunct>
         for pid in list(self._spawned):
             try:
                 done, _ = os.waitpid(pid, os.WNOHANG)
