@@ -88,7 +88,7 @@ def test_a_model_that_cannot_load_says_why(tmp_path, demo):
 def test_the_reply_after_the_model_process_died_says_it_was_restarted_and_why(tmp_path, demo):
     """The chat tab's own handler: a message, the model's process killed, the next message — its reply is
     led by a folded line naming the cause (not sent to the model), and the reply still comes."""
-    from aworld_gui.tabs.chat_tab import ChatTab, history_for_model
+    from aworld_gui.tabs.chat_tab import ChatTab
     from aworld_gui.worker.check_worker import CheckWorker
     from aworld_gui.core.studio import Studio
 
@@ -97,8 +97,11 @@ def test_the_reply_after_the_model_process_died_says_it_was_restarted_and_why(tm
                       train_engine_name="trl", runs_dir=str(studio.runs_dir))
     tab = ChatTab(studio)
 
+    conversation = []
+
     def send(text, history):
-        history, box, status = list(tab.on_send(text, history, run.run_id, "base", 0.0))[-1]
+        nonlocal conversation
+        history, box, status, conversation = list(tab.on_send(text, history, conversation, run.run_id, "base", 0.0))[-1]
         assert "chat-ready" in str(status) and box == "", status
         return history
 
@@ -117,7 +120,7 @@ def test_the_reply_after_the_model_process_died_says_it_was_restarted_and_why(tm
         i = history.index(note)
         assert history[i - 1] == {"role": "user", "content": "Say the letter B:"}
         assert history[i + 1]["role"] == "assistant" and history[i + 1]["content"]      # the reply came
-        assert note["content"] not in [m["content"] for m in history_for_model(history)]   # never sent to the model
+        assert note["content"] not in [m["content"] for m in conversation]   # never sent to the model
         history = send("Say the letter C:", history)
         assert len(notes(history)) == 1                  # the process kept running: no new note
     finally:

@@ -83,6 +83,9 @@ def test_the_watcher_mirrors_output_once_and_skips_evaluation_rollouts(tmp_path)
     assert [s["completion"][0]["content"] for s in run.read_jsonl("samples.jsonl")] == ["YC", "NV"]
     events = run.read_jsonl("events.jsonl")
     assert [(e["event"], e.get("step")) for e in events] == [("summary", None), ("checkpoint", 3)]  # 2 unfinished
+    summary = events[0]                      # measured figures only: not ms-swift's planned-steps rates
+    assert "train_steps_per_second" not in summary and summary["steps"] == 2
+    assert summary["steps_per_second"] == pytest.approx(2 / summary["seconds"], rel=0.01)
     st = run.read_status()
     assert st["step"] == 2 and st["total_steps"] == 3 and st["last_reward"] == 0.1
     assert [p.name for p in run.checkpoints()] == ["checkpoint-2", "checkpoint-3"]   # not last-checkpoint

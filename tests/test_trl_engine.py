@@ -129,6 +129,10 @@ def test_stop_mid_run_checkpoints_and_resume_continues_step_count(long_run, tmp_
     assert ckpt.name == f"checkpoint-{stopped_at}"
     kinds = [e["event"] for e in long_run.read_jsonl("events.jsonl")]
     assert kinds[-3:] == ["checkpoint", "summary", "stopped"] and "stop_requested" in kinds
+    # the summary says what the run did (TRL's own rate divides the planned 5000 steps by the time)
+    [summary] = [e for e in long_run.read_jsonl("events.jsonl") if e["event"] == "summary"]
+    assert "train_steps_per_second" not in summary and summary["steps"] == stopped_at
+    assert summary["steps_per_second"] == pytest.approx(stopped_at / summary["seconds"], rel=0.01)
     assert "Traceback" not in long_run.log_path.read_text()
 
     # a later run resumes from that checkpoint and continues the step count

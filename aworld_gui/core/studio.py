@@ -25,7 +25,7 @@ import yaml
 from engines.core.check_result import CHECKED_MODULES, MODULES
 from engines.cli import shell_command
 from engines.core.isolated_checks import results_for_failure
-from engines.isolation.processes import spawn_detached
+from engines.isolation.processes import reap_detached, spawn_detached
 from engines.runs.rundir import ACTIVE_STATES, QUEUED, RUNNING, STOP_FILE, STOPPING, RunDir
 from engines.isolation.sandbox import whose
 from engines.isolation.user_env import referenced_names
@@ -37,6 +37,7 @@ from . import inputs as inp
 from ..tabs import reward_card
 from .chat_client import ChatService
 from ..rendering.i18n import _
+from .queue_note import queue_note
 from .run_cache import CACHE, RunCache, RunState
 from ..worker.check_worker import CheckWorker, WorkerError
 from ..web.upload_secrets import mask_text
@@ -46,6 +47,17 @@ MAX_RUN_ID = 200
 RUN_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,%d}" % (MAX_RUN_ID - 1))
 MODULE_TITLES = {"agent": _("Agent"), "dataset": _("Datasets"), "reward": _("Reward"), "config": _("Config"),
                  "engine": _("Engine")}
+
+
+def _stamp(paths: list[str]) -> tuple:
+    """The files' modification times (None: missing), to tell when they changed."""
+    out = []
+    for path in paths:
+        try:
+            out.append(os.stat(path).st_mtime_ns)
+        except OSError:
+            out.append(None)
+    return tuple(out)
 
 
 class Studio:
@@ -59,6 +71,8 @@ class Studio:
         self.check_timeout_s = check_timeout_s
         self.launch_timeout_s = launch_timeout_s
         self._catalog: dict[str, Any] | None = None
+        self._watched: list[str] = []             # the files the engines' availability depends on
+        self._catalog_stamp: tuple = ()
         self._catalog_lock = threading.Lock()
         self._reward_files: dict[str, list[dict]] = {}
         self._spawned: set[int] = set()
@@ -102,6 +116,7 @@ class Studio:
         return killed
 
     def _reap(self) -> None:
+        reap_detached()          # the chat model, an engine's setup, an evaluation: never left <defunct>
         for pid in list(self._spawned):
             try:
                 done, _ = os.waitpid(pid, os.WNOHANG)
@@ -112,15 +127,24 @@ class Studio:
 
     # -- catalog -------------------------------------------------------------------------------
     def catalog(self, refresh: bool = False) -> dict[str, Any]:
-        """Engines (availability, reason, config schema) and built-in rewards, from the worker."""
+        """Engines (availability, reason, config schema) and built-in rewards, from the worker. Read again
+        whenever a file an engine's availability depends on has changed since (an environment set up, from
+        the studio or a terminal): every view of an engine's availability comes from this one answer, and
+        it is never older than those files."""
         with self._catalog_lock:
-            if self._catalog is None or refresh:
-                try:
-                    self._catalog = self.worker.call("catalog", timeout_s=self.check_timeout_s)
-                except WorkerError as e:
-                    return {"engines": [{"name": inp.DEMO_ENGINE, "available": False,
-                                         "reason": f"engine probe failed: {e}", "fields": [], "defaults": {},
-                                         "description": ""}], "rewards": {}, "error": str(e)}
+            if self._catalog is not None and not refresh and self._catalog_stamp == _stamp(self._watched):
+                return self._catalog
+            before = _stamp(self._watched)      # taken before the read: a change during it reads again next time
+            try:
+                catalog = self.worker.call("catalog", timeout_s=self.check_timeout_s)
+            except WorkerError as e:
+                self._catalog = None
+                return {"engines": [{"name": inp.DEMO_ENGINE, "available": False,
+                                     "reason": f"engine probe failed: {e}", "fields": [], "defaults": {},
+                                     "description": ""}], "rewards": {}, "error": str(e)}
+            watched = sorted({f for e in catalog.get("engines", []) for f in e.get("watch") or []})
+            self._catalog_stamp = before if watched == self._watched else _stamp(watched)
+            self._catalog, self._watched = catalog, watched
             return self._catalog
 
     def engine_info(self, name: str) -> dict[str, Any] | None:
@@ -281,7 +305,7 @@ class Studio:
                 "step": status.get("step"), "total_steps": status.get("total_steps"),
                 "last_reward": status.get("last_reward"), "last_loss": status.get("last_loss"),
                 "model": Path(str((spec.get("agent") or {}).get("model", ""))).name,
-                "queue_position": status.get("queue_position") if status.get("state") == "queued" else None,
+                "queue": queue_note(status, short=True),     # the Monitor's header says it with the same function
                 **r.read_label(),
             })
         return out

@@ -75,7 +75,8 @@ def svg_chart(lines: list[Line], y_title: str = "", empty: str = _("waiting for 
               chart_id: str = "", width: int = W) -> str:
     """A complete chart: legend with latest values, then the SVG (axes, grid, lines). ``width`` is the
     drawing's width in SVG units (the chart scales to its box: give a wide box a wide drawing)."""
-    lines = [ln for ln in lines if ln.xs]
+    keys = [ln for ln in lines if ln.legend and (ln.xs or ln.latest is not None)]   # a line not drawn (its
+    lines = [ln for ln in lines if ln.xs]      # points averaged into another) keeps its legend entry and number
     if not lines:
         return f'<div class="aw-chart aw-chart-empty" data-points="0"><div class="aw-muted">{esc(empty)}</div></div>'
     xs_all = [x for ln in lines for x in ln.xs]
@@ -124,7 +125,7 @@ def svg_chart(lines: list[Line], y_title: str = "", empty: str = _("waiting for 
     legend = "".join(
         f'<span class="aw-key"><i style="background:{ln.color};opacity:{max(ln.opacity, 0.35)}"></i>{esc(ln.name)}'
         f' <b>{fmt_num(ln.latest if ln.latest is not None else ln.ys[-1])}</b></span>'
-        for ln in lines if ln.legend)
+        for ln in keys)
     n = max(len(ln.xs) for ln in lines)
     return (f'<div class="aw-chart" data-chart="{esc(chart_id)}" data-points="{n}" data-last-step="{last_step:g}">'
             f'<div class="aw-legend">{legend}</div>{"".join(parts)}</div>')

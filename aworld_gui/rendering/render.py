@@ -278,6 +278,8 @@ def run_header(run_id: str, progress: Progress, latest: dict[str, Any], spec: di
             f'<div class="aw-run-top"><div><div class="aw-run-id">{esc(run_id)}</div>'
             f'<div class="aw-muted">{esc(subtitle)}</div></div>'
             f'{badge(state, label, elem="run-state")}</div>'
+            f'<div class="aw-msg aw-msg-warn" data-testid="studio-unreachable" hidden>'
+            f'{_("Studio unreachable — runs keep training. The figures here are the last ones received; they resume by themselves when the studio is back.")}</div>'
             f'<div class="aw-progress"><div class="aw-bar aw-bar-{esc(state)}" style="width:{pct:.1f}%"></div></div>'
             f'<div class="aw-stats">{stat_html}</div>{note}{fail_html}{locale_probe()}</div>')
 

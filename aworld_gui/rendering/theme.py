@@ -67,6 +67,9 @@ footer { opacity: .75; }   /* API and Settings (the language) */
 .aw-mod-title { font-size: 16px; font-weight: 700; }
 .aw-msg { margin-top: 6px; font-size: 13.5px; line-height: 1.45; word-break: break-word; }
 .aw-msg-error { color: var(--aw-err); font-weight: 500; }
+.aw-msg-warn { color: var(--aw-warn); font-weight: 500; }
+.aw-run [hidden] { display: none !important; }
+[data-offline] .aw-run .aw-badge, [data-offline] .aw-run .aw-stats, [data-offline] .aw-run .aw-progress { opacity: .45; }
 .aw-warnings { margin: 6px 0 0 0; padding-left: 18px; color: var(--aw-warn); font-size: 13px; }
 .aw-kv { width:100%; border-collapse: collapse; font-size: 13.5px; }
 .aw-kv th { text-align:left; width: 120px; color: var(--body-text-color-subdued); font-weight: 500; padding: 5px 8px 5px 0;

@@ -79,9 +79,29 @@ async function sync() {            // (re)open the stream for what the header sh
     if (sub !== key) return;                      // the view changed meanwhile
     es = new EventSource('aworld/live/' + ticket);
     element.dataset.stream = es.url;              // which stream this page reads (tests, benchmarks)
-    es.onmessage = e => { if (sub === key) apply(JSON.parse(e.data)); };
-    es.onerror = () => { if (es && es.readyState === EventSource.CLOSED) { sub = null; setTimeout(sync, 2000); } };
-  } catch (e) { sub = null; setTimeout(sync, 2000); }     // the studio restarting: try again
+    es.onmessage = e => { reachable(true); if (sub === key) apply(JSON.parse(e.data)); };
+    es.onerror = () => {
+      reachable(false);
+      if (es && es.readyState === EventSource.CLOSED) { sub = null; setTimeout(sync, 2000); }
+    };
+  } catch (e) { reachable(false); sub = null; setTimeout(sync, 2000); }     // the studio restarting: try again
+}
+// The stream down (the studio stopped or unreachable): after a grace of a few seconds (a stream that
+// reconnects at once says nothing) the header says so — runs keep training, its figures are the last ones
+// received — until the next message, which hides it again. The text is the header's own (translated).
+let offlineTimer = null;
+function reachable(ok) {
+  if (ok) {
+    clearTimeout(offlineTimer); offlineTimer = null;
+    if (element.dataset.offline) { delete element.dataset.offline; }
+    element.querySelectorAll('[data-testid="studio-unreachable"]').forEach(b => { b.hidden = true; });
+  } else if (offlineTimer === null && !element.dataset.offline) {
+    offlineTimer = setTimeout(() => {
+      offlineTimer = null;
+      element.dataset.offline = '1';
+      element.querySelectorAll('[data-testid="studio-unreachable"]').forEach(b => { b.hidden = false; });
+    }, 4000);
+  }
 }
 new MutationObserver(sync).observe(element, {childList: true, subtree: true, attributes: true,
                                              attributeFilter: ['data-run', 'data-gen']});

@@ -26,6 +26,7 @@ class ChatUI:
     box: Any = None
     send: Any = None
     clear: Any = None
+    conversation: Any = None     # the messages the model is sent: user turns, its replies, tool calls and results
 
 
 def _call_text(call: dict) -> str:
@@ -44,15 +45,14 @@ def restart_note(cause: str) -> dict:
             "metadata": {"title": f"⚠ the chat model had stopped ({first}) and was restarted"}}
 
 
-def history_for_model(history: list[dict]) -> list[dict]:
-    """The conversation as the model saw it: user turns and its own replies (folded tool lines are the
-    studio's display, not part of what the model is sent; its own tool turns are replayed server-side)."""
-    out = []
-    for m in history:
-        meta = m.get("metadata") or {}
-        if m.get("role") in ("user", "assistant") and not meta.get("title"):
-            out.append({"role": m["role"], "content": m.get("content") or ""})
-    return out
+def context_note(event: dict) -> str:
+    """The status line's part on how much of the conversation the model saw (empty while all of it fits)."""
+    dropped = int(event.get("dropped") or 0)
+    if not dropped:
+        return ""
+    gone = _("earliest turn(s) no longer fit the model's context")
+    return (f' <span class="aw-msg aw-msg-warn" data-testid="chat-dropped" data-dropped="{dropped}">— '
+            f'{dropped} {gone} ({event.get("limit")} {_("tokens")}): {_("it saw the last")} {event.get("kept")}</span>')
 
 
 class ChatTab:
@@ -70,6 +70,7 @@ class ChatTab:
                                        elem_id="chat-temperature", info=_("0: greedy"))
         ui.status = gr.HTML("", elem_id="chat-status")
         ui.chatbot = gr.Chatbot(label=_("Chat"), height=420, elem_id="chat-box")
+        ui.conversation = gr.State([])
         with gr.Row(equal_height=True):
             ui.box = gr.Textbox(placeholder=_("Say something to the agent…"), show_label=False, scale=8,
                                 elem_id="chat-input")
@@ -83,11 +84,17 @@ class ChatTab:
         quiet = dict(api_visibility="private", show_progress="hidden")
         tab.select(self.on_open, [ui.run], [ui.run], **quiet)
         ui.run.change(self.on_run, [ui.run], [ui.model], **quiet)
-        send = dict(fn=self.on_send, inputs=[ui.box, ui.chatbot, ui.run, ui.model, ui.temperature],
-                    outputs=[ui.chatbot, ui.box, ui.status], api_visibility="private", show_progress="hidden")
+        send = dict(fn=self.on_send, inputs=[ui.box, ui.chatbot, ui.conversation, ui.run, ui.model, ui.temperature],
+                    outputs=[ui.chatbot, ui.box, ui.status, ui.conversation], api_visibility="private",
+                    show_progress="hidden")
         ui.send.click(**send)
         ui.box.submit(**send)
-        ui.clear.click(lambda: ([], ""), None, [ui.chatbot, ui.status], **quiet)
+        ui.clear.click(self.on_clear, None, [ui.chatbot, ui.status, ui.conversation], **quiet)
+
+    @staticmethod
+    def on_clear():
+        """A new conversation: nothing shown, nothing sent."""
+        return [], "", []
 
     def on_open(self, current):
         ids = self.studio.run_ids()
@@ -102,33 +109,41 @@ class ChatTab:
         own = [value for _, value in models if "/" not in value]       # base, then this run's checkpoints
         return gr.update(choices=models, value=own[-1] if own else None)
 
-    def on_send(self, text, history, run_id, model, temperature):
-        history = list(history or [])
+    def on_send(self, text, history, conversation, run_id, model, temperature):
+        """A reply to ``text``. ``history`` is what the chat shows (in Gradio's format, never sent to the model);
+        ``conversation`` is what the model is sent: the earlier turns as the model saw and wrote them (tool calls
+        and results among them), one more turn once the reply is done."""
+        history, conversation = list(history or []), list(conversation or [])
         text = (text or "").strip()
         if not text:
-            yield history, "", gr.update()
+            yield history, "", gr.update(), conversation
             return
         if not run_id or not model:
-            yield history, text, f'<div class="aw-msg aw-msg-error">{_("Pick a run and a model first.")}</div>'
+            yield (history, text, f'<div class="aw-msg aw-msg-error">{_("Pick a run and a model first.")}</div>',
+                   conversation)
             return
-        sent = history_for_model(history) + [{"role": "user", "content": text}]
-        history.append({"role": "user", "content": text})
+        user = {"role": "user", "content": text}
+        shown = len(history)
+        history.append(dict(user))
         reply = {"role": "assistant", "content": ""}
         history.append(reply)
         status = (f'<span class="aw-muted">{render.esc(model)} of {render.esc(run_id)}</span>')
-        restarted, restarts_before = None, self.service.restarts
-        yield history, "", status + f' <span class="aw-muted">— {_("loading the model…")}</span>'
+        restarted, restarts_before, context = None, self.service.restarts, ""
+        yield history, "", status + f' <span class="aw-muted">— {_("loading the model…")}</span>', conversation
         try:
             path = str(self.studio.run_path(run_id))
-            for event in self.service.stream(path, model, sent, float(temperature or 0.0)):
+            for event in self.service.stream(path, model, conversation + [user], float(temperature or 0.0)):
                 kind = event.get("type")
                 if kind == "restarted":       # said before the reply, folded like the tool lines
                     restarted = event.get("cause") or ""
-                    history.insert(len(history) - 1, restart_note(restarted))
-                    yield history, "", status
+                    history.insert(shown + 1, restart_note(restarted))
+                    yield history, "", status, conversation
+                elif kind == "context":
+                    context = context_note(event)
+                    yield history, "", status + context, conversation
                 elif kind == "token":
                     reply["content"] += event["text"]
-                    yield history, "", status
+                    yield history, "", status + context, conversation
                 elif kind == "message":
                     msg = event["message"]
                     if msg.get("tool_calls"):      # this turn called tools: fold it, the answer comes after
@@ -146,16 +161,20 @@ class ChatTab:
                                                  + (f" · MCP {tool['server']}" if tool.get("server") else "")}})
                     reply = {"role": "assistant", "content": ""}
                     history.append(reply)
-                    yield history, "", status
+                    yield history, "", status + context, conversation
                 elif kind == "error":
                     raise ChatError(event.get("message", "error"))
+                elif kind == "done":
+                    conversation = conversation + [user, *(event.get("trajectory") or [])]
             if not reply["content"] and not reply.get("metadata"):
                 history.remove(reply)
-            yield history, "", status + f' <span class="aw-muted" data-testid="chat-ready">— {_("ready")}</span>'
+            yield (history, "", status + context
+                   + f' <span class="aw-muted" data-testid="chat-ready">— {_("ready")}</span>', conversation)
         except (ChatError, ValueError) as e:
-            if not reply["content"]:
-                history.remove(reply)
+            # the model did not take this turn: the chat shows what it did take, the message goes back to the box
+            history = history[:shown] + [m for m in history[shown:] if "restarted" in (m.get("metadata") or {}).get("title", "")]
             if restarted is None and self.service.restarts > restarts_before:   # it stopped, then failed to load
                 restarted = self.service.last_cause
             note = f" ({_('restarted after:')} {render.esc(restarted)})" if restarted else ""
-            yield history, text, f'<div class="aw-msg aw-msg-error" data-testid="chat-error">{render.esc(e)}{note}</div>'
+            yield (history, text,
+                   f'<div class="aw-msg aw-msg-error" data-testid="chat-error">{render.esc(e)}{note}</div>', conversation)

@@ -32,6 +32,7 @@ import gradio as gr
 from engines.runs.rundir import EVAL_REWARD, EVAL_TRAIN_REWARD, LOSS, REWARD
 
 from ..rendering import glossary, render
+from ..core.queue_note import queue_note
 from ..rendering.i18n import Markdown, _, localize
 from ..rendering.charts import PALETTE, Line, svg_chart
 from ..web.live_stream import HEAVY as HEAVY_PARTS, LiveStreams
@@ -222,11 +223,8 @@ class MonitorTab:
     def header_html(self, run_id: str, st: RunState, gen: str, picks: list[str], smoothing: float) -> str:
         note = ""
         if st.state == "queued":
-            pos, holder = st.status.get("queue_position"), st.status.get("waiting_for")
-            place = f" — {_('place in line:')} {pos}" if pos else ""
-            what = f"{_('run')} {holder}" if holder else _("the running job")
-            note = (f"{_('Queued')}{place}. {_('Waiting for the machine’s training slot, held by')} {what}. "
-                    f"{_('It starts by itself when its turn comes — closing this page does not affect it.')}")
+            note = queue_note(st.status) or (f"{_('Queued')}. "
+                                             f"{_('It starts by itself when its turn comes — closing this page does not affect it.')}")
         elif st.run.stop_requested() and st.active:
             note = (f"{_('Stop requested: the run stops at its next step boundary and saves a checkpoint.')} "
                     f"{_('It is killed if it has not stopped this many seconds after the request:')} "

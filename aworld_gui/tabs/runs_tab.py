@@ -60,9 +60,9 @@ def table_rows(runs: list[dict]) -> list[list]:
         progress = f'{r.get("step") or 0}/{r["total_steps"]}' if r.get("total_steps") else str(r.get("step") or "")
         reward = "" if r.get("last_reward") is None else f'{r["last_reward"]:.3f}'
         label = r["state"] + (f': {r["cause"]}' if r.get("cause") else "")
-        if r.get("queue_position"):
-            label += f' · #{r["queue_position"]} in line'
         state = badge(r["state"], label)
+        if r.get("queue"):
+            state += f' <span class="aw-muted" data-testid="queue-note">{r["queue"]}</span>'
         name = f'<b>{esc(r.get("name") or "")}</b>' + (f'<div class="aw-muted">{esc(r["note"])}</div>'
                                                           if r.get("note") else "")
         rows.append([r["run_id"], name, state, r["engine"], r.get("model") or "", started, progress, reward])

@@ -57,6 +57,10 @@ def catalog() -> dict[str, Any]:
         cls, result = engine_result(name)
         fields: list[dict] = []
         defaults: dict[str, Any] = {}
+        try:
+            watch = list(cls.environment_files()) if hasattr(cls, "environment_files") else []
+        except Exception:  # noqa: BLE001 - then nothing to watch: the availability stays as read
+            watch = []
         if cls is not None:
             try:
                 fields = list(cls.describe_config()) if hasattr(cls, "describe_config") else []
@@ -71,6 +75,7 @@ def catalog() -> dict[str, Any]:
             "fields": fields,
             "defaults": defaults,
             "setup": callable(getattr(cls, "setup_environment", None)),   # python -m engines setup <name>
+            "watch": watch,       # files whose change changes "available" (the studio reads it again then)
         })
     try:
         from engines.rewards.catalog import catalog as reward_catalog

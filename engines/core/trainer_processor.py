@@ -92,6 +92,12 @@ class TrainerProcessor(ABC):
         """(available, reason) on this machine; the studio shows the reason when False."""
         return True, ""
 
+    @classmethod
+    def environment_files(cls) -> list[str]:
+        """Files whose change can change :meth:`availability` (an environment of the engine's own being set
+        up): a reader that caches the availability asks again when one of them changes."""
+        return []
+
     def inference(self, dataset: Any = None, **kwargs: Any) -> Any:
         """Batch inference: predictions and metrics on ``dataset`` (AWorld's ``TrainerProcessor.inference``).
         Not abstract, so an engine without it (the spec's own custom-engine example) keeps working."""

@@ -7,7 +7,9 @@ random token every request must carry, whether it is ready, and why it failed if
 holds its output.
 
 ``POST /chat`` with ``{"messages": [...], "temperature": 0.7, "max_new_tokens": 256}`` (the conversation
-so far, without the system prompt) answers a stream of JSON lines: ``{"type": "token", "text"}`` as the
+so far, without the system prompt: user turns, the model's replies and tool calls, the tools' results) answers
+a stream of JSON lines: ``{"type": "context", "kept", "dropped", "limit"}`` (how many turns the model sees,
+how many old ones no longer fit its context), ``{"type": "token", "text"}`` as the
 model writes, ``{"type": "message"}`` per model turn, ``{"type": "tool", "message"}`` for each tool call's
 result (tools really run), and ``{"type": "done"}`` (or ``{"type": "error", "message"}``).
 """
@@ -21,6 +23,8 @@ import time
 import traceback
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+
+from .chat_context import ContextFull
 
 STATE_FILE = "chat.json"
 LOG_FILE = "chat.log"
@@ -117,6 +121,8 @@ def serve(run_dir: str, checkpoint: str | None, state_dir: Path, idle_timeout_s:
                     self.wfile.flush()
             except (BrokenPipeError, ConnectionResetError):
                 return
+            except ContextFull as e:        # the user's to fix: said as it is
+                self.wfile.write((json.dumps({"type": "error", "message": str(e)}) + "\n").encode())
             except Exception as e:  # noqa: BLE001 - the page shows it; the server keeps serving
                 traceback.print_exc()
                 self.wfile.write((json.dumps({"type": "error", "message": f"{type(e).__name__}: {e}"}) + "\n").encode())

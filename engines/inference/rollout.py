@@ -175,18 +175,36 @@ class AgentGenerator:
         return results
 
     # -- one conversation, streamed ----------------------------------------------------------------
+    def count_tokens(self, messages: list[dict]) -> int:
+        return len(self.tokenizer(self.render(messages), add_special_tokens=False)["input_ids"])
+
     def stream(self, messages: list[dict], max_new_tokens: int, temperature: float = 0.0,
                top_p: float = 1.0) -> Iterator[dict]:
         """Events for a chat reply: ``{"type": "token", "text"}`` as the model writes, then per turn
         ``{"type": "message", "message"}``; tool calls run between turns
-        (``{"type": "tool", "message"}``); ends with ``{"type": "done", "trajectory": [...]}``."""
+        (``{"type": "tool", "message"}``); ends with ``{"type": "done", "trajectory": [...]}``.
+
+        ``messages`` is the whole conversation (earlier turns with their tool calls and results): each model
+        turn sees as much of it as fits the model's context with ``max_new_tokens`` to spare
+        (engines/inference/chat_context.py); ``{"type": "context", "kept", "dropped", "limit", "tokens"}`` (the prompt's length) comes first, and again
+        when more old turns had to go (``dropped``: turns left out, oldest first)."""
         from transformers import TextIteratorStreamer
+
+        from .chat_context import context_limit, fit
 
         history = list(messages)
         traj = Trajectory()
         sampling = self.sampling(temperature, top_p)
+        limit = context_limit(self.model, self.tokenizer)
+        budget = None if limit is None else max(1, limit - max_new_tokens)
+        said = None
         for turn in range(self.max_turns):
+            history, dropped = fit(history, self.count_tokens, budget)
             text = self.render(history)
+            if said is None or dropped:
+                said = (said or 0) + dropped
+                yield {"type": "context", "kept": sum(m.get("role") == "user" for m in history), "dropped": said,
+                       "limit": limit, "tokens": len(self.tokenizer(text, add_special_tokens=False)["input_ids"])}
             enc = self.tokenizer([text], return_tensors="pt", add_special_tokens=False).to(self.model.device)
             streamer = TextIteratorStreamer(self.tokenizer, skip_prompt=True, skip_special_tokens=True)
             ids_box: dict[str, Any] = {}

@@ -138,6 +138,24 @@ def _coerce(f: ConfigField, value: Any) -> Any:
     return value
 
 
+def all_problems(problems: Sequence[CheckError]) -> CheckError:
+    """One error that says every problem of a config (one alone: itself, unchanged). Each says what is wrong
+    and its fix when the fix is short (an unknown key's list of known keys is left to the single error)."""
+    if len(problems) == 1:
+        return problems[0]
+    said = []
+    for e in problems:
+        inner = e.result.details.get("problems")
+        if inner:
+            said.extend(inner)
+            continue
+        text = e.result.message
+        if e.hint and text.endswith(f" — {e.hint}") and len(e.hint) > 80:
+            text = text[:-len(f" — {e.hint}")]
+        said.append(text)
+    return CheckError("config", f"{len(said)} problems in the config: " + "; ".join(said), problems=said)
+
+
 def validate_config(config: Any, fields: Sequence[ConfigField],
                     cross_check: Callable[[dict[str, Any]], list[str]] | None = None,
                     base: dict[str, Any] | None = None) -> tuple[dict[str, Any], list[str]]:
@@ -145,10 +163,12 @@ def validate_config(config: Any, fields: Sequence[ConfigField],
     that the user's values override. ``cross_check`` raises CheckError or returns warnings."""
     user = load_config_input(config)
     known = {f.name: f for f in fields}
-    for key in user:
-        if key not in known:
-            raise CheckError("config", f"unknown config key '{key}'{did_you_mean(key, known)}",
-                             f"known keys: {', '.join(sorted(known))}")
+    # every problem at once: an unknown key must not hide a bad value of a known one
+    problems: list[CheckError] = []
+    unknown = [key for key in user if key not in known]
+    for key in unknown:
+        problems.append(CheckError("config", f"unknown config key '{key}'{did_you_mean(key, known)}",
+                                   f"known keys: {', '.join(sorted(known))}"))
     effective: dict[str, Any] = {}
     for f in fields:
         if f.name in user:
@@ -157,6 +177,11 @@ def validate_config(config: Any, fields: Sequence[ConfigField],
             value = base[f.name]
         else:
             value = f.default
-        effective[f.name] = _coerce(f, value)
+        try:
+            effective[f.name] = _coerce(f, value)
+        except CheckError as e:
+            problems.append(e)
+    if problems:
+        raise all_problems(problems)
     warnings = cross_check(effective) if cross_check else []
     return effective, list(warnings or [])

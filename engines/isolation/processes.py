@@ -18,19 +18,40 @@ import os
 import signal
 import socket
 import subprocess
+import threading
 from pathlib import Path
 from typing import Mapping, Sequence
 
 import psutil
 
 
+_children: list[subprocess.Popen] = []          # started here and not yet reaped (reap_detached)
+_children_lock = threading.Lock()
+
+
 def spawn_detached(argv: Sequence[str], log_path: str | os.PathLike, env: Mapping[str, str] | None = None,
                    cwd: str | os.PathLike | None = None) -> subprocess.Popen:
-    """Start ``argv`` in a new session, output appended to ``log_path``; returns the Popen."""
+    """Start ``argv`` in a new session, output appended to ``log_path``; returns the Popen. A long-lived
+    caller (the studio) calls :func:`reap_detached` now and then, so a child that ended never stays
+    ``<defunct>`` whether or not its starter still looks at it (a chat model that exited when idle, an
+    environment's setup)."""
     with open(Path(log_path), "ab") as log:
-        return subprocess.Popen(list(argv), cwd=None if cwd is None else str(cwd),
+        proc = subprocess.Popen(list(argv), cwd=None if cwd is None else str(cwd),
                                 env=None if env is None else dict(env), stdin=subprocess.DEVNULL, stdout=log,
                                 stderr=subprocess.STDOUT, start_new_session=True, close_fds=True)
+    with _children_lock:
+        _children.append(proc)
+    return proc
+
+
+def reap_detached() -> int:
+    """Collect the exit status of every :func:`spawn_detached` child that has ended (its Popen keeps the
+    return code for whoever asks later); returns how many were reaped."""
+    with _children_lock:
+        ended = [p for p in _children if p.poll() is not None]
+        for p in ended:
+            _children.remove(p)
+    return len(ended)
 
 
 def _tree(pid: int) -> list[psutil.Process]:

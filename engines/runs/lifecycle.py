@@ -139,7 +139,8 @@ class Slot:
 
 def wait_for_slot(run: RunDir, slot: Slot, poll_s: float = 0.5) -> bool:
     """Block in state ``queued`` until this run is first in line and the slot is free, keeping
-    ``queue_position`` (1 = next) and ``waiting_for`` (the run holding the slot) in status.json.
+    ``queue_position`` (1 = next), ``queued_ahead`` (the runs queued before it, first in line first) and
+    ``waiting_for`` (the run holding the slot, None when no run does) in status.json.
 
     Returns False when a stop was requested while waiting.
     """
@@ -150,9 +151,9 @@ def wait_for_slot(run: RunDir, slot: Slot, poll_s: float = 0.5) -> bool:
         ahead = _queued_ahead(run)
         if not ahead and slot.try_acquire():
             if announced:
-                run.write_status(queue_position=None, waiting_for=None)
+                run.write_status(queue_position=None, queued_ahead=None, waiting_for=None)
             return True
-        where = {"queue_position": len(ahead) + 1, "waiting_for": _slot_holder(run.path.parent)}
+        where = {"queue_position": len(ahead) + 1, "queued_ahead": ahead, "waiting_for": _slot_holder(run.path.parent)}
         if not announced:
             run.mark_process(QUEUED, **where)
             run.event("queued", message="waiting for the running job to finish", **where)

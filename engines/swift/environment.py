@@ -82,6 +82,16 @@ def read_marker(venv: Path) -> dict | None:
         return None
 
 
+def environment_files() -> list[str]:
+    """What :func:`availability` reads: the interpreter and, for the project's own virtualenv, its marker
+    (written last by a setup) and ``pyvenv.cfg``."""
+    python = swift_python()
+    if os.environ.get(PYTHON_ENV):
+        return [python]
+    venv = default_venv()
+    return [python, str(venv / MARKER), str(venv / "pyvenv.cfg")]
+
+
 def fingerprint(python: str | None = None) -> str:
     """Identifies the environment's contents, for caching what was checked in it (changes on a new setup)."""
     python = python or swift_python()

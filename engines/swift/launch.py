@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..runs.run_summary import measured_summary
 from ..isolation.processes import spawn_detached
 from ..runs.rundir import FINISHED, STOPPED, STOPPING, JsonlTail, RunDir, TextTail, step_log_line
 from .metrics import PromptLookup, is_summary, normalize, samples_from_completions
@@ -82,6 +83,7 @@ class SwiftWatcher:
         self.metrics_tail = JsonlTail(self.output_dir / "logging.jsonl")
         self.completions_tail = JsonlTail(self.output_dir / "completions.jsonl")
         self.last_step: int | None = None
+        self.first_step: int | None = None     # the first step this run logged (the summary's steps count from it)
         self.rows = 0
         self.checkpoints: set[int] = set()
         self._lookup: PromptLookup | None = None
@@ -98,8 +100,9 @@ class SwiftWatcher:
 
     def _metrics(self, record: dict) -> None:
         if is_summary(record):
-            if "train_runtime" in record:
-                self.run.event("summary", **{k: v for k, v in record.items() if isinstance(v, (int, float))})
+            if "train_runtime" in record:      # measured figures only (engines/runs/run_summary.py)
+                steps = None if self.first_step is None else self.last_step - self.first_step + 1
+                self.run.event("summary", **measured_summary(record, steps, record.get("train_runtime")))
             return
         row = normalize(record)
         if row is None:
@@ -113,6 +116,7 @@ class SwiftWatcher:
             self.tensorboard.add(step, values, when=now)
         self.rows += 1
         self.last_step = step if self.last_step is None else max(self.last_step, step)
+        self.first_step = step if self.first_step is None else min(self.first_step, step)
         step_time = values.get("step_time") if ("loss" in values or "reward" in values) else None
         print(step_log_line(step, self.total_steps, values, 1.0 / step_time if step_time else None), flush=True)
         status: dict[str, Any] = {"step": self.last_step}

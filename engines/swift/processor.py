@@ -75,6 +75,10 @@ class SwiftProcessor(StandardProcessor):
         return environment.availability()
 
     @classmethod
+    def environment_files(cls) -> list[str]:
+        return environment.environment_files()
+
+    @classmethod
     def setup_environment(cls, argv: list[str]) -> int:
         """``python -m engines setup swift``: see :func:`.environment.setup`."""
         return environment.setup_command_line(argv)

@@ -6,6 +6,7 @@ from typing import Any, Callable
 
 from transformers import TrainerCallback
 
+from ..runs.run_summary import measured_summary
 from ..rewards import Reward
 from ..runs.rundir import STOPPING, RunDir, step_log_line
 from ..runs.tensorboard_log import ScalarWriter
@@ -117,7 +118,7 @@ class RunDirCallback(TrainerCallback):
         self.stopped = False
         self._t0 = time.time()
         self._last_log_t = None
-        self._last_log_step = 0
+        self._last_log_step = self._first_step = 0
 
     @property
     def tensorboard(self) -> ScalarWriter:
@@ -127,7 +128,7 @@ class RunDirCallback(TrainerCallback):
 
     def on_train_begin(self, args, state, control, **kw):
         self._t0 = self._last_log_t = time.time()
-        self._last_log_step = state.global_step
+        self._last_log_step = self._first_step = state.global_step
         if not state.is_world_process_zero:
             return
         self.run.write_status(step=state.global_step, total_steps=state.max_steps, train_started=self._t0)
@@ -156,8 +157,9 @@ class RunDirCallback(TrainerCallback):
         if not state.is_world_process_zero:
             return
         logs = logs or {}
-        if "train_runtime" in logs:  # the trainer's closing summary
-            self.run.event("summary", **{k: v for k, v in logs.items() if isinstance(v, (int, float))})
+        if "train_runtime" in logs:  # the trainer's closing summary: what this process measured (run_summary.py)
+            self.run.event("summary", **measured_summary(logs, state.global_step - self._first_step,
+                                                         time.time() - self._t0))
             return
         now = time.time()
         values = canonical_metrics(logs)

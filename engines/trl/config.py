@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..core.check_result import CheckError
-from ..inputs.config import ConfigField, load_config_input, validate_config
+from ..inputs.config import ConfigField, all_problems, load_config_input, validate_config
 
 PRESETS = ("ddp", "zero1", "zero2", "zero3", "fsdp1", "fsdp2")
 TRACKER_MODES = ("online", "offline")
@@ -137,12 +137,21 @@ def validate(config: Any, base: dict[str, Any] | None = None) -> tuple[dict[str,
     mode = _mode_of(user)
     fields = trl_fields(mode)
     own, theirs = {}, {}
+    problems: list[CheckError] = []          # every problem at once (engines/inputs/config.py all_problems)
     for key, value in user.items():
-        if classify_key(str(key), mode, ENGINE_KEYS) == "engine":
-            own[key] = value
-        else:
-            theirs[key] = coerce(fields[key], value)
-    effective, warnings = validate_config(own, FIELDS, cross_check, base=base)
+        try:
+            if classify_key(str(key), mode, ENGINE_KEYS) == "engine":
+                own[key] = value
+            else:
+                theirs[key] = coerce(fields[key], value)
+        except CheckError as e:
+            problems.append(e)
+    try:
+        effective, warnings = validate_config(own, FIELDS, cross_check if not problems else None, base=base)
+    except CheckError as e:
+        problems.append(e)
+    if problems:
+        raise all_problems(problems)
     effective.update(theirs)
     resolve_aliases(effective, set(user))
     return effective, warnings
