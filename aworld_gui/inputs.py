@@ -336,20 +336,22 @@ def upload_name(name: str) -> str:
 def parse_reward_text(text: str, uploaded: dict[str, str] | None = None) -> list[dict[str, Any]]:
     """``exact_match@1, letter_reward.py:letter_reward@0.5`` (commas or new lines) → reward entries.
     ``file.py:fn`` whose file name matches an uploaded file (``uploaded``: name → stored path) binds
-    to that upload. The same ``NAME@WEIGHT`` and ``module:factory(k=v, ...)`` syntax as
-    ``python -m engines --reward``."""
+    to that upload. The same ``NAME@WEIGHT``, ``module:factory(k=v, ...)`` and inline
+    ``{judge: {url: ..., model: ...}}@WEIGHT`` syntax as ``python -m engines --reward``. Split in one
+    linear pass, size-capped (:mod:`engines.rewards.reward_text`); weights finite and bounded."""
+    from engines.rewards.reward_text import checked_weight, split_items
+    from engines.rewards.spec import parse_cli_reward
+
     out: list[dict[str, Any]] = []
-    for raw in re.split(r"\n|,(?![^()]*\))", text or ""):  # a factory's arguments keep their commas
-        item = raw.strip()
-        if not item:
+    for raw in split_items(text or ""):  # a factory's arguments and an inline mapping keep their commas
+        item = raw
+        if item.startswith("{"):
+            out.extend(parse_cli_reward(item))
             continue
         weight = 1.0
         if "@" in item and ")" not in item.rpartition("@")[2]:
             item, _, w = item.rpartition("@")
-            try:
-                weight = float(w)
-            except ValueError:
-                raise ValueError(f"reward weight in '{raw.strip()}' is not a number (write NAME@0.5)")
+            weight = checked_weight(w, raw)
         item = item.strip()
         if ":" in item:
             target, _, attr = item.rpartition(":")
