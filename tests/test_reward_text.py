@@ -61,3 +61,15 @@ def test_a_nul_in_a_config_is_named_as_a_nul():
     assert "NUL character (U+0000) at line 2, column 19" in str(e.value) and "tab" not in str(e.value)
     with pytest.raises(CheckError, match="a tab character at line 2"):   # a real tab is still a tab
         load_yaml_text("a:\n\tb: 1\n", module="config", where="config.yaml")
+
+
+def test_every_text_field_of_the_api_has_a_cap():
+    from aworld_gui.client_api import TEXT_CAPS, ApiError, _check_text_sizes
+
+    for name, cap in TEXT_CAPS.items():
+        _check_text_sizes(**{name: "x" * cap})               # at the cap: taken
+        with pytest.raises(ApiError, match=f"`{name}` is {cap + 1:,} characters; at most {cap:,}") as e:
+            _check_text_sizes(**{name: "x" * (cap + 1)})
+        assert e.value.module == {"rewards": "reward"}.get(name, name)
+    with pytest.raises(ApiError, match="must be text"):
+        _check_text_sizes(config=["not", "text"])
