@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import shutil
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -178,13 +179,22 @@ def display_path(p: str) -> str:
 
 
 # -- uploads ---------------------------------------------------------------------------------------
+#: an agent file larger than this is not read whole to be masked: it is refused by its check (1 MB cap)
+AGENT_UPLOAD_MAX = 4 << 20
+
+
 def store_upload(tmp_path: str, runs_dir: str | os.PathLike) -> str:
     """Copy a Gradio temp upload into ``<runs>/.uploads/<digest>/<name>`` so run specs that point at
     it stay valid after Gradio cleans its cache. Same content → same path. An agent YAML's literal
     secrets are masked in the stored copy and in Gradio's (which Gradio serves): see upload_secrets."""
     src = Path(tmp_path)
-    data = src.read_bytes()
     if src.suffix.lower() in AGENT_SUFFIXES:
+        size = src.stat().st_size
+        if size > AGENT_UPLOAD_MAX:   # never stored, and not left in Gradio's cache (served) unmasked either
+            src.unlink(missing_ok=True)
+            raise ValueError(f"the agent file '{src.name}' is {size / (1 << 20):.1f} MB; an agent config is at most "
+                             f"{AGENT_UPLOAD_MAX >> 20} MB — upload the YAML itself")
+        data = src.read_bytes()
         masked, notes = mask_bytes(data)
         if notes:
             data = masked
@@ -192,13 +202,23 @@ def store_upload(tmp_path: str, runs_dir: str | os.PathLike) -> str:
                 src.write_bytes(masked)   # Gradio's cached copy is served by its file route
             except OSError:
                 pass
-    digest = hashlib.sha1(data).hexdigest()[:12]
+        digest = hashlib.sha1(data).hexdigest()[:12]
+        chunks: Any = [data]
+    else:   # streamed: an upload never costs its size in memory
+        h = hashlib.sha1()
+        with open(src, "rb") as f:
+            while block := f.read(1 << 20):
+                h.update(block)
+        digest, chunks = h.hexdigest()[:12], None
     dest_dir = Path(runs_dir) / UPLOADS / digest
     dest_dir.mkdir(parents=True, exist_ok=True)
     dest = dest_dir / _safe_name(src.name)
     if not dest.exists():
         tmp = dest.with_name(dest.name + ".part")
-        tmp.write_bytes(data)
+        if chunks is None:
+            shutil.copyfile(src, tmp)
+        else:
+            tmp.write_bytes(chunks[0])
         os.replace(tmp, dest)
     return str(dest.resolve())
 

@@ -89,6 +89,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="seconds a run gets to stop after Stop before it is killed")
     p.add_argument("--check-timeout", type=float, default=60.0, help="time limit of one check in the worker")
     p.add_argument("--share", action="store_true", help="create a public gradio.live link (off by default)")
+    p.add_argument("--max-upload-mb", type=float, default=float(os.environ.get("AWORLD_STUDIO_MAX_UPLOAD_MB", "100")),
+                   help="the largest upload taken (MB); a bigger one is refused while it streams in (413)")
     args = list(sys.argv[1:] if argv is None else argv)
     a = p.parse_args(args)
     if a.secrets_fd is not None:   # restarted clean: the login and credentials come from the memory file
@@ -116,6 +118,7 @@ def main(argv: list[str] | None = None) -> int:
         demo.launch(server_name=a.host, server_port=a.port, share=a.share, auth=auth,
                     show_error=True, allowed_paths=[str(runs_dir / ".exports")],
                     footer_links=["api", "settings"],   # Settings holds the language (English, 中文)
+                    max_file_size=int(a.max_upload_mb * (1 << 20)),   # refused as it streams, never held whole
                     prevent_thread_lock=True, **launch_kwargs(demo))
         wait_until_interrupted(demo, stop)
     finally:
