@@ -2,10 +2,13 @@
 page carries no API description, and Gradio's other routes answer 401 (they answered before)."""
 from __future__ import annotations
 
+import time
+
 import httpx
 import pytest
 
 from testing.studio import StudioProcess
+from testing.waiting import wait_for
 
 LOGIN = ("admin", "gate-login-2290")
 CLOSED = ["gradio_api/info", "gradio_api/heartbeat/abc", "gradio_api/cancel", "gradio_api/app_id", "gradio_api/user",
@@ -32,6 +35,14 @@ def test_without_login_only_the_login_form_answers(studio):
             assert r.status_code == 401, (path, r.status_code, r.text[:200])
         wrong = anon.post("/login", data={"username": LOGIN[0], "password": "nope"})
         assert wrong.status_code in (400, 401)
+
+
+def test_the_studio_survives_its_own_start_up_check(studio):
+    """Gradio's launch asks /gradio_api/startup-events without a login and raises (the studio exits) on 401."""
+    wait_for(lambda: "startup-events" in studio.log_text(), 120, "launch's start-up check")
+    time.sleep(2.0)
+    assert studio.proc.poll() is None, studio.log_text()[-2000:]
+    assert "401 Unauthorized" not in studio.log_text()
 
 
 def test_after_login_everything_answers_again(studio):
