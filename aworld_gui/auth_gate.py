@@ -16,7 +16,8 @@ from typing import Any, Callable
 # startup-events: Gradio's launch calls it (without a login) to run the app's start-up once; it says "true"
 OPEN_PATHS = {"/", "/login", "/login/", "/login_check", "/login_check/", "/logout", "/manifest.json",
               "/favicon.ico", "/theme.css", "/gradio_api/theme.css", "/gradio_api/startup-events"}
-OPEN_PREFIXES = ("/assets/", "/static/", "/gradio_api/static/", "/svelte/", "/gradio_api/assets/")
+# /aworld/live/<ticket>: the Monitor's stream, opened with a ticket only a logged-in call gets (live_stream.py)
+OPEN_PREFIXES = ("/assets/", "/static/", "/gradio_api/static/", "/svelte/", "/gradio_api/assets/", "/aworld/live/")
 _API_INFO = re.compile(rb"gradio_api_info = [^\n]*;")
 
 
