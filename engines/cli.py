@@ -148,8 +148,10 @@ def cmd_train(a: argparse.Namespace) -> int:
 
 
 def cmd_run(a: argparse.Namespace) -> int:
+    from .isolation.privileges import drop_privileges
     from .runs.rundir import RunDir
 
+    drop_privileges()   # the run's user code (rewards, tools) cannot read other processes (privileges.py)
     return execute_run(RunDir(a.run_dir))
 
 
@@ -263,8 +265,10 @@ def cmd_eval(a: argparse.Namespace) -> int:
     """Prepare an evaluation of a run (checks first) and run it here, or in the background (--detach),
     or execute an evaluation directory that was prepared already (--dir)."""
     from .inference.evaluation import prepare_eval, run_eval
+    from .isolation.privileges import drop_privileges
 
     if a.dir:
+        drop_privileges()   # a prepared evaluation runs the reward: no capability (privileges.py)
         eval_dir = a.dir
     else:
         if not a.run:
@@ -281,9 +285,13 @@ def cmd_eval(a: argparse.Namespace) -> int:
         print(f"evaluation directory: {eval_dir}", file=sys.stderr)
         if a.detach:
             from .isolation.processes import spawn_detached
+            from .isolation.user_env import env_for_files
 
             proc = spawn_detached([sys.executable, "-m", "engines", "eval", "--dir", eval_dir],
-                                  os.path.join(eval_dir, "eval.log"), env={**os.environ, "PYTHONUNBUFFERED": "1"})
+                                  os.path.join(eval_dir, "eval.log"),
+                                  env=env_for_files(os.path.join(eval_dir, "eval.yaml"),
+                                                    os.path.join(a.run, "run.yaml") if a.run else None,
+                                                    extra={"PYTHONUNBUFFERED": "1"}))
             prepared.write_status(pid=proc.pid, launched=time.time())
             print(json.dumps({"eval_dir": eval_dir, "pid": proc.pid}))
             return 0
@@ -314,7 +322,9 @@ def cmd_chat_serve(a: argparse.Namespace) -> int:
     from pathlib import Path
 
     from .inference.chat_server import serve
+    from .isolation.privileges import drop_privileges
 
+    drop_privileges()   # the agent's tools run here
     return serve(a.run, a.checkpoint, Path(a.state_dir), a.idle_timeout)
 
 
@@ -349,6 +359,9 @@ def setup_logging() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from .isolation.privileges import make_undumpable
+
+    make_undumpable()   # this process may hold credentials (its environment): no ptrace, no core dump
     setup_logging()
     parser = argparse.ArgumentParser(prog="aworld-train", description="AWorld agent training engines")
     sub = parser.add_subparsers(dest="cmd", required=True)
@@ -416,6 +429,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("rest", nargs=argparse.REMAINDER, help="the engine's setup options (--progress-file F, ...)")
     p.set_defaults(func=cmd_setup)
     a = parser.parse_args(argv)
+    if a.cmd == "check":   # Ctrl-C ends a check at once (its isolated call is killed first): no traceback
+        try:
+            return a.func(a)
+        except KeyboardInterrupt:
+            print("interrupted: the check and everything it started were stopped", file=sys.stderr)
+            return 130
     return a.func(a)
 
 

@@ -113,7 +113,9 @@ class ChatService:
             (self.dir / "chat.json").unlink(missing_ok=True)
             cmd = [sys.executable, "-m", "engines", "chat-serve", "--run", key[0], "--checkpoint", key[1],
                    "--state-dir", str(self.dir), "--idle-timeout", str(self.idle_timeout_s)]
-            self._proc = spawn_detached(cmd, self.dir / "chat.log")
+            from engines.isolation.user_env import env_for_files   # the agent's tools run there: no credential it does not name
+
+            self._proc = spawn_detached(cmd, self.dir / "chat.log", env=env_for_files(Path(key[0]) / "run.yaml"))
             self._key = key
             deadline = time.monotonic() + LOAD_TIMEOUT_S
             while time.monotonic() < deadline:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import shutil
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -178,13 +179,22 @@ def display_path(p: str) -> str:
 
 
 # -- uploads ---------------------------------------------------------------------------------------
+#: an agent file larger than this is not read whole to be masked: it is refused by its check (1 MB cap)
+AGENT_UPLOAD_MAX = 4 << 20
+
+
 def store_upload(tmp_path: str, runs_dir: str | os.PathLike) -> str:
     """Copy a Gradio temp upload into ``<runs>/.uploads/<digest>/<name>`` so run specs that point at
     it stay valid after Gradio cleans its cache. Same content → same path. An agent YAML's literal
     secrets are masked in the stored copy and in Gradio's (which Gradio serves): see upload_secrets."""
     src = Path(tmp_path)
-    data = src.read_bytes()
     if src.suffix.lower() in AGENT_SUFFIXES:
+        size = src.stat().st_size
+        if size > AGENT_UPLOAD_MAX:   # never stored, and not left in Gradio's cache (served) unmasked either
+            src.unlink(missing_ok=True)
+            raise ValueError(f"the agent file '{src.name}' is {size / (1 << 20):.1f} MB; an agent config is at most "
+                             f"{AGENT_UPLOAD_MAX >> 20} MB — upload the YAML itself")
+        data = src.read_bytes()
         masked, notes = mask_bytes(data)
         if notes:
             data = masked
@@ -192,13 +202,23 @@ def store_upload(tmp_path: str, runs_dir: str | os.PathLike) -> str:
                 src.write_bytes(masked)   # Gradio's cached copy is served by its file route
             except OSError:
                 pass
-    digest = hashlib.sha1(data).hexdigest()[:12]
+        digest = hashlib.sha1(data).hexdigest()[:12]
+        chunks: Any = [data]
+    else:   # streamed: an upload never costs its size in memory
+        h = hashlib.sha1()
+        with open(src, "rb") as f:
+            while block := f.read(1 << 20):
+                h.update(block)
+        digest, chunks = h.hexdigest()[:12], None
     dest_dir = Path(runs_dir) / UPLOADS / digest
     dest_dir.mkdir(parents=True, exist_ok=True)
     dest = dest_dir / _safe_name(src.name)
     if not dest.exists():
         tmp = dest.with_name(dest.name + ".part")
-        tmp.write_bytes(data)
+        if chunks is None:
+            shutil.copyfile(src, tmp)
+        else:
+            tmp.write_bytes(chunks[0])
         os.replace(tmp, dest)
     return str(dest.resolve())
 
@@ -336,20 +356,22 @@ def upload_name(name: str) -> str:
 def parse_reward_text(text: str, uploaded: dict[str, str] | None = None) -> list[dict[str, Any]]:
     """``exact_match@1, letter_reward.py:letter_reward@0.5`` (commas or new lines) → reward entries.
     ``file.py:fn`` whose file name matches an uploaded file (``uploaded``: name → stored path) binds
-    to that upload. The same ``NAME@WEIGHT`` and ``module:factory(k=v, ...)`` syntax as
-    ``python -m engines --reward``."""
+    to that upload. The same ``NAME@WEIGHT``, ``module:factory(k=v, ...)`` and inline
+    ``{judge: {url: ..., model: ...}}@WEIGHT`` syntax as ``python -m engines --reward``. Split in one
+    linear pass, size-capped (:mod:`engines.rewards.reward_text`); weights finite and bounded."""
+    from engines.rewards.reward_text import checked_weight, split_items
+    from engines.rewards.spec import parse_cli_reward
+
     out: list[dict[str, Any]] = []
-    for raw in re.split(r"\n|,(?![^()]*\))", text or ""):  # a factory's arguments keep their commas
-        item = raw.strip()
-        if not item:
+    for raw in split_items(text or ""):  # a factory's arguments and an inline mapping keep their commas
+        item = raw
+        if item.startswith("{"):
+            out.extend(parse_cli_reward(item))
             continue
         weight = 1.0
         if "@" in item and ")" not in item.rpartition("@")[2]:
             item, _, w = item.rpartition("@")
-            try:
-                weight = float(w)
-            except ValueError:
-                raise ValueError(f"reward weight in '{raw.strip()}' is not a number (write NAME@0.5)")
+            weight = checked_weight(w, raw)
         item = item.strip()
         if ":" in item:
             target, _, attr = item.rpartition(":")

@@ -28,7 +28,7 @@ from engines.core.isolated_checks import results_for_failure
 from engines.isolation.processes import reap_detached, spawn_detached
 from engines.runs.rundir import ACTIVE_STATES, QUEUED, RUNNING, STOP_FILE, STOPPING, RunDir
 from engines.isolation.sandbox import whose
-from engines.isolation.user_env import referenced_names
+from engines.isolation.user_env import env_for_files, referenced_names
 from engines.inputs.yaml_input import try_load_yaml
 from engines.runs.lifecycle import (Slot, delete_run, effective_status, enforce_stop_timeout, kill_run, list_run_dirs,
                           spawn_run, stop_run)
@@ -418,7 +418,9 @@ class Studio:
             return res
         eval_dir = res["eval_dir"]
         proc = spawn_detached([sys.executable, "-m", "engines", "eval", "--dir", eval_dir],
-                              Path(eval_dir) / "eval.log", env={**os.environ, "PYTHONUNBUFFERED": "1"})
+                              Path(eval_dir) / "eval.log",
+                              env=env_for_files(Path(eval_dir) / "eval.yaml", path / "run.yaml",
+                                                extra={"PYTHONUNBUFFERED": "1"}))
         self._spawned.add(proc.pid)
         RunDir(eval_dir).write_status(pid=proc.pid, pid_create_time=psutil.Process(proc.pid).create_time(),
                                       launched=time.time())

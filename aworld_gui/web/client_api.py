@@ -54,10 +54,28 @@ def _path(file: Any) -> str | None:
     return getattr(file, "path", None) or getattr(file, "name", None)
 
 
+#: the most characters each text field of the API takes (its files have caps of their own)
+TEXT_CAPS = {"rewards": 64 * 1024, "config": 1024 * 1024, "engine": 100}
+
+
+def _check_text_sizes(**fields: Any) -> None:
+    """Every text field within its cap, refused before anything reads it (module: the field's)."""
+    for name, value in fields.items():
+        cap = TEXT_CAPS[name]
+        if value is not None and not isinstance(value, str):
+            raise ApiError(f"`{name}` must be text, got {type(value).__name__}", "reward" if name == "rewards" else
+                           name)
+        if value and len(value) > cap:
+            raise ApiError(f"`{name}` is {len(value):,} characters; at most {cap:,} are read"
+                           + (" — put long settings in a config file" if name == "config" else ""),
+                           {"rewards": "reward", "config": "config", "engine": "engine"}[name])
+
+
 def build_inputs(studio: Studio, agent: Any, train: Any, test: Any, reward_file: Any, rewards: str | None,
                  config: str | None, engine: str | None) -> inp.SetupInputs:
     """SetupInputs from uploaded files; omitted inputs fall back to the shipped demo (the test set
     only when the train set is omitted too)."""
+    _check_text_sizes(rewards=rewards, config=config, engine=engine)
     demo = inp.demo_inputs()
     agent_p, train_p, test_p, reward_p = (_path(x) for x in (agent, train, test, reward_file))
     agent_path = demo.agent

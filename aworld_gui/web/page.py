@@ -126,6 +126,9 @@ def launch_kwargs(demo: gr.Blocks) -> dict[str, Any]:
     from starlette.middleware import Middleware
 
     from .login_throttle import LoginThrottle
+    from .auth_gate import AuthGate
+    from .upload_guard import UploadGuard
 
     return {"theme": theme(), "css": CSS, "i18n": i18n(),
-            "app_kwargs": {"routes": list(demo.aworld_routes), "middleware": [Middleware(LoginThrottle)]}}
+            "app_kwargs": {"routes": list(demo.aworld_routes),
+                           "middleware": [Middleware(LoginThrottle), Middleware(AuthGate), Middleware(UploadGuard)]}}

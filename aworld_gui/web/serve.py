@@ -1,9 +1,11 @@
 """AWorld Trainer Studio: ``aworld-studio`` (or ``python app.py``) serves on http://127.0.0.1:7860.
 
-    aworld-studio [--host 127.0.0.1] [--port 7860] [--runs-dir runs] [--auth user:password]
+    aworld-studio [--host 127.0.0.1] [--port 7860] [--runs-dir runs] [--auth-file FILE | --auth user:password]
                   [--stop-timeout 30] [--share]
 
-Login: ``--auth user:password`` or the environment variable ``AWORLD_STUDIO_AUTH=user:password``.
+Login: ``--auth-file FILE`` (its first line ``user:password``), the environment variable
+``AWORLD_STUDIO_AUTH=user:password`` or ``--auth user:password``. Whichever it is, the studio starts
+itself again without it in its environment or command line (:mod:`aworld_gui.web.clean_start`).
 No public share link is created unless ``--share`` is given.
 """
 from __future__ import annotations
@@ -15,6 +17,8 @@ import signal
 import sys
 import threading
 from pathlib import Path
+
+from aworld_gui.web import clean_start
 
 
 def parse_auth(value: str | None) -> tuple[str, str] | None:
@@ -78,15 +82,26 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--port", type=int, default=int(os.environ.get("AWORLD_STUDIO_PORT", "7860")))
     p.add_argument("--runs-dir", default=os.environ.get("AWORLD_RUNS_DIR", "runs"))
     p.add_argument("--auth", default=os.environ.get("AWORLD_STUDIO_AUTH"),
-                   help="user:password (or set AWORLD_STUDIO_AUTH)")
+                   help="user:password (or set AWORLD_STUDIO_AUTH; --auth-file keeps it off the command line)")
+    p.add_argument("--auth-file", help="a file whose first line is user:password")
+    p.add_argument(clean_start.SECRETS_FD_OPTION, type=int, help=argparse.SUPPRESS)
     p.add_argument("--stop-timeout", type=float, default=30.0,
                    help="seconds a run gets to stop after Stop before it is killed")
     p.add_argument("--check-timeout", type=float, default=60.0, help="time limit of one check in the worker")
     p.add_argument("--share", action="store_true", help="create a public gradio.live link (off by default)")
-    a = p.parse_args(argv)
-    auth = parse_auth(a.auth)
-    if auth:
-        keep_credentials_private()
+    p.add_argument("--max-upload-mb", type=float, default=float(os.environ.get("AWORLD_STUDIO_MAX_UPLOAD_MB", "100")),
+                   help="the largest upload taken (MB); a bigger one is refused while it streams in (413)")
+    args = list(sys.argv[1:] if argv is None else argv)
+    a = p.parse_args(args)
+    if a.secrets_fd is not None:   # restarted clean: the login and credentials come from the memory file
+        login = clean_start.take_secrets(a.secrets_fd)
+    else:
+        login = clean_start.read_auth_file(a.auth_file) if a.auth_file else a.auth
+        parse_auth(login)   # a malformed login is refused before anything else
+        if clean_start.supported() and clean_start.needed(args, os.environ):
+            clean_start.restart_clean(args, login)   # does not return
+    auth = parse_auth(login)
+    keep_credentials_private()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
     from aworld_gui.web.page import build_app, launch_kwargs
@@ -103,6 +118,7 @@ def main(argv: list[str] | None = None) -> int:
         demo.launch(server_name=a.host, server_port=a.port, share=a.share, auth=auth,
                     show_error=True, allowed_paths=[str(runs_dir / ".exports")],
                     footer_links=["api", "settings"],   # Settings holds the language (English, 中文)
+                    max_file_size=int(a.max_upload_mb * (1 << 20)),   # refused as it streams, never held whole
                     prevent_thread_lock=True, **launch_kwargs(demo))
         wait_until_interrupted(demo, stop)
     finally:

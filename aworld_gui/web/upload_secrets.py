@@ -14,6 +14,7 @@ import re
 import yaml
 
 from engines.inputs.agents import MASK, SECRET_RE
+from engines.inputs.secret_values import URL_PASSWORD_RE, mask_url_passwords
 from engines.core.check_result import CheckError
 from engines.inputs.yaml_input import compose_yaml_text
 
@@ -57,8 +58,16 @@ def _spans(text: str) -> list[tuple[int, int, str, int]] | None:
 
 
 def mask_text(text: str) -> tuple[str, list[str]]:
-    """``text`` with every literally written secret value replaced by ``"****"``; and what was masked
-    (``"api_key (line 4)"``)."""
+    """``text`` with every literally written secret value replaced by ``"****"`` and every URL's password
+    (``postgres://u:pw@h``, anywhere, comments included); and what was masked (``"api_key (line 4)"``)."""
+    url_notes = [f"url password (line {text.count(chr(10), 0, m.start()) + 1})"
+                 for m in URL_PASSWORD_RE.finditer(text) if mask_url_passwords(m.group(0)) != m.group(0)]
+    text = mask_url_passwords(text)
+    masked, notes = _mask_values(text)
+    return masked, sorted(notes + url_notes, key=lambda n: int(n.rsplit("line ", 1)[1].rstrip(")")))
+
+
+def _mask_values(text: str) -> tuple[str, list[str]]:
     spans = _spans(text)
     notes: list[str] = []
     if spans is not None:

@@ -48,6 +48,9 @@ class WorkerError(RuntimeError):
 
     def __init__(self, message: str, kind: str = "exception", output: str = "", tb: str = "",
                  stage: str | None = None):
+        from engines.inputs.secret_values import mask_url_passwords
+
+        message, output, tb = (mask_url_passwords(x) for x in (message, output, tb))
         super().__init__(message)
         self.kind = kind
         self.output = output

@@ -25,6 +25,13 @@ class CheckResult:
     details: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
 
+    def __post_init__(self) -> None:   # a message never quotes a password (a judge's url with user:pw@)
+        from ..inputs.secret_values import mask_url_passwords, mask_url_passwords_deep
+
+        self.message = mask_url_passwords(self.message)
+        self.warnings = [mask_url_passwords(w) for w in self.warnings]
+        self.details = mask_url_passwords_deep(self.details)
+
     @property
     def ok(self) -> bool:
         return self.status != ERROR
@@ -52,6 +59,9 @@ class CheckError(ValueError):
         is a different one (a dropdown to set rather than an argument to pass), says that instead there."""
         self.module = module
         self.hint = hint
+        from ..inputs.secret_values import mask_url_passwords
+
+        message, hint = mask_url_passwords(message), mask_url_passwords(hint)
         text = message if not hint else f"{message} — {hint}"
         super().__init__(f"[{module}] {text}")
         if studio_hint:

@@ -35,7 +35,8 @@ from .loading import ReferenceError_, load_object, resolve_path
 from ..tools.mcp_servers import AGENT_KEYS as MCP_KEYS
 from ..tools.mcp_servers import McpSelection, parse_mcp
 from ..tools.tool_schema import check_tool
-from .secret_values import ENV_RE, MASK, SECRET_RE, env_reference, mask_secrets, substitute_env  # noqa: F401
+from .secret_values import (ENV_RE, MASK, SECRET_RE, env_reference, mask_secrets, mask_url_passwords,  # noqa: F401
+                            substitute_env)
 from .yaml_input import load_user_file
 
 FLAT_KEYS = {"name", "model", "system_prompt", "temperature", "top_p", "max_tokens", "max_steps", "max_turns", "tools",
@@ -88,7 +89,7 @@ class AgentSpec:
             "max_steps": self.max_steps, "tools": list(self.tools),
         }
         if self.llm_base_url:
-            d["llm_base_url"] = self.llm_base_url
+            d["llm_base_url"] = mask_url_passwords(self.llm_base_url)
         if self.api_key:
             d["api_key"] = self.secret_refs.get("api_key") or MASK
         if self.extra:

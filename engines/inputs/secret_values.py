@@ -17,6 +17,9 @@ SECRET_RE = re.compile(r"(api[_-]?key|secret|password|passwd|(^|[_-])token$|^aut
                        r"^proxy-authorization$|^cookie$)", re.I)
 ENV_RE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 MASK = "****"
+# scheme://user:password@ — the password part (up to the last @ before the host's end); linear: the
+# classes exclude what ends them, and no group repeats another
+URL_PASSWORD_RE = re.compile(r"(?P<head>\b[A-Za-z][A-Za-z0-9+.-]{0,31}://[^\s/@:'\"]{0,256}:)(?P<pw>[^\s/@'\"]{1,1024})@")
 
 
 def is_secret_key(key: Any) -> bool:
@@ -41,7 +44,7 @@ def env_reference(value: Any) -> str | None:
 def public_value(key: Any, raw: Any) -> Any:
     """What may be shown or written for the setting ``key`` written as ``raw`` (before substitution)."""
     if raw in (None, "") or references_env(raw) or not is_secret_key(key):
-        return raw
+        return mask_url_passwords(raw)   # postgres://u:pw@h is a secret whatever the key is called
     return MASK
 
 
@@ -78,14 +81,37 @@ def public_url(raw: Any) -> Any:
     return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
 
+def mask_url_passwords(text: Any) -> Any:
+    """Every ``scheme://user:password@`` in a text with the password masked (``${VAR}`` kept): for
+    values, files and messages alike (an error that quotes a URL must not quote its password)."""
+    if not isinstance(text, str) or "://" not in text or "@" not in text:
+        return text
+
+    def repl(m: re.Match) -> str:
+        pw = m.group("pw")
+        return m.group(0) if pw == MASK or references_env(pw) else f"{m.group('head')}{MASK}@"
+
+    return URL_PASSWORD_RE.sub(repl, text)
+
+
+def mask_url_passwords_deep(obj: Any) -> Any:
+    """:func:`mask_url_passwords` on every text of a nested structure (dicts, lists, tuples)."""
+    if isinstance(obj, dict):
+        return {k: mask_url_passwords_deep(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(mask_url_passwords_deep(v) for v in obj)
+    return mask_url_passwords(obj)
+
+
 def mask_secrets(obj: Any) -> Any:
-    """Every secret-named entry of a nested structure masked (for values whose source is unknown)."""
+    """Every secret-named entry of a nested structure masked (for values whose source is unknown), and
+    every URL's password."""
     if isinstance(obj, dict):
         return {k: (MASK if is_secret_key(k) and v not in (None, "") and not references_env(v)
                     else mask_secrets(v)) for k, v in obj.items()}
     if isinstance(obj, list):
         return [mask_secrets(v) for v in obj]
-    return obj
+    return mask_url_passwords(obj)
 
 
 def substitute_env(value: Any, missing: list[str]) -> Any:

@@ -38,6 +38,13 @@ def _where(line: int, col: int) -> str:
 
 def describe_yaml_error(e: yaml.YAMLError, text: str = "") -> str:
     """A YAML syntax error in words, with both places: where it went wrong and where the construct started."""
+    if isinstance(e, yaml.reader.ReaderError):   # a character YAML never accepts (NUL, other controls)
+        line = text.count("\n", 0, e.position) + 1 if text else None
+        col = e.position - (text.rfind("\n", 0, e.position) + 1) + 1 if text else None
+        code = e.character if isinstance(e.character, int) else ord(str(e.character)[:1] or "\0")
+        name = "a NUL character (U+0000)" if code == 0 else f"the control character U+{code:04X}"
+        at = _where(line, col) if line else f"character {e.position + 1}"
+        return f"{name} at {at}: YAML text cannot hold it — remove it (was a binary file pasted or uploaded?)"
     problem = (getattr(e, "problem", None) or str(e)).strip()
     pm0 = getattr(e, "problem_mark", None)
     if pm0 is not None and text and 0 <= pm0.index < len(text) and text[pm0.index] == "\t":
@@ -49,7 +56,7 @@ def describe_yaml_error(e: yaml.YAMLError, text: str = "") -> str:
     if "quoted scalar" in context and started:
         end = "the file ends" if "end of stream" in problem else problem
         return f"the quoted text opened on {started} is never closed ({end} at {at})"
-    if "tab" in problem.lower():
+    if problem == "found a tab character" or "'\\t'" in problem or "\\t" in problem:
         return f"a tab character at {at}: YAML indents with spaces, never tabs"
     for kind, opener in (("flow sequence", "'['"), ("flow mapping", "'{'")):
         if kind in context and started:

@@ -36,11 +36,15 @@ from typing import Any, Callable, Iterable, Mapping
 
 import psutil
 
+from .privileges import close_inherited_fds, drop_privileges, set_parent_death_signal
+
 DEFAULT_TIMEOUT_S = 60.0
 #: seconds; overrides the default time limit of the CLI's and AgentTrainer's checks
 TIMEOUT_ENV = "AWORLD_CHECK_TIMEOUT_S"
 OUTPUT_TAIL = 4000
 _HDR = struct.Struct(">Q")
+#: the supervisor keeps the deadline itself this long after the caller's (whose timeout is reported first)
+SUPERVISOR_GRACE_S = 2.0
 _PR_SET_CHILD_SUBREAPER = 36
 
 _progress_fd: int | None = None     # in a call's child: where report_progress writes
@@ -165,16 +169,31 @@ def _kill_descendants(pid: int, rounds: int = 20) -> list[int]:
     return killed
 
 
+def _end_everything(signum, frame) -> None:   # noqa: ARG001 - a signal handler
+    """The supervisor's caller died (parent-death signal), its deadline passed (SIGALRM) or it was told
+    to stop: nothing it supervises outlives it."""
+    _kill_descendants(os.getpid())
+    os._exit(128 + signum)
+
+
 def _supervise(fn: Callable[..., Any], kwargs: Mapping[str, Any], w: int, pw: int, out_fd: int,
-               env: Mapping[str, str] | None) -> None:
+               env: Mapping[str, str] | None, parent: int = 0, timeout_s: float = 0.0) -> None:
     """The call's first child: leads a new session, is the subreaper of everything below it, forks the
     worker, and when the worker ends kills whatever it left behind, then ends the way the worker did
-    (its exit status, or the signal that killed it). Never runs user code itself."""
+    (its exit status, or the signal that killed it). Never runs user code itself. It dies with its
+    caller (a parent-death signal: a CLI killed from outside leaves nothing running) and keeps the
+    deadline itself (``timeout_s`` + :data:`SUPERVISOR_GRACE_S`), whatever becomes of the caller."""
     try:
         os.setsid()
         _set_subreaper()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(sig, signal.SIG_IGN)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGALRM):
+            signal.signal(sig, _end_everything)
+        set_parent_death_signal(signal.SIGTERM)
+        if parent and os.getppid() != parent:   # the caller died before the signal was set
+            os._exit(128 + signal.SIGTERM)
+        if timeout_s > 0:
+            signal.setitimer(signal.ITIMER_REAL, timeout_s + SUPERVISOR_GRACE_S)
         worker = os.fork()
         if worker == 0:
             _work(fn, kwargs, w, pw, out_fd, env)
@@ -187,6 +206,7 @@ def _supervise(fn: Callable[..., Any], kwargs: Mapping[str, Any], w: int, pw: in
                 os._exit(0)
             if pid == worker:
                 break
+        signal.setitimer(signal.ITIMER_REAL, 0)
         _kill_descendants(os.getpid())
         while True:
             try:
@@ -226,14 +246,17 @@ def _work(fn: Callable[..., Any], kwargs: Mapping[str, Any], w: int, pw: int, ou
     try:
         _inside = True
         _progress_fd = pw
-        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGPIPE):
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGPIPE, signal.SIGHUP, signal.SIGALRM):
             signal.signal(sig, signal.SIG_DFL)
+        set_parent_death_signal(signal.SIGKILL)   # the supervisor gone (killed): the worker goes too
         devnull = os.open(os.devnull, os.O_RDONLY)
         os.dup2(devnull, 0)
         os.dup2(out_fd, 1)
         os.dup2(out_fd, 2)
+        # nothing the caller had open (the check worker's protocol, other calls' pipes, its log files)
+        close_inherited_fds({w, pw})
         # whatever the parent made of them (a test runner's capture, a closed terminal): the fds above
-        sys.stdin = open(os.devnull, encoding="utf-8")
+        sys.stdin = os.fdopen(0, "r", encoding="utf-8", closefd=False)   # /dev/null
         sys.stdout = os.fdopen(1, "w", buffering=1, encoding="utf-8", errors="replace", closefd=False)
         sys.stderr = os.fdopen(2, "w", buffering=1, encoding="utf-8", errors="replace", closefd=False)
         import faulthandler   # a crash's trace goes to the call's output, never to the parent's terminal
@@ -242,6 +265,8 @@ def _work(fn: Callable[..., Any], kwargs: Mapping[str, Any], w: int, pw: int, ou
         if env is not None:
             os.environ.clear()
             os.environ.update(env)
+        # no capability: the caller's, the studio's and the shell's environment and memory cannot be read
+        drop_privileges()
         _after_fork_torch()
         try:
             result: tuple[bool, Any] = (True, fn(**dict(kwargs)))
@@ -287,11 +312,12 @@ class IsolatedCall:
         self._out = tempfile.TemporaryFile()
         r, w = os.pipe()
         pr, pw = os.pipe()
+        parent = os.getpid()
         pid = os.fork()
         if pid == 0:
             os.close(r)
             os.close(pr)
-            _supervise(fn, kwargs or {}, w, pw, self._out.fileno(), env)
+            _supervise(fn, kwargs or {}, w, pw, self._out.fileno(), env, parent, self.timeout_s)
         os.close(w)
         os.close(pw)
         os.set_blocking(r, False)
@@ -362,13 +388,19 @@ class IsolatedCall:
         self._kill_tree()
 
     def wait(self) -> Outcome:
-        """Block until the call ends (its result, its exit, or its deadline); then :meth:`finish`."""
-        while not self.done:
-            left = max(0.0, self.deadline - time.monotonic())
-            fds = self.fds()
-            timeout = left if self._pidfd is not None else min(left, 0.05)
-            ready, _, _ = select.select(fds, [], [], timeout)
-            self.pump(ready)
+        """Block until the call ends (its result, its exit, or its deadline); then :meth:`finish`.
+        Interrupted (Ctrl-C: KeyboardInterrupt, or any exception), it kills the call first."""
+        try:
+            while not self.done:
+                left = max(0.0, self.deadline - time.monotonic())
+                fds = self.fds()
+                timeout = left if self._pidfd is not None else min(left, 0.05)
+                ready, _, _ = select.select(fds, [], [], timeout)
+                self.pump(ready)
+        except BaseException:
+            self.stop("cancelled", "interrupted")
+            self.finish()
+            raise
         return self.finish()
 
     # -- internals ----------------------------------------------------------------------------------

@@ -116,3 +116,11 @@ def hidden_names(allow: Iterable[str] = (), base: Mapping[str, str] | None = Non
     base = os.environ if base is None else base
     kept = user_code_env(allow, base)
     return sorted(n for n in base if n not in kept)
+
+
+def env_for_files(*spec_files: Any, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment of a process that runs user code from spec files (an evaluation's ``eval.yaml``
+    and its run's ``run.yaml``, a run for chat): :func:`user_code_env` with the names they ask for."""
+    env = user_code_env(allow=referenced_names(*[f for f in spec_files if f]))
+    env.update(extra or {})
+    return env

@@ -71,26 +71,28 @@ def parse_cli_reward(value: str) -> list[dict[str, Any]]:
         if isinstance(loaded, dict) and "reward" in loaded:
             loaded = loaded["reward"]
         return list(loaded) if isinstance(loaded, list) else [loaded]
-    if text.startswith("{"):
+    from ..inputs.yaml_input import load_yaml_text
+    from .reward_text import RewardTextError, check_size, checked_weight
+
+    try:
+        check_size(text)
+        if text.startswith("{"):
+            head, at, tail = text.rpartition("@")
+            weight = None
+            if at and head.rstrip().endswith("}"):       # {judge: {...}}@0.5
+                text, weight = head.rstrip(), checked_weight(tail, text)
+            try:   # the guarded loader: caps on size, nesting and aliases
+                loaded = load_yaml_text(text, module="reward", where=f"the inline reward {text[:60]!r}")
+            except CheckError as e:
+                raise CheckError("reward", f"the reward {text[:60]!r} is not a valid YAML mapping: {e.result.message}",
+                                 "write it as {judge: {url: http://host/v1, model: NAME, prompt: ...}}")
+            return [{**loaded, "weight": weight} if weight is not None and isinstance(loaded, dict) else loaded]
+        ref, weight = text, 1.0
         head, at, tail = text.rpartition("@")
-        weight = None
-        if at and head.rstrip().endswith("}"):       # {judge: {...}}@0.5
-            try:
-                text, weight = head.rstrip(), float(tail)
-            except ValueError:
-                pass
-        try:
-            loaded = yaml.safe_load(text)
-        except yaml.YAMLError as e:
-            raise CheckError("reward", f"--reward {text[:60]!r} is not valid YAML: {e}")
-        return [{**loaded, "weight": weight} if weight is not None and isinstance(loaded, dict) else loaded]
-    ref, weight = text, 1.0
-    head, at, tail = text.rpartition("@")
-    if at and ")" not in tail:
-        try:
-            ref, weight = head, float(tail)
-        except ValueError:
-            raise CheckError("reward", f"reward weight in '{text}' is not a number", "write NAME@0.5")
+        if at and ")" not in tail:
+            ref, weight = head, checked_weight(tail, text)
+    except RewardTextError as e:
+        raise CheckError("reward", str(e))
     name = ref.partition("(")[0]
     return [{"name" if ":" not in name else "ref": ref, "weight": weight}]
 
@@ -101,8 +103,11 @@ def entry_weight(item: dict) -> float:
         weight = float(weight)
     except (TypeError, ValueError):
         raise CheckError("reward", f"reward weight {weight!r} is not a number")
-    if not math.isfinite(weight):
-        raise CheckError("reward", f"reward weight {weight} must be finite")
+    from .reward_text import MAX_WEIGHT
+
+    if not math.isfinite(weight) or abs(weight) > MAX_WEIGHT:
+        raise CheckError("reward", f"reward weight {weight:g} is out of range: a weight is a number between "
+                         f"-{MAX_WEIGHT:g} and {MAX_WEIGHT:g}", "e.g. NAME@0.5")
     return weight
 
 

@@ -198,7 +198,7 @@ def _server(name: str, entry: Any, base_dirs: list[Path], warnings: list[str], m
         mapping = entry.get(key) if isinstance(entry.get(key), dict) else {}
         what = "header" if key == "headers" else "env variable"
         for k, v in mapping.items():
-            if str(v) == MASK:
+            if str(v) == MASK or f":{MASK}@" in str(v):
                 raise _error(f"MCP server '{name}': {what} '{k}' is masked ({MASK}): its secret was written "
                              "literally in the agent config, so it was not stored",
                              "write it as ${ENV_VAR} in the agent config and set the variable")
