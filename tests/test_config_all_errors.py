@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from engines.core.check_result import CheckError
-from engines.runs.prepare import engine_result
+from engines.core.checks import engine_result
 
 
 def check_config(tmp_path, config):

@@ -11,7 +11,7 @@ from aworld_gui.web.upload_secrets import mask_text
 from engines.inputs.agents import load_agent
 from engines.core.check_result import CheckError, CheckResult
 from engines.inference.export import public_spec
-from engines.runs.prepare import check_all
+from engines.core.checks import check_all
 from engines.inputs.secret_values import mask_url_passwords, public_mapping
 
 ROOT = Path(__file__).resolve().parent.parent
