@@ -34,6 +34,7 @@ from engines.rundir import EVAL_REWARD, EVAL_TRAIN_REWARD, LOSS, REWARD
 from . import glossary, render
 from .i18n import Markdown, _, localize
 from .charts import PALETTE, Line, svg_chart
+from .diagnoses_panel import CLONE_ELEM, SETTING_ELEM, diagnoses_html
 from .live_stream import HEAVY as HEAVY_PARTS, LiveStreams
 from .run_cache import RunState, Series
 from .studio import Studio
@@ -62,6 +63,8 @@ class MonitorUI:
     samples: Any = None
     log: Any = None
     events: Any = None
+    clone_btn: Any = None       # hidden: a diagnosis's "Clone into Setup" presses it (diagnoses_panel.py)
+    clone_setting: Any = None   # hidden: the setting that diagnosis names
 
 
 def _placeholder(dom_id: str, inner: str = "", cls: str = "") -> str:
@@ -87,6 +90,8 @@ class MonitorTab:
 
         ui.header = gr.HTML(render.no_run(), elem_id="run-header", js_on_load=LIVE_JS,
                             server_functions=[live_ticket])
+        ui.clone_btn = gr.Button(_("Clone into Setup"), elem_id=CLONE_ELEM, visible="hidden")
+        ui.clone_setting = gr.Textbox("", elem_id=SETTING_ELEM, visible="hidden", show_label=False, container=False)
         ui.charts = gr.HTML(
             '<div class="aw-charts">'
             + _placeholder("aw-chart-reward-box", f'<div class="aw-chart-title">{_("Reward")}</div>'
@@ -235,7 +240,7 @@ class MonitorTab:
         attrs = {"gen": gen or "", "picks": json.dumps(picks), "smoothing": f"{smoothing:g}"}
         return render.run_header(run_id, st.progress(), st.latest, st.read_spec() or {}, st.status, st.failure(),
                                  st.run.stop_requested(), note, reward.count if reward else 0, attrs,
-                                 run_label=st.run.read_label())
+                                 run_label=st.run.read_label(), diagnoses=diagnoses_html(st.diagnoses.values()))
 
     def charts(self, st: RunState, picks: list[str], smoothing: float) -> dict[str, str]:
         """The reward, loss and picked-metrics curves as SVG: smoothed dark, raw light (until a

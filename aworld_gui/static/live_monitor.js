@@ -93,3 +93,10 @@ const localeTimer = setInterval(() => {
   const l = pageLocale(); if (l !== shownLocale) { shownLocale = l; sync(); }
 }, 1000);
 sync();
+element.addEventListener('click', ev => {   // a diagnosis's "Clone into Setup" (aworld_gui/diagnoses_panel.py)
+  const b = ev.target.closest('[data-clone-setting]');
+  if (!b) return;
+  const t = document.querySelector('#monitor-clone-setting textarea, #monitor-clone-setting input');
+  if (t) { t.value = b.dataset.cloneSetting; t.dispatchEvent(new Event('input', {bubbles: true})); }
+  setTimeout(() => document.getElementById('monitor-clone')?.click(), 50);
+});

@@ -5,11 +5,17 @@ from __future__ import annotations
 from typing import Iterable
 
 
+def fold(active: dict[str, dict], events: Iterable[dict]) -> dict[str, dict]:
+    """``active`` (code → its ``active`` event) updated, in place, with newer events; returns it."""
+    for e in events:
+        if e.get("event") != "diagnosis" or not e.get("code"):
+            continue
+        active.pop(e["code"], None)
+        if e.get("state") == "active":
+            active[e["code"]] = e
+    return active
+
+
 def active_diagnoses(events: Iterable[dict]) -> list[dict]:
     """The diagnosis events still active (their latest event says ``active``), in the order they started."""
-    latest: dict[str, dict] = {}
-    for e in events:
-        if e.get("event") == "diagnosis" and e.get("code"):
-            latest.pop(e["code"], None)
-            latest[e["code"]] = e
-    return [e for e in latest.values() if e.get("state") == "active"]
+    return list(fold({}, events).values())
