@@ -312,6 +312,7 @@ ZH = {
     "What to change:": "该改什么:",
     "Change first:": "先改:",
     "Evidence": "依据",
+    "best": "最佳",
     "Most prompt groups give every completion the same reward, so GRPO has no gradient to learn from":
         "大多数提示组里每个回答得到的奖励完全相同,GRPO 没有可以学习的梯度",
     "raise num_generations, raise the sampling temperature, make the reward graded (partial credit) instead of all-or-nothing, or use data that is neither too easy nor too hard for the model":

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
+from ..best_checkpoint import tracker_from_config
 from . import arguments
 from .callbacks import ANSWER_COLUMN, RunDirCallback, SampleRecorder, ToolServerCallback
 from .peft_setup import peft_and_quantization
@@ -44,12 +45,14 @@ def build_trainer(p: "TrlProcessor", tracker_names: list[str]) -> tuple[Any, Run
         tools = agent.tool_callables() if agent.has_tools else None
         recorder = SampleRecorder(run, p.reward, cfg["samples_per_step"] if main else 0, agent.tool_servers)
         funcs = recorder.wrap(p.reward.trl_functions(ANSWER_COLUMN))
-        callback = RunDirCallback(run, recorder, evaluate, cfg["eval_steps"], tracker_names=tracker_names)
+        callback = RunDirCallback(run, recorder, evaluate, cfg["eval_steps"], tracker_names=tracker_names,
+                                  best=tracker_from_config(cfg))
         trainer = GRPOTrainer(model=p.model_path, reward_funcs=funcs, args=args,
                               train_dataset=p._rows(p.data.train, "grpo"), processing_class=p.tokenizer,
                               callbacks=[callback, *callbacks], tools=tools, **extra)
     else:
-        callback = RunDirCallback(run, None, evaluate, cfg["eval_steps"], tracker_names=tracker_names)
+        callback = RunDirCallback(run, None, evaluate, cfg["eval_steps"], tracker_names=tracker_names,
+                                  best=tracker_from_config(cfg))
         trainer = SFTTrainer(model=p.model_path, args=args, train_dataset=p._rows(p.data.train, "sft"),
                              processing_class=p.tokenizer, callbacks=[callback], **extra)
     return trainer, callback
