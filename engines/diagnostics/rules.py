@@ -87,11 +87,16 @@ def reward_flat(rows: Rows, evals: Rows, t, ctx: Context) -> Evidence:
     last = sum(v for _, v in tail[-third:]) / third
     if abs(last - first) >= t.flat_min_change or reward_saturated(rows, evals, t, ctx):
         return None
+    top = t.reward_max if t.reward_max is not None else ctx.best_reward
+    if top is not None and last > top - t.flat_below_max * max(abs(top), 1.0):
+        return None     # near the maximum: it has learned (reward_saturated covers sitting at it)
     return {"reward_first": round(first, 4), "reward_last": round(last, 4), "from_step": tail[0][0],
             "to_step": tail[-1][0], "min_change": t.flat_min_change}
 
 
 def completions_truncated(rows: Rows, evals: Rows, t, ctx: Context) -> Evidence:
+    if ctx.max_completion_length is not None and ctx.max_completion_length < t.truncated_min_length:
+        return None
     tail = _last(rows, CLIPPED, t.truncated_steps)
     if len(tail) == t.truncated_steps and all(v >= t.truncated_fraction for _, v in tail):
         return {"truncated_share": _round([v for _, v in tail]), "max_completion_length": ctx.max_completion_length}

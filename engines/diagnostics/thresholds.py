@@ -23,9 +23,11 @@ FIELDS: list[ConfigField] = [
                 "all scored the same", min=0.0, max=1.0),
     ConfigField("zero_spread_steps", int, 3, "no_reward_spread: consecutive logged steps it must hold", min=1),
     # reward_flat
-    ConfigField("flat_window", int, 40, "reward_flat: logged steps looked at", min=4),
+    ConfigField("flat_window", int, 50, "reward_flat: logged steps looked at", min=4),
     ConfigField("flat_min_change", float, 0.02, "reward_flat: the smallest change of the smoothed reward "
                 "(mean of the window's last third minus its first third) that counts as moving", min=0.0),
+    ConfigField("flat_below_max", float, 0.2, "reward_flat: only while the reward is at least this far below "
+                "its maximum (a fraction of max(|maximum|, 1)); a run that has learned may sit still", min=0.0),
     # reward_saturated
     ConfigField("reward_max", float, None, "reward_saturated: the reward's maximum (default: the best "
                 "reward logged so far)", nullable=True),
@@ -37,6 +39,8 @@ FIELDS: list[ConfigField] = [
     ConfigField("truncated_fraction", float, 0.5, "completions_truncated: share of completions cut at "
                 "max_completion_length", min=0.0, max=1.0),
     ConfigField("truncated_steps", int, 3, "completions_truncated: consecutive logged steps it must hold", min=1),
+    ConfigField("truncated_min_length", int, 8, "completions_truncated: only when max_completion_length is at "
+                "least this (a shorter limit is a short-answer task by design, e.g. one letter)", min=1),
     # kl_high
     ConfigField("kl_bound", float, 1.0, "kl_high: KL to the reference model above which rising is a problem",
                 min=0.0),
