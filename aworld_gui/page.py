@@ -100,9 +100,10 @@ def build_app(runs_dir: str | os.PathLike = "runs", studio: Studio | None = None
         # a diagnosis's "Clone into Setup" in the Monitor: the same clone, naming the setting to change
         def clone_for_diagnosis(run_id, setting):
             *updates, msg, timer = clone(run_id)
-            if setting and not str(msg).startswith("**"):     # cloned (an error is bold)
-                msg = f"{msg} — {_('Change first:')} `{setting}`"
-            return [*updates, msg, timer]
+            if str(msg).startswith("**"):                       # not cloned: the error, in Setup's message
+                return [*updates, render.esc(str(msg).strip("*")), timer]
+            first = f" — {_('Change first:')} <code>{render.esc(setting)}</code>" if setting else ""
+            return [*updates, f"{_('Cloned into Setup:')} <b>{render.esc(run_id)}</b>{first}", timer]
 
         setup.then_check(mui.clone_btn.click(clone_for_diagnosis, [mui.run, mui.clone_setting],
                                              [*setup.input_components(), tabs, sui.launch_msg, rui.timer],

@@ -9,7 +9,8 @@ alternates phases in an A-B-B-A order: ``on`` (the watcher reads the run directo
 rule at its pace) and ``off`` (the watcher thread sleeps). Steps/s per phase come from the run's own
 metrics.jsonl timestamps (whole step intervals inside the phase). Reported: ``ratio`` (steps/s on ÷
 off) with a 95 % bootstrap interval over the pairs, and ``median_step_ratio`` (the median step's
-duration off ÷ on). Writes benchmarks/results/diagnostics_overhead.json.
+duration off ÷ on); and, independent of the machine's load, the watcher thread's own CPU time per poll
+and its share of one core while on. Writes benchmarks/results/diagnostics_overhead.json.
 """
 from __future__ import annotations
 
@@ -47,10 +48,15 @@ def main(argv: list[str] | None = None) -> int:
     on = threading.Event()
 
     class Switchable(DiagnosisWatcher):
+        cpu_s, polls = 0.0, 0      # the watcher thread's own CPU time in its polls (load-independent)
+
         def _loop(self):
             while not self._stop.wait(self.diagnoser.limits.poll_seconds):
                 if on.is_set():
+                    c0 = time.thread_time()
                     self._poll()
+                    self.cpu_s += time.thread_time() - c0
+                    self.polls += 1
 
     watchers: list[Switchable] = []
     standard.start_diagnoses = lambda run: watchers.append(Switchable(run).start()) or watchers[-1]
@@ -97,6 +103,10 @@ def main(argv: list[str] | None = None) -> int:
                "steps_per_s": {m: round(rate([ph for ph in phases if ph["mode"] == m]), 3) for m in ("on", "off")},
                "steps": {m: sum(len(ph["step_s"]) for ph in phases if ph["mode"] == m) for m in ("on", "off")},
                "pairs": a.pairs, "phase_s": a.phase, "poll_s": a.poll,
+               "watcher_cpu_ms_per_poll": round(1000 * watchers[0].cpu_s / max(1, watchers[0].polls), 3),
+               "watcher_share_of_a_core": round(watchers[0].cpu_s / max(1e-9, sum(
+                   ph["t1"] - ph["t0"] for ph in phases if ph["mode"] == "on")), 6),
+               "metric_rows": len(rows),
                "diagnoses_written": [e["code"] for e in run.read_jsonl("events.jsonl") if e.get("type") == "diagnosis"]}
     out = write_result("diagnostics_overhead.json", summary)
     print(summary, "\n", out)
