@@ -64,3 +64,26 @@ def test_best_on_a_run_without_one_says_how_to_get_one(tmp_path):
     run.write_status(state="finished")
     with pytest.raises(CheckError, match="has no best checkpoint"):
         resolve("best", str(ROOT / "assets/models/tiny-letters"), run)
+
+
+def test_the_studio_offers_best_for_evaluate_and_chat_and_marks_it_among_the_checkpoints(tmp_path):
+    from aworld_gui.run_cache import RunCache
+    from aworld_gui.studio import Studio
+
+    class NoWorker:
+        def start(self):
+            pass
+
+    run = RunDir.create(tmp_path, "trl")
+    run.write_spec({"engine": "trl"})
+    for step in (1, 3):
+        (run.checkpoints_dir / f"checkpoint-{step}").mkdir(parents=True)
+    studio = Studio(tmp_path, worker=NoWorker(), cache=RunCache())
+    run.write_status(state="finished")
+    assert [v for _, v in studio.model_choices(run.run_id)] == ["base", "checkpoint-1", "checkpoint-3"]
+    run.write_status(best_checkpoint={"name": "checkpoint-1", "step": 1, "metric": "eval/reward", "value": 0.9})
+    choices = studio.model_choices(run.run_id)
+    assert [v for _, v in choices] == ["base", "best", "checkpoint-1", "checkpoint-3"]
+    assert "(checkpoint-1)" in choices[1][0]
+    marked = studio.checkpoint_choices(run.run_id)
+    assert [v for _, v in marked] == ["checkpoint-1", "checkpoint-3"] and marked[0][0] != "checkpoint-1"
