@@ -61,7 +61,7 @@ def test_each_problem_shows_its_code(code, changes):
 
 
 def test_a_flat_reward_is_reward_flat_and_a_constant_one_is_no_spread_not_saturated():
-    flat = with_(healthy(), reward=lambda s: 0.4 + 0.001 * math.sin(s))
+    flat = with_(healthy(120), reward=lambda s: 0.4 + 0.001 * math.sin(s))
     assert "reward_flat" in found(flat, ctx=Context(best_reward=1.0))   # a completion once scored 1.0
     constant = with_(healthy(), reward=0.5, reward_std=0.0, frac_reward_zero_std=1.0)
     assert found(constant) == {"no_reward_spread"}       # not saturated: it never climbed to its maximum
@@ -124,6 +124,6 @@ def test_a_short_answer_task_is_not_truncated_and_a_learned_plateau_is_not_flat(
     cut = with_(healthy(), **{"completions/clipped_ratio": 1.0})
     assert "completions_truncated" in found(cut, ctx=Context(best_reward=1.0, max_completion_length=256))
     assert "completions_truncated" not in found(cut, ctx=Context(best_reward=1.0, max_completion_length=2))
-    plateau = with_(healthy(), reward=lambda s: 0.9 + 0.001 * math.sin(s))
+    plateau = with_(healthy(120), reward=lambda s: 0.9 + 0.001 * math.sin(s))
     assert "reward_flat" not in found(plateau, ctx=Context(best_reward=1.0))
     assert "reward_flat" in found(with_(plateau, reward=lambda s: 0.3), ctx=Context(best_reward=1.0))

@@ -23,7 +23,7 @@ FIELDS: list[ConfigField] = [
                 "all scored the same", min=0.0, max=1.0),
     ConfigField("zero_spread_steps", int, 3, "no_reward_spread: consecutive logged steps it must hold", min=1),
     # reward_flat
-    ConfigField("flat_window", int, 50, "reward_flat: logged steps looked at", min=4),
+    ConfigField("flat_window", int, 100, "reward_flat: logged steps looked at", min=4),
     ConfigField("flat_min_change", float, 0.02, "reward_flat: the smallest change of the smoothed reward "
                 "(mean of the window's last third minus its first third) that counts as moving", min=0.0),
     ConfigField("flat_below_max", float, 0.2, "reward_flat: only while the reward is at least this far below "
