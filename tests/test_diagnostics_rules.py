@@ -127,3 +127,12 @@ def test_a_short_answer_task_is_not_truncated_and_a_learned_plateau_is_not_flat(
     plateau = with_(healthy(120), reward=lambda s: 0.9 + 0.001 * math.sin(s))
     assert "reward_flat" not in found(plateau, ctx=Context(best_reward=1.0))
     assert "reward_flat" in found(with_(plateau, reward=lambda s: 0.3), ctx=Context(best_reward=1.0))
+
+
+def test_a_bad_diagnostics_mapping_that_reached_a_run_falls_back_to_the_defaults(tmp_path):
+    """An engine whose own config check does not know the key (verl keeps the user's config under ``user``)
+    must not fail its run over it."""
+    from engines.diagnostics.watcher import run_thresholds
+
+    assert run_thresholds({"config": {"user": {"diagnostics": {"kl_bound": 3}}}}).kl_bound == 3
+    assert run_thresholds({"config": {"diagnostics": {"kl_bund": 3}}}) == thresholds(None)

@@ -12,6 +12,7 @@ import threading
 from collections import deque
 from typing import Any, Callable
 
+from ..check_result import CheckError
 from ..rundir import EVAL_REWARD, EVAL_TRAIN_REWARD, METRICS_FILE, REWARD, SAMPLES_FILE, JsonlTail, RunDir
 from .advice import ADVICE
 from .rules import RULES, Context
@@ -24,11 +25,16 @@ KEEP_ROWS = 400                   # train rows the rules look back on (every win
 
 
 def run_thresholds(spec: dict[str, Any]):
-    """The thresholds of a run spec's ``config.diagnostics`` (verl keeps the user's config under ``user``)."""
+    """The thresholds of a run spec's ``config.diagnostics`` (verl keeps the user's config under ``user``);
+    the defaults, with a warning in the log, when an engine's config check let a bad one through."""
     config = spec.get("config") or {}
     if "diagnostics" not in config and isinstance(config.get("user"), dict):
         config = config["user"]
-    return thresholds(config.get("diagnostics"))
+    try:
+        return thresholds(config.get("diagnostics"))
+    except CheckError as e:
+        logger.warning("diagnostics: %s; using the default thresholds", e)
+        return thresholds(None)
 
 
 def _number(v: Any) -> float | None:
