@@ -47,7 +47,7 @@ def test_a_healthy_run_has_no_diagnosis():
 
 
 @pytest.mark.parametrize("code, changes", [
-    ("no_reward_spread", {"frac_reward_zero_std": 1.0}),
+    ("no_reward_spread", {"frac_reward_zero_std": 1.0, "reward": 0.3}),
     ("completions_truncated", {"completions/clipped_ratio": 0.9}),
     ("kl_high", {"kl": lambda s: 1.0 + s / 10}),
     ("loss_not_finite", {"loss": None}),
@@ -89,7 +89,7 @@ def test_memory_rising_predicts_the_step_it_runs_out_and_ignores_a_far_one():
 
 
 def test_thresholds_come_from_the_config_and_unknown_keys_are_refused():
-    rows = with_(healthy(), frac_reward_zero_std=0.8)
+    rows = with_(healthy(), frac_reward_zero_std=0.8, reward=0.3)
     assert "no_reward_spread" in found(rows)
     assert "no_reward_spread" not in found(rows, limits=thresholds({"zero_spread_fraction": 0.9}))
     with pytest.raises(CheckError, match="kl_bund.*did you mean"):
@@ -103,7 +103,7 @@ def test_the_watcher_writes_one_event_at_start_and_one_at_clear(tmp_path):
     run.write_spec({"config": {"max_completion_length": 8}})
     lines: list[str] = []
     d = Diagnoser(run, log=lines.append)
-    rows = healthy(20)
+    rows = with_(healthy(20), reward=0.3)
     for r in rows[:10]:
         run.append_metrics(r["step"], {**r, "frac_reward_zero_std": 1.0})
     assert [e["code"] for e in d.poll()] == ["no_reward_spread"]
@@ -136,3 +136,11 @@ def test_a_bad_diagnostics_mapping_that_reached_a_run_falls_back_to_the_defaults
 
     assert run_thresholds({"config": {"user": {"diagnostics": {"kl_bound": 3}}}}).kl_bound == 3
     assert run_thresholds({"config": {"diagnostics": {"kl_bund": 3}}}) == thresholds(None)
+
+
+def test_groups_without_spread_because_the_model_solves_them_are_not_no_reward_spread():
+    """The letters demo's last steps: reward 0.97, 75 % of the groups all correct."""
+    solved = with_(healthy(), reward=lambda s: min(0.97, 0.1 + s / 40), frac_reward_zero_std=0.8)
+    assert "no_reward_spread" not in found(solved, ctx=Context(best_reward=1.0))
+    stuck = with_(healthy(), reward=lambda s: 0.1, frac_reward_zero_std=0.8)
+    assert "no_reward_spread" in found(stuck, ctx=Context(best_reward=1.0))

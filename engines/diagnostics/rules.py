@@ -50,7 +50,20 @@ def _round(values: list[float]) -> list[float]:
     return [round(v, 4) for v in values]
 
 
+def _learned(rows: Rows, t, ctx: Context) -> bool:
+    """The reward climbed to near its maximum (within ``flat_below_max``): groups without spread are then
+    groups the model solves, which is reward_saturated's business, not a missing signal."""
+    top = t.reward_max if t.reward_max is not None else ctx.best_reward
+    rewards = [v for _, v in _last(rows, REWARD, len(rows))]
+    if top is None or not rewards:
+        return False
+    near = top - t.flat_below_max * max(abs(top), 1.0)
+    return rewards[-1] >= near and min(rewards) < near
+
+
 def no_reward_spread(rows: Rows, evals: Rows, t, ctx: Context) -> Evidence:
+    if _learned(rows, t, ctx):
+        return None
     tail = _last(rows, ZERO_STD, t.zero_spread_steps)
     if len(tail) == t.zero_spread_steps and all(v >= t.zero_spread_fraction for _, v in tail):
         return {"zero_spread_groups": _round([v for _, v in tail]), "steps": [s for s, _ in tail]}
