@@ -91,7 +91,8 @@ def main(argv: list[str] | None = None) -> int:
     watchers: list[Switchable] = []
     standard.start_diagnoses = lambda run: watchers.append(Switchable(run).start()) or watchers[-1]
     cfg = yaml.safe_load((ROOT / "assets/configs/letters_grpo.yaml").read_text())
-    cfg.update(max_steps=100_000, save_steps=100_000, eval_steps=0, diagnostics={"poll_seconds": a.poll})
+    cfg.update(max_steps=100_000, save_steps=100_000, eval_steps=0,
+               diagnostics={**(cfg.get("diagnostics") or {}), "poll_seconds": a.poll})
     trainer = AgentTrainer(agent=str(ROOT / "assets/agents/letters_agent.yaml"),
                            train_dataset=str(ROOT / "assets/datasets/letters_train.jsonl"),
                            reward_func=str(ROOT / "assets/rewards/letter_reward.py") + ":letter_reward", config=cfg,
