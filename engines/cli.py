@@ -238,8 +238,12 @@ def cmd_label(a: argparse.Namespace) -> int:
 def cmd_runs(a: argparse.Namespace) -> int:
     from .runs.lifecycle import list_run_dirs, summarize
 
-    rows = [summarize(r).as_row() for r in list_run_dirs(a.runs_dir)]
-    header = ["run", "name", "state", "engine", "started", "step", "reward"]
+    from .diagnostics.reading import active_diagnoses
+    from .runs.rundir import EVENTS_FILE
+
+    rows = [[*summarize(r).as_row(), ",".join(e["code"] for e in active_diagnoses(r.read_jsonl(EVENTS_FILE))) or "-"]
+            for r in list_run_dirs(a.runs_dir)]
+    header = ["run", "name", "state", "engine", "started", "step", "reward", "diagnoses"]
     widths = [max(len(str(x)) for x in col) for col in zip(header, *rows)] if rows else [len(h) for h in header]
     for row in [header, *rows]:
         print("  ".join(str(x).ljust(w) for x, w in zip(row, widths)))

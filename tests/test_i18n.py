@@ -20,6 +20,11 @@ def ui_strings() -> dict[str, str]:
                 arg = node.args[0]
                 if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
                     found.setdefault(arg.value, f"{path.name}:{node.lineno}")
+    from engines.diagnostics.advice import ADVICE   # the diagnoses' words, which the Monitor passes to _()
+
+    for code, advice in ADVICE.items():
+        found.setdefault(advice.title, f"engines/diagnostics/advice.py:{code}")
+        found.setdefault(advice.advice, f"engines/diagnostics/advice.py:{code}")
     return found
 
 

@@ -22,6 +22,7 @@ from typing import Any, Iterable
 
 from engines.runs.rundir import (ACTIVE_STATES, EVENTS_FILE, LOG_FILE, METRICS_FILE, SAMPLES_FILE, JsonlTail,
                             RunDir, TextTail)
+from engines.diagnostics.reading import fold as fold_diagnoses
 from engines.runs.lifecycle import effective_status
 
 MAX_POINTS = 200           # buckets kept per metric: a curve is drawn with 100–200 points
@@ -145,6 +146,7 @@ class RunState:
         self.latest: dict[str, Any] = {}        # last value of every key
         self.samples: deque[dict] = deque(maxlen=KEEP_SAMPLES)
         self.events: list[dict] = []
+        self.diagnoses: dict[str, dict] = {}    # code → its event, while active (engines/diagnostics)
         self.status: dict[str, Any] = {}
         self.spec: dict[str, Any] | None = None
         self.first_time: float | None = None
@@ -182,6 +184,7 @@ class RunState:
             if events:
                 self.events.extend(events)
                 del self.events[:-500]
+                fold_diagnoses(self.diagnoses, events)
                 self.status_version += 1
             if self._log.read_new():
                 self.log_version += 1

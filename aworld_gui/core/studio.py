@@ -361,6 +361,17 @@ class Studio:
     def checkpoints(self, run_id: str) -> list[str]:
         return [p.name for p in RunDir(self.run_path(run_id)).checkpoints()]
 
+    def best_checkpoint(self, run_id: str) -> str | None:
+        """The name of the run's best checkpoint (status.json ``best_checkpoint``) while it is on disk."""
+        run = RunDir(self.run_path(run_id))
+        name = (run.read_status().get("best_checkpoint") or {}).get("name")
+        return name if name and (run.checkpoints_dir / name).is_dir() else None
+
+    def checkpoint_choices(self, run_id: str) -> list[tuple[str, str]]:
+        """The run's checkpoints as (shown, name), the best one marked."""
+        best = self.best_checkpoint(run_id)
+        return [(f"{c} · {_('best')}" if c == best else c, c) for c in self.checkpoints(run_id)]
+
     def checkpoint_zip(self, run_id: str, name: str) -> str:
         run = RunDir(self.run_path(run_id))
         src = (run.checkpoints_dir / name).resolve()
@@ -393,7 +404,8 @@ class Studio:
         shown ``<run name or id> / checkpoint-N`` with the value ``<run_id>/checkpoint-N`` (what
         engines.inference.checkpoints.resolve takes; a checkpoint of another architecture is a clear check error there)."""
         own = self.checkpoints(run_id)
-        out = [("base", "base"), *((c, c) for c in own)]
+        best = self.best_checkpoint(run_id)
+        out = [("base", "base"), *([(f"{_('best')} ({best})", "best")] if best else []), *((c, c) for c in own)]
         for r in list_run_dirs(self.runs_dir):
             if r.run_id == run_id:
                 continue

@@ -315,4 +315,51 @@ ZH = {
     "Set up its environment": "安装其运行环境",
     "Retry the setup": "重试安装",
     "Set up the environment of": "安装运行环境:",
+    # -- diagnoses (engines/diagnostics/advice.py; aworld_gui/tabs/diagnoses_panel.py) ----------------------
+    "Why it may not be learning": "为什么可能没有在学习",
+    "since step": "起始步",
+    "What to change:": "该改什么:",
+    "Change first:": "先改:",
+    "Evidence": "依据",
+    "best": "最佳",
+    "Most prompt groups give every completion the same reward, so GRPO has no gradient to learn from":
+        "大多数提示组里每个回答得到的奖励完全相同,GRPO 没有可以学习的梯度",
+    "raise num_generations, raise the sampling temperature, make the reward graded (partial credit) instead of all-or-nothing, or use data that is neither too easy nor too hard for the model":
+        "提高 num_generations,提高采样温度(temperature),把奖励改成有梯度的(部分得分)而不是全对或全错,或者换用对模型来说不太容易也不太难的数据",
+    "The smoothed reward has not moved for many steps":
+        "平滑后的奖励已经很多步没有变化",
+    "try another learning_rate (often higher), check that the reward can tell better answers from worse ones, and check the data":
+        "换一个 learning_rate(通常更高),检查奖励能否区分好答案和差答案,并检查数据",
+    "The reward sits at its maximum: there is nothing left to learn from this data":
+        "奖励已停在最大值:这些数据上已经没有可学的了",
+    "use harder data, or stop the run early (it will not improve further)":
+        "使用更难的数据,或者提前停止训练(它不会再提高)",
+    "Most completions are cut off at max_completion_length":
+        "大多数回答在 max_completion_length 处被截断",
+    "raise max_completion_length, or add a length penalty to the reward":
+        "提高 max_completion_length,或者在奖励中加入长度惩罚",
+    "The model drifts further and further from the reference model (the KL keeps rising past its bound)":
+        "模型离参考模型越来越远(KL 持续上升并超过上限)",
+    "raise beta (a stronger pull to the reference) or lower the learning_rate":
+        "提高 beta(更强地拉向参考模型)或降低 learning_rate",
+    "The loss or the gradient norm is NaN or infinite: training has broken down, so the run stops":
+        "损失或梯度范数是 NaN 或无穷大:训练已崩溃,因此运行停止",
+    "lower the learning_rate, or train in another precision (fp32, or bf16 instead of fp16)":
+        "降低 learning_rate,或者换一种精度训练(fp32,或用 bf16 代替 fp16)",
+    "The train reward rises while the held-out reward falls: the model may be exploiting the reward (reward hacking)":
+        "训练奖励上升而留出集奖励下降:模型可能在钻奖励的空子(奖励作弊)",
+    "check the reward for loopholes the model can exploit, and check that the held-out set matches the task":
+        "检查奖励中是否有模型可以利用的漏洞,并检查留出集是否与任务相符",
+    "One term of the reward mix gives every sample the same value, so it teaches nothing":
+        "奖励组合中的某一项给每个样本的值都相同,因此它什么也教不了",
+    "check that term: its inputs (columns, format) and whether it can tell answers apart; or drop it":
+        "检查这一项:它的输入(列、格式)以及它能否区分不同的答案;或者去掉它",
+    "Peak memory grows step after step and, at this rate, runs out before the run ends":
+        "峰值内存逐步增长,按这个速度会在训练结束前耗尽",
+    "lower max_completion_length or the batch (prompts_per_step), or train LoRA adapters (use_peft)":
+        "降低 max_completion_length 或批大小(prompts_per_step),或者训练 LoRA 适配器(use_peft)",
+    "The agent has tools but does not call them (or most calls fail)":
+        "智能体有工具但没有调用(或者大多数调用失败)",
+    "say in the system prompt when and how to use the tools, and check the tool schemas (names, descriptions, argument types)":
+        "在系统提示词中说明何时以及如何使用工具,并检查工具的模式定义(名称、描述、参数类型)",
 }

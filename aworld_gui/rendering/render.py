@@ -226,7 +226,7 @@ def fmt_num(v: Any, digits: int = 3) -> str:
 
 def run_header(run_id: str, progress: Progress, latest: dict[str, Any], spec: dict, status: dict,
                failure: dict | None, stop_requested: bool, queue_note: str = "", reward_points: int = 0,
-               attrs: dict[str, str] | None = None, run_label: dict | None = None) -> str:
+               attrs: dict[str, str] | None = None, run_label: dict | None = None, diagnoses: str = "") -> str:
     state = progress.state
     pct = 0.0
     if progress.total:
@@ -281,7 +281,7 @@ def run_header(run_id: str, progress: Progress, latest: dict[str, Any], spec: di
             f'<div class="aw-msg aw-msg-warn" data-testid="studio-unreachable" hidden>'
             f'{_("Studio unreachable — runs keep training. The figures here are the last ones received; they resume by themselves when the studio is back.")}</div>'
             f'<div class="aw-progress"><div class="aw-bar aw-bar-{esc(state)}" style="width:{pct:.1f}%"></div></div>'
-            f'<div class="aw-stats">{stat_html}</div>{note}{fail_html}{locale_probe()}</div>')
+            f'<div class="aw-stats">{stat_html}</div>{note}{fail_html}{diagnoses}{locale_probe()}</div>')
 
 
 def no_run() -> str:

@@ -113,6 +113,11 @@ footer { opacity: .75; }   /* API and Settings (the language) */
 .aw-svg .aw-axis { font-size: 11px; fill: var(--body-text-color-subdued); }
 .aw-chart-empty { height: 120px; display: flex; align-items: center; justify-content: center; }
 #aw-chart-custom:empty { display: none; }
+.aw-diagnoses { margin-top: 12px; } .aw-diag { border-left: 4px solid #f59e0b; padding: 8px 12px; margin: 8px 0;
+          background: var(--background-fill-secondary); border-radius: 6px; }
+.aw-diag-advice { margin: 4px 0; } .aw-diag-evidence { margin: 4px 0 4px 18px; font-size: 12.5px; }
+.aw-diag-clone { margin-top: 4px; padding: 3px 10px; border: 1px solid var(--border-color-primary); border-radius: 6px;
+                 background: var(--block-background-fill); cursor: pointer; }
 .aw-logtail { max-height: 330px; min-height: 120px; overflow: auto; margin: 0; padding: 10px 12px; font-size: 12px;
               line-height: 1.45; background: var(--background-fill-secondary); border: 1px solid var(--border-color-primary);
               border-radius: 8px; white-space: pre-wrap; word-break: break-word; }

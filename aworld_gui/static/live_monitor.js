@@ -113,3 +113,18 @@ const localeTimer = setInterval(() => {
   const l = pageLocale(); if (l !== shownLocale) { shownLocale = l; sync(); }
 }, 1000);
 sync();
+element.addEventListener('click', ev => {   // a diagnosis's "Clone into Setup" (aworld_gui/tabs/diagnoses_panel.py)
+  const b = ev.target.closest('[data-clone-setting]');
+  if (!b) return;
+  const t = document.querySelector('#monitor-clone-setting textarea, #monitor-clone-setting input');
+  if (t) { t.value = b.dataset.cloneSetting; t.dispatchEvent(new Event('input', {bubbles: true})); }
+  setTimeout(() => document.getElementById('monitor-clone')?.click(), 50);
+  const name = b.dataset.cloneSetting, t0 = Date.now();
+  if (!name) return;
+  const focus = setInterval(() => {        // once Setup shows the clone's form: the setting to change, focused
+    const f = document.querySelector(`#setup-tab input[aria-label="${name}"], input[aria-label="${name}"]`);
+    if (f && f.offsetParent !== null && Date.now() - t0 > 1500) {
+      clearInterval(focus); f.scrollIntoView({block: 'center'}); f.focus();
+    } else if (Date.now() - t0 > 20000) clearInterval(focus);
+  }, 250);
+});

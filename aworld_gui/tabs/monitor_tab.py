@@ -32,9 +32,10 @@ import gradio as gr
 from engines.runs.rundir import EVAL_REWARD, EVAL_TRAIN_REWARD, LOSS, REWARD
 
 from ..rendering import glossary, render
-from ..core.queue_note import queue_note
 from ..rendering.i18n import Markdown, _, localize
 from ..rendering.charts import PALETTE, Line, svg_chart
+from .diagnoses_panel import CLONE_ELEM, SETTING_ELEM, diagnoses_html
+from ..core.queue_note import queue_note
 from ..web.live_stream import HEAVY as HEAVY_PARTS, LiveStreams
 from ..core.run_cache import RunState, Series
 from ..core.studio import Studio
@@ -63,6 +64,8 @@ class MonitorUI:
     samples: Any = None
     log: Any = None
     events: Any = None
+    clone_btn: Any = None       # hidden: a diagnosis's "Clone into Setup" presses it (diagnoses_panel.py)
+    clone_setting: Any = None   # hidden: the setting that diagnosis names
 
 
 def _placeholder(dom_id: str, inner: str = "", cls: str = "") -> str:
@@ -88,6 +91,8 @@ class MonitorTab:
 
         ui.header = gr.HTML(render.no_run(), elem_id="run-header", js_on_load=LIVE_JS,
                             server_functions=[live_ticket])
+        ui.clone_btn = gr.Button(_("Clone into Setup"), elem_id=CLONE_ELEM, visible="hidden")
+        ui.clone_setting = gr.Textbox("", elem_id=SETTING_ELEM, visible="hidden", show_label=False, container=False)
         ui.charts = gr.HTML(
             '<div class="aw-charts">'
             + _placeholder("aw-chart-reward-box", f'<div class="aw-chart-title">{_("Reward")}</div>'
@@ -233,7 +238,7 @@ class MonitorTab:
         attrs = {"gen": gen or "", "picks": json.dumps(picks), "smoothing": f"{smoothing:g}"}
         return render.run_header(run_id, st.progress(), st.latest, st.read_spec() or {}, st.status, st.failure(),
                                  st.run.stop_requested(), note, reward.count if reward else 0, attrs,
-                                 run_label=st.run.read_label())
+                                 run_label=st.run.read_label(), diagnoses=diagnoses_html(st.diagnoses.values()))
 
     def charts(self, st: RunState, picks: list[str], smoothing: float) -> dict[str, str]:
         """The reward, loss and picked-metrics curves as SVG: smoothed dark, raw light (until a

@@ -283,11 +283,11 @@ class RunsTab:
         try:
             spec = self.studio.export_spec(run_id)
             cli = self.studio.cli_command(run_id)
-            ckpts = self.studio.checkpoints(run_id)
+            ckpts = self.studio.checkpoint_choices(run_id)
         except (ValueError, OSError) as e:
             return [None, "", gr.update(choices=[], value=None), gr.update(visible=False), gr.update(visible=False),
                     f"**{e}**", *actions]
-        return [spec, cli, gr.update(choices=ckpts, value=ckpts[-1] if ckpts else None), gr.update(visible=False),
+        return [spec, cli, gr.update(choices=ckpts, value=ckpts[-1][1] if ckpts else None), gr.update(visible=False),
                 gr.update(visible=False), "", *actions]
 
     def on_stop(self, run_id):

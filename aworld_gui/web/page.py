@@ -98,6 +98,21 @@ def build_app(runs_dir: str | os.PathLike = "runs", studio: Studio | None = None
                                                     [sui.field_map, *sui.slot_components(), sui.config_memory],
                                                     api_visibility="private"))
 
+        # a diagnosis's "Clone into Setup" in the Monitor: the same clone, naming the setting to change
+        def clone_for_diagnosis(run_id, setting):
+            *updates, msg, timer = clone(run_id)
+            if str(msg).startswith("**"):                       # not cloned: the error, in Setup's message
+                return [*updates, render.esc(str(msg).strip("*")), timer]
+            first = f" — {_('Change first:')} <code>{render.esc(setting)}</code>" if setting else ""
+            return [*updates, f"{_('Cloned into Setup:')} <b>{render.esc(run_id)}</b>{first}", timer]
+
+        setup.then_check(mui.clone_btn.click(clone_for_diagnosis, [mui.run, mui.clone_setting],
+                                             [*setup.input_components(), tabs, sui.launch_msg, rui.timer],
+                                             api_visibility="private"
+                                             ).then(setup.on_engine_changed, [sui.engine, sui.config_yaml],
+                                                    [sui.field_map, *sui.slot_components(), sui.config_memory],
+                                                    api_visibility="private"))
+
         # page load: catalog-dependent choices, first check, the run to monitor (live first)
         def on_load_monitor():
             """The run to watch (the one training first); a page opened while a run trains opens on it."""

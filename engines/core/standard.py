@@ -14,13 +14,14 @@ from typing import Any, Callable
 from ..inputs.agents import AgentSpec, agent_result, load_agent
 from .trainer_processor import TrainerProcessor, logger
 from .check_result import CheckError, CheckResult
-from ..inputs.config import ConfigField, validate_config
+from ..inputs.config import ConfigField, split_run_settings, validate_config
 from ..inputs.data import DataBundle, load_datasets, save_for_spec
 from ..fit.data_fit import DataFit, check_data_fit
 from ..fit.model_folder import ModelFolder, require_model_folder
 from ..rewards import Reward, RewardError, dry_run_reward, load_reward
 from ..runs.rundir import FAILED, FINISHED, RUNNING, STOPPED, classify_failure
 from ..runs.lifecycle import Slot, wait_for_slot
+from ..diagnostics.watcher import start_diagnoses
 
 MODULE_CAUSE = {"dataset": "bad data", "reward": "reward error"}
 
@@ -148,7 +149,9 @@ class StandardProcessor(TrainerProcessor):
 
     def check_config(self, config: Any = None) -> dict[str, Any]:
         try:
+            run_settings, config = split_run_settings(config)
             effective, warnings = self.validate_settings(config)
+            effective.update(run_settings)
             extra = self.convert_config(effective) or {}
             fit = self.data_fit(effective)
             if fit is not None:
@@ -257,12 +260,20 @@ class StandardProcessor(TrainerProcessor):
                 return STOPPED
             run.mark_process(RUNNING, started=time.time(), engine=self.engine_name)
             run.event("started", engine=self.engine_name, pid=os.getpid())
+            watcher = start_diagnoses(run)
             try:
                 outcome = self._train()
             except BaseException as e:  # noqa: BLE001 - every failure is recorded, then re-raised
+                watcher.stop()
                 self._record_failure(e)
                 raise
+            watcher.stop()
             # the event first: whoever waits for the final state then finds the event written too
+            if outcome == STOPPED and watcher.fatal:
+                message = "the loss or the gradient norm is not finite (NaN/inf)"
+                run.event("failed", cause=watcher.fatal, message=message, step=run.read_status().get("step"))
+                run.write_status(state=FAILED, cause=watcher.fatal, error=message, ended=time.time())
+                return FAILED
             if outcome == STOPPED:
                 run.event("stopped", message="stopped at a step boundary", step=run.read_status().get("step"))
                 run.write_status(state=STOPPED, ended=time.time())

@@ -1,5 +1,5 @@
 """Which model an evaluation, a chat or an export uses, checked before anything loads: the agent's
-base model, a run's checkpoint by name (``checkpoint-400``; ``latest``), a checkpoint of another run in the
+base model, a run's checkpoint by name (``checkpoint-400``; ``latest``; ``best``, by the held-out metric), a checkpoint of another run in the
 same runs directory (``<run_id>/checkpoint-400``), or any folder — full weights or a LoRA adapter over the
 base. A checkpoint of another run is labelled ``<run_id>/<checkpoint>``, so it never shares a label with
 this run's own. Errors say what is wrong and what to pick instead (a pruned checkpoint,
@@ -17,6 +17,7 @@ from ..runs.rundir import CHECKPOINTS_DIR, RunDir
 WEIGHT_GLOBS = ("*.safetensors", "pytorch_model*.bin", "adapter_model.safetensors", "adapter_model.bin")
 BASE = "base"
 LATEST = "latest"
+BEST = "best"            # the run's best checkpoint by its held-out metric
 
 
 @dataclass
@@ -69,6 +70,8 @@ def resolve(checkpoint: str | None, base_model: str, run: RunDir | None = None) 
     same runs directory; else a folder path."""
     run_id = run.run_id if run is not None else None
     name = (checkpoint or LATEST).strip()
+    if name == BEST:
+        name = best_name(run)
     if name == BASE:
         return check(ModelRef(BASE, base_model, base_model))
     if name == LATEST:
@@ -109,6 +112,16 @@ def resolve(checkpoint: str | None, base_model: str, run: RunDir | None = None) 
         folder = hf
     adapter = (folder / "adapter_config.json").is_file()
     return check(ModelRef(label, str(folder), base_model, adapter=adapter, run_id=run_id))
+
+
+def best_name(run: RunDir | None) -> str:
+    """The name of the run's best checkpoint (status.json ``best_checkpoint``, see engines/runs/best_checkpoint.py)."""
+    best = (run.read_status().get("best_checkpoint") or {}) if run is not None else {}
+    if not best.get("name"):
+        raise CheckError("checkpoint", f"run {run.run_id if run is not None else ''} has no best checkpoint",
+                         "a run records one when an evaluation during training improves on the ones before "
+                         "(eval_steps > 0 and a test set); pick 'latest' or a checkpoint by name")
+    return str(best["name"])
 
 
 def check(ref: ModelRef) -> ModelRef:

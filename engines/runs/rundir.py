@@ -79,7 +79,9 @@ def step_log_line(step: int, total: int | None, values: dict[str, Any], steps_pe
 
 # Failure causes (events.jsonl "failed" events and status.json "cause").
 CAUSES = ("out of memory", "bad data", "reward error", "tool server error", "missing dependency", "killed",
-          "unknown")
+          "unknown", "loss_not_finite")
+#: why a run ended early on its own (status.json "cause" of a finished run): no improvement for a while
+EARLY_STOPPED = "early_stopped"
 
 
 def new_run_id(engine: str, label: str | None = None) -> str:

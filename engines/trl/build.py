@@ -7,6 +7,7 @@ import os
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from ..runs.best_checkpoint import tracker_from_config
 from . import arguments
 from .callbacks import ANSWER_COLUMN, RunDirCallback, SampleRecorder, ToolServerCallback
 from .peft_setup import peft_and_quantization
@@ -59,12 +60,14 @@ def build_trainer(p: TrainerInputs, tracker_names: list[str]) -> tuple[Any, RunD
         tools = agent.tool_callables() if agent.has_tools else None
         recorder = SampleRecorder(run, p.reward, cfg["samples_per_step"] if main else 0, agent.tool_servers)
         funcs = recorder.wrap(p.reward.trl_functions(ANSWER_COLUMN))
-        callback = RunDirCallback(run, recorder, evaluate, cfg["eval_steps"], tracker_names=tracker_names)
+        callback = RunDirCallback(run, recorder, evaluate, cfg["eval_steps"], tracker_names=tracker_names,
+                                  best=tracker_from_config(cfg))
         trainer = GRPOTrainer(model=p.model_path, reward_funcs=funcs, args=args,
                               train_dataset=p.rows("grpo"), processing_class=p.tokenizer,
                               callbacks=[callback, *callbacks], tools=tools, **extra)
     else:
-        callback = RunDirCallback(run, None, evaluate, cfg["eval_steps"], tracker_names=tracker_names)
+        callback = RunDirCallback(run, None, evaluate, cfg["eval_steps"], tracker_names=tracker_names,
+                                  best=tracker_from_config(cfg))
         trainer = SFTTrainer(model=p.model_path, args=args, train_dataset=p.rows("sft"),
                              processing_class=p.tokenizer, callbacks=[callback], **extra)
     return trainer, callback

@@ -1,6 +1,7 @@
 """TRL callbacks and reward wrappers that write the run directory while training runs."""
 from __future__ import annotations
 
+import os
 import time
 from typing import Any, Callable
 
@@ -8,9 +9,10 @@ from transformers import TrainerCallback
 
 from ..runs.run_summary import measured_summary
 from ..rewards import Reward
-from ..runs.rundir import STOPPING, RunDir, step_log_line
+from ..runs.best_checkpoint import BestTracker, record_best
+from ..runs.rundir import EARLY_STOPPED, STOPPING, RunDir, step_log_line
 from ..runs.tensorboard_log import ScalarWriter
-from .metrics import canonical_metrics
+from .metrics import canonical_metrics, memory_metrics
 
 ANSWER_COLUMN = "_ref_answer"
 
@@ -110,8 +112,11 @@ class RunDirCallback(TrainerCallback):
 
     def __init__(self, run: RunDir, recorder: SampleRecorder | None = None,
                  evaluate: Callable[[Any], dict[str, float]] | None = None, eval_steps: int = 0,
-                 tracker_names: list[str] | None = None):
+                 tracker_names: list[str] | None = None, best: BestTracker | None = None):
         self.run, self.recorder = run, recorder
+        self.best = best or BestTracker()
+        self._best_pending: int | None = None     # the step of an improving evaluation, until its checkpoint
+        self.early_stopped = False
         self._tensorboard: ScalarWriter | None = None
         self.evaluate, self.eval_steps = evaluate, eval_steps
         self.tracker_names = list(tracker_names or [])
@@ -163,6 +168,7 @@ class RunDirCallback(TrainerCallback):
             return
         now = time.time()
         values = canonical_metrics(logs)
+        values.update(memory_metrics(args.device))
         steps = max(1, state.global_step - self._last_log_step)
         if "step_time" not in values and self._last_log_t is not None:
             values["step_time"] = (now - self._last_log_t) / steps
@@ -176,17 +182,27 @@ class RunDirCallback(TrainerCallback):
                               last_reward=values.get("reward"), last_loss=values.get("loss"), durable=False)
 
     def on_step_end(self, args, state, control, **kw):
-        if not self.stopped and stop_agreed(self.run.stop_requested(), args.device):
-            self.stopped = True
-            control.should_training_stop = True
-            control.should_save = True
-            if state.is_world_process_zero:
-                self.run.write_status(state=STOPPING, step=state.global_step)
-                self.run.event("stop_requested", step=state.global_step)
-        if state.global_step >= state.max_steps:
-            control.should_save = True
         if self.evaluate is not None and self.eval_steps and state.global_step % self.eval_steps == 0:
             self._eval(state, kw.get("model"))
+            if self._best_pending == state.global_step:
+                control.should_save = True          # the best model so far gets its checkpoint now
+        early = self.best.exhausted and not self.early_stopped
+        if not self.stopped and not self.early_stopped and stop_agreed(self.run.stop_requested() or early, args.device):
+            control.should_training_stop = True
+            control.should_save = True
+            if early:
+                self.early_stopped = True
+                self.run.write_status(cause=EARLY_STOPPED, step=state.global_step)
+                self.run.event("early_stopped", step=state.global_step, metric=self.best.metric,
+                               best_value=self.best.best_value, best_step=self.best.best_step,
+                               patience=self.best.patience)
+            else:
+                self.stopped = True
+                if state.is_world_process_zero:
+                    self.run.write_status(state=STOPPING, step=state.global_step)
+                    self.run.event("stop_requested", step=state.global_step)
+        if state.global_step >= state.max_steps:
+            control.should_save = True
 
     def on_save(self, args, state, control, **kw):
         if not state.is_world_process_zero:
@@ -194,10 +210,21 @@ class RunDirCallback(TrainerCallback):
         path = f"{args.output_dir}/checkpoint-{state.global_step}"
         self.run.event("checkpoint", step=state.global_step, path=path)
         self.run.write_status(last_checkpoint=path)
+        if self._best_pending == state.global_step:
+            self._record_best(state, path)
 
     def on_train_end(self, args, state, control, **kw):
         if self.evaluate is not None and not (self.eval_steps and state.global_step % self.eval_steps == 0):
             self._eval(state, kw.get("model"))
+            path = f"{args.output_dir}/checkpoint-{state.global_step}"
+            if self._best_pending == state.global_step and os.path.isdir(path):   # the final save is this step's
+                self._record_best(state, path)
+
+    def _record_best(self, state, path: str) -> None:
+        """The checkpoint at ``path`` is the best so far: Transformers keeps it from save_total_limit's pruning."""
+        state.best_model_checkpoint = path
+        record_best(self.run, os.path.basename(path), state.global_step, self.best.metric, self.best.best_value)
+        self._best_pending = None
 
     def _eval(self, state, model) -> None:
         if model is None:
@@ -206,6 +233,8 @@ class RunDirCallback(TrainerCallback):
         if values:
             self.run.append_metrics(state.global_step, values)
             self.tensorboard.add(state.global_step, values)
+            if self.best.observe(state.global_step, values) and state.global_step > 0:
+                self._best_pending = state.global_step
 
     def close(self) -> None:
         if self._tensorboard is not None:

@@ -1,0 +1,146 @@
+"""Each diagnosis rule on synthetic metric series: it shows on the series that has the problem and not
+on a healthy one; the watcher writes one event when a problem starts and one when it clears."""
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from engines.core.check_result import CheckError
+from engines.inputs.config import split_run_settings
+from engines.diagnostics import CODES
+from engines.diagnostics.reading import active_diagnoses
+from engines.diagnostics.rules import RULES, Context
+from engines.diagnostics.thresholds import thresholds
+from engines.diagnostics.watcher import Diagnoser
+from engines.runs.rundir import RunDir
+
+T = thresholds(None)
+
+
+def healthy(n: int = 60) -> list[dict]:
+    """A run that learns: reward climbs with spread, KL small, completions end before the limit."""
+    return [{"step": s, "loss": 0.01, "grad_norm": 0.5, "reward": 0.1 + 0.8 * s / n, "reward_std": 0.3,
+             "frac_reward_zero_std": 0.1, "completions/clipped_ratio": 0.1, "kl": 0.01 * s,
+             "rewards/a/mean": 0.5 + s / 1000, "rewards/a/std": 0.2, "rewards/b/mean": 0.3, "rewards/b/std": 0.1,
+             "memory/peak_gb": 4.0 + (s % 2) * 0.01, "memory/limit_gb": 80.0, "tools/call_frequency": 1.2,
+             "tools/failure_frequency": 0.0} for s in range(1, n + 1)]
+
+
+def found(rows, evals=(), ctx=None, limits=T):
+    ctx = ctx or Context(best_reward=max((r.get("reward") or 0) for r in rows), total_steps=1000)
+    return {code for code, rule in RULES.items() if rule(rows, list(evals), limits, ctx) is not None}
+
+
+def with_(rows, **changes):
+    return [{**r, **{k: (v(r["step"]) if callable(v) else v) for k, v in changes.items()}} for r in rows]
+
+
+def test_every_code_of_the_issue_has_a_rule_and_advice():
+    assert set(RULES) == set(CODES) == {
+        "no_reward_spread", "reward_flat", "reward_saturated", "completions_truncated", "kl_high",
+        "loss_not_finite", "eval_diverges", "reward_term_constant", "memory_rising", "tools_unused"}
+
+
+def test_a_healthy_run_has_no_diagnosis():
+    assert found(healthy()) == set()
+
+
+@pytest.mark.parametrize("code, changes", [
+    ("no_reward_spread", {"frac_reward_zero_std": 1.0, "reward": 0.3}),
+    ("completions_truncated", {"completions/clipped_ratio": 0.9}),
+    ("kl_high", {"kl": lambda s: 1.0 + s / 10}),
+    ("loss_not_finite", {"loss": None}),
+    ("reward_term_constant", {"rewards/b/std": 0.0}),
+    ("memory_rising", {"memory/peak_gb": lambda s: 4.0 + s}),
+    ("tools_unused", {"tools/call_frequency": 0.0}),
+    ("tools_unused", {"tools/failure_frequency": 0.8}),
+])
+def test_each_problem_shows_its_code(code, changes):
+    assert code in found(with_(healthy(), **changes))
+
+
+def test_a_flat_reward_is_reward_flat_and_a_constant_one_is_no_spread_not_saturated():
+    flat = with_(healthy(120), reward=lambda s: 0.4 + 0.001 * math.sin(s))
+    assert "reward_flat" in found(flat, ctx=Context(best_reward=1.0))   # a completion once scored 1.0
+    constant = with_(healthy(), reward=0.5, reward_std=0.0, frac_reward_zero_std=1.0)
+    assert found(constant) == {"no_reward_spread"}       # not saturated: it never climbed to its maximum
+
+
+def test_a_reward_that_climbed_to_its_maximum_is_saturated_not_flat():
+    rows = with_(healthy(), reward=lambda s: min(1.0, s / 20), frac_reward_zero_std=lambda s: 1.0 if s >= 20 else 0.2)
+    codes = found(rows)
+    assert "reward_saturated" in codes and "reward_flat" not in codes
+
+
+def test_eval_diverges_needs_the_held_out_reward_down_while_the_train_reward_rises():
+    evals = [{"step": s, "eval/reward": v} for s, v in ((10, 0.6), (20, 0.5), (30, 0.4))]
+    assert "eval_diverges" in found(healthy(), evals)
+    rising = [{"step": s, "eval/reward": v} for s, v in ((10, 0.4), (20, 0.5), (30, 0.4))]
+    assert "eval_diverges" not in found(healthy(), rising)
+
+
+def test_memory_rising_predicts_the_step_it_runs_out_and_ignores_a_far_one():
+    rows = with_(healthy(), **{"memory/peak_gb": lambda s: 4.0 + s})
+    evidence = RULES["memory_rising"](rows, [], T, Context(total_steps=1000))
+    assert evidence["out_of_memory_at_step"] == 60 + 16  # 64 GiB at step 60, +1 GiB/step to 80 GiB
+    slow = with_(healthy(), **{"memory/peak_gb": lambda s: 4.0 + s * 1e-3})
+    assert RULES["memory_rising"](slow, [], T, Context(total_steps=1000)) is None
+
+
+def test_thresholds_come_from_the_config_and_unknown_keys_are_refused():
+    rows = with_(healthy(), frac_reward_zero_std=0.8, reward=0.3)
+    assert "no_reward_spread" in found(rows)
+    assert "no_reward_spread" not in found(rows, limits=thresholds({"zero_spread_fraction": 0.9}))
+    with pytest.raises(CheckError, match="kl_bund.*did you mean"):
+        split_run_settings({"max_steps": 3, "diagnostics": {"kl_bund": 2}})
+    assert split_run_settings({"max_steps": 3, "diagnostics": {"kl_bound": 2}}) == \
+        ({"diagnostics": {"kl_bound": 2}}, {"max_steps": 3})
+
+
+def test_the_watcher_writes_one_event_at_start_and_one_at_clear(tmp_path):
+    run = RunDir.create(tmp_path, "fake")
+    run.write_spec({"config": {"max_completion_length": 8}})
+    lines: list[str] = []
+    d = Diagnoser(run, log=lines.append)
+    rows = with_(healthy(20), reward=0.3)
+    for r in rows[:10]:
+        run.append_metrics(r["step"], {**r, "frac_reward_zero_std": 1.0})
+    assert [e["code"] for e in d.poll()] == ["no_reward_spread"]
+    for r in rows[10:15]:
+        run.append_metrics(r["step"], {**r, "frac_reward_zero_std": 1.0})
+    assert d.poll() == []                                   # still active: no second event
+    for r in rows[15:]:
+        run.append_metrics(r["step"], r)
+    assert [(e["code"], e["state"]) for e in d.poll()] == [("no_reward_spread", "cleared")]
+    events = [e for e in run.read_jsonl("events.jsonl") if e.get("type") == "diagnosis"]
+    assert [(e["state"], e["step"]) for e in events] == [("active", 10), ("cleared", 20)]
+    assert "num_generations" in events[0]["advice"] and events[0]["evidence"]["zero_spread_groups"]
+    assert active_diagnoses(events[:1]) == events[:1] and active_diagnoses(events) == []
+    assert any(line.startswith("diagnosis no_reward_spread since step 10") for line in lines)
+
+
+def test_a_short_answer_task_is_not_truncated_and_a_learned_plateau_is_not_flat():
+    cut = with_(healthy(), **{"completions/clipped_ratio": 1.0})
+    assert "completions_truncated" in found(cut, ctx=Context(best_reward=1.0, max_completion_length=256))
+    assert "completions_truncated" not in found(cut, ctx=Context(best_reward=1.0, max_completion_length=2))
+    plateau = with_(healthy(120), reward=lambda s: 0.9 + 0.001 * math.sin(s))
+    assert "reward_flat" not in found(plateau, ctx=Context(best_reward=1.0))
+    assert "reward_flat" in found(with_(plateau, reward=lambda s: 0.3), ctx=Context(best_reward=1.0))
+
+
+def test_a_bad_diagnostics_mapping_that_reached_a_run_falls_back_to_the_defaults(tmp_path):
+    """An engine whose own config check does not know the key (verl keeps the user's config under ``user``)
+    must not fail its run over it."""
+    from engines.diagnostics.watcher import run_thresholds
+
+    assert run_thresholds({"config": {"user": {"diagnostics": {"kl_bound": 3}}}}).kl_bound == 3
+    assert run_thresholds({"config": {"diagnostics": {"kl_bund": 3}}}) == thresholds(None)
+
+
+def test_groups_without_spread_because_the_model_solves_them_are_not_no_reward_spread():
+    """The letters demo's last steps: reward 0.97, 75 % of the groups all correct."""
+    solved = with_(healthy(), reward=lambda s: min(0.97, 0.1 + s / 40), frac_reward_zero_std=0.8)
+    assert "no_reward_spread" not in found(solved, ctx=Context(best_reward=1.0))
+    stuck = with_(healthy(), reward=lambda s: 0.1, frac_reward_zero_std=0.8)
+    assert "no_reward_spread" in found(stuck, ctx=Context(best_reward=1.0))
