@@ -7,7 +7,7 @@ import math
 import pytest
 
 from engines.core.check_result import CheckError
-from engines.inputs.config import split_run_settings
+from engines.runs.run_settings import split_run_settings
 from engines.diagnostics import CODES
 from engines.diagnostics.reading import active_diagnoses
 from engines.diagnostics.rules import RULES, Context

@@ -14,7 +14,8 @@ from typing import Any, Callable
 from ..inputs.agents import AgentSpec, agent_result, load_agent
 from .trainer_processor import TrainerProcessor, logger
 from .check_result import CheckError, CheckResult
-from ..inputs.config import ConfigField, split_run_settings, validate_config
+from ..inputs.config import ConfigField, validate_config
+from ..runs.run_settings import split_run_settings
 from ..inputs.data import DataBundle, load_datasets, save_for_spec
 from ..fit.data_fit import DataFit, check_data_fit
 from ..fit.model_folder import ModelFolder, require_model_folder
