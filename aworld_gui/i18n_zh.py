@@ -306,4 +306,8 @@ ZH = {
     "Set up its environment": "安装其运行环境",
     "Retry the setup": "重试安装",
     "Set up the environment of": "安装运行环境:",
+    "The overrides YAML does not parse, so the form shows no values: fix it under “Advanced: config YAML” (the config card says where the error is).":
+        "覆盖配置 YAML 无法解析,表单因此不显示任何值:请在“高级:配置 YAML”中修正(配置卡片会指出错误位置)。",
+    "Fields marked • are set in the overrides YAML; the others show their effective value.":
+        "标有 • 的字段已在覆盖配置 YAML 中设置;其余字段显示其生效值。",
 }
