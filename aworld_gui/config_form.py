@@ -23,6 +23,7 @@ are. Nothing is kept in step, so nothing needs guarding: no fills, snapshots or 
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from dataclasses import dataclass, field
@@ -46,6 +47,11 @@ def parse_overrides(text: str) -> dict | None:
     if data is None:                           # only comments
         return {}
     return data if isinstance(data, dict) else None
+
+
+def spec_id(text: str) -> str:
+    """A short name of one spec (its text, surrounding blank lines aside): what a rendered form was rendered from."""
+    return hashlib.sha1((text or "").strip().encode("utf-8")).hexdigest()[:12]
 
 
 def effective_for(engine: str, text: str, values: dict | None) -> dict:

@@ -262,7 +262,7 @@ class SetupTab:
         def config_fields(engine, text, checked):
             info = self.studio.engine_info(engine) or {"name": engine}
             view = config_form.form_view(info, text, checked)
-            gr.HTML(_form_state(view), elem_id="form-state")
+            gr.HTML(_form_state(view, text), elem_id="form-state")
             models = [config_form.AGENT_MODEL] + [(f'{m["name"]} · {m["source"]}', m["path"])
                                                   for m in (self.studio.catalog().get("models") or [])]
             picker = gr.Dropdown(models, value=view.model, allow_custom_value=True, elem_id="model-pick",
@@ -599,16 +599,17 @@ class SetupTab:
                 f"{_('starts from its earlier overrides.') if (config_text or '').strip() else _('starts from its defaults.')}")
 
 
-def _form_state(view: config_form.FormView) -> str:
-    """The line above the form: what its values are (data attributes for tests: the YAML parses, the values not
-    set in it come from the check of this very YAML)."""
+def _form_state(view: config_form.FormView, text: str) -> str:
+    """The line above the form: what its values are (data attributes for tests: the spec it was rendered from, the
+    YAML parses, the values not set in it come from the check of this very YAML)."""
     if not view.valid:
-        text = _("The overrides YAML does not parse, so the form shows no values: fix it under “Advanced: config "
+        note = _("The overrides YAML does not parse, so the form shows no values: fix it under “Advanced: config "
                  "YAML” (the config card says where the error is).")
     else:
-        text = _("Fields marked • are set in the overrides YAML; the others show their effective value.")
+        note = _("Fields marked • are set in the overrides YAML; the others show their effective value.")
     return (f'<div class="aw-muted aw-form-state" data-testid="form-state" data-valid="{int(view.valid)}" '
-            f'data-current="{int(view.current)}" data-engine="{render.esc(view.engine)}">{text}</div>')
+            f'data-current="{int(view.current)}" data-engine="{render.esc(view.engine)}" '
+            f'data-spec="{config_form.spec_id(text)}">{note}</div>')
 
 
 def _field(f: config_form.FieldView):

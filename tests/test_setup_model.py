@@ -23,6 +23,7 @@ from testing.setup_model import (BOX, OTHER_ENGINE, Model, Step, break_yaml, han
 
 SEQUENCES = int(os.environ.get("AWORLD_SETUP_SEQUENCES", "200"))
 CHECK_EVERY = 20          # a real check (about 0.5 s) after the last step of every 20th sequence
+MIDWAY_EVERY = 10         # and after the 4th step of every 10th (its answer must not show once the spec changed)
 LAUNCH_EVERY = 50         # Launch's preparation (run.yaml) after every 50th
 
 
@@ -163,11 +164,15 @@ def test_every_view_of_the_setup_equals_the_model_after_every_step(setup, tmp_pa
             wrong = views_wrong(logic, model)
             assert not wrong, f"seed {seed}, after {' → '.join(trail)} ({where}): " + "; ".join(wrong)
 
-        for step in steps:
+        for i, step in enumerate(steps):
             trail.append(str(step))
             logic.step(step, model, lambda: verify("midway"))
             model.apply(step, models, clones)
             verify("after the step")
+            if i == 3 and seed % MIDWAY_EVERY == 0:
+                checks += 1
+                logic.check()
+                verify("after a check")
         if seed % CHECK_EVERY == 0:                     # the real check of the last spec
             checks += 1
             report = logic.check()
@@ -189,7 +194,7 @@ def test_every_view_of_the_setup_equals_the_model_after_every_step(setup, tmp_pa
             for f in logic.view().fields:
                 assert same(f.value, config[f.name]), f"seed {seed} {trail}: form {f.name}={f.value!r}, run.yaml " \
                                                       f"{config[f.name]!r}"
-    assert checks >= SEQUENCES // CHECK_EVERY and launches >= SEQUENCES // LAUNCH_EVERY
+    assert checks >= SEQUENCES // CHECK_EVERY + SEQUENCES // MIDWAY_EVERY and launches >= SEQUENCES // LAUNCH_EVERY
 
 
 def test_the_issue_32_sequence_form_yaml_and_run_yaml_agree(setup):
