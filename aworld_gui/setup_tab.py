@@ -16,7 +16,6 @@ from typing import Any
 import gradio as gr
 import yaml
 
-from engines.yaml_input import try_load_yaml
 
 from . import glossary, presets, render
 from .i18n import Markdown, _
