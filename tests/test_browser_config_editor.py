@@ -190,6 +190,9 @@ def test_form_edits_reach_the_yaml_in_the_page_and_late_checks_leave_them_alone(
     wait_for(lambda: "use_peft: false" in overrides(page).splitlines(), 10, "use_peft off")
 
 
+@pytest.mark.xfail(strict=False, reason="KNOWN GAP (issue 32, setupform): a form render landing while a number field "
+                   "is emptied and still focused puts the YAML's value back (Gradio keeps a user's value for an "
+                   "unchanged key, but not an emptied one); seen once in three runs under load")
 def test_an_emptied_field_shows_its_effective_value_again_after_the_user_leaves_it(page):
     """Emptied, a field is not refilled while it has the focus (the user is about to type, and a check answering
     meanwhile leaves it alone); once the user leaves it the key goes from the YAML and the field shows its effective
