@@ -1,6 +1,6 @@
-"""The page steps that keep the Setup form and the overrides YAML in step (aworld_gui/tabs/config_form.py), run in
-headless Chromium: a form edit sets its key in the page as the server's ``set_yaml_key`` does, and a check's fill
-sets only the fields nobody touched since the check began, and only while the YAML is the one checked."""
+"""The page steps that edit the one spec, the overrides YAML (aworld_gui/tabs/config_form.py), run in headless Chromium
+against their server twins: a form field's edit sets its key as ``set_yaml_key`` does, a line the server renders
+goes into the YAML the page has then, and an engine picked swaps the overrides as ``switch_engine`` does."""
 from __future__ import annotations
 
 import os
@@ -9,7 +9,8 @@ import pytest
 import yaml
 from playwright.sync_api import sync_playwright
 
-from aworld_gui.tabs.config_form import APPLY_EDIT_JS, APPLY_JS, KEEP, edit_js, set_yaml_key, yaml_edit
+from aworld_gui.tabs.config_form import (AGENT_MODEL, APPLY_EDIT_JS, KEEP, edit_js, fresh_memory, set_yaml_key,
+                                    switch_engine, switch_engine_js, yaml_edit)
 from testing.studio import CHROMIUM, launch_chromium
 
 TEXT = "# Demo config\nmode: grpo\nlearning_rate: 0.001   # tuned\nmax_steps: 300\n" \
@@ -28,8 +29,8 @@ def page():
         browser.close()
 
 
-def edit_in_page(page, kind: str, index: int, value, text: str, field_map: list):
-    return page.evaluate(f"([v, t, m]) => ({edit_js(kind, index)})(v, t, m)", [value, text, field_map])
+def edit_in_page(page, name: str, ftype, value, text: str):
+    return page.evaluate(f"([v, t]) => ({edit_js(name, ftype)})(v, t)", [value, text])
 
 
 # (field, its type, the value the page's field holds, the value Gradio hands the server for it)
@@ -55,15 +56,14 @@ EDITS = [
     ("max_steps", "int", None, None),               # emptied: the key goes
     ("model", "str", "", None),
     ("lora_target_modules", "str", "all-linear", "all-linear"),   # a block value goes with its key
+    ("model", "str", AGENT_MODEL, None),            # the model picker back on the agent's model: the key goes
 ]
 
 
 @pytest.mark.parametrize("name,ftype,value,server_value", EDITS)
 def test_a_form_edit_in_the_page_sets_the_key_as_the_server_would(page, name, ftype, value, server_value):
-    kind = {"int": "number", "float": "number", "bool": "bool"}.get(ftype, "text")
-    field_map = [["number", 3, "other", "int"], [kind, 1, name, ftype]]
     for text in (TEXT, "", TEXT.rstrip("\n")):
-        got = edit_in_page(page, kind, 1, value, text, field_map)
+        got = edit_in_page(page, name, ftype, value, text)
         want = set_yaml_key(text, name, server_value)
         if got == KEEP:                                     # the page's YAML stays as it is
             assert want.rstrip("\n") == text.rstrip("\n"), (text, want)
@@ -76,9 +76,8 @@ def test_a_form_edit_in_the_page_sets_the_key_as_the_server_would(page, name, ft
             assert f"{name}: {value}\n" in got                    # a name or a path stays plain
 
 
-def test_a_form_edit_of_a_field_not_on_the_map_changes_nothing(page):
-    assert edit_in_page(page, "number", 2, 5, TEXT, [["number", 0, "max_steps", "int"]]) == KEEP
-    assert edit_in_page(page, "number", 0, 300, TEXT, [["number", 0, "max_steps", "int"]]) == KEEP   # same value
+def test_a_form_edit_of_the_value_the_yaml_has_changes_nothing(page):
+    assert edit_in_page(page, "max_steps", "int", 300, TEXT) == KEEP
 
 
 @pytest.mark.parametrize("key,value", [("lora_target_modules", ["k_proj", "o_proj"]), ("epsilon_high", 0.28),
@@ -94,20 +93,17 @@ def test_a_key_the_server_renders_goes_into_the_yaml_the_page_has_then(page, key
     assert page.evaluate(f"([e, t]) => ({APPLY_EDIT_JS})(e, t)", [None, text]) == KEEP        # an error: no edit
 
 
-def apply(page, fill: dict, text: str, values: list, focus: str = "#elsewhere") -> list:
-    page.focus(focus)
-    return page.evaluate(f"([f, t, vs]) => ({APPLY_JS})(f, t, ...vs)", [fill, text, values])
+MEMORIES = [None, fresh_memory("trl"), {"engine": "verl", "previous": "trl", "texts": {"trl": TEXT}},
+            {"engine": "trl", "previous": "verl", "texts": {"verl": "total_steps: 3\n", "swift": "beta: 0.1\n"}},
+            {"texts": "not a mapping"}]
 
 
-def test_a_fill_sets_only_untouched_unfocused_fields_while_the_yaml_is_the_one_checked(page):
-    def fill(fid: int, text: str = "a: 1\n") -> dict:
-        return {"id": fid, "yaml": text,
-                "fields": [[0, "form-number-0", 400, 100], [1, "form-number-1", None, 5]]}
-
-    assert apply(page, fill(101), "a: 1\n", [400, None]) == [100, 5]
-    assert apply(page, fill(101), "a: 1\n", [400, None]) == [KEEP, KEEP]       # applied once
-    assert apply(page, fill(102), "a: 1\nb: 2\n", [400, None]) == [KEEP, KEEP]   # the YAML was edited since
-    assert apply(page, fill(103), "a: 1\n", [30, None]) == [KEEP, 5]          # 30 typed since the check began
-    assert apply(page, fill(104), "a: 1\n", [400, None], focus="#i1") == [100, KEEP]   # being edited
-    assert apply(page, fill(105), "a: 1\n", [400.0, None]) == [100, 5]       # 400 and 400.0 are one number
-    assert apply(page, None, "a: 1\n", [400, None]) == [KEEP, KEEP]           # no check answered yet
+@pytest.mark.parametrize("memory", MEMORIES)
+@pytest.mark.parametrize("engine", ["trl", "verl", "swift"])
+def test_an_engine_picked_swaps_the_overrides_in_the_page_as_the_server_would(page, memory, engine):
+    for text in (TEXT, ""):
+        got_text, got_memory = page.evaluate(f"([e, t, m]) => ({switch_engine_js('trl')})(e, t, m)",
+                                             [engine, text, memory])
+        want_text, want_memory = switch_engine(memory, engine, text, "trl")
+        assert (text if got_text == KEEP else got_text) == want_text
+        assert got_memory == want_memory

@@ -277,76 +277,108 @@ def test_runs_carry_a_name_and_a_note_that_can_be_changed(studio, tmp_path, demo
 
 
 def test_each_engine_keeps_its_own_config_overrides(studio):
-    """Switching the engine to verl used to keep the trl demo's overrides (unknown keys to verl)."""
+    """Switching the engine to verl used to keep the trl demo's overrides (unknown keys to verl). The switch is made
+    in the page (config_form.SWITCH_ENGINE_JS, held to switch_engine in tests/test_browser_config_form.py)."""
+    from aworld_gui.tabs.config_form import fresh_memory, switch_engine
+    from aworld_gui.rendering.i18n import localize
     from aworld_gui.tabs.setup_tab import SetupTab
 
     tab = SetupTab(studio)
     trl_text = "learning_rate: 0.001\nbeta: 0.04\n"
-    out = tab.on_engine_picked("verl", trl_text, {"engine": "trl", "texts": {}})
-    swap, memory, note = out[-3:]
-    assert swap == {"expect": trl_text, "text": ""} and memory == {"engine": "verl", "texts": {"trl": trl_text}}
-    from aworld_gui.rendering.i18n import localize
-
-    note = localize(note, "en")
-    assert "trl" in note and "kept aside" in note
-    out = tab.on_engine_picked("trl", "total_steps: 3\n", memory)
-    swap, memory, _ = out[-3:]
-    assert swap == {"expect": "total_steps: 3\n", "text": trl_text}
-    assert memory == {"engine": "trl", "texts": {"verl": "total_steps: 3\n"}}
-    out = tab.on_engine_picked("trl", trl_text, memory)            # the same engine again: nothing moves
-    assert out[-3] == {"expect": trl_text, "text": trl_text} and out[-1] == ""
+    text, memory = switch_engine(fresh_memory("trl"), "verl", trl_text, "trl")
+    assert text == "" and memory == {"engine": "verl", "previous": "trl", "texts": {"trl": trl_text}}
+    note = localize(tab.engine_note(memory, text), "en")
+    assert "trl" in note and "kept aside" in note and "starts from its defaults" in note
+    text, memory = switch_engine(memory, "trl", "total_steps: 3\n", "trl")
+    assert text == trl_text and memory == {"engine": "trl", "previous": "verl", "texts": {"verl": "total_steps: 3\n"}}
+    assert "earlier overrides" in localize(tab.engine_note(memory, text), "en")
+    again, memory = switch_engine(memory, "trl", trl_text, "trl")            # the same engine again: nothing moves
+    assert again == trl_text and memory["texts"] == {"verl": "total_steps: 3\n"} and tab.engine_note(memory, again) == ""
 
 
-def test_a_check_fills_the_fields_not_overridden_with_what_they_held_when_it_began(studio):
-    """A check's answer sets no field itself: it names, for each field the YAML does not set, the value the field
-    held when the check began and the effective value, with the YAML it ran on (the page sets a field only if both
-    still hold: config_form.py). Overridden fields, and fields already showing their value, are left out."""
-    from aworld_gui.tabs.setup_tab import SLOTS, SetupTab, collect
-
-    tab = SetupTab(studio)
-    field_map = [["bool", 0, "use_peft", "bool"], ["number", 0, "max_steps", "int"],
-                 ["number", 1, "learning_rate", "float"], ["choice", 0, "lr_scheduler_type", None]]
-    report = {"results": {"config": {"details": {"effective": {"use_peft": True, "max_steps": 400,
-                                                               "learning_rate": 0.001, "lr_scheduler_type": "cosine"}}}}}
-    offset = {kind: sum(list(SLOTS.values())[:j]) for j, kind in enumerate(SLOTS)}   # the slots' order
-    values = [None] * sum(SLOTS.values())
-    values[offset["number"]], values[offset["number"] + 1] = 30, 0.001    # max_steps typed, learning_rate shown
-    text = "use_peft: true\n"
-    out = tab.form_values(collect(None, None, None, None, None, [], [], text, "trl"), report, field_map, values)
-    assert out["yaml"] == text and out["id"]
-    assert out["fields"] == [[offset["number"], "form-number-0", 30, 400],
-                             [offset["choice"], "form-choice-0", None, "cosine"]]
-    again = tab.form_values(collect(None, None, None, None, None, [], [], text, "trl"), report, field_map, values)
-    assert again["id"] != out["id"]                                  # each fill is applied once, by its id
+FIELDS = [{"name": "max_steps", "type": "int", "default": 100, "min": 1, "main": True},
+          {"name": "learning_rate", "type": "float", "default": 1e-05, "main": True},
+          {"name": "max_completion_length", "type": "int", "default": 256, "main": True},
+          {"name": "use_peft", "type": "bool", "default": False, "main": True},
+          {"name": "mode", "type": "str", "default": "grpo", "choices": ["grpo", "sft"], "main": True},
+          {"name": "epsilon_high", "type": "float", "default": None}]
 
 
-def test_every_check_notes_the_form_before_it_and_fills_the_form_after_it(studio):
-    """Each of the Setup's checks (36 events lead to one) runs right after the page step that notes the form's
-    values and right before the page step that fills the form (config_form.py); one without the note would answer
-    with the values of an earlier check, one without the fill would leave the form showing stale values. No server
-    step of the studio takes a form field itself as an input (Gradio would check it against bounds it had for
-    another field), and the fields' edits run in the page."""
+def test_the_form_shows_the_yaml_then_the_check_of_that_yaml_then_the_defaults():
+    """The form is derived from the overrides YAML: a key it sets shows its value; the others the effective value
+    of the check of this very YAML (an older check's answer is not used), else the engine's default."""
+    from aworld_gui.tabs.config_form import effective_for, form_view
+
+    info = {"name": "trl", "fields": FIELDS}
+    text = "learning_rate: 0.002   # typed\nmax_steps: 6\n"
+    checked = effective_for("trl", text, {"max_steps": 6, "learning_rate": 0.002, "max_completion_length": 2,
+                                          "use_peft": False, "mode": "grpo"})
+    view = form_view(info, text, checked)
+    shown = {f.name: (f.value, f.overridden) for f in view.fields}
+    assert shown == {"max_steps": (6, True), "learning_rate": (0.002, True), "max_completion_length": (2, False),
+                     "use_peft": (False, False), "mode": ("grpo", False)} and view.current and view.valid
+    stale = form_view(info, text + "use_peft: true\n", checked)              # the check of the YAML before
+    assert {f.name: f.value for f in stale.fields}["max_completion_length"] == 256 and not stale.current
+    assert {f.name: f.value for f in stale.fields}["use_peft"] is True
+    other = form_view(info, text, effective_for("verl", text, {"max_completion_length": 9}))
+    assert {f.name: f.value for f in other.fields}["max_completion_length"] == 256
+
+
+def test_a_yaml_that_does_not_parse_shows_no_values_and_locks_the_form():
+    """After a YAML edit that fails to parse, the fields used to keep showing the values from before."""
+    from aworld_gui.tabs.config_form import form_view
+
+    view = form_view({"name": "trl", "fields": FIELDS}, "learning_rate: 0.002\nmax_steps: [6\n",
+                     {"engine": "trl", "text": "learning_rate: 0.002\n", "values": {"max_steps": 400}})
+    assert not view.valid
+    assert all(not f.interactive and f.value in (None, False) for f in view.fields)
+    for text in ("- a list\n", "just text\n"):
+        assert not form_view({"name": "trl", "fields": FIELDS}, text).valid
+    assert form_view({"name": "trl", "fields": FIELDS}, "# only a comment\n").valid
+
+
+def test_a_value_the_field_cannot_show_is_shown_as_text_and_locked():
+    from aworld_gui.tabs.config_form import form_view
+
+    view = form_view({"name": "trl", "fields": FIELDS}, "max_steps: many\nmode: rl\nuse_peft: 1\n")
+    shown = {f.name: (f.kind, f.value, f.interactive) for f in view.fields}
+    assert shown["max_steps"] == ("text", "many", False) and shown["mode"] == ("text", "rl", False)
+    assert shown["use_peft"] == ("text", "1", False) and shown["learning_rate"] == ("number", 1e-05, True)
+
+
+def test_a_field_is_a_new_component_when_the_value_it_shows_changes():
+    """The rendered field's key names what it shows: a render with the same values keeps the fields (and what is
+    typed into them), another value makes a new field (Gradio would keep a user's value for an unchanged key)."""
+    from aworld_gui.tabs.config_form import form_view
+
+    info = {"name": "trl", "fields": FIELDS}
+    keys = lambda text: {f.name: f.key for f in form_view(info, text).fields}   # noqa: E731
+    a, b = keys("max_steps: 6\n"), keys("max_steps: 6\nuse_peft: true\n")
+    assert a["max_steps"] == b["max_steps"] and a["use_peft"] != b["use_peft"]
+    assert keys("max_steps: 7\n")["max_steps"] != a["max_steps"]
+
+
+def test_the_config_yaml_has_one_writer_per_kind_of_edit(studio):
+    """The overrides YAML is the one spec: it is written only by page steps (a form field's edit, Set / Remove's
+    line, an engine picked) and by a Setup put in whole (a preset, a clone); no check, fill or form step writes it,
+    and every check takes it (never a form field) as its input."""
     import warnings
 
-    from aworld_gui.tabs.config_form import APPLY_JS, SNAPSHOT_JS
     from aworld_gui.web.page import build_app
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         demo = build_app(studio=studio)
     fns = demo.fns
-    checks = [k for k, f in fns.items() if getattr(f.fn, "__name__", "") == "on_check"]
-    assert len(checks) > 10
-    for k in checks:
-        before = fns.get(fns[k].trigger_after) if fns[k].trigger_after is not None else None
-        assert before is not None and before.js == SNAPSHOT_JS, f"check {k} runs without the form noted before it"
-        after = [f for f in fns.values() if f.trigger_after == k]
-        assert [f.js for f in after] == [APPLY_JS], f"check {k} is not followed by the form's fill"
     setup = next(f.fn.__self__ for f in fns.values() if getattr(f.fn, "__name__", "") == "on_check")
-    slots = {c._id for c in setup.ui.slot_components()}
-    for k, f in fns.items():
-        if f.fn is not None:
-            assert not slots & {c._id for c in f.inputs}, f"{f.name} takes a form field as an input"
+    spec = setup.ui.config_yaml._id
+    writers = [f for f in fns.values() if spec in {c._id for c in f.outputs}]
+    server = sorted(getattr(f.fn, "__name__", "?") for f in writers if f.fn is not None)
+    assert server == ["clone", "on_preset_load"], server
+    assert all(f.js for f in writers if f.fn is None) and len(writers) >= 4
+    checks = [f for f in fns.values() if getattr(f.fn, "__name__", "") == "on_check"]
+    assert checks and all(spec in {c._id for c in f.inputs} for f in checks)
+    assert not any(getattr(f.fn, "__name__", "") in ("form_values", "on_yaml_edited") for f in fns.values())
 
 
 def test_every_event_handler_takes_the_inputs_it_is_wired_to(studio):

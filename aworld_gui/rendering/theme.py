@@ -166,5 +166,6 @@ footer { opacity: .75; }   /* API and Settings (the language) */
                   position: sticky; top: 0; background: var(--background-fill-primary); }
 .aw-settings td.aw-help { font-size: 12.5px; line-height: 1.4; }
 .aw-settings tr.aw-set td { background: var(--color-accent-soft); }
+.aw-cfg-set [data-testid="block-info"]::after { content: " •"; color: var(--color-accent); font-weight: 700; }
 .aw-trackers { margin-top: 8px; font-size: 13px; word-break: break-all; }
 """

@@ -1,7 +1,7 @@
 """The config card's full-settings editor, beside the short main form: every setting of the selected
 engine (for ``trl``: every GRPOConfig / SFTConfig / ModelConfig field with TRL's own help text),
-searchable by name and help, with the model picker (models in ``assets/models`` and the local
-Hugging Face cache) and a way to set or remove any key in the overrides YAML.
+searchable by name and help, and a way to set or remove any key in the overrides YAML (the model picker is
+part of the form: setup_tab.render_form).
 
 Everything comes from the check worker's catalog (engines, their fields, the local models): the studio
 never imports TRL. Setting a key edits the overrides YAML, which the checks then validate: the server parses
@@ -18,7 +18,6 @@ from .config_form import set_yaml_key
 from ..rendering.i18n import _
 from ..core.studio import Studio
 
-AGENT_MODEL = "(the agent's model)"
 MAX_ROWS = 400
 
 
@@ -79,7 +78,7 @@ ALIAS_OF = _("alias of TRL's")
 class ConfigEditor:
     def __init__(self, studio: Studio):
         self.studio = studio
-        self.model = self.search = self.table = self.setting = self.value = None
+        self.search = self.table = self.setting = self.value = None
         self.set_btn = self.remove_btn = self.help = self.msg = None
 
     def fields(self, engine: str) -> list[dict]:
@@ -87,8 +86,6 @@ class ConfigEditor:
 
     # -- layout ------------------------------------------------------------------------------------
     def build(self) -> None:
-        self.model = gr.Dropdown([AGENT_MODEL], value=AGENT_MODEL, allow_custom_value=True, elem_id="model-pick",
-                                 label=_("Model (overrides the agent's: a folder or a hub id in the local cache)"))
         with gr.Accordion(_("All settings (every TRL field, with TRL's help)"), open=False, elem_id="all-settings"):
             self.search = gr.Textbox(label=_("Search settings"), placeholder=_("name or words of the help, e.g. clip ratio"),
                                      elem_id="settings-search")
@@ -107,10 +104,7 @@ class ConfigEditor:
     # -- handlers ----------------------------------------------------------------------------------
     def on_load(self, engine: str, config_text: str):
         fields = self.fields(engine)
-        models = [AGENT_MODEL] + [(f'{m["name"]} · {m["source"]}', m["path"])
-                                  for m in (self.studio.catalog().get("models") or [])]
-        current = _overrides(config_text).get("model") or AGENT_MODEL
-        return (gr.update(choices=models, value=current), gr.update(choices=[f["name"] for f in fields], value=None),
+        return (gr.update(choices=[f["name"] for f in fields], value=None),
                 settings_table(fields, "", _overrides(config_text)))
 
     def on_table(self, engine: str, query: str, config_text: str) -> str:
@@ -150,16 +144,13 @@ class ConfigEditor:
         return (config_form.yaml_edit(name, None), f'<div class="aw-msg">Removed <code>{render.esc(name)}</code>.</div>',
                 self._picked(engine, name, set_yaml_key(config_text, name, None)))
 
-    def on_model(self, choice: str):
-        return config_form.yaml_edit("model", None if not choice or choice == AGENT_MODEL else choice)
-
     # -- wiring ------------------------------------------------------------------------------------
     def load_outputs(self) -> list:
-        return [self.model, self.setting, self.table]
+        return [self.setting, self.table]
 
-    def wire(self, engine, config_yaml, after_yaml_change: list[dict]) -> None:
-        """``after_yaml_change``: the event kwargs that follow an edit of the overrides YAML (the main
-        form's refresh, then the checks)."""
+    def wire(self, engine, config_yaml) -> None:
+        """Set / Remove edit the overrides YAML (the page puts the server's line in: config_form.APPLY_EDIT_JS);
+        the checks follow the YAML's change (setup_tab.py)."""
         private = dict(api_visibility="private", show_progress="hidden")
         self.search.input(self.on_table, [engine, self.search, config_yaml], [self.table], trigger_mode="always_last",
                           **private)
@@ -167,17 +158,9 @@ class ConfigEditor:
                            **private)
         engine.change(self.on_load, [engine, config_yaml], self.load_outputs(), **private)
         self.setting.input(self.on_pick, [engine, self.setting, config_yaml], [self.value, self.help], **private)
-
-        apply_edit = dict(fn=None, js=config_form.APPLY_EDIT_JS, inputs=[self.edit, config_yaml], outputs=[config_yaml],
-                          queue=False, **private)
-
-        def chain(event):
-            for kw in [apply_edit, *after_yaml_change]:
-                event = event.then(**kw)
-            return event
-
-        chain(self.set_btn.click(self.on_set, [engine, self.setting, self.value, config_yaml],
-                                 [self.edit, self.msg, self.help], **private))
-        chain(self.remove_btn.click(self.on_remove, [engine, self.setting, config_yaml],
-                                    [self.edit, self.msg, self.help], **private))
-        chain(self.model.input(self.on_model, [self.model], [self.edit], **private))
+        for event in (self.set_btn.click(self.on_set, [engine, self.setting, self.value, config_yaml],
+                                         [self.edit, self.msg, self.help], **private),
+                      self.remove_btn.click(self.on_remove, [engine, self.setting, config_yaml],
+                                            [self.edit, self.msg, self.help], **private)):
+            event.then(None, [self.edit, config_yaml], [config_yaml], js=config_form.APPLY_EDIT_JS, queue=False,
+                       **private)

@@ -1,48 +1,195 @@
-"""The Setup form and the config's overrides YAML kept in step in the page, so that no keystroke is lost.
+"""The Setup's config form, derived from the one spec: the overrides YAML.
 
-**Every edit of a key is made in the page.** A form field's edit sets its key in the overrides YAML in the page
-(:func:`edit_js`), in the same moment as the keystroke. The settings editor's Set / Remove and the model picker
-ask the server for the key's line (:func:`yaml_edit`: the value parsed and rendered by PyYAML), and a step in the
-page puts that line into the YAML as it is then (:data:`APPLY_EDIT_JS`). Sent to the server and answered with the
-whole text instead, an edit was a round trip behind the page: an answer built from the YAML before a box was
-ticked wrote over the tick (the model picker sends an edit when it loses the focus, as a box is clicked), and two
-quick edits both carried the YAML from before the first. The page and the server share the line rules
-(:func:`set_yaml_line`, ``_SET_LINE_JS``; a test holds them to the same results).
+**One writer.** The overrides YAML (``SetupUI.config_yaml``) is the only place a config value lives. Every
+control edits it and nothing else, and every other view is computed from it:
 
-**Check → form.** A check answers with the effective config (defaults included), and each field the overrides
-YAML does not set shows its effective value. The answer may come seconds after the check began, so the check does
-not set the fields itself: it answers with a *fill* (:func:`fill`), and a step in the page (:data:`APPLY_JS`) sets
-a field only if
+- the form (:func:`form_view`, rendered by ``@gr.render`` in setup_tab.py): a field shows the YAML's value for its
+  key, else the effective value of the check *of this very YAML* (defaults derived from the agent included), else
+  the engine's default. A YAML that does not parse shows no values and locks the fields (the note says why);
+- the check, the effective config, the memory estimate, the CLI command and, at Launch, ``run.yaml``: all take the
+  YAML as their input.
 
-- the page's overrides YAML is still the one the check ran on (any edit since then changed it, and started a
-  newer check),
-- the field still holds the value it had when the check began (nothing typed or picked since: a field emptied
-  while the check ran keeps the old value out of its way), and
-- the field does not have the focus (the user may be about to type: an emptied field is refilled by the next
-  check after the user leaves it).
+**Edits.** A field's edit sets its key in the YAML *in the page* (:func:`edit_js`), when the field is left (or
+Enter is pressed; a box or a choice at once), so an edit is never a round trip behind the page. The settings
+editor's Set / Remove ask the server for the key's line (:func:`yaml_edit`, rendered by PyYAML) and the page puts
+it into the YAML as it is then (:data:`APPLY_EDIT_JS`). An engine picked swaps each engine's own overrides in the
+page (:data:`SWITCH_ENGINE_JS`). The page and the server share the line rules (:func:`set_yaml_line` /
+``_SET_LINE_JS``, :func:`switch_engine` / ``SWITCH_ENGINE_JS``; tests/test_browser_config_form.py holds each pair
+to the same results).
 
-The YAML typed by hand fills the fields it sets the same way. An engine picked brings that engine's YAML from the
-server, put in only if the page's YAML is still the one it had when the engine was picked (:func:`replace`). None of these page steps waits for the server
-between reading a field and setting it, so a keystroke cannot fall in between. A fill is applied once: the step
-after a cancelled check's answer finds the latest fill already applied.
+**Why typing is never overwritten.** Each rendered field's ``key`` names the value it shows: a new value shown is
+a new field, and a render that shows the same values leaves the fields (and what is being typed into them) as they
+are. Nothing is kept in step, so nothing needs guarding: no fills, snapshots or focus rules.
 """
 from __future__ import annotations
 
+import hashlib
 import json
-import uuid
+import math
+from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
 
+from engines.inputs.yaml_input import try_load_yaml
+
 KEEP = {"__type__": "update"}     # a page step's output that leaves its component as it is
+AGENT_MODEL = "(the agent's model)"
+_BAD = object()
 
 
-def slot_id(kind: str, index: int) -> str:
-    """The element id of a form field's slot (the fill step looks for the focus in it)."""
-    return f"form-{kind}-{index}"
+# -- the spec ------------------------------------------------------------------------------------------------
+def parse_overrides(text: str) -> dict | None:
+    """The overrides the YAML sets: a dict (empty for no text), or None when it is not a YAML mapping."""
+    if not (text or "").strip():
+        return {}
+    data = try_load_yaml(text, default=_BAD)   # the shared safe loader: user text, in the studio process
+    if data is None:                           # only comments
+        return {}
+    return data if isinstance(data, dict) else None
 
 
-# -- form → YAML ---------------------------------------------------------------------------------------------
+def spec_id(text: str) -> str:
+    """A short name of one spec (its text, surrounding blank lines aside): what a rendered form was rendered from."""
+    return hashlib.sha1((text or "").strip().encode("utf-8")).hexdigest()[:12]
+
+
+def effective_for(engine: str, text: str, values: dict | None) -> dict:
+    """What a check answered, tagged with the spec it ran on (the form uses it only for that spec)."""
+    return {"engine": engine, "text": text or "", "values": dict(values or {})}
+
+
+@dataclass
+class FieldView:
+    name: str
+    kind: str                    # number | bool | choice | text
+    type: str | None             # the field's declared type ("int", "float", "bool", "str"...)
+    value: Any                   # what the field shows
+    overridden: bool             # the YAML sets it
+    interactive: bool = True
+    help: str | None = None
+    choices: list[str] = field(default_factory=list)
+    minimum: float | None = None
+    maximum: float | None = None
+    precision: int | None = None
+
+    @property
+    def key(self) -> tuple:
+        """The rendered component's identity: its name and the value it shows (see the module's docstring)."""
+        return (self.name, self.kind, json.dumps(self.value, default=str), self.interactive)
+
+
+@dataclass
+class FormView:
+    engine: str
+    valid: bool                  # the YAML parses to a mapping
+    fields: list[FieldView]
+    model: str                   # the model picker's value
+    current: bool                # the non-overridden fields show the check of this spec (else the defaults)
+
+
+def _kind(f: dict) -> str:
+    return ("choice" if f.get("choices") else "bool" if f.get("type") == "bool" else
+            "number" if f.get("type") in ("int", "float") else "text")
+
+
+def _fits(kind: str, value: Any, f: dict) -> bool:
+    if kind == "number":
+        return value is None or (isinstance(value, (int, float)) and not isinstance(value, bool)
+                                 and math.isfinite(value))
+    if kind == "bool":
+        return isinstance(value, bool)
+    if kind == "choice":
+        return str(value) in [str(c) for c in f.get("choices") or []]
+    return value is None or isinstance(value, (str, int, float))
+
+
+def _shown(kind: str, value: Any) -> Any:
+    if kind == "choice":
+        return str(value)
+    if kind == "text":
+        return "" if value is None else str(value)
+    return value
+
+
+def form_view(info: dict, text: str, effective: dict | None = None) -> FormView:
+    """The form for the engine ``info`` (a catalog entry) and the spec ``text``: each main field's value from the
+    YAML, else from ``effective`` when it is the check of this engine and text, else the field's default. A value
+    the field cannot show (a string under a number) is shown as text, locked: the check names the problem."""
+    engine = info.get("name") or ""
+    overrides = parse_overrides(text)
+    eff = effective or {}
+    current = eff.get("engine") == engine and (eff.get("text") or "") == (text or "")
+    values = (eff.get("values") or {}) if current else {}
+    out = []
+    for f in [f for f in info.get("fields") or [] if f.get("main")]:
+        kind, name = _kind(f), f["name"]
+        base = dict(name=name, type=f.get("type"), help=f.get("help") or None)
+        if overrides is None:                                  # the YAML does not parse: nothing to show
+            out.append(FieldView(kind=kind, value=None if kind != "bool" else False, overridden=False,
+                                 interactive=False, **base))
+            continue
+        overridden = name in overrides
+        value = overrides[name] if overridden else values.get(name, f.get("default"))
+        if not _fits(kind, value, f):
+            out.append(FieldView(kind="text", value=yaml_value(value), overridden=overridden, interactive=False,
+                                 **base))
+            continue
+        view = FieldView(kind=kind, value=_shown(kind, value), overridden=overridden, **base)
+        if kind == "choice":
+            view.choices = [str(c) for c in f["choices"]]
+        elif kind == "number":
+            view.precision = 0 if f.get("type") == "int" else None
+            view.minimum, view.maximum = f.get("min"), f.get("max")
+        out.append(view)
+    model = (overrides or {}).get("model")
+    return FormView(engine=engine, valid=overrides is not None, fields=out,
+                    model=str(model) if model else AGENT_MODEL, current=current)
+
+
+def yaml_value(value: Any) -> str:
+    """A value as one line of YAML."""
+    return yaml.safe_dump(value, default_flow_style=True).strip().removesuffix("...").strip()
+
+
+def switch_engine(memory: dict | None, engine: str, text: str, default_engine: str) -> tuple[str, dict]:
+    """Another engine picked: each engine keeps its own overrides (one engine's keys mean nothing to another), so
+    the last engine's are put aside and this one's come back. (text, memory); the page's twin is
+    :data:`SWITCH_ENGINE_JS`."""
+    memory = memory if isinstance(memory, dict) and isinstance(memory.get("texts"), dict) else {}
+    previous = memory.get("engine") or default_engine
+    if previous == engine:
+        return text or "", dict(memory, engine=engine, previous=previous, texts=dict(memory.get("texts") or {}))
+    texts = dict(memory.get("texts") or {})
+    texts[previous] = text or ""
+    return texts.pop(engine, ""), {"engine": engine, "previous": previous, "texts": texts}
+
+
+def fresh_memory(engine: str) -> dict:
+    """The engines' memory for a Setup put in place whole (a preset, a clone): what other engines had is forgotten."""
+    return {"engine": engine, "previous": engine, "texts": {}}
+
+
+#: switch_engine in the page: inputs (engine, the overrides YAML, the memory), outputs (the YAML, the memory)
+SWITCH_ENGINE_JS = """
+(engine, text, memory) => {
+  const m = memory && typeof memory.texts === "object" && memory.texts ? memory : {};
+  const previous = m.engine || DEFAULT;
+  const texts = Object.assign({}, m.texts || {});
+  if (previous === engine) return [KEEP, Object.assign({}, m, {engine, previous, texts})];
+  texts[previous] = text || "";
+  const next = texts[engine] ?? "";
+  delete texts[engine];
+  return [next, {engine, previous, texts}];
+}
+"""
+
+
+def switch_engine_js(default_engine: str) -> str:
+    return SWITCH_ENGINE_JS.replace("DEFAULT", json.dumps(default_engine)).replace("KEEP", json.dumps(KEEP))
+
+
+# -- edits of the spec ---------------------------------------------------------------------------------------
 def yaml_line(key: str, value: Any) -> str | None:
     """``key: value`` as PyYAML writes it (flow style: one line for a list or a mapping); None for None."""
     if value is None:
@@ -104,13 +251,13 @@ _SET_LINE_JS = """
   const next = out.join("\\n") + "\\n";
   return next.replace(/\\n+$/, "") === (text || "").replace(/\\n+$/, "") ? KEEP : next;
 }
-""".replace("KEEP", json.dumps({"__type__": "update"}))
+""".replace("KEEP", json.dumps(KEEP))
 
 #: yaml_line in the page for a form field's value: (key, type, value) → line or null. A float keeps a dot (PyYAML
 #: reads ``1e-05`` as a string), an int field's number is rounded (as Gradio's Number is), a string is plain when
-#: it is a name or a path YAML reads back as that string, else double-quoted (JSON's quoting is YAML's); null, NaN
-#: and an empty string give null (the key goes).
-_LINE_JS = r"""
+#: it is a name or a path YAML reads back as that string, else double-quoted (JSON's quoting is YAML's); null, NaN,
+#: an empty string and the model picker's "(the agent's model)" give null (the key goes).
+_LINE_JS = """
 (key, type, value) => {
   if (typeof value === "boolean") return key + ": " + value;
   if (typeof value === "number" && Number.isFinite(value)) {
@@ -119,24 +266,22 @@ _LINE_JS = r"""
     const [mant, exp] = String(value).split("e");
     return key + ": " + (mant.includes(".") ? mant : mant + ".0") + (exp === undefined ? "" : "e" + exp);
   }
-  if (typeof value === "string" && value !== "") {
-    const plain = /^[A-Za-z_][A-Za-z0-9_.\/-]*$/.test(value) && !/^(y|n|yes|no|on|off|true|false|null)$/i.test(value);
+  if (typeof value === "string" && value !== "" && value !== AGENT_MODEL) {
+    const plain = /^[A-Za-z_][A-Za-z0-9_.\\/-]*$/.test(value) && !/^(y|n|yes|no|on|off|true|false|null)$/i.test(value);
     return key + ": " + (plain ? value : JSON.stringify(value));
   }
   return null;
 }
-"""
+""".replace("AGENT_MODEL", json.dumps(AGENT_MODEL))
 
 
-def edit_js(kind: str, index: int) -> str:
-    """The page step of one form field's edit: inputs (the field's value, the overrides YAML, the field map),
-    output the overrides YAML with the field's key set (or removed, for an emptied field)."""
+def edit_js(key: str, ftype: str | None) -> str:
+    """The page step of a form field's edit: inputs (the field's value, the overrides YAML), output the overrides
+    YAML with ``key`` set (or removed, for an emptied field)."""
     return f"""
-(value, text, fieldMap) => {{
-  const entry = (fieldMap || []).find(f => f[0] === {json.dumps(kind)} && f[1] === {index});
-  if (!entry) return {json.dumps(KEEP)};
-  const line = ({_LINE_JS.strip()})(entry[2], entry[3], value);
-  return ({_SET_LINE_JS.strip()})(text, entry[2], line);
+(value, text) => {{
+  const line = ({_LINE_JS.strip()})({json.dumps(key)}, {json.dumps(ftype)}, value);
+  return ({_SET_LINE_JS.strip()})(text, {json.dumps(key)}, line);
 }}
 """
 
@@ -145,49 +290,3 @@ def edit_js(kind: str, index: int) -> str:
 APPLY_EDIT_JS = f"""
 (edit, text) => edit && edit.key ? ({_SET_LINE_JS.strip()})(text, edit.key, edit.line ?? null) : {json.dumps(KEEP)}
 """
-
-
-def replace(sent: str, text: str) -> dict:
-    """A whole YAML from the server (another engine's, when an engine is picked) for the page to put in only if its
-    YAML is still ``sent`` (:data:`APPLY_REPLACE_JS`)."""
-    return {"expect": sent or "", "text": text or ""}
-
-
-#: the page step after :func:`replace`: inputs (the replacement, the overrides YAML), output the YAML. Text typed or
-#: pasted while the server answered stays (the user was already writing the new engine's config).
-APPLY_REPLACE_JS = f"""
-(swap, text) => swap && (text || "") === swap.expect ? swap.text : {json.dumps(KEEP)}
-"""
-
-
-# -- check → form --------------------------------------------------------------------------------------------
-def fill(config_text: str, fields: list[tuple[int, str, Any, Any]]) -> dict:
-    """The fill of one check: ``fields`` are ``(position among the slots, element id, value when the check began,
-    value to show)``; ``config_text`` the overrides YAML the check ran on."""
-    return {"id": uuid.uuid4().hex, "yaml": config_text or "",
-            "fields": [[pos, elem, before, value] for pos, elem, before, value in fields]}
-
-
-#: the page step before a check: the form fields' values (inputs, in the slots' order) as one list, for the check
-#: to return as each field's value "when the check began"
-SNAPSHOT_JS = "(...values) => [values]"
-
-#: the fill step: inputs are the fill, the page's overrides YAML now, then every slot's value now (in the slots'
-#: order); outputs are the slots
-APPLY_JS = """
-(fill, text, ...values) => {
-  const keep = values.map(() => (%s));
-  if (!fill || !fill.id || window.__awFormFill === fill.id) return keep;
-  window.__awFormFill = fill.id;
-  if ((text || "") !== (fill.yaml || "")) return keep;
-  const same = (a, b) => JSON.stringify(a ?? null) === JSON.stringify(b ?? null);
-  const focus = document.activeElement;
-  for (const [pos, elem, before, value] of fill.fields) {
-    const box = document.getElementById(elem);
-    if (box && focus && box.contains(focus)) continue;
-    if (!same(values[pos], before)) continue;
-    keep[pos] = value;
-  }
-  return keep;
-}
-""" % json.dumps(KEEP)

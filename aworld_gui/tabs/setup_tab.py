@@ -2,20 +2,20 @@
 badge and its check's messages; Launch stays disabled while any module has an error.
 
 Every edit re-runs all checks in the check worker (about 0.1 s once warm) and refreshes every
-card. Config has one source of truth, the YAML of user overrides: the form fields edit keys in
-it, and the effective config (after defaults) comes back from the check.
+card. Config has one source of truth, the YAML of user overrides: the form is rendered from it
+(``@gr.render``, config_form.py), its fields edit keys in it, and the effective config, the memory
+estimate and the run's ``run.yaml`` are computed from it.
 """
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import gradio as gr
 import yaml
 
-from engines.inputs.yaml_input import try_load_yaml
 
 from ..rendering import glossary, render
 from ..core import presets
@@ -30,7 +30,6 @@ from ..worker.check_worker import WorkerError
 
 AUTO = "(auto-detect)"
 NONE = "(none)"
-SLOTS = {"number": 8, "choice": 3, "bool": 3, "text": 2}
 
 
 
@@ -67,11 +66,7 @@ class SetupUI:
     config_yaml: Any = None
     effective: Any = None
     memory_estimate: Any = None    # the config check's memory estimate (HTML)
-    slots: dict[str, list] = field(default_factory=dict)
-    field_map: Any = None          # hidden gr.JSON (the page's form edits read it): [[slot kind, index, name, type]]
-    form_fill: Any = None          # a check's effective values for the form, set in the page (config_form.py)
-    config_swap: Any = None        # an engine picked: its YAML, put in by the page unless the YAML was written since
-    form_snapshot: Any = None      # the form fields' values noted in the page as a server step begins
+    checked: Any = None            # gr.State: the last check's effective config, tagged with its spec
     reward_docs: Any = None        # gr.State: {key: (label, description)}
     cli: Any = None
     problems: Any = None           # gr.State: {module: why its upload cannot be used}
@@ -89,9 +84,6 @@ class SetupUI:
     def inputs(self) -> list:
         return [self.agent, self.train, self.test, self.prompt_col, self.answer_col, self.reward_pick,
                 self.reward_weights, self.config_yaml, self.engine, self.problems, self.run_name, self.run_note]
-
-    def slot_components(self) -> list:
-        return [c for kind in SLOTS for c in self.slots[kind]]
 
 
 def collect(agent, train, test, prompt_col, answer_col, picks, weights, config_text, engine,
@@ -238,108 +230,101 @@ class SetupTab:
                 ui.engines_table = gr.HTML("", elem_id="engines-table")
                 ui.config_note = Markdown("", elem_classes="aw-muted", elem_id="config-note")
                 self.setup_panel = EngineSetupPanel(self.studio).build()   # an engine's own environment
-                ui.slots = {"number": [], "choice": [], "bool": [], "text": []}
-                with gr.Row(equal_height=True):
-                    for i in range(SLOTS["choice"]):
-                        ui.slots["choice"].append(gr.Dropdown([], label=f"choice {i}", visible=False, min_width=150,
-                                                              allow_custom_value=True, elem_id=config_form.slot_id("choice", i)))
-                    for i in range(SLOTS["number"]):
-                        ui.slots["number"].append(gr.Number(label=f"number {i}", visible=False, min_width=150,
-                                                            elem_id=config_form.slot_id("number", i)))
-                    for i in range(SLOTS["bool"]):
-                        ui.slots["bool"].append(gr.Checkbox(label=f"bool {i}", visible=False, min_width=150,
-                                                            elem_id=config_form.slot_id("bool", i)))
-                    for i in range(SLOTS["text"]):
-                        ui.slots["text"].append(gr.Textbox(label=f"text {i}", visible=False, min_width=150,
-                                                           elem_id=config_form.slot_id("text", i)))
+                # the one spec, shown in the Advanced accordion below; the form is rendered from it
+                ui.config_yaml = gr.Code(demo.config_text, language="yaml", lines=8, interactive=True,
+                                         label=_("Config overrides"), elem_id="config-yaml", render=False)
+                ui.checked = gr.State(None)
+                ui.config_memory = gr.JSON(config_form.fresh_memory(demo.engine), visible=False)
+                self.render_form(ui)
                 ui.memory_estimate = gr.HTML(render.memory_estimate(None), elem_id="memory-estimate")
                 self.editor.build()
                 with gr.Accordion(_("What these settings mean"), open=False, elem_id="glossary-setup"):
                     Markdown(glossary.as_markdown(glossary.TRAINING_TERMS), elem_classes="aw-muted")
                 with gr.Accordion(_("Advanced: config YAML (overrides)"), open=False):
-                    ui.config_yaml = gr.Code(demo.config_text, language="yaml", lines=8, interactive=True,
-                                             label=_("Config overrides"), elem_id="config-yaml")
+                    ui.config_yaml.render()
                 with gr.Accordion(_("Effective config (after defaults)"), open=False):
                     ui.effective = gr.Code("", language="yaml", lines=10, interactive=False, label=_("Effective config"),
                                            elem_id="effective-config")
                 with gr.Accordion(_("Same run from the command line"), open=False):
                     ui.cli = gr.Code("", language="shell", lines=6, interactive=False, label=_("CLI"), wrap_lines=True)
-        ui.field_map = gr.JSON([], visible=False)     # read in the page by the form's edits (config_form.py)
-        ui.form_fill = gr.JSON(None, visible=False)   # read in the page by the step that fills the form
-        ui.config_swap = gr.JSON(None, visible=False)  # another engine's YAML, put in by the page (config_form.py)
-        ui.form_snapshot = gr.JSON(None, visible=False)  # the form's values when a server step began
         ui.reward_docs = gr.State({})
         ui.problems = gr.State({})
-        ui.config_memory = gr.State({"engine": demo.engine, "texts": {}})   # each engine's own overrides
         self.ui = ui
         return ui
 
+    # -- the config form, rendered from the spec ---------------------------------------------------------
+    def render_form(self, ui: SetupUI) -> None:
+        """The model picker and the engine's main settings, rendered from the engine, the overrides YAML and the
+        check of that YAML (config_form.form_view): re-rendered whenever one of them changes. Each field's edit
+        sets its key in the YAML in the page; the render after it shows the YAML's value."""
+
+        @gr.render(inputs=[ui.engine, ui.config_yaml, ui.checked], show_progress="hidden")
+        def config_fields(engine, text, checked):
+            info = self.studio.engine_info(engine) or {"name": engine}
+            view = config_form.form_view(info, text, checked)
+            gr.HTML(_form_state(view, text), elem_id="form-state")
+            models = [config_form.AGENT_MODEL] + [(f'{m["name"]} · {m["source"]}', m["path"])
+                                                  for m in (self.studio.catalog().get("models") or [])]
+            picker = gr.Dropdown(models, value=view.model, allow_custom_value=True, elem_id="model-pick",
+                                 interactive=view.valid, key=("model", view.model, view.valid),
+                                 label=_("Model (overrides the agent's: a folder or a hub id in the local cache)"))
+            self._edits(picker, "model", "str", ui.config_yaml, at_once=True)
+            with gr.Row(equal_height=True):
+                for f in view.fields:
+                    self._edits(_field(f), f.name, f.type, ui.config_yaml, at_once=f.kind in ("bool", "choice"))
+
+    @staticmethod
+    def _edits(comp, key: str, ftype: str | None, config_yaml, at_once: bool) -> None:
+        """A field's edit, made in the page: a box or a choice at once, a number or a text when the user leaves it
+        or presses Enter (an edit per keystroke would re-render the field being typed into)."""
+        kw = dict(fn=None, inputs=[comp, config_yaml], outputs=[config_yaml], js=config_form.edit_js(key, ftype),
+                  queue=False, api_visibility="private", show_progress="hidden")
+        if not comp.interactive and comp.interactive is not None:
+            return
+        for listener in ([comp.input] if at_once else [comp.blur, comp.submit]):
+            listener(**kw)
+
     # -- wiring ------------------------------------------------------------------------------------
     def check_inputs(self) -> list:
-        return [*self.ui.inputs(), self.ui.field_map, self.ui.form_snapshot]
+        return self.ui.inputs()
 
     def check_outputs(self) -> list:
         ui = self.ui
         return [ui.strip, ui.agent_status, ui.agent_spec, ui.data_status, ui.train_preview, ui.test_preview,
                 ui.rendered, ui.prompt_col, ui.answer_col, ui.reward_status, ui.reward_preview, ui.reward_calls,
                 ui.config_status,
-                ui.effective, ui.launch_btn, ui.engines_table, ui.cli, ui.memory_estimate, ui.form_fill]
+                ui.effective, ui.launch_btn, ui.engines_table, ui.cli, ui.memory_estimate, ui.checked]
 
-    def snapshot_step(self) -> dict:
-        """The page step that notes the form fields' values for the server step after it (config_form.py): passed
-        as inputs themselves, the fields would go through Gradio's checks of each field (a number past the bounds
-        of the field that showed it before would fail the whole check)."""
-        return dict(fn=None, js=config_form.SNAPSHOT_JS, inputs=self.ui.slot_components(),
-                    outputs=[self.ui.form_snapshot], trigger_mode="multiple", api_visibility="private",
-                    show_progress="hidden", queue=False)
-
-    def check_steps(self) -> list[dict]:
-        """The events that check the Setup: the form's values noted, the check, then the page step that puts its
-        effective values into the form fields the user is not editing (config_form.py)."""
-        ui = self.ui
-        # "multiple": a newer check starts at once and cancels this page's older one (Studio.check); queued
-        # behind it instead, it would wait for a hanging check's whole time limit
-        check = dict(fn=self.on_check, inputs=self.check_inputs(), outputs=self.check_outputs(),
-                     show_progress="minimal", show_progress_on=[ui.strip], trigger_mode="multiple",
-                     api_visibility="private", concurrency_id="checks", concurrency_limit=4)
-        fill = dict(fn=None, js=config_form.APPLY_JS, inputs=[ui.form_fill, ui.config_yaml, *ui.slot_components()],
-                    outputs=ui.slot_components(), api_visibility="private", show_progress="hidden", queue=False)
-        return [self.snapshot_step(), check, fill]
+    def check_kw(self) -> dict:
+        """The check of the Setup. "multiple": a newer check starts at once and cancels this page's older one
+        (Studio.check); queued behind it instead, it would wait for a hanging check's whole time limit."""
+        return dict(fn=self.on_check, inputs=self.check_inputs(), outputs=self.check_outputs(),
+                    show_progress="minimal", show_progress_on=[self.ui.strip], trigger_mode="multiple",
+                    api_visibility="private", concurrency_id="checks", concurrency_limit=4)
 
     def then_check(self, event):
-        """``event`` followed by the check of the Setup (:meth:`check_steps`)."""
-        for kw in self.check_steps():
-            event = event.then(**kw)
-        return event
+        """``event`` followed by the check of the Setup."""
+        return event.then(**self.check_kw())
 
     def check_on(self, listener):
-        """The check of the Setup (:meth:`check_steps`) on ``listener`` (a component's event, e.g. ``agent.input``)."""
-        first, *rest = self.check_steps()
-        event = listener(**first)
-        for kw in rest:
-            event = event.then(**kw)
-        return event
+        """The check of the Setup on ``listener`` (a component's event, e.g. ``agent.input``)."""
+        return listener(**self.check_kw())
 
     def wire(self) -> None:
         ui = self.ui
-        snapshot, check, fill = self.check_steps()
         then_check, check_on = self.then_check, self.check_on
+        private = dict(api_visibility="private", show_progress="hidden")
 
-        # presets: load fills every input (then the engine's form and a check); save writes the current setup
+        # presets: load puts in every input (the form follows the spec); save writes the current setup
         then_check(ui.preset_load.click(self.on_preset_load, [ui.preset], [*self.input_components(), ui.preset_msg],
-                                        api_visibility="private"
-                                        ).then(self.on_engine_changed, [ui.engine, ui.config_yaml],
-                                               [ui.field_map, *ui.slot_components(), ui.config_memory],
-                                               api_visibility="private"))
+                                        api_visibility="private"))
         ui.preset_save.click(self.on_preset_save, [ui.preset_name, *ui.inputs()], [ui.preset, ui.preset_msg],
                              api_visibility="private")
         # file pickers and mappings: a user change → check
         check_on(ui.agent.input)
         then_check(ui.train.input(self.on_train_changed, [ui.train, ui.test],
-                                  [ui.prompt_col, ui.answer_col, ui.test, ui.data_note],
-                                  api_visibility="private", show_progress="hidden"))
-        then_check(ui.test.input(lambda: "", [], [ui.data_note], api_visibility="private", show_progress="hidden",
-                                 queue=False))      # a test set chosen: the note about a cleared one goes
+                                  [ui.prompt_col, ui.answer_col, ui.test, ui.data_note], **private))
+        then_check(ui.test.input(lambda: "", [], [ui.data_note], queue=False, **private))
         check_on(ui.prompt_col.input)
         check_on(ui.answer_col.input)
         # uploads
@@ -353,35 +338,24 @@ class SetupTab:
         # rewards
         then_check(ui.reward_pick.input(self.on_rewards_picked,
                                         [ui.reward_pick, ui.reward_weights, ui.reward_docs, ui.problems],
-                                        [ui.reward_weights, ui.problems], api_visibility="private",
-                                        show_progress="hidden"))
+                                        [ui.reward_weights, ui.problems], **private))
         check_on(ui.reward_weights.input)
         then_check(ui.reward_upload.upload(self.on_reward_upload, [ui.reward_upload, ui.reward_pick, ui.reward_weights,
                                                                     ui.reward_docs, ui.problems],
                                            [ui.reward_pick, ui.reward_weights, ui.reward_docs, ui.reward_note,
                                             ui.problems], api_visibility="private"))
-        # engine & config
-        # the engine's YAML goes in only if the page's has not been written meanwhile; the form then shows the YAML
-        yaml_edited = dict(fn=self.on_yaml_edited, inputs=[ui.config_yaml, ui.field_map, ui.form_snapshot],
-                           outputs=[ui.form_fill], api_visibility="private", show_progress="hidden")
-        then_check(ui.engine.input(self.on_engine_picked, [ui.engine, ui.config_yaml, ui.config_memory],
-                                   [ui.field_map, *ui.slot_components(), ui.config_swap, ui.config_memory,
-                                    ui.config_note], api_visibility="private", show_progress="hidden"
-                                   ).then(None, [ui.config_swap, ui.config_yaml], [ui.config_yaml],
-                                          js=config_form.APPLY_REPLACE_JS, queue=False, api_visibility="private",
-                                          show_progress="hidden"
-                                          ).then(**snapshot).then(**yaml_edited).then(**fill))
-        then_check(ui.config_yaml.input(**snapshot).then(**yaml_edited).then(**fill))
-        self.editor.wire(ui.engine, ui.config_yaml, [snapshot, yaml_edited, fill, snapshot, check, fill])
-        for kind, comps in ui.slots.items():     # a field's edit sets its key in the YAML in the page
-            for i, comp in enumerate(comps):
-                then_check(comp.input(None, [comp, ui.config_yaml, ui.field_map], [ui.config_yaml],
-                                      js=config_form.edit_js(kind, i), trigger_mode="multiple",
-                                      api_visibility="private", show_progress="hidden", queue=False))
+        # engine & config: an engine picked swaps each engine's own overrides in the page; any change of the spec
+        # (typed, a field's edit, a key set, a preset, a clone, an engine) is checked
+        ui.engine.input(None, [ui.engine, ui.config_yaml, ui.config_memory], [ui.config_yaml, ui.config_memory],
+                        js=config_form.switch_engine_js(inp.DEMO_ENGINE), queue=False, **private
+                        ).then(self.engine_note, [ui.config_memory, ui.config_yaml], [ui.config_note], **private)
+        check_on(ui.config_yaml.change)
+        check_on(ui.engine.change)
+        self.editor.wire(ui.engine, ui.config_yaml)
         # an engine's environment set up from here: its availability refreshed, then every check again
         self.setup_panel.wire(ui.engine, lambda: [
             dict(fn=self.on_engines_refreshed, inputs=[ui.engine], outputs=[ui.engine, ui.engines_table],
-                 api_visibility="private", show_progress="hidden"), snapshot, check, fill])
+                 api_visibility="private", show_progress="hidden"), self.check_kw()])
 
     # -- presets -----------------------------------------------------------------------------------
     def preset_choices(self) -> list[tuple[str, str]]:
@@ -407,8 +381,8 @@ class SetupTab:
                 f"{_('Saved as preset')} **{path.stem}** (`{path}`).")
 
     def input_components(self) -> list:
-        """What :meth:`show_inputs` fills (the same as ``SetupUI.inputs()``)."""
-        return self.ui.inputs()
+        """What :meth:`show_inputs` fills: ``SetupUI.inputs()`` and the engines' memory."""
+        return [*self.ui.inputs(), self.ui.config_memory]
 
     def show_inputs(self, si: inp.SetupInputs) -> list:
         """Updates that put ``si`` into the Setup components (e.g. a run cloned from the Runs tab)."""
@@ -426,23 +400,23 @@ class SetupTab:
                 *(gr.update(choices=[AUTO, *([col] if col else [])], value=col or AUTO)
                   for col in (si.columns.get("prompt"), si.columns.get("answer"))),
                 gr.update(choices=[(label, key) for key, (label, _) in docs.items()], value=picks),
-                table, si.config_text, gr.update(value=si.engine), dict(si.problems), si.name, si.note]
+                table, si.config_text, gr.update(value=si.engine), dict(si.problems), si.name, si.note,
+                config_form.fresh_memory(si.engine)]
 
     def load_outputs(self) -> list:
         ui = self.ui
-        return [ui.engine, ui.reward_pick, ui.reward_weights, ui.reward_docs, ui.field_map, *ui.slot_components()]
+        return [ui.engine, ui.reward_pick, ui.reward_weights, ui.reward_docs]
 
     # -- handlers ----------------------------------------------------------------------------------
-    def on_load(self, engine: str, picks: list[str], weights: Any, config_text: str):
-        """Page load: engines and the reward registry from the worker, the engine's form fields."""
+    def on_load(self, engine: str, picks: list[str], weights: Any):
+        """Page load: engines and the reward registry from the worker."""
         engine_choices = self.engine_choices()
         docs = self.reward_registry()
         picks = [p for p in (picks or []) if p in docs] or ([inp.DEMO_REWARD] if inp.DEMO_REWARD in docs else [])
         choices = [(label, key) for key, (label, _) in docs.items()]
         table = self._weights_table(picks, weights, docs)
-        field_map, slot_updates = self.form_for(engine, config_text)
         return (gr.update(choices=engine_choices or [(engine, engine)], value=engine),
-                gr.update(choices=choices, value=picks), table, docs, field_map, *slot_updates)
+                gr.update(choices=choices, value=picks), table, docs)
 
     def engine_choices(self) -> list[tuple[str, str]]:
         return [(e["name"] if e.get("available") else f'{e["name"]} — unavailable: {e.get("reason")}', e["name"])
@@ -475,8 +449,8 @@ class SetupTab:
         return out
 
     def on_check(self, agent, train, test, prompt_col, answer_col, picks, weights, config_text, engine, problems,
-                 name, note, field_map, slot_values, request: gr.Request = None):
-        """Inputs: :meth:`SetupUI.inputs`, the form's field map, then every form field's value (``check_inputs``)."""
+                 name, note, request: gr.Request = None):
+        """Inputs: :meth:`SetupUI.inputs`; the last output is the effective config tagged with its spec."""
         si = collect(agent, train, test, prompt_col, answer_col, picks, weights, config_text, engine, problems,
                      name, note)
         # a newer check from this page cancels this one: it then changes nothing on the page
@@ -484,32 +458,8 @@ class SetupTab:
         report = self.studio.check(si, client=page)
         if report.get("cancelled"):
             return [gr.update()] * len(self.check_outputs())
-        return [*self.check_updates(si, report), self.form_values(si, report, field_map, list(slot_values or []))]
-
-    def form_values(self, si: inp.SetupInputs, report: dict, field_map: list, slot_values: list) -> dict:
-        """The fill (config_form.py) of the form fields the user has not overridden: their effective value
-        (defaults derived from the agent included); overridden ones are left alone (the user may be typing).
-        ``slot_values``: each field's value when the check began, in the slots' order (the page sets a field only
-        if it still holds that value)."""
-        effective = ((report["results"]["config"].get("details") or {}).get("effective")) or {}
-        overrides = _parse_yaml(si.config_text)
-        return self._fill(si.config_text, field_map, slot_values,
-                          {k: v for k, v in effective.items() if k not in overrides})
-
-    @staticmethod
-    def _fill(config_text: str, field_map: list, slot_values: list, values: dict) -> dict:
-        """The fill that shows ``values`` (by field name) in the form's fields that map them and do not show them
-        yet; ``slot_values``: each field's value when the step began, in the slots' order."""
-        offset = {kind: sum(list(SLOTS.values())[:j]) for j, kind in enumerate(SLOTS)}   # the slots' order
-        fields = []
-        for kind, i, name, _type in field_map or []:
-            if name in values:
-                v, pos = values[name], offset[kind] + i
-                value = str(v) if kind == "choice" else ("" if v is None else v)
-                before = slot_values[pos] if pos < len(slot_values) else None
-                if before != value:
-                    fields.append((pos, config_form.slot_id(kind, i), before, value))
-        return config_form.fill(config_text, fields)
+        effective = (report["results"]["config"].get("details") or {}).get("effective")
+        return [*self.check_updates(si, report), config_form.effective_for(si.engine, si.config_text, effective)]
 
     def check_updates(self, si: inp.SetupInputs, report: dict) -> list:
         res = report["results"]
@@ -637,76 +587,49 @@ class SetupTab:
         return (gr.update(choices=choices, value=picks), self._weights_table(picks, weights, docs), docs,
                 f"{_('Loaded')} {Path(stored).name}: {names} ({_('checked in the worker')})", problems)
 
-    # -- config form -------------------------------------------------------------------------------
-    def form_for(self, engine: str, config_text: str) -> tuple[list, list]:
-        """Assign the engine's main settings to typed slots; values from the YAML, else defaults."""
-        info = self.studio.engine_info(engine) or {}
-        overrides = _parse_yaml(config_text)
-        used = {k: 0 for k in SLOTS}
-        field_map = []
-        updates: dict[str, list] = {k: [gr.update(visible=False)] * n for k, n in SLOTS.items()}
-        for f in [f for f in info.get("fields", []) if f.get("main")]:
-            kind = ("choice" if f.get("choices") else "bool" if f.get("type") == "bool" else
-                    "number" if f.get("type") in ("int", "float") else "text")
-            i = used[kind]
-            if i >= SLOTS[kind]:
-                continue
-            used[kind] += 1
-            value = overrides.get(f["name"], f.get("default"))
-            label = f["name"]
-            kw: dict[str, Any] = dict(visible=True, label=label, info=f.get("help") or None, value=value)
-            if kind == "choice":
-                kw["choices"] = [str(c) for c in f["choices"]]
-                kw["value"] = str(value)
-            elif kind == "number":
-                kw["precision"] = 0 if f.get("type") == "int" else None
-                kw["minimum"], kw["maximum"] = f.get("min"), f.get("max")
-            elif kind == "text":
-                kw["value"] = "" if value is None else str(value)
-            updates[kind][i] = gr.update(**kw)
-            field_map.append([kind, i, f["name"], f.get("type")])
-        return field_map, [u for kind in SLOTS for u in updates[kind]]
-
-    def on_engine_changed(self, engine, config_text):
-        """The engine's form for a Setup put in place whole (a preset, a clone): its config is that
-        engine's, and what other engines had is forgotten."""
-        field_map, updates = self.form_for(engine, config_text)
-        return [field_map, *updates, {"engine": engine, "texts": {}}]
-
-    def on_engine_picked(self, engine, config_text, memory):
-        """The user picked another engine: each engine keeps its own config overrides (one engine's
-        keys mean nothing to another), so the last engine's are put aside and this one's come back (the page puts
-        them in unless its YAML was written while this answered: config_form.replace)."""
-        memory = dict(memory or {})
-        texts = dict(memory.get("texts") or {})
-        previous = memory.get("engine") or inp.DEMO_ENGINE
-        text = config_text or ""
-        if previous != engine:
-            texts[previous] = text
-            text = texts.pop(engine, "")
-        note = (f"{_('Each engine keeps its own config overrides: these are kept aside for')} **{previous}** "
+    # -- engine & config -------------------------------------------------------------------------------
+    def engine_note(self, memory: dict, config_text: str) -> str:
+        """What an engine picked did to the overrides (config_form.switch_engine, made in the page)."""
+        memory = memory or {}
+        previous, engine = memory.get("previous"), memory.get("engine")
+        if not previous or previous == engine:
+            return ""
+        return (f"{_('Each engine keeps its own config overrides: these are kept aside for')} **{previous}** "
                 f"{_('(they come back if you switch back);')} **{engine}** "
-                f"{_('starts from its earlier overrides.') if text else _('starts from its defaults.')}"
-                if previous != engine else "")
-        field_map, updates = self.form_for(engine, text)
-        return [field_map, *updates, config_form.replace(config_text, text), {"engine": engine, "texts": texts}, note]
+                f"{_('starts from its earlier overrides.') if (config_text or '').strip() else _('starts from its defaults.')}")
 
-    def on_yaml_edited(self, config_text, field_map, slot_values):
-        """The YAML typed by hand (or a key set in the settings editor): the fields it sets show its values, as a
-        fill (config_form.py); the check that follows fills the others with their effective values."""
-        return self._fill(config_text, field_map, list(slot_values or []), _parse_yaml(config_text))
 
+def _form_state(view: config_form.FormView, text: str) -> str:
+    """The line above the form: what its values are (data attributes for tests: the spec it was rendered from, the
+    YAML parses, the values not set in it come from the check of this very YAML)."""
+    if not view.valid:
+        note = _("The overrides YAML does not parse, so the form shows no values: fix it under “Advanced: config "
+                 "YAML” (the config card says where the error is).")
+    else:
+        note = _("Fields marked • are set in the overrides YAML; the others show their effective value.")
+    return (f'<div class="aw-muted aw-form-state" data-testid="form-state" data-valid="{int(view.valid)}" '
+            f'data-current="{int(view.current)}" data-engine="{render.esc(view.engine)}" '
+            f'data-spec="{config_form.spec_id(text)}">{note}</div>')
+
+
+def _field(f: config_form.FieldView):
+    """The component that shows one field of the form (config_form.FieldView); its key names what it shows."""
+    kw: dict[str, Any] = dict(label=f.name, info=f.help, value=f.value, interactive=f.interactive, min_width=150,
+                              key=f.key, elem_id=f"cfg-{f.name}",
+                              elem_classes=["aw-cfg-set"] if f.overridden else None)
+    if f.kind == "choice":
+        return gr.Dropdown(f.choices, allow_custom_value=True, **kw)
+    if f.kind == "number":
+        return gr.Number(precision=f.precision, minimum=f.minimum, maximum=f.maximum, **kw)
+    if f.kind == "bool":
+        return gr.Checkbox(**kw)
+    return gr.Textbox(**kw)
 
 
 def _file_fn(key: str) -> str:
     """``/x/y/letter_reward.py:letter_reward`` → ``letter_reward.py:letter_reward``."""
     target, _, attr = key.rpartition(":")
     return f"{Path(target).name}:{attr}" if target.endswith(".py") else key
-
-
-def _parse_yaml(text: str) -> dict:
-    data = try_load_yaml(text or "", default={})   # the shared safe loader: user text, in the studio process
-    return data if isinstance(data, dict) else {}
 
 
 def _frame(preview: dict | None):

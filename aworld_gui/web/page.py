@@ -93,10 +93,7 @@ def build_app(runs_dir: str | os.PathLike = "runs", studio: Studio | None = None
 
         setup.then_check(rui.clone_btn.click(clone, [rui.selected],
                                              [*setup.input_components(), tabs, rui.action_msg, rui.timer],
-                                             api_visibility="private"
-                                             ).then(setup.on_engine_changed, [sui.engine, sui.config_yaml],
-                                                    [sui.field_map, *sui.slot_components(), sui.config_memory],
-                                                    api_visibility="private"))
+                                             api_visibility="private"))
 
         # a diagnosis's "Clone into Setup" in the Monitor: the same clone, naming the setting to change
         def clone_for_diagnosis(run_id, setting):
@@ -122,7 +119,7 @@ def build_app(runs_dir: str | os.PathLike = "runs", studio: Studio | None = None
 
         demo.load(**runs.refresh_kw)
         demo.load(on_load_monitor, [], [mui.run, tabs], api_visibility="private")
-        setup.then_check(demo.load(setup.on_load, [sui.engine, sui.reward_pick, sui.reward_weights, sui.config_yaml],
+        setup.then_check(demo.load(setup.on_load, [sui.engine, sui.reward_pick, sui.reward_weights],
                                    setup.load_outputs(), api_visibility="private"
                                    ).then(setup.editor.on_load, [sui.engine, sui.config_yaml],
                                           setup.editor.load_outputs(), api_visibility="private",

@@ -1,0 +1,219 @@
+"""Model-based test of the Setup's config, without a browser: random seeded sequences of 8 user steps run through
+the Setup's own functions (the form's edits and the engine switch as the page makes them — their page twins are
+held to these in tests/test_browser_config_form.py —, the preset and clone handlers, the model picker, the reward
+upload, the check, Launch's preparation), and after every step every view equals the model (testing/setup_model.py):
+the overrides YAML, the form rendered from it, the model picker; after a real check the form's other fields and the
+effective config; after Launch's preparation run.yaml.
+
+``AWORLD_SETUP_SEQUENCES=5000`` runs a longer search by hand (default 200)."""
+from __future__ import annotations
+
+import os
+
+import pytest
+import yaml
+
+from aworld_gui.tabs import config_form
+from aworld_gui.core import inputs as inp
+from aworld_gui.core.run_cache import RunCache
+from aworld_gui.tabs.setup_tab import SetupTab, collect
+from aworld_gui.core.studio import Studio
+from testing.setup_model import (BOX, OTHER_ENGINE, Model, Step, break_yaml, hand_edit, reward_file, same, sequence,
+                                 unbreak)
+
+SEQUENCES = int(os.environ.get("AWORLD_SETUP_SEQUENCES", "200"))
+CHECK_EVERY = 20          # a real check (about 0.5 s) after the last step of every 20th sequence
+MIDWAY_EVERY = 10         # and after the 4th step of every 10th (its answer must not show once the spec changed)
+LAUNCH_EVERY = 50         # Launch's preparation (run.yaml) after every 50th
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory):
+    studio = Studio(tmp_path_factory.mktemp("setup-model") / "runs", cache=RunCache())
+    studio.start()
+    tab = SetupTab(studio)
+    info = studio.engine_info("trl")
+    # two runs to clone: their run.yaml written by Launch's preparation (no training)
+    clones, runs = [], []
+    for text in ("max_steps: 7\nlearning_rate: 0.003\nuse_peft: true\n", "beta: 0.08\nmax_completion_length: 3\n"):
+        si = inp.demo_inputs()
+        si.config_text = text
+        res = studio.worker.call("prepare", inputs=si.to_dict(), runs_dir=str(studio.runs_dir), timeout_s=180)
+        assert res.get("ok"), res
+        runs.append(res["run_id"])
+        config = yaml.safe_load(studio.spec_text(res["run_id"]))["config"]
+        clones.append({k: v for k, v in config.items() if info["defaults"].get(k, object()) != v})
+    models = [m["path"] for m in studio.catalog().get("models") or []][:2]
+    assert len(models) == 2, "the shipped tiny models are listed"
+    yield studio, tab, clones, runs, models
+    studio.close()
+
+
+class Logic:
+    """The Setup's state as the page holds it, changed only by the Setup's own functions."""
+
+    def __init__(self, studio: Studio, tab: SetupTab, runs: list[str], models: list[str], upload):
+        self.studio, self.tab, self.runs, self.models, self.upload = studio, tab, runs, models, upload
+        demo = inp.demo_inputs()
+        self.values = dict(agent=demo.agent, train=demo.train, test=demo.test, prompt_col=None, answer_col=None,
+                           picks=[inp.DEMO_REWARD], weights=[["letter_reward", 1.0, ""]], config_text=demo.config_text,
+                           engine=demo.engine, problems={}, name="", note="")
+        self.memory, self.checked, self.docs = config_form.fresh_memory(demo.engine), None, {}
+
+    @property
+    def text(self) -> str:
+        return self.values["config_text"]
+
+    def edit(self, key, value):                 # a field's edit (config_form.edit_js's twin)
+        self.values["config_text"] = config_form.set_yaml_key(self.text, key, value)
+
+    def view(self) -> config_form.FormView:
+        return config_form.form_view(self.studio.engine_info(self.values["engine"]), self.text, self.checked)
+
+    def switch(self, engine):                   # an engine picked (config_form.SWITCH_ENGINE_JS's twin)
+        self.values["config_text"], self.memory = config_form.switch_engine(self.memory, engine, self.text,
+                                                                            inp.DEMO_ENGINE)
+        self.values["engine"] = engine
+
+    def put(self, updates: list):               # a Setup put in whole (SetupTab.show_inputs, as the page applies it)
+        names = ["agent", "train", "test", "prompt_col", "answer_col", "picks", "weights", "config_text", "engine",
+                 "problems", "name", "note"]
+        *shown, self.memory = updates
+        for name, u in zip(names, shown):
+            self.values[name] = u.get("value") if isinstance(u, dict) and u.get("__type__") == "update" else u
+
+    def collect(self) -> inp.SetupInputs:
+        v = self.values
+        return collect(v["agent"], v["train"], v["test"], v["prompt_col"], v["answer_col"], v["picks"], v["weights"],
+                       v["config_text"], v["engine"], v["problems"], v["name"], v["note"])
+
+    def check(self) -> dict:
+        v = self.values
+        out = self.tab.on_check(v["agent"], v["train"], v["test"], v["prompt_col"], v["answer_col"], v["picks"],
+                                v["weights"], v["config_text"], v["engine"], v["problems"], v["name"], v["note"])
+        self.checked = out[-1]
+        return {"effective": out[13], "ok": out[14]["interactive"], "status": out[12]}
+
+    def step(self, step: Step, model: Model, between) -> None:
+        k = step.kind
+        view = self.view()
+        if k == "number":
+            self.edit(step.key, step.value)
+        elif k == "tick":
+            shown = next(f.value for f in view.fields if f.name == BOX)
+            self.edit(BOX, not shown)
+        elif k in ("yaml_same", "yaml_other"):
+            self.values["config_text"] = hand_edit(self.text, step.key, step.value, other=k == "yaml_other")
+        elif k == "yaml_invalid_fixed":
+            self.values["config_text"] = break_yaml(self.text)
+            model.broken = True
+            between()
+            model.broken = False
+            self.values["config_text"] = hand_edit(unbreak(self.text), step.key, step.value)
+        elif k == "engine_round_trip":
+            back = self.values["engine"]
+            self.switch(OTHER_ENGINE)
+            engine_was, model.engine = model.engine, OTHER_ENGINE
+            between()
+            model.engine = engine_was
+            self.switch(back)
+        elif k == "preset":
+            name = step.value
+            self.put(self.tab.on_preset_load(name)[:-1])
+        elif k == "clone":
+            self.put(self.tab.show_inputs(self.studio.clone_inputs(self.runs[step.value])))
+        elif k == "model":
+            self.edit("model", None if step.value is None else self.models[step.value])
+        elif k == "reward_upload":
+            v = self.values
+            picks, table, self.docs, _, v["problems"] = self.tab.on_reward_upload(self.upload, v["picks"], v["weights"],
+                                                                                   self.docs, v["problems"])
+            v["picks"], v["weights"] = picks["value"], table
+
+
+def views_wrong(logic: Logic, model: Model) -> list[str]:
+    """What any view shows that the model does not (an empty list: every view agrees)."""
+    wrong = []
+    if logic.values["engine"] != model.engine:
+        wrong.append(f"engine {logic.values['engine']} (model {model.engine})")
+    parsed = config_form.parse_overrides(logic.text)
+    if parsed != (None if model.broken else model.current):
+        wrong.append(f"YAML {logic.text!r} (model {'broken' if model.broken else model.current})")
+    view = logic.view()
+    info = logic.studio.engine_info(model.engine)
+    defaults = {f["name"]: f.get("default") for f in info["fields"]}
+    effective = logic.checked["values"] if view.current else None
+    wrong += model.expect_form(view.fields, effective, defaults)
+    if not model.broken:
+        want = model.current.get("model") or config_form.AGENT_MODEL
+        if view.model != want:
+            wrong.append(f"model picker {view.model!r} (model {want!r})")
+    return wrong
+
+
+def test_every_view_of_the_setup_equals_the_model_after_every_step(setup, tmp_path):
+    studio, tab, clones, runs, models = setup
+    upload = str(reward_file(tmp_path))
+    checks = launches = 0
+    for seed in range(SEQUENCES):
+        steps = sequence(seed, models=len(models), clones=len(clones))
+        logic, model = Logic(studio, tab, runs, models, upload), Model()
+        trail = []
+
+        def verify(where: str):
+            wrong = views_wrong(logic, model)
+            assert not wrong, f"seed {seed}, after {' → '.join(trail)} ({where}): " + "; ".join(wrong)
+
+        for i, step in enumerate(steps):
+            trail.append(str(step))
+            logic.step(step, model, lambda: verify("midway"))
+            model.apply(step, models, clones)
+            verify("after the step")
+            if i == 3 and seed % MIDWAY_EVERY == 0:
+                checks += 1
+                logic.check()
+                verify("after a check")
+        if seed % CHECK_EVERY == 0:                     # the real check of the last spec
+            checks += 1
+            report = logic.check()
+            assert report["ok"], f"seed {seed} {trail}: the check failed: {report['status']}"
+            verify("after the check")                   # the fields not in the YAML now show the effective values
+            effective = yaml.safe_load(report["effective"])
+            for key, value in model.current.items():
+                assert same(effective.get(key), value), f"seed {seed} {trail}: effective {key}={effective.get(key)!r}"
+            view = logic.view()
+            assert view.current and all(same(f.value, effective[f.name]) for f in view.fields), (seed, trail)
+        if seed % LAUNCH_EVERY == 0:                    # Launch's preparation writes run.yaml from the same spec
+            launches += 1
+            res = studio.worker.call("prepare", inputs=logic.collect().to_dict(), runs_dir=str(studio.runs_dir),
+                                     timeout_s=180)
+            assert res.get("ok"), (seed, trail, res)
+            config = yaml.safe_load(studio.spec_text(res["run_id"]))["config"]
+            for key, value in model.current.items():
+                assert same(config.get(key), value), f"seed {seed} {trail}: run.yaml {key}={config.get(key)!r}"
+            for f in logic.view().fields:
+                assert same(f.value, config[f.name]), f"seed {seed} {trail}: form {f.name}={f.value!r}, run.yaml " \
+                                                      f"{config[f.name]!r}"
+    assert checks >= SEQUENCES // CHECK_EVERY + SEQUENCES // MIDWAY_EVERY and launches >= SEQUENCES // LAUNCH_EVERY
+
+
+def test_the_issue_32_sequence_form_yaml_and_run_yaml_agree(setup):
+    """The walkthrough's sequence: 0.005 typed into learning_rate, then learning_rate 0.002 and max_steps 6 written
+    in the YAML: the form shows 0.002 and 6 (it showed 0.005 and 400), as do the effective config and run.yaml;
+    a YAML that does not parse shows no stale values."""
+    studio, tab, clones, runs, models = setup
+    logic = Logic(studio, tab, runs, models, None)
+    logic.edit("learning_rate", 0.005)
+    text = logic.text.replace("learning_rate: 0.005", "learning_rate: 0.002").replace("max_steps: 400", "max_steps: 6")
+    logic.values["config_text"] = text
+    report = logic.check()
+    shown = {f.name: f.value for f in logic.view().fields}
+    assert (shown["learning_rate"], shown["max_steps"]) == (0.002, 6)
+    effective = yaml.safe_load(report["effective"])
+    assert (effective["learning_rate"], effective["max_steps"]) == (0.002, 6)
+    res = studio.worker.call("prepare", inputs=logic.collect().to_dict(), runs_dir=str(studio.runs_dir), timeout_s=180)
+    config = yaml.safe_load(studio.spec_text(res["run_id"]))["config"]
+    assert (config["learning_rate"], config["max_steps"]) == (0.002, 6)
+    logic.values["config_text"] = text + "max_steps: [\n"
+    view = logic.view()
+    assert not view.valid and all(not f.interactive and f.value in (None, "", False) for f in view.fields)
