@@ -415,6 +415,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("engine")
     p.add_argument("rest", nargs=argparse.REMAINDER, help="the engine's setup options (--progress-file F, ...)")
     p.set_defaults(func=cmd_setup)
+    from .sweeps.cli import add_parsers as add_sweep_parsers
+
+    add_sweep_parsers(sub)
     a = parser.parse_args(argv)
     return a.func(a)
 
