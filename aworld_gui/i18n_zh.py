@@ -307,3 +307,7 @@ ZH = {
     "Retry the setup": "重试安装",
     "Set up the environment of": "安装运行环境:",
 }
+
+from .i18n_zh_sweeps import ZH_SWEEPS  # noqa: E402 - the Sweeps strings, kept beside their module
+
+ZH.update(ZH_SWEEPS)

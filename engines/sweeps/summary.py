@@ -3,6 +3,7 @@ state, and the best complete trial. Optuna's best trial is the best of the *comp
 trial's value is its last evaluation before it stopped, and is listed but never best)."""
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 from .spec import SweepSpec
@@ -50,13 +51,17 @@ def write_summary(sweep: SweepDir, study: Any, spec: SweepSpec) -> dict[str, Any
 
 
 def importances(study: Any) -> dict[str, float] | None:
-    """Optuna's parameter importances (fANOVA) once there are 4 complete trials; None before."""
+    """Optuna's parameter importances once there are 4 complete trials; None before. Optuna's PED-ANOVA
+    evaluator: its default (fANOVA) needs scikit-learn, which this project does not otherwise need."""
     import optuna
     from optuna.trial import TrialState
 
     if sum(1 for t in study.get_trials(deepcopy=False) if t.state == TrialState.COMPLETE) < 4:
         return None
     try:
-        return {k: float(v) for k, v in optuna.importance.get_param_importances(study).items()}
+        with warnings.catch_warnings():   # "experimental" in Optuna 4: pinned to <5 in requirements.txt
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            evaluator = optuna.importance.PedAnovaImportanceEvaluator()
+        return {k: float(v) for k, v in optuna.importance.get_param_importances(study, evaluator=evaluator).items()}
     except (RuntimeError, ValueError, ZeroDivisionError):   # e.g. every trial had the same params
         return None
