@@ -41,6 +41,21 @@ def test_a_grid_runs_its_size_by_default_and_refuses_more():
         parse_sweep({"sampler": "grid", "params": {"learning_rate": {"low": 1e-4, "high": 1e-2}}})
 
 
+def test_a_grid_is_asked_and_told_to_its_last_point():
+    """Optuna's GridSampler stops an optimize() loop after its last point (study.stop raises outside one): the
+    sweep's grid sampler is told every point, each once."""
+    import optuna
+
+    spec = parse_sweep({"sampler": "grid", "seed": 0, "params": {"beta": [0.0, 0.04], "seed": [1, 2]}})
+    study = optuna.create_study(sampler=spec.make_sampler(), direction="maximize")
+    seen = []
+    for _ in range(spec.trials):
+        trial = study.ask(dict(spec.params))
+        seen.append((trial.params["beta"], trial.params["seed"]))
+        study.tell(trial, 1.0)
+    assert sorted(seen) == [(0.0, 1), (0.0, 2), (0.04, 1), (0.04, 2)]
+
+
 @pytest.mark.parametrize("sweep, message", [
     ({"trials": 2, "params": {"learning_rate": {"low": 0.0, "high": 1e-2, "log": True}}}, "learning_rate.*low"),
     ({"trials": 2, "params": {"learning_rate": {"low": 1e-2, "high": 1e-4}}}, "learning_rate"),

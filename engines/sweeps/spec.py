@@ -79,7 +79,7 @@ class SweepSpec:
 
         seed = None if self.seed is None else self.seed + trials_so_far
         if self.sampler == "grid":
-            return optuna.samplers.GridSampler(self.grid(), seed=seed)
+            return _ask_tell_grid_sampler()(self.grid(), seed=seed)
         if self.sampler == "random":
             return optuna.samplers.RandomSampler(seed=seed)
         return optuna.samplers.TPESampler(seed=seed)
@@ -127,6 +127,18 @@ class SweepSpec:
         return {"name": self.name, "trials": self.trials, "sampler": self.sampler, "pruner": pruner,
                 "objective": {"metric": self.metric, "direction": self.direction}, "params": params,
                 "parallel": self.parallel, "seed": self.seed}
+
+
+def _ask_tell_grid_sampler():
+    """Optuna's GridSampler for ask-and-tell: after the last grid point is told, its ``after_trial`` calls
+    ``study.stop()``, which raises outside ``study.optimize``; the driver stops by counting trials instead."""
+    import optuna
+
+    class AskTellGridSampler(optuna.samplers.GridSampler):
+        def after_trial(self, study, trial, state, values) -> None:
+            return None
+
+    return AskTellGridSampler
 
 
 def grid_values(name: str, d: Any) -> list[Any]:
