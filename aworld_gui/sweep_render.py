@@ -45,7 +45,8 @@ def _scale(lo: float, hi: float, log: bool):
         lo, hi = math.log10(lo), math.log10(hi)
     if hi == lo:
         lo, hi = lo - 1, hi + 1
-    return lo, hi
+    pad = (hi - lo) * 0.08        # the end points and their labels inside the frame
+    return lo - pad, hi + pad
 
 
 def scatter(trials: list[dict], param: str, metric: str) -> str:
