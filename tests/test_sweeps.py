@@ -146,3 +146,41 @@ def test_a_trial_is_pruned_and_a_killed_driver_resumes_without_losing_the_trial_
     assert summary["best"] == {"number": 0, "run_id": first.run_id, "params": {"learning_rate": 1e-3},
                                "value": pytest.approx(1e-3)}
     assert summary["best"]["value"] == _best_of(summary)["value"]
+
+
+def test_a_stopped_sweep_resumes_and_re_runs_the_trial_its_stop_cut_short(tmp_path, demo):
+    """``sweep-stop``: the training trial stops at a step boundary and is marked interrupted (not counted);
+    ``sweep-resume`` runs its params again as a new trial, then the rest."""
+    runs = tmp_path / "runs"
+    config = dict(TINY, max_steps=30)
+    sweep = AgentSweep(agent=demo["agent"], train_dataset=demo["train"], test_dataset=demo["test"],
+                       reward_func=demo["reward"], config=config, run_path=str(runs), train_engine_name="trl",
+                       sweep={"trials": 2, "sampler": "random", "seed": 0, "pruner": "none",
+                              "objective": {"metric": "lr", "direction": "maximize"},
+                              "params": {"learning_rate": {"low": 1e-4, "high": 1e-2, "log": True}}})
+    sweep.start()
+    cli = [sys.executable, "-m", "engines"]
+    try:
+        first = wait_for(lambda: (t := sweep.summary()["trials"]) and t[0].get("run_id")
+                         and (RunDir(runs / t[0]["run_id"]).read_status().get("step") or 0) >= 1
+                         and RunDir(runs / t[0]["run_id"]), timeout=300, every=0.1, what="trial 0 training")
+        subprocess.run([*cli, "sweep-stop", str(sweep.path)], check=True, timeout=120, cwd=ROOT)
+        wait_for(lambda: effective_status(sweep.sweep_dir)["state"] == STOPPED, timeout=300, what="the sweep stopped")
+        status = first.read_status()
+        assert status["state"] == STOPPED and status["cause"] == "sweep stopped" and status["step"] < 30
+        stopped = sweep.summary()["trials"]
+        assert [t["state"] for t in stopped] == ["interrupted"]
+
+        out = subprocess.run([*cli, "sweep-resume", str(sweep.path), "--detach"], capture_output=True, text=True,
+                             timeout=120, cwd=ROOT)
+        assert out.returncode == 0, out.stderr
+        wait_for(lambda: effective_status(sweep.sweep_dir)["state"] == FINISHED, timeout=900, every=1,
+                 what="the resumed sweep to finish")
+    finally:
+        if process_alive(effective_status(sweep.sweep_dir)):
+            sweep.stop()
+    trials = sweep.summary()["trials"]
+    assert [t["state"] for t in trials] == ["interrupted", "complete", "complete"]
+    assert trials[1]["params"] == trials[0]["params"]              # the cut-short trial, run again first
+    assert trials[1]["run_id"] != trials[0]["run_id"]
+    assert sweep.summary()["best"]["value"] == _best_of(sweep.summary())["value"]

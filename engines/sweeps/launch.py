@@ -81,7 +81,7 @@ def prepare_sweep(sweep: Any, agent: Any, train_dataset: Any = None, test_datase
     spec.name = (name or "").strip() or spec.name
     base = sweep_inputs(agent, train_dataset, test_dataset, reward_func, train_engine_name)
     sd = SweepDir.create_sweep(runs_dir, label=spec.name)
-    spec.name = spec.name or sd.run_id
+    spec.name = spec.name or f"sweep-{sd.run_id.rsplit('-', 1)[-1]}"   # short: it is part of each trial's run id
     sd.write_sweep({"sweep": spec.to_dict(), "base": base, "base_config": load_config_input(config),
                     "created": time.time()})
     optuna.create_study(study_name=sd.study_name, storage=sd.storage_url, direction=spec.direction)
