@@ -124,7 +124,7 @@ def _documented() -> dict[str, set[str]]:
             folder = f"{top}/{m.group(1)}"
         elif top and (m := re.match(r"\* `(engines/[a-z_]+)/`", line)):
             folder = m.group(1)
-        if folder and (line.startswith("|") or line.startswith("* ") or line.startswith("  ")):
+        if folder:
             names = re.findall(r"`([a-z0-9_]+\.py)`", line)
             if line.startswith("| `") and not line.startswith("| `rewards/`"):
                 names = re.findall(r"`([a-z0-9_]+\.py)`", line.split("|")[1])

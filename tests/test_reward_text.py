@@ -7,7 +7,7 @@ import pytest
 
 from aworld_gui.core.inputs import parse_reward_text
 from engines.core.check_result import CheckError
-from engines.cli import parse_reward
+from engines.module_args import parse_reward
 from engines.rewards.reward_text import MAX_REWARD_TEXT, RewardTextError, split_items
 from engines.rewards.spec import entry_weight
 from engines.inputs.yaml_input import load_yaml_text

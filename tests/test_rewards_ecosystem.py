@@ -261,7 +261,8 @@ def test_the_same_scorers_pass_the_verl_engines_bridge_in_a_fresh_interpreter(tm
 
 
 def test_the_cli_takes_factories_with_arguments_and_rewards_files(tmp_path, gsm8k, capsys):
-    from engines.cli import main, parse_reward
+    from engines.cli import main
+    from engines.module_args import parse_reward
 
     overlong = "trl.rewards:get_soft_overlong_punishment(max_completion_len=8, soft_punish_cache=4)@0.5"
     assert parse_reward([overlong, "exact_match@2", "verl.utils.reward_score.gsm8k:compute_score"]) == [

@@ -367,3 +367,7 @@ ZH = {
     "Fields marked • are set in the overrides YAML; the others show their effective value.":
         "标有 • 的字段已在覆盖配置 YAML 中设置;其余字段显示其生效值。",
 }
+
+from .i18n_zh_sweeps import ZH_SWEEPS  # noqa: E402 - the Sweeps strings, kept beside their module
+
+ZH.update(ZH_SWEEPS)

@@ -1,6 +1,7 @@
 """``build_app(runs_dir) -> gr.Blocks``: the studio's three tabs and its API endpoints."""
 from __future__ import annotations
 
+import functools
 import os
 from typing import Any
 
@@ -16,13 +17,15 @@ from ..tabs.monitor_tab import MonitorTab
 from ..tabs.runs_tab import RunsTab
 from ..tabs.setup_tab import SetupTab, collect
 from ..core.studio import Studio
+from ..core.sweep_core import SweepsCore
+from ..tabs.sweep_panel import SweepPanel, SweepsTab
 from ..rendering.theme import CSS, theme
 
 TITLE = "AWorld Trainer Studio"
 #: every tab's elem_id and English label, as given to gr.Tab (the page's script keeps their buttons in the
 #: page's language; tests/test_i18n.py checks this list against the gr.Tab calls)
 TABS = {"tab-setup": "Setup", "tab-monitor": "Monitor", "tab-runs": "Runs", "tab-evaluate": "Evaluate",
-        "tab-chat": "Chat", "tab-train-rows": "Train rows", "tab-test-rows": "Test rows"}
+        "tab-chat": "Chat", "tab-train-rows": "Train rows", "tab-test-rows": "Test rows", "tab-sweeps": "Sweeps"}
 
 
 def build_app(runs_dir: str | os.PathLike = "runs", studio: Studio | None = None) -> gr.Blocks:
@@ -30,6 +33,8 @@ def build_app(runs_dir: str | os.PathLike = "runs", studio: Studio | None = None
     studio.start()
     setup, monitor, runs = SetupTab(studio), MonitorTab(studio), RunsTab(studio)
     evaluate, chat = EvaluateTab(studio), ChatTab(studio)
+    sweep_core = SweepsCore(studio.runs_dir)
+    sweep_setup, sweeps = SweepPanel(sweep_core), SweepsTab(sweep_core)
     with gr.Blocks(title=TITLE, analytics_enabled=False) as demo:
         # the locale probe first: Gradio translates the first marker of a string, markers_js the rest
         gr.HTML(f'{locale_probe()}<div class="aw-title"><h1>{TITLE}</h1><span class="aw-sub">'
@@ -39,10 +44,13 @@ def build_app(runs_dir: str | os.PathLike = "runs", studio: Studio | None = None
         with gr.Tabs(selected="setup", elem_id="tabs") as tabs:
             with gr.Tab(_("Setup"), id="setup", elem_id="tab-setup") as setup_tab:
                 sui = setup.build()
+                swsetup = sweep_setup.build()
             with gr.Tab(_("Monitor"), id="monitor", elem_id="tab-monitor") as monitor_tab:
                 mui = monitor.build()
             with gr.Tab(_("Runs"), id="runs", elem_id="tab-runs") as runs_tab:
                 rui = runs.build()
+            with gr.Tab(_("Sweeps"), id="sweeps", elem_id="tab-sweeps") as sweeps_tab:
+                swui = sweeps.build()
             with gr.Tab(_("Evaluate"), id="evaluate", elem_id="tab-evaluate") as evaluate_tab:
                 evaluate.build()
             with gr.Tab(_("Chat"), id="chat", elem_id="tab-chat") as chat_tab:
@@ -54,6 +62,10 @@ def build_app(runs_dir: str | os.PathLike = "runs", studio: Studio | None = None
         runs.wire(mui.run, runs_tab, [setup_tab, monitor_tab, evaluate_tab, chat_tab])
         evaluate.wire(evaluate_tab)
         chat.wire(chat_tab)
+        sweeps.wire(sweeps_tab)
+        swsetup.start_btn.click(functools.partial(sweep_setup.on_start, collect, len(sui.inputs())),
+                                [*sui.inputs(), *swsetup.fields()], [swsetup.msg, swui.pick],
+                                api_visibility="private", concurrency_limit=1)
 
         # launch: worker prepares the run dir, the studio spawns the run process → Monitor
         def on_launch(*values):
@@ -109,6 +121,13 @@ def build_app(runs_dir: str | os.PathLike = "runs", studio: Studio | None = None
                                              ).then(setup.on_engine_changed, [sui.engine, sui.config_yaml],
                                                     [sui.field_map, *sui.slot_components(), sui.config_memory],
                                                     api_visibility="private"))
+
+        setup.then_check(swui.clone_btn.click(clone, [swui.best_run],
+                                              [*setup.input_components(), tabs, rui.action_msg, rui.timer],
+                                              api_visibility="private"
+                                              ).then(setup.on_engine_changed, [sui.engine, sui.config_yaml],
+                                                     [sui.field_map, *sui.slot_components(), sui.config_memory],
+                                                     api_visibility="private"))
 
         # page load: catalog-dependent choices, first check, the run to monitor (live first)
         def on_load_monitor():

@@ -276,8 +276,10 @@ class StandardProcessor(TrainerProcessor):
                 run.write_status(state=FAILED, cause=watcher.fatal, error=message, ended=time.time())
                 return FAILED
             if outcome == STOPPED:
-                run.event("stopped", message="stopped at a step boundary", step=run.read_status().get("step"))
-                run.write_status(state=STOPPED, ended=time.time())
+                cause = run.stop_reason()   # who asked: the user, a sweep's pruner (``pruned``), SIGTERM
+                run.event("stopped", message="stopped at a step boundary", step=run.read_status().get("step"),
+                          cause=cause)
+                run.write_status(state=STOPPED, ended=time.time(), cause=cause)
             else:
                 run.event("finished", step=run.read_status().get("step"))
                 run.write_status(state=FINISHED, ended=time.time())

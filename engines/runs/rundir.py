@@ -277,6 +277,13 @@ class RunDir:
     def stop_requested(self) -> bool:
         return (self.path / STOP_FILE).exists()
 
+    def stop_reason(self) -> str | None:
+        """Why a stop was asked for (``user``, ``cli``, ``SIGTERM``, ``pruned`` by a sweep, ...), None when not."""
+        try:
+            return str(json.loads((self.path / STOP_FILE).read_text())["reason"])
+        except (FileNotFoundError, json.JSONDecodeError, KeyError, TypeError):
+            return None
+
     def stop_request_time(self) -> float | None:
         try:
             return json.loads((self.path / STOP_FILE).read_text())["time"]

@@ -1,0 +1,42 @@
+"""The Sweep panel's and the Sweeps tab's strings in Chinese (merged into aworld_gui/rendering/i18n_zh.py's ZH)."""
+
+ZH_SWEEPS = {
+    "Sweeps": "超参搜索",
+    "Sweep": "搜索",
+    "Sweep: many runs of this setup, searched with Optuna": "超参搜索:用 Optuna 对此配置运行多次并寻优",
+    "Each trial is an ordinary run with these settings over the setup above; every range is checked against the "
+    "engine's own config check before anything runs.":
+        "每次试验都是一次普通运行,在上面的配置上使用这些设置;开始之前,每个范围都会经过引擎自身的配置检查。",
+    "Trials": "试验次数",
+    "Sampler": "采样器",
+    "Pruning": "剪枝",
+    "Objective metric": "目标指标",
+    "Direction": "方向",
+    "Settings to search": "要搜索的设置",
+    "Sweep name (optional)": "搜索名称(可选)",
+    "Start sweep": "开始搜索",
+    "Sweep refused:": "无法开始搜索:",
+    "Sweep started:": "搜索已开始:",
+    "its driver runs in its own process; closing this page does not stop it.":
+        "其驱动进程独立运行;关闭此页面不会停止搜索。",
+    "random": "随机",
+    "grid": "网格",
+    "median (Optuna)": "中位数(Optuna)",
+    "maximize": "最大化",
+    "minimize": "最小化",
+    "Refresh": "刷新",
+    "Stop sweep": "停止搜索",
+    "Resume sweep": "继续搜索",
+    "Clone the best trial into Setup": "将最佳试验复制到配置页",
+    "No sweep yet: start one from Setup → Sweep.": "还没有搜索:在 配置 → 超参搜索 中开始一个。",
+    "Stop requested:": "已请求停止:",
+    "Resumed:": "已继续:",
+    "best": "最佳",
+    "trial": "试验",
+    "trials": "次试验",
+    "pruner": "剪枝",
+    "no complete trial yet": "尚无完成的试验",
+    "no trial value yet": "尚无试验结果",
+    "Parameter importances (Optuna)": "参数重要性(Optuna)",
+    "Parameter importances appear once 4 trials are complete.": "完成 4 次试验后显示参数重要性。",
+}

@@ -1,0 +1,100 @@
+"""A sweep checked before anything runs: the base setup's four modules, then every param's range (its
+ends, every choice; their combinations while there are few) through the engine's own ``check_config``
+— the same check a run gets, with the data fit and the memory estimate — all in one isolated,
+time-limited child (:mod:`engines.isolation.sandbox`), as every check of user code is.
+"""
+from __future__ import annotations
+
+import shutil
+import tempfile
+from typing import Any
+
+from ..core.check_result import CHECKED_MODULES, ERROR, OK, CheckError, CheckResult
+from .spec import SweepSpec
+
+
+def _describe(values: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={v!r}" for k, v in values.items())
+
+
+def check_ranges(spec: SweepSpec, inputs: dict[str, Any], on_module=None) -> list[CheckResult]:
+    """The four module checks of the base setup, then the config check of each corner setting; one
+    result per module plus one ``sweep`` result. Runs user code: call it in an isolated child."""
+    from ..inputs.config import load_config_input
+    from ..core.registry import get_processor_class
+
+    scratch = tempfile.mkdtemp(prefix="aworld-sweep-check-")
+    try:
+        p = get_processor_class(inputs["train_engine_name"])(scratch)
+        base = load_config_input(inputs.get("config"))
+        steps = (("agent", lambda: p.check_agent(inputs["agent"])),
+                 ("dataset", lambda: p.check_dataset(inputs.get("train_dataset"), inputs.get("test_dataset"))),
+                 ("reward", lambda: p.check_reward(inputs.get("reward_func"))),
+                 ("config", lambda: p.check_config(base)))
+        results: list[CheckResult] = []
+        for module, step in steps:
+            if on_module is not None:
+                on_module(module)
+            try:
+                step()
+                found = [r for r in p.check_results if r.module == module]
+                results.append(found[-1] if found else CheckResult(module, OK, "checked"))
+            except CheckError as e:
+                results.append(e.result)
+            except Exception as e:  # noqa: BLE001 - user code or an engine bug: reported, never raised
+                results.append(CheckResult(module, ERROR, f"{type(e).__name__}: {e}"))
+        if any(r.status == ERROR for r in results):
+            return results + [CheckResult("sweep", ERROR, "params not checked: fix the setup first")]
+        if on_module is not None:
+            on_module("sweep")
+        corners = spec.corner_configs()
+        for values in corners:
+            try:
+                p.check_config({**base, **values})
+            except CheckError as e:
+                name = next(iter(values)) if len(values) == 1 else "the params"
+                text = e.result.message
+                return results + [CheckResult(
+                    "sweep", ERROR, f"params: {_describe(values)} fails the {inputs['train_engine_name']} engine's "
+                    f"config check: {text} — narrow {name}'s range or choices in the sweep",
+                    details={"values": values, "engine_message": text})]
+        return results + [CheckResult("sweep", OK, f"{len(spec.params)} param(s) × {spec.trials} trial(s), "
+                                      f"{len(corners)} setting(s) at the ends of the ranges checked",
+                                      details={"checked": corners})]
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _check_ranges(spec_dict: dict[str, Any], inputs: dict[str, Any]) -> list[CheckResult]:
+    from ..isolation.sandbox import report_progress
+    from .spec import parse_sweep
+
+    return check_ranges(parse_sweep(spec_dict), inputs, on_module=report_progress)
+
+
+def check_sweep_isolated(spec: SweepSpec, inputs: dict[str, Any], timeout_s: float | None = None) -> list[CheckResult]:
+    """:func:`check_ranges` in an isolated child with a time limit (its environment as a check's). Never raises."""
+    from ..core.isolated_checks import _preload, name_input_files, results_for_failure
+    from ..isolation.sandbox import describe, run_isolated
+    from ..isolation.user_env import referenced_names, user_code_env
+
+    env = user_code_env(allow=referenced_names(inputs.get("agent"), inputs.get("reward_func"), inputs.get("config")))
+    _preload(inputs.get("train_engine_name"))
+    outcome = run_isolated(_check_ranges, {"spec_dict": spec.to_dict(), "inputs": inputs}, timeout_s=timeout_s,
+                           env=env)
+    if outcome.ok:
+        return name_input_files(outcome.value, inputs)
+    stage = outcome.stage if outcome.stage in CHECKED_MODULES else None
+    results = results_for_failure(outcome.kind, describe(outcome), stage)
+    if outcome.stage == "sweep":
+        results = [r for r in results if r.module != "engine"]
+        results.append(CheckResult("sweep", ERROR, f"checking the params {describe(outcome)}"))
+    return name_input_files(results, inputs)
+
+
+def first_sweep_error(results: list[CheckResult]) -> CheckError | None:
+    for r in results:
+        if r.status == ERROR:
+            return CheckError.from_result(r)
+    return None
+
