@@ -1,0 +1,25 @@
+"""An MCP server written as AWorld writes its own (``examples/gaia/mcp_collections/*``): mcp 1.x's ``FastMCP``
+imported from ``mcp.server``, pydantic ``Field`` descriptions, started as a module from the project root::
+
+    python -m examples.calc.mcp_collections.calculator
+
+``CALC_OFFSET`` (from the config's ``env``, ``${VAR}``-substituted) is added to every sum: a test sets it to
+show the substituted value reached the server. ``CALC_DELAY_S`` makes every call sleep that long first.
+"""
+import os
+import time
+
+from mcp.server import FastMCP
+from pydantic import Field
+
+mcp = FastMCP("calculator", log_level="WARNING")
+
+
+@mcp.tool(description="Add two integers and return the sum.")
+def add(a: int = Field(description="The first number."), b: int = Field(description="The second number.")) -> int:
+    time.sleep(float(os.environ.get("CALC_DELAY_S") or 0))
+    return a + b + int(os.environ.get("CALC_OFFSET") or 0)
+
+
+if __name__ == "__main__":
+    mcp.run(transport="stdio")
