@@ -35,7 +35,8 @@ def _aworld_agent(project: Path, **extra):
     mcp_config = {"mcpServers": {"calculator": {"command": "python",
                                                 "args": ["-m", "examples.calc.mcp_collections.calculator"],
                                                 "client_session_timeout_seconds": 60}}}
-    conf = AgentConfig(llm_config=ModelConfig(llm_model_name=MODEL, llm_provider="openai", llm_temperature=1.0))
+    conf = AgentConfig(llm_config=ModelConfig(llm_model_name=MODEL, llm_provider="openai", llm_temperature=1.0,
+                                              params={"max_tokens": 64}))
     return Agent(name="calc", conf=conf, system_prompt="You are a calculator. Use the add tool.",
                  mcp_servers=["calculator"], mcp_config=mcp_config, **extra)
 
