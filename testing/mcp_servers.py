@@ -67,9 +67,9 @@ def command(kind: str) -> dict:
 
 
 def _server(name: str):
-    from mcp.server.mcpserver import MCPServer
+    from mcp.server.fastmcp import FastMCP
 
-    return MCPServer(name, log_level="WARNING")
+    return FastMCP(name, log_level="WARNING")
 
 
 def main(kind: str) -> None:

@@ -1,5 +1,5 @@
 """The calculator as an MCP server: the tools of ``assets/tools/calculator.py``, served with the official
-MCP SDK (``MCPServer``, the SDK's FastMCP).
+MCP SDK's ``FastMCP`` (mcp 1.x, the SDK AWorld runs on; its servers are written the same way).
 
     python assets/mcp/calculator_server.py                                   # stdio (what agents start)
     python assets/mcp/calculator_server.py --transport streamable-http --port 8765   # http://127.0.0.1:8765/mcp
@@ -15,7 +15,7 @@ import importlib.util
 import os
 from pathlib import Path
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.fastmcp import FastMCP
 
 TOOLS_FILE = Path(__file__).resolve().parent.parent / "tools" / "calculator.py"
 
@@ -27,15 +27,15 @@ def _calculator():
     return module
 
 
-def build_server() -> MCPServer:
+def build_server() -> FastMCP:
     calc = _calculator()
-    server = MCPServer("calculator", instructions="Integer arithmetic.", log_level="WARNING")
+    server = FastMCP("calculator", instructions="Integer arithmetic.", log_level="WARNING")
     server.tool()(calc.add)
     server.tool()(calc.multiply)
     return server
 
 
-def http_app(server: MCPServer, transport: str, token: str | None):
+def http_app(server: FastMCP, transport: str, token: str | None):
     """The streamable-HTTP (or SSE) app, behind a bearer-token check when ``token`` is set."""
     from starlette.responses import JSONResponse
 

@@ -65,6 +65,8 @@ ZH = {
     "none": "无",
     "MCP servers": "MCP 服务器",
     "tool(s) used": "个工具被使用",
+    "working directory": "工作目录",
+    "from": "来源",
     "max turns": "最大轮数",
     "model turns per rollout (tool calls add turns) — not the trainer’s steps":
         "每次 rollout 的模型轮数(工具调用会增加轮数)— 不是训练步数",

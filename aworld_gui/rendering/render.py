@@ -99,7 +99,7 @@ def tool_item(schema: dict, server: str | None = None) -> str:
 
 
 def agent_spec(spec: dict | None, schemas: list[dict] | None = None, tool_servers: dict[str, str] | None = None,
-               mcp_servers: list[dict] | None = None) -> str:
+               mcp_servers: list[dict] | None = None, origins: dict[str, str] | None = None) -> str:
     """The parsed agent. ``tool_servers`` (tool name → MCP server) and ``mcp_servers`` (name, transport,
     target, tools) come from the agent check's details when the agent uses MCP servers."""
     if not spec:
@@ -116,7 +116,13 @@ def agent_spec(spec: dict | None, schemas: list[dict] | None = None, tool_server
         rows.append((_("MCP servers"), "".join(
             f'<div class="aw-mcp-server" data-server="{esc(m.get("name"))}"><b>{esc(m.get("name"))}</b> '
             f'<span class="aw-src">{esc(m.get("transport"))}</span> <code>{esc(m.get("target"))}</code> '
-            f'<span class="aw-muted">{len(m.get("tools") or [])} {_("tool(s) used")}</span></div>' for m in mcp_servers)))
+            f'<span class="aw-muted">{len(m.get("tools") or [])} {_("tool(s) used")}</span>'
+            + (f'<div class="aw-muted" data-testid="mcp-cwd">{_("working directory")}: <code>{esc(m["cwd"])}</code> '
+               f'{esc(m.get("cwd_note") or "")}</div>' if m.get("cwd") else "")
+            + '</div>' for m in mcp_servers)))
+    if origins:
+        rows.append((_("from"), "".join(f'<div class="aw-origin" data-key="{esc(k)}"><code>{esc(k)}</code> ← '
+                                        f'{esc(v)}</div>' for k, v in origins.items())))
     rows += [(_("max turns"), f'{esc(spec.get("max_steps"))} <span class="aw-muted">'
                               f'{_("model turns per rollout (tool calls add turns) — not the trainer’s steps")}</span>'),
              (_("sampling"), esc(f'temperature {spec.get("temperature")}, top_p {spec.get("top_p")}, '

@@ -468,7 +468,7 @@ class SetupTab:
         agent = res["agent"]
         details = agent.get("details") or {}
         agent_spec = render.agent_spec(details.get("spec"), details.get("tool_schemas"), details.get("tool_servers"),
-                                       details.get("mcp_servers"))
+                                       details.get("mcp_servers"), details.get("origins"))
         cols = train_prev.get("columns") or ((res["dataset"].get("details") or {}).get("train") or {}).get("columns") or []
         mapped = (res["dataset"].get("details") or {}).get("columns") or {}
         p_val = si.columns.get("prompt") or AUTO

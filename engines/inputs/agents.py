@@ -26,10 +26,12 @@ a secret came from, or ``"****"`` when it was written literally.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from .aworld_agents import from_aworld_agent, is_aworld_agent, load_aworld_yaml
 from ..core.check_result import CheckError, CheckResult, did_you_mean
 from .loading import ReferenceError_, load_object, resolve_path
 from ..tools.mcp_servers import AGENT_KEYS as MCP_KEYS
@@ -70,6 +72,8 @@ class AgentSpec:
     # MCP servers (AWorld's mcp_config/mcp_servers) and the tools the check listed from them
     mcp: McpSelection | None = field(default=None, repr=False)
     mcp_tools: list = field(default_factory=list, repr=False)
+    # where each setting came from when it was not written in our own form (AWorld's Agent, its YAML loader)
+    origins: dict[str, str] = field(default_factory=dict, repr=False)
 
     @property
     def has_tools(self) -> bool:
@@ -225,6 +229,7 @@ def load_agent(agent: Any, load_tools: bool = True) -> AgentSpec:
     warnings: list[str] = []
     base_dir: Path | None = None
     source = None
+    origins: dict[str, str] = {}
     if isinstance(agent, AgentSpec):
         # keep the ${VAR} a key came from, so the re-checked spec still writes the reference
         data = agent.to_dict() | {"api_key": agent.secret_refs.get("api_key") or agent.api_key}
@@ -241,8 +246,16 @@ def load_agent(agent: Any, load_tools: bool = True) -> AgentSpec:
         data = _read_yaml(path)
         base_dir = path.resolve().parent
         source = str(path.resolve())
+        aworld_form = load_aworld_yaml(path, data)   # AWorld's own loader, when aworld is installed
+        warnings += data.pop("__aworld_warnings__", [])
+        if aworld_form is not None:
+            data, origins, more = aworld_form
+            warnings += more
     elif isinstance(agent, dict):
         data = dict(agent)
+    elif is_aworld_agent(agent):
+        data, origins, more = from_aworld_agent(agent)
+        warnings += more
     else:
         data = _from_object(agent)
 
@@ -344,6 +357,7 @@ def load_agent(agent: Any, load_tools: bool = True) -> AgentSpec:
         tool_schemas=schemas,
         mcp=mcp,
         mcp_tools=mcp_tools,
+        origins=origins,
     )
     return spec
 
@@ -355,9 +369,17 @@ def agent_result(spec: AgentSpec) -> CheckResult:
                       for n in (s.get("function", {}).get("name", "?") for s in schemas)) or "none"
     msg = f"'{spec.name}' on {Path(spec.model).name or spec.model}; tools: {tools}; max turns {spec.max_steps}"
     details: dict[str, Any] = {"spec": spec.to_dict(), "tool_schemas": schemas}
+    if spec.origins:
+        details["origins"] = dict(spec.origins)
+        forms = sorted({m.group(1) for v in spec.origins.values() for m in [re.search(r"\((AWorld form[^)]*)\)", v)]
+                        if m})
+        msg += f" — {'; '.join(forms)}" if forms else ""
     if spec.mcp is not None:
         details["tool_servers"] = servers
         details["mcp_servers"] = [{"name": s.name, "transport": s.transport, "target": s.target(),
-                                   "tools": [t.name for t in spec.mcp_tools if t.server == s.name]}
+                                   "tools": [t.name for t in spec.mcp_tools if t.server == s.name],
+                                   **({"cwd": s.cwd} if s.cwd else {}),
+                                   **({"cwd_note": s.cwd_note} if s.cwd_note else {}),
+                                   **({"session_timeout": s.session_timeout} if s.session_timeout else {})}
                                   for s in spec.mcp.servers]
     return CheckResult("agent", "warning" if warnings else "ok", msg, details=details, warnings=warnings)

@@ -11,7 +11,9 @@
 * A tool that reports an error (``isError``) raises :class:`McpToolError`: engines hand that back to
   the model as the tool's result, as they do for a Python tool that raises.
 
-The ``mcp`` package is imported only when a server is reached (``import engines`` stays light).
+The ``mcp`` package is imported only when a server is reached (``import engines`` stays light). It is the
+SDK's major version 1 (the one AWorld runs on, see requirements.txt); the client speaks the protocol, so
+servers written for either SDK major answer it (a server's own imports need an interpreter that has its SDK).
 """
 from __future__ import annotations
 
@@ -22,11 +24,14 @@ import tempfile
 import threading
 import time
 from contextlib import AsyncExitStack
+from datetime import timedelta
 from typing import Any, Callable, Iterable
 
 from .mcp_servers import SSE, STDIO, McpServer
 
 STDERR_TAIL_CHARS = 1500
+#: the error code the SDK (1.x) gives a request that got no answer within its read timeout (HTTP's 408)
+REQUEST_TIMEOUT = 408
 #: how long closing one server may take (the SDK: stdin closed, 2 s grace, SIGTERM, 2 s, SIGKILL)
 CLOSE_TIMEOUT_S = 10.0
 
@@ -91,8 +96,10 @@ def describe_failure(server: McpServer, exc: BaseException, errlog=None, waited_
         return McpServerError(server, f"cannot be started: `{server.command}`: {exc.strerror or exc}",
                               "check `command` (installed? on PATH? executable?)")
     if server.transport == STDIO and (_is_closed(exc) or name in ("EndOfStream", "BrokenResourceError")):
+        from .mcp_aworld import sdk_mismatch_hint
+
         return McpServerError(server, f"exited before answering (started with `{target}`){stderr}",
-                              "run the command in a terminal to see why it stops")
+                              sdk_mismatch_hint(tail) or "run the command in a terminal to see why it stops")
     if name in ("ConnectError", "ConnectTimeout", "RemoteProtocolError") or isinstance(exc, ConnectionError):
         return McpServerError(server, f"cannot be reached at {target}: {exc or name}",
                               "is the server running? check `url`")
@@ -104,10 +111,10 @@ def describe_failure(server: McpServer, exc: BaseException, errlog=None, waited_
 
 
 def _is_closed(exc: BaseException) -> bool:
-    from mcp.shared.exceptions import MCPError
-    from mcp_types import CONNECTION_CLOSED
+    from mcp.shared.exceptions import McpError
+    from mcp.types import CONNECTION_CLOSED
 
-    return isinstance(exc, MCPError) and exc.code == CONNECTION_CLOSED
+    return isinstance(exc, McpError) and exc.error.code == CONNECTION_CLOSED
 
 
 async def open_session(server: McpServer, stack: AsyncExitStack, errlog=None, seen: dict[str, Any] | None = None):
@@ -118,6 +125,8 @@ async def open_session(server: McpServer, stack: AsyncExitStack, errlog=None, se
     async def record_status(response) -> None:
         if response.status_code >= 400 and seen is not None:
             seen["http_status"] = response.status_code
+            if response.request.method == "POST" and callable(seen.get("on_post_error")):
+                seen["on_post_error"]()  # the SDK 1.x leaves the request waiting: the pool ends it
 
     if server.transport == STDIO:
         from mcp.client.stdio import StdioServerParameters, stdio_client
@@ -125,22 +134,28 @@ async def open_session(server: McpServer, stack: AsyncExitStack, errlog=None, se
         params = StdioServerParameters(command=server.executable(), args=list(server.args),
                                        env=dict(server.env) or None, cwd=server.cwd)
         read, write = await stack.enter_async_context(stdio_client(params, errlog=errlog))
-    elif server.transport == SSE:
-        from mcp.client.sse import sse_client
-
-        read, write = await stack.enter_async_context(
-            sse_client(server.url, headers=dict(server.headers) or None, timeout=server.timeout,
-                       sse_read_timeout=server.sse_read_timeout))
     else:
-        import httpx2
-        from mcp.client.streamable_http import streamable_http_client
         from mcp.shared._httpx_utils import create_mcp_http_client
 
-        http = await stack.enter_async_context(create_mcp_http_client(
-            headers=dict(server.headers) or None,
-            timeout=httpx2.Timeout(server.timeout, read=server.sse_read_timeout)))
-        http.event_hooks["response"].append(record_status)
-        read, write = await stack.enter_async_context(streamable_http_client(server.url, http_client=http))
+        def http_client(headers=None, timeout=None, auth=None):
+            client = create_mcp_http_client(headers=headers, timeout=timeout, auth=auth)
+            client.event_hooks["response"].append(record_status)
+            return client
+
+        if server.transport == SSE:
+            from mcp.client.sse import sse_client
+
+            read, write = await stack.enter_async_context(
+                sse_client(server.url, headers=dict(server.headers) or None, timeout=server.timeout,
+                           sse_read_timeout=server.sse_read_timeout, httpx_client_factory=http_client))
+        else:
+            from mcp.client.streamable_http import streamablehttp_client
+
+            read, write, _ = await stack.enter_async_context(streamablehttp_client(
+                server.url, headers=dict(server.headers) or None, timeout=server.timeout,
+                sse_read_timeout=server.sse_read_timeout, httpx_client_factory=http_client))
+    # AWorld's client_session_timeout_seconds bounds each tool call (server.timeout); starting, initializing and
+    # listing tools are bounded by startup_timeout (a server slow to import must not fail a short call limit)
     session = await stack.enter_async_context(ClientSession(read, write))
     await session.initialize()
     return session
@@ -149,11 +164,9 @@ async def open_session(server: McpServer, stack: AsyncExitStack, errlog=None, se
 async def _list_tools(session) -> list[dict[str, Any]]:
     tools, cursor = [], None
     for _ in range(100):  # a paginator that never ends must not hang a check
-        from mcp_types import PaginatedRequestParams
-
-        page = await session.list_tools(params=PaginatedRequestParams(cursor=cursor) if cursor else None)
+        page = await session.list_tools(cursor=cursor) if cursor else await session.list_tools()
         tools += [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in page.tools]
-        cursor = getattr(page, "next_cursor", None)
+        cursor = getattr(page, "nextCursor", None)
         if not cursor:
             break
     return tools
@@ -233,6 +246,13 @@ class _Connection:
         self.ready: asyncio.Future = asyncio.get_running_loop().create_future()
         self.closing = asyncio.Event()
         self.task: asyncio.Task | None = None
+        #: the tool calls waiting on this session; cancelled when it is found broken and replaced (the SDK 1.x
+        #: leaves a request sent as the server died waiting until its read timeout)
+        self.calls: set[asyncio.Task] = set()
+        self.dropped = False
+        #: set when the server answers a request with an HTTP error (a restarted server forgot the session)
+        self.post_error = asyncio.Event()
+        self.seen["on_post_error"] = self.post_error.set
 
     async def hold(self) -> None:
         import anyio
@@ -307,22 +327,42 @@ class McpPool:
             raise McpToolError(f"tool '{tool}' of MCP server '{server.name}' gave no result within {limit:g} s")
 
     async def _call(self, server: McpServer, tool: str, arguments: dict[str, Any]):
-        from mcp.shared.exceptions import MCPError
-        from mcp_types import REQUEST_TIMEOUT
+        from mcp.shared.exceptions import McpError
 
         stale: _Connection | None = None
         for attempt in (1, 2):
             conn = await self._connection(server, stale)
+            call = asyncio.ensure_future(conn.ready.result().call_tool(
+                tool, arguments, read_timeout_seconds=timedelta(seconds=server.timeout)))
+            conn.calls.add(call)
             try:
-                return await conn.ready.result().call_tool(tool, arguments, read_timeout_seconds=server.timeout)
-            except MCPError as e:
-                if e.code == REQUEST_TIMEOUT:
+                if server.transport != STDIO:
+                    await _first_of(call, conn.post_error)
+                    if not call.done():  # an HTTP error answered the call: the session is gone
+                        call.cancel()
+                        if attempt == 2:
+                            raise self._fail(server, McpServerError(
+                                server, f"answered HTTP {conn.seen.get('http_status')} at {server.target()}")) from None
+                        stale = conn
+                        self._event("tool_server_died", server=server.name, tool=tool)
+                        continue
+                return await call
+            except asyncio.CancelledError:
+                if not conn.dropped or asyncio.current_task().cancelling():
+                    call.cancel()
+                    raise
+                if attempt == 2:  # the session this call waited on broke: as a transport failure
+                    raise self._fail(server, ConnectionError("the session broke during the call")) from None
+                stale = conn  # another call found it broken and is replacing it: go again, on the new one
+                continue
+            except McpError as e:
+                if e.error.code == REQUEST_TIMEOUT:
                     raise McpToolError(f"tool '{tool}' of MCP server '{server.name}' did not answer within "
                                        f"{server.timeout:g} s") from None
                 # HTTP 404 on a session: the server forgot it (it restarted); MCP says: start a new session
                 session_lost = conn.seen.get("http_status") == 404 and server.transport != STDIO
                 if not (_is_closed(e) or session_lost):
-                    raise McpToolError(server.redact(f"MCP server '{server.name}' refused the call: {e.message}")
+                    raise McpToolError(server.redact(f"MCP server '{server.name}' refused the call: {e.error.message}")
                                        ) from None
                 if attempt == 2:
                     raise self._fail(server, e) from None
@@ -331,6 +371,8 @@ class McpPool:
             except Exception as e:  # noqa: BLE001 - the transport broke (a dead process, a dropped connection)
                 if attempt == 2:
                     raise self._fail(server, e) from None
+            finally:
+                conn.calls.discard(call)
             stale = conn
             self._event("tool_server_died", server=server.name, tool=tool)
         raise AssertionError("unreachable")  # pragma: no cover
@@ -352,6 +394,9 @@ class McpPool:
             restart = stale is not None
             if conn is not None:
                 self._connections.pop(server.name, None)
+                conn.dropped = True
+                for call in conn.calls:  # calls that wait on the broken session go again on the new one
+                    call.cancel()
                 await conn.close()
             deadline = time.monotonic() + server.startup_timeout
             while True:
@@ -398,6 +443,15 @@ class McpPool:
             pass
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout=5)
+
+
+async def _first_of(task: asyncio.Future, event: asyncio.Event) -> None:
+    """Wait until ``task`` is done or ``event`` is set."""
+    waiter = asyncio.ensure_future(event.wait())
+    try:
+        await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        waiter.cancel()
 
 
 _POOL: McpPool | None = None

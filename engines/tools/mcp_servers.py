@@ -11,6 +11,11 @@
 
 Parsing only (no ``mcp`` import): what each server is, its ``${ENV}``-substituted values for use and
 its public form (secrets masked, see :mod:`engines.inputs.secret_values`) for everything shown or written.
+
+AWorld's ``mcp.json`` conventions are kept (:mod:`engines.tools.mcp_aworld`): a ``python -m <module>`` server
+without ``cwd`` runs from the project root its config lives in (found by walking up to where the module
+resolves), ``client_session_timeout_seconds`` is the session's read timeout, and a Node.js launcher
+(``npx``) that is not installed is a clear error before anything starts.
 """
 from __future__ import annotations
 
@@ -25,6 +30,7 @@ import yaml
 
 from ..core.check_result import CheckError, did_you_mean
 from ..inputs.loading import resolve_path
+from .mcp_aworld import module_root, require_launcher
 from ..inputs.secret_values import (MASK, is_secret_key, literal_secrets, public_mapping, public_url, references_env,
                             substitute_env)
 
@@ -33,7 +39,7 @@ TRANSPORTS = {"stdio": STDIO, "streamable-http": STREAMABLE_HTTP, "streamable_ht
               "streamablehttp": STREAMABLE_HTTP, "http": STREAMABLE_HTTP, "sse": SSE}
 STDIO_KEYS = {"command", "args", "env", "cwd"}
 HTTP_KEYS = {"url", "headers", "sse_read_timeout"}
-COMMON_KEYS = {"type", "timeout", "startup_timeout", "disabled", "description"}
+COMMON_KEYS = {"type", "timeout", "startup_timeout", "disabled", "description", "client_session_timeout_seconds"}
 #: seconds to start (or connect to) a server, initialize it and list its tools
 DEFAULT_STARTUP_TIMEOUT_S = 30.0
 #: seconds one tool call may take (a server entry's ``timeout`` overrides it, as in AWorld's configs)
@@ -59,6 +65,10 @@ class McpServer:
     timeout: float = DEFAULT_CALL_TIMEOUT_S
     sse_read_timeout: float = 300.0
     startup_timeout: float = DEFAULT_STARTUP_TIMEOUT_S
+    #: AWorld's ``client_session_timeout_seconds`` (its ClientSession's read timeout): each tool call's limit
+    session_timeout: float | None = None
+    #: how ``cwd`` was chosen when the config did not set it (shown by the check)
+    cwd_note: str | None = None
 
     def public(self) -> dict[str, Any]:
         """The entry as written, ``env``/``headers`` in public form: safe to show and to write to run.yaml."""
@@ -222,10 +232,21 @@ def _server(name: str, entry: Any, base_dirs: list[Path], warnings: list[str], m
     value = substitute_env(raw, missing)
     timeouts = dict(timeout=_number(name, value, "timeout", DEFAULT_CALL_TIMEOUT_S),
                     startup_timeout=_number(name, value, "startup_timeout", DEFAULT_STARTUP_TIMEOUT_S))
+    if value.get("client_session_timeout_seconds") not in (None, ""):
+        # AWorld passes it to the ClientSession as the read timeout of every request: a tool call waits as long
+        timeouts["session_timeout"] = timeouts["timeout"] = _number(name, value, "client_session_timeout_seconds",
+                                                                   DEFAULT_CALL_TIMEOUT_S)
     if transport == STDIO:
         command = value.get("command")
         if not isinstance(command, str) or not command.strip():
             raise _error(f"MCP server '{name}': `command` must be the program to run, e.g. python or npx")
+        require_launcher(name, command.strip())
+        cwd_note = None
+        if value.get("cwd") in (None, ""):
+            found = module_root(command.strip(), value.get("args") or [], base_dirs)
+            if found is not None:
+                root, cwd_note = found
+                raw["cwd"] = value["cwd"] = str(root)
         args = value.get("args") or []
         if isinstance(args, str):
             args = args.split()
@@ -235,7 +256,8 @@ def _server(name: str, entry: Any, base_dirs: list[Path], warnings: list[str], m
         if cwd is not None and not os.path.isdir(str(cwd)):
             raise _error(f"MCP server '{name}': `cwd` '{cwd}' is not a folder")
         return McpServer(name, STDIO, raw, command=command.strip(), args=[str(a) for a in args],
-                         env=_string_map(name, value, "env"), cwd=None if cwd is None else str(cwd), **timeouts)
+                         env=_string_map(name, value, "env"), cwd=None if cwd is None else str(cwd),
+                         cwd_note=cwd_note, **timeouts)
     url = value.get("url")
     if not isinstance(url, str) or not url.strip().startswith(("http://", "https://")):
         raise _error(f"MCP server '{name}': `url` must be an http(s) URL, got {url!r}",

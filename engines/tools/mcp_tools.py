@@ -186,6 +186,8 @@ def result_value(result: Any, tool: McpTool) -> Any:
     if getattr(result, "is_error", False) or getattr(result, "isError", False):
         raise McpToolError(text or f"tool '{tool.remote_name}' of MCP server '{tool.server}' failed")
     structured = getattr(result, "structured_content", None)
+    if structured is None:  # the SDK's 1.x name
+        structured = getattr(result, "structuredContent", None)
     if isinstance(structured, dict) and set(structured) == {"result"} and tool.output_schema:
         return structured["result"]
     if not texts and structured is not None:

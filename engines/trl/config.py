@@ -152,9 +152,27 @@ def validate(config: Any, base: dict[str, Any] | None = None) -> tuple[dict[str,
         problems.append(e)
     if problems:
         raise all_problems(problems)
+    warnings += _half_precision_without_gpu(theirs, effective)
     effective.update(theirs)
     resolve_aliases(effective, set(user))
     return effective, warnings
+
+
+def _half_precision_without_gpu(theirs: dict[str, Any], own: dict[str, Any]) -> list[str]:
+    """TRL's ``fp16: true`` / ``bf16: true`` where no GPU will train (AWorld's TRL engine defaults to
+    ``fp16: True``): turned off, with a note, instead of a run that fails at its first step."""
+    flags = [f for f in ("fp16", "bf16") if theirs.get(f)]
+    if not flags:
+        return []
+    if own.get("device") != "cpu" and not theirs.get("use_cpu"):
+        import torch
+
+        if torch.cuda.is_available():
+            return []
+    for flag in flags:
+        theirs[flag] = False
+    return [f"`{flags[0]}: true` (AWorld form: its TRL engine's default) needs a GPU, and none trains here: "
+            f"training in fp32 instead"]
 
 
 def _disagree(alias: str, alias_value: Any, name: str, value: Any, rule: str) -> CheckError:

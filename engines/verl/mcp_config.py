@@ -44,7 +44,7 @@ import functools
 from verl.tools.function_tool import function_tool, load_function_tools_from_path
 
 if importlib.util.find_spec("mcp") is None:
-    raise ImportError("MCP tools need the official MCP SDK in verl's environment: pip install 'mcp>=2.3,<3'")
+    raise ImportError("MCP tools need the official MCP SDK in verl's environment: pip install 'mcp>=1.10.1,<2'")
 
 _PYTHON_TOOLS = {python_file!r}
 _TOOLS = json.loads({tools!r})
