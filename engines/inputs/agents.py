@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from .aworld_agents import from_aworld_agent, is_aworld_agent, load_aworld_yaml
+from .aworld_agents import LLM_CONFIG_KEYS, from_aworld_agent, is_aworld_agent, load_aworld_yaml
 from ..core.check_result import CheckError, CheckResult, did_you_mean
 from .loading import ReferenceError_, load_object, resolve_path
 from ..tools.mcp_servers import AGENT_KEYS as MCP_KEYS
@@ -43,9 +43,6 @@ from .yaml_input import load_user_file
 
 FLAT_KEYS = {"name", "model", "system_prompt", "temperature", "top_p", "max_tokens", "max_steps", "max_turns", "tools",
              "llm_base_url", "api_key", "description", "tool_names", *MCP_KEYS}
-LLM_CONFIG_KEYS = {"llm_model_name": "model", "llm_temperature": "temperature", "llm_top_p": "top_p",
-                   "llm_max_tokens": "max_tokens", "max_tokens": "max_tokens", "llm_base_url": "llm_base_url",
-                   "llm_api_key": "api_key", "llm_provider": None}
 
 
 @dataclass

@@ -26,6 +26,12 @@ LLM_FIELDS = {"llm_model_name": "model", "llm_temperature": "temperature", "llm_
 MCP_FIELDS = ("mcp_config", "mcp_servers", "black_tool_actions")
 
 
+#: AWorld's llm_config keys → the agent's own (None: read and dropped)
+LLM_CONFIG_KEYS = {"llm_model_name": "model", "llm_temperature": "temperature", "llm_top_p": "top_p",
+                   "llm_max_tokens": "max_tokens", "max_tokens": "max_tokens", "llm_base_url": "llm_base_url",
+                   "llm_api_key": "api_key", "llm_provider": None}
+
+
 def is_aworld_agent(obj: Any) -> bool:
     """An object of one of ``aworld``'s agent classes (or a subclass of one)."""
     return any(getattr(c, "__module__", "").split(".")[0] == "aworld" and c.__name__.endswith("Agent")
@@ -119,8 +125,6 @@ def load_aworld_yaml(path: Path, data: dict) -> tuple[dict[str, Any], dict[str, 
     for where, llm in (("config.llm_config", conf.get("llm_config")), ("llm_config", written.get("llm_config"))):
         if not isinstance(llm, dict):
             continue
-        from .agents import LLM_CONFIG_KEYS
-
         for field, key in LLM_CONFIG_KEYS.items():
             if key and field in llm:
                 flat[key] = llm[field]
