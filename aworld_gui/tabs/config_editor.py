@@ -1,7 +1,7 @@
 """The config card's full-settings editor, beside the short main form: every setting of the selected
 engine (for ``trl``: every GRPOConfig / SFTConfig / ModelConfig field with TRL's own help text),
 searchable by name and help, and a way to set or remove any key in the overrides YAML (the model picker is
-part of the form: setup_tab.render_form).
+part of the form: config_form_render.py).
 
 Everything comes from the check worker's catalog (engines, their fields, the local models): the studio
 never imports TRL. Setting a key edits the overrides YAML, which the checks then validate: the server parses

@@ -89,3 +89,23 @@ def calls_html(result: dict[str, Any] | None) -> str:
             f'(reference and wrong completions, in the call its framework makes).</div>{note}'
             f'<table class="aw-table"><thead><tr><th>reward</th><th>received</th><th>returned</th></tr></thead>'
             f'<tbody>{"".join(rows)}</tbody></table>{extra}</div>')
+
+
+def reward_preview_frame(result: dict):
+    import pandas as pd
+
+    dry = (result.get("details") or {}).get("dry_run") or []
+    if not dry:
+        return pd.DataFrame({"preview": [result.get("message") if result.get("status") == "error" else
+                                         "; ".join(result.get("warnings") or []) or "no sample rows to score yet"]})
+    rows = []
+    for entry in dry:
+        for label in ("reference", "wrong"):
+            scored = entry.get(label) or {}
+            row = {"row": entry.get("row"), "prompt": entry.get("prompt"), "answer": entry.get("answer"),
+                   "completion": f'{scored.get("completion")!r} ({label})'}
+            for term, v in (scored.get("terms") or {}).items():
+                row[term] = round(v, 4) if isinstance(v, float) else v
+            row["total"] = round(scored.get("total", 0.0), 4)
+            rows.append(row)
+    return pd.DataFrame(rows)

@@ -24,6 +24,7 @@ from ..core import inputs as inp
 from . import reward_card
 from .config_editor import ConfigEditor
 from . import config_form
+from .config_form_render import render_config_form
 from .engine_setup import EngineSetupPanel
 from ..core.studio import MODULE_TITLES, Studio
 from ..worker.check_worker import WorkerError
@@ -254,35 +255,8 @@ class SetupTab:
 
     # -- the config form, rendered from the spec ---------------------------------------------------------
     def render_form(self, ui: SetupUI) -> None:
-        """The model picker and the engine's main settings, rendered from the engine, the overrides YAML and the
-        check of that YAML (config_form.form_view): re-rendered whenever one of them changes. Each field's edit
-        sets its key in the YAML in the page; the render after it shows the YAML's value."""
-
-        @gr.render(inputs=[ui.engine, ui.config_yaml, ui.checked], show_progress="hidden")
-        def config_fields(engine, text, checked):
-            info = self.studio.engine_info(engine) or {"name": engine}
-            view = config_form.form_view(info, text, checked)
-            gr.HTML(_form_state(view, text), elem_id="form-state")
-            models = [config_form.AGENT_MODEL] + [(f'{m["name"]} · {m["source"]}', m["path"])
-                                                  for m in (self.studio.catalog().get("models") or [])]
-            picker = gr.Dropdown(models, value=view.model, allow_custom_value=True, elem_id="model-pick",
-                                 interactive=view.valid, key=("model", view.model, view.valid),
-                                 label=_("Model (overrides the agent's: a folder or a hub id in the local cache)"))
-            self._edits(picker, "model", "str", ui.config_yaml, at_once=True)
-            with gr.Row(equal_height=True):
-                for f in view.fields:
-                    self._edits(_field(f), f.name, f.type, ui.config_yaml, at_once=f.kind in ("bool", "choice"))
-
-    @staticmethod
-    def _edits(comp, key: str, ftype: str | None, config_yaml, at_once: bool) -> None:
-        """A field's edit, made in the page: a box or a choice at once, a number or a text when the user leaves it
-        or presses Enter (an edit per keystroke would re-render the field being typed into)."""
-        kw = dict(fn=None, inputs=[comp, config_yaml], outputs=[config_yaml], js=config_form.edit_js(key, ftype),
-                  queue=False, api_visibility="private", show_progress="hidden")
-        if not comp.interactive and comp.interactive is not None:
-            return
-        for listener in ([comp.input] if at_once else [comp.blur, comp.submit]):
-            listener(**kw)
+        """The model picker and the engine's main settings (config_form_render.py)."""
+        render_config_form(self.studio, ui.engine, ui.config_yaml, ui.checked)
 
     # -- wiring ------------------------------------------------------------------------------------
     def check_inputs(self) -> list:
@@ -498,7 +472,7 @@ class SetupTab:
             prompt_dd,
             answer_dd,
             render.module_status("reward", _("Reward"), res["reward"]),
-            reward_preview_frame(res["reward"]),
+            reward_card.reward_preview_frame(res["reward"]),
             reward_card.calls_html(res["reward"]),
             render.module_status("config", _("Engine & config"), combined),
             yaml.safe_dump(effective, sort_keys=False) if effective else "# fix the errors above to see the effective config",
@@ -599,33 +573,6 @@ class SetupTab:
                 f"{_('starts from its earlier overrides.') if (config_text or '').strip() else _('starts from its defaults.')}")
 
 
-def _form_state(view: config_form.FormView, text: str) -> str:
-    """The line above the form: what its values are (data attributes for tests: the spec it was rendered from, the
-    YAML parses, the values not set in it come from the check of this very YAML)."""
-    if not view.valid:
-        note = _("The overrides YAML does not parse, so the form shows no values: fix it under “Advanced: config "
-                 "YAML” (the config card says where the error is).")
-    else:
-        note = _("Fields marked • are set in the overrides YAML; the others show their effective value.")
-    return (f'<div class="aw-muted aw-form-state" data-testid="form-state" data-valid="{int(view.valid)}" '
-            f'data-current="{int(view.current)}" data-engine="{render.esc(view.engine)}" '
-            f'data-spec="{config_form.spec_id(text)}">{note}</div>')
-
-
-def _field(f: config_form.FieldView):
-    """The component that shows one field of the form (config_form.FieldView); its key names what it shows."""
-    kw: dict[str, Any] = dict(label=f.name, info=f.help, value=f.value, interactive=f.interactive, min_width=150,
-                              key=f.key, elem_id=f"cfg-{f.name}",
-                              elem_classes=["aw-cfg-set"] if f.overridden else None)
-    if f.kind == "choice":
-        return gr.Dropdown(f.choices, allow_custom_value=True, **kw)
-    if f.kind == "number":
-        return gr.Number(precision=f.precision, minimum=f.minimum, maximum=f.maximum, **kw)
-    if f.kind == "bool":
-        return gr.Checkbox(**kw)
-    return gr.Textbox(**kw)
-
-
 def _file_fn(key: str) -> str:
     """``/x/y/letter_reward.py:letter_reward`` → ``letter_reward.py:letter_reward``."""
     target, _, attr = key.rpartition(":")
@@ -640,23 +587,3 @@ def _frame(preview: dict | None):
     if preview.get("error"):
         return pd.DataFrame({"error": [preview["error"]]})
     return pd.DataFrame(preview.get("rows") or [], columns=preview.get("columns"))
-
-
-def reward_preview_frame(result: dict):
-    import pandas as pd
-
-    dry = (result.get("details") or {}).get("dry_run") or []
-    if not dry:
-        return pd.DataFrame({"preview": [result.get("message") if result.get("status") == "error" else
-                                         "; ".join(result.get("warnings") or []) or "no sample rows to score yet"]})
-    rows = []
-    for entry in dry:
-        for label in ("reference", "wrong"):
-            scored = entry.get(label) or {}
-            row = {"row": entry.get("row"), "prompt": entry.get("prompt"), "answer": entry.get("answer"),
-                   "completion": f'{scored.get("completion")!r} ({label})'}
-            for term, v in (scored.get("terms") or {}).items():
-                row[term] = round(v, 4) if isinstance(v, float) else v
-            row["total"] = round(scored.get("total", 0.0), 4)
-            rows.append(row)
-    return pd.DataFrame(rows)
