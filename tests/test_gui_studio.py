@@ -374,7 +374,8 @@ def test_the_config_yaml_has_one_writer_per_kind_of_edit(studio):
     spec = setup.ui.config_yaml._id
     writers = [f for f in fns.values() if spec in {c._id for c in f.outputs}]
     server = sorted(getattr(f.fn, "__name__", "?") for f in writers if f.fn is not None)
-    assert server == ["clone", "on_preset_load"], server
+    # a clone from Runs and from the Sweeps tab's best trial, the Monitor's clone for a diagnosis, a preset
+    assert server == ["clone", "clone", "clone_for_diagnosis", "on_preset_load"], server
     assert all(f.js for f in writers if f.fn is None) and len(writers) >= 4
     checks = [f for f in fns.values() if getattr(f.fn, "__name__", "") == "on_check"]
     assert checks and all(spec in {c._id for c in f.inputs} for f in checks)

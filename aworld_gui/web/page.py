@@ -117,17 +117,10 @@ def build_app(runs_dir: str | os.PathLike = "runs", studio: Studio | None = None
 
         setup.then_check(mui.clone_btn.click(clone_for_diagnosis, [mui.run, mui.clone_setting],
                                              [*setup.input_components(), tabs, sui.launch_msg, rui.timer],
-                                             api_visibility="private"
-                                             ).then(setup.on_engine_changed, [sui.engine, sui.config_yaml],
-                                                    [sui.field_map, *sui.slot_components(), sui.config_memory],
-                                                    api_visibility="private"))
-
+                                             api_visibility="private"))
         setup.then_check(swui.clone_btn.click(clone, [swui.best_run],
                                               [*setup.input_components(), tabs, rui.action_msg, rui.timer],
-                                              api_visibility="private"
-                                              ).then(setup.on_engine_changed, [sui.engine, sui.config_yaml],
-                                                     [sui.field_map, *sui.slot_components(), sui.config_memory],
-                                                     api_visibility="private"))
+                                              api_visibility="private"))
 
         # page load: catalog-dependent choices, first check, the run to monitor (live first)
         def on_load_monitor():
