@@ -1,5 +1,6 @@
 #!/usr/bin/env python
 """``python app.py``: the same as the ``aworld-studio`` command (see aworld_gui/web/serve.py)."""
+
 import sys
 
 from aworld_gui.web.serve import main

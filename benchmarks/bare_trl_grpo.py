@@ -16,6 +16,7 @@ first_reward, final_reward, test_before, test_after, peak_rss_mb, per-step rewar
 
 Calc: GRPOTrainer(..., tools=[add]) with agents/calc_agent.yaml; reports TRL's tools/call_frequency per step.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -112,7 +113,7 @@ def evaluate_letters(model, tok, rows, system, samples: int, seed: int):
     answers = [r["answer"] for r in rows]
 
     def acc(out):
-        texts = tok.batch_decode(out[:, enc["input_ids"].shape[1]:], skip_special_tokens=True)
+        texts = tok.batch_decode(out[:, enc["input_ids"].shape[1] :], skip_special_tokens=True)
         return sum(t.lstrip()[:1] == a for t, a in zip(texts, answers)) / len(rows), texts
 
     greedy, texts = acc(model.generate(**enc, max_new_tokens=2, do_sample=False))
@@ -125,8 +126,19 @@ def evaluate_letters(model, tok, rows, system, samples: int, seed: int):
 
 
 CONFIG_KEYS = (
-    "per_device_train_batch_size", "num_generations", "max_completion_length", "learning_rate", "lr_scheduler_type",
-    "beta", "scale_rewards", "loss_type", "temperature", "disable_dropout", "use_cpu", "bf16", "gradient_checkpointing",
+    "per_device_train_batch_size",
+    "num_generations",
+    "max_completion_length",
+    "learning_rate",
+    "lr_scheduler_type",
+    "beta",
+    "scale_rewards",
+    "loss_type",
+    "temperature",
+    "disable_dropout",
+    "use_cpu",
+    "bf16",
+    "gradient_checkpointing",
     "max_tool_calling_iterations",
 )
 

@@ -15,6 +15,7 @@ and its share of one core while on; and the steady-state CPU per poll with a ful
 competes for a core (``bound_from_poll_cost`` = 1 − that share). Writes
 benchmarks/results/diagnostics_overhead.json.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -29,7 +30,7 @@ import yaml
 from benchmarks.results_file import bootstrap_ci, write_result
 
 ROOT = Path(__file__).resolve().parent.parent
-MIN_STEPS = 30     # steps per mode below which the ratio is noise (a busy machine): not reported
+MIN_STEPS = 30  # steps per mode below which the ratio is noise (a busy machine): not reported
 
 
 def phase_steps(rows: list[dict], t0: float, t1: float) -> list[float]:
@@ -51,12 +52,11 @@ def steady_poll_cpu_ms(polls: int = 200) -> dict[str, float]:
     run = RunDir.create(tempfile.mkdtemp(prefix="diag-poll-"), "trl")
     run.write_spec({"config": {}})
     diagnoser = Diagnoser(run, log=lambda line: None)
-    step = 0
     for step in range(1, KEEP_ROWS + 1):
         run.append_metrics(step, {**recorded[step % len(recorded)], "step": step})
     diagnoser.poll()
     cpu = []
-    for step in range(step + 1, step + 1 + polls):
+    for step in range(KEEP_ROWS + 1, KEEP_ROWS + 1 + polls):
         run.append_metrics(step, {**recorded[step % len(recorded)], "step": step})
         c0 = time.thread_time()
         diagnoser.poll()
@@ -78,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     on = threading.Event()
 
     class Switchable(DiagnosisWatcher):
-        cpu_s, polls = 0.0, 0      # the watcher thread's own CPU time in its polls (load-independent)
+        cpu_s, polls = 0.0, 0  # the watcher thread's own CPU time in its polls (load-independent)
 
         def _loop(self):
             while not self._stop.wait(self.diagnoser.limits.poll_seconds):
@@ -91,21 +91,29 @@ def main(argv: list[str] | None = None) -> int:
     watchers: list[Switchable] = []
     standard.start_diagnoses = lambda run: watchers.append(Switchable(run).start()) or watchers[-1]
     cfg = yaml.safe_load((ROOT / "assets/configs/letters_grpo.yaml").read_text())
-    cfg.update(max_steps=100_000, save_steps=100_000, eval_steps=0,
-               diagnostics={**(cfg.get("diagnostics") or {}), "poll_seconds": a.poll})
-    trainer = AgentTrainer(agent=str(ROOT / "assets/agents/letters_agent.yaml"),
-                           train_dataset=str(ROOT / "assets/datasets/letters_train.jsonl"),
-                           reward_func=str(ROOT / "assets/rewards/letter_reward.py") + ":letter_reward", config=cfg,
-                           run_path=tempfile.mkdtemp(prefix="diag-bench-"), train_engine_name="trl")
+    cfg.update(
+        max_steps=100_000,
+        save_steps=100_000,
+        eval_steps=0,
+        diagnostics={**(cfg.get("diagnostics") or {}), "poll_seconds": a.poll},
+    )
+    trainer = AgentTrainer(
+        agent=str(ROOT / "assets/agents/letters_agent.yaml"),
+        train_dataset=str(ROOT / "assets/datasets/letters_train.jsonl"),
+        reward_func=str(ROOT / "assets/rewards/letter_reward.py") + ":letter_reward",
+        config=cfg,
+        run_path=tempfile.mkdtemp(prefix="diag-bench-"),
+        train_engine_name="trl",
+    )
     run = trainer.train_processor.run
     worker = threading.Thread(target=trainer.train, daemon=True)
     worker.start()
-    while not any("loss" in r for r in run.read_jsonl("metrics.jsonl")):   # warm: the first steps are logged
+    while not any("loss" in r for r in run.read_jsonl("metrics.jsonl")):  # warm: the first steps are logged
         time.sleep(1.0)
     time.sleep(a.phase)
     phases = []
     for i in range(a.pairs):
-        for mode in (("on", "off") if i % 2 == 0 else ("off", "on")):
+        for mode in ("on", "off") if i % 2 == 0 else ("off", "on"):
             (on.set if mode == "on" else on.clear)()
             t0 = time.time()
             time.sleep(a.phase)
@@ -120,33 +128,42 @@ def main(argv: list[str] | None = None) -> int:
         steps = [s for ph in sel for s in ph["step_s"]]
         return len(steps) / sum(steps) if steps else 0.0
 
-    pairs = [phases[i:i + 2] for i in range(0, len(phases), 2)]
+    pairs = [phases[i : i + 2] for i in range(0, len(phases), 2)]
 
     def ratio(ps: list[list[dict]]) -> float:
         flat = [ph for pair in ps for ph in pair]
         off = rate([ph for ph in flat if ph["mode"] == "off"])
         return rate([ph for ph in flat if ph["mode"] == "on"]) / off if off else 0.0
 
-    med = {m: statistics.median([s for ph in phases if ph["mode"] == m for s in ph["step_s"]] or [0.0])
-           for m in ("on", "off")}
+    med = {
+        m: statistics.median([s for ph in phases if ph["mode"] == m for s in ph["step_s"]] or [0.0])
+        for m in ("on", "off")
+    }
     counts = {m: sum(len(ph["step_s"]) for ph in phases if ph["mode"] == m) for m in ("on", "off")}
     resolvable = min(counts.values()) >= MIN_STEPS
     poll = steady_poll_cpu_ms()
-    summary = {"ratio": round(ratio(pairs), 4) if resolvable else None,
-               "ratio_ci95": bootstrap_ci(pairs, ratio) if resolvable else None,
-               "ratio_note": None if resolvable else f"fewer than {MIN_STEPS} steps per mode (the machine's load): "
-               "no ratio; see steady_poll_cpu_ms and its bound",
-               "steady_poll_cpu_ms": poll,
-               "bound_from_poll_cost": round(1 - poll["median"] / 1000 / a.poll, 5),
-               "median_step_ratio": round(med["off"] / med["on"], 4) if med["on"] else None,
-               "steps_per_s": {m: round(rate([ph for ph in phases if ph["mode"] == m]), 3) for m in ("on", "off")},
-               "steps": counts,
-               "pairs": a.pairs, "phase_s": a.phase, "poll_s": a.poll,
-               "watcher_cpu_ms_per_poll": round(1000 * watchers[0].cpu_s / max(1, watchers[0].polls), 3),
-               "watcher_share_of_a_core": round(watchers[0].cpu_s / max(1e-9, sum(
-                   ph["t1"] - ph["t0"] for ph in phases if ph["mode"] == "on")), 6),
-               "metric_rows": len(rows),
-               "diagnoses_written": [e["code"] for e in run.read_jsonl("events.jsonl") if e.get("type") == "diagnosis"]}
+    summary = {
+        "ratio": round(ratio(pairs), 4) if resolvable else None,
+        "ratio_ci95": bootstrap_ci(pairs, ratio) if resolvable else None,
+        "ratio_note": None
+        if resolvable
+        else f"fewer than {MIN_STEPS} steps per mode (the machine's load): "
+        "no ratio; see steady_poll_cpu_ms and its bound",
+        "steady_poll_cpu_ms": poll,
+        "bound_from_poll_cost": round(1 - poll["median"] / 1000 / a.poll, 5),
+        "median_step_ratio": round(med["off"] / med["on"], 4) if med["on"] else None,
+        "steps_per_s": {m: round(rate([ph for ph in phases if ph["mode"] == m]), 3) for m in ("on", "off")},
+        "steps": counts,
+        "pairs": a.pairs,
+        "phase_s": a.phase,
+        "poll_s": a.poll,
+        "watcher_cpu_ms_per_poll": round(1000 * watchers[0].cpu_s / max(1, watchers[0].polls), 3),
+        "watcher_share_of_a_core": round(
+            watchers[0].cpu_s / max(1e-9, sum(ph["t1"] - ph["t0"] for ph in phases if ph["mode"] == "on")), 6
+        ),
+        "metric_rows": len(rows),
+        "diagnoses_written": [e["code"] for e in run.read_jsonl("events.jsonl") if e.get("type") == "diagnosis"],
+    }
     out = write_result("diagnostics_overhead.json", summary)
     print(summary, "\n", out)
     return 0

@@ -13,6 +13,7 @@
     studio's own path (``aworld_gui.core.chat_client.ChatService`` → the chat process); the goal is p95 ≤ 0.5 s.
 Results: benchmarks/results/eval_speed.json.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -33,13 +34,16 @@ def bare(model, tokenizer, conversations, max_new_tokens: int, batch_size: int) 
     tokenizer.padding_side = "left"
     done = 0
     for start in range(0, len(conversations), batch_size):
-        texts = [tokenizer.apply_chat_template(c, add_generation_prompt=True, tokenize=False)
-                 for c in conversations[start:start + batch_size]]
+        texts = [
+            tokenizer.apply_chat_template(c, add_generation_prompt=True, tokenize=False)
+            for c in conversations[start : start + batch_size]
+        ]
         enc = tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False)
         with torch.no_grad():
-            out = model.generate(**enc, max_new_tokens=max_new_tokens, do_sample=False,
-                                 pad_token_id=tokenizer.pad_token_id)
-        done += len(tokenizer.batch_decode(out[:, enc["input_ids"].shape[1]:], skip_special_tokens=True))
+            out = model.generate(
+                **enc, max_new_tokens=max_new_tokens, do_sample=False, pad_token_id=tokenizer.pad_token_id
+            )
+        done += len(tokenizer.batch_decode(out[:, enc["input_ids"].shape[1] :], skip_special_tokens=True))
     return done
 
 
@@ -69,17 +73,27 @@ def main() -> int:
     conversations = [prompt_messages(r, bundle.columns, agent.system_prompt) for r in rows]
 
     def ours() -> int:
-        return len(evaluate_model(ref, agent, rows, bundle.columns, reward, max_new_tokens=a.max_new_tokens,
-                                  batch_size=a.batch_size, generator=generator))
+        return len(
+            evaluate_model(
+                ref,
+                agent,
+                rows,
+                bundle.columns,
+                reward,
+                max_new_tokens=a.max_new_tokens,
+                batch_size=a.batch_size,
+                generator=generator,
+            )
+        )
 
     def theirs() -> int:
         return bare(model, tokenizer, conversations, a.max_new_tokens, a.batch_size)
 
-    ours(), theirs()                                   # warm up both
-    rounds: list[dict[str, tuple[int, float]]] = []     # per round: path -> (samples, seconds)
+    ours(), theirs()  # warm up both
+    rounds: list[dict[str, tuple[int, float]]] = []  # per round: path -> (samples, seconds)
     for r in range(a.rounds):
         timed = {}
-        for name in (("ours", "bare") if r % 2 == 0 else ("bare", "ours")):
+        for name in ("ours", "bare") if r % 2 == 0 else ("bare", "ours"):
             t0 = time.perf_counter()
             n = (ours if name == "ours" else theirs)()
             timed[name] = (n, time.perf_counter() - t0)
@@ -97,9 +111,15 @@ def main() -> int:
     from engines.runs.prepare import prepare_run
 
     with tempfile.TemporaryDirectory() as tmp:
-        run = prepare_run(str(ASSETS / "agents/letters_agent.yaml"), str(ASSETS / "datasets/letters_train.jsonl"),
-                          None, str(ASSETS / "rewards/letter_reward.py") + ":letter_reward", {"max_steps": 1},
-                          train_engine_name="trl", runs_dir=tmp)
+        run = prepare_run(
+            str(ASSETS / "agents/letters_agent.yaml"),
+            str(ASSETS / "datasets/letters_train.jsonl"),
+            None,
+            str(ASSETS / "rewards/letter_reward.py") + ":letter_reward",
+            {"max_steps": 1},
+            train_engine_name="trl",
+            runs_dir=tmp,
+        )
         service = ChatService(tmp, idle_timeout_s=300)
         t0 = time.perf_counter()
         service.ensure(str(run.path), "base")
@@ -108,8 +128,9 @@ def main() -> int:
         try:
             for i in range(a.chat_messages):
                 t0, first = time.perf_counter(), None
-                for event in service.stream(str(run.path), "base",
-                                            [{"role": "user", "content": f"Say the letter {'ABCDEFGH'[i % 8]}:"}]):
+                for event in service.stream(
+                    str(run.path), "base", [{"role": "user", "content": f"Say the letter {'ABCDEFGH'[i % 8]}:"}]
+                ):
                     if first is None and event["type"] in ("token", "message"):
                         first = time.perf_counter() - t0
                 ttft.append(first)
@@ -117,14 +138,26 @@ def main() -> int:
             service.stop()
 
     summary = {
-        "eval": {"samples_per_round": len(rows), "max_new_tokens": a.max_new_tokens, "batch_size": a.batch_size,
-                 "rounds": len(rounds), "samples_per_s_mean": {k: round(statistics.mean(v), 1) for k, v in rates.items()},
-                 "ratio": round(ratio(rounds), 4), "ratio_ci95": bootstrap_ci(rounds, ratio),
-                 "ratio_median_of_rounds": round(statistics.median(ratios), 3), "goal": ">= 0.95",
-                 "samples_per_s": {k: [round(x, 1) for x in v] for k, v in rates.items()},
-                 "ratio_per_round": [round(x, 3) for x in ratios]},
-        "chat": {"load_s": round(load_s, 2), "messages": len(ttft), "ttft_p50_s": round(pct(ttft, 0.5), 3),
-                 "ttft_p95_s": round(pct(ttft, 0.95), 3), "goal": "p95 <= 0.5 s"},
+        "eval": {
+            "samples_per_round": len(rows),
+            "max_new_tokens": a.max_new_tokens,
+            "batch_size": a.batch_size,
+            "rounds": len(rounds),
+            "samples_per_s_mean": {k: round(statistics.mean(v), 1) for k, v in rates.items()},
+            "ratio": round(ratio(rounds), 4),
+            "ratio_ci95": bootstrap_ci(rounds, ratio),
+            "ratio_median_of_rounds": round(statistics.median(ratios), 3),
+            "goal": ">= 0.95",
+            "samples_per_s": {k: [round(x, 1) for x in v] for k, v in rates.items()},
+            "ratio_per_round": [round(x, 3) for x in ratios],
+        },
+        "chat": {
+            "load_s": round(load_s, 2),
+            "messages": len(ttft),
+            "ttft_p50_s": round(pct(ttft, 0.5), 3),
+            "ttft_p95_s": round(pct(ttft, 0.95), 3),
+            "goal": "p95 <= 0.5 s",
+        },
     }
     path = write_result("eval_speed.json", summary)
     print(summary, "\n->", path)

@@ -13,6 +13,7 @@ the wall-clock time each step number appears; latency = that time − the time t
 visible then).
 Writes benchmarks/results/gui_latency.json.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -52,7 +53,6 @@ OBSERVER = """
     .observe(document.querySelector('#aw-chart-reward'), {subtree: true, childList: true, attributes: true});
 }
 """
-
 
 
 def main() -> int:
@@ -109,13 +109,22 @@ def main() -> int:
         "benchmark": "gui_latency",
         "what": "metrics line appended → its step (with its reward and loss) painted in the browser's Monitor header",
         "target": "p95 <= 1.0 s",
-        "samples": len(lat), "shown_with_a_later_step": superseded,
-        "latency_s": {"p50": round(statistics.median(lat), 3), "p95": round(pct(lat, 0.95), 3),
-                      "max": round(max(lat), 3), "min": round(min(lat), 3)},
-        "curve_latency_s": {"p50": round(statistics.median(curve), 3), "p95": round(pct(curve, 0.95), 3),
-                            "max": round(max(curve), 3), "samples": len(curve),
-                            "note": "the reward curve's redraw after the header showed the step (an upper bound); "
-                                    f"curves redraw at most every {CHART_S:g} s (monitor_tab.CHART_S)"},
+        "samples": len(lat),
+        "shown_with_a_later_step": superseded,
+        "latency_s": {
+            "p50": round(statistics.median(lat), 3),
+            "p95": round(pct(lat, 0.95), 3),
+            "max": round(max(lat), 3),
+            "min": round(min(lat), 3),
+        },
+        "curve_latency_s": {
+            "p50": round(statistics.median(curve), 3),
+            "p95": round(pct(curve, 0.95), 3),
+            "max": round(max(curve), 3),
+            "samples": len(curve),
+            "note": "the reward curve's redraw after the header showed the step (an upper bound); "
+            f"curves redraw at most every {CHART_S:g} s (monitor_tab.CHART_S)",
+        },
         "poll_s": POLL_S,
         "passed": pct(lat, 0.95) <= 1.0,
     }

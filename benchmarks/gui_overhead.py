@@ -43,6 +43,7 @@ pairs, and ``median_step_ratio`` (the median step's duration without ÷ watching
 long steps of a phase do not sway. Run ``--watcher none`` (A/A) to see the noise floor.
 Writes benchmarks/results/gui_overhead.json.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -87,7 +88,7 @@ RECORD_JS = r"""
   };
 })();
 """
-PARTS = ("header", "log", "charts", "samples")   # RECORD_JS's columns after the time
+PARTS = ("header", "log", "charts", "samples")  # RECORD_JS's columns after the time
 
 CONFIG = "learning_rate: 0.001\nprompts_per_step: 8\nnum_generations: 16\nmax_steps: 100000\nsave_steps: 100000\n"
 
@@ -116,9 +117,20 @@ def freeze(studio: StudioProcess, watcher: subprocess.Popen | None, sig: int) ->
 def start_chromium(profile: str) -> tuple[subprocess.Popen, int]:
     """Chromium as a process of its own (not Playwright's child), with a DevTools port to drive it."""
     port = free_port()
-    proc = subprocess.Popen([CHROMIUM, "--headless", f"--remote-debugging-port={port}", f"--user-data-dir={profile}",
-                             "--window-size=1440,1000", *CHROMIUM_ARGS, "about:blank"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    proc = subprocess.Popen(
+        [
+            CHROMIUM,
+            "--headless",
+            f"--remote-debugging-port={port}",
+            f"--user-data-dir={profile}",
+            "--window-size=1440,1000",
+            *CHROMIUM_ARGS,
+            "about:blank",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     deadline = time.time() + 60
     while time.time() < deadline:
         try:
@@ -140,10 +152,11 @@ def open_monitor(pw, port: int, url: str) -> str:
     page.get_by_role("tab", name="Monitor").click()
     page.wait_for_selector('#run-header [data-testid="run-header"][data-state="running"]', timeout=60_000)
     stream = page.wait_for_selector("[data-stream]", state="attached", timeout=30_000).get_attribute(
-        "data-stream")   # the page's open stream (monitor_tab.LIVE_JS)
+        "data-stream"
+    )  # the page's open stream (monitor_tab.LIVE_JS)
     (ROOT / "artifacts" / "screenshots").mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(ROOT / "artifacts" / "screenshots" / "bench-gui-overhead.png"))
-    browser.close()   # connected over CDP: disconnects; Chromium and the page stay
+    browser.close()  # connected over CDP: disconnects; Chromium and the page stay
     return stream
 
 
@@ -161,8 +174,9 @@ def received_per_s(phases: list[dict], messages: list[list]) -> dict[str, float]
     windows = [x["window"] for x in phases if x["mode"] == "watching"]
     seconds = sum(b - a for a, b in windows)
     inside = [m for m in messages if any(a <= m[0] < b for a, b in windows)]
-    return {part: round(sum(1 for m in inside if m[1 + i]) / seconds, 3) if seconds else 0.0
-            for i, part in enumerate(PARTS)}
+    return {
+        part: round(sum(1 for m in inside if m[1 + i]) / seconds, 3) if seconds else 0.0 for i, part in enumerate(PARTS)
+    }
 
 
 def cpu_seconds(procs: list[psutil.Process]) -> float:
@@ -176,8 +190,9 @@ def cpu_seconds(procs: list[psutil.Process]) -> float:
     return total
 
 
-def cpu_groups(studio: StudioProcess, watcher: subprocess.Popen | None,
-               run_pid: int | None) -> dict[str, list[psutil.Process]]:
+def cpu_groups(
+    studio: StudioProcess, watcher: subprocess.Popen | None, run_pid: int | None
+) -> dict[str, list[psutil.Process]]:
     """Where the CPU goes: the studio (app + its check worker), the watcher (every Chromium process,
     or curl), the run (its whole process tree: the studio spawned it, so it is left out of the
     studio's)."""
@@ -187,19 +202,22 @@ def cpu_groups(studio: StudioProcess, watcher: subprocess.Popen | None,
         run = [run_proc] + run_proc.children(recursive=True)
     in_run = {p.pid for p in run}
     app = psutil.Process(studio.proc.pid)
-    return {"studio": [app] + [c for c in app.children(recursive=True) if c.pid not in in_run],
-            "watcher": process_tree(watcher), "run": run}
+    return {
+        "studio": [app] + [c for c in app.children(recursive=True) if c.pid not in in_run],
+        "watcher": process_tree(watcher),
+        "run": run,
+    }
 
 
 def step_times(run: RunDir, t0: float, t1: float) -> list[float]:
     """When each step inside [t0, t1) was logged: whole step intervals only, so a short phase is not
     off by a fraction of a step."""
-    return sorted(r["time"] for r in iter_jsonl(run.file("metrics.jsonl"))
-                  if "loss" in r and t0 <= r.get("time", 0) < t1)
+    return sorted(
+        r["time"] for r in iter_jsonl(run.file("metrics.jsonl")) if "loss" in r and t0 <= r.get("time", 0) < t1
+    )
 
 
-def measure(a: argparse.Namespace, studio: StudioProcess, watcher: subprocess.Popen | None,
-            run: RunDir) -> list[dict]:
+def measure(a: argparse.Namespace, studio: StudioProcess, watcher: subprocess.Popen | None, run: RunDir) -> list[dict]:
     """The A-B-B-A phases: steps/s and CPU per group in each."""
     phases: list[dict] = []
     order = []
@@ -226,11 +244,18 @@ def measure(a: argparse.Namespace, studio: StudioProcess, watcher: subprocess.Po
             cpu = {k: round(100 * (cpu_seconds(v) - c0[k]) / (t1 - t0), 1) for k, v in groups.items()}
             times = step_times(run, t0, t1)
             n, dt = max(0, len(times) - 1), (times[-1] - times[0] if len(times) > 1 else 0.0)
-            phases.append({"mode": mode, "window": [round(t0, 3), round(t1, 3)], "steps": n, "seconds": round(dt, 3),
-                           "steps_per_s": round(n / dt, 3) if dt else 0.0,
-                           "step_s": [round(b - a, 4) for a, b in zip(times, times[1:])],
-                           "cpu_pct_of_a_core": cpu,
-                           "load_avg_1m": round(os.getloadavg()[0], 2)})
+            phases.append(
+                {
+                    "mode": mode,
+                    "window": [round(t0, 3), round(t1, 3)],
+                    "steps": n,
+                    "seconds": round(dt, 3),
+                    "steps_per_s": round(n / dt, 3) if dt else 0.0,
+                    "step_s": [round(b - a, 4) for a, b in zip(times, times[1:])],
+                    "cpu_pct_of_a_core": cpu,
+                    "load_avg_1m": round(os.getloadavg()[0], 2),
+                }
+            )
             print(json.dumps({k: v for k, v in phases[-1].items() if k not in ("step_s", "window")}), flush=True)
     finally:
         if frozen:
@@ -261,7 +286,7 @@ def median_ratio(phases: list[dict]) -> float:
 
 def ab_pairs(phases: list[dict]) -> list[list[dict]]:
     """The A-B pairs: one watching and one without phase, next to each other in time."""
-    return [phases[i:i + 2] for i in range(0, len(phases) - 1, 2)]
+    return [phases[i : i + 2] for i in range(0, len(phases) - 1, 2)]
 
 
 def bootstrap_ci(phases: list[dict], stat=mean_ratio) -> list[float] | None:
@@ -272,24 +297,51 @@ def bootstrap_ci(phases: list[dict], stat=mean_ratio) -> list[float] | None:
 def main() -> int:
     p = argparse.ArgumentParser()
     p.add_argument("--pairs", type=int, default=120, help="A-B pairs (run as ABBA blocks)")
-    p.add_argument("--warmup-steps", type=int, default=200,
-                   help="steps trained before measuring (the demo has learned by then: steady state)")
-    p.add_argument("--phase", type=float, default=4.8,
-                   help="seconds measured per phase (short phases, many pairs: neighbouring phases differ by "
-                        "~12 %% whatever their length, so the interval narrows with the number of pairs)")
-    p.add_argument("--settle", type=float, default=0.0,
-                   help="seconds ignored after each switch (0: a thawed studio's catch-up counts as watching)")
-    p.add_argument("--page-settle", type=float, default=45.0,
-                   help="seconds between opening the Monitor and the first phase: a newly opened page does "
-                        "one-off work for ~40 s (Chromium here: +2-4 %% of a core 20-45 s after load)")
-    p.add_argument("--watcher", choices=["browser", "remote", "none"], default="browser",
-                   help="browser: Chromium on this machine shows the Monitor; remote: its stream read by curl "
-                        "(the page's browser on another machine); none: the A/A control (nothing differs)")
-    p.add_argument("--browser-nice", type=int, default=0,
-                   help="run Chromium at this nice level (0: default priority, the honest worst case of a "
-                        "browser on the training machine itself)")
-    p.add_argument("--out", default=None, help="results file name under benchmarks/results/ "
-                                               "(default gui_overhead.json, gui_overhead_<watcher>.json)")
+    p.add_argument(
+        "--warmup-steps",
+        type=int,
+        default=200,
+        help="steps trained before measuring (the demo has learned by then: steady state)",
+    )
+    p.add_argument(
+        "--phase",
+        type=float,
+        default=4.8,
+        help="seconds measured per phase (short phases, many pairs: neighbouring phases differ by "
+        "~12 %% whatever their length, so the interval narrows with the number of pairs)",
+    )
+    p.add_argument(
+        "--settle",
+        type=float,
+        default=0.0,
+        help="seconds ignored after each switch (0: a thawed studio's catch-up counts as watching)",
+    )
+    p.add_argument(
+        "--page-settle",
+        type=float,
+        default=45.0,
+        help="seconds between opening the Monitor and the first phase: a newly opened page does "
+        "one-off work for ~40 s (Chromium here: +2-4 %% of a core 20-45 s after load)",
+    )
+    p.add_argument(
+        "--watcher",
+        choices=["browser", "remote", "none"],
+        default="browser",
+        help="browser: Chromium on this machine shows the Monitor; remote: its stream read by curl "
+        "(the page's browser on another machine); none: the A/A control (nothing differs)",
+    )
+    p.add_argument(
+        "--browser-nice",
+        type=int,
+        default=0,
+        help="run Chromium at this nice level (0: default priority, the honest worst case of a "
+        "browser on the training machine itself)",
+    )
+    p.add_argument(
+        "--out",
+        default=None,
+        help="results file name under benchmarks/results/ (default gui_overhead.json, gui_overhead_<watcher>.json)",
+    )
     a = p.parse_args()
     out_name = a.out or ("gui_overhead.json" if a.watcher == "browser" else f"gui_overhead_{a.watcher}.json")
     from gradio_client import Client, handle_file
@@ -302,9 +354,16 @@ def main() -> int:
         runs = Path(d) / "runs"
         with StudioProcess(runs) as studio, sync_playwright() as pw:
             client = Client(studio.url, verbose=False)
-            res = client.predict(handle_file(str(inp.DEMO_AGENT)), handle_file(str(inp.DEMO_TRAIN)),
-                                 handle_file(str(inp.DEMO_TEST)), handle_file(str(inp.REWARDS_DIR / "letter_reward.py")),
-                                 "letter_reward.py:letter_reward@1", CONFIG, "trl", api_name="/launch")
+            res = client.predict(
+                handle_file(str(inp.DEMO_AGENT)),
+                handle_file(str(inp.DEMO_TRAIN)),
+                handle_file(str(inp.DEMO_TEST)),
+                handle_file(str(inp.REWARDS_DIR / "letter_reward.py")),
+                "letter_reward.py:letter_reward@1",
+                CONFIG,
+                "trl",
+                api_name="/launch",
+            )
             assert res["ok"], res
             run = RunDir(res["run_dir"])
             deadline = time.time() + 300
@@ -314,21 +373,21 @@ def main() -> int:
             watcher = chromium
             try:
                 stream = open_monitor(pw, port, studio.url) if chromium else ""
-                if a.watcher == "remote":   # the page's browser elsewhere: only its stream is served from here
+                if a.watcher == "remote":  # the page's browser elsewhere: only its stream is served from here
                     terminate_tree(chromium.pid, grace_s=30)
                     received = Path(d) / "stream.txt"
                     watcher = subprocess.Popen(["curl", "-sSN", "-o", str(received), stream], start_new_session=True)
                 if a.browser_nice:
-                    for proc in process_tree(watcher):   # every Chromium process, the page's renderer included
+                    for proc in process_tree(watcher):  # every Chromium process, the page's renderer included
                         try:
                             proc.nice(a.browser_nice)
                         except psutil.Error:
                             pass
-                time.sleep(a.page_settle)   # the page's start-up work (first GCs, caches) is not watching
+                time.sleep(a.page_settle)  # the page's start-up work (first GCs, caches) is not watching
                 phases = measure(a, studio, watcher, run)
                 if a.watcher == "browser":
                     page_messages = received_messages(pw, port)
-                if a.watcher == "remote":   # proof that the watcher was served all along
+                if a.watcher == "remote":  # proof that the watcher was served all along
                     text = received.read_text()
                     served = {"bytes": len(text), "messages": text.count("\ndata: ") + text.startswith("data: ")}
                 client.predict(res["run_id"], True, api_name="/stop")
@@ -349,12 +408,16 @@ def main() -> int:
     ratio = mean_ratio(phases)
     summary = {
         "benchmark": "gui_overhead",
-        "what": ("trl demo run: steps/s while the studio and a watcher of its Monitor run, vs while both are "
-                 "frozen (SIGSTOP), alternating ABBA within one run"),
-        "watcher": {"browser": "headless Chromium showing the Monitor on this machine (Playwright disconnected)",
-                    "remote": "the Monitor's stream read by curl: the page's browser on another machine",
-                    "none": "A/A control: no watcher, nothing frozen in either phase (the ratio's spread is "
-                            "this benchmark's noise)"}[a.watcher],
+        "what": (
+            "trl demo run: steps/s while the studio and a watcher of its Monitor run, vs while both are "
+            "frozen (SIGSTOP), alternating ABBA within one run"
+        ),
+        "watcher": {
+            "browser": "headless Chromium showing the Monitor on this machine (Playwright disconnected)",
+            "remote": "the Monitor's stream read by curl: the page's browser on another machine",
+            "none": "A/A control: no watcher, nothing frozen in either phase (the ratio's spread is "
+            "this benchmark's noise)",
+        }[a.watcher],
         "target": "ratio >= 0.98",
         "steps_per_s": {m: round(rate(phases, m), 3) for m in ("watching", "without")},
         "ratio": round(ratio, 4),
@@ -363,9 +426,14 @@ def main() -> int:
         "page_settle_s": a.page_settle,
         "stream_received": served,
         "received_per_s": received_per_s(phases, page_messages) if page_messages else None,
-        "steady_per_s": {"header": round(1 / POLL_S, 3), "log": round(1 / LOG_S, 3), "charts": round(1 / CHART_S, 3),
-                         "samples": round(1 / SAMPLES_S, 3)},
-        "phase_s": a.phase, "settle_s": a.settle,
+        "steady_per_s": {
+            "header": round(1 / POLL_S, 3),
+            "log": round(1 / LOG_S, 3),
+            "charts": round(1 / CHART_S, 3),
+            "samples": round(1 / SAMPLES_S, 3),
+        },
+        "phase_s": a.phase,
+        "settle_s": a.settle,
         "pair_ratios": pair_ratios,
         "pair_ratio_median": round(statistics.median(pair_ratios), 4) if pair_ratios else None,
         "ratio_ci95": bootstrap_ci(phases),

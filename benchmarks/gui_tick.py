@@ -11,6 +11,7 @@ trajectories, the log tail and the events, and encode the message as JSON. Lines
 appended to the run between ticks. Reported in wall time and in CPU time of the calling thread.
 Writes benchmarks/results/gui_tick.json.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -39,11 +40,15 @@ class _NoWorker:
         pass
 
 
-
 def stats(wall: list[float], cpu: list[float]) -> dict:
-    return {"wall_ms": {"p50": round(1000 * statistics.median(wall), 2), "p95": round(1000 * pct(wall, .95), 2),
-                        "max": round(1000 * max(wall), 2)},
-            "cpu_ms": {"p50": round(1000 * statistics.median(cpu), 2), "p95": round(1000 * pct(cpu, .95), 2)}}
+    return {
+        "wall_ms": {
+            "p50": round(1000 * statistics.median(wall), 2),
+            "p95": round(1000 * pct(wall, 0.95), 2),
+            "max": round(1000 * max(wall), 2),
+        },
+        "cpu_ms": {"p50": round(1000 * statistics.median(cpu), 2), "p95": round(1000 * pct(cpu, 0.95), 2)},
+    }
 
 
 def measure(history: int, ticks: int, new_per_tick: int, base: Path) -> dict:
@@ -56,7 +61,7 @@ def measure(history: int, ticks: int, new_per_tick: int, base: Path) -> dict:
     write_history(run, history)
     tab = MonitorTab(Studio(runs, worker=_NoWorker(), cache=RunCache()))
     t0 = time.perf_counter()
-    out = tab.live(run.run_id, "bench", [], 0.6, {})          # reattach: loads the whole history
+    out = tab.live(run.run_id, "bench", [], 0.6, {})  # reattach: loads the whole history
     first = time.perf_counter() - t0
     wall, cpu, sizes = [], [], []
     step = history
@@ -70,15 +75,20 @@ def measure(history: int, ticks: int, new_per_tick: int, base: Path) -> dict:
         w0, c0 = time.perf_counter(), time.thread_time()
         # everything due (empty keys): header, reward/loss/custom curves, trajectories, log, events
         out = tab.live(run.run_id, "bench", ["kl", "lr"], 0.6, {})
-        body = json.dumps(out)                                      # what the server sends back
+        body = json.dumps(out)  # what the server sends back
         cpu.append(time.thread_time() - c0)
         wall.append(time.perf_counter() - w0)
         sizes.append(len(body))
     reward_svg = out["charts"]["reward"]
-    return {"history_steps": history, "new_lines_per_tick": new_per_tick, "ticks": ticks,
-            "first_load_s": round(first, 3), "tick": stats(wall, cpu),
-            "reward_curve_points": int(reward_svg.split('data-points="')[1].split('"')[0]),
-            "reply_kb": round(statistics.median(sizes) / 1024, 1)}
+    return {
+        "history_steps": history,
+        "new_lines_per_tick": new_per_tick,
+        "ticks": ticks,
+        "first_load_s": round(first, 3),
+        "tick": stats(wall, cpu),
+        "reward_curve_points": int(reward_svg.split('data-points="')[1].split('"')[0]),
+        "reply_kb": round(statistics.median(sizes) / 1024, 1),
+    }
 
 
 def main() -> int:
@@ -97,8 +107,10 @@ def main() -> int:
     main_case = results[0]
     summary = {
         "benchmark": "gui_tick",
-        "what": ("one turn of the Monitor's stream loop with every part due (header, 3 SVG curves, trajectories, log, "
-                 f"events, JSON-encoded) on a run with {a.steps} logged steps, 5 new lines per tick"),
+        "what": (
+            "one turn of the Monitor's stream loop with every part due (header, 3 SVG curves, trajectories, log, "
+            f"events, JSON-encoded) on a run with {a.steps} logged steps, 5 new lines per tick"
+        ),
         "target": "p95 <= 20 ms",
         "p95_ms": main_case["tick"]["wall_ms"]["p95"],
         "passed": main_case["tick"]["wall_ms"]["p95"] <= 20.0,

@@ -7,6 +7,7 @@ the process's pool: one session, reused). Interleaved rounds, so the machine's l
 Writes ``benchmarks/results/mcp_tool_calls.json``: per path, the p50/p95 of a call in ms (all rounds pooled)
 and, per round, the median of each path (to compare within a round on a busy machine).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -36,16 +37,25 @@ def python_add():
 
 
 def mcp_add(entry: dict):
-    spec = load_agent({"model": str(ROOT / "assets/models/tiny-calc"), "mcp_config": {"mcpServers": {"calc": entry}},
-                       "mcp_servers": ["calc"], "black_tool_actions": {"calc": ["multiply"]}})
+    spec = load_agent(
+        {
+            "model": str(ROOT / "assets/models/tiny-calc"),
+            "mcp_config": {"mcpServers": {"calc": entry}},
+            "mcp_servers": ["calc"],
+            "black_tool_actions": {"calc": ["multiply"]},
+        }
+    )
     (add,) = spec.tool_callables()
     return add
 
 
 def start_http() -> tuple[subprocess.Popen, str]:
     port = free_port()
-    proc = subprocess.Popen([sys.executable, str(SERVER), "--transport", "streamable-http", "--port", str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, str(SERVER), "--transport", "streamable-http", "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         with socket.socket() as s:
@@ -73,8 +83,11 @@ def main() -> None:
     args = parser.parse_args()
     http, url = start_http()
     try:
-        paths = {"python": python_add(), "mcp_stdio": mcp_add({"command": "python", "args": [str(SERVER)]}),
-                 "mcp_http": mcp_add({"type": "streamable-http", "url": url})}
+        paths = {
+            "python": python_add(),
+            "mcp_stdio": mcp_add({"command": "python", "args": [str(SERVER)]}),
+            "mcp_http": mcp_add({"type": "streamable-http", "url": url}),
+        }
         for fn in paths.values():
             timed(fn, 20)  # warm: sessions opened, code paths hot
         samples = {name: [] for name in paths}
@@ -91,9 +104,13 @@ def main() -> None:
     finally:
         close_default_pool()
         terminate_tree(http.pid, grace_s=20)
-    summary = {"benchmark": "mcp_tool_calls", "calls_per_round": args.calls, "rounds": args.rounds,
-               "ms": {k: {"p50": round(pct(v, 0.5), 4), "p95": round(pct(v, 0.95), 4)} for k, v in samples.items()},
-               "round_medians_ms": rounds}
+    summary = {
+        "benchmark": "mcp_tool_calls",
+        "calls_per_round": args.calls,
+        "rounds": args.rounds,
+        "ms": {k: {"p50": round(pct(v, 0.5), 4), "p95": round(pct(v, 0.95), 4)} for k, v in samples.items()},
+        "round_medians_ms": rounds,
+    }
     print(summary["ms"])
     print(f"wrote {write_result('mcp_tool_calls.json', summary)}")
 

@@ -1,5 +1,6 @@
 """What every benchmark here shares: percentiles, a note of the machine and its load, and the
 results file under benchmarks/results/."""
+
 from __future__ import annotations
 
 import json

@@ -8,6 +8,7 @@
 
     python -m benchmarks.sweep_overhead [--rounds 1] [--steps 60] [--trials 2]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -67,9 +68,21 @@ def sweep(runs: str, steps: int, trials: int) -> tuple[list[float], list[float],
     """(steps/s of each trial, end → next first step, end → next started), the trials differing only in seed."""
     from engines.sweeps import AgentSweep
 
-    s = AgentSweep(AGENT, TRAIN, TEST, REWARD, config(steps), run_path=runs, train_engine_name="trl",
-                   sweep={"sampler": "grid", "pruner": "none", "objective": {"metric": "reward"},
-                          "params": {"seed": list(range(1, trials + 1))}})
+    s = AgentSweep(
+        AGENT,
+        TRAIN,
+        TEST,
+        REWARD,
+        config(steps),
+        run_path=runs,
+        train_engine_name="trl",
+        sweep={
+            "sampler": "grid",
+            "pruner": "none",
+            "objective": {"metric": "reward"},
+            "params": {"seed": list(range(1, trials + 1))},
+        },
+    )
     assert s.run() == "finished"
     runs_by_number = {t["number"]: RunDir(Path(runs) / t["run_id"]) for t in s.summary()["trials"]}
     speeds, to_step, to_start = [], [], []
@@ -100,16 +113,24 @@ def main() -> None:
             trial_speeds += speeds
             gaps_step += to_step
             gaps_start += to_start
-            print(f"round {r}: alone {alone_speeds[-1]:.3f} steps/s, trials {[round(x, 3) for x in speeds]}, "
-                  f"end → next first step {[round(x, 1) for x in to_step]} s", flush=True)
-        alone_speeds.append(alone(f"{tmp}/runs", a.steps))   # alone on both sides of the sweeps
+            print(
+                f"round {r}: alone {alone_speeds[-1]:.3f} steps/s, trials {[round(x, 3) for x in speeds]}, "
+                f"end → next first step {[round(x, 1) for x in to_step]} s",
+                flush=True,
+            )
+        alone_speeds.append(alone(f"{tmp}/runs", a.steps))  # alone on both sides of the sweeps
     ratio = statistics.median(trial_speeds) / statistics.median(alone_speeds)
-    summary = {"steps": a.steps, "trials_per_sweep": a.trials, "rounds": a.rounds,
-               "alone_steps_per_s": [round(x, 4) for x in alone_speeds],
-               "trial_steps_per_s": [round(x, 4) for x in trial_speeds],
-               "ratio_trial_over_alone": round(ratio, 4), "goal_ratio": 0.98,
-               "end_to_next_first_step_s": [round(x, 2) for x in gaps_step],
-               "end_to_next_started_s": [round(x, 2) for x in gaps_start]}
+    summary = {
+        "steps": a.steps,
+        "trials_per_sweep": a.trials,
+        "rounds": a.rounds,
+        "alone_steps_per_s": [round(x, 4) for x in alone_speeds],
+        "trial_steps_per_s": [round(x, 4) for x in trial_speeds],
+        "ratio_trial_over_alone": round(ratio, 4),
+        "goal_ratio": 0.98,
+        "end_to_next_first_step_s": [round(x, 2) for x in gaps_step],
+        "end_to_next_started_s": [round(x, 2) for x in gaps_start],
+    }
     out = write_result("sweep_overhead.json", summary)
     print(f"ratio {ratio:.3f}; end → next first step {gaps_step} s; written to {out}")
 

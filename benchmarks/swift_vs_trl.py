@@ -17,6 +17,7 @@ of a minute or more. The machine is shared (its load is recorded): compare the t
 
     python -m benchmarks.swift_vs_trl [--seconds 1800] [--after 30] [--warmup 10] [--engines trl,swift]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -43,7 +44,7 @@ def config_for(engine: str) -> dict:
     cfg = yaml.safe_load(CONFIGS[engine].read_text())
     cfg.update(max_steps=5000, save_steps=100000)
     if engine == "trl":
-        cfg.update(eval_steps=0)     # no held-out scoring during the run (ms-swift gets no test set either)
+        cfg.update(eval_steps=0)  # no held-out scoring during the run (ms-swift gets no test set either)
     return cfg
 
 
@@ -56,8 +57,7 @@ def measure(engine: str, runs_dir: str, a) -> dict:
     from engines.runs.lifecycle import effective_status, kill_run, spawn_run, stop_run
 
     t0 = time.time()
-    run = prepare_run(AGENT, TRAIN, None, REWARD, config_for(engine), engine, runs_dir=runs_dir,
-                      name=f"bench-{engine}")
+    run = prepare_run(AGENT, TRAIN, None, REWARD, config_for(engine), engine, runs_dir=runs_dir, name=f"bench-{engine}")
     checks_s = time.time() - t0
     load_before = round(os.getloadavg()[0], 2)
     launched = time.time()
@@ -89,25 +89,40 @@ def measure(engine: str, runs_dir: str, a) -> dict:
     status = effective_status(run)
     if status.get("state") == "failed":
         stop_reason = f"failed: {status.get('cause') or status.get('error') or 'see the run'}"
-    out: dict = {"engine": engine, "run_dir": str(run.path), "state": status.get("state"), "stop": stop_reason,
-                 "checks_s": round(checks_s, 1), "load_avg_1m_before": load_before,
-                 "load_avg_1m_after": round(os.getloadavg()[0], 2), "steps": len(rows)}
+    out: dict = {
+        "engine": engine,
+        "run_dir": str(run.path),
+        "state": status.get("state"),
+        "stop": stop_reason,
+        "checks_s": round(checks_s, 1),
+        "load_avg_1m_before": load_before,
+        "load_avg_1m_after": round(os.getloadavg()[0], 2),
+        "steps": len(rows),
+    }
     if not rows:
         return out
     first_start = rows[0]["time"] - (rows[0].get("step_time") or 0.0)
     goal = next((r for r in rows if r["reward"] >= GOAL), None)
-    out.update(startup_s=round(first_start - launched, 1), first_reward=round(rows[0]["reward"], 3),
-               rewards=[round(r["reward"], 3) for r in rows])
+    out.update(
+        startup_s=round(first_start - launched, 1),
+        first_reward=round(rows[0]["reward"], 3),
+        rewards=[round(r["reward"], 3) for r in rows],
+    )
     if goal is not None:
-        out.update(goal_step=goal["step"], time_to_goal_from_launch_s=round(goal["time"] - launched, 1),
-                   time_to_goal_from_first_step_s=round(goal["time"] - first_start, 1))
-    steady = rows[a.warmup:]
+        out.update(
+            goal_step=goal["step"],
+            time_to_goal_from_launch_s=round(goal["time"] - launched, 1),
+            time_to_goal_from_first_step_s=round(goal["time"] - first_start, 1),
+        )
+    steady = rows[a.warmup :]
     if len(steady) >= 2:
         span = steady[-1]["time"] - steady[0]["time"]
-        out.update(steady_steps=len(steady) - 1, steady_window_s=round(span, 1),
-                   steady_steps_per_s=round((len(steady) - 1) / span, 3) if span > 0 else None,
-                   median_step_time_s=round(statistics.median(r["step_time"] for r in steady if r.get("step_time")),
-                                            3))
+        out.update(
+            steady_steps=len(steady) - 1,
+            steady_window_s=round(span, 1),
+            steady_steps_per_s=round((len(steady) - 1) / span, 3) if span > 0 else None,
+            median_step_time_s=round(statistics.median(r["step_time"] for r in steady if r.get("step_time")), 3),
+        )
     return out
 
 
@@ -125,16 +140,21 @@ def main(argv: list[str] | None = None) -> int:
         results[engine] = measure(engine, runs_dir, a)
         r = results[engine]
         print({k: v for k, v in r.items() if k != "rewards"}, flush=True)
-    summary: dict = {"task": "letters demo: tiny-letters, letters_train.jsonl, letter_reward; lr 1e-3 constant, "
-                             "8 prompts x 16 completions per step, beta 0.04, max 2 tokens, full fine-tuning",
-                     "goal": f"step mean reward >= {GOAL}", "engines": results, "machine": machine(),
-                     "settings": {"after": a.after, "warmup": a.warmup, "seconds": a.seconds}}
+    summary: dict = {
+        "task": "letters demo: tiny-letters, letters_train.jsonl, letter_reward; lr 1e-3 constant, "
+        "8 prompts x 16 completions per step, beta 0.04, max 2 tokens, full fine-tuning",
+        "goal": f"step mean reward >= {GOAL}",
+        "engines": results,
+        "machine": machine(),
+        "settings": {"after": a.after, "warmup": a.warmup, "seconds": a.seconds},
+    }
     trl, swift = results.get("trl") or {}, results.get("swift") or {}
     if trl.get("steady_steps_per_s") and swift.get("steady_steps_per_s"):
         summary["swift_over_trl_steady_steps_per_s"] = round(swift["steady_steps_per_s"] / trl["steady_steps_per_s"], 3)
     if trl.get("time_to_goal_from_launch_s") and swift.get("time_to_goal_from_launch_s"):
-        summary["swift_over_trl_time_to_goal"] = round(swift["time_to_goal_from_launch_s"] /
-                                                       trl["time_to_goal_from_launch_s"], 3)
+        summary["swift_over_trl_time_to_goal"] = round(
+            swift["time_to_goal_from_launch_s"] / trl["time_to_goal_from_launch_s"], 3
+        )
     out = write_result("swift_vs_trl.json", summary)
     print(f"written {out}")
     return 0

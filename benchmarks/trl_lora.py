@@ -17,6 +17,7 @@ the first step), steps/s, trainable parameters, the held-out reward at the end, 
 
 Results: benchmarks/results/trl_lora.json.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -38,9 +39,15 @@ A = ROOT / "assets"
 TARGET = 0.8
 #: adapters on every linear layer; the output head trains in full (``modules_to_save``): the demo model's
 #: random-init head gives near-uniform logits that adapters inside the blocks barely move
-LORA = {"use_peft": True, "lora_r": 16, "lora_alpha": 32, "lora_dropout": 0.0, "lora_target_modules": "all-linear",
-        "lora_modules_to_save": ["lm_head"]}
-AFTER_TARGET_STEPS = 10   # keep training a little past the target (is it held?), then stop
+LORA = {
+    "use_peft": True,
+    "lora_r": 16,
+    "lora_alpha": 32,
+    "lora_dropout": 0.0,
+    "lora_target_modules": "all-linear",
+    "lora_modules_to_save": ["lm_head"],
+}
+AFTER_TARGET_STEPS = 10  # keep training a little past the target (is it held?), then stop
 
 
 def child(a) -> dict:
@@ -52,9 +59,15 @@ def child(a) -> dict:
     cfg.update(max_steps=a.max_steps, seed=a.seed, save_steps=10**6, eval_steps=0)
     if a.variant == "lora":
         cfg.update(LORA, learning_rate=a.lora_lr)
-    trainer = AgentTrainer(str(A / "agents/letters_agent.yaml"), str(A / "datasets/letters_train.jsonl"),
-                           str(A / "datasets/letters_test.jsonl"), f"{A / 'rewards/letter_reward.py'}:letter_reward",
-                           cfg, run_path=a.runs, train_engine_name="trl")
+    trainer = AgentTrainer(
+        str(A / "agents/letters_agent.yaml"),
+        str(A / "datasets/letters_train.jsonl"),
+        str(A / "datasets/letters_test.jsonl"),
+        f"{A / 'rewards/letter_reward.py'}:letter_reward",
+        cfg,
+        run_path=a.runs,
+        train_engine_name="trl",
+    )
     run = trainer.train_processor.run
 
     def watchdog():
@@ -78,24 +91,49 @@ def child(a) -> dict:
     hit = next((r for r in steps if r["reward"] >= TARGET), None)
     evals = [r["eval/reward"] for r in rows if "eval/reward" in r]
     status = run.read_status()
-    return {"variant": a.variant, "seed": a.seed, "steps": len(steps),
-            "steps_to_0.8": hit["step"] if hit else None,
-            "seconds_to_0.8": round(hit["time"] - start, 1) if hit else None,
-            "steps_per_s": round(len(steps) / (steps[-1]["time"] - start), 2),
-            "first_reward": round(steps[0]["reward"], 3),
-            "last10_reward": round(statistics.mean(r["reward"] for r in steps[-10:]), 3),
-            "heldout_before": evals[0] if evals else None, "heldout_after": evals[-1] if evals else None,
-            "trainable_params": status.get("trainable_params"), "total_params": status.get("total_params"),
-            "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
-            "curve": [[round(r["time"] - start, 1), r["step"], round(r["reward"], 3)] for r in steps][::10]}
+    return {
+        "variant": a.variant,
+        "seed": a.seed,
+        "steps": len(steps),
+        "steps_to_0.8": hit["step"] if hit else None,
+        "seconds_to_0.8": round(hit["time"] - start, 1) if hit else None,
+        "steps_per_s": round(len(steps) / (steps[-1]["time"] - start), 2),
+        "first_reward": round(steps[0]["reward"], 3),
+        "last10_reward": round(statistics.mean(r["reward"] for r in steps[-10:]), 3),
+        "heldout_before": evals[0] if evals else None,
+        "heldout_after": evals[-1] if evals else None,
+        "trainable_params": status.get("trainable_params"),
+        "total_params": status.get("total_params"),
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "curve": [[round(r["time"] - start, 1), r["step"], round(r["reward"], 3)] for r in steps][::10],
+    }
 
 
 def spawn(variant: str, seed: int, a, runs: str) -> dict:
     with tempfile.NamedTemporaryFile("r", suffix=".json", delete=False) as f:
         out = f.name
-    cmd = [sys.executable, "-m", "benchmarks.trl_lora", "_child", variant, "--seed", str(seed), "--runs", runs,
-           "--max-steps", str(a.max_steps), "--seconds", str(a.seconds), "--lora-lr", str(a.lora_lr), "--out", out]
-    subprocess.run(cmd, check=True, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=dict(os.environ))
+    cmd = [
+        sys.executable,
+        "-m",
+        "benchmarks.trl_lora",
+        "_child",
+        variant,
+        "--seed",
+        str(seed),
+        "--runs",
+        runs,
+        "--max-steps",
+        str(a.max_steps),
+        "--seconds",
+        str(a.seconds),
+        "--lora-lr",
+        str(a.lora_lr),
+        "--out",
+        out,
+    ]
+    subprocess.run(
+        cmd, check=True, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=dict(os.environ)
+    )
     return json.loads(Path(out).read_text())
 
 
@@ -118,7 +156,7 @@ def main() -> None:
     runs = a.runs or tempfile.mkdtemp(prefix="bench-lora-")
     results = []
     for i, seed in enumerate(a.seeds):
-        for variant in (("full", "lora") if i % 2 == 0 else ("lora", "full")):
+        for variant in ("full", "lora") if i % 2 == 0 else ("lora", "full"):
             r = spawn(variant, seed, a, runs)
             print(json.dumps({k: v for k, v in r.items() if k != "curve"}), flush=True)
             results.append(r)
@@ -126,17 +164,25 @@ def main() -> None:
     def summary(variant: str) -> dict:
         mine = [r for r in results if r["variant"] == variant]
         hit = [r for r in mine if r["steps_to_0.8"] is not None]
-        return {"reached_0.8": f"{len(hit)}/{len(mine)}",
-                "median_steps_to_0.8": statistics.median(r["steps_to_0.8"] for r in hit) if hit else None,
-                "median_seconds_to_0.8": statistics.median(r["seconds_to_0.8"] for r in hit) if hit else None,
-                "median_steps_per_s": statistics.median(r["steps_per_s"] for r in mine),
-                "trainable_params": mine[0]["trainable_params"], "total_params": mine[0]["total_params"]}
+        return {
+            "reached_0.8": f"{len(hit)}/{len(mine)}",
+            "median_steps_to_0.8": statistics.median(r["steps_to_0.8"] for r in hit) if hit else None,
+            "median_seconds_to_0.8": statistics.median(r["seconds_to_0.8"] for r in hit) if hit else None,
+            "median_steps_per_s": statistics.median(r["steps_per_s"] for r in mine),
+            "trainable_params": mine[0]["trainable_params"],
+            "total_params": mine[0]["total_params"],
+        }
 
-    write_result(a.out, {
-        "what": "letters demo, GRPO from random init: steps and seconds until a step's mean reward reaches 0.8",
-        "lora_settings": {**LORA, "learning_rate": a.lora_lr},
-        "summary": {"full": summary("full"), "lora": summary("lora")}, "runs": results,
-        "machine": {**start, "load_avg_1m_end": machine()["load_avg_1m"]}})
+    write_result(
+        a.out,
+        {
+            "what": "letters demo, GRPO from random init: steps and seconds until a step's mean reward reaches 0.8",
+            "lora_settings": {**LORA, "learning_rate": a.lora_lr},
+            "summary": {"full": summary("full"), "lora": summary("lora")},
+            "runs": results,
+            "machine": {**start, "load_avg_1m_end": machine()["load_avg_1m"]},
+        },
+    )
 
 
 if __name__ == "__main__":

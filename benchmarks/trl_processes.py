@@ -16,6 +16,7 @@ alternate over ``--rounds`` rounds.
 
 Results: benchmarks/results/trl_processes.json.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -43,22 +44,47 @@ def one_run(name: str, a, runs: Path) -> dict:
 
     processes, prompts = VARIANTS[name]
     cfg = yaml.safe_load((A / "configs/letters_grpo.yaml").read_text())
-    cfg.update(num_processes=processes, prompts_per_step=prompts, num_generations=GENERATIONS, max_steps=a.steps,
-               save_steps=10**6, eval_steps=0, samples_per_step=2)
-    run = prepare_run(str(A / "agents/letters_agent.yaml"), str(A / "datasets/letters_train.jsonl"), None,
-                      f"{A / 'rewards/letter_reward.py'}:letter_reward", cfg, "trl", runs_dir=str(runs))
+    cfg.update(
+        num_processes=processes,
+        prompts_per_step=prompts,
+        num_generations=GENERATIONS,
+        max_steps=a.steps,
+        save_steps=10**6,
+        eval_steps=0,
+        samples_per_step=2,
+    )
+    run = prepare_run(
+        str(A / "agents/letters_agent.yaml"),
+        str(A / "datasets/letters_train.jsonl"),
+        None,
+        f"{A / 'rewards/letter_reward.py'}:letter_reward",
+        cfg,
+        "trl",
+        runs_dir=str(runs),
+    )
     t0 = time.time()
-    rc = subprocess.run([sys.executable, "-m", "engines", "run", str(run.path)], cwd=ROOT, stdout=subprocess.DEVNULL,
-                        stderr=subprocess.DEVNULL, env=dict(os.environ)).returncode
+    rc = subprocess.run(
+        [sys.executable, "-m", "engines", "run", str(run.path)],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=dict(os.environ),
+    ).returncode
     assert rc == 0 and run.read_status().get("state") == "finished", run.log_path.read_text()[-3000:]
     steps = [r for r in run.read_jsonl("metrics.jsonl") if "loss" in r]
     assert [r["step"] for r in steps] == list(range(1, a.steps + 1))
-    ends = [r["time"] for r in steps][a.warmup - 1:]
+    ends = [r["time"] for r in steps][a.warmup - 1 :]
     rate = (len(ends) - 1) / (ends[-1] - ends[0])
     per_step = processes * prompts * GENERATIONS
-    return {"variant": name, "processes": processes, "completions_per_step": per_step,
-            "steps_per_s": round(rate, 3), "completions_per_s": round(rate * per_step, 1),
-            "wall_s_incl_start": round(time.time() - t0, 1), "load_avg_1m": round(os.getloadavg()[0], 2)}
+    return {
+        "variant": name,
+        "processes": processes,
+        "completions_per_step": per_step,
+        "steps_per_s": round(rate, 3),
+        "completions_per_s": round(rate * per_step, 1),
+        "wall_s_incl_start": round(time.time() - t0, 1),
+        "load_avg_1m": round(os.getloadavg()[0], 2),
+    }
 
 
 def main() -> None:
@@ -73,24 +99,36 @@ def main() -> None:
     rows = []
     with tempfile.TemporaryDirectory(prefix="bench-procs-") as tmp:
         for i in range(a.rounds):
-            for name in (names if i % 2 == 0 else names[::-1]):
+            for name in names if i % 2 == 0 else names[::-1]:
                 row = one_run(name, a, Path(tmp))
                 print(json.dumps(row), flush=True)
                 rows.append(row)
     summary = {}
     for name in names:
         mine = [r for r in rows if r["variant"] == name]
-        summary[name] = {"median_steps_per_s": statistics.median(r["steps_per_s"] for r in mine),
-                         "median_completions_per_s": statistics.median(r["completions_per_s"] for r in mine)}
+        summary[name] = {
+            "median_steps_per_s": statistics.median(r["steps_per_s"] for r in mine),
+            "median_completions_per_s": statistics.median(r["completions_per_s"] for r in mine),
+        }
     base = summary["1 process"]
     for name in names[1:]:
-        summary[name]["steps_per_s_vs_1_process"] = round(summary[name]["median_steps_per_s"] /
-                                                          base["median_steps_per_s"], 3)
-        summary[name]["completions_per_s_vs_1_process"] = round(summary[name]["median_completions_per_s"] /
-                                                                base["median_completions_per_s"], 3)
-    write_result(a.out, {"what": "letters demo GRPO steps/s: 2 processes (accelerate launch, gloo) vs 1, on 2 CPU "
-                                 "cores", "steps": a.steps, "warmup_steps_excluded": a.warmup, "summary": summary,
-                         "runs": rows, "machine": {**start, "load_avg_1m_end": machine()["load_avg_1m"]}})
+        summary[name]["steps_per_s_vs_1_process"] = round(
+            summary[name]["median_steps_per_s"] / base["median_steps_per_s"], 3
+        )
+        summary[name]["completions_per_s_vs_1_process"] = round(
+            summary[name]["median_completions_per_s"] / base["median_completions_per_s"], 3
+        )
+    write_result(
+        a.out,
+        {
+            "what": "letters demo GRPO steps/s: 2 processes (accelerate launch, gloo) vs 1, on 2 CPU cores",
+            "steps": a.steps,
+            "warmup_steps_excluded": a.warmup,
+            "summary": summary,
+            "runs": rows,
+            "machine": {**start, "load_avg_1m_end": machine()["load_avg_1m"]},
+        },
+    )
 
 
 if __name__ == "__main__":

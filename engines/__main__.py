@@ -1,4 +1,5 @@
 """``python -m engines ...``: the command line (see :mod:`engines.cli`)."""
+
 import sys
 
 from .cli import main

@@ -12,6 +12,7 @@
 ``--reward`` may repeat; ``NAME@WEIGHT`` sets a weight (``--reward exact_match@1 --reward answer_format@0.2``);
 ``REF(k=v, ...)`` gives a factory its arguments; ``{judge: {...}}`` (inline YAML) or a rewards .yaml file.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -31,13 +32,14 @@ def cmd_check(a: argparse.Namespace) -> int:
     from .core.isolated_checks import check_all_isolated
 
     kw = module_kwargs(a)
-    results = check_all_isolated(a.check_timeout, **kw)   # user code never runs in this process
+    results = check_all_isolated(a.check_timeout, **kw)  # user code never runs in this process
     if a.json:
         print(json.dumps([r.to_dict() for r in results], default=str, indent=1))
     else:
         print(format_table(results))
-        memory = next((r.details.get("memory") for r in results if r.module == "config" and r.details.get("memory")),
-                      None)
+        memory = next(
+            (r.details.get("memory") for r in results if r.module == "config" and r.details.get("memory")), None
+        )
         if memory:
             print(format_memory(memory))
     return 1 if any(r.status == ERROR for r in results) else 0
@@ -68,8 +70,9 @@ class _Progress(threading.Thread):
             if bar is not None and step is not None:
                 bar.n = step
                 reward, loss = st.get("last_reward"), st.get("last_loss")
-                bar.set_postfix({k: f"{v:.3f}" for k, v in (("reward", reward), ("loss", loss)) if v is not None},
-                                refresh=True)
+                bar.set_postfix(
+                    {k: f"{v:.3f}" for k, v in (("reward", reward), ("loss", loss)) if v is not None}, refresh=True
+                )
         if bar is not None:
             st = self.trainer.train_processor.run.read_status()
             bar.n = st.get("step") or bar.n
@@ -108,7 +111,7 @@ def cmd_run(a: argparse.Namespace) -> int:
     from .isolation.privileges import drop_privileges
     from .runs.rundir import RunDir
 
-    drop_privileges()   # the run's user code (rewards, tools) cannot read other processes (privileges.py)
+    drop_privileges()  # the run's user code (rewards, tools) cannot read other processes (privileges.py)
     return execute_run(RunDir(a.run_dir))
 
 
@@ -125,8 +128,11 @@ def cmd_rerun(a: argparse.Namespace) -> int:
     if a.detach:
         from .runs.lifecycle import spawn_run
 
-        print(f"started in the background (pid {spawn_run(run.path)}); follow it with: "
-              f"{shell_command('runs', '--runs-dir', str(run.path.parent))}", file=sys.stderr)
+        print(
+            f"started in the background (pid {spawn_run(run.path)}); follow it with: "
+            f"{shell_command('runs', '--runs-dir', str(run.path.parent))}",
+            file=sys.stderr,
+        )
         return 0
     return execute_run(run)
 
@@ -149,9 +155,12 @@ def execute_run(run) -> int:
     from .runs.rundir import FAILED, SPEC_FILE, STOPPED
     from .runs.lifecycle import Slot, wait_for_slot
 
-    if not (run.path / SPEC_FILE).is_file():   # no spec, no run: write nothing there (it would be listed)
-        print(f"error: {run.path} has no {SPEC_FILE}, so it is not a prepared run; nothing was written to it "
-              f"(`aworld-train train` prepares a run and trains it)", file=sys.stderr)
+    if not (run.path / SPEC_FILE).is_file():  # no spec, no run: write nothing there (it would be listed)
+        print(
+            f"error: {run.path} has no {SPEC_FILE}, so it is not a prepared run; nothing was written to it "
+            f"(`aworld-train train` prepares a run and trains it)",
+            file=sys.stderr,
+        )
         return 2
     slot = None
     if run.read_spec().get("machine_slot", True):
@@ -198,8 +207,10 @@ def cmd_runs(a: argparse.Namespace) -> int:
     from .diagnostics.reading import active_diagnoses
     from .runs.rundir import EVENTS_FILE
 
-    rows = [[*summarize(r).as_row(), ",".join(e["code"] for e in active_diagnoses(r.read_jsonl(EVENTS_FILE))) or "-"]
-            for r in list_run_dirs(a.runs_dir)]
+    rows = [
+        [*summarize(r).as_row(), ",".join(e["code"] for e in active_diagnoses(r.read_jsonl(EVENTS_FILE))) or "-"]
+        for r in list_run_dirs(a.runs_dir)
+    ]
     header = ["run", "name", "state", "engine", "started", "step", "reward", "diagnoses"]
     widths = [max(len(str(x)) for x in col) for col in zip(header, *rows)] if rows else [len(h) for h in header]
     for row in [header, *rows]:
@@ -229,16 +240,24 @@ def cmd_eval(a: argparse.Namespace) -> int:
     from .isolation.privileges import drop_privileges
 
     if a.dir:
-        drop_privileges()   # a prepared evaluation runs the reward: no capability (privileges.py)
+        drop_privileges()  # a prepared evaluation runs the reward: no capability (privileges.py)
         eval_dir = a.dir
     else:
         if not a.run:
             print("error: give --run <run_dir> (or --dir <eval_dir> of a prepared evaluation)", file=sys.stderr)
             return 2
         try:
-            prepared = prepare_eval(a.run, a.checkpoint or None, dataset=a.dataset, columns=parse_columns(a.columns),
-                                    reward=parse_reward(a.reward), samples=a.samples, temperature=a.temperature,
-                                    max_samples=a.max_samples, max_new_tokens=a.max_new_tokens)
+            prepared = prepare_eval(
+                a.run,
+                a.checkpoint or None,
+                dataset=a.dataset,
+                columns=parse_columns(a.columns),
+                reward=parse_reward(a.reward),
+                samples=a.samples,
+                temperature=a.temperature,
+                max_samples=a.max_samples,
+                max_new_tokens=a.max_new_tokens,
+            )
         except (CheckError, ValueError) as e:
             print(f"error: {e}", file=sys.stderr)
             return 2
@@ -248,11 +267,15 @@ def cmd_eval(a: argparse.Namespace) -> int:
             from .isolation.processes import spawn_detached
             from .isolation.user_env import env_for_files
 
-            proc = spawn_detached([sys.executable, "-m", "engines", "eval", "--dir", eval_dir],
-                                  os.path.join(eval_dir, "eval.log"),
-                                  env=env_for_files(os.path.join(eval_dir, "eval.yaml"),
-                                                    os.path.join(a.run, "run.yaml") if a.run else None,
-                                                    extra={"PYTHONUNBUFFERED": "1"}))
+            proc = spawn_detached(
+                [sys.executable, "-m", "engines", "eval", "--dir", eval_dir],
+                os.path.join(eval_dir, "eval.log"),
+                env=env_for_files(
+                    os.path.join(eval_dir, "eval.yaml"),
+                    os.path.join(a.run, "run.yaml") if a.run else None,
+                    extra={"PYTHONUNBUFFERED": "1"},
+                ),
+            )
             prepared.write_status(pid=proc.pid, launched=time.time())
             print(json.dumps({"eval_dir": eval_dir, "pid": proc.pid}))
             return 0
@@ -285,7 +308,7 @@ def cmd_chat_serve(a: argparse.Namespace) -> int:
     from .inference.chat_server import serve
     from .isolation.privileges import drop_privileges
 
-    drop_privileges()   # the agent's tools run here
+    drop_privileges()  # the agent's tools run here
     return serve(a.run, a.checkpoint, Path(a.state_dir), a.idle_timeout)
 
 
@@ -294,7 +317,9 @@ def cmd_engines(a: argparse.Namespace) -> int:
 
     for name in registered_engines():
         _, result = engine_result(name)
-        print(f"{name:10s} {'available' if result.status != ERROR else 'unavailable'}  {result.details.get('reason', '')}")
+        print(
+            f"{name:10s} {'available' if result.status != ERROR else 'unavailable'}  {result.details.get('reason', '')}"
+        )
     return 0
 
 
@@ -322,7 +347,7 @@ def setup_logging() -> None:
 def main(argv: list[str] | None = None) -> int:
     from .isolation.privileges import make_undumpable
 
-    make_undumpable()   # this process may hold credentials (its environment): no ptrace, no core dump
+    make_undumpable()  # this process may hold credentials (its environment): no ptrace, no core dump
     setup_logging()
     parser = argparse.ArgumentParser(prog="aworld-train", description="AWorld agent training engines")
     sub = parser.add_subparsers(dest="cmd", required=True)
@@ -358,9 +383,12 @@ def main(argv: list[str] | None = None) -> int:
     p.set_defaults(func=cmd_stop)
     p = sub.add_parser("eval", help="evaluate a run's checkpoints (or its base model) on a dataset with the reward")
     p.add_argument("--run", help="the run whose agent, test set and reward are the defaults")
-    p.add_argument("--checkpoint", action="append",
-                   help="base, latest (default), checkpoint-N, <run_id>/checkpoint-N (another run in the same runs "
-                        "dir) or a folder; repeat to compare several")
+    p.add_argument(
+        "--checkpoint",
+        action="append",
+        help="base, latest (default), checkpoint-N, <run_id>/checkpoint-N (another run in the same runs "
+        "dir) or a folder; repeat to compare several",
+    )
     p.add_argument("--dataset", help="dataset to evaluate on (default: the run's test set, else its train set)")
     p.add_argument("--columns", help="column mapping, e.g. prompt=question,answer=solution")
     p.add_argument("--reward", action="append", help="reward(s) as for train (default: the run's)")
@@ -393,7 +421,7 @@ def main(argv: list[str] | None = None) -> int:
 
     add_sweep_parsers(sub)
     a = parser.parse_args(argv)
-    if a.cmd == "check":   # Ctrl-C ends a check at once (its isolated call is killed first): no traceback
+    if a.cmd == "check":  # Ctrl-C ends a check at once (its isolated call is killed first): no traceback
         try:
             return a.func(a)
         except KeyboardInterrupt:

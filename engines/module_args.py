@@ -2,6 +2,7 @@
 --engine --columns --check-timeout``): the argparse options and the keyword arguments of ``AgentTrainer`` /
 ``check_all`` they give. ``aworld-train`` (engines/cli.py) and ``aworld-train sweep`` (engines/sweeps/cli.py) use
 them."""
+
 from __future__ import annotations
 
 import argparse
@@ -34,15 +35,27 @@ def add_module_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--agent", required=True, help="agent YAML")
     p.add_argument("--train", dest="train_dataset", help="training dataset (csv/tsv/jsonl/json/parquet/folder)")
     p.add_argument("--test", dest="test_dataset", help="test dataset")
-    p.add_argument("--reward", action="append", help="built-in name, file.py:fn or module:fn, REF(k=v,...) for a "
-                   "factory's arguments; NAME@WEIGHT; inline YAML {judge: {...}} / {reward_model: PATH}; a .yaml file")
+    p.add_argument(
+        "--reward",
+        action="append",
+        help="built-in name, file.py:fn or module:fn, REF(k=v,...) for a "
+        "factory's arguments; NAME@WEIGHT; inline YAML {judge: {...}} / {reward_model: PATH}; a .yaml file",
+    )
     p.add_argument("--config", help="engine config (YAML/JSON file)")
-    p.add_argument("--engine", dest="train_engine_name", default=DEFAULT_ENGINE,
-                   help=f"training engine ({DEFAULT_ENGINE} by default)")
+    p.add_argument(
+        "--engine",
+        dest="train_engine_name",
+        default=DEFAULT_ENGINE,
+        help=f"training engine ({DEFAULT_ENGINE} by default)",
+    )
     p.add_argument("--columns", help="column mapping, e.g. prompt=question,answer=solution")
-    p.add_argument("--check-timeout", type=float, default=None, metavar="SECONDS",
-                   help="time limit of the checks, which run user code in an isolated child "
-                        "($AWORLD_CHECK_TIMEOUT_S, else 60)")
+    p.add_argument(
+        "--check-timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="time limit of the checks, which run user code in an isolated child ($AWORLD_CHECK_TIMEOUT_S, else 60)",
+    )
 
 
 def module_kwargs(a: argparse.Namespace) -> dict[str, Any]:
@@ -50,5 +63,11 @@ def module_kwargs(a: argparse.Namespace) -> dict[str, Any]:
     cols = parse_columns(a.columns)
     if cols and train:
         train = {"path": train, "columns": cols}
-    return dict(agent=a.agent, train_dataset=train, test_dataset=a.test_dataset, reward_func=parse_reward(a.reward),
-                config=a.config, train_engine_name=a.train_engine_name)
+    return dict(
+        agent=a.agent,
+        train_dataset=train,
+        test_dataset=a.test_dataset,
+        reward_func=parse_reward(a.reward),
+        config=a.config,
+        train_engine_name=a.train_engine_name,
+    )

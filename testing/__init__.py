@@ -10,6 +10,7 @@
   functions exactly as GRPOTrainer does
 * :mod:`testing.reward_model` — a tiny sequence-classification reward model built locally
 """
+
 from engines.isolation.processes import free_port  # the one free_port (the trl engine's rendezvous uses it too)
 
 __all__ = ["free_port"]

@@ -16,6 +16,7 @@ A case::
 
 Omitted inputs are the shipped letters demo's (the test set only when the train set is omitted too).
 """
+
 from __future__ import annotations
 
 import json
@@ -30,9 +31,12 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 ASSETS = REPO_ROOT / "assets"
 CASES_DIR = REPO_ROOT / "tests" / "bad_inputs"
 MODEL = ASSETS / "models" / "tiny-letters"
-DEMO = {"agent": ASSETS / "agents" / "letters_agent.yaml", "train": ASSETS / "datasets" / "letters_train.jsonl",
-        "test": ASSETS / "datasets" / "letters_test.jsonl",
-        "reward": f"{ASSETS / 'rewards' / 'letter_reward.py'}:letter_reward"}
+DEMO = {
+    "agent": ASSETS / "agents" / "letters_agent.yaml",
+    "train": ASSETS / "datasets" / "letters_train.jsonl",
+    "test": ASSETS / "datasets" / "letters_test.jsonl",
+    "reward": f"{ASSETS / 'rewards' / 'letter_reward.py'}:letter_reward",
+}
 CHANNELS = ("studio", "api", "cli")
 
 
@@ -169,8 +173,11 @@ def latin1_csv(path: Path) -> None:
 
 
 def latin1_reward(path: Path) -> None:
-    _write(path, "def score(completion, answer, **kw):\n    # the French word for reward:\n    label = 'récompense'\n"
-           "    return 1.0\n".encode("latin-1"))
+    _write(
+        path,
+        "def score(completion, answer, **kw):\n    # the French word for reward:\n    label = 'récompense'\n"
+        "    return 1.0\n".encode("latin-1"),
+    )
 
 
 def alias_bomb(path: Path) -> None:
@@ -253,10 +260,32 @@ def save_to_disk_missing_arrow(path: Path) -> None:
 
 
 GENERATORS: dict[str, Callable[[Path], None]] = {
-    f.__name__: f for f in (big_agent, png_bytes, zip_bytes, random_bytes, latin1_agent, latin1_config, latin1_csv,
-                            latin1_reward, alias_bomb, alias_bomb_config, deep_flow, big_config, big_prompt_jsonl,
-                            not_parquet, corrupt_parquet, big_reward, model_without_weights, model_without_config,
-                            model_without_tokenizer, model_bad_config, empty_dir, save_to_disk_missing_arrow)}
+    f.__name__: f
+    for f in (
+        big_agent,
+        png_bytes,
+        zip_bytes,
+        random_bytes,
+        latin1_agent,
+        latin1_config,
+        latin1_csv,
+        latin1_reward,
+        alias_bomb,
+        alias_bomb_config,
+        deep_flow,
+        big_config,
+        big_prompt_jsonl,
+        not_parquet,
+        corrupt_parquet,
+        big_reward,
+        model_without_weights,
+        model_without_config,
+        model_without_tokenizer,
+        model_bad_config,
+        empty_dir,
+        save_to_disk_missing_arrow,
+    )
+}
 
 
 def pid_files_alive(pids_dir: Path) -> list[int]:
@@ -275,4 +304,3 @@ def pid_files_alive(pids_dir: Path) -> list[int]:
         except psutil.Error:
             pass
     return alive
-

@@ -7,6 +7,7 @@ metrics.jsonl, samples.jsonl, events.jsonl, train.log), one step every ``1/rate`
 honours the STOP file (→ ``stopped``) and can fail on purpose (→ ``failed`` with a cause).
 ``--history N`` first writes N past steps at once (a long run to reattach to).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -31,9 +32,18 @@ def write_history(run: RunDir, steps: int, t0: float | None = None) -> None:
 
 def metric_row(step: int, when: float) -> dict:
     r = 1 - math.exp(-step / 80) * 0.85 + random.uniform(-0.05, 0.05)
-    return {"step": step, "time": when, "loss": 0.5 * math.exp(-step / 60) + random.uniform(0, 0.02),
-            "reward": r, "reward_std": 0.2, "rewards/letter_reward": r, "kl": 0.01 * step ** 0.5, "lr": 1e-3,
-            "completion_length": 2.0, "step_time": 0.05}
+    return {
+        "step": step,
+        "time": when,
+        "loss": 0.5 * math.exp(-step / 60) + random.uniform(0, 0.02),
+        "reward": r,
+        "reward_std": 0.2,
+        "rewards/letter_reward": r,
+        "kl": 0.01 * step**0.5,
+        "lr": 1e-3,
+        "completion_length": 2.0,
+        "step_time": 0.05,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -49,10 +59,16 @@ def main(argv: list[str] | None = None) -> int:
     a = p.parse_args(argv)
     run = RunDir(a.run_dir) if a.run_dir else RunDir.create(a.runs_dir, "fake")
     if not run.read_spec():
-        run.write_spec({"engine": "fake", "run_id": run.run_id,
-                        "agent": {"name": "fake-agent", "model": "/models/fake", "system_prompt": "hi"},
-                        "data": {"train": "train.jsonl", "test": None, "columns": {"prompt": "prompt"}},
-                        "reward": [{"name": "exact_match", "weight": 1.0}], "config": {"max_steps": a.steps}})
+        run.write_spec(
+            {
+                "engine": "fake",
+                "run_id": run.run_id,
+                "agent": {"name": "fake-agent", "model": "/models/fake", "system_prompt": "hi"},
+                "data": {"train": "train.jsonl", "test": None, "columns": {"prompt": "prompt"}},
+                "reward": [{"name": "exact_match", "weight": 1.0}],
+                "config": {"max_steps": a.steps},
+            }
+        )
     if a.print_dir:
         print(run.path, flush=True)
     total = a.history + a.steps
@@ -74,14 +90,22 @@ def main(argv: list[str] | None = None) -> int:
             run.write_status(state=FAILED, cause="bad data", error=msg, ended=time.time())
             run.event("failed", cause="bad data", message=msg)
             return 1
-        row = run.append_metrics(step, {k: v for k, v in metric_row(step, time.time()).items()
-                                        if k not in ("step", "time")})
+        row = run.append_metrics(
+            step, {k: v for k, v in metric_row(step, time.time()).items() if k not in ("step", "time")}
+        )
         if step % 5 == 0:
             letter = random.choice("ABCDEFGH")
             got = letter if random.random() < row["reward"] else random.choice("ABCDEFGH")
-            run.append_sample({"step": step, "prompt": [{"role": "user", "content": f"Say the letter {letter}:"}],
-                               "completion": [{"role": "assistant", "content": got}], "answer": letter,
-                               "rewards": {"letter_reward": float(got == letter)}, "reward": float(got == letter)})
+            run.append_sample(
+                {
+                    "step": step,
+                    "prompt": [{"role": "user", "content": f"Say the letter {letter}:"}],
+                    "completion": [{"role": "assistant", "content": got}],
+                    "answer": letter,
+                    "rewards": {"letter_reward": float(got == letter)},
+                    "reward": float(got == letter),
+                }
+            )
         if step % 10 == 0:
             print(f"step {step}: reward={row['reward']:.3f} loss={row['loss']:.4f}", flush=True)
         run.write_status(step=step, total_steps=total, last_reward=row["reward"], last_loss=row["loss"])

@@ -1,14 +1,16 @@
 """Call reward functions exactly as TRL's GRPOTrainer does (``_calculate_rewards`` in trl 1.16): every
 input column but prompt/completion/completion_ids as a list, ``trainer_state``, ``log_extra``,
 ``log_metric``; prompts and completions conversational when the prompts are chat."""
+
 from __future__ import annotations
 
 from collections import defaultdict
 from typing import Any, Callable
 
 
-def call_like_grpo(funcs: list[Callable], inputs: list[dict], completion_texts: list[str],
-                   tokenizer: Any) -> tuple[list[list[Any]], dict[str, list], dict[str, list]]:
+def call_like_grpo(
+    funcs: list[Callable], inputs: list[dict], completion_texts: list[str], tokenizer: Any
+) -> tuple[list[list[Any]], dict[str, list], dict[str, list]]:
     """``inputs``: the training rows (one per completion). Returns (values per function, logged extra
     columns, logged metrics)."""
     from transformers import TrainerState

@@ -1,6 +1,7 @@
 """A verl-format GSM8K-style parquet, built the way verl's ``examples/data_preprocess/gsm8k.py`` builds
 its rows: ``data_source``, ``prompt`` (chat messages), ``ability``, ``reward_model.ground_truth``,
 ``extra_info`` (split, index, the worked answer, the question)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -19,12 +20,16 @@ PROBLEMS = [  # (question, worked answer, final answer)
 
 
 def gsm8k_rows(split: str = "train", data_source: str = "openai/gsm8k") -> list[dict]:
-    return [{"data_source": data_source,
-             "prompt": [{"role": "user", "content": f"{q} {INSTRUCTION}"}],
-             "ability": "math",
-             "reward_model": {"style": "rule", "ground_truth": final},
-             "extra_info": {"split": split, "index": i, "answer": worked, "question": q}}
-            for i, (q, worked, final) in enumerate(PROBLEMS)]
+    return [
+        {
+            "data_source": data_source,
+            "prompt": [{"role": "user", "content": f"{q} {INSTRUCTION}"}],
+            "ability": "math",
+            "reward_model": {"style": "rule", "ground_truth": final},
+            "extra_info": {"split": split, "index": i, "answer": worked, "question": q},
+        }
+        for i, (q, worked, final) in enumerate(PROBLEMS)
+    ]
 
 
 def write_gsm8k_parquet(path: str | Path, split: str = "train", data_source: str = "openai/gsm8k") -> str:

@@ -2,6 +2,7 @@
 client on AWorld's mcp 1.x speaking to a server of the other SDK major: ``python testing/mcp2_calculator.py``
 with mcp 2.x importable (tests put it first on ``PYTHONPATH``, see :func:`mcp2_site`).
 """
+
 from __future__ import annotations
 
 import subprocess
@@ -17,8 +18,11 @@ def mcp2_site(folder: Path) -> Path:
     with pip from the package registry the first time."""
     marker = folder / "mcp-2.3.0.dist-info"
     if not marker.is_dir():
-        subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(folder), *MCP2],
-                       check=True, timeout=600)
+        subprocess.run(
+            [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(folder), *MCP2],
+            check=True,
+            timeout=600,
+        )
     return folder
 
 

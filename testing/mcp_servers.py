@@ -12,6 +12,7 @@
 
 :func:`calculator_over_http` runs the shipped demo server over streamable HTTP or SSE for a test.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -28,8 +29,9 @@ CALCULATOR = str(Path(__file__).resolve().parent.parent / "assets" / "mcp" / "ca
 
 
 @contextlib.contextmanager
-def calculator_over_http(transport: str = "streamable-http", token: str | None = None,
-                         port: int | None = None) -> Iterator[str]:
+def calculator_over_http(
+    transport: str = "streamable-http", token: str | None = None, port: int | None = None
+) -> Iterator[str]:
     """The demo calculator server on 127.0.0.1:<port> (a free one by default); yields its URL (``/mcp``
     or ``/sse``)."""
     from testing import free_port
@@ -38,8 +40,12 @@ def calculator_over_http(transport: str = "streamable-http", token: str | None =
     env = dict(os.environ)
     if token:
         env["CALC_MCP_TOKEN"] = token
-    proc = subprocess.Popen([sys.executable, CALCULATOR, "--transport", transport, "--port", str(port)], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, CALCULATOR, "--transport", transport, "--port", str(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     try:
         deadline = time.monotonic() + 60
         while True:

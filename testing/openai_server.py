@@ -5,6 +5,7 @@
 a number; ``slow`` sleeps ``delay`` seconds first; ``status`` answers HTTP ``status_code``. Requests
 without ``Authorization: Bearer <key>`` (when a key is set) get 401. Every request is recorded.
 """
+
 from __future__ import annotations
 
 import json
@@ -40,12 +41,23 @@ class ChatServer:
                     time.sleep(server.delay)
                 text = body["messages"][-1]["content"]
                 reply = server.reply(text)
-                self._send(200, {"id": "chatcmpl-test", "object": "chat.completion", "created": int(time.time()),
-                                 "model": body.get("model", "judge"),
-                                 "choices": [{"index": 0, "finish_reason": "stop",
-                                              "message": {"role": "assistant", "content": reply}}],
-                                 "usage": {"prompt_tokens": len(text.split()), "completion_tokens": 1,
-                                           "total_tokens": len(text.split()) + 1}})
+                self._send(
+                    200,
+                    {
+                        "id": "chatcmpl-test",
+                        "object": "chat.completion",
+                        "created": int(time.time()),
+                        "model": body.get("model", "judge"),
+                        "choices": [
+                            {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": reply}}
+                        ],
+                        "usage": {
+                            "prompt_tokens": len(text.split()),
+                            "completion_tokens": 1,
+                            "total_tokens": len(text.split()) + 1,
+                        },
+                    },
+                )
 
             def _send(self, code: int, payload: dict) -> None:
                 data = json.dumps(payload).encode()

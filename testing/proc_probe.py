@@ -6,8 +6,8 @@ Every route: ``/proc/<pid>/environ`` and ``/proc/<pid>/cmdline`` of every proces
 secrets), ``/proc/<pid>/mem`` and ``ptrace`` (``PTRACE_SEIZE``, which does not stop the target; the
 tracer's exit detaches it) of each ancestor, the capabilities held, and the file descriptors
 inherited."""
+
 import ctypes
-import json
 import os
 
 PTRACE_SEIZE = 0x4206
@@ -72,7 +72,9 @@ def reward_source(secrets, out_path):
     """A reward file: this probe, run once when the reward is called, its report written to ``out_path``."""
     with open(__file__, encoding="utf-8") as f:
         text = f.read()
-    return text + (f"\n\ndef probe_reward(completion, answer, **kw):\n"
-                   f"    with open({str(out_path)!r}, 'w') as f:\n"
-                   f"        json.dump(probe({list(secrets)!r}), f)\n"
-                   f"    return 1.0 if completion == answer else 0.0\n")
+    return text + (
+        f"\n\ndef probe_reward(completion, answer, **kw):\n"
+        f"    with open({str(out_path)!r}, 'w') as f:\n"
+        f"        json.dump(probe({list(secrets)!r}), f)\n"
+        f"    return 1.0 if completion == answer else 0.0\n"
+    )

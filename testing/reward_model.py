@@ -1,6 +1,7 @@
 """A tiny sequence-classification reward model built locally (no hub): Qwen2ForSequenceClassification
 with one label on the tiny-calc tokenizer, its score head set so that the reward is high when the
 last token is one chosen character (a real forward pass decides; nothing is stubbed)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -17,17 +18,31 @@ def build_reward_model(folder: str | Path, good: str = "7") -> str:
     from transformers import AutoTokenizer, Qwen2Config, Qwen2ForSequenceClassification
 
     tok = AutoTokenizer.from_pretrained(str(TOKENIZER))
-    cfg = Qwen2Config(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=1,
-                      num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=1024,
-                      tie_word_embeddings=False, num_labels=1, pad_token_id=tok.pad_token_id)
+    cfg = Qwen2Config(
+        vocab_size=len(tok),
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        max_position_embeddings=1024,
+        tie_word_embeddings=False,
+        num_labels=1,
+        pad_token_id=tok.pad_token_id,
+    )
     torch.manual_seed(0)
     model = Qwen2ForSequenceClassification(cfg)
     good_id = tok(good, add_special_tokens=False)["input_ids"][-1]
     head_dim = cfg.hidden_size // cfg.num_attention_heads
     with torch.no_grad():
         layer = model.model.layers[0]
-        for proj in (layer.self_attn.q_proj, layer.self_attn.k_proj, layer.self_attn.v_proj,
-                     layer.self_attn.o_proj, layer.mlp.down_proj):
+        for proj in (
+            layer.self_attn.q_proj,
+            layer.self_attn.k_proj,
+            layer.self_attn.v_proj,
+            layer.self_attn.o_proj,
+            layer.mlp.down_proj,
+        ):
             proj.weight.zero_()
             if getattr(proj, "bias", None) is not None:
                 proj.bias.zero_()
@@ -36,11 +51,11 @@ def build_reward_model(folder: str | Path, good: str = "7") -> str:
         model.model.norm.weight.fill_(1.0)
         emb = model.model.embed_tokens.weight
         emb.normal_(0, 0.02)
-        emb[:, 0] = 0.0          # dim 0: 1 for the good token only
+        emb[:, 0] = 0.0  # dim 0: 1 for the good token only
         emb[good_id, 0] = 1.0
-        emb[:, 1] = -0.05        # dim 1: a small negative baseline
-        layer.self_attn.v_proj.weight[0, 0] = 1.0        # value = the indicator
-        for head in range(cfg.num_attention_heads):      # the average goes into dim 1
+        emb[:, 1] = -0.05  # dim 1: a small negative baseline
+        layer.self_attn.v_proj.weight[0, 0] = 1.0  # value = the indicator
+        for head in range(cfg.num_attention_heads):  # the average goes into dim 1
             layer.self_attn.o_proj.weight[1, head * head_dim] = 1.0
         model.score.weight.zero_()
         model.score.weight[0, 1] = 1.0

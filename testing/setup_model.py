@@ -5,6 +5,7 @@ functions, no browser) and tests/test_browser_setup_model.py (the studio in Chro
 
 The model holds each engine's overrides as a dict and whether the YAML is broken; it never sees YAML text.
 """
+
 from __future__ import annotations
 
 import math
@@ -18,13 +19,27 @@ import yaml
 from aworld_gui.core.inputs import ASSETS, DEMO_ENGINE, demo_config_text
 
 #: what a user types into the form or the YAML (values the trl checks accept)
-NUMBERS: dict[str, list[Any]] = {"max_steps": [3, 6, 12, 30, 400], "learning_rate": [0.005, 0.002, 0.0005, 0.00001],
-                                 "beta": [0.0, 0.04, 0.1], "max_completion_length": [1, 2, 3, 4]}
+NUMBERS: dict[str, list[Any]] = {
+    "max_steps": [3, 6, 12, 30, 400],
+    "learning_rate": [0.005, 0.002, 0.0005, 0.00001],
+    "beta": [0.0, 0.04, 0.1],
+    "max_completion_length": [1, 2, 3, 4],
+}
 BOX = "use_peft"
 PRESETS = ("letters-grpo", "calc-tools")
 OTHER_ENGINE = "verl"
-KINDS = ("number", "tick", "yaml_same", "yaml_other", "yaml_invalid_fixed", "engine_round_trip", "preset", "clone",
-         "model", "reward_upload")
+KINDS = (
+    "number",
+    "tick",
+    "yaml_same",
+    "yaml_other",
+    "yaml_invalid_fixed",
+    "engine_round_trip",
+    "preset",
+    "clone",
+    "model",
+    "reward_upload",
+)
 
 
 @dataclass(frozen=True)
@@ -52,7 +67,7 @@ def sequence(seed: int, length: int = 8, models: int = 2, clones: int = 2, kinds
         elif kind == "clone":
             out.append(Step(kind, value=rnd.randrange(clones)))
         elif kind == "model":
-            out.append(Step(kind, value=rnd.choice([None, *range(models)])))   # None: back to the agent's model
+            out.append(Step(kind, value=rnd.choice([None, *range(models)])))  # None: back to the agent's model
         else:
             out.append(Step(kind))
     return out
@@ -115,8 +130,9 @@ class Model:
             else:
                 want, set_here = (effective or defaults).get(f.name, defaults.get(f.name)), False
             if not same(f.value, want) or f.overridden != set_here:
-                wrong.append(f"{f.name}: shows {f.value!r} (set in the YAML: {f.overridden}), model {want!r} "
-                             f"(set: {set_here})")
+                wrong.append(
+                    f"{f.name}: shows {f.value!r} (set in the YAML: {f.overridden}), model {want!r} (set: {set_here})"
+                )
         return wrong
 
 

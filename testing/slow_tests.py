@@ -6,6 +6,7 @@
 Every test that took over 5 s (setup, call and teardown together) is listed; ``tests/conftest.py`` marks them
 ``slow``. Tests already in the browser, swift_env or train tiers are slow anyway and are not listed.
 """
+
 from __future__ import annotations
 
 import json
@@ -17,11 +18,17 @@ from tests.conftest import SLOW_LIST, SLOW_SECONDS, SWIFT_ENV_FILES, TRAIN_FILES
 
 def main(argv: list[str]) -> int:
     durations = json.loads(Path(argv[0]).read_text(encoding="utf-8"))
-    tiered = lambda n: Path(n.split("::")[0]).name.startswith("test_browser_") or \
-        Path(n.split("::")[0]).name in SWIFT_ENV_FILES | TRAIN_FILES  # noqa: E731
+
+    def tiered(node_id: str) -> bool:
+        name = Path(node_id.split("::")[0]).name
+        return name.startswith("test_browser_") or name in SWIFT_ENV_FILES | TRAIN_FILES
+
     slow = sorted(n for n, d in durations.items() if d > SLOW_SECONDS and not tiered(n))
-    SLOW_LIST.write_text("# tests over 5 s in a full run, outside the browser/swift_env/train tiers "
-                         "(python -m testing.slow_tests)\n" + "".join(n + "\n" for n in slow), encoding="utf-8")
+    SLOW_LIST.write_text(
+        "# tests over 5 s in a full run, outside the browser/swift_env/train tiers "
+        "(python -m testing.slow_tests)\n" + "".join(n + "\n" for n in slow),
+        encoding="utf-8",
+    )
     print(f"{len(slow)} slow tests written to {SLOW_LIST}")
     return 0
 

@@ -1,6 +1,7 @@
 """Helpers for the studio's tests and benchmarks: run ``app.py`` in a subprocess on a free port,
 start stand-in runs (:mod:`testing.fake_run`), launch Chromium.
 """
+
 from __future__ import annotations
 
 import os
@@ -17,8 +18,14 @@ from testing import free_port
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-background-networking", "--disable-gpu", "--disable-component-update",
-                 "--disable-sync", "--no-first-run"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-background-networking",
+    "--disable-gpu",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 
 
 def _env() -> dict[str, str]:
@@ -44,14 +51,28 @@ class StudioProcess:
 
     def start(self, timeout_s: float = 90.0) -> "StudioProcess":
         self.runs_dir.mkdir(parents=True, exist_ok=True)
-        self.proc = spawn_detached([sys.executable, "-m", "aworld_gui.web.serve", "--port", str(self.port),
-                                    "--runs-dir", str(self.runs_dir), *self.extra], self.log_path, env=_env(),
-                                   cwd=REPO_ROOT)
+        self.proc = spawn_detached(
+            [
+                sys.executable,
+                "-m",
+                "aworld_gui.web.serve",
+                "--port",
+                str(self.port),
+                "--runs-dir",
+                str(self.runs_dir),
+                *self.extra,
+            ],
+            self.log_path,
+            env=_env(),
+            cwd=REPO_ROOT,
+        )
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"the studio exited ({self.proc.returncode}); see {self.log_path}:\n"
-                                   + self.log_path.read_text(errors="replace")[-3000:])
+                raise RuntimeError(
+                    f"the studio exited ({self.proc.returncode}); see {self.log_path}:\n"
+                    + self.log_path.read_text(errors="replace")[-3000:]
+                )
             try:
                 with urllib.request.urlopen(self.url, timeout=2) as r:
                     if r.status == 200:
@@ -101,8 +122,15 @@ def start_fake_run(runs_dir: str | os.PathLike, *args: str) -> tuple[RunDir, int
     run = RunDir.create(runs_dir, "fake")
     cmd = [sys.executable, "-m", "testing.fake_run", str(runs_dir), "--run-dir", str(run.path), *args]
     with open(run.log_path, "ab") as log:
-        subprocess.run(["/bin/sh", "-c", '"$@" </dev/null & exit 0', "sh", *cmd], cwd=str(REPO_ROOT), env=_env(),
-                       stdout=log, stderr=subprocess.STDOUT, start_new_session=True, check=True)
+        subprocess.run(
+            ["/bin/sh", "-c", '"$@" </dev/null & exit 0', "sh", *cmd],
+            cwd=str(REPO_ROOT),
+            env=_env(),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            check=True,
+        )
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline and not run.read_status().get("pid"):
         time.sleep(0.05)

@@ -3,6 +3,7 @@
 installed …", a couple of seconds) and the availability probe as if ms-swift were installed. The real setup
 (`python -m engines setup swift`, ~2 GB, minutes) runs in the README's test command and tests/test_swift_env.py.
 """
+
 from __future__ import annotations
 
 import json
@@ -33,9 +34,19 @@ def stand_in_venv(folder: str | Path, pause_s: float = 0.6) -> Path:
     """A folder shaped like an unfinished virtualenv (no marker: unavailable until set up)."""
     folder = Path(folder)
     (folder / "bin").mkdir(parents=True, exist_ok=True)
-    probe = json.dumps({"modules": {m: True for m in REQUIRED},
-                        "versions": {"ms-swift": "4.6.0", "torch": "2.13.0", "transformers": "5.19.0",
-                                     "trl": "0.29.1", "msgspec": "0.22.0"}, "python": "3.11"})
+    probe = json.dumps(
+        {
+            "modules": {m: True for m in REQUIRED},
+            "versions": {
+                "ms-swift": "4.6.0",
+                "torch": "2.13.0",
+                "transformers": "5.19.0",
+                "trl": "0.29.1",
+                "msgspec": "0.22.0",
+            },
+            "python": "3.11",
+        }
+    )
     python = folder / "bin" / "python"
     python.write_text(SCRIPT.format(pause=pause_s, probe=probe))
     python.chmod(0o755)

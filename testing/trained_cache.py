@@ -6,6 +6,7 @@ libraries that train, and this checkout's path (the run's ``run.yaml`` names the
 hit is copied into the session's temporary runs folder, so tests that write into the run (evaluations,
 exports) never change the cache. Where: ``$AWORLD_TEST_CACHE`` or ``~/.cache/aworld-trainer/test-runs``.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -62,7 +63,8 @@ class TrainedRunCache:
         tmp = self.folder.with_name(self.folder.name + f".tmp{os.getpid()}")
         shutil.rmtree(tmp, ignore_errors=True)
         shutil.copytree(run_dir, tmp / run_dir.name)
-        (tmp / "complete.json").write_text(json.dumps({"run_id": run_dir.name, "train_seconds": round(seconds, 1)}),
-                                           encoding="utf-8")
+        (tmp / "complete.json").write_text(
+            json.dumps({"run_id": run_dir.name, "train_seconds": round(seconds, 1)}), encoding="utf-8"
+        )
         shutil.rmtree(self.folder, ignore_errors=True)
         tmp.rename(self.folder)

@@ -7,6 +7,7 @@
 * :class:`RayHead` — a throwaway local Ray head on 127.0.0.1 in its own process session, stopped
   by signalling only the processes it started (never ``ray stop``, which stops every Ray on the machine).
 """
+
 from __future__ import annotations
 
 import os
@@ -77,12 +78,25 @@ class RayHead:
 
     def start(self) -> "RayHead":
         ray_exe = str(Path(sys.executable).parent / "ray")
-        cmd = [ray_exe, "start", "--head", "--block", f"--port={self.port}", "--node-ip-address=127.0.0.1",
-               "--dashboard-host=127.0.0.1", f"--dashboard-port={self.dashboard_port}", "--include-dashboard=true",
-               f"--num-cpus={self.num_cpus}", "--num-gpus=0", f"--temp-dir={self.temp_dir}",
-               f"--ray-client-server-port={free_port()}", f"--dashboard-agent-listen-port={free_port()}",
-               f"--runtime-env-agent-port={free_port()}", f"--metrics-export-port={free_port()}",
-               "--disable-usage-stats"]
+        cmd = [
+            ray_exe,
+            "start",
+            "--head",
+            "--block",
+            f"--port={self.port}",
+            "--node-ip-address=127.0.0.1",
+            "--dashboard-host=127.0.0.1",
+            f"--dashboard-port={self.dashboard_port}",
+            "--include-dashboard=true",
+            f"--num-cpus={self.num_cpus}",
+            "--num-gpus=0",
+            f"--temp-dir={self.temp_dir}",
+            f"--ray-client-server-port={free_port()}",
+            f"--dashboard-agent-listen-port={free_port()}",
+            f"--runtime-env-agent-port={free_port()}",
+            f"--metrics-export-port={free_port()}",
+            "--disable-usage-stats",
+        ]
         env = dict(os.environ)
         env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
         env.pop("RAY_ADDRESS", None)

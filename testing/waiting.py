@@ -1,9 +1,11 @@
 """Polling helper shared by tests that watch a run directory, a live app or a browser page."""
+
 import time
 
 
-def wait_for(predicate, timeout: float = 120.0, what: str = "condition", every: float = 0.2,
-             retry_errors: bool = False):
+def wait_for(
+    predicate, timeout: float = 120.0, what: str = "condition", every: float = 0.2, retry_errors: bool = False
+):
     """Return the first truthy value of ``predicate()``; fail the test after ``timeout`` seconds,
     naming ``what`` and the last value seen. ``retry_errors`` treats an exception as "not yet"
     (e.g. a page element being re-rendered)."""

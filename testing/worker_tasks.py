@@ -1,4 +1,5 @@
 """Extra check-worker tasks for the worker's own tests: ``CheckWorker(task_modules=["testing.worker_tasks"])``."""
+
 import os
 import signal
 import subprocess
@@ -28,6 +29,7 @@ def start_then_crash(argv: list[str]) -> None:
 def kill_worker() -> None:
     """Kill the worker this call runs in: the zygote, the oldest ancestor running aworld_gui.worker.zygote (the
     call's supervisor is a fork of it, with the same command line)."""
+
     def parent(pid: int) -> int:
         with open(f"/proc/{pid}/stat") as f:
             return int(f.read().rsplit(")", 1)[1].split()[1])
@@ -47,5 +49,4 @@ def kill_worker() -> None:
     time.sleep(30)
 
 
-TASKS = {"echo": echo, "sleep": sleep, "crash": crash, "start_then_crash": start_then_crash,
-         "kill_worker": kill_worker}
+TASKS = {"echo": echo, "sleep": sleep, "crash": crash, "start_then_crash": start_then_crash, "kill_worker": kill_worker}

@@ -11,6 +11,7 @@ Tiers (markers, applied here and nowhere else; see docs/DEVELOPMENT.md):
 ``pytest -m "not slow"`` is the developer's loop; the README's command runs everything, and there a skip is a
 failure: no test hides behind a missing environment.
 """
+
 from __future__ import annotations
 
 import json
@@ -27,8 +28,16 @@ SLOW_SECONDS = 5.0
 #: the files whose tests need ms-swift's own virtualenv
 SWIFT_ENV_FILES = {"test_swift_engine.py", "test_browser_swift.py"}
 #: the files whose tests train (besides every test that uses the trained demo)
-TRAIN_FILES = {"test_trl_engine.py", "test_trl_peft.py", "test_trl_processes.py", "test_trl_tools.py",
-               "test_mcp_trl.py", "test_swift_engine.py", "test_run_queue.py", "test_cli_runs.py"}
+TRAIN_FILES = {
+    "test_trl_engine.py",
+    "test_trl_peft.py",
+    "test_trl_processes.py",
+    "test_trl_tools.py",
+    "test_mcp_trl.py",
+    "test_swift_engine.py",
+    "test_run_queue.py",
+    "test_cli_runs.py",
+}
 TRAINED_FIXTURES = {"trained_letters"}
 #: where the session's test durations are written (``python -m testing.slow_tests`` reads it)
 DURATIONS_ENV = "AWORLD_TEST_DURATIONS"
@@ -37,8 +46,11 @@ DURATIONS_ENV = "AWORLD_TEST_DURATIONS"
 def _slow_ids() -> set[str]:
     if not SLOW_LIST.is_file():
         return set()
-    return {line.strip() for line in SLOW_LIST.read_text(encoding="utf-8").splitlines()
-            if line.strip() and not line.startswith("#")}
+    return {
+        line.strip()
+        for line in SLOW_LIST.read_text(encoding="utf-8").splitlines()
+        if line.strip() and not line.startswith("#")
+    }
 
 
 def pytest_collection_modifyitems(config, items):
@@ -140,11 +152,14 @@ def trained_letters(tmp_path_factory):
 
     cfg = yaml.safe_load((ROOT / "assets/configs/letters_grpo.yaml").read_text())
     cfg.update(max_steps=300, save_steps=300, eval_steps=0)
-    modules = dict(agent=str(ROOT / "assets/agents/letters_agent.yaml"),
-                   train_dataset=str(ROOT / "assets/datasets/letters_train.jsonl"),
-                   test_dataset=str(ROOT / "assets/datasets/letters_test.jsonl"),
-                   reward_func=str(ROOT / "assets/rewards/letter_reward.py") + ":letter_reward", config=cfg,
-                   train_engine_name="trl")
+    modules = dict(
+        agent=str(ROOT / "assets/agents/letters_agent.yaml"),
+        train_dataset=str(ROOT / "assets/datasets/letters_train.jsonl"),
+        test_dataset=str(ROOT / "assets/datasets/letters_test.jsonl"),
+        reward_func=str(ROOT / "assets/rewards/letter_reward.py") + ":letter_reward",
+        config=cfg,
+        train_engine_name="trl",
+    )
     runs = tmp_path_factory.mktemp("trained") / "runs"
     cache = TrainedRunCache(ROOT, modules)
     cached = cache.restore(runs)

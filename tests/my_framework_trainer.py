@@ -8,6 +8,7 @@ from engines import TrainerProcessor, Agent, logger
 from typing import Union, Callable, Any
 from datasets import Dataset
 
+
 class MyFrameworkTrainer(TrainerProcessor):
     """My custom training framework adapter."""
 
@@ -32,9 +33,7 @@ class MyFrameworkTrainer(TrainerProcessor):
             logger.info("Validating Agent object")
             # ... validation logic
 
-    def check_dataset(self, 
-                      dataset: Union[str, Dataset] = None,
-                      test_dataset: Union[str, Dataset] = None):
+    def check_dataset(self, dataset: Union[str, Dataset] = None, test_dataset: Union[str, Dataset] = None):
         if dataset:
             if isinstance(dataset, str):
                 logger.info(f"Loading dataset from {dataset}")
@@ -69,8 +68,8 @@ class MyFrameworkTrainer(TrainerProcessor):
     @staticmethod
     def get_default_config():
         return {
-            'learning_rate': 1e-4,
-            'batch_size': 32,
-            'epochs': 10,
-            'warmup_steps': 1000,
+            "learning_rate": 1e-4,
+            "batch_size": 32,
+            "epochs": 10,
+            "warmup_steps": 1000,
         }

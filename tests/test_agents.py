@@ -1,4 +1,5 @@
 """Agents: YAML path (AWorld multi-agent form and flat form), dict or object; ${ENV}; tools; masked secrets."""
+
 from __future__ import annotations
 
 import json
@@ -64,7 +65,9 @@ def test_aworld_multi_agent_yaml_with_env_substitution(tmp_path, monkeypatch):
     monkeypatch.setenv("AW_MODEL", "Qwen/Qwen2.5-0.5B-Instruct")
     monkeypatch.setenv("AW_KEY", SECRET)
     monkeypatch.delenv("AW_UNSET", raising=False)
-    path = write(tmp_path / "team.yaml", """
+    path = write(
+        tmp_path / "team.yaml",
+        """
         agents:
           solver:
             system_prompt: Solve it. ${AW_UNSET}
@@ -78,7 +81,8 @@ def test_aworld_multi_agent_yaml_with_env_substitution(tmp_path, monkeypatch):
           critic:
             system_prompt: Criticise.
             llm_config: {llm_model_name: other}
-    """)
+    """,
+    )
     spec = load_agent(path)
     assert (spec.name, spec.model, spec.system_prompt) == ("solver", "Qwen/Qwen2.5-0.5B-Instruct", "Solve it. ")
     assert (spec.temperature, spec.top_p, spec.max_tokens) == (0.3, 0.9, 64)
@@ -94,14 +98,17 @@ def test_flat_yaml_resolves_paths_against_its_folder(tmp_path, model_dir):
     (tmp_path / "agents").mkdir()
     (tmp_path / "tools").mkdir()
     write(tmp_path / "tools" / "calc.py", TOOLS)
-    path = write(tmp_path / "agents" / "agent.yaml", """
+    path = write(
+        tmp_path / "agents" / "agent.yaml",
+        """
         name: calc
         model: ../models/tiny
         system_prompt: Use the tool.
         temperature: 0.7
         max_tokens: 32
         tools: [../tools/calc.py:add]
-    """)
+    """,
+    )
     spec = load_agent(path)
     assert spec.name == "calc" and spec.model == str(model_dir)
     assert spec.tools == [f"{tmp_path / 'tools' / 'calc.py'}:add"]
@@ -128,16 +135,21 @@ def test_dict_and_object_agents(model_dir):
     spec = load_agent({"name": "d", "model": str(model_dir), "system_prompt": "Hi", "top_p": 0.5})
     assert (spec.name, spec.model, spec.top_p) == ("d", str(model_dir), 0.5)
     # a single agent in AWorld's shape (llm_config) without the `agents:` wrapper
-    spec = load_agent({"name": "s", "llm_config": {"llm_model_name": str(model_dir), "llm_temperature": 0.1},
-                       "system_prompt": "Hi"})
+    spec = load_agent(
+        {"name": "s", "llm_config": {"llm_model_name": str(model_dir), "llm_temperature": 0.1}, "system_prompt": "Hi"}
+    )
     assert (spec.name, spec.model, spec.temperature) == ("s", str(model_dir), 0.1)
 
     # an AWorld-style Agent object: name() method, conf.llm_config with llm_* attributes
     llm = SimpleNamespace(llm_model_name=str(model_dir), llm_temperature=0.2, llm_api_key=SECRET)
     obj = SimpleNamespace(name=lambda: "aworld_agent", system_prompt="Be brief.", conf=SimpleNamespace(llm_config=llm))
     spec = load_agent(obj)
-    assert (spec.name, spec.model, spec.temperature, spec.system_prompt) == \
-        ("aworld_agent", str(model_dir), 0.2, "Be brief.")
+    assert (spec.name, spec.model, spec.temperature, spec.system_prompt) == (
+        "aworld_agent",
+        str(model_dir),
+        0.2,
+        "Be brief.",
+    )
     assert spec.to_dict()["api_key"] == "****"
 
     again = load_agent(spec)  # an AgentSpec is accepted too
@@ -159,17 +171,23 @@ def test_an_agent_spec_keeps_its_env_reference(monkeypatch, model_dir):
 def test_api_keys_never_appear_in_anything_shown_or_written(tmp_path, monkeypatch, demo, capsys):
     monkeypatch.setenv("AW_KEY", SECRET)
     literal = SECRET[::-1]
-    env_agent = write(tmp_path / "env.yaml", f"""
+    env_agent = write(
+        tmp_path / "env.yaml",
+        f"""
         agents:
           letters:
             system_prompt: Reply with one capital letter.
-            llm_config: {{llm_model_name: {demo['model']}, llm_api_key: "${{AW_KEY}}", max_tokens: 2}}
-    """)
-    literal_agent = write(tmp_path / "literal.yaml", f"""
-        model: {demo['model']}
+            llm_config: {{llm_model_name: {demo["model"]}, llm_api_key: "${{AW_KEY}}", max_tokens: 2}}
+    """,
+    )
+    literal_agent = write(
+        tmp_path / "literal.yaml",
+        f"""
+        model: {demo["model"]}
         api_key: {literal}
         temperature: 9
-    """)
+    """,
+    )
     spec = load_agent(env_agent)
     shown = [repr(spec), str(spec.to_dict()), str(agent_result(spec)), json.dumps(agent_result(spec).to_dict())]
     assert not any(SECRET in s for s in shown)
@@ -182,12 +200,20 @@ def test_api_keys_never_appear_in_anything_shown_or_written(tmp_path, monkeypatc
     assert "`temperature` = 9.0 is out of range" in str(err.value) and literal not in str(err.value)
 
     # what the checks report and what a prepared run writes
-    results = check_all(env_agent, demo["train"], demo["test"], demo["reward"], {"max_steps": 1},
-                        train_engine_name="trl")
+    results = check_all(
+        env_agent, demo["train"], demo["test"], demo["reward"], {"max_steps": 1}, train_engine_name="trl"
+    )
     assert results[0].status == "ok", results[0]
     assert SECRET not in format_table(results) and SECRET not in json.dumps([r.to_dict() for r in results])
-    run = prepare_run(env_agent, demo["train"], demo["test"], demo["reward"], {"max_steps": 1},
-                      train_engine_name="trl", runs_dir=str(tmp_path / "runs"))
+    run = prepare_run(
+        env_agent,
+        demo["train"],
+        demo["test"],
+        demo["reward"],
+        {"max_steps": 1},
+        train_engine_name="trl",
+        runs_dir=str(tmp_path / "runs"),
+    )
     assert run.read_spec()["agent"]["api_key"] == "${AW_KEY}"
     for f in run.path.rglob("*"):
         if f.is_file():
@@ -207,22 +233,25 @@ def test_malformed_yaml(tmp_path):
         load_agent(path)
     msg = str(err.value)
     assert "agent file 'bad.yaml' is not valid YAML: the '[' opened on line 2, column 8 is not closed" in msg
-    assert "at line 3, column 14" in msg     # where the parser gave up
+    assert "at line 3, column 14" in msg  # where the parser gave up
     assert "fix the YAML at the line named" in msg
     assert isinstance(err.value, ValueError) and err.value.result.status == "error"
 
 
-@pytest.mark.parametrize("text, what, fix", [
-    ("", "is empty", "write at least `model:`"),
-    ("- a\n- b\n", "must hold a mapping, not a list", "write keys like `name:`"),
-    ("name: x\nsystem_prompt: hi\n", "the agent names no model", "set `model:`"),
-    ("agents: {}\n", "`agents:` is empty", "define one agent under `agents:`"),
-    ("model: ./nowhere\n", "model folder './nowhere' does not exist", "relative paths are resolved against"),
-    ("model: m\ntemperature: hot\n", "`temperature` must be a number, got 'hot'", None),
-    ("model: m\ntop_p: 2\n", "`top_p` = 2.0 is out of range", "use a value between 0.0 and 1.0"),
-    ("model: m\ntools: add\n", "tool 'add' is not a reference", "write 'path/to/tools.py:function'"),
-    ("model: m\nllm_config: gpt-4\n", "`llm_config` must be a mapping, not str", "write llm_config: {"),
-])
+@pytest.mark.parametrize(
+    "text, what, fix",
+    [
+        ("", "is empty", "write at least `model:`"),
+        ("- a\n- b\n", "must hold a mapping, not a list", "write keys like `name:`"),
+        ("name: x\nsystem_prompt: hi\n", "the agent names no model", "set `model:`"),
+        ("agents: {}\n", "`agents:` is empty", "define one agent under `agents:`"),
+        ("model: ./nowhere\n", "model folder './nowhere' does not exist", "relative paths are resolved against"),
+        ("model: m\ntemperature: hot\n", "`temperature` must be a number, got 'hot'", None),
+        ("model: m\ntop_p: 2\n", "`top_p` = 2.0 is out of range", "use a value between 0.0 and 1.0"),
+        ("model: m\ntools: add\n", "tool 'add' is not a reference", "write 'path/to/tools.py:function'"),
+        ("model: m\nllm_config: gpt-4\n", "`llm_config` must be a mapping, not str", "write llm_config: {"),
+    ],
+)
 def test_bad_agent_files(tmp_path, text, what, fix):
     with pytest.raises(CheckError) as err:
         load_agent(write(tmp_path / "agent.yaml", text))
@@ -243,12 +272,15 @@ def test_unknown_keys_are_reported_with_a_hint(model_dir):
     assert any("unknown agent key 'system_promt'" in w and 'did you mean "system_prompt"' in w for w in spec.warnings)
 
 
-@pytest.mark.parametrize("tool, what, fix", [
-    ("no_hints", "tool 'no_hints' (", "annotate it, e.g. `a: int`"),
-    ("no_doc", "has no docstring", "add a Google-style docstring"),
-    ("undocumented_args", "cannot be described to the model", "document every argument under `Args:`"),
-    ("missing", "has no attribute 'missing'", None),
-])
+@pytest.mark.parametrize(
+    "tool, what, fix",
+    [
+        ("no_hints", "tool 'no_hints' (", "annotate it, e.g. `a: int`"),
+        ("no_doc", "has no docstring", "add a Google-style docstring"),
+        ("undocumented_args", "cannot be described to the model", "document every argument under `Args:`"),
+        ("missing", "has no attribute 'missing'", None),
+    ],
+)
 def test_bad_tools(tmp_path, model_dir, tool, what, fix):
     write(tmp_path / "tools.py", TOOLS)
     with pytest.raises(CheckError) as err:
@@ -281,7 +313,7 @@ def test_max_turns_names_the_agents_turns_and_max_steps_is_its_alias():
 
     base = {"model": str(Path(__file__).resolve().parent.parent / "assets/models/tiny-letters"), "system_prompt": "x"}
     assert load_agent({**base, "max_turns": 4}).max_steps == 4
-    assert load_agent({**base, "max_steps": 5}).max_steps == 5             # AWorld's name for it
+    assert load_agent({**base, "max_steps": 5}).max_steps == 5  # AWorld's name for it
     assert load_agent({**base, "max_turns": 2, "max_steps": 2}).max_steps == 2
     with pytest.raises(CheckError, match="`max_turns` \\(2\\) and `max_steps` \\(3\\) disagree"):
         load_agent({**base, "max_turns": 2, "max_steps": 3})

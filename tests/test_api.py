@@ -1,4 +1,5 @@
 """AgentTrainer, TrainerProcessor and the engine registry, as the AWorld Trainer spec describes them."""
+
 from __future__ import annotations
 
 import inspect
@@ -70,8 +71,13 @@ def test_trainer_processor_is_an_abstract_base_class():
 
     with pytest.raises(TypeError, match="check_reward"):
         NoReward("runs")
-    assert {"train", "check_agent", "check_dataset", "check_reward", "check_config"} <= \
-        TrainerProcessor.__abstractmethods__
+    assert {
+        "train",
+        "check_agent",
+        "check_dataset",
+        "check_reward",
+        "check_config",
+    } <= TrainerProcessor.__abstractmethods__
 
 
 def test_trainer_processor_state(tmp_path):
@@ -87,8 +93,15 @@ def test_trainer_processor_state(tmp_path):
 # -- AgentTrainer flow -------------------------------------------------------------------------------
 def test_agent_trainer_signature_matches_the_spec():
     params = inspect.signature(AgentTrainer.__init__).parameters
-    assert list(params)[1:8] == ["agent", "train_dataset", "test_dataset", "reward_func", "config", "run_path",
-                                 "train_engine_name"]
+    assert list(params)[1:8] == [
+        "agent",
+        "train_dataset",
+        "test_dataset",
+        "reward_func",
+        "config",
+        "run_path",
+        "train_engine_name",
+    ]
     assert params["run_path"].default == "runs"
     assert params["train_engine_name"].default == "verl"
     for name in ("train_dataset", "test_dataset", "reward_func", "config"):
@@ -97,9 +110,15 @@ def test_agent_trainer_signature_matches_the_spec():
 
 def test_flow_runs_the_checks_in_the_spec_order_and_returns_the_enhanced_config(recorder, tmp_path):
     run_path = str(tmp_path / "outputs")
-    trainer = AgentTrainer(agent="agent.yaml", train_dataset="train.csv", test_dataset="test.csv",
-                           reward_func="exact_match", config={"lr": 0.1}, run_path=run_path,
-                           train_engine_name="recorder")
+    trainer = AgentTrainer(
+        agent="agent.yaml",
+        train_dataset="train.csv",
+        test_dataset="test.csv",
+        reward_func="exact_match",
+        config={"lr": 0.1},
+        run_path=run_path,
+        train_engine_name="recorder",
+    )
     assert recorder.calls == [
         ("init", run_path),
         ("check_agent", "agent.yaml"),
@@ -242,11 +261,16 @@ ENGINE_SOURCE = """
 
 def test_entry_point_engines_are_discovered(clean_registry, tmp_path, monkeypatch):
     assert registry.ENTRY_POINT_GROUP == "aworld_trainer.engines"
-    _install_distribution(tmp_path, "aworld_plugin_demo", ENGINE_SOURCE, {
-        "plugin": "aworld_plugin_demo:PluginTrainer",
-        "broken": "aworld_plugin_demo:NotAnEngine",
-        "trl": "aworld_plugin_demo:PluginTrainer",  # cannot shadow a built-in
-    })
+    _install_distribution(
+        tmp_path,
+        "aworld_plugin_demo",
+        ENGINE_SOURCE,
+        {
+            "plugin": "aworld_plugin_demo:PluginTrainer",
+            "broken": "aworld_plugin_demo:NotAnEngine",
+            "trl": "aworld_plugin_demo:PluginTrainer",  # cannot shadow a built-in
+        },
+    )
     monkeypatch.syspath_prepend(str(tmp_path))
     registry._ENTRY_POINTS_LOADED = False
 
@@ -266,8 +290,9 @@ def test_entry_point_engines_are_discovered(clean_registry, tmp_path, monkeypatc
 
 
 def test_an_entry_point_whose_module_fails_to_import_gives_a_clear_error(clean_registry, tmp_path, monkeypatch):
-    _install_distribution(tmp_path, "aworld_plugin_bad", "import no_such_module_xyz\n",
-                          {"badimport": "aworld_plugin_bad:Trainer"})
+    _install_distribution(
+        tmp_path, "aworld_plugin_bad", "import no_such_module_xyz\n", {"badimport": "aworld_plugin_bad:Trainer"}
+    )
     monkeypatch.syspath_prepend(str(tmp_path))
     registry._ENTRY_POINTS_LOADED = False
     with pytest.raises(ValueError) as err:
@@ -310,9 +335,14 @@ def test_the_spec_custom_processor_trains_through_agent_trainer(clean_registry, 
 
     AgentTrainer.register_processor("my_framework", MyFrameworkTrainer)
     train = Dataset.from_list([{"prompt": "Say A:", "answer": "A"}])
-    trainer = AgentTrainer(agent=demo["agent"], train_dataset=train, test_dataset=demo["test"],
-                           reward_func=lambda completion, answer: float(completion == answer),
-                           run_path=str(tmp_path / "outputs"), train_engine_name="my_framework")
+    trainer = AgentTrainer(
+        agent=demo["agent"],
+        train_dataset=train,
+        test_dataset=demo["test"],
+        reward_func=lambda completion, answer: float(completion == answer),
+        run_path=str(tmp_path / "outputs"),
+        train_engine_name="my_framework",
+    )
     assert trainer.train_processor.initialized
     assert trainer.train_processor.run_path == str(tmp_path / "outputs")
     assert trainer.config == MyFrameworkTrainer.get_default_config() == trainer.train_processor.framework_config
@@ -334,8 +364,13 @@ def test_the_spec_custom_processor_rejects_a_bad_reward_and_loads_a_config_path(
     with pytest.raises(ValueError, match="Reward func must be callable or file path"):
         AgentTrainer(agent={"model": "m"}, reward_func=42, train_engine_name="my_framework")
     cfg = str(tmp_path / "cfg.yaml")
-    trainer = AgentTrainer(agent={"model": "m"}, train_dataset="data.csv", reward_func="r.py:fn", config=cfg,
-                           train_engine_name="my_framework")
+    trainer = AgentTrainer(
+        agent={"model": "m"},
+        train_dataset="data.csv",
+        reward_func="r.py:fn",
+        config=cfg,
+        train_engine_name="my_framework",
+    )
     assert trainer.config == cfg
     assert "Validating Agent object" in logged
     assert "Loading dataset from data.csv" in logged
@@ -347,13 +382,18 @@ def test_the_spec_custom_processor_rejects_a_bad_reward_and_loads_a_config_path(
 class LiteProcessor(StandardProcessor):
     """A minimal real engine on the shared loaders (no torch): checks everything, trains nothing."""
 
-    config_fields = [ConfigField("batch_size", int, 8, min=1, main=True),
-                     ConfigField("num_generations", int, 4, min=1, main=True)]
+    config_fields = [
+        ConfigField("batch_size", int, 8, min=1, main=True),
+        ConfigField("num_generations", int, 4, min=1, main=True),
+    ]
 
     def cross_check_config(self, cfg):
         if cfg["batch_size"] % cfg["num_generations"]:
-            raise CheckError("config", f"batch_size {cfg['batch_size']} is not a multiple of num_generations "
-                             f"{cfg['num_generations']}", "make batch_size a multiple of num_generations")
+            raise CheckError(
+                "config",
+                f"batch_size {cfg['batch_size']} is not a multiple of num_generations {cfg['num_generations']}",
+                "make batch_size a multiple of num_generations",
+            )
         return []
 
     def _train(self):
@@ -364,9 +404,15 @@ def test_a_standard_engine_checks_real_modules_and_trains(clean_registry, tmp_pa
     AgentTrainer.register_processor("lite", LiteProcessor)
     agent = tmp_path / "agent.yaml"
     agent.write_text(yaml.safe_dump({"name": "a", "model": demo["model"], "system_prompt": "Reply."}))
-    trainer = AgentTrainer(agent=str(agent), train_dataset=demo["train"], test_dataset=demo["test"],
-                           reward_func=[{"ref": demo["reward"], "weight": 2.0}, "exact_match"],
-                           config={"batch_size": 16}, run_path=str(tmp_path / "runs"), train_engine_name="lite")
+    trainer = AgentTrainer(
+        agent=str(agent),
+        train_dataset=demo["train"],
+        test_dataset=demo["test"],
+        reward_func=[{"ref": demo["reward"], "weight": 2.0}, "exact_match"],
+        config={"batch_size": 16},
+        run_path=str(tmp_path / "runs"),
+        train_engine_name="lite",
+    )
     assert trainer.config == {"batch_size": 16, "num_generations": 4}
     results = {r.module: r for r in trainer.check_results}
     assert list(results) == ["agent", "dataset", "reward", "config"]
@@ -381,5 +427,11 @@ def test_a_standard_engine_checks_real_modules_and_trains(clean_registry, tmp_pa
     assert spec["reward"][0]["weight"] == 2.0 and spec["reward"][1] == {"name": "exact_match", "weight": 1.0}
 
     with pytest.raises(ValueError, match="make batch_size a multiple of num_generations"):
-        AgentTrainer(agent=str(agent), train_dataset=demo["train"], reward_func="exact_match",
-                     config={"batch_size": 6}, run_path=str(tmp_path / "runs"), train_engine_name="lite")
+        AgentTrainer(
+            agent=str(agent),
+            train_dataset=demo["train"],
+            reward_func="exact_match",
+            config={"batch_size": 6},
+            run_path=str(tmp_path / "runs"),
+            train_engine_name="lite",
+        )

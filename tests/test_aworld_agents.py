@@ -1,6 +1,7 @@
 """AWorld itself in the same environment: ``aworld`` and ``engines`` import together, and AWorld's own ``Agent``
 objects (AgentConfig, system_prompt, mcp_servers, mcp_config) and agent YAML (through AWorld's loader) are
 checked — the card says where each setting came from — and train."""
+
 from __future__ import annotations
 
 import shutil
@@ -19,9 +20,11 @@ MODEL = str(ROOT / "assets/models/tiny-calc")
 
 
 def test_aworld_and_engines_import_in_one_process_on_one_mcp_sdk():
-    code = ("import aworld, engines, mcp.server.fastmcp; from aworld.agents.llm_agent import Agent; "
-            "from engines.tools.mcp_client import open_session; from importlib.metadata import version; "
-            "print(version('aworld'), version('mcp'))")
+    code = (
+        "import aworld, engines, mcp.server.fastmcp; from aworld.agents.llm_agent import Agent; "
+        "from engines.tools.mcp_client import open_session; from importlib.metadata import version; "
+        "print(version('aworld'), version('mcp'))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
     aworld_version, mcp_version = out.stdout.split()[-2:]
@@ -32,13 +35,28 @@ def _aworld_agent(project: Path, **extra):
     from aworld.agents.llm_agent import Agent
     from aworld.config.conf import AgentConfig, ModelConfig
 
-    mcp_config = {"mcpServers": {"calculator": {"command": "python",
-                                                "args": ["-m", "examples.calc.mcp_collections.calculator"],
-                                                "client_session_timeout_seconds": 60}}}
-    conf = AgentConfig(llm_config=ModelConfig(llm_model_name=MODEL, llm_provider="openai", llm_temperature=1.0,
-                                              params={"max_tokens": 64}))
-    return Agent(name="calc", conf=conf, system_prompt="You are a calculator. Use the add tool.",
-                 mcp_servers=["calculator"], mcp_config=mcp_config, **extra)
+    mcp_config = {
+        "mcpServers": {
+            "calculator": {
+                "command": "python",
+                "args": ["-m", "examples.calc.mcp_collections.calculator"],
+                "client_session_timeout_seconds": 60,
+            }
+        }
+    }
+    conf = AgentConfig(
+        llm_config=ModelConfig(
+            llm_model_name=MODEL, llm_provider="openai", llm_temperature=1.0, params={"max_tokens": 64}
+        )
+    )
+    return Agent(
+        name="calc",
+        conf=conf,
+        system_prompt="You are a calculator. Use the add tool.",
+        mcp_servers=["calculator"],
+        mcp_config=mcp_config,
+        **extra,
+    )
 
 
 @pytest.fixture
@@ -63,36 +81,60 @@ def test_an_aworld_agent_object_is_checked_and_the_card_says_where_each_setting_
     assert any("search_api" in w and "not used in training" in w for w in result.warnings)
     from aworld_gui.rendering import render
 
-    card = render.agent_spec(result.details["spec"], spec.tool_schemas, spec.tool_servers,
-                             result.details["mcp_servers"], origins)
+    card = render.agent_spec(
+        result.details["spec"], spec.tool_schemas, spec.tool_servers, result.details["mcp_servers"], origins
+    )
     assert 'data-key="model"' in card and "AgentConfig.llm_config.llm_model_name" in card
 
 
 def test_aworld_multi_agent_yaml_goes_through_aworlds_loader(tmp_path, monkeypatch):
     monkeypatch.setenv("AW_TEST_KEY", "sk-aworld-5c1e9d")
     path = tmp_path / "agents.yaml"
-    path.write_text(yaml.safe_dump({
-        "vars": {"TEMP": 0.4},
-        "agents": {"solver": {"system_prompt": "Solve.", "llm_config": {
-            "llm_model_name": MODEL, "llm_temperature": "${vars.TEMP}", "llm_api_key": "${AW_TEST_KEY}"}},
-            "critic": {"system_prompt": "Criticise."}}}, sort_keys=False))
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "vars": {"TEMP": 0.4},
+                "agents": {
+                    "solver": {
+                        "system_prompt": "Solve.",
+                        "llm_config": {
+                            "llm_model_name": MODEL,
+                            "llm_temperature": "${vars.TEMP}",
+                            "llm_api_key": "${AW_TEST_KEY}",
+                        },
+                    },
+                    "critic": {"system_prompt": "Criticise."},
+                },
+            },
+            sort_keys=False,
+        )
+    )
     spec = load_agent(str(path))
-    assert (spec.name, spec.model, spec.temperature) == ("solver", MODEL, 0.4)   # ${vars.KEY}: AWorld's own
+    assert (spec.name, spec.model, spec.temperature) == ("solver", MODEL, 0.4)  # ${vars.KEY}: AWorld's own
     result = agent_result(spec)
     assert "read by aworld.config.agent_loader" in result.message
-    assert spec.to_dict()["api_key"] == "${AW_TEST_KEY}"           # the reference, never the value
+    assert spec.to_dict()["api_key"] == "${AW_TEST_KEY}"  # the reference, never the value
     assert "sk-aworld-5c1e9d" not in str(result.to_dict())
     assert any("training 'solver'" in w for w in result.warnings)
 
 
 def test_an_aworld_agent_with_an_mcp_1x_stdio_server_trains_3_steps_on_trl_calling_its_tools(project, tmp_path):
-    data = {"train_dataset": str(ROOT / "assets/datasets/calc_train.jsonl"),
-            "test_dataset": str(ROOT / "assets/datasets/calc_test.jsonl"),
-            "reward_func": str(ROOT / "assets/rewards/calc_reward.py") + ":calc_reward"}
-    config = {"max_steps": 3, "prompts_per_step": 2, "num_generations": 4, "learning_rate": 1e-5, "save_steps": 3,
-              "samples_per_step": 4}
-    trainer = AgentTrainer(agent=_aworld_agent(project), **data, config=config, run_path=str(tmp_path / "runs"),
-                           train_engine_name="trl")
+    data = {
+        "train_dataset": str(ROOT / "assets/datasets/calc_train.jsonl"),
+        "test_dataset": str(ROOT / "assets/datasets/calc_test.jsonl"),
+        "reward_func": str(ROOT / "assets/rewards/calc_reward.py") + ":calc_reward",
+    }
+    config = {
+        "max_steps": 3,
+        "prompts_per_step": 2,
+        "num_generations": 4,
+        "learning_rate": 1e-5,
+        "save_steps": 3,
+        "samples_per_step": 4,
+    }
+    trainer = AgentTrainer(
+        agent=_aworld_agent(project), **data, config=config, run_path=str(tmp_path / "runs"), train_engine_name="trl"
+    )
     agent_check = next(r for r in trainer.check_results if r.module == "agent")
     assert agent_check.details["tool_servers"] == {"add": "calculator"}
     assert trainer.train() == "finished"
@@ -104,8 +146,8 @@ def test_an_aworld_agent_with_an_mcp_1x_stdio_server_trains_3_steps_on_trl_calli
         turns = sample["completion"]
         for i, m in enumerate(turns):
             for call in m.get("tool_calls") or []:
-                result = next(t for t in turns[i + 1:] if t["role"] == "tool")
+                result = next(t for t in turns[i + 1 :] if t["role"] == "tool")
                 assert call["server"] == "calculator" and result["name"] == "add"
                 calls.append((call["function"]["arguments"], result["content"]))
     assert calls, "no tool call was recorded"
-    assert all(content == str(args["a"] + args["b"]) for args, content in calls)   # the AWorld server computed it
+    assert all(content == str(args["a"] + args["b"]) for args, content in calls)  # the AWorld server computed it

@@ -2,6 +2,7 @@
 root its config lives in, ``client_session_timeout_seconds``, ``${VAR}`` in ``env``, an ``npx`` server without
 Node.js; and a server written for mcp 2.x answering this client (on AWorld's mcp 1.x) when started by an
 interpreter that has mcp 2.x."""
+
 from __future__ import annotations
 
 import json
@@ -28,8 +29,13 @@ def project(tmp_path) -> Path:
     """A copy of the AWorld-style project, with an agent YAML two folders below its root."""
     root = tmp_path / "my-aworld"
     shutil.copytree(PROJECT, root)
-    agent = {"name": "calc", "model": MODEL, "system_prompt": "Use the add tool.",
-             "mcp_config": "../mcp.json", "mcp_servers": ["calculator"]}
+    agent = {
+        "name": "calc",
+        "model": MODEL,
+        "system_prompt": "Use the add tool.",
+        "mcp_config": "../mcp.json",
+        "mcp_servers": ["calculator"],
+    }
     (root / "examples/calc/agents/calc.yaml").write_text(yaml.safe_dump(agent))
     return root
 
@@ -40,12 +46,14 @@ def test_a_module_server_runs_from_the_project_root_found_walking_up_and_the_che
     server = spec.mcp.servers[0]
     assert server.cwd == str(project.resolve())
     assert spec.tool_servers == {"add": "calculator"}
-    assert server.session_timeout == 9999.0 and server.timeout == 9999.0   # client_session_timeout_seconds
+    assert server.session_timeout == 9999.0 and server.timeout == 9999.0  # client_session_timeout_seconds
     shown = agent_result(spec).details["mcp_servers"][0]
     assert shown["cwd"] == str(project.resolve()) and "examples.calc.mcp_collections.calculator" in shown["cwd_note"]
     from aworld_gui.rendering import render
 
-    card = render.agent_spec(spec.to_dict(), spec.tool_schemas, spec.tool_servers, agent_result(spec).details["mcp_servers"])
+    card = render.agent_spec(
+        spec.to_dict(), spec.tool_schemas, spec.tool_servers, agent_result(spec).details["mcp_servers"]
+    )
     assert str(project.resolve()) in card and 'data-testid="mcp-cwd"' in card
     # the second time, from the spec a run writes (no agent file there): the folder travels with it
     again = load_agent(spec.to_dict())
@@ -55,15 +63,17 @@ def test_a_module_server_runs_from_the_project_root_found_walking_up_and_the_che
 def test_without_the_project_root_the_module_is_not_found_and_the_error_says_what_ran(project, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     config = json.loads((project / "examples/calc/mcp.json").read_text())
-    config["mcpServers"]["calculator"]["cwd"] = str(tmp_path)   # a cwd set by the user wins: and is wrong here
+    config["mcpServers"]["calculator"]["cwd"] = str(tmp_path)  # a cwd set by the user wins: and is wrong here
     with pytest.raises(CheckError) as e:
         load_agent({"model": MODEL, "mcp_config": config, "mcp_servers": ["calculator"]})
     assert "No module named 'examples.calc'" in str(e.value) and "calculator" in str(e.value)
 
 
 def _server(project: Path, **changes):
-    spec = load_agent({"model": MODEL, "mcp_config": str(project / "examples/calc/mcp.json"),
-                       "mcp_servers": ["calculator"]}, load_tools=False)
+    spec = load_agent(
+        {"model": MODEL, "mcp_config": str(project / "examples/calc/mcp.json"), "mcp_servers": ["calculator"]},
+        load_tools=False,
+    )
     server = spec.mcp.servers[0]
     for k, v in changes.items():
         setattr(server, k, v)
@@ -102,7 +112,7 @@ def test_client_session_timeout_seconds_bounds_a_call(project, monkeypatch):
 
 
 def test_an_npx_server_without_node_is_a_clear_error(project, tmp_path, monkeypatch):
-    monkeypatch.setenv("PATH", str(tmp_path))   # no node, no npx here
+    monkeypatch.setenv("PATH", str(tmp_path))  # no node, no npx here
     with pytest.raises(CheckError) as e:
         load_agent({"model": MODEL, "mcp_config": str(project / "examples/calc/mcp.json"), "mcp_servers": ["code"]})
     assert "Node.js is not installed" in str(e.value) and "'code'" in str(e.value) and "npx" in str(e.value)
@@ -116,7 +126,7 @@ def mcp2_site(tmp_path_factory) -> Path:
 def test_a_server_written_for_mcp_2_answers_when_started_by_an_interpreter_that_has_it(mcp2_site):
     from importlib.metadata import version
 
-    assert version("mcp").startswith("1.")   # this process: AWorld's SDK
+    assert version("mcp").startswith("1.")  # this process: AWorld's SDK
     server = {"command": sys.executable, "args": [mcp2_calculator.__file__], "env": {"PYTHONPATH": str(mcp2_site)}}
     spec = load_agent({"model": MODEL, "mcp_config": {"mcpServers": {"calc2": server}}})
     assert spec.tool_servers == {"add": "calc2"}

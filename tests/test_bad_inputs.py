@@ -14,6 +14,7 @@ its isolated child either way; two cases also in a real CLI process) and the Pyt
 * no process left behind: this process's descendants are the same before and after, and every
   process the corpus's own code started (recorded under ``{pids}``) is gone.
 """
+
 from __future__ import annotations
 
 import json
@@ -32,17 +33,21 @@ from testing.bad_inputs import CHANNELS, load_cases, pid_files_alive, resolve_in
 from testing.studio import REPO_ROOT, StudioProcess
 from testing.waiting import wait_for
 
-TIMEOUT_S = 15         # the checks' time limit in every channel (the studio's --check-timeout)
+TIMEOUT_S = 15  # the checks' time limit in every channel (the studio's --check-timeout)
 CASES = load_cases()
-PARAMS = [pytest.param(case, via, engine, id=f"{case.id}-{via}-{engine}")
-          for case in CASES for via in case.via for engine in case.engines]
+PARAMS = [
+    pytest.param(case, via, engine, id=f"{case.id}-{via}-{engine}")
+    for case in CASES
+    for via in case.via
+    for engine in case.engines
+]
 MODULES = ("agent", "dataset", "reward", "config", "engine")
 
 
 def test_the_corpus_is_large_and_covers_every_item_and_way_in():
     assert len(CASES) >= 100, len(CASES)
     items = {c.issue for c in CASES}
-    assert set(range(1, 15)) - {2} <= items, sorted(set(range(1, 15)) - items, key=str)   # 2: test_gui_worker
+    assert set(range(1, 15)) - {2} <= items, sorted(set(range(1, 15)) - items, key=str)  # 2: test_gui_worker
     assert {m for c in CASES for m in [c.module]} >= {"agent", "dataset", "reward", "config", "engine"}
     assert {v for c in CASES for v in c.via} == set(CHANNELS)
     assert {e for c in CASES for e in c.engines} >= {"trl", "verl"}
@@ -76,7 +81,7 @@ def studio(corpus):
     yield app, client
     log = app.log_text()
     app.stop()
-    assert "Traceback" not in log, log[-5000:]   # nothing went wrong behind the answers either
+    assert "Traceback" not in log, log[-5000:]  # nothing went wrong behind the answers either
 
 
 def descendants() -> set[int]:
@@ -106,8 +111,11 @@ def via_studio(case, engine, inputs, folder, client) -> tuple[dict, str]:
         return handle_file(inputs[key]) if value and inputs.get(key) and Path(inputs[key]).exists() else None
 
     reward_file, texts = None, []
-    for ref in case.inputs.get("reward", []) if isinstance(case.inputs.get("reward"), list) else \
-            ([case.inputs["reward"]] if "reward" in case.inputs else []):
+    for ref in (
+        case.inputs.get("reward", [])
+        if isinstance(case.inputs.get("reward"), list)
+        else ([case.inputs["reward"]] if "reward" in case.inputs else [])
+    ):
         file, sep, fn = str(ref).rpartition(":") if ".py:" in str(ref) else (str(ref), "", "")
         if file.endswith(".py") and (folder / file).exists():
             reward_file = handle_file(str(folder / file))
@@ -118,16 +126,35 @@ def via_studio(case, engine, inputs, folder, client) -> tuple[dict, str]:
     config = ""
     if case.inputs.get("config"):
         config = Path(inputs["config"]).read_bytes().decode("utf-8", errors="replace")
-    res = client.predict(upload("agent"), upload("train"), upload("test"), reward_file, ", ".join(texts), config,
-                         engine, api_name="/check")
-    modules = {m: {"status": r["status"], "message": " | ".join([r["message"], *r.get("warnings", [])])}
-               for m, r in res["modules"].items()}
+    res = client.predict(
+        upload("agent"),
+        upload("train"),
+        upload("test"),
+        reward_file,
+        ", ".join(texts),
+        config,
+        engine,
+        api_name="/check",
+    )
+    modules = {
+        m: {"status": r["status"], "message": " | ".join([r["message"], *r.get("warnings", [])])}
+        for m, r in res["modules"].items()
+    }
     return modules, json.dumps(res, ensure_ascii=False)
 
 
 def cli_argv(case, engine, inputs) -> list[str]:
-    argv = ["check", "--agent", inputs["agent"], "--train", inputs["train"], "--engine", engine,
-            "--check-timeout", str(TIMEOUT_S)]
+    argv = [
+        "check",
+        "--agent",
+        inputs["agent"],
+        "--train",
+        inputs["train"],
+        "--engine",
+        engine,
+        "--check-timeout",
+        str(TIMEOUT_S),
+    ]
     if inputs["test"]:
         argv += ["--test", inputs["test"]]
     for ref in inputs["reward"]:
@@ -146,8 +173,10 @@ def parse_table(out: str) -> dict:
         parts = line.split(None, 2)
         if parts and parts[0] in MODULES and len(parts) >= 2:
             last = parts[0]
-            rows[last] = {"status": {"OK": "ok", "WARN": "warning", "ERROR": "error"}.get(parts[1], parts[1]),
-                          "message": parts[2] if len(parts) > 2 else ""}
+            rows[last] = {
+                "status": {"OK": "ok", "WARN": "warning", "ERROR": "error"}.get(parts[1], parts[1]),
+                "message": parts[2] if len(parts) > 2 else "",
+            }
         elif last and line.strip().startswith("!"):
             rows[last]["message"] += " | " + line.strip()[1:].strip()
     return rows
@@ -164,15 +193,21 @@ def via_cli(case, engine, inputs, capsys) -> tuple[dict, str]:
 
 def via_api(case, engine, inputs, folder) -> tuple[dict, str]:
     reward = case.inputs.get("reward")
-    kwargs = dict(agent=_python_value(case.inputs["agent"]) if isinstance(case.inputs.get("agent"), dict)
-                  else inputs["agent"],
-                  train_dataset=_python_value(inputs["train"]), test_dataset=inputs["test"],
-                  reward_func=_python_value(reward) if isinstance(reward, dict) else inputs["reward"],
-                  config=_python_value(inputs["config"]), run_path=str(folder / "runs"), train_engine_name=engine,
-                  check_timeout_s=TIMEOUT_S)
+    kwargs = dict(
+        agent=_python_value(case.inputs["agent"]) if isinstance(case.inputs.get("agent"), dict) else inputs["agent"],
+        train_dataset=_python_value(inputs["train"]),
+        test_dataset=inputs["test"],
+        reward_func=_python_value(reward) if isinstance(reward, dict) else inputs["reward"],
+        config=_python_value(inputs["config"]),
+        run_path=str(folder / "runs"),
+        train_engine_name=engine,
+        check_timeout_s=TIMEOUT_S,
+    )
     if inputs["columns"]:
-        kwargs["train_dataset"] = {"path": inputs["train"],
-                                   "columns": dict(kv.split("=", 1) for kv in inputs["columns"].split(","))}
+        kwargs["train_dataset"] = {
+            "path": inputs["train"],
+            "columns": dict(kv.split("=", 1) for kv in inputs["columns"].split(",")),
+        }
     with pytest.raises(CheckError) as err:
         AgentTrainer(**kwargs)
     e = err.value
@@ -205,17 +240,20 @@ def test_bad_input(case, via, engine, corpus, request, capsys):
     assert result["status"] == case.status, f"{case.module}: {result}"
     for text in case.says:
         assert text in result["message"], f"{text!r} not in the {case.module} message: {result['message']!r}"
-    if case.file and (via != "studio" or case.module != "config"):   # a file given (the studio's config is text)
+    if case.file and (via != "studio" or case.module != "config"):  # a file given (the studio's config is text)
         assert case.file in result["message"], f"{case.file!r} not in the {case.module} message: {result['message']!r}"
     assert "Traceback" not in seen, seen[-3000:]
     if via == "studio":
-        assert "runs" in client.predict(api_name="/list_runs")   # the studio still answers
+        assert "runs" in client.predict(api_name="/list_runs")  # the studio still answers
         assert app.proc.poll() is None
         log = app.log_text(log_start)
-        assert "Traceback" not in log, log[-3000:]   # nor in the studio's own log (its worker's included)
+        assert "Traceback" not in log, log[-3000:]  # nor in the studio's own log (its worker's included)
     # nothing left behind: this process's descendants as before, the corpus's own children gone
-    wait_for(lambda: descendants() <= before, 15, f"the processes started by {case.id} to end "
-             f"(left: {sorted(descendants() - before)})")
+    wait_for(
+        lambda: descendants() <= before,
+        15,
+        f"the processes started by {case.id} to end (left: {sorted(descendants() - before)})",
+    )
     assert pid_files_alive(corpus / "pids") == []
 
 
@@ -229,12 +267,18 @@ def test_the_cli_process_reports_and_leaves_nothing(case_id, corpus):
     inputs = resolve_inputs(case, folder)
     env = dict(os.environ, PYTHONPATH=str(REPO_ROOT))
     t0 = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "engines", *cli_argv(case, "trl", inputs)], cwd=folder, env=env,
-                          capture_output=True, text=True, timeout=240)
+    proc = subprocess.run(
+        [sys.executable, "-m", "engines", *cli_argv(case, "trl", inputs)],
+        cwd=folder,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
     elapsed = time.monotonic() - t0
     rows = parse_table(proc.stdout)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert rows["reward"]["status"] == "error" and case.says[0] in rows["reward"]["message"], proc.stdout
     assert "Traceback" not in proc.stdout + proc.stderr
-    assert elapsed < 120, elapsed     # imports of a cold process included; the check itself is limited to 15 s
+    assert elapsed < 120, elapsed  # imports of a cold process included; the check itself is limited to 15 s
     wait_for(lambda: pid_files_alive(corpus / "pids") == [], 15, "the reward's child to be gone")

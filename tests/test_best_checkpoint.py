@@ -1,6 +1,7 @@
 """The best checkpoint by the held-out metric and early stopping, on a real tiny trl run whose held-out
 reward is scripted: best at step 1, worse after. ``best`` names that checkpoint everywhere; pruning
 (save_total_limit) never takes it; two evaluations without improvement end the run as early_stopped."""
+
 from __future__ import annotations
 
 import json
@@ -20,12 +21,16 @@ ROOT = Path(__file__).resolve().parent.parent
 def test_the_tracker_follows_improvements_and_counts_patience():
     t = tracker_from_config({"early_stopping_patience": 2})
     assert (t.metric, t.greater_is_better) == ("eval/reward", True)
-    assert [t.observe(s, {"eval/reward": v}) for s, v in ((0, 0.1), (1, 0.5), (2, 0.5), (3, 0.4))] == \
-        [True, True, False, False]
+    assert [t.observe(s, {"eval/reward": v}) for s, v in ((0, 0.1), (1, 0.5), (2, 0.5), (3, 0.4))] == [
+        True,
+        True,
+        False,
+        False,
+    ]
     assert t.best_step == 1 and t.exhausted
     assert tracker_from_config({"metric_for_best_model": "eval_loss"}).greater_is_better is False  # TRL's name
     assert metric_name("reward") == metric_name("eval_reward") == "eval/reward"
-    assert BestTracker().observe(0, {"eval_train/reward": 0.3})   # no test set: the train rows' score
+    assert BestTracker().observe(0, {"eval_train/reward": 0.3})  # no test set: the train rows' score
 
 
 def test_best_checkpoint_is_recorded_kept_from_pruning_and_stops_the_run_early(tmp_path):
@@ -39,19 +44,33 @@ def test_best_checkpoint_is_recorded_kept_from_pruning_and_stops_the_run_early(t
         "    if answer != 'EVAL':\n"
         "        return 0.5\n"
         "    evals += 1\n"
-        "    return {0: 0.1, 1: 0.9}.get((evals - 1) // 4, 0.2)   # 4 samples per evaluation\n")
-    trainer = AgentTrainer(agent=str(ROOT / "assets/agents/letters_agent.yaml"),
-                           train_dataset=str(ROOT / "assets/datasets/letters_train.jsonl"), test_dataset=str(test),
-                           reward_func=f"{scripted}:scripted", run_path=str(tmp_path / "runs"), train_engine_name="trl",
-                           config={"max_steps": 20, "prompts_per_step": 2, "num_generations": 4, "eval_steps": 1,
-                                   "eval_samples": 4, "save_steps": 1, "save_total_limit": 2,
-                                   "early_stopping_patience": 2, "diagnostics": {"enabled": False}})
+        "    return {0: 0.1, 1: 0.9}.get((evals - 1) // 4, 0.2)   # 4 samples per evaluation\n"
+    )
+    trainer = AgentTrainer(
+        agent=str(ROOT / "assets/agents/letters_agent.yaml"),
+        train_dataset=str(ROOT / "assets/datasets/letters_train.jsonl"),
+        test_dataset=str(test),
+        reward_func=f"{scripted}:scripted",
+        run_path=str(tmp_path / "runs"),
+        train_engine_name="trl",
+        config={
+            "max_steps": 20,
+            "prompts_per_step": 2,
+            "num_generations": 4,
+            "eval_steps": 1,
+            "eval_samples": 4,
+            "save_steps": 1,
+            "save_total_limit": 2,
+            "early_stopping_patience": 2,
+            "diagnostics": {"enabled": False},
+        },
+    )
     assert trainer.train() == "finished"
     run: RunDir = trainer.train_processor.run
     status = run.read_status()
     assert status["cause"] == "early_stopped" and status["step"] == 3 and status["state"] == "finished"
     assert status["best_checkpoint"] == {"name": "checkpoint-1", "step": 1, "metric": "eval/reward", "value": 0.9}
-    assert [p.name for p in run.checkpoints()] == ["checkpoint-1", "checkpoint-3"]   # 2 pruned, the best kept
+    assert [p.name for p in run.checkpoints()] == ["checkpoint-1", "checkpoint-3"]  # 2 pruned, the best kept
     events = run.read_jsonl("events.jsonl")
     assert [e["name"] for e in events if e["event"] == "best_checkpoint"] == ["checkpoint-1"]
     assert [e["step"] for e in events if e["event"] == "early_stopped"] == [3]

@@ -1,6 +1,7 @@
 """Bad input as a user meets it in the studio, in headless Chromium: a YAML error names both lines, a
 literal key in an uploaded agent is not kept (and the page says so), and a newer check cancels a hanging
 one instead of waiting out its time limit. Screenshots go to ``artifacts/screenshots/``."""
+
 from __future__ import annotations
 
 import os
@@ -58,7 +59,7 @@ def page(tmp_path_factory):
 
 def test_a_yaml_error_names_where_it_starts_and_where_it_fails(page, tmp_path):
     agent = tmp_path / "quote_agent.yaml"
-    agent.write_text(f"name: quotes\nmodel: {MODEL}\nsystem_prompt: \"Reply with one letter.\ntemperature: 1.0\n")
+    agent.write_text(f'name: quotes\nmodel: {MODEL}\nsystem_prompt: "Reply with one letter.\ntemperature: 1.0\n')
     upload(page, "agent-upload", agent)
     wait_for(lambda: chip(page, "agent") == "error", 60, "the agent error")
     text = page.inner_text("#status-agent")
@@ -70,8 +71,10 @@ def test_a_yaml_error_names_where_it_starts_and_where_it_fails(page, tmp_path):
 
 def test_a_literal_key_in_an_uploaded_agent_is_not_kept(page, tmp_path):
     agent = tmp_path / "keyed_agent.yaml"
-    agent.write_text(f"name: keyed\nmodel: {MODEL}\nsystem_prompt: Reply with one capital letter.\n"
-                     "api_key: sk-browser-literal-0101\n")
+    agent.write_text(
+        f"name: keyed\nmodel: {MODEL}\nsystem_prompt: Reply with one capital letter.\n"
+        "api_key: sk-browser-literal-0101\n"
+    )
     upload(page, "agent-upload", agent)
     wait_for(lambda: "not stored" in page.inner_text("body"), 60, "the note on the masked key")
     wait_for(lambda: chip(page, "agent") in ("ok", "warning"), 60, "the agent check")
@@ -84,8 +87,11 @@ def test_a_literal_key_in_an_uploaded_agent_is_not_kept(page, tmp_path):
     # the demo agent again, and its check shown (the chip is already green from the keyed agent's check: waiting
     # on it alone let that check's result land during the next test)
     upload(page, "agent-upload", inp.DEMO_AGENT)
-    wait_for(lambda: "letters-agent" in page.inner_text("#status-agent") and chip(page, "agent") in ("ok", "warning"),
-             60, "the demo agent's check shown")
+    wait_for(
+        lambda: "letters-agent" in page.inner_text("#status-agent") and chip(page, "agent") in ("ok", "warning"),
+        60,
+        "the demo agent's check shown",
+    )
 
 
 def test_a_newer_check_cancels_a_hanging_one(page, tmp_path):
@@ -93,8 +99,10 @@ def test_a_newer_check_cancels_a_hanging_one(page, tmp_path):
     reward starts a new check that cancels the hanging one and is shown within seconds."""
     hanging = tmp_path / "hang" / "my_reward.py"
     hanging.parent.mkdir()
-    hanging.write_text("import time\n\ndef score(completion, answer, **kw):\n    \"\"\"Hangs.\"\"\"\n"
-                       "    time.sleep(600)\n    return 1.0\n")
+    hanging.write_text(
+        'import time\n\ndef score(completion, answer, **kw):\n    """Hangs."""\n    time.sleep(600)\n    return 1.0\n'
+    )
+
     def shown_check():
         return page.get_attribute("#checks-strip .aw-strip", "data-check")
 
@@ -102,18 +110,21 @@ def test_a_newer_check_cancels_a_hanging_one(page, tmp_path):
     before = shown_check()
     upload(page, "reward-upload", hanging)
     wait_for(lambda: "my_reward.py" in page.inner_text("#reward-weights"), 60, "the hanging reward to be picked")
-    time.sleep(5)                                 # its check is now stuck in the reward's dry run
-    assert shown_check() == before                # (no result yet)
+    time.sleep(5)  # its check is now stuck in the reward's dry run
+    assert shown_check() == before  # (no result yet)
     fixed = tmp_path / "fixed" / "my_reward.py"
     fixed.parent.mkdir()
-    fixed.write_text("def score(completion, answer, **kw):\n    \"\"\"Right letter.\"\"\"\n"
-                     "    return 1.0 if completion.strip()[:1] == answer else 0.0\n")
+    fixed.write_text(
+        'def score(completion, answer, **kw):\n    """Right letter."""\n'
+        "    return 1.0 if completion.strip()[:1] == answer else 0.0\n"
+    )
     t0 = time.monotonic()
-    upload(page, "reward-upload", fixed)          # the same file name: a new version of the picked function
-    wait_for(lambda: shown_check() != before and chip(page, "reward") == "ok", CHECK_TIMEOUT_S - 20,
-             "the new check's result")
-    assert time.monotonic() - t0 < CHECK_TIMEOUT_S - 20   # not after the hanging check's limit
+    upload(page, "reward-upload", fixed)  # the same file name: a new version of the picked function
+    wait_for(
+        lambda: shown_check() != before and chip(page, "reward") == "ok", CHECK_TIMEOUT_S - 20, "the new check's result"
+    )
+    assert time.monotonic() - t0 < CHECK_TIMEOUT_S - 20  # not after the hanging check's limit
     assert "timed out" not in page.inner_text("#status-reward")
     shot(page, "bad-input-03-newer-check-shown")
     time.sleep(2)
-    assert chip(page, "reward") == "ok"   # the cancelled check changed nothing afterwards
+    assert chip(page, "reward") == "ok"  # the cancelled check changed nothing afterwards

@@ -2,6 +2,7 @@
 full-settings editor lists every TRL field with TRL's help, filters them by search, sets one under
 TRL's own name (the checks accept it); a misspelled key shows TRL's name as a suggestion and disables
 Launch; the model picker offers the shipped models. Screenshots go to artifacts/screenshots/."""
+
 from __future__ import annotations
 
 import os
@@ -54,12 +55,15 @@ def pick(page, name: str) -> None:
 
 
 def row_names(page) -> list[str]:
-    return page.evaluate("() => [...document.querySelectorAll('#settings-table tr[data-name]')].map(r => r.dataset.name)")
+    return page.evaluate(
+        "() => [...document.querySelectorAll('#settings-table tr[data-name]')].map(r => r.dataset.name)"
+    )
 
 
 def overrides(page) -> str:
-    return page.evaluate("() => { const v = document.querySelector('#config-yaml .cm-content'); "
-                         "return v ? v.innerText : ''; }")
+    return page.evaluate(
+        "() => { const v = document.querySelector('#config-yaml .cm-content'); return v ? v.innerText : ''; }"
+    )
 
 
 @pytest.fixture(scope="module")
@@ -95,7 +99,7 @@ def test_the_full_settings_editor_lists_searches_and_sets_trl_fields(page):
     names = wait_for(lambda: (n := row_names(page)) and len(n) < 10 and n, 30, "the search to filter")
     assert "epsilon_high" in names and "learning_rate" not in names and int(table.get_attribute("data-shown")) < total
     help_text = page.locator('#settings-table tr[data-name="epsilon_high"]').inner_text()
-    assert "Upper-bound epsilon value for clipping" in help_text          # TRL's own help (GRPOConfig metadata)
+    assert "Upper-bound epsilon value for clipping" in help_text  # TRL's own help (GRPOConfig metadata)
     page.locator("#settings-table").scroll_into_view_if_needed()
     shot(page, "11-config-all-settings-search", "#all-settings")
 
@@ -103,10 +107,16 @@ def test_the_full_settings_editor_lists_searches_and_sets_trl_fields(page):
     type_into(page, "#setting-value textarea", "0.28")
     page.click("#setting-set")
     row = page.locator('#setting-help tr[data-name="epsilon_high"]')
-    wait_for(lambda: "aw-set" in (row.get_attribute("class") or "") and "0.28" in row.inner_text(), 30,
-             "the setting marked as set")
-    wait_for(lambda: chip(page, "config") in ("ok", "warning") and page.is_enabled("#launch-btn"), 60,
-             "the checks to accept TRL's key")
+    wait_for(
+        lambda: "aw-set" in (row.get_attribute("class") or "") and "0.28" in row.inner_text(),
+        30,
+        "the setting marked as set",
+    )
+    wait_for(
+        lambda: chip(page, "config") in ("ok", "warning") and page.is_enabled("#launch-btn"),
+        60,
+        "the checks to accept TRL's key",
+    )
     page.locator("#setting-help").scroll_into_view_if_needed()
     shot(page, "12-config-all-settings-set", "#all-settings")
     page.get_by_text("Advanced: config YAML (overrides)").click()
@@ -114,7 +124,7 @@ def test_the_full_settings_editor_lists_searches_and_sets_trl_fields(page):
 
 
 def test_a_misspelled_trl_key_shows_trls_name_and_disables_launch(page):
-    type_into(page, "#setting-pick input", "epsilon_hihg")   # not a setting: a custom value
+    type_into(page, "#setting-pick input", "epsilon_hihg")  # not a setting: a custom value
     page.keyboard.press("Enter")
     wait_for(lambda: page.input_value("#setting-pick input") == "epsilon_hihg", 10, "the custom key picked")
     type_into(page, "#setting-value textarea", "0.3")
@@ -150,8 +160,12 @@ def field(name: str, kind: str = "input") -> str:
 def form_settled(page, engine: str = "trl") -> bool:
     """The form shows the check of the YAML the page has now (and the engine picked)."""
     state = page.locator('#form-state [data-testid="form-state"]')
-    return state.count() == 1 and state.get_attribute("data-current") == "1" and \
-        state.get_attribute("data-engine") == engine and state.get_attribute("data-spec") == spec_id(overrides(page))
+    return (
+        state.count() == 1
+        and state.get_attribute("data-current") == "1"
+        and state.get_attribute("data-engine") == engine
+        and state.get_attribute("data-spec") == spec_id(overrides(page))
+    )
 
 
 def show_overrides(page) -> None:
@@ -169,30 +183,36 @@ def test_form_edits_reach_the_yaml_in_the_page_and_late_checks_leave_them_alone(
     page.route("**/gradio_api/queue/join*", lambda route: held.append(route) if holding[0] else route.continue_())
     try:
         show_overrides(page)
-        type_into(page, field("max_steps"), "")                      # emptied: the key goes
+        type_into(page, field("max_steps"), "")  # emptied: the key goes
         page.locator(field("use_peft", "box")).check()
         type_into(page, field("max_steps"), "30")
-        page.keyboard.press("Tab")                                   # a number is set on leaving its field
-        wait_for(lambda: {"use_peft: true", "max_steps: 30"} <= set(overrides(page).splitlines()), 10,
-                 "both edits in the YAML while every request waits")
+        page.keyboard.press("Tab")  # a number is set on leaving its field
+        wait_for(
+            lambda: {"use_peft: true", "max_steps: 30"} <= set(overrides(page).splitlines()),
+            10,
+            "both edits in the YAML while every request waits",
+        )
         assert held, "the edits started no check"
     finally:
         holding[0] = False
-        for route in held:                                           # in the order they were sent
+        for route in held:  # in the order they were sent
             route.continue_()
         page.unroute("**/gradio_api/queue/join*")
     before = check_id(page)
     wait_for(lambda: check_id(page) != before and all_green(page), 60, "the held checks answered")
-    page.wait_for_timeout(1000)                                      # the last fill applied (it follows its check)
+    page.wait_for_timeout(1000)  # the last fill applied (it follows its check)
     assert page.input_value(field("max_steps")) == "30" and page.locator(field("use_peft", "box")).is_checked()
     assert {"use_peft: true", "max_steps: 30"} <= set(overrides(page).splitlines())
-    page.locator(field("use_peft", "box")).uncheck()                 # as the next test expects it
+    page.locator(field("use_peft", "box")).uncheck()  # as the next test expects it
     wait_for(lambda: "use_peft: false" in overrides(page).splitlines(), 10, "use_peft off")
 
 
-@pytest.mark.xfail(strict=False, reason="KNOWN GAP (issue 32, setupform): a form render landing while a number field "
-                   "is emptied and still focused puts the YAML's value back (Gradio keeps a user's value for an "
-                   "unchanged key, but not an emptied one); seen once in three runs under load")
+@pytest.mark.xfail(
+    strict=False,
+    reason="KNOWN GAP (issue 32, setupform): a form render landing while a number field "
+    "is emptied and still focused puts the YAML's value back (Gradio keeps a user's value for an "
+    "unchanged key, but not an emptied one); seen once in three runs under load",
+)
 def test_an_emptied_field_shows_its_effective_value_again_after_the_user_leaves_it(page):
     """Emptied, a field is not refilled while it has the focus (the user is about to type, and a check answering
     meanwhile leaves it alone); once the user leaves it the key goes from the YAML and the field shows its effective
@@ -203,16 +223,19 @@ def test_an_emptied_field_shows_its_effective_value_again_after_the_user_leaves_
     before = check_id(page)
     page.click("#config-yaml .cm-content")
     page.keyboard.press("Control+End")
-    page.keyboard.insert_text("# a comment\n")                      # any spec edit: a check and a render
+    page.keyboard.insert_text("# a comment\n")  # any spec edit: a check and a render
     type_into(page, box, "")
     wait_for(lambda: check_id(page) != before and all_green(page), 60, "the check of the comment")
     page.wait_for_timeout(500)
-    assert page.input_value(box) == ""                              # still being edited
+    assert page.input_value(box) == ""  # still being edited
     page.keyboard.press("Tab")
     wait_for(lambda: "max_completion_length" not in overrides(page), 10, "the key gone from the YAML")
-    wait_for(lambda: page.input_value(box) == "2" and all_green(page), 60,
-             "the effective value (from the agent) in the field")
-    assert "max_completion_length" not in overrides(page)           # shown, not written
+    wait_for(
+        lambda: page.input_value(box) == "2" and all_green(page),
+        60,
+        "the effective value (from the agent) in the field",
+    )
+    assert "max_completion_length" not in overrides(page)  # shown, not written
 
 
 def test_yaml_pasted_while_an_engine_switch_answers_stays_and_the_form_shows_it(page):
@@ -226,7 +249,7 @@ def test_yaml_pasted_while_an_engine_switch_answers_stays_and_the_form_shows_it(
     try:
         type_into(page, "#engine-select input", "verl")
         page.keyboard.press("Enter")
-        wait_for(lambda: (page.wait_for_timeout(50), held)[1], 10, "the engine pick sent")   # routes run in waits
+        wait_for(lambda: (page.wait_for_timeout(50), held)[1], 10, "the engine pick sent")  # routes run in waits
         page.click("#config-yaml .cm-content")
         page.keyboard.press("Control+a")
         page.keyboard.insert_text("total_steps: 3\n")
@@ -239,14 +262,19 @@ def test_yaml_pasted_while_an_engine_switch_answers_stays_and_the_form_shows_it(
     try:
         wait_for(lambda: chip(page, "engine") == "error", 60, "verl checked (no GPU here)")
     except AssertionError as e:
-        raise AssertionError(f"{e}; chips {[chip(page, m) for m in MODULES]}, engine "
-                             f"{page.input_value('#engine-select input')!r}, overrides {overrides(page)!r}") from None
+        raise AssertionError(
+            f"{e}; chips {[chip(page, m) for m in MODULES]}, engine "
+            f"{page.input_value('#engine-select input')!r}, overrides {overrides(page)!r}"
+        ) from None
     page.wait_for_timeout(1000)
     assert overrides(page).strip() == "total_steps: 3"
     type_into(page, "#engine-select input", "trl")
     page.keyboard.press("Enter")
-    wait_for(lambda: overrides(page) == trl_yaml and all_green(page) and form_settled(page), 60,
-             "trl and its YAML back, and its form")
+    wait_for(
+        lambda: overrides(page) == trl_yaml and all_green(page) and form_settled(page),
+        60,
+        "trl and its YAML back, and its form",
+    )
 
 
 def test_a_lora_run_shows_trainable_and_total_parameters_in_the_monitor(page):
@@ -254,22 +282,31 @@ def test_a_lora_run_shows_trainable_and_total_parameters_in_the_monitor(page):
     page.locator(peft).check()
     type_into(page, steps, "30")
     page.keyboard.press("Tab")
-    show_overrides(page)              # both edits reach the overrides YAML (made in the page: config_form.py)
+    show_overrides(page)  # both edits reach the overrides YAML (made in the page: config_form.py)
     try:
-        wait_for(lambda: {"use_peft: true", "max_steps: 30"} <= set(overrides(page).splitlines()), 60,
-                 "use_peft and max_steps in the overrides YAML")
-    except AssertionError as e:   # say what the page shows instead
+        wait_for(
+            lambda: {"use_peft: true", "max_steps: 30"} <= set(overrides(page).splitlines()),
+            60,
+            "use_peft and max_steps in the overrides YAML",
+        )
+    except AssertionError as e:  # say what the page shows instead
         shown, box = page.input_value(steps), page.locator(peft).is_checked()
-        raise AssertionError(f"{e}; overrides {overrides(page)!r}, max_steps field {shown!r}, "
-                             f"use_peft ticked {box}") from None
+        raise AssertionError(
+            f"{e}; overrides {overrides(page)!r}, max_steps field {shown!r}, use_peft ticked {box}"
+        ) from None
     mem = page.locator('#memory-estimate [data-testid="memory-estimate"]')
     try:
-        wait_for(lambda: "7.2k trainable of 84.1k parameters" in mem.inner_text() and page.is_enabled("#launch-btn"),
-                 60, "the LoRA estimate (rank-16 adapters on q/v projections)")
-    except AssertionError as e:   # say what the page shows instead
-        raise AssertionError(f"{e}; overrides {overrides(page)!r}, config {chip(page, 'config')}: "
-                             f"{page.inner_text('#status-config')[:400]!r}, estimate {mem.inner_text()[:300]!r}, "
-                             f"launch enabled {page.is_enabled('#launch-btn')}") from None
+        wait_for(
+            lambda: "7.2k trainable of 84.1k parameters" in mem.inner_text() and page.is_enabled("#launch-btn"),
+            60,
+            "the LoRA estimate (rank-16 adapters on q/v projections)",
+        )
+    except AssertionError as e:  # say what the page shows instead
+        raise AssertionError(
+            f"{e}; overrides {overrides(page)!r}, config {chip(page, 'config')}: "
+            f"{page.inner_text('#status-config')[:400]!r}, estimate {mem.inner_text()[:300]!r}, "
+            f"launch enabled {page.is_enabled('#launch-btn')}"
+        ) from None
     page.click("#launch-btn")
     params = page.locator('#run-header [data-testid="stat-params"]')
     wait_for(lambda: params.count() and params.get_attribute("data-trainable"), 240, "the parameter counts")
@@ -278,11 +315,17 @@ def test_a_lora_run_shows_trainable_and_total_parameters_in_the_monitor(page):
     stat = params.locator("xpath=..").inner_text()
     assert "7.2k / 91.3k" in stat and "7.9 % · LoRA" in stat
     try:
-        wait_for(lambda: page.get_attribute('#run-header [data-testid="run-header"]', "data-state") in
-                 ("finished", "failed"), 240, "the short LoRA run to end")
+        wait_for(
+            lambda: (
+                page.get_attribute('#run-header [data-testid="run-header"]', "data-state") in ("finished", "failed")
+            ),
+            240,
+            "the short LoRA run to end",
+        )
     except AssertionError:
         print("HEADER", page.inner_text("#run-header"))
         raise
     shot(page, "14-monitor-lora-parameters", "#run-header")
-    assert page.get_attribute('#run-header [data-testid="run-header"]', "data-state") == "finished", \
-        page.inner_text("#run-header")
+    assert page.get_attribute('#run-header [data-testid="run-header"]', "data-state") == "finished", page.inner_text(
+        "#run-header"
+    )

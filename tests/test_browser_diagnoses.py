@@ -3,6 +3,7 @@
 setting to change. The run is prepared for real (checks, run.yaml) and its metrics are those the trl run of
 tests/test_diagnostics_runs.py logs (frac_reward_zero_std 1.0); the diagnosis is written by the watcher's
 Diagnoser, as in a run. Screenshot: docs/screenshots/diagnosis-no-reward-spread.jpg."""
+
 from __future__ import annotations
 
 import os
@@ -24,9 +25,15 @@ def test_a_one_score_reward_shows_no_reward_spread_in_the_monitor_and_its_button
     same = tmp_path / "same_reward.py"
     same.write_text("def same(completion, answer, **kw):\n    return 0.5\n")
     runs = tmp_path / "runs"
-    run = prepare_run(str(ROOT / "assets/agents/letters_agent.yaml"), str(ROOT / "assets/datasets/letters_train.jsonl"),
-                      None, f"{same}:same", {"max_steps": 12, "num_generations": 4, "prompts_per_step": 2}, "trl",
-                      runs_dir=str(runs))
+    run = prepare_run(
+        str(ROOT / "assets/agents/letters_agent.yaml"),
+        str(ROOT / "assets/datasets/letters_train.jsonl"),
+        None,
+        f"{same}:same",
+        {"max_steps": 12, "num_generations": 4, "prompts_per_step": 2},
+        "trl",
+        runs_dir=str(runs),
+    )
     run.write_status(state="finished", step=12, total_steps=12)
     for s in range(1, 13):
         run.append_metrics(s, {"loss": 0.0, "reward": 0.5, "reward_std": 0.0, "frac_reward_zero_std": 1.0, "kl": 0.0})
@@ -40,13 +47,25 @@ def test_a_one_score_reward_shows_no_reward_spread_in_the_monitor_and_its_button
         card = '#run-header [data-testid="diagnosis"][data-code="no_reward_spread"]'
         waiting.wait_for(lambda: page.is_visible(card), 120, "the diagnosis above the curves", retry_errors=True)
         text = page.inner_text(card)
-        assert ADVICE["no_reward_spread"].title in text and "num_generations" in text and "since step 12" in text   # first seen at 12: it read them all at once
+        assert (
+            ADVICE["no_reward_spread"].title in text and "num_generations" in text and "since step 12" in text
+        )  # first seen at 12: it read them all at once
         page.screenshot(path=str(SHOT), type="jpeg", quality=80, full_page=False)
         page.click(f"{card} [data-testid=diagnosis-clone]")
-        waiting.wait_for(lambda: "Change first:" in page.inner_text("#launch-msg") and
-                         "num_generations" in page.inner_text("#launch-msg"), 60,
-                         "Setup with the clone, naming num_generations", retry_errors=True)
+        waiting.wait_for(
+            lambda: (
+                "Change first:" in page.inner_text("#launch-msg")
+                and "num_generations" in page.inner_text("#launch-msg")
+            ),
+            60,
+            "Setup with the clone, naming num_generations",
+            retry_errors=True,
+        )
         assert run.run_id in page.inner_text("#launch-msg")
-        waiting.wait_for(lambda: page.evaluate("document.activeElement?.getAttribute('aria-label')")
-                         == "num_generations", 30, "the setting to change focused", retry_errors=True)
+        waiting.wait_for(
+            lambda: page.evaluate("document.activeElement?.getAttribute('aria-label')") == "num_generations",
+            30,
+            "the setting to change focused",
+            retry_errors=True,
+        )
         browser.close()

@@ -1,6 +1,7 @@
 """The Evaluate and Chat tabs in headless Chromium: the base model against a trained checkpoint side by
 side, the per-sample table and a sample's trajectories; chat with the checkpoint (it answers with its
 letter) and with the calc agent (its tool call and result show); the run's evaluations in the Runs tab."""
+
 from __future__ import annotations
 
 import os
@@ -35,9 +36,15 @@ def studio(trained_letters, tmp_path_factory):
     runs = tmp_path_factory.mktemp("studio-eval") / "runs"
     src = trained_letters.train_processor.run.path
     shutil.copytree(src, runs / src.name, ignore=shutil.ignore_patterns("evals"))
-    calc = prepare_run(str(A / "agents/calc_agent.yaml"), str(A / "datasets/calc_train.jsonl"), None,
-                       str(A / "rewards/calc_reward.py") + ":calc_reward", {"max_steps": 2}, train_engine_name="trl",
-                       runs_dir=str(runs))
+    calc = prepare_run(
+        str(A / "agents/calc_agent.yaml"),
+        str(A / "datasets/calc_train.jsonl"),
+        None,
+        str(A / "rewards/calc_reward.py") + ":calc_reward",
+        {"max_steps": 2},
+        train_engine_name="trl",
+        runs_dir=str(runs),
+    )
     app = StudioProcess(runs).start()
     app.letters, app.calc = src.name, calc.run_id
     yield app
@@ -65,8 +72,11 @@ def test_evaluate_the_base_model_against_a_checkpoint(page, studio):
     pick(page, "#eval-run", studio.letters)
     wait_for(lambda: page.locator("#eval-models input:checked").count() == 2, 30, "base and the checkpoint ticked")
     page.click("#eval-launch")
-    wait_for(lambda: page.get_attribute("#eval-progress [data-testid=eval-state]", "data-state") == "finished", 300,
-             "the evaluation to finish")
+    wait_for(
+        lambda: page.get_attribute("#eval-progress [data-testid=eval-state]", "data-state") == "finished",
+        300,
+        "the evaluation to finish",
+    )
     summary = page.inner_text("#eval-summary")
     assert "base" in summary and "checkpoint-300" in summary and "rewards/letter_reward" in summary
     cells = page.locator("#eval-summary tbody tr").first.locator("td").all_inner_texts()
@@ -77,9 +87,10 @@ def test_evaluate_the_base_model_against_a_checkpoint(page, studio):
     # the table is filled by the event after the summary's: 8 prompts x 2 samples
     wait_for(lambda: rows.count() == 16, 30, "one row per sample")
     # columns: #, sample, prompt, answer, then each model's completion and reward
-    table = page.eval_on_selector_all("#eval-table [role=row]:has([role=gridcell])",
-                                      "rows => rows.map(r => [...r.querySelectorAll('[role=gridcell]')]"
-                                      ".map(c => c.innerText.trim()))")
+    table = page.eval_on_selector_all(
+        "#eval-table [role=row]:has([role=gridcell])",
+        "rows => rows.map(r => [...r.querySelectorAll('[role=gridcell]')].map(c => c.innerText.trim()))",
+    )
     differ = sum(1 for r in table if float(r[5]) != float(r[7]))
     assert differ > 0  # the checkpoint scores >= 0.8 where the base scores <= 0.2
     page.get_by_label("models disagree").check()
@@ -95,8 +106,14 @@ def test_chat_with_the_checkpoint_and_the_calc_agent(page, studio):
     wait_for(lambda: "checkpoint-300" in page.input_value("#chat-model input"), 30, "the latest checkpoint picked")
     page.fill("#chat-input textarea", "Say the letter C:")
     page.click("#chat-send")
-    wait_for(lambda: page.locator("#chat-box .message.bot, #chat-box [data-testid=bot]").count() >= 1
-             and "ready" in page.inner_text("#chat-status"), 180, "the checkpoint's reply")
+    wait_for(
+        lambda: (
+            page.locator("#chat-box .message.bot, #chat-box [data-testid=bot]").count() >= 1
+            and "ready" in page.inner_text("#chat-status")
+        ),
+        180,
+        "the checkpoint's reply",
+    )
     bot = page.locator("#chat-box [data-testid=bot]").last.inner_text().strip()
     assert bot.startswith("C"), bot
     pick(page, "#chat-run", studio.calc)
@@ -104,8 +121,11 @@ def test_chat_with_the_checkpoint_and_the_calc_agent(page, studio):
     page.click("#chat-clear")
     page.fill("#chat-input textarea", "What is 3 + 4?")
     page.click("#chat-send")
-    wait_for(lambda: "ready" in page.inner_text("#chat-status") and "🛠 add" in page.inner_text("#chat-box"), 180,
-             "the tool call in the chat")
+    wait_for(
+        lambda: "ready" in page.inner_text("#chat-status") and "🛠 add" in page.inner_text("#chat-box"),
+        180,
+        "the tool call in the chat",
+    )
     text = page.inner_text("#chat-box")
     assert "result of add" in text and "The answer is 7" in text
     shot(page, "12-chat-calc-tool-call")
@@ -114,5 +134,10 @@ def test_chat_with_the_checkpoint_and_the_calc_agent(page, studio):
 def test_the_runs_tab_lists_the_runs_evaluations(page, studio):
     page.get_by_role("tab", name="Runs").click()
     pick(page, "#runs-selected", studio.letters)
-    wait_for(lambda: "checkpoint-300" in page.inner_text("#runs-evals") and "finished" in page.inner_text("#runs-evals").lower(),
-             30, "the evaluation listed with its run")
+    wait_for(
+        lambda: (
+            "checkpoint-300" in page.inner_text("#runs-evals") and "finished" in page.inner_text("#runs-evals").lower()
+        ),
+        30,
+        "the evaluation listed with its run",
+    )

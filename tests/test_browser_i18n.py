@@ -1,5 +1,6 @@
 """The studio in Chinese (a browser whose language is Chinese) and switched to English in Gradio's own
 Settings; the Monitor's live header follows the page's language."""
+
 from __future__ import annotations
 
 import os
@@ -43,17 +44,30 @@ def test_the_studio_in_chinese_and_back_to_english(app):
                 assert page.get_by_role("tab", name=name).is_visible()
             # a page opened while a run trains opens the Monitor once it has loaded; clicking Setup before that
             # switch left the Setup tab hidden behind it (its texts still read, its buttons not clickable)
-            wait_for(lambda: page.get_by_role("tab", name="监控").get_attribute("aria-selected") == "true", 60,
-                     "the Monitor opened for the training run")
+            wait_for(
+                lambda: page.get_by_role("tab", name="监控").get_attribute("aria-selected") == "true",
+                60,
+                "the Monitor opened for the training run",
+            )
             page.get_by_role("tab", name="配置").click()
-            wait_for(lambda: page.is_visible("#launch-btn") and "开始训练" in page.inner_text("#launch-btn"), 60,
-                     "the launch button in Chinese")
-            wait_for(lambda: "智能体" in page.inner_text("#checks-strip") and "正常" in page.inner_text("#status-agent"),
-                     120, "the checked modules in Chinese")
+            wait_for(
+                lambda: page.is_visible("#launch-btn") and "开始训练" in page.inner_text("#launch-btn"),
+                60,
+                "the launch button in Chinese",
+            )
+            wait_for(
+                lambda: "智能体" in page.inner_text("#checks-strip") and "正常" in page.inner_text("#status-agent"),
+                120,
+                "the checked modules in Chinese",
+            )
             assert "训练集" in page.inner_text("#dataset-card")
             # Gradio translates only a string's first marker; every other one is translated by the page's script
-            page.click("#glossary-setup button")   # a Markdown list with a translated line per term
-            wait_for(lambda: "一次优化步使用多少个不同的提示词" in page.inner_text("#glossary-setup"), 10, "the glossary in Chinese")
+            page.click("#glossary-setup button")  # a Markdown list with a translated line per term
+            wait_for(
+                lambda: "一次优化步使用多少个不同的提示词" in page.inner_text("#glossary-setup"),
+                10,
+                "the glossary in Chinese",
+            )
             wait_for(lambda: not untranslated(page), 30, "no untranslated marker on the page")
             assert "运行目录:" in page.inner_text(".aw-title")
             SHOTS.mkdir(parents=True, exist_ok=True)
@@ -61,11 +75,20 @@ def test_the_studio_in_chinese_and_back_to_english(app):
             page.get_by_role("tab", name="监控").click()
             page.fill("#monitor-run input", run.run_id)
             page.keyboard.press("Enter")
-            wait_for(lambda: "步数" in page.inner_text("#run-header") and "奖励 · 最新" in page.inner_text("#run-header"),
-                     60, "the live header in Chinese")
+            wait_for(
+                lambda: "步数" in page.inner_text("#run-header") and "奖励 · 最新" in page.inner_text("#run-header"),
+                60,
+                "the live header in Chinese",
+            )
             step = int(page.get_attribute('#run-header [data-testid="run-header"]', "data-step"))
-            wait_for(lambda: int(page.get_attribute('#run-header [data-testid="run-header"]', "data-step")) > step
-                     and "步数" in page.inner_text("#run-header"), 60, "the streamed header staying Chinese")
+            wait_for(
+                lambda: (
+                    int(page.get_attribute('#run-header [data-testid="run-header"]', "data-step")) > step
+                    and "步数" in page.inner_text("#run-header")
+                ),
+                60,
+                "the streamed header staying Chinese",
+            )
             page.screenshot(path=str(SHOTS / "14-monitor-chinese.png"), full_page=True)
             # Gradio's Settings (the footer) switch the language
             page.locator("footer").get_by_text("设置").click()
@@ -73,8 +96,11 @@ def test_the_studio_in_chinese_and_back_to_english(app):
             page.get_by_role("option", name="English").click()
             page.locator("[role=dialog] .backdrop").click(position={"x": 5, "y": 5})  # closes the Settings
             wait_for(lambda: page.get_by_role("tab", name="Monitor").is_visible(), 30, "the English tabs")
-            wait_for(lambda: "Step" in page.text_content("#run-header") and "步数" not in page.text_content("#run-header"),
-                     60, "the live header in English")
+            wait_for(
+                lambda: "Step" in page.text_content("#run-header") and "步数" not in page.text_content("#run-header"),
+                60,
+                "the live header in English",
+            )
             # every tab's button follows, not only the selected one's (Gradio relabels only that one)
             assert page.locator("#tab-runs-button").text_content().strip() == "Runs"
             for tab in ("Setup", "Runs", "Evaluate", "Chat"):

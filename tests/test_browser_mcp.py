@@ -2,6 +2,7 @@
 check worker (the server started, listed, closed) and its Agent card lists the MCP tool with its parameters and
 its server; a run trained through MCP shows its tool calls and results in the Monitor labelled with the server.
 Screenshots go to ``artifacts/screenshots/``."""
+
 from __future__ import annotations
 
 import os
@@ -38,6 +39,7 @@ def app(tmp_path_factory):
     yield studio
     studio.stop()
     from engines.runs.lifecycle import kill_run, list_run_dirs
+
     for run in list_run_dirs(studio.runs_dir):
         kill_run(run.path, grace_s=2)
 
@@ -57,14 +59,17 @@ def test_the_agent_card_lists_mcp_tools_with_their_server(page):
     wait_for(lambda: agent_chip(page) in ("ok", "warning"), 120, "the demo's first check")
     with page.expect_file_chooser() as fc:
         page.click("#agent-upload")
-    fc.value.set_files(str(MCP_AGENT))   # an upload loses its folder: its relative paths are resolved again
-    wait_for(lambda: "calc-mcp-agent" in page.inner_text("#agent-spec") and agent_chip(page) == "ok", 90,
-             "the MCP agent checked green")
+    fc.value.set_files(str(MCP_AGENT))  # an upload loses its folder: its relative paths are resolved again
+    wait_for(
+        lambda: "calc-mcp-agent" in page.inner_text("#agent-spec") and agent_chip(page) == "ok",
+        90,
+        "the MCP agent checked green",
+    )
     tool = page.locator('#agent-spec .aw-tool[data-tool="add"]')
     assert tool.get_attribute("data-server") == "calculator"
     text = tool.inner_text()
     assert "add(a: integer, b: integer)" in text and "MCP · calculator" in text and "Add two integers." in text
-    assert page.locator('#agent-spec .aw-param').first.get_attribute("title") == "The first number."
+    assert page.locator("#agent-spec .aw-param").first.get_attribute("title") == "The first number."
     servers = page.inner_text('#agent-spec .aw-mcp-server[data-server="calculator"]')
     assert "stdio" in servers and "calculator_server.py" in servers and "1 tool(s) used" in servers
     assert "add (calculator)" in page.inner_text("#status-agent")
@@ -76,18 +81,26 @@ def test_the_monitor_labels_mcp_tool_calls_with_their_server(page, app):
     from engines.runs.prepare import prepare_run
     from engines.runs.lifecycle import spawn_run
 
-    run = prepare_run(str(MCP_AGENT), str(inp.DATASETS_DIR / "calc_train.jsonl"), None,
-                      str(inp.REWARDS_DIR / "calc_reward.py") + ":calc_reward",
-                      {"max_steps": 3, "prompts_per_step": 2, "num_generations": 4, "save_steps": 3,
-                       "samples_per_step": 2}, "trl", runs_dir=str(app.runs_dir))
+    run = prepare_run(
+        str(MCP_AGENT),
+        str(inp.DATASETS_DIR / "calc_train.jsonl"),
+        None,
+        str(inp.REWARDS_DIR / "calc_reward.py") + ":calc_reward",
+        {"max_steps": 3, "prompts_per_step": 2, "num_generations": 4, "save_steps": 3, "samples_per_step": 2},
+        "trl",
+        runs_dir=str(app.runs_dir),
+    )
     spawn_run(run.path)
     waiting.wait_for(lambda: run.read_status().get("state") in ("finished", "failed"), 300, "the run to end")
     assert run.read_status()["state"] == "finished", run.log_path.read_text()[-2000:]
     page.get_by_role("tab", name="Monitor").click()
     page.fill("#monitor-run input", run.run_id)
     page.keyboard.press("Enter")
-    wait_for(lambda: page.locator('#samples [data-testid="call-server"]').count() >= 2, 60,
-             "trajectories with MCP tool calls in the Monitor")
+    wait_for(
+        lambda: page.locator('#samples [data-testid="call-server"]').count() >= 2,
+        60,
+        "trajectories with MCP tool calls in the Monitor",
+    )
     sample = page.locator("#samples .aw-sample").first
     text = sample.inner_text()
     assert "⚙ add(" in text and "MCP · calculator" in text

@@ -1,6 +1,7 @@
 """The Reward card in headless Chromium: the picker lists the ecosystem's rewards (TRL, verl) beside the
 built-ins; picking TRL's think_format_reward dry-runs it and the card shows what it received (TRL's
 shapes: conversational completions, the dataset's columns, trainer_state, ...) and returned."""
+
 from __future__ import annotations
 
 import os
@@ -42,8 +43,11 @@ def page(tmp_path_factory):
 
 def test_pick_a_trl_reward_from_the_registry_and_see_its_dry_run(page):
     # the demo's own reward is dry-run first: the card shows what it received
-    wait_for(lambda: page.query_selector('[data-testid="reward-calls"] tr[data-term="letter_reward"]'), 60,
-             "the demo reward's calls")
+    wait_for(
+        lambda: page.query_selector('[data-testid="reward-calls"] tr[data-term="letter_reward"]'),
+        60,
+        "the demo reward's calls",
+    )
     picker = page.locator("#reward-pick input")
     picker.click()
     picker.fill("think_format")

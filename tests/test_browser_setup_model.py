@@ -3,6 +3,7 @@ setup_model.py) made with the keyboard and the mouse on a running studio; after 
 form and the effective config on the page equal the model, and after Launch so does the run's run.yaml. The first
 test is the walkthrough's own sequence (issue 32), held out from the random ones. Cloning a run is covered by
 tests/test_setup_model.py only (here a clone's expected overrides would need the engine's defaults)."""
+
 from __future__ import annotations
 
 import os
@@ -17,14 +18,33 @@ from aworld_gui.tabs.config_form import spec_id
 from engines.runs.rundir import RunDir
 from engines.runs.lifecycle import kill_run
 from testing import waiting
-from testing.setup_model import (BOX, KINDS, OTHER_ENGINE, Model, Step, break_yaml, hand_edit, reward_file, same,
-                                 sequence, unbreak)
+from testing.setup_model import (
+    BOX,
+    KINDS,
+    OTHER_ENGINE,
+    Model,
+    Step,
+    break_yaml,
+    hand_edit,
+    reward_file,
+    same,
+    sequence,
+    unbreak,
+)
 from testing.studio import CHROMIUM, StudioProcess, launch_chromium
 
 SEEDS = [int(s) for s in os.environ.get("AWORLD_BROWSER_SETUP_SEEDS", "11,22,33,44,55").split(",")]
 BROWSER_KINDS = tuple(k for k in KINDS if k != "clone")
-TRL_MAIN = ["mode", "max_steps", "learning_rate", "prompts_per_step", "num_generations", "beta",
-            "max_completion_length", "use_peft"]
+TRL_MAIN = [
+    "mode",
+    "max_steps",
+    "learning_rate",
+    "prompts_per_step",
+    "num_generations",
+    "beta",
+    "max_completion_length",
+    "use_peft",
+]
 SHOTS = Path(__file__).resolve().parent.parent / "artifacts" / "screenshots"
 
 
@@ -34,13 +54,16 @@ def wait_for(fn, timeout_s: float, what: str):
 
 def code_text(page, elem: str) -> str:
     """A code view's text, shown or in a closed accordion (each CodeMirror line is an element)."""
-    return page.evaluate(f"() => [...document.querySelectorAll('#{elem} .cm-line')].map(l => l.textContent)"
-                         ".join('\\n')")
+    return page.evaluate(
+        f"() => [...document.querySelectorAll('#{elem} .cm-line')].map(l => l.textContent).join('\\n')"
+    )
 
 
 def form_state(page) -> dict:
-    return page.evaluate("() => { const e = document.querySelector('#form-state [data-testid=\"form-state\"]'); "
-                         "return e ? {...e.dataset} : {}; }")
+    return page.evaluate(
+        "() => { const e = document.querySelector('#form-state [data-testid=\"form-state\"]'); "
+        "return e ? {...e.dataset} : {}; }"
+    )
 
 
 def type_into(page, selector: str, text: str) -> None:
@@ -78,15 +101,23 @@ class Browser:
         def done():
             st = form_state(page)
             text = code_text(page, "config-yaml")
-            ok = st.get("engine") == model.engine and st.get("current") == "1" and st.get("spec") == spec_id(text) \
-                and st.get("valid") == ("0" if model.broken else "1") and parse(text) == want
+            ok = (
+                st.get("engine") == model.engine
+                and st.get("current") == "1"
+                and st.get("spec") == spec_id(text)
+                and st.get("valid") == ("0" if model.broken else "1")
+                and parse(text) == want
+            )
             return ok and (model.broken or "# fix the errors" not in code_text(page, "effective-config"))
+
         try:
             wait_for(done, 90, f"the page to show the model ({where})")
         except AssertionError as e:
-            raise AssertionError(f"{e}; form {form_state(page)}, YAML {code_text(page, 'config-yaml')!r}, model "
-                                 f"{'broken' if model.broken else model.current}, effective "
-                                 f"{code_text(page, 'effective-config')[:300]!r}") from None
+            raise AssertionError(
+                f"{e}; form {form_state(page)}, YAML {code_text(page, 'config-yaml')!r}, model "
+                f"{'broken' if model.broken else model.current}, effective "
+                f"{code_text(page, 'effective-config')[:300]!r}"
+            ) from None
         text = code_text(page, "effective-config")
         return {} if text.startswith("#") else yaml.safe_load(text)
 
@@ -158,8 +189,13 @@ class Browser:
         wait_for(lambda: page.is_enabled("#launch-btn"), 90, f"Launch enabled ({where})")
         before = {p.name for p in self.runs_dir.iterdir() if p.is_dir()}
         page.click("#launch-btn")
-        new = wait_for(lambda: [p for p in self.runs_dir.iterdir() if p.is_dir() and p.name not in before
-                                and (p / "run.yaml").exists()], 120, f"the launched run ({where})")
+        new = wait_for(
+            lambda: [
+                p for p in self.runs_dir.iterdir() if p.is_dir() and p.name not in before and (p / "run.yaml").exists()
+            ],
+            120,
+            f"the launched run ({where})",
+        )
         run = new[0]
         wait_for(lambda: RunDir(run).read_status().get("pid"), 60, "the run's process")
         time.sleep(0.5)
@@ -187,9 +223,9 @@ def open_setup(studio):
     st, browser, upload = studio
     page = browser.new_page(viewport={"width": 1440, "height": 1000})
     page.goto(st.url)
-    page.click("#presets .label-wrap")                       # the presets, open for the steps that load one
+    page.click("#presets .label-wrap")  # the presets, open for the steps that load one
     page.get_by_text("Advanced: config YAML (overrides)").click()
-    page.get_by_text("Effective config (after defaults)").click()    # code views are in the page only when open
+    page.get_by_text("Effective config (after defaults)").click()  # code views are in the page only when open
     return page, Browser(page, st.runs_dir, model_paths(), upload)
 
 
@@ -221,7 +257,8 @@ def test_the_walkthroughs_sequence_form_yaml_effective_and_run_yaml_agree(studio
     page.locator("#form-state").scroll_into_view_if_needed()
     SHOTS.mkdir(parents=True, exist_ok=True)
     page.locator("#status-config >> xpath=ancestor::div[contains(@class,'aw-card')]").screenshot(
-        path=str(SHOTS / "15-setup-form-broken-yaml.png"))
+        path=str(SHOTS / "15-setup-form-broken-yaml.png")
+    )
     set_yaml(page, unbreak(code_text(page, "config-yaml")))
     model.broken = False
     ui.verify(model, "the YAML fixed")

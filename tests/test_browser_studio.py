@@ -3,6 +3,7 @@ upload the demo files → all checks green → Launch → the reward curve gains
 studio mid-run → still listed and streaming → Stop → ``stopped``; a bad dataset upload shows its
 error and keeps Launch disabled. Screenshots go to ``artifacts/screenshots/``.
 """
+
 from __future__ import annotations
 
 import os
@@ -32,7 +33,7 @@ def chip_status(page, module: str) -> str | None:
 
 
 def wait_for(fn, timeout_s: float, what: str):
-    return waiting.wait_for(fn, timeout_s, what, retry_errors=True)   # elements may be re-rendering
+    return waiting.wait_for(fn, timeout_s, what, retry_errors=True)  # elements may be re-rendering
 
 
 def all_green(page) -> bool:
@@ -62,8 +63,12 @@ def header(page) -> dict:
                   : null; }""")
     if not attrs:
         return {}
-    return {"state": attrs["state"], "run": attrs["run"], "step": int(attrs["step"] or 0),
-            "points": int(attrs["reward-points"] or 0)}
+    return {
+        "state": attrs["state"],
+        "run": attrs["run"],
+        "step": int(attrs["step"] or 0),
+        "points": int(attrs["reward-points"] or 0),
+    }
 
 
 @pytest.fixture(scope="module")
@@ -73,6 +78,7 @@ def app(tmp_path_factory):
     yield studio
     studio.stop()
     from engines.runs.lifecycle import kill_run, list_run_dirs
+
     for run in list_run_dirs(studio.runs_dir):  # runs this test launched and did not stop
         kill_run(run.path, grace_s=2)
 
@@ -94,10 +100,11 @@ def test_opens_with_the_demo_preselected_and_all_checks_green(page):
     assert page.is_enabled("#launch-btn")
     assert "Say the letter A:" in page.inner_text("#rendered")  # the rendered first prompt (a tab)
     assert "letters-agent" in page.inner_text("#agent-spec")
-    assert "model turns per rollout" in page.inner_text("#agent-spec")      # not the trainer's max_steps
+    assert "model turns per rollout" in page.inner_text("#agent-spec")  # not the trainer's max_steps
     page.click("#glossary-setup button")
-    wait_for(lambda: "prompts_per_step × num_generations" in page.inner_text("#glossary-setup"), 10,
-             "the settings explained")
+    wait_for(
+        lambda: "prompts_per_step × num_generations" in page.inner_text("#glossary-setup"), 10, "the settings explained"
+    )
     shot(page, "01-setup-demo-green")
 
 
@@ -120,7 +127,8 @@ def test_a_wide_screen_centres_the_page_and_headers_break_between_words(page):
                 const style = getComputedStyle(el);
                 return {text: el.textContent.trim(), tag: el.tagName, inside: el !== th,
                         wordBreak: style.wordBreak, overflowWrap: style.overflowWrap};
-            }).filter(h => h)""")
+            }).filter(h => h)"""
+        )
         assert len(holders) >= 4 and any(h["inside"] for h in holders), holders
         for h in holders:
             assert (h["wordBreak"], h["overflowWrap"]) == ("normal", "normal"), h
@@ -140,19 +148,35 @@ def test_presets_load_a_whole_setup_and_save_the_current_one(page, app):
     page.click("#presets button")
     pick(page, "#preset-select", "calc-tools")
     page.click("#preset-load")
-    wait_for(lambda: page.input_value("#agent-select input") == "calc_agent.yaml · demo"
-             and "calc_train.jsonl" in page.input_value("#train-select input"), 30, "the calc preset in Setup")
-    wait_for(lambda: all_green(page) and "'calc-agent'" in page.inner_text("#status-agent"), 90,
-             "the calc preset checked green")
+    wait_for(
+        lambda: (
+            page.input_value("#agent-select input") == "calc_agent.yaml · demo"
+            and "calc_train.jsonl" in page.input_value("#train-select input")
+        ),
+        30,
+        "the calc preset in Setup",
+    )
+    wait_for(
+        lambda: all_green(page) and "'calc-agent'" in page.inner_text("#status-agent"),
+        90,
+        "the calc preset checked green",
+    )
     page.fill("#preset-name input", "my calc")
     page.click("#preset-save")
     wait_for(lambda: "Saved as preset" in page.inner_text("#preset-msg"), 30, "the preset saved")
     assert (app.runs_dir / ".presets" / "my calc.yaml").exists()
     shot(page, "01c-presets")
-    pick(page, "#preset-select", "letters-grpo")                     # back to the demo for the next tests
+    pick(page, "#preset-select", "letters-grpo")  # back to the demo for the next tests
     page.click("#preset-load")
-    wait_for(lambda: page.input_value("#agent-select input") == "letters_agent.yaml · demo" and all_green(page)
-             and "'letters-agent'" in page.inner_text("#status-agent"), 90, "the letters preset checked green")
+    wait_for(
+        lambda: (
+            page.input_value("#agent-select input") == "letters_agent.yaml · demo"
+            and all_green(page)
+            and "'letters-agent'" in page.inner_text("#status-agent")
+        ),
+        90,
+        "the letters preset checked green",
+    )
     page.click("#presets button")
 
 
@@ -161,8 +185,8 @@ def test_an_idle_page_does_not_wake_the_machine_every_frame(page, tmp_path):
     (aworld_gui/web/gradio_patches.py): served patched, the loop ends and an idle page asks for no frames."""
     import json
 
-    wait_for(lambda: all_green(page), 120, "the first check of the demo")   # nothing pending any more
-    page.wait_for_timeout(6000)   # the checks' spinners end their last turn
+    wait_for(lambda: all_green(page), 120, "the first check of the demo")  # nothing pending any more
+    page.wait_for_timeout(6000)  # the checks' spinners end their last turn
     trace = tmp_path / "trace.json"
     page.context.browser.start_tracing(page=page, path=str(trace), categories=["devtools.timeline"])
     page.wait_for_timeout(3000)
@@ -202,8 +226,11 @@ def test_a_reward_upload_that_does_not_import_is_an_error_until_replaced(page, t
     page.fill('input[aria-label="max_steps"]', "401")
     page.keyboard.press("Tab")
     page.wait_for_timeout(2000)
-    wait_for(lambda: chip_status(page, "reward") == "error" and not page.is_enabled("#launch-btn"), 60,
-             "the reward still in error")
+    wait_for(
+        lambda: chip_status(page, "reward") == "error" and not page.is_enabled("#launch-btn"),
+        60,
+        "the reward still in error",
+    )
     # replaced: a working file of the same name clears it
     bad.write_text("def score(completion, answer, **kw):\n    return float(completion == answer)\n")
     upload(page, "reward-upload", bad)
@@ -219,15 +246,21 @@ def test_an_own_train_set_clears_the_demo_test_set(page, tmp_path):
     wait_for(lambda: page.input_value("#test-select input") == "(none)", 30, "the demo test set cleared")
     note = page.inner_text("#data-note")
     assert "letters_test.jsonl" in note and "belongs to another training set" in note
-    wait_for(lambda: "detected: question" in page.inner_text("#dataset-card")
-             and "detected: solution" in page.inner_text("#dataset-card"), 60, "the new columns detected")
+    wait_for(
+        lambda: (
+            "detected: question" in page.inner_text("#dataset-card")
+            and "detected: solution" in page.inner_text("#dataset-card")
+        ),
+        60,
+        "the new columns detected",
+    )
     # a test set with other columns: the error says what to do in the studio, not in Python
     page.fill("#test-select input", str(inp.DEMO_TEST))
     page.keyboard.press("Enter")
     wait_for(lambda: chip_status(page, "dataset") == "error", 60, "the column mismatch")
     card = page.inner_text("#status-dataset")
     assert "choose a test set with the same columns, or (none)" in card and "columns=" not in card
-    assert page.inner_text("#data-note").strip() == ""         # the note about the cleared one is gone
+    assert page.inner_text("#data-note").strip() == ""  # the note about the cleared one is gone
     shot(page, "02c-own-train-set")
 
 
@@ -236,9 +269,13 @@ def test_upload_the_demo_files_launch_and_watch_the_reward_curve(page, app):
     upload(page, "train-upload", inp.DEMO_TRAIN)
     upload(page, "test-upload", inp.DEMO_TEST)
     upload(page, "reward-upload", inp.REWARDS_DIR / "letter_reward.py")
-    wait_for(lambda: all("uploaded" in page.input_value(f"#{d} input") for d in ("agent-select", "train-select",
-                                                                                  "test-select")),
-             30, "the uploads to be selected")
+    wait_for(
+        lambda: all(
+            "uploaded" in page.input_value(f"#{d} input") for d in ("agent-select", "train-select", "test-select")
+        ),
+        30,
+        "the uploads to be selected",
+    )
     assert "letter_reward.py:letter_reward" in page.inner_text("#reward-pick")
     # a long run for this test: set max_steps in the config form (a form field writes the YAML)
     page.fill('input[aria-label="max_steps"]', "5000")
@@ -266,8 +303,11 @@ def test_restarting_the_studio_mid_run_keeps_the_run_listed_and_streaming(page, 
     app.start()
     page.goto(app.url)
     page.get_by_role("tab", name="Monitor").click()
-    after = wait_for(lambda: (x := header(page)).get("run") == before["run"] and x["step"] > before["step"] and x,
-                     120, "the same run streaming after the restart")
+    after = wait_for(
+        lambda: (x := header(page)).get("run") == before["run"] and x["step"] > before["step"] and x,
+        120,
+        "the same run streaming after the restart",
+    )
     assert after["state"] == "running"
     assert after["points"] >= before["points"]  # full history is back, not only new steps
     page.wait_for_timeout(1500)
@@ -286,8 +326,11 @@ def test_stop_from_the_monitor(page):
     final = wait_for(lambda: (x := header(page)).get("state") in ("stopped", "failed") and x, 120, "stopped")
     assert final == {**final, "state": "stopped", "run": run}
     # a stopped run offers neither Stop nor Kill (the buttons follow the run's state)
-    wait_for(lambda: not page.is_visible("#stop-btn") and not page.is_visible("#kill-btn"), 10,
-             "Stop and Kill hidden once the run stopped")
+    wait_for(
+        lambda: not page.is_visible("#stop-btn") and not page.is_visible("#kill-btn"),
+        10,
+        "Stop and Kill hidden once the run stopped",
+    )
     page.wait_for_timeout(1000)
     shot(page, "07-monitor-stopped")
 
@@ -311,10 +354,16 @@ def test_clone_the_run_back_into_setup(page, app):
     run_id = wait_for(lambda: page.input_value("#runs-selected input"), 30, "a selected run")
     before = check_id(page)
     page.click("#runs-clone")
-    wait_for(lambda: page.input_value("#agent-select input") == "agent.yaml · uploaded"
-             and page.is_visible("#launch-btn"), 60, "Setup with the cloned agent file")
-    wait_for(lambda: check_id(page) not in ("", before) and all_green(page) and page.is_enabled("#launch-btn"),
-             90, "a check of the clone, all green")
+    wait_for(
+        lambda: page.input_value("#agent-select input") == "agent.yaml · uploaded" and page.is_visible("#launch-btn"),
+        60,
+        "Setup with the cloned agent file",
+    )
+    wait_for(
+        lambda: check_id(page) not in ("", before) and all_green(page) and page.is_enabled("#launch-btn"),
+        90,
+        "a check of the clone, all green",
+    )
     # Setup holds the run's own inputs: its agent (written back from run.yaml), its data, its max_steps
     clone = app.runs_dir / inp.UPLOADS / f"clone-{run_id}" / "agent.yaml"
     assert clone.is_file() and "letters-agent" in clone.read_text(encoding="utf-8")
@@ -330,13 +379,16 @@ def test_runs_actions_follow_the_selected_run(page, app):
     page.get_by_role("tab", name="Runs").click()
     run_id = wait_for(lambda: page.input_value("#runs-selected input"), 30, "a selected run")
     run_dir = app.runs_dir / run_id
-    wait_for(lambda: not page.is_enabled("#runs-stop") and page.is_enabled("#runs-delete"), 30,
-             "Stop disabled and Delete enabled for a stopped run")
+    wait_for(
+        lambda: not page.is_enabled("#runs-stop") and page.is_enabled("#runs-delete"),
+        30,
+        "Stop disabled and Delete enabled for a stopped run",
+    )
     assert page.is_enabled("#runs-open") and page.is_enabled("#runs-clone")
-    assert page.is_enabled("#runs-ckpt-btn")                   # the stopped run saved a checkpoint
+    assert page.is_enabled("#runs-ckpt-btn")  # the stopped run saved a checkpoint
     stop_file = run_dir / "STOP"
     stop_file.unlink(missing_ok=True)
-    page.click("#runs-stop", force=True)                        # a disabled button does nothing
+    page.click("#runs-stop", force=True)  # a disabled button does nothing
     page.wait_for_timeout(1000)
     assert not stop_file.exists()
     # the run's name and note, launched with it, can be changed here
@@ -355,18 +407,18 @@ def test_the_log_tail_follows_a_growing_log(page, app):
     from aworld_gui.core.run_cache import LOG_LINES
     from testing.studio import end_process_group, start_fake_run
 
-    run, pid = start_fake_run(app.runs_dir, "--steps", "100000", "--rate", "250")   # 25 log lines/s
+    run, pid = start_fake_run(app.runs_dir, "--steps", "100000", "--rate", "250")  # 25 log lines/s
     try:
         page.get_by_role("tab", name="Monitor").click()
         page.fill("#monitor-run input", run.run_id)
         page.keyboard.press("Enter")
         wait_for(lambda: header(page).get("run") == run.run_id, 30, "the fake run in the Monitor")
 
-        snapshots: list[list[str]] = []   # the pane, every 0.3 s until it has dropped its first lines
+        snapshots: list[list[str]] = []  # the pane, every 0.3 s until it has dropped its first lines
         deadline = time.monotonic() + 90
         while time.monotonic() < deadline:
             text = page.text_content("#aw-log") or ""
-            log = run.log_path.read_text(encoding="utf-8").replace("\r", "\n")   # only grows: read after
+            log = run.log_path.read_text(encoding="utf-8").replace("\r", "\n")  # only grows: read after
             assert text in log, f"the log pane shows text that is not a piece of train.log: {text[-300:]!r}"
             snapshots.append(text.splitlines())
             if len(snapshots[0]) >= 3 and snapshots[-1] and snapshots[-1][0] != snapshots[0][0]:
@@ -377,8 +429,8 @@ def test_the_log_tail_follows_a_growing_log(page, app):
         first, last = snapshots[0], snapshots[-1]
         assert len(first) >= 3 and last[0] != first[0], "the pane never dropped its oldest lines"
         grown = next(x for x in snapshots if len(x) > len(first))
-        assert grown[:len(first)] == first                     # new lines appended below what was there
-        assert len(set(map(len, snapshots))) > 2               # it grew in several steps
+        assert grown[: len(first)] == first  # new lines appended below what was there
+        assert len(set(map(len, snapshots))) > 2  # it grew in several steps
         assert len(last) <= LOG_LINES and last[-1].startswith("step ")
     finally:
         end_process_group(pid)
@@ -400,14 +452,24 @@ def test_a_reload_with_a_live_run_opens_the_monitor_on_it(page, app):
     try:
         queued = RunDir.create(app.runs_dir, "fake")
         queued.write_spec({"engine": "fake", "run_id": queued.run_id})
-        queued.write_status(state=QUEUED, pid=sleeper.pid, pid_create_time=psutil.Process(sleeper.pid).create_time(),
-                            launched=time.time(), created=time.time(), queue_position=1, waiting_for=run.run_id)
+        queued.write_status(
+            state=QUEUED,
+            pid=sleeper.pid,
+            pid_create_time=psutil.Process(sleeper.pid).create_time(),
+            launched=time.time(),
+            created=time.time(),
+            queue_position=1,
+            waiting_for=run.run_id,
+        )
         page.reload()
-        wait_for(lambda: page.is_visible("#run-header") and header(page).get("run") == run.run_id, 60,
-                 "the Monitor open on the training run")
+        wait_for(
+            lambda: page.is_visible("#run-header") and header(page).get("run") == run.run_id,
+            60,
+            "the Monitor open on the training run",
+        )
         assert header(page)["state"] == "running"
         shot(page, "09-reload-opens-the-training-run")
-        page.fill("#monitor-run input", queued.run_id)          # the queued one is a pick away
+        page.fill("#monitor-run input", queued.run_id)  # the queued one is a pick away
         page.keyboard.press("Enter")
         wait_for(lambda: header(page).get("run") == queued.run_id, 30, "the queued run in the Monitor")
         wait_for(lambda: "place in line: 1" in page.inner_text("#run-header"), 30, "its place in the queue")
@@ -450,12 +512,18 @@ def test_runs_overlay_draws_every_run_added(page, app):
         page.keyboard.type(run_id)
         page.keyboard.press("Enter")
         page.keyboard.press("Escape")
-        wait_for(lambda: len(keys()) == n and all(r in " ".join(keys()) for r in made[:n]), 30,
-                 f"{n} run(s) in the overlay's legend")
+        wait_for(
+            lambda: len(keys()) == n and all(r in " ".join(keys()) for r in made[:n]),  # noqa: B023
+            30,
+            f"{n} run(s) in the overlay's legend",
+        )
         assert page.locator("#compare-plot polyline").count() == n
     page.fill("#compare-metric input", "loss")
     page.keyboard.press("Enter")
-    wait_for(lambda: len(keys()) == 3 and "loss" in page.get_attribute("#compare-plot svg", "aria-label"), 30,
-             "the loss of the three runs")
+    wait_for(
+        lambda: len(keys()) == 3 and "loss" in page.get_attribute("#compare-plot svg", "aria-label"),
+        30,
+        "the loss of the three runs",
+    )
     page.locator("#compare-plot").scroll_into_view_if_needed()
     shot(page, "10-runs-overlay-three-runs")

@@ -1,6 +1,7 @@
 """A sweep from the studio in headless Chromium: Setup → Sweep starts it (its checks in a child process), the
 studio restarts mid-sweep and the sweep goes on (its driver is a process of its own), the Sweeps tab shows
 its trials and a chart per setting, the best trial is cloned into Setup. Screenshots in artifacts/screenshots/."""
+
 from __future__ import annotations
 
 import os
@@ -25,8 +26,10 @@ def shot(page, name: str) -> None:
 
 
 def all_green(page) -> bool:
-    return all(page.get_attribute(f'#checks-strip .aw-chip[data-module="{m}"]', "data-status") in ("ok", "warning")
-               for m in MODULES)
+    return all(
+        page.get_attribute(f'#checks-strip .aw-chip[data-module="{m}"]', "data-status") in ("ok", "warning")
+        for m in MODULES
+    )
 
 
 def wait_for(fn, timeout_s: float, what: str):
@@ -38,7 +41,7 @@ def app(tmp_path):
     studio = StudioProcess(tmp_path / "runs").start()
     yield studio
     studio.stop()
-    for sd in list_sweeps(studio.runs_dir):         # a sweep this test left running: its driver, then its runs
+    for sd in list_sweeps(studio.runs_dir):  # a sweep this test left running: its driver, then its runs
         if effective_status(sd).get("pid"):
             kill_run(sd.path, grace_s=2)
     for run in list_run_dirs(studio.runs_dir):
@@ -56,7 +59,7 @@ def test_a_sweep_from_setup_survives_a_studio_restart_and_its_best_trial_is_clon
             page.fill(f'input[aria-label="{field}"]', value)
             page.keyboard.press("Tab")
         wait_for(lambda: all_green(page) and page.is_enabled("#launch-btn"), 60, "checks green with tiny trials")
-        page.click("#sweep-panel button")                     # open the Sweep panel
+        page.click("#sweep-panel button")  # open the Sweep panel
         page.fill("#sweep-trials input", "2")
         page.fill("#sweep-name input", "browser")
         shot(page, "sweep-01-setup-panel")
@@ -73,24 +76,27 @@ def test_a_sweep_from_setup_survives_a_studio_restart_and_its_best_trial_is_clon
         page.goto(app.url)
         page.get_by_role("tab", name="Sweeps").click()
         wait_for(lambda: sweep.run_id in page.input_value("#sweep-pick input"), 30, "the sweep picked")
-        wait_for(lambda: page.get_attribute("#sweep-headline", "data-state") == "finished", 600,
-                 "the sweep to finish")
+        wait_for(lambda: page.get_attribute("#sweep-headline", "data-state") == "finished", 600, "the sweep to finish")
         summary = sweep.read_summary()
         assert [t["state"] for t in summary["trials"]] == ["complete", "complete"]
         table = page.inner_text("#sweep-trials-table")
         assert all(t["run_id"] in table for t in summary["trials"])
-        assert page.locator("#sweep-charts .aw-chart[data-points='2']").count() == 2   # learning_rate, beta
+        assert page.locator("#sweep-charts .aw-chart[data-points='2']").count() == 2  # learning_rate, beta
         page.wait_for_timeout(1000)
         shot(page, "sweep-02-sweeps-tab")
 
         # the best trial cloned into Setup: its learning rate in the config
         page.click("#sweep-clone")
         best = summary["best"]
-        wait_for(lambda: page.get_by_role("tab", name="Setup").get_attribute("aria-selected") == "true", 30,
-                 "the Setup tab")
+        wait_for(
+            lambda: page.get_by_role("tab", name="Setup").get_attribute("aria-selected") == "true", 30, "the Setup tab"
+        )
         lr = best["params"]["learning_rate"]
-        wait_for(lambda: abs(float(page.input_value('input[aria-label="learning_rate"]')) - lr) < 1e-12, 60,
-                 "the best trial's learning rate in the Setup form")
+        wait_for(
+            lambda: abs(float(page.input_value('input[aria-label="learning_rate"]')) - lr) < 1e-12,
+            60,
+            "the best trial's learning rate in the Setup form",
+        )
         wait_for(lambda: all_green(page), 120, "the cloned setup checked green")
         shot(page, "sweep-03-best-cloned")
         browser.close()

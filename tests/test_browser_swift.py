@@ -1,6 +1,7 @@
 """The `swift` engine in the studio, in a real headless Chromium: an engine whose environment is missing offers
 its setup as a button and follows its progress until the engine is available; a swift run launched from Setup
 streams its reward curve to the Monitor and stops from there. Screenshots go to ``artifacts/screenshots/``."""
+
 from __future__ import annotations
 
 import os
@@ -19,8 +20,12 @@ from playwright.sync_api import sync_playwright  # noqa: E402 - in requirements.
 ROOT = Path(__file__).resolve().parent.parent
 SHOTS = ROOT / "artifacts" / "screenshots"
 MODULES = ("agent", "dataset", "reward", "config", "engine")
-SWIFT_CONFIG = ((ROOT / "assets/configs/letters_swift.yaml").read_text()
-                .replace("max_steps: 400", "max_steps: 5000").replace("save_steps: 100", "save_steps: 5000"))
+SWIFT_CONFIG = (
+    (ROOT / "assets/configs/letters_swift.yaml")
+    .read_text()
+    .replace("max_steps: 400", "max_steps: 5000")
+    .replace("save_steps: 100", "save_steps: 5000")
+)
 
 
 def shot(page, name: str) -> None:
@@ -47,8 +52,12 @@ def header(page) -> dict:
                      points: el.dataset.rewardPoints} : null; }""")
     if not attrs:
         return {}
-    return {"state": attrs["state"], "run": attrs["run"], "step": int(attrs["step"] or 0),
-            "points": int(attrs["points"] or 0)}
+    return {
+        "state": attrs["state"],
+        "run": attrs["run"],
+        "step": int(attrs["step"] or 0),
+        "points": int(attrs["points"] or 0),
+    }
 
 
 def choose_engine(page, name: str) -> None:
@@ -75,16 +84,19 @@ def browser_page():
 
 
 def test_a_missing_environment_is_offered_as_a_setup_button_with_progress(tmp_path, monkeypatch, browser_page):
-    venv = stand_in_venv(tmp_path / "venv-swift")   # a virtualenv whose setup has not finished
+    venv = stand_in_venv(tmp_path / "venv-swift")  # a virtualenv whose setup has not finished
     monkeypatch.setenv(E.VENV_ENV, str(venv))
     monkeypatch.delenv(E.PYTHON_ENV, raising=False)
     page = browser_page
     with StudioProcess(tmp_path / "runs") as studio:
         page.goto(studio.url)
         wait_for(lambda: all_green(page), 180, "the demo checked")
-        assert not page.is_visible("#engine-setup")                    # trl needs no setup
-        wait_for(lambda: "setup did not finish" in page.inner_text("#engines-table"), 30,
-                 "swift listed as unavailable, with why")
+        assert not page.is_visible("#engine-setup")  # trl needs no setup
+        wait_for(
+            lambda: "setup did not finish" in page.inner_text("#engines-table"),
+            30,
+            "swift listed as unavailable, with why",
+        )
         choose_engine(page, "swift")
         wait_for(lambda: page.is_visible("#engine-setup-btn"), 30, "the setup button")
         assert "needs an environment of its own" in page.inner_text("#engine-setup-status")
@@ -92,12 +104,18 @@ def test_a_missing_environment_is_offered_as_a_setup_button_with_progress(tmp_pa
         assert not page.is_enabled("#launch-btn")
         shot(page, "swift-01-setup-offered")
         page.click("#engine-setup-btn")
-        wait_for(lambda: page.get_attribute("#engine-setup-status .aw-setup", "data-state") == "running", 30,
-                 "the setup running")
-        wait_for(lambda: int(page.get_attribute("#engine-setup-status .aw-setup", "data-fraction") or 0) >= 10, 60,
-                 "pip's progress shown")
+        wait_for(
+            lambda: page.get_attribute("#engine-setup-status .aw-setup", "data-state") == "running",
+            30,
+            "the setup running",
+        )
+        wait_for(
+            lambda: int(page.get_attribute("#engine-setup-status .aw-setup", "data-fraction") or 0) >= 10,
+            60,
+            "pip's progress shown",
+        )
         assert "collecting" in page.inner_text("#engine-setup-status").lower()
-        assert not page.is_enabled("#engine-setup-btn")                # one setup at a time
+        assert not page.is_enabled("#engine-setup-btn")  # one setup at a time
         shot(page, "swift-02-setup-progress")
         wait_for(lambda: not page.is_visible("#engine-setup"), 120, "the panel gone once ready")
         wait_for(lambda: "ms-swift 4.6.0" in page.inner_text("#engines-table"), 60, "swift available in the table")
@@ -125,8 +143,9 @@ def test_launch_a_swift_run_from_the_studio_and_watch_its_reward_curve(tmp_path,
         shot(page, "swift-04-trl-config-rejected")
         set_config_yaml(page, SWIFT_CONFIG)
         wait_for(lambda: all_green(page) and page.is_enabled("#launch-btn"), 240, "the swift setup green")
-        assert "swift rlhf" in page.inner_text("#status-config") and "parser accepted it" in \
-            page.inner_text("#status-config")
+        assert "swift rlhf" in page.inner_text("#status-config") and "parser accepted it" in page.inner_text(
+            "#status-config"
+        )
         shot(page, "swift-05-setup-green")
         page.fill("#run-name input", "letters on swift")
         page.click("#launch-btn")
@@ -135,7 +154,7 @@ def test_launch_a_swift_run_from_the_studio_and_watch_its_reward_curve(tmp_path,
         first = wait_for(lambda: (x := header(page))["points"] >= 3 and x, 300, "reward points from ms-swift")
         assert first["state"] == "running"
         wait_for(lambda: header(page)["points"] >= first["points"] + 3, 120, "more reward points")
-        page.wait_for_timeout(5000)          # the curves redraw every few seconds
+        page.wait_for_timeout(5000)  # the curves redraw every few seconds
         assert page.locator("#curves svg").count() >= 1 or page.locator("svg").count() >= 1
         shot(page, "swift-06-monitor-reward-curve")
         page.click("#stop-btn")
@@ -145,5 +164,6 @@ def test_launch_a_swift_run_from_the_studio_and_watch_its_reward_curve(tmp_path,
     finally:
         studio.stop()
         from engines.runs.lifecycle import kill_run, list_run_dirs
+
         for run in list_run_dirs(studio.runs_dir):
             kill_run(run.path, grace_s=2)

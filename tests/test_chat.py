@@ -1,6 +1,7 @@
 """Chat with a checkpoint: a process of its own (never the studio's), loaded on first use, the agent's
 system prompt and tools applied (tool calls run), the reply streamed; restarted when it died, with the
 cause; gone after its idle time."""
+
 from __future__ import annotations
 
 import os
@@ -32,17 +33,23 @@ def test_the_trained_checkpoint_answers_with_its_letter(trained_letters, tmp_pat
             tokens = "".join(e["text"] for e in events if e["type"] == "token")
             final = [e["message"] for e in events if e["type"] == "message"][-1]
             assert final["content"].strip().startswith(letter) and tokens.strip().startswith(letter)
-            assert sum(e["type"] == "token" for e in events) >= 1           # streamed
+            assert sum(e["type"] == "token" for e in events) >= 1  # streamed
         pid = service._proc.pid
-        assert pid != os.getpid() and "engines" in " ".join(psutil.Process(pid).cmdline())   # its own process
+        assert pid != os.getpid() and "engines" in " ".join(psutil.Process(pid).cmdline())  # its own process
     finally:
         service.stop()
 
 
 def test_the_calc_agents_chat_runs_its_tool(tmp_path):
-    run = prepare_run(str(A / "agents/calc_agent.yaml"), str(A / "datasets/calc_train.jsonl"), None,
-                      str(A / "rewards/calc_reward.py") + ":calc_reward", {"max_steps": 2}, train_engine_name="trl",
-                      runs_dir=str(tmp_path / "runs"))
+    run = prepare_run(
+        str(A / "agents/calc_agent.yaml"),
+        str(A / "datasets/calc_train.jsonl"),
+        None,
+        str(A / "rewards/calc_reward.py") + ":calc_reward",
+        {"max_steps": 2},
+        train_engine_name="trl",
+        runs_dir=str(tmp_path / "runs"),
+    )
     service = ChatService(tmp_path / "runs", idle_timeout_s=120)
     try:
         events = reply(service, run.path, "base", "What is 3 + 4?")
@@ -62,14 +69,21 @@ def test_the_calc_agents_chat_runs_its_tool(tmp_path):
 
 
 def test_the_model_is_freed_after_its_idle_time(tmp_path, demo):
-    run = prepare_run(demo["agent"], demo["train"], demo["test"], demo["reward"], {"max_steps": 1},
-                      train_engine_name="trl", runs_dir=str(tmp_path / "runs"))
+    run = prepare_run(
+        demo["agent"],
+        demo["train"],
+        demo["test"],
+        demo["reward"],
+        {"max_steps": 1},
+        train_engine_name="trl",
+        runs_dir=str(tmp_path / "runs"),
+    )
     service = ChatService(tmp_path / "runs", idle_timeout_s=3)
     try:
         reply(service, run.path, "base", "Say the letter A:")
         proc = service._proc
         wait_for(lambda: proc.poll() is not None, 60, "the idle model process to exit")
-        reply(service, run.path, "base", "Say the letter B:")             # loaded again on the next message
+        reply(service, run.path, "base", "Say the letter B:")  # loaded again on the next message
     finally:
         service.stop()
 
@@ -77,8 +91,15 @@ def test_the_model_is_freed_after_its_idle_time(tmp_path, demo):
 def test_a_model_that_cannot_load_says_why(tmp_path, demo):
     from aworld_gui.core.chat_client import ChatError
 
-    run = prepare_run(demo["agent"], demo["train"], demo["test"], demo["reward"], {"max_steps": 1},
-                      train_engine_name="trl", runs_dir=str(tmp_path / "runs"))
+    run = prepare_run(
+        demo["agent"],
+        demo["train"],
+        demo["test"],
+        demo["reward"],
+        {"max_steps": 1},
+        train_engine_name="trl",
+        runs_dir=str(tmp_path / "runs"),
+    )
     service = ChatService(tmp_path / "runs", idle_timeout_s=60)
     with pytest.raises(ChatError, match="could not load: run .* has no checkpoint 'checkpoint-9'"):
         list(service.stream(str(run.path), "checkpoint-9", [{"role": "user", "content": "hi"}]))
@@ -92,9 +113,16 @@ def test_the_reply_after_the_model_process_died_says_it_was_restarted_and_why(tm
     from aworld_gui.worker.check_worker import CheckWorker
     from aworld_gui.core.studio import Studio
 
-    studio = Studio(tmp_path / "runs", worker=CheckWorker())        # not started: chat needs no check worker
-    run = prepare_run(demo["agent"], demo["train"], demo["test"], demo["reward"], {"max_steps": 1},
-                      train_engine_name="trl", runs_dir=str(studio.runs_dir))
+    studio = Studio(tmp_path / "runs", worker=CheckWorker())  # not started: chat needs no check worker
+    run = prepare_run(
+        demo["agent"],
+        demo["train"],
+        demo["test"],
+        demo["reward"],
+        {"max_steps": 1},
+        train_engine_name="trl",
+        runs_dir=str(studio.runs_dir),
+    )
     tab = ChatTab(studio)
 
     conversation = []
@@ -119,9 +147,9 @@ def test_the_reply_after_the_model_process_died_says_it_was_restarted_and_why(tm
         assert note["metadata"]["title"].endswith("and was restarted")
         i = history.index(note)
         assert history[i - 1] == {"role": "user", "content": "Say the letter B:"}
-        assert history[i + 1]["role"] == "assistant" and history[i + 1]["content"]      # the reply came
-        assert note["content"] not in [m["content"] for m in conversation]   # never sent to the model
+        assert history[i + 1]["role"] == "assistant" and history[i + 1]["content"]  # the reply came
+        assert note["content"] not in [m["content"] for m in conversation]  # never sent to the model
         history = send("Say the letter C:", history)
-        assert len(notes(history)) == 1                  # the process kept running: no new note
+        assert len(notes(history)) == 1  # the process kept running: no new note
     finally:
         studio.chat.stop()

@@ -5,6 +5,7 @@ user turn since the last Clear, the replies, tool calls and tool results between
 the round trip through Gradio's Chatbot as it does in the browser (its format is not the model's), and the
 model's prompt holds the earlier turns until the context is full — then the oldest go, and the status says so.
 """
+
 from __future__ import annotations
 
 import json
@@ -34,8 +35,8 @@ class Session:
         with gr.Blocks():
             self.ui = self.tab.build()
         self.run_id, self.model = run_id, model
-        self.shown: list = []          # the Chatbot's value, in the format the page sends back
-        self.conversation: list = []   # the State the page holds
+        self.shown: list = []  # the Chatbot's value, in the format the page sends back
+        self.conversation: list = []  # the State the page holds
         self.status = ""
         self.contexts: list[dict] = []
 
@@ -44,21 +45,29 @@ class Session:
         seen = []
         stream = service.stream
 
-        def spy(*a, **k):              # what the model process answered, to read its "context" events
+        def spy(*a, **k):  # what the model process answered, to read its "context" events
             for event in stream(*a, **k):
                 seen.append(event)
                 yield event
 
         service.stream = spy
         try:
-            out = list(self.tab.on_send(text, self.ui.chatbot.preprocess(self.ui.chatbot.postprocess(self.shown)),
-                                        self.conversation, self.run_id, self.model, 0.0))[-1]
+            out = list(
+                self.tab.on_send(
+                    text,
+                    self.ui.chatbot.preprocess(self.ui.chatbot.postprocess(self.shown)),
+                    self.conversation,
+                    self.run_id,
+                    self.model,
+                    0.0,
+                )
+            )[-1]
         finally:
             service.stream = stream
         shown, box, self.status, conversation = out
         assert "chat-ready" in str(self.status) and box == "", self.status
         self.shown = shown
-        self.conversation = json.loads(json.dumps(conversation))          # a State's copy, as the page keeps it
+        self.conversation = json.loads(json.dumps(conversation))  # a State's copy, as the page keeps it
         self.contexts = [e for e in seen if e["type"] == "context"]
 
     def clear(self) -> None:
@@ -71,7 +80,7 @@ def user_texts(conversation: list[dict]) -> list[str]:
 
 @pytest.fixture
 def studio(tmp_path):
-    studio = Studio(tmp_path / "runs", worker=CheckWorker())     # not started: chat needs no check worker
+    studio = Studio(tmp_path / "runs", worker=CheckWorker())  # not started: chat needs no check worker
     yield studio
     studio.chat.stop()
 
@@ -95,12 +104,19 @@ def test_random_sessions_keep_the_conversation_until_the_context_is_full(tmp_pat
     Clear. With a 64-token context the oldest turns must go after a few messages: the status says how many."""
     rng = random.Random(seed)
     agent = small_context_agent(tmp_path, 64)
-    run = prepare_run(agent, demo["train"], demo["test"], demo["reward"], {"max_steps": 1},
-                      train_engine_name="trl", runs_dir=str(studio.runs_dir))
+    run = prepare_run(
+        agent,
+        demo["train"],
+        demo["test"],
+        demo["reward"],
+        {"max_steps": 1},
+        train_engine_name="trl",
+        runs_dir=str(studio.runs_dir),
+    )
     s = Session(studio, run.run_id)
     model: list[str] = []
     last_tokens = 0
-    for step in range(8):
+    for _step in range(8):
         action = rng.choices(["send", "clear", "kill"], [6, 1, 1])[0]
         if action == "clear":
             s.clear()
@@ -112,27 +128,33 @@ def test_random_sessions_keep_the_conversation_until_the_context_is_full(tmp_pat
         text = f"Say the letter {rng.choice('ABCDEFGH')}:"
         s.send(text)
         model.append(text)
-        assert user_texts(s.conversation) == model                    # every turn since Clear, in order
-        assert [m["role"] for m in s.conversation].count("assistant") == len(model)   # each with its reply
+        assert user_texts(s.conversation) == model  # every turn since Clear, in order
+        assert [m["role"] for m in s.conversation].count("assistant") == len(model)  # each with its reply
         [ctx] = s.contexts
         assert ctx["limit"] == 64 and ctx["kept"] + ctx["dropped"] == len(model)
-        assert ctx["tokens"] <= 64 - 2                                # room left for the reply (max_tokens 2)
+        assert ctx["tokens"] <= 64 - 2  # room left for the reply (max_tokens 2)
         if len(model) >= 5:
-            assert ctx["dropped"] > 0               # 64 tokens do not hold five turns of this template
+            assert ctx["dropped"] > 0  # 64 tokens do not hold five turns of this template
         if ctx["dropped"]:
-            assert f'data-dropped="{ctx["dropped"]}"' in str(s.status)   # said, with how many
+            assert f'data-dropped="{ctx["dropped"]}"' in str(s.status)  # said, with how many
         else:
             assert "chat-dropped" not in str(s.status)
-            assert ctx["tokens"] > last_tokens                        # the earlier turns are in the prompt
+            assert ctx["tokens"] > last_tokens  # the earlier turns are in the prompt
         last_tokens = ctx["tokens"]
 
 
 def test_a_conversation_with_tool_calls_carries_them_into_the_next_message(tmp_path, studio):
     """The calc agent calls add(); the second message is sent with the first turn's call and result (the
     template renders them) and answered; a third after the model's process died still has all of it."""
-    run = prepare_run(str(A / "agents/calc_agent.yaml"), str(A / "datasets/calc_train.jsonl"), None,
-                      str(A / "rewards/calc_reward.py") + ":calc_reward", {"max_steps": 2}, train_engine_name="trl",
-                      runs_dir=str(studio.runs_dir))
+    run = prepare_run(
+        str(A / "agents/calc_agent.yaml"),
+        str(A / "datasets/calc_train.jsonl"),
+        None,
+        str(A / "rewards/calc_reward.py") + ":calc_reward",
+        {"max_steps": 2},
+        train_engine_name="trl",
+        runs_dir=str(studio.runs_dir),
+    )
     s = Session(studio, run.run_id)
     s.send("What is 3 + 4?")
     roles = [m["role"] for m in s.conversation]
@@ -143,10 +165,10 @@ def test_a_conversation_with_tool_calls_carries_them_into_the_next_message(tmp_p
     assert user_texts(s.conversation) == ["What is 3 + 4?", "What is 1 + 1?"]
     # the first turn's call and result stay in it; the reply came (the tiny model, trained on one-turn prompts,
     # need not call the tool again with a history before the question)
-    assert s.conversation[:len(first)] == first and s.conversation[len(first)]["role"] == "user"
+    assert s.conversation[: len(first)] == first and s.conversation[len(first)]["role"] == "user"
     assert s.conversation[-1]["role"] == "assistant" and len(s.conversation) > len(first) + 1
     assert s.contexts[0]["kept"] == 2 and s.contexts[0]["dropped"] == 0
-    assert s.contexts[0]["tokens"] > first_tokens + 10             # the first turn, its call and result included
+    assert s.contexts[0]["tokens"] > first_tokens + 10  # the first turn, its call and result included
     os.kill(studio.chat._proc.pid, signal.SIGKILL)
     studio.chat._proc.wait(timeout=10)
     s.send("What is 2 + 5?")
@@ -154,21 +176,26 @@ def test_a_conversation_with_tool_calls_carries_them_into_the_next_message(tmp_p
     assert s.contexts[0]["kept"] == 3
     assert any("restarted" in str((m.get("metadata") or {}).get("title")) for m in s.shown)
     s.clear()
-    s.send("What is 3 + 4?")                                         # after Clear: a conversation of one turn
+    s.send("What is 3 + 4?")  # after Clear: a conversation of one turn
     assert user_texts(s.conversation) == ["What is 3 + 4?"] and s.contexts[0]["kept"] == 1
 
 
 def test_fit_drops_whole_oldest_turns_and_never_the_system_prompt_or_the_last():
-    msgs = [{"role": "system", "content": "s"},
-            {"role": "user", "content": "u1"}, {"role": "assistant", "content": "", "tool_calls": [{}]},
-            {"role": "tool", "content": "r1"}, {"role": "assistant", "content": "a1"},
-            {"role": "user", "content": "u2"}, {"role": "assistant", "content": "a2"},
-            {"role": "user", "content": "u3"}]
+    msgs = [
+        {"role": "system", "content": "s"},
+        {"role": "user", "content": "u1"},
+        {"role": "assistant", "content": "", "tool_calls": [{}]},
+        {"role": "tool", "content": "r1"},
+        {"role": "assistant", "content": "a1"},
+        {"role": "user", "content": "u2"},
+        {"role": "assistant", "content": "a2"},
+        {"role": "user", "content": "u3"},
+    ]
     system, turns = split_turns(msgs)
     assert system == msgs[:1] and [len(t) for t in turns] == [4, 2, 1]
-    count = len                                                        # one "token" per message
+    count = len  # one "token" per message
     assert fit(msgs, count, 8) == (msgs, 0)
-    assert fit(msgs, count, 7) == (msgs[:1] + msgs[5:], 1)            # a turn goes whole, tool lines with it
+    assert fit(msgs, count, 7) == (msgs[:1] + msgs[5:], 1)  # a turn goes whole, tool lines with it
     assert fit(msgs, count, 2) == (msgs[:1] + msgs[7:], 2)
     with pytest.raises(ContextFull, match="write a shorter message"):
         fit(msgs, count, 1)

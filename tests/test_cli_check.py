@@ -1,4 +1,5 @@
 """`python -m engines check` and the checks behind it, on the real trl engine and the shipped demo (no training)."""
+
 from __future__ import annotations
 
 import json
@@ -32,9 +33,28 @@ def table_rows(out: str) -> dict[str, str]:
 def test_cli_check_on_the_demo_prints_one_table_and_exits_zero(demo, tmp_path):
     env = dict(os.environ)
     proc = subprocess.run(
-        [sys.executable, "-m", "engines", "check", "--agent", demo["agent"], "--train", demo["train"],
-         "--test", demo["test"], "--reward", demo["reward"], "--engine", "trl"],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+        [
+            sys.executable,
+            "-m",
+            "engines",
+            "check",
+            "--agent",
+            demo["agent"],
+            "--train",
+            demo["train"],
+            "--test",
+            demo["test"],
+            "--reward",
+            demo["reward"],
+            "--engine",
+            "trl",
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     lines = proc.stdout.splitlines()
     assert lines[0].split() == ["module", "status", "message"]
@@ -49,9 +69,15 @@ def test_cli_check_on_the_demo_prints_one_table_and_exits_zero(demo, tmp_path):
 
 
 def test_agent_trainer_checks_the_demo_with_the_trl_engine(demo, tmp_path):
-    trainer = AgentTrainer(agent=demo["agent"], train_dataset=demo["train"], test_dataset=demo["test"],
-                           reward_func=demo["reward"], config={"max_steps": 3, "num_generations": 4},
-                           run_path=str(tmp_path / "runs"), train_engine_name="trl")
+    trainer = AgentTrainer(
+        agent=demo["agent"],
+        train_dataset=demo["train"],
+        test_dataset=demo["test"],
+        reward_func=demo["reward"],
+        config={"max_steps": 3, "num_generations": 4},
+        run_path=str(tmp_path / "runs"),
+        train_engine_name="trl",
+    )
     p = trainer.train_processor
     assert p.initialized and p.engine_name == "trl"
     cfg = trainer.config  # the engine's effective config
@@ -62,7 +88,8 @@ def test_agent_trainer_checks_the_demo_with_the_trl_engine(demo, tmp_path):
     assert "Reply with one capital letter." in results["dataset"].details["rendered_prompt"]
     assert results["reward"].details["dry_run"][0]["reference"]["total"] == 1.0
     assert results["config"].warnings == [
-        "fewer than 8 generations per prompt: groups often have zero reward spread (no gradient)"]
+        "fewer than 8 generations per prompt: groups often have zero reward spread (no gradient)"
+    ]
 
 
 def test_cli_check_reports_every_module_and_exits_nonzero(tmp_path, demo, capsys):
@@ -74,8 +101,21 @@ def test_cli_check_reports_every_module_and_exits_nonzero(tmp_path, demo, capsys
     rewards.write_text("def boom(completion, answer, **kwargs):\n    raise RuntimeError('reward exploded')\n")
     config = tmp_path / "cfg.yaml"
     config.write_text("max_step: 10\n")
-    rc = main(["check", "--agent", str(agent), "--train", str(data), "--reward", f"{rewards}:boom",
-               "--config", str(config), "--engine", "trl"])
+    rc = main(
+        [
+            "check",
+            "--agent",
+            str(agent),
+            "--train",
+            str(data),
+            "--reward",
+            f"{rewards}:boom",
+            "--config",
+            str(config),
+            "--engine",
+            "trl",
+        ]
+    )
     out = capsys.readouterr().out
     assert rc == 1
     rows = table_rows(out)
@@ -92,14 +132,31 @@ def test_cli_check_reports_every_module_and_exits_nonzero(tmp_path, demo, capsys
 def test_a_reward_that_raises_is_an_error_row_not_a_crash(demo, tmp_path, capsys):
     rewards = tmp_path / "r.py"
     rewards.write_text("def boom(completion, answer, **kwargs):\n    raise RuntimeError('reward exploded')\n")
-    rc = main(["check", "--agent", demo["agent"], "--train", demo["train"], "--reward", f"{rewards}:boom",
-               "--reward", "exact_match@0.5", "--engine", "trl", "--json"])
+    rc = main(
+        [
+            "check",
+            "--agent",
+            demo["agent"],
+            "--train",
+            demo["train"],
+            "--reward",
+            f"{rewards}:boom",
+            "--reward",
+            "exact_match@0.5",
+            "--engine",
+            "trl",
+            "--json",
+        ]
+    )
     results = json.loads(capsys.readouterr().out)
     assert rc == 1
     assert [r["module"] for r in results] == MODULES
     reward = results[2]
     assert reward["status"] == "error"
-    assert "reward function 'boom' raised RuntimeError: reward exploded (dry run on line 1 of letters_train.jsonl" in reward["message"]
+    assert (
+        "reward function 'boom' raised RuntimeError: reward exploded (dry run on line 1 of letters_train.jsonl"
+        in reward["message"]
+    )
     assert "fix the function so it handles this input" in reward["message"]
 
 
@@ -107,8 +164,22 @@ def test_column_mapping_from_the_cli(tmp_path, demo, capsys):
     data = tmp_path / "train.tsv"
     # four rows: one optimizer step of the demo config takes four prompts
     data.write_text("instruction\tgold\n" + "".join(f"Say the letter {c}:\t{c}\n" for c in "ABCD"))
-    rc = main(["check", "--agent", demo["agent"], "--train", str(data), "--columns", "prompt=instruction,answer=gold",
-               "--reward", "exact_match", "--engine", "trl", "--json"])
+    rc = main(
+        [
+            "check",
+            "--agent",
+            demo["agent"],
+            "--train",
+            str(data),
+            "--columns",
+            "prompt=instruction,answer=gold",
+            "--reward",
+            "exact_match",
+            "--engine",
+            "trl",
+            "--json",
+        ]
+    )
     results = json.loads(capsys.readouterr().out)
     assert rc == 0, results
     assert results[1]["details"]["columns"] == {"prompt": "instruction", "answer": "gold"}
@@ -125,8 +196,9 @@ def test_unknown_engine_from_the_cli(demo, capsys):
 
 def test_check_all_reports_an_empty_dataset_file(tmp_path, demo):
     (tmp_path / "empty.jsonl").write_text("")
-    results = check_all(demo["agent"], str(tmp_path / "empty.jsonl"), None, demo["reward"], None,
-                        train_engine_name="trl")
+    results = check_all(
+        demo["agent"], str(tmp_path / "empty.jsonl"), None, demo["reward"], None, train_engine_name="trl"
+    )
     dataset = results[1]
     assert dataset.status == "error"
     assert dataset.message == "train file 'empty.jsonl' is empty — add rows with a prompt column"
@@ -134,8 +206,15 @@ def test_check_all_reports_an_empty_dataset_file(tmp_path, demo):
 
 def test_prepare_run_writes_a_spec_a_run_process_can_rebuild(tmp_path, demo):
     runs = tmp_path / "runs"
-    run = prepare_run(demo["agent"], demo["train"], demo["test"], [{"ref": demo["reward"], "weight": 1.0}],
-                      {"max_steps": 2}, train_engine_name="trl", runs_dir=str(runs))
+    run = prepare_run(
+        demo["agent"],
+        demo["train"],
+        demo["test"],
+        [{"ref": demo["reward"], "weight": 1.0}],
+        {"max_steps": 2},
+        train_engine_name="trl",
+        runs_dir=str(runs),
+    )
     spec = yaml.safe_load(run.file("run.yaml").read_text())
     assert spec["engine"] == "trl" and spec["config"]["max_steps"] == 2
     assert spec["data"]["train"] == demo["train"]
@@ -144,8 +223,15 @@ def test_prepare_run_writes_a_spec_a_run_process_can_rebuild(tmp_path, demo):
     assert again.train_processor.initialized and again.config == spec["config"]
 
     with pytest.raises(CheckError, match="unknown config key 'max_stepz'"):
-        prepare_run(demo["agent"], demo["train"], None, demo["reward"], {"max_stepz": 2},
-                    train_engine_name="trl", runs_dir=str(runs))
+        prepare_run(
+            demo["agent"],
+            demo["train"],
+            None,
+            demo["reward"],
+            {"max_stepz": 2},
+            train_engine_name="trl",
+            runs_dir=str(runs),
+        )
     assert [p.name for p in runs.iterdir()] == [run.path.name]  # the failed run's folder is removed
 
 

@@ -1,4 +1,5 @@
 """`python -m engines train/run/runs/stop/engines` as a user runs them."""
+
 from __future__ import annotations
 
 import subprocess
@@ -10,14 +11,24 @@ from engines.runs.prepare import prepare_run
 from engines.runs.rundir import RunDir
 
 ROOT = Path(__file__).resolve().parent.parent
-ARGS = ["--agent", "assets/agents/letters_agent.yaml", "--train", "assets/datasets/letters_train.jsonl",
-        "--test", "assets/datasets/letters_test.jsonl", "--reward", "assets/rewards/letter_reward.py:letter_reward@1",
-        "--engine", "trl"]
+ARGS = [
+    "--agent",
+    "assets/agents/letters_agent.yaml",
+    "--train",
+    "assets/datasets/letters_train.jsonl",
+    "--test",
+    "assets/datasets/letters_test.jsonl",
+    "--reward",
+    "assets/rewards/letter_reward.py:letter_reward@1",
+    "--engine",
+    "trl",
+]
 
 
 def cli(*args, timeout=180):
-    return subprocess.run([sys.executable, "-m", "engines", *args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "engines", *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout
+    )
 
 
 def test_train_runs_in_the_foreground_and_lists(tmp_path):
@@ -42,10 +53,17 @@ def test_train_with_a_bad_config_exits_2_with_the_reason(tmp_path):
 
 
 def test_stop_command_stops_a_detached_run(tmp_path):
-    run = prepare_run(str(ROOT / ARGS[1]), str(ROOT / ARGS[3]), None, str(ROOT / "assets/rewards/letter_reward.py")
-                      + ":letter_reward", {"max_steps": 5000, "prompts_per_step": 2, "num_generations": 4,
-                                            "save_steps": 1000}, "trl", runs_dir=str(tmp_path / "runs"))
+    run = prepare_run(
+        str(ROOT / ARGS[1]),
+        str(ROOT / ARGS[3]),
+        None,
+        str(ROOT / "assets/rewards/letter_reward.py") + ":letter_reward",
+        {"max_steps": 5000, "prompts_per_step": 2, "num_generations": 4, "save_steps": 1000},
+        "trl",
+        runs_dir=str(tmp_path / "runs"),
+    )
     from engines.runs.lifecycle import spawn_run
+
     spawn_run(run.path)
     deadline = time.time() + 120
     while (run.read_status().get("step") or 0) < 2 and time.time() < deadline:
@@ -58,9 +76,15 @@ def test_stop_command_stops_a_detached_run(tmp_path):
 def test_run_of_a_dir_with_a_broken_spec_records_the_failure(tmp_path):
     run = RunDir(tmp_path / "runs" / "r1")
     run.path.mkdir(parents=True)
-    run.write_spec({"engine": "trl", "agent": str(ROOT / ARGS[1]),
-                    "data": {"train": str(tmp_path / "gone.jsonl"), "test": None, "columns": None},
-                    "reward": [{"name": "exact_match"}], "config": {}})
+    run.write_spec(
+        {
+            "engine": "trl",
+            "agent": str(ROOT / ARGS[1]),
+            "data": {"train": str(tmp_path / "gone.jsonl"), "test": None, "columns": None},
+            "reward": [{"name": "exact_match"}],
+            "config": {},
+        }
+    )
     out = cli("run", str(run.path))
     assert out.returncode == 2
     status = run.read_status()
@@ -76,7 +100,7 @@ def test_run_of_a_folder_without_a_spec_is_refused_and_writes_nothing(tmp_path):
     runs = tmp_path / "runs"
     folder = runs / "not-a-run"
     folder.mkdir(parents=True)
-    busy = Slot(runs)                         # another run holds the machine's training slot
+    busy = Slot(runs)  # another run holds the machine's training slot
     assert busy.try_acquire()
     try:
         out = cli("run", str(folder), timeout=30)
@@ -90,6 +114,6 @@ def test_run_of_a_folder_without_a_spec_is_refused_and_writes_nothing(tmp_path):
 
 def test_engines_lists_availability():
     out = cli("engines")
-    lines = {l.split()[0]: l for l in out.stdout.splitlines() if l.strip()}
+    lines = {line.split()[0]: line for line in out.stdout.splitlines() if line.strip()}
     assert "available" in lines["trl"]
     assert "verl" in lines

@@ -1,5 +1,6 @@
 """A config's errors come all at once: an unknown key no longer hides a negative learning rate — through the
 trl engine's own check, as the studio and the CLI run it."""
+
 from __future__ import annotations
 
 import pytest
@@ -10,7 +11,7 @@ from engines.core.checks import engine_result
 
 def check_config(tmp_path, config):
     cls, _ = engine_result("trl")
-    return cls(str(tmp_path)).validate_settings(config)   # what check_config runs first
+    return cls(str(tmp_path)).validate_settings(config)  # what check_config runs first
 
 
 def test_an_unknown_key_and_a_bad_value_are_both_said(tmp_path):
@@ -27,6 +28,6 @@ def test_an_unknown_key_and_a_bad_value_are_both_said(tmp_path):
 def test_one_problem_is_said_as_before(tmp_path):
     with pytest.raises(CheckError) as err:
         check_config(tmp_path, {"learnin_rate": 0.01})
-    assert err.value.result.message.startswith('unknown config key \'learnin_rate\' (did you mean "learning_rate"?)')
+    assert err.value.result.message.startswith("unknown config key 'learnin_rate' (did you mean \"learning_rate\"?)")
     # fixed, the second edit: the config passes
     assert check_config(tmp_path, {"learning_rate": 0.01, "mode": "sft"})[0]["learning_rate"] == 0.01

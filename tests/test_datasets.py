@@ -1,4 +1,5 @@
 """Datasets through Hugging Face ``datasets``: every accepted format, column detection, the report, bad files."""
+
 from __future__ import annotations
 
 import json
@@ -72,17 +73,24 @@ def test_in_memory_dataset_and_dataset_dict():
 
 
 def test_dataset_dict_saved_to_disk(tmp_path):
-    dd = datasets.DatasetDict({"train": datasets.Dataset.from_list(ROWS),
-                               "test": datasets.Dataset.from_list(TEST_ROWS)})
+    dd = datasets.DatasetDict(
+        {"train": datasets.Dataset.from_list(ROWS), "test": datasets.Dataset.from_list(TEST_ROWS)}
+    )
     dd.save_to_disk(str(tmp_path / "dd"))
     bundle = load_datasets(str(tmp_path / "dd"), str(tmp_path / "dd"))
     assert (bundle.train.num_rows, bundle.test.num_rows) == (7, 2)
 
 
 def test_chat_message_prompts_and_verl_nested_ground_truth(tmp_path):
-    rows = [{"prompt": [{"role": "system", "content": "Be exact."}, {"role": "user", "content": f"{i}+{i}?"}],
-             "reward_model": {"style": "rule", "ground_truth": str(2 * i)}, "data_source": "arith",
-             "extra_info": {"index": i}} for i in range(4)]
+    rows = [
+        {
+            "prompt": [{"role": "system", "content": "Be exact."}, {"role": "user", "content": f"{i}+{i}?"}],
+            "reward_model": {"style": "rule", "ground_truth": str(2 * i)},
+            "data_source": "arith",
+            "extra_info": {"index": i},
+        }
+        for i in range(4)
+    ]
     path = write_table(rows, tmp_path / "verl.parquet")
     bundle = load_datasets(path)
     assert bundle.columns == ColumnMap(prompt="prompt", answer="reward_model.ground_truth", prompt_kind="messages")
@@ -96,7 +104,9 @@ def test_chat_message_prompts_and_verl_nested_ground_truth(tmp_path):
 def test_text_prompt_gets_the_agent_system_prompt(tmp_path):
     bundle = load_datasets(write_table([{"prompt": "Hi", "answer": "A"}], tmp_path / "t.jsonl"))
     assert prompt_messages(bundle.train[0], bundle.columns, "Sys") == [
-        {"role": "system", "content": "Sys"}, {"role": "user", "content": "Hi"}]
+        {"role": "system", "content": "Sys"},
+        {"role": "user", "content": "Hi"},
+    ]
 
 
 @pytest.mark.parametrize("answer_col", ["answer", "ground_truth", "solution"])
@@ -122,27 +132,43 @@ def test_no_answer_column_empty_prompts_and_missing_answers_are_warnings(tmp_pat
     assert bundle.columns.answer is None
     assert bundle.report["train"]["empty_prompts"] == 1
     assert any("no reference-answer column" in w for w in bundle.warnings)
-    assert "train: 1 empty prompt(s) (line 2) will be skipped" in bundle.warnings   # the file's own numbering
-    bundle = load_datasets(write_table([{"prompt": "a", "answer": ""}, {"prompt": "b", "answer": "B"}],
-                                       tmp_path / "m.jsonl"))
+    assert "train: 1 empty prompt(s) (line 2) will be skipped" in bundle.warnings  # the file's own numbering
+    bundle = load_datasets(
+        write_table([{"prompt": "a", "answer": ""}, {"prompt": "b", "answer": "B"}], tmp_path / "m.jsonl")
+    )
     assert bundle.report["train"]["missing_answers"] == 1
     assert "train: 1 row(s) have no reference answer" in bundle.warnings
 
 
 # -- bad data ---------------------------------------------------------------------------------------
-@pytest.mark.parametrize("name, content, what, fix", [
-    ("empty.csv", "", "train file 'empty.csv' is empty", "add rows with a prompt column"),
-    ("empty.jsonl", "", "train file 'empty.jsonl' is empty", "add rows with a prompt column"),
-    ("header.csv", "prompt,answer\n", "train file 'header.csv' has no rows", "add rows with a prompt column"),
-    ("noprompt.csv", "text,label\nhello,1\n", "no prompt column found (columns: text, label)",
-     "map it: columns={'prompt': '<col>'}"),
-    ("broken.jsonl", '{"prompt": "a"}\n{"prompt": \n', "train file 'broken.jsonl' line 2 is not a JSON object: "
-     "Expecting value at column 12", "write one JSON object per line"),
-    ("numbers.jsonl", '{"prompt": 1}\n{"prompt": 2}\n', "2 prompt(s) are neither text nor chat messages",
-     "make the prompt column text, or a list of {role, content}"),
-    ("blank.jsonl", '{"prompt": ""}\n{"prompt": "  "}\n', "every prompt is empty", "fill the prompt column"),
-    ("data.txt", "prompt\nhello\n", "unsupported format '.txt'", "use csv, tsv, jsonl, json, parquet"),
-])
+@pytest.mark.parametrize(
+    "name, content, what, fix",
+    [
+        ("empty.csv", "", "train file 'empty.csv' is empty", "add rows with a prompt column"),
+        ("empty.jsonl", "", "train file 'empty.jsonl' is empty", "add rows with a prompt column"),
+        ("header.csv", "prompt,answer\n", "train file 'header.csv' has no rows", "add rows with a prompt column"),
+        (
+            "noprompt.csv",
+            "text,label\nhello,1\n",
+            "no prompt column found (columns: text, label)",
+            "map it: columns={'prompt': '<col>'}",
+        ),
+        (
+            "broken.jsonl",
+            '{"prompt": "a"}\n{"prompt": \n',
+            "train file 'broken.jsonl' line 2 is not a JSON object: Expecting value at column 12",
+            "write one JSON object per line",
+        ),
+        (
+            "numbers.jsonl",
+            '{"prompt": 1}\n{"prompt": 2}\n',
+            "2 prompt(s) are neither text nor chat messages",
+            "make the prompt column text, or a list of {role, content}",
+        ),
+        ("blank.jsonl", '{"prompt": ""}\n{"prompt": "  "}\n', "every prompt is empty", "fill the prompt column"),
+        ("data.txt", "prompt\nhello\n", "unsupported format '.txt'", "use csv, tsv, jsonl, json, parquet"),
+    ],
+)
 def test_bad_files_give_what_and_how(tmp_path, name, content, what, fix):
     (tmp_path / name).write_text(content)
     with pytest.raises(CheckError) as err:

@@ -3,6 +3,7 @@ form of tests/conftest.py's trained_letters) as it trained on this machine — i
 keys the rules read, and its samples to their rewards — replayed row by row through the watcher's Diagnoser
 with the demo's own config: no diagnosis. (tests/test_diagnostics_runs.py checks the same on the live
 fixture run.)"""
+
 from __future__ import annotations
 
 import json
@@ -35,7 +36,7 @@ def test_the_recorded_healthy_demo_run_has_no_diagnosis(tmp_path):
     rows = [json.loads(x) for x in (RECORDED / "letters_demo_metrics.jsonl").read_text().splitlines()]
     samples = [json.loads(x) for x in (RECORDED / "letters_demo_samples.jsonl").read_text().splitlines()]
     train = [r["reward"] for r in rows if "reward" in r]
-    assert len(train) == 300 and train[-1] > train[0] + 0.8      # it learns: 0.05 → 0.97
+    assert len(train) == 300 and train[-1] > train[0] + 0.8  # it learns: 0.05 → 0.97
     assert replay(run, rows, samples) == []
 
 

@@ -1,5 +1,6 @@
 """Each diagnosis rule on synthetic metric series: it shows on the series that has the problem and not
 on a healthy one; the watcher writes one event when a problem starts and one when it clears."""
+
 from __future__ import annotations
 
 import math
@@ -20,11 +21,27 @@ T = thresholds(None)
 
 def healthy(n: int = 60) -> list[dict]:
     """A run that learns: reward climbs with spread, KL small, completions end before the limit."""
-    return [{"step": s, "loss": 0.01, "grad_norm": 0.5, "reward": 0.1 + 0.8 * s / n, "reward_std": 0.3,
-             "frac_reward_zero_std": 0.1, "completions/clipped_ratio": 0.1, "kl": 0.01 * s,
-             "rewards/a/mean": 0.5 + s / 1000, "rewards/a/std": 0.2, "rewards/b/mean": 0.3, "rewards/b/std": 0.1,
-             "memory/peak_gb": 4.0 + (s % 2) * 0.01, "memory/limit_gb": 80.0, "tools/call_frequency": 1.2,
-             "tools/failure_frequency": 0.0} for s in range(1, n + 1)]
+    return [
+        {
+            "step": s,
+            "loss": 0.01,
+            "grad_norm": 0.5,
+            "reward": 0.1 + 0.8 * s / n,
+            "reward_std": 0.3,
+            "frac_reward_zero_std": 0.1,
+            "completions/clipped_ratio": 0.1,
+            "kl": 0.01 * s,
+            "rewards/a/mean": 0.5 + s / 1000,
+            "rewards/a/std": 0.2,
+            "rewards/b/mean": 0.3,
+            "rewards/b/std": 0.1,
+            "memory/peak_gb": 4.0 + (s % 2) * 0.01,
+            "memory/limit_gb": 80.0,
+            "tools/call_frequency": 1.2,
+            "tools/failure_frequency": 0.0,
+        }
+        for s in range(1, n + 1)
+    ]
 
 
 def found(rows, evals=(), ctx=None, limits=T):
@@ -37,34 +54,50 @@ def with_(rows, **changes):
 
 
 def test_every_code_of_the_issue_has_a_rule_and_advice():
-    assert set(RULES) == set(CODES) == {
-        "no_reward_spread", "reward_flat", "reward_saturated", "completions_truncated", "kl_high",
-        "loss_not_finite", "eval_diverges", "reward_term_constant", "memory_rising", "tools_unused"}
+    assert (
+        set(RULES)
+        == set(CODES)
+        == {
+            "no_reward_spread",
+            "reward_flat",
+            "reward_saturated",
+            "completions_truncated",
+            "kl_high",
+            "loss_not_finite",
+            "eval_diverges",
+            "reward_term_constant",
+            "memory_rising",
+            "tools_unused",
+        }
+    )
 
 
 def test_a_healthy_run_has_no_diagnosis():
     assert found(healthy()) == set()
 
 
-@pytest.mark.parametrize("code, changes", [
-    ("no_reward_spread", {"frac_reward_zero_std": 1.0, "reward": 0.3}),
-    ("completions_truncated", {"completions/clipped_ratio": 0.9}),
-    ("kl_high", {"kl": lambda s: 1.0 + s / 10}),
-    ("loss_not_finite", {"loss": None}),
-    ("reward_term_constant", {"rewards/b/std": 0.0}),
-    ("memory_rising", {"memory/peak_gb": lambda s: 4.0 + s}),
-    ("tools_unused", {"tools/call_frequency": 0.0}),
-    ("tools_unused", {"tools/failure_frequency": 0.8}),
-])
+@pytest.mark.parametrize(
+    "code, changes",
+    [
+        ("no_reward_spread", {"frac_reward_zero_std": 1.0, "reward": 0.3}),
+        ("completions_truncated", {"completions/clipped_ratio": 0.9}),
+        ("kl_high", {"kl": lambda s: 1.0 + s / 10}),
+        ("loss_not_finite", {"loss": None}),
+        ("reward_term_constant", {"rewards/b/std": 0.0}),
+        ("memory_rising", {"memory/peak_gb": lambda s: 4.0 + s}),
+        ("tools_unused", {"tools/call_frequency": 0.0}),
+        ("tools_unused", {"tools/failure_frequency": 0.8}),
+    ],
+)
 def test_each_problem_shows_its_code(code, changes):
     assert code in found(with_(healthy(), **changes))
 
 
 def test_a_flat_reward_is_reward_flat_and_a_constant_one_is_no_spread_not_saturated():
     flat = with_(healthy(120), reward=lambda s: 0.4 + 0.001 * math.sin(s))
-    assert "reward_flat" in found(flat, ctx=Context(best_reward=1.0))   # a completion once scored 1.0
+    assert "reward_flat" in found(flat, ctx=Context(best_reward=1.0))  # a completion once scored 1.0
     constant = with_(healthy(), reward=0.5, reward_std=0.0, frac_reward_zero_std=1.0)
-    assert found(constant) == {"no_reward_spread"}       # not saturated: it never climbed to its maximum
+    assert found(constant) == {"no_reward_spread"}  # not saturated: it never climbed to its maximum
 
 
 def test_a_reward_that_climbed_to_its_maximum_is_saturated_not_flat():
@@ -94,8 +127,10 @@ def test_thresholds_come_from_the_config_and_unknown_keys_are_refused():
     assert "no_reward_spread" not in found(rows, limits=thresholds({"zero_spread_fraction": 0.9}))
     with pytest.raises(CheckError, match="kl_bund.*did you mean"):
         split_run_settings({"max_steps": 3, "diagnostics": {"kl_bund": 2}})
-    assert split_run_settings({"max_steps": 3, "diagnostics": {"kl_bound": 2}}) == \
-        ({"diagnostics": {"kl_bound": 2}}, {"max_steps": 3})
+    assert split_run_settings({"max_steps": 3, "diagnostics": {"kl_bound": 2}}) == (
+        {"diagnostics": {"kl_bound": 2}},
+        {"max_steps": 3},
+    )
 
 
 def test_the_watcher_writes_one_event_at_start_and_one_at_clear(tmp_path):
@@ -109,7 +144,7 @@ def test_the_watcher_writes_one_event_at_start_and_one_at_clear(tmp_path):
     assert [e["code"] for e in d.poll()] == ["no_reward_spread"]
     for r in rows[10:15]:
         run.append_metrics(r["step"], {**r, "frac_reward_zero_std": 1.0})
-    assert d.poll() == []                                   # still active: no second event
+    assert d.poll() == []  # still active: no second event
     for r in rows[15:]:
         run.append_metrics(r["step"], r)
     assert [(e["code"], e["state"]) for e in d.poll()] == [("no_reward_spread", "cleared")]

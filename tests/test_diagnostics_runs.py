@@ -1,6 +1,7 @@
 """The diagnoses inside real runs: a tiny trl run whose reward gives every completion the same score
 gets ``no_reward_spread``; a run whose loss turns NaN is stopped with that cause; the healthy demo run
 gets none."""
+
 from __future__ import annotations
 
 import time
@@ -21,19 +22,29 @@ def diagnoses(run) -> list[dict]:
 def test_a_reward_with_one_score_for_all_gives_no_reward_spread_within_15_steps(tmp_path, capsys):
     same = tmp_path / "same_reward.py"
     same.write_text("def same(completion, answer, **kw):\n    return 0.5\n")
-    trainer = AgentTrainer(agent=str(ROOT / "assets/agents/letters_agent.yaml"),
-                           train_dataset=str(ROOT / "assets/datasets/letters_train.jsonl"),
-                           reward_func=f"{same}:same", run_path=str(tmp_path / "runs"), train_engine_name="trl",
-                           config={"max_steps": 5, "prompts_per_step": 2, "num_generations": 4, "save_steps": 100,
-                                   "eval_steps": 0, "diagnostics": {"poll_seconds": 0.2}})
+    trainer = AgentTrainer(
+        agent=str(ROOT / "assets/agents/letters_agent.yaml"),
+        train_dataset=str(ROOT / "assets/datasets/letters_train.jsonl"),
+        reward_func=f"{same}:same",
+        run_path=str(tmp_path / "runs"),
+        train_engine_name="trl",
+        config={
+            "max_steps": 5,
+            "prompts_per_step": 2,
+            "num_generations": 4,
+            "save_steps": 100,
+            "eval_steps": 0,
+            "diagnostics": {"poll_seconds": 0.2},
+        },
+    )
     assert trainer.train() == "finished"
     run = trainer.train_processor.run
     found = [e for e in diagnoses(run) if e["code"] == "no_reward_spread"]
     assert found and found[0]["state"] == "active" and found[0]["step"] <= 15
     assert found[0]["evidence"]["zero_spread_groups"] == [1.0, 1.0, 1.0]
     assert "num_generations" in found[0]["advice"] and found[0]["setting"] == "num_generations"
-    assert len([e for e in found if e["state"] == "active"]) == 1          # written once, not per step
-    assert "diagnosis no_reward_spread since step" in capsys.readouterr().out   # the train log's line
+    assert len([e for e in found if e["state"] == "active"]) == 1  # written once, not per step
+    assert "diagnosis no_reward_spread since step" in capsys.readouterr().out  # the train log's line
 
 
 class NanLoss(StandardProcessor):
@@ -58,7 +69,7 @@ def test_a_loss_that_is_not_finite_stops_the_run_with_that_cause(tmp_path):
     assert p.train() == FAILED
     status = p.run.read_status()
     assert status["state"] == FAILED and status["cause"] == "loss_not_finite"
-    assert status["step"] < 100                                   # stopped, not run to the end
+    assert status["step"] < 100  # stopped, not run to the end
     found = diagnoses(p.run)
     assert [e["code"] for e in found if e["state"] == "active"] == ["loss_not_finite"]
     assert found[0]["evidence"]["loss"] == "nan/inf" and found[0]["step"] >= 3
@@ -69,7 +80,7 @@ def test_a_loss_that_is_not_finite_stops_the_run_with_that_cause(tmp_path):
 def test_diagnostics_off_in_the_config_writes_none(tmp_path):
     p = NanLoss(str(tmp_path / "runs"))
     p.spec = {"config": {"diagnostics": {"enabled": False}}}
-    p.run.request_stop("test")     # the engine stops at its first step boundary
+    p.run.request_stop("test")  # the engine stops at its first step boundary
     assert p.train() == STOPPED and diagnoses(p.run) == []
 
 

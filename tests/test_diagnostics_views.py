@@ -1,5 +1,6 @@
 """Where the diagnoses are seen: the Monitor's header (above the curves, English and Chinese, with the
 clone button; gone once cleared) and ``aworld-train runs``."""
+
 from __future__ import annotations
 
 import time
@@ -36,7 +37,7 @@ def test_the_monitor_shows_an_active_diagnosis_in_plain_words_in_both_languages(
     assert 'data-testid="diagnosis" data-code="no_reward_spread"' in en
     assert ADVICE["no_reward_spread"].title in en and "num_generations" in en
     assert 'data-clone-setting="num_generations"' in en and "Clone into Setup" in en
-    assert "zero_spread_groups" in en                                      # the evidence
+    assert "zero_spread_groups" in en  # the evidence
     zh = tab.live(run.run_id, "g", [], 0.0, {}, locale="zh")["header"]
     assert "GRPO 没有可以学习的梯度" in zh and "复制到配置页" in zh and "Why it may" not in zh
     # the second time: it clears, and the header no longer shows it

@@ -1,6 +1,7 @@
 """Evaluate and export (issue #14): ``await trainer.inference()`` after training beats the base model with
 real generation and the real reward; the same through the CLI; a tool-using agent's tools run during
 evaluation; pass@k; bad input is a clear error before anything loads; an export reproduces the checkpoint."""
+
 from __future__ import annotations
 
 import asyncio
@@ -23,7 +24,7 @@ A = ROOT / "assets"
 
 
 def test_inference_after_training_beats_the_base_model(trained_letters):
-    trained = asyncio.run(trained_letters.inference())            # this trainer's latest checkpoint
+    trained = asyncio.run(trained_letters.inference())  # this trainer's latest checkpoint
     base = asyncio.run(trained_letters.inference(checkpoint="base"))
     assert trained.model == "checkpoint-300" and base.model == "base"
     assert base.metrics["reward"] <= 0.2 and trained.metrics["reward"] >= 0.8, (base.metrics, trained.metrics)
@@ -42,9 +43,29 @@ def test_inference_after_training_beats_the_base_model(trained_letters):
 
 def test_the_cli_evaluates_several_models_side_by_side(trained_letters):
     run = trained_letters.train_processor.run
-    out = subprocess.run([sys.executable, "-m", "engines", "eval", "--run", str(run.path), "--checkpoint", "base",
-                          "--checkpoint", "checkpoint-300", "--samples", "4", "--temperature", "1.0",
-                          "--max-samples", "8"], capture_output=True, text=True, timeout=600)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "engines",
+            "eval",
+            "--run",
+            str(run.path),
+            "--checkpoint",
+            "base",
+            "--checkpoint",
+            "checkpoint-300",
+            "--samples",
+            "4",
+            "--temperature",
+            "1.0",
+            "--max-samples",
+            "8",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     lines = {ln.split(":", 1)[0]: json.loads(ln.split(":", 1)[1]) for ln in out.stdout.splitlines() if ln.strip()}
     assert set(lines) == {"base", "checkpoint-300"}
@@ -59,15 +80,22 @@ def test_the_cli_evaluates_several_models_side_by_side(trained_letters):
 def test_pass_at_k_is_the_unbiased_estimate():
     assert pass_at_k(4, 0, 1) == 0.0 and pass_at_k(4, 4, 1) == 1.0
     assert pass_at_k(4, 1, 1) == pytest.approx(0.25) and pass_at_k(4, 1, 2) == pytest.approx(0.5)
-    assert pass_at_k(4, 1, 4) == 1.0 and pass_at_k(10, 3, 5) == pytest.approx(1 - (7 * 6 * 5 * 4 * 3) / (10 * 9 * 8 * 7 * 6))
+    assert pass_at_k(4, 1, 4) == 1.0 and pass_at_k(10, 3, 5) == pytest.approx(
+        1 - (7 * 6 * 5 * 4 * 3) / (10 * 9 * 8 * 7 * 6)
+    )
 
 
 def test_a_tool_using_agents_tools_run_during_evaluation(tmp_path):
-    trainer = AgentTrainer(agent=str(A / "agents/calc_agent.yaml"), train_dataset=str(A / "datasets/calc_train.jsonl"),
-                           test_dataset=str(A / "datasets/calc_test.jsonl"),
-                           reward_func=str(A / "rewards/calc_reward.py") + ":calc_reward", config={"max_steps": 2},
-                           run_path=str(tmp_path / "runs"), train_engine_name="trl")
-    result = asyncio.run(trainer.inference(max_samples=6))          # not trained: the base (warm-started) model
+    trainer = AgentTrainer(
+        agent=str(A / "agents/calc_agent.yaml"),
+        train_dataset=str(A / "datasets/calc_train.jsonl"),
+        test_dataset=str(A / "datasets/calc_test.jsonl"),
+        reward_func=str(A / "rewards/calc_reward.py") + ":calc_reward",
+        config={"max_steps": 2},
+        run_path=str(tmp_path / "runs"),
+        train_engine_name="trl",
+    )
+    result = asyncio.run(trainer.inference(max_samples=6))  # not trained: the base (warm-started) model
     assert result.model == "base" and result.metrics["tool_calls"] >= 1
     executed = [p for p in result.predictions if any(m["role"] == "tool" for m in p["trajectory"])]
     assert executed, result.predictions[0]
@@ -99,10 +127,14 @@ def test_inference_before_initialization_and_engines_without_it(clean_registry, 
     trainer = AgentTrainer(agent="a.yaml", train_engine_name="noinf", run_path=str(tmp_path))
     with pytest.raises(NotImplementedError, match="the 'noinf' engine has no inference"):
         asyncio.run(trainer.inference())
-    assert asyncio.run(AgentTrainer(agent="a.yaml", train_engine_name="asyncinf").inference("d", samples=2)) == \
-        {"async": "d", "samples": 2}
-    assert asyncio.run(AgentTrainer(agent="a.yaml", train_engine_name="syncinf").inference("d", checkpoint="x")) == \
-        {"sync": "d", "checkpoint": "x"}
+    assert asyncio.run(AgentTrainer(agent="a.yaml", train_engine_name="asyncinf").inference("d", samples=2)) == {
+        "async": "d",
+        "samples": 2,
+    }
+    assert asyncio.run(AgentTrainer(agent="a.yaml", train_engine_name="syncinf").inference("d", checkpoint="x")) == {
+        "sync": "d",
+        "checkpoint": "x",
+    }
     trainer.train_processor._initialized = False
     with pytest.raises(ValueError, match="Train engine noinf is not initialized"):
         asyncio.run(trainer.inference())
@@ -110,8 +142,15 @@ def test_inference_before_initialization_and_engines_without_it(clean_registry, 
 
 @pytest.fixture
 def letters_run(tmp_path, demo):
-    return prepare_run(demo["agent"], demo["train"], demo["test"], demo["reward"], {"max_steps": 2},
-                       train_engine_name="trl", runs_dir=str(tmp_path / "runs"))
+    return prepare_run(
+        demo["agent"],
+        demo["train"],
+        demo["test"],
+        demo["reward"],
+        {"max_steps": 2},
+        train_engine_name="trl",
+        runs_dir=str(tmp_path / "runs"),
+    )
 
 
 def test_bad_evaluation_input_is_a_clear_error_before_anything_loads(letters_run, tmp_path, monkeypatch):
@@ -119,7 +158,7 @@ def test_bad_evaluation_input_is_a_clear_error_before_anything_loads(letters_run
     (run.checkpoints_dir / "checkpoint-10").mkdir(parents=True)
     with pytest.raises(CheckError, match=r"no checkpoint 'checkpoint-5'.*pruned.*pick one of: checkpoint-10, base"):
         prepare_eval(run.path, ["checkpoint-5"])
-    with pytest.raises(CheckError, match="holds no model weights"):            # an unfinished checkpoint
+    with pytest.raises(CheckError, match="holds no model weights"):  # an unfinished checkpoint
         prepare_eval(run.path, ["checkpoint-10"])
     with pytest.raises(CheckError, match="another architecture than the agent's model"):
         prepare_eval(run.path, [str(A / "models/tiny-calc")])
@@ -132,10 +171,11 @@ def test_bad_evaluation_input_is_a_clear_error_before_anything_loads(letters_run
 
     class Tiny:
         available = 1000
+
     monkeypatch.setattr(psutil, "virtual_memory", lambda: Tiny())
     with pytest.raises(CheckError, match="more than this machine's free memory"):
         prepare_eval(run.path, ["base"])
-    assert list_evals(run.path) == []                   # nothing was started for any of them
+    assert list_evals(run.path) == []  # nothing was started for any of them
 
 
 def test_ms_swifts_own_rewards_are_left_out_of_an_evaluation_and_said_so(letters_run):
@@ -144,7 +184,7 @@ def test_ms_swifts_own_rewards_are_left_out_of_an_evaluation_and_said_so(letters
     run = letters_run
     spec = run.read_spec()
     ours = list(spec["reward"])
-    run.write_spec({**spec, "reward": ours + [{"ref": "swift:format", "weight": 0.5}]})   # as a swift run has it
+    run.write_spec({**spec, "reward": ours + [{"ref": "swift:format", "weight": 0.5}]})  # as a swift run has it
     doc = read_eval(prepare_eval(run.path, ["base"]).path)
     assert doc["rewards_left_out"]["rewards"] == ["swift:format"]
     assert [t.get("ref") for t in doc["reward"]] == [t.get("ref") for t in ours]
@@ -162,19 +202,24 @@ def test_a_verl_checkpoint_in_fsdp_form_says_how_to_convert_it(letters_run, demo
 
 
 def test_evaluating_an_mcp_agent_labels_its_calls_and_results_with_the_server(tmp_path):
-    trainer = AgentTrainer(agent=str(A / "agents/calc_mcp_agent.yaml"), train_dataset=str(A / "datasets/calc_train.jsonl"),
-                           test_dataset=str(A / "datasets/calc_test.jsonl"),
-                           reward_func=str(A / "rewards/calc_reward.py") + ":calc_reward", config={"max_steps": 2},
-                           run_path=str(tmp_path / "runs"), train_engine_name="trl")
-    result = asyncio.run(trainer.inference(max_samples=6))          # the base model, its tool on the MCP server
+    trainer = AgentTrainer(
+        agent=str(A / "agents/calc_mcp_agent.yaml"),
+        train_dataset=str(A / "datasets/calc_train.jsonl"),
+        test_dataset=str(A / "datasets/calc_test.jsonl"),
+        reward_func=str(A / "rewards/calc_reward.py") + ":calc_reward",
+        config={"max_steps": 2},
+        run_path=str(tmp_path / "runs"),
+        train_engine_name="trl",
+    )
+    result = asyncio.run(trainer.inference(max_samples=6))  # the base model, its tool on the MCP server
     assert result.model == "base" and result.metrics["tool_calls"] >= 1
     executed = [p for p in result.predictions if any(m["role"] == "tool" for m in p["trajectory"])]
     assert executed, result.predictions[0]
-    for p in executed:   # every call went to the calculator server, which computed the result
+    for p in executed:  # every call went to the calculator server, which computed the result
         turns = p["trajectory"]
         for i, m in enumerate(turns):
             for call in m.get("tool_calls") or []:
-                tool = next(t for t in turns[i + 1:] if t["role"] == "tool")
+                tool = next(t for t in turns[i + 1 :] if t["role"] == "tool")
                 assert call["server"] == "calculator" and tool["server"] == "calculator", (call, tool)
                 args = call["function"]["arguments"]
                 assert call["function"]["name"] == "add" and tool["content"] == str(args["a"] + args["b"])
@@ -201,16 +246,40 @@ def test_the_studio_offers_and_evaluates_checkpoints_of_other_runs(tmp_path, dem
 
     studio = Studio(tmp_path / "runs", worker=CheckWorker(), cache=RunCache())
     runs_dir = str(studio.runs_dir)
-    mine = prepare_run(demo["agent"], demo["train"], demo["test"], demo["reward"], {"max_steps": 1},
-                       train_engine_name="trl", runs_dir=runs_dir)
-    other = prepare_run(demo["agent"], demo["train"], demo["test"], demo["reward"], {"max_steps": 1},
-                        train_engine_name="trl", runs_dir=runs_dir, name="letters again")
-    calc = prepare_run(str(A / "agents/calc_agent.yaml"), str(A / "datasets/calc_train.jsonl"), None,
-                       str(A / "rewards/calc_reward.py") + ":calc_reward", {"max_steps": 1}, train_engine_name="trl",
-                       runs_dir=runs_dir)
-    for run, model, name in ((mine, "tiny-letters", "checkpoint-1"), (other, "tiny-letters", "checkpoint-2"),
-                             (calc, "tiny-calc", "checkpoint-3")):
-        shutil.copytree(A / "models" / model, run.checkpoints_dir / name)      # real weights
+    mine = prepare_run(
+        demo["agent"],
+        demo["train"],
+        demo["test"],
+        demo["reward"],
+        {"max_steps": 1},
+        train_engine_name="trl",
+        runs_dir=runs_dir,
+    )
+    other = prepare_run(
+        demo["agent"],
+        demo["train"],
+        demo["test"],
+        demo["reward"],
+        {"max_steps": 1},
+        train_engine_name="trl",
+        runs_dir=runs_dir,
+        name="letters again",
+    )
+    calc = prepare_run(
+        str(A / "agents/calc_agent.yaml"),
+        str(A / "datasets/calc_train.jsonl"),
+        None,
+        str(A / "rewards/calc_reward.py") + ":calc_reward",
+        {"max_steps": 1},
+        train_engine_name="trl",
+        runs_dir=runs_dir,
+    )
+    for run, model, name in (
+        (mine, "tiny-letters", "checkpoint-1"),
+        (other, "tiny-letters", "checkpoint-2"),
+        (calc, "tiny-calc", "checkpoint-3"),
+    ):
+        shutil.copytree(A / "models" / model, run.checkpoints_dir / name)  # real weights
     choices = studio.model_choices(mine.run_id)
     assert choices[:2] == [("base", "base"), ("checkpoint-1", "checkpoint-1")]
     assert ("letters again / checkpoint-2", f"{other.run_id}/checkpoint-2") in choices
@@ -220,8 +289,11 @@ def test_the_studio_offers_and_evaluates_checkpoints_of_other_runs(tmp_path, dem
         refused = studio.launch_eval(mine.run_id, [f"{calc.run_id}/checkpoint-3"])
         assert not refused["ok"] and "another architecture than the agent's model" in refused["error"]
         pruned = studio.launch_eval(mine.run_id, [f"{other.run_id}/checkpoint-9"])
-        assert not pruned["ok"] and pruned["error"] == \
-            f"run {other.run_id} has no checkpoint 'checkpoint-9' — pick one of: {other.run_id}/checkpoint-2"
+        assert (
+            not pruned["ok"]
+            and pruned["error"]
+            == f"run {other.run_id} has no checkpoint 'checkpoint-9' — pick one of: {other.run_id}/checkpoint-2"
+        )
         res = studio.launch_eval(mine.run_id, ["checkpoint-1", f"{other.run_id}/checkpoint-2"], max_samples=2)
         assert res["ok"], res
         eval_dir = RunDir(res["eval_dir"])
@@ -229,7 +301,7 @@ def test_the_studio_offers_and_evaluates_checkpoints_of_other_runs(tmp_path, dem
         assert effective_status(eval_dir)["state"] == "finished", (eval_dir.path / "eval.log").read_text()[-2000:]
         metrics = read_metrics(eval_dir.path)
         assert list(metrics) == ["checkpoint-1", f"{other.run_id}/checkpoint-2"]
-        assert metrics["checkpoint-1"]["reward"] == metrics[f"{other.run_id}/checkpoint-2"]["reward"]   # same weights
+        assert metrics["checkpoint-1"]["reward"] == metrics[f"{other.run_id}/checkpoint-2"]["reward"]  # same weights
         [listed] = studio.evaluations(mine.run_id)
         assert listed["models"] == ["checkpoint-1", f"{other.run_id}/checkpoint-2"]
     finally:
@@ -241,8 +313,15 @@ def test_the_list_of_evaluations_names_what_each_compared_not_a_state_that_goes_
     "queued" beside the badge's "Finished" (seen in the browser walkthrough). The badge carries the state."""
     from aworld_gui.tabs.evaluate_tab import EvaluateTab
 
-    queued = {"eval_id": "20261125-021338-eval-4873", "state": "queued", "models": ["base", "checkpoint-300"],
-              "dataset": "letters_test.jsonl"}
+    queued = {
+        "eval_id": "20261125-021338-eval-4873",
+        "state": "queued",
+        "models": ["base", "checkpoint-300"],
+        "dataset": "letters_test.jsonl",
+    }
     finished = {**queued, "state": "finished"}
-    assert EvaluateTab._eval_choices([queued]) == EvaluateTab._eval_choices([finished]) == [
-        ("20261125-021338-eval-4873 · base, checkpoint-300 · letters_test.jsonl", "20261125-021338-eval-4873")]
+    assert (
+        EvaluateTab._eval_choices([queued])
+        == EvaluateTab._eval_choices([finished])
+        == [("20261125-021338-eval-4873 · base, checkpoint-300 · letters_test.jsonl", "20261125-021338-eval-4873")]
+    )

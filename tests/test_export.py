@@ -2,6 +2,7 @@
 ``AutoModelForCausalLM.from_pretrained`` and gives exactly the checkpoint's greedy outputs (a LoRA adapter
 merged into its base); the model card records the run and its latest evaluation; the Hub push takes its
 token from the environment and never shows it."""
+
 from __future__ import annotations
 
 import subprocess
@@ -36,7 +37,7 @@ def greedy(model, tokenizer, system: str, n_tokens: int = 4) -> list[list[int]]:
         enc = tokenizer(text, return_tensors="pt", add_special_tokens=False)
         with torch.no_grad():
             ids = model.generate(**enc, max_new_tokens=n_tokens, do_sample=False, pad_token_id=tokenizer.pad_token_id)
-        out.append(ids[0, enc["input_ids"].shape[1]:].tolist())
+        out.append(ids[0, enc["input_ids"].shape[1] :].tolist())
     return out
 
 
@@ -44,11 +45,16 @@ def test_an_export_loads_alone_and_reproduces_the_checkpoint(trained_letters, tm
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     run = trained_letters.train_processor.run
-    asyncio_eval = subprocess.run([sys.executable, "-m", "engines", "eval", "--run", str(run.path)],
-                                  capture_output=True, text=True, timeout=600)
+    asyncio_eval = subprocess.run(
+        [sys.executable, "-m", "engines", "eval", "--run", str(run.path)], capture_output=True, text=True, timeout=600
+    )
     assert asyncio_eval.returncode == 0, asyncio_eval.stderr[-2000:]
-    out = subprocess.run([sys.executable, "-m", "engines", "export", "--run", str(run.path), "--out",
-                          str(tmp_path / "model")], capture_output=True, text=True, timeout=600)
+    out = subprocess.run(
+        [sys.executable, "-m", "engines", "export", "--run", str(run.path), "--out", str(tmp_path / "model")],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     folder = Path(out.stdout.strip().splitlines()[-1])
     names = {p.name for p in folder.iterdir()}
@@ -59,10 +65,11 @@ def test_an_export_loads_alone_and_reproduces_the_checkpoint(trained_letters, tm
     exported = AutoModelForCausalLM.from_pretrained(folder)
     tokenizer = AutoTokenizer.from_pretrained(folder)
     system = trained_letters.train_processor.agent_spec.system_prompt
-    ckpt_model, ckpt_tok = load(resolve("checkpoint-300", trained_letters.train_processor.agent_spec.model, run),
-                                device="cpu")
+    ckpt_model, ckpt_tok = load(
+        resolve("checkpoint-300", trained_letters.train_processor.agent_spec.model, run), device="cpu"
+    )
     outputs = greedy(exported, tokenizer, system)
-    assert len(outputs) == 16 and outputs == greedy(ckpt_model, ckpt_tok, system)     # every held-out prompt
+    assert len(outputs) == 16 and outputs == greedy(ckpt_model, ckpt_tok, system)  # every held-out prompt
 
 
 def test_a_lora_adapter_is_merged_into_its_base(tmp_path, demo):
@@ -70,15 +77,23 @@ def test_a_lora_adapter_is_merged_into_its_base(tmp_path, demo):
     from peft import LoraConfig, PeftModel, get_peft_model
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    run = prepare_run(demo["agent"], demo["train"], demo["test"], demo["reward"], {"max_steps": 1},
-                      train_engine_name="trl", runs_dir=str(tmp_path / "runs"))
+    run = prepare_run(
+        demo["agent"],
+        demo["train"],
+        demo["test"],
+        demo["reward"],
+        {"max_steps": 1},
+        train_engine_name="trl",
+        runs_dir=str(tmp_path / "runs"),
+    )
     torch.manual_seed(0)
-    peft = get_peft_model(AutoModelForCausalLM.from_pretrained(demo["model"]),
-                          LoraConfig(r=8, lora_alpha=16, target_modules=["q_proj", "v_proj", "down_proj"],
-                                     task_type="CAUSAL_LM"))
+    peft = get_peft_model(
+        AutoModelForCausalLM.from_pretrained(demo["model"]),
+        LoraConfig(r=8, lora_alpha=16, target_modules=["q_proj", "v_proj", "down_proj"], task_type="CAUSAL_LM"),
+    )
     for name, p in peft.named_parameters():
         if "lora_B" in name:
-            torch.nn.init.normal_(p, std=0.8)          # an adapter that changes what the model says
+            torch.nn.init.normal_(p, std=0.8)  # an adapter that changes what the model says
     adapter_dir = run.checkpoints_dir / "checkpoint-1"
     peft.save_pretrained(adapter_dir)
     assert (adapter_dir / "adapter_config.json").exists() and not (adapter_dir / "model.safetensors").exists()
@@ -90,19 +105,26 @@ def test_a_lora_adapter_is_merged_into_its_base(tmp_path, demo):
     with_adapter = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(demo["model"]), adapter_dir)
     plain = AutoModelForCausalLM.from_pretrained(demo["model"])
     assert greedy(merged, tok, system) == greedy(with_adapter, tok, system)
-    assert greedy(merged, tok, system, 6) != greedy(plain, tok, system, 6)     # the adapter is really in there
+    assert greedy(merged, tok, system, 6) != greedy(plain, tok, system, 6)  # the adapter is really in there
 
 
 def test_pushing_needs_a_token_and_never_shows_it(tmp_path, demo, monkeypatch):
-    run = prepare_run(demo["agent"], demo["train"], demo["test"], demo["reward"], {"max_steps": 1},
-                      train_engine_name="trl", runs_dir=str(tmp_path / "runs"))
+    run = prepare_run(
+        demo["agent"],
+        demo["train"],
+        demo["test"],
+        demo["reward"],
+        {"max_steps": 1},
+        train_engine_name="trl",
+        runs_dir=str(tmp_path / "runs"),
+    )
     for var in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"):
         monkeypatch.delenv(var, raising=False)
     with pytest.raises(CheckError, match="needs a Hugging Face token.*set HF_TOKEN"):
         export_checkpoint(run.path, "base", tmp_path / "x", push_to_hub="me/letters")
     secret = "hf_" + "s3cr3t" * 5
     monkeypatch.setenv("HF_TOKEN", secret)
-    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")      # nothing listens there
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")  # nothing listens there
     with pytest.raises(CheckError) as err:
         export_checkpoint(run.path, "base", tmp_path / "y", push_to_hub="me/letters")
     assert "pushing to the Hub repo me/letters failed" in str(err.value) and secret not in str(err.value)
@@ -113,17 +135,27 @@ def test_a_secret_written_literally_in_run_yaml_reaches_no_file_of_the_export(tm
     """run.yaml keeps a literal key for the run's own process (tests/test_secrets.py); the exported folder
     (served by the studio, pushed to the Hub) shows it masked in its model card."""
     key, password = "sk-literal-wandb-key-0123", "url-pass-0456"
-    run = prepare_run(demo["agent"], demo["train"], demo["test"], demo["reward"], {"max_steps": 1},
-                      train_engine_name="trl", runs_dir=str(tmp_path / "runs"))
+    run = prepare_run(
+        demo["agent"],
+        demo["train"],
+        demo["test"],
+        demo["reward"],
+        {"max_steps": 1},
+        train_engine_name="trl",
+        runs_dir=str(tmp_path / "runs"),
+    )
     spec = run.read_spec()
     spec["config"]["env_vars"] = {"WANDB_API_KEY": key, "WANDB_PROJECT": "letters"}
     spec["config"]["mlflow_tracking_uri"] = f"http://me:{password}@127.0.0.1:5000"
     run.write_spec(spec)
     assert key in run.file("run.yaml").read_text()
     folder = export_checkpoint(run.path, "base", tmp_path / "model")
-    leaks = [p.name for p in folder.rglob("*") if p.is_file() and
-             (key.encode() in p.read_bytes() or password.encode() in p.read_bytes())]
+    leaks = [
+        p.name
+        for p in folder.rglob("*")
+        if p.is_file() and (key.encode() in p.read_bytes() or password.encode() in p.read_bytes())
+    ]
     assert leaks == []
     card = (folder / "README.md").read_text()
-    assert 'WANDB_API_KEY: \'****\'' in card and "WANDB_PROJECT: letters" in card     # masked, not dropped
+    assert "WANDB_API_KEY: '****'" in card and "WANDB_PROJECT: letters" in card  # masked, not dropped
     assert "http://me:****@127.0.0.1:5000" in card

@@ -1,5 +1,6 @@
 """aworld_gui/web/gradio_patches.py: each patch applies to the pinned Gradio, fails loudly (here) the day its
 target changes, can be switched off, and does what it is for (the queue sleeps until an event)."""
+
 from __future__ import annotations
 
 import json
@@ -25,7 +26,7 @@ def test_every_patch_applies_to_the_installed_gradio_and_uvicorn():
 def test_a_changed_status_tracker_bundle_is_reported(monkeypatch, tmp_path):
     original = patches.status_tracker_assets()[0].read_text(encoding="utf-8")
     assert patches.patch_status_tracker_js(original) is not None
-    changed = original.replace("performance.now()", "Date.now()")      # what a rebuilt bundle might do
+    changed = original.replace("performance.now()", "Date.now()")  # what a rebuilt bundle might do
     assert patches.patch_status_tracker_js(changed) is None
     fake = tmp_path / "statustracker-new.js"
     fake.write_text(changed, encoding="utf-8")
@@ -34,7 +35,7 @@ def test_a_changed_status_tracker_bundle_is_reported(monkeypatch, tmp_path):
 
 
 def test_a_changed_uvicorn_main_loop_is_reported(monkeypatch):
-    async def main_loop(self) -> None:   # e.g. a uvicorn that ticks every 0.25 s
+    async def main_loop(self) -> None:  # e.g. a uvicorn that ticks every 0.25 s
         counter = 0
         while not await self.on_tick(counter):
             counter += 1
@@ -47,14 +48,15 @@ def test_a_changed_uvicorn_main_loop_is_reported(monkeypatch):
 
 
 def test_a_changed_queue_loop_is_reported(monkeypatch):
-    async def start_processing(self) -> None:   # a queue that no longer idles on sleep_when_free
+    async def start_processing(self) -> None:  # a queue that no longer idles on sleep_when_free
         pass
 
     if isinstance(gq.asyncio, patches.WakeableSleep):
         monkeypatch.setattr(gq, "asyncio", __import__("asyncio"))
     monkeypatch.setattr(gq.Queue, "start_processing", start_processing)
     assert patches.problems()["queue"] == [
-        "Queue.start_processing no longer idles with asyncio.sleep(self.sleep_when_free)"]
+        "Queue.start_processing no longer idles with asyncio.sleep(self.sleep_when_free)"
+    ]
 
 
 def test_a_mismatched_patch_is_left_out_and_the_others_apply(monkeypatch, caplog):
@@ -64,25 +66,32 @@ def test_a_mismatched_patch_is_left_out_and_the_others_apply(monkeypatch, caplog
         gr.Number()
     demo.queue()
     routes = patches.apply(demo)
-    assert routes == []                                   # no patched StatusTracker served
-    assert demo._queue.sleep_when_free == patches.QUEUE_IDLE_S   # the queue patch still applied
+    assert routes == []  # no patched StatusTracker served
+    assert demo._queue.sleep_when_free == patches.QUEUE_IDLE_S  # the queue patch still applied
     assert "Gradio patch 'status_tracker' left out: changed" in caplog.text
 
 
 def test_the_switch_turns_every_patch_off():
-    code = ("import json, gradio as gr, gradio.queueing as gq, uvicorn\n"
-            "from gradio.http_server import Server\n"
-            "from aworld_gui.web import gradio_patches as p\n"
-            "with gr.Blocks() as demo: gr.Number()\n"
-            "demo.queue()\n"
-            "loop = Server.main_loop\n"
-            "routes = p.apply(demo)\n"
-            "print(json.dumps({'routes': len(routes), 'queue': type(gq.asyncio).__name__,\n"
-            "                  'sleep': demo._queue.sleep_when_free, 'tick': Server.main_loop is loop}))\n")
+    code = (
+        "import json, gradio as gr, gradio.queueing as gq, uvicorn\n"
+        "from gradio.http_server import Server\n"
+        "from aworld_gui.web import gradio_patches as p\n"
+        "with gr.Blocks() as demo: gr.Number()\n"
+        "demo.queue()\n"
+        "loop = Server.main_loop\n"
+        "routes = p.apply(demo)\n"
+        "print(json.dumps({'routes': len(routes), 'queue': type(gq.asyncio).__name__,\n"
+        "                  'sleep': demo._queue.sleep_when_free, 'tick': Server.main_loop is loop}))\n"
+    )
     out = {}
     for switch in ("0", "1"):
-        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-                              env={**__import__("os").environ, patches.SWITCH_ENV: switch})
+        proc = subprocess.run(
+            [sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={**__import__("os").environ, patches.SWITCH_ENV: switch},
+        )
         assert proc.returncode == 0, proc.stderr[-2000:]
         out[switch] = json.loads(proc.stdout.strip().splitlines()[-1])
     assert out["0"] == {"routes": 0, "queue": "module", "sleep": out["0"]["sleep"], "tick": True}
@@ -92,7 +101,7 @@ def test_the_switch_turns_every_patch_off():
 
 def test_the_idle_queue_sleeps_until_an_event_is_pushed():
     check_an_app()
-    check_an_app()   # a second app has an event loop of its own: its queue is woken too
+    check_an_app()  # a second app has an event loop of its own: its queue is woken too
 
 
 def check_an_app():

@@ -1,5 +1,6 @@
 """The studio driven through its named Gradio endpoints with ``gradio_client``, against a real
 ``python app.py`` in a subprocess (free port, temporary runs dir) and the real trl engine."""
+
 from __future__ import annotations
 
 import json
@@ -37,8 +38,13 @@ def client(studio):
 
 
 def demo_files():
-    return [handle_file(str(inp.DEMO_AGENT)), handle_file(str(inp.DEMO_TRAIN)), handle_file(str(inp.DEMO_TEST)),
-            handle_file(str(DEMO_REWARD_FILE)), "letter_reward.py:letter_reward@1"]
+    return [
+        handle_file(str(inp.DEMO_AGENT)),
+        handle_file(str(inp.DEMO_TRAIN)),
+        handle_file(str(inp.DEMO_TEST)),
+        handle_file(str(DEMO_REWARD_FILE)),
+        "letter_reward.py:letter_reward@1",
+    ]
 
 
 def test_endpoints_are_named(client):
@@ -50,7 +56,12 @@ def test_check_uploaded_demo_files_all_green(client):
     res = client.predict(*demo_files(), LONG_CONFIG, "trl", api_name="/check")
     assert res["ok"] is True, res
     assert {m: r["status"] for m, r in res["modules"].items()} == {
-        "agent": "ok", "dataset": "ok", "reward": "ok", "config": "ok", "engine": "ok"}
+        "agent": "ok",
+        "dataset": "ok",
+        "reward": "ok",
+        "config": "ok",
+        "engine": "ok",
+    }
     assert res["effective_config"]["max_steps"] == 5000
     assert "Say the letter A:" in res["rendered_prompt"]
 
@@ -87,23 +98,29 @@ def test_a_1mb_prompt_comes_back_cut_with_its_length_named(client, tmp_path):
 def test_status_and_stop_answer_a_bad_run_id_with_an_error(client, run_id):
     status = client.predict(run_id, api_name="/status")
     stop = client.predict(run_id, False, api_name="/stop")
-    if not run_id.strip():      # empty: status means the latest run (none here may exist), stop needs an id
+    if not run_id.strip():  # empty: status means the latest run (none here may exist), stop needs an id
         assert "error" in stop
         return
     for res in (status, stop):
         assert "is not a run id" in res["error"] and len(res["error"]) < 300, res
-    assert "runs" in client.predict(api_name="/list_runs")     # the studio still answers
+    assert "runs" in client.predict(api_name="/list_runs")  # the studio still answers
 
 
 def test_status_stop_and_list_on_a_streaming_run(client, studio):
     app, started = studio
     run, pid = start_fake_run(app.runs_dir, "--steps", "100000", "--rate", "20")
     started.append(pid)
-    first = wait_for(lambda: (s := client.predict(run.run_id, api_name="/status")).get("step", 0) >= 5 and s,
-                       30, "the fake run to stream")
+    first = wait_for(
+        lambda: (s := client.predict(run.run_id, api_name="/status")).get("step", 0) >= 5 and s,
+        30,
+        "the fake run to stream",
+    )
     assert first["state"] == "running"
-    later = wait_for(lambda: (s := client.predict(run.run_id, api_name="/status"))["step"] > first["step"] + 5
-                       and s, 20, "more steps")
+    later = wait_for(
+        lambda: (s := client.predict(run.run_id, api_name="/status"))["step"] > first["step"] + 5 and s,
+        20,
+        "more steps",
+    )
     assert later["points"]["reward"] > first["points"]["reward"]
     runs = client.predict(api_name="/list_runs")["runs"]
     assert run.run_id in [r["run_id"] for r in runs]
@@ -111,21 +128,28 @@ def test_status_stop_and_list_on_a_streaming_run(client, studio):
     wait_for(lambda: client.predict(run.run_id, api_name="/status")["state"] == "stopped", 20, "stopped")
 
 
-def header_id(url: str, opener=urllib.request.build_opener()) -> int:
+def header_id(url: str, opener=urllib.request.build_opener()) -> int:  # noqa: B008
     cfg = json.load(opener.open(url + "config", timeout=10))
     return next(c["id"] for c in cfg["components"] if c.get("props", {}).get("elem_id") == "run-header")
 
 
-def live_ticket(url: str, run_id: str, opener=urllib.request.build_opener(), component_id: int | None = None) -> str:
+def live_ticket(url: str, run_id: str, opener=urllib.request.build_opener(), component_id: int | None = None) -> str:  # noqa: B008
     """What the Monitor page does to watch a run: ask the run header's server function for a ticket."""
-    body = json.dumps({"component_id": component_id or header_id(url, opener), "fn_name": "live_ticket",
-                       "session_hash": "test", "data": [run_id, "g1", ["kl"], 0.6]}).encode()
-    req = urllib.request.Request(url + "gradio_api/component_server", data=body,
-                                 headers={"Content-Type": "application/json"})
+    body = json.dumps(
+        {
+            "component_id": component_id or header_id(url, opener),
+            "fn_name": "live_ticket",
+            "session_hash": "test",
+            "data": [run_id, "g1", ["kl"], 0.6],
+        }
+    ).encode()
+    req = urllib.request.Request(
+        url + "gradio_api/component_server", data=body, headers={"Content-Type": "application/json"}
+    )
     return json.load(opener.open(req, timeout=10))
 
 
-def stream_messages(url: str, n: int, opener=urllib.request.build_opener()) -> list[dict]:
+def stream_messages(url: str, n: int, opener=urllib.request.build_opener()) -> list[dict]:  # noqa: B008
     out = []
     with opener.open(url, timeout=10) as r:
         assert r.headers["Content-Type"].startswith("text/event-stream")
@@ -145,10 +169,10 @@ def test_the_monitor_stream_pushes_a_live_run(client, studio):
     ticket = live_ticket(app.url, run.run_id)
     first, second, third = stream_messages(app.url + "aworld/live/" + ticket, 3)
     assert f'data-run="{run.run_id}"' in first["header"] and 'data-state="running"' in first["header"]
-    assert "kl" in first["charts"]["custom"] and first["log"] is not None   # everything, once
+    assert "kl" in first["charts"]["custom"] and first["log"] is not None  # everything, once
     step = lambda m: int(m["header"].split('data-step="')[1].split('"')[0])  # noqa: E731
-    assert step(first) < step(second) < step(third)      # then pushed as the run writes
-    assert third["log"] is None or third["log"] != first["log"]    # a part is resent only when it changed
+    assert step(first) < step(second) < step(third)  # then pushed as the run writes
+    assert third["log"] is None or third["log"] != first["log"]  # a part is resent only when it changed
     with pytest.raises(urllib.error.HTTPError) as e:
         urllib.request.urlopen(app.url + "aworld/live/not-a-ticket", timeout=10)
     assert e.value.code == 404
@@ -161,11 +185,17 @@ def test_a_run_that_ignores_stop_is_killed_after_the_timeout(client, studio):
     started.append(pid)
     wait_for(lambda: client.predict(run.run_id, api_name="/status").get("step", 0) > 2, 30, "streaming")
     client.predict(run.run_id, False, api_name="/stop")
-    st = wait_for(lambda: (s := client.predict(run.run_id, api_name="/status"))["state"] == "stopped" and s,
-                    40, "the watchdog to kill it (stop timeout 4 s)")
+    st = wait_for(
+        lambda: (s := client.predict(run.run_id, api_name="/status"))["state"] == "stopped" and s,
+        40,
+        "the watchdog to kill it (stop timeout 4 s)",
+    )
     assert st["stop_requested"] and st["step"] < 100000
-    wait_for(lambda: not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE, 15,
-               "the process to be gone, not just marked")
+    wait_for(
+        lambda: not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE,
+        15,
+        "the process to be gone, not just marked",
+    )
 
 
 def test_launch_trains_the_demo_queues_a_second_run_stops_and_survives_a_restart(client, studio, tmp_path):
@@ -174,16 +204,20 @@ def test_launch_trains_the_demo_queues_a_second_run_stops_and_survives_a_restart
     assert first["ok"] is True, first
     rid = first["run_id"]
     # the reward curve gains points while the model trains in its own process
-    st = wait_for(lambda: (s := client.predict(rid, api_name="/status")).get("points", {}).get("reward", 0) >= 3
-                    and s, 180, "reward points from the trl run")
+    st = wait_for(
+        lambda: (s := client.predict(rid, api_name="/status")).get("points", {}).get("reward", 0) >= 3 and s,
+        180,
+        "reward points from the trl run",
+    )
     assert st["state"] == "running" and st["engine"] == "trl"
     # a second launch while the machine is busy is queued
     second = client.predict(*demo_files(), LONG_CONFIG, "trl", api_name="/launch")
     assert second["ok"] is True and second["queued"] is True
     wait_for(lambda: client.predict(second["run_id"], api_name="/status")["state"] == "queued", 30, "queued")
     client.predict(second["run_id"], False, api_name="/stop")
-    wait_for(lambda: client.predict(second["run_id"], api_name="/status")["state"] == "stopped", 30,
-               "the queued run to stop")
+    wait_for(
+        lambda: client.predict(second["run_id"], api_name="/status")["state"] == "stopped", 30, "the queued run to stop"
+    )
     # restart the studio mid-run: the run keeps training and is listed with its full history
     before = client.predict(rid, api_name="/status")
     app.stop()
@@ -192,14 +226,20 @@ def test_launch_trains_the_demo_queues_a_second_run_stops_and_survives_a_restart
     client2 = Client(app.url, verbose=False)
     runs = client2.predict(api_name="/list_runs")["runs"]
     assert rid in [r["run_id"] for r in runs]
-    after = wait_for(lambda: (s := client2.predict(rid, api_name="/status"))["step"] > before["step"] and s,
-                       90, "the run to keep streaming after the restart")
+    after = wait_for(
+        lambda: (s := client2.predict(rid, api_name="/status"))["step"] > before["step"] and s,
+        90,
+        "the run to keep streaming after the restart",
+    )
     assert after["state"] == "running"
     assert after["points"]["reward"] >= before["points"]["reward"]  # full history, not just new lines
     # graceful stop at a step boundary
     client2.predict(rid, False, api_name="/stop")
-    final = wait_for(lambda: (s := client2.predict(rid, api_name="/status"))["state"] in ("stopped", "failed")
-                       and s, 120, "the trl run to stop")
+    final = wait_for(
+        lambda: (s := client2.predict(rid, api_name="/status"))["state"] in ("stopped", "failed") and s,
+        120,
+        "the trl run to stop",
+    )
     assert final["state"] == "stopped", final
 
 
@@ -207,12 +247,12 @@ def test_login_protects_the_page_and_the_api(tmp_path, monkeypatch):
     import urllib.error
     import urllib.request
 
-    monkeypatch.setenv("AWORLD_STUDIO_AUTH", "alice:s3cret")   # the environment variable form
+    monkeypatch.setenv("AWORLD_STUDIO_AUTH", "alice:s3cret")  # the environment variable form
     with StudioProcess(tmp_path / "runs") as app:
         with pytest.raises(urllib.error.HTTPError) as e:
             urllib.request.urlopen(app.url + "gradio_api/info", timeout=10)
         assert e.value.code in (401, 403)
-        with pytest.raises(Exception):
+        with pytest.raises(Exception):  # noqa: B017
             Client(app.url, verbose=False)
         client = Client(app.url, auth=("alice", "s3cret"), verbose=False)
         assert client.predict(api_name="/list_runs") == {"runs": []}
@@ -222,6 +262,6 @@ def test_login_protects_the_page_and_the_api(tmp_path, monkeypatch):
         ticket = live_ticket(app.url, "no-such-run", session)
         (msg,) = stream_messages(app.url + "aworld/live/" + ticket, 1)
         assert "no-such-run" in msg["header"] and "data-run=" not in msg["header"]
-        with pytest.raises(urllib.error.HTTPError) as e:   # the same call without the login
+        with pytest.raises(urllib.error.HTTPError) as e:  # the same call without the login
             live_ticket(app.url, "no-such-run", component_id=header_id(app.url, session))
         assert e.value.code in (401, 403)

@@ -1,4 +1,5 @@
 """The run cache and plot data: incremental reads, bounded downsampling, a 100k-step run."""
+
 from __future__ import annotations
 
 import json
@@ -14,15 +15,17 @@ class NoWorker:
 
     def start(self):
         pass
-from aworld_gui.core.run_cache import MAX_POINTS, RunCache, RunState, Series
-from aworld_gui.tabs.runs_tab import overlay_chart
-from engines.runs.rundir import RunDir
+
+
+from aworld_gui.core.run_cache import MAX_POINTS, RunCache, RunState, Series  # noqa: E402
+from aworld_gui.tabs.runs_tab import overlay_chart  # noqa: E402
+from engines.runs.rundir import RunDir  # noqa: E402
 
 
 def test_series_downsamples_incrementally_and_keeps_the_mean():
     s = Series(max_points=100)
     for i in range(1, 10_001):
-        s.add(i, float(i % 2))          # alternating 0/1: every bucket of even width averages 0.5
+        s.add(i, float(i % 2))  # alternating 0/1: every bucket of even width averages 0.5
     assert s.count == 10_000
     assert 50 <= len(s.xs) <= 100
     assert all(abs(y - 0.5) < 1e-9 for y in s.ys[:-1])
@@ -47,7 +50,7 @@ def test_run_state_reads_only_new_lines_and_torn_lines(tmp_path):
     assert st.series == {}
     run.append_metrics(1, {"loss": 1.0, "reward": 0.1})
     with open(run.file("metrics.jsonl"), "a") as f:
-        f.write('{"step": 2, "time": 1.0, "loss": 0.5, "rew')   # the writer is mid-line
+        f.write('{"step": 2, "time": 1.0, "loss": 0.5, "rew')  # the writer is mid-line
     st.refresh(force=True)
     assert st.series["loss"].count == 1
     with open(run.file("metrics.jsonl"), "a") as f:
@@ -56,7 +59,7 @@ def test_run_state_reads_only_new_lines_and_torn_lines(tmp_path):
     assert st.series["loss"].count == 2 and st.latest["reward"] == 0.2
     v = st.metrics_version
     st.refresh(force=True)
-    assert st.metrics_version == v     # nothing new, nothing changed
+    assert st.metrics_version == v  # nothing new, nothing changed
 
 
 def test_non_numeric_and_nan_values_are_skipped(tmp_path):
@@ -80,7 +83,7 @@ def long_run(tmp_path_factory):
 def test_a_tick_on_a_100k_step_run_costs_new_lines_not_history(long_run):
     cache = RunCache()
     t0 = time.perf_counter()
-    st = cache.refresh(long_run.path, force=True)   # reattach: the whole history, once
+    st = cache.refresh(long_run.path, force=True)  # reattach: the whole history, once
     first_load = time.perf_counter() - t0
     assert st.series["reward"].count == 100_000
     assert len(st.series["reward"].xs) <= MAX_POINTS
@@ -107,7 +110,6 @@ def test_monitor_refresh_on_a_100k_step_run(long_run, monkeypatch):
     from aworld_gui.tabs.monitor_tab import MonitorTab
     from aworld_gui.core.studio import Studio
 
-
     studio = Studio(long_run.path.parent, worker=NoWorker(), cache=RunCache())
     tab = MonitorTab(studio)
     monkeypatch.setattr(run_cache, "MIN_REFRESH_S", 0.0)  # no read sharing between sessions here
@@ -122,7 +124,7 @@ def test_monitor_refresh_on_a_100k_step_run(long_run, monkeypatch):
         times.append(time.thread_time() - t0)
     times.sort()
     assert times[int(0.95 * len(times)) - 1] < 0.020, f"poll CPU times (ms): {[round(t * 1000, 1) for t in times]}"
-    reward = out["charts"]["reward"]   # downsampled: one smoothed polyline of bucket means, no raw line
+    reward = out["charts"]["reward"]  # downsampled: one smoothed polyline of bucket means, no raw line
     assert reward.count("<polyline") == 1
     assert MAX_POINTS // 2 <= int(reward.split('data-points="')[1].split('"')[0]) <= MAX_POINTS
     assert 'data-step="200030"' in out["header"] and "kl" in out["charts"]["custom"]
@@ -132,7 +134,6 @@ def test_polls_send_only_what_changed(tmp_path):
     """A finished run is sent once; later polls with the page's keys carry nothing."""
     from aworld_gui.tabs.monitor_tab import MonitorTab
     from aworld_gui.core.studio import Studio
-
 
     run = RunDir.create(tmp_path, "fake")
     run.write_spec({"engine": "fake"})
@@ -151,16 +152,16 @@ def test_polls_send_only_what_changed(tmp_path):
     import psutil
 
     me = psutil.Process()
-    run.write_status(state="running", pid=me.pid, pid_create_time=me.create_time())   # training again
-    run.append_metrics(4, {"loss": 0.2, "reward": 1.0})   # new data: header and curves, nothing else
+    run.write_status(state="running", pid=me.pid, pid_create_time=me.create_time())  # training again
+    run.append_metrics(4, {"loss": 0.2, "reward": 1.0})  # new data: header and curves, nothing else
     time.sleep(0.25)
     out = tab.live(run.run_id, "g", [], 0.0, keys, due=())  # curves not due yet: owed, not lost
     assert out["header"] and out["charts"] is None
     out = tab.live(run.run_id, "g", [], 0.0, out["keys"])
     assert 'data-points="4"' in out["charts"]["reward"] and out["samples"] is None
-    assert 'data-step="4"' in out["header"]                 # the header of the same read comes with them
+    assert 'data-step="4"' in out["header"]  # the header of the same read comes with them
     run.append_metrics(5, {"loss": 0.1, "reward": 1.0})
-    run.write_status(state="finished", step=5)               # the run ends before its curves were due:
+    run.write_status(state="finished", step=5)  # the run ends before its curves were due:
     time.sleep(0.25)
     out = tab.live(run.run_id, "g", [], 0.0, out["keys"], due=())
     assert 'data-points="5"' in out["charts"]["reward"] and 'data-state="finished"' in out["header"]
@@ -173,7 +174,6 @@ def test_the_first_curves_are_not_held_back_to_their_pace(tmp_path):
     from aworld_gui.tabs.monitor_tab import MonitorTab
     from aworld_gui.core.studio import Studio
 
-
     run = RunDir.create(tmp_path, "fake")
     run.write_spec({"engine": "fake"})
     me = psutil.Process()
@@ -184,14 +184,14 @@ def test_the_first_curves_are_not_held_back_to_their_pace(tmp_path):
     for step in (1, 2, 3):
         run.append_metrics(step, {"loss": 1.0 / step, "reward": step / 3})
     time.sleep(0.25)
-    out = tab.live(run.run_id, "g", [], 0.6, out["keys"], due=())      # nothing due by the pace...
-    assert 'data-points="3"' in out["charts"]["reward"] and 'data-step="3"' in out["header"]   # ...yet sent
+    out = tab.live(run.run_id, "g", [], 0.6, out["keys"], due=())  # nothing due by the pace...
+    assert 'data-points="3"' in out["charts"]["reward"] and 'data-step="3"' in out["header"]  # ...yet sent
     # the legend says which number is which: the latest (as in the header) and the smoothed one
     assert "train · latest <b>1.000</b>" in out["charts"]["reward"]
     assert "train · smoothed 0.6" in out["charts"]["reward"]
     run.append_metrics(4, {"loss": 0.2, "reward": 0.5})
     time.sleep(0.25)
-    assert tab.live(run.run_id, "g", [], 0.6, out["keys"], due=())["charts"] is None    # then at its pace
+    assert tab.live(run.run_id, "g", [], 0.6, out["keys"], due=())["charts"] is None  # then at its pace
 
 
 def test_svg_chart_axes_and_empty_state():
@@ -202,7 +202,7 @@ def test_svg_chart_axes_and_empty_state():
     assert 'data-points="0"' in svg_chart([Line("r", [], [], "#000")])
     html = svg_chart([Line("reward", [1, 2, 3], [0.1, 0.5, 0.9], "#123456")], "reward", chart_id="reward")
     assert 'data-points="3"' in html and 'data-last-step="3"' in html and "<polyline" in html
-    assert "reward <b>0.900</b>" in html                       # the legend shows the latest value
+    assert "reward <b>0.900</b>" in html  # the legend shows the latest value
     one = svg_chart([Line("x", [5], [2.0], "#000", markers=True)])  # a single point still draws
     assert "<circle" in one and "nan" not in one.lower()
 
@@ -213,18 +213,20 @@ def test_axis_labels_write_every_gridline_exactly():
 
     from aworld_gui.rendering.charts import Line, nice_step, svg_chart, tick_label, ticks
 
-    for lo, hi, target, want in ((0.0, 1.0, 4, ["0", "0.25", "0.50", "0.75", "1.00"]),
-                                 (0.0, 0.1, 4, ["0", "0.025", "0.050", "0.075", "0.100"]),
-                                 (0.0, 10.0, 4, ["0", "2.5", "5.0", "7.5", "10.0"]),
-                                 (0.0, 300.0, 6, ["0", "50", "100", "150", "200", "250", "300"]),
-                                 (-1.0, 1.0, 4, ["-1.0", "-0.5", "0", "0.5", "1.0"])):
+    for lo, hi, target, want in (
+        (0.0, 1.0, 4, ["0", "0.25", "0.50", "0.75", "1.00"]),
+        (0.0, 0.1, 4, ["0", "0.025", "0.050", "0.075", "0.100"]),
+        (0.0, 10.0, 4, ["0", "2.5", "5.0", "7.5", "10.0"]),
+        (0.0, 300.0, 6, ["0", "50", "100", "150", "200", "250", "300"]),
+        (-1.0, 1.0, 4, ["-1.0", "-0.5", "0", "0.5", "1.0"]),
+    ):
         step = nice_step(hi - lo, target)
         assert [tick_label(v, step) for v in ticks(lo, hi, target)] == want
     # the same through a drawn chart: a reward between 0 and 1 labelled in quarters
     html = svg_chart([Line("reward", list(range(1, 9)), [0.0, 0.1, 0.3, 0.5, 0.6, 0.7, 0.9, 1.0], "#000")])
     labels = re.findall(r'class="aw-tick" text-anchor="end">([^<]+)<', html)
     assert all(float(x) in {0.0, 0.2, 0.4, 0.6, 0.8, 1.0, 0.25, 0.5, 0.75} for x in labels) and len(labels) >= 3
-    assert len(set(labels)) == len(labels)                       # no two gridlines with the same label
+    assert len(set(labels)) == len(labels)  # no two gridlines with the same label
 
 
 def test_a_run_deleted_while_watched_is_reported_once(tmp_path):
@@ -233,14 +235,13 @@ def test_a_run_deleted_while_watched_is_reported_once(tmp_path):
     from aworld_gui.tabs.monitor_tab import MonitorTab
     from aworld_gui.core.studio import Studio
 
-
     run = RunDir.create(tmp_path, "fake")
     run.write_status(state="finished", step=1, total_steps=1)
     tab = MonitorTab(Studio(tmp_path, worker=NoWorker(), cache=RunCache()))
     keys = tab.live(run.run_id, "g", [], 0.0, {})["keys"]
     shutil.rmtree(run.path)
     out = tab.live(run.run_id, "g", [], 0.0, keys)
-    assert "no run" in out["header"] and "data-run" not in out["header"]   # the page clears the rest
+    assert "no run" in out["header"] and "data-run" not in out["header"]  # the page clears the rest
     assert tab.live(run.run_id, "g", [], 0.0, out["keys"])["header"] is None
 
 
@@ -281,7 +282,6 @@ def test_the_live_stream_sends_what_changed_and_nothing_else(tmp_path):
     from aworld_gui.tabs.monitor_tab import MonitorTab
     from aworld_gui.core.studio import Studio
 
-
     run = RunDir.create(tmp_path, "fake")
     run.write_status(state="finished", step=2, total_steps=10)
     for s in range(1, 3):
@@ -294,15 +294,15 @@ def test_the_live_stream_sends_what_changed_and_nothing_else(tmp_path):
     assert streams.watch("not-a-ticket") is None and streams.ticket(run.run_id, "g1", [], 0) != ticket
 
     first, *rest = read_stream(streams, w, 1.0, n_messages=2)
-    assert rest == []                  # 1 s of ticks on an unchanged run: one message, not twenty
+    assert rest == []  # 1 s of ticks on an unchanged run: one message, not twenty
     assert 'data-state="finished"' in first["header"] and 'data-gen="g1"' in first["header"]
     assert 'data-points="2"' in first["charts"]["reward"] and "loss" in first["charts"]["custom"]
-    assert w.streams == 0              # a closed stream is counted out
+    assert w.streams == 0  # a closed stream is counted out
 
     got = read_stream(streams, w, 3.0, n_messages=2, after=lambda: run.append_metrics(3, {"loss": 0.3, "reward": 1.0}))
     assert len(got) == 2 and got[1]["header"] and 'data-step="3"' in got[1]["header"]
     assert 'data-points="3"' in got[1]["charts"]["reward"]
-    assert got[1]["samples"] is None and got[1]["log"] is None       # unchanged parts are not resent
+    assert got[1]["samples"] is None and got[1]["log"] is None  # unchanged parts are not resent
 
 
 def test_the_stream_sends_each_heavy_part_at_its_own_pace():
@@ -313,19 +313,23 @@ def test_the_stream_sends_each_heavy_part_at_its_own_pace():
     sent: dict[str, list[float]] = {part: [] for part in HEAVY}
     ticks: list[float] = []
 
-    def live(run_id, gen, picks, smoothing, keys, due, locale="en"):   # a run whose every part changes on every poll
+    def live(run_id, gen, picks, smoothing, keys, due, locale="en"):  # a run whose every part changes on every poll
         now = time.monotonic()
         ticks.append(now)
         for part in due:
             sent[part].append(now)
-        return {"keys": {}, "header": f"h{len(ticks)}", "events": None,
-                **{part: (f"{part}{len(ticks)}" if part in due else None) for part in HEAVY}}
+        return {
+            "keys": {},
+            "header": f"h{len(ticks)}",
+            "events": None,
+            **{part: (f"{part}{len(ticks)}" if part in due else None) for part in HEAVY},
+        }
 
     streams = LiveStreams(live, poll_s=0.02, every={"charts": 0.2, "samples": 60.0})
     w = streams.watch(streams.ticket("r", "g", [], 0.0))
 
     got = read_stream(streams, w, 1.2)
-    assert len(got) == len(ticks) >= 5 and all(m["header"] for m in got)   # the header: every poll
+    assert len(got) == len(ticks) >= 5 and all(m["header"] for m in got)  # the header: every poll
     assert [m["log"] is not None for m in got] == [True] * len(got)
     assert len(sent["samples"]) == 1 and got[0]["samples"] and not any(m["samples"] for m in got[1:])
     gaps = [b - a for a, b in zip(sent["charts"], sent["charts"][1:])]
@@ -339,5 +343,5 @@ def test_unused_tickets_expire(tmp_path):
     streams = LiveStreams(lambda *a: {}, poll_s=1.0, ttl_s=0.0)
     old = streams.ticket("r", "g", [], 0.0)
     time.sleep(0.01)
-    streams.ticket("r", "g", [], 0.0)   # issuing a ticket forgets those unused for ttl_s
+    streams.ticket("r", "g", [], 0.0)  # issuing a ticket forgets those unused for ttl_s
     assert streams.watch(old) is None

@@ -1,5 +1,6 @@
 """The studio core behind the Runs tab: listing, export, reproduce command, config diff, clone,
 checkpoint archives, deletion; and the pure Setup helpers (uploads, rewards, config YAML)."""
+
 from __future__ import annotations
 
 import subprocess
@@ -27,8 +28,18 @@ class _NoWorker:
 
     def call(self, task, **kw):
         assert task == "catalog"
-        return {"engines": [{"name": "trl", "available": True, "reason": "", "fields": [],
-                             "defaults": {"learning_rate": 1e-5, "max_steps": 10}}], "rewards": {}}
+        return {
+            "engines": [
+                {
+                    "name": "trl",
+                    "available": True,
+                    "reason": "",
+                    "fields": [],
+                    "defaults": {"learning_rate": 1e-5, "max_steps": 10},
+                }
+            ],
+            "rewards": {},
+        }
 
 
 @pytest.fixture
@@ -38,11 +49,16 @@ def studio(tmp_path):
 
 def make_run(studio: Studio, lr: float, state: str = "finished") -> RunDir:
     run = RunDir.create(studio.runs_dir, "trl")
-    run.write_spec({"engine": "trl", "run_id": run.run_id,
-                    "agent": {"name": "a", "model": "/m", "system_prompt": "hi", "tools": []},
-                    "data": {"train": str(inp.DEMO_TRAIN), "test": None, "columns": {"prompt": "prompt", "answer": "answer"}},
-                    "reward": [{"ref": inp.DEMO_REWARD, "weight": 1.0}, {"name": "exact_match", "weight": 0.5}],
-                    "config": {"learning_rate": lr, "max_steps": 10}})
+    run.write_spec(
+        {
+            "engine": "trl",
+            "run_id": run.run_id,
+            "agent": {"name": "a", "model": "/m", "system_prompt": "hi", "tools": []},
+            "data": {"train": str(inp.DEMO_TRAIN), "test": None, "columns": {"prompt": "prompt", "answer": "answer"}},
+            "reward": [{"ref": inp.DEMO_REWARD, "weight": 1.0}, {"name": "exact_match", "weight": 0.5}],
+            "config": {"learning_rate": lr, "max_steps": 10},
+        }
+    )
     run.write_status(state=state, step=10, total_steps=10, last_reward=0.75, started=1.0)
     ck = run.checkpoints_dir / "checkpoint-10"
     ck.mkdir(parents=True)
@@ -63,7 +79,7 @@ def test_runs_are_listed_exported_diffed_cloned_and_deleted(studio):
     assert yaml.safe_load(open(exported))["config"]["learning_rate"] == 1e-3
 
     cli = studio.cli_command(a.run_id)
-    assert f"rerun {a.path}" in cli and sys.executable.rsplit("/", 1)[0] in cli   # this interpreter's own CLI
+    assert f"rerun {a.path}" in cli and sys.executable.rsplit("/", 1)[0] in cli  # this interpreter's own CLI
 
     zpath = studio.checkpoint_zip(a.run_id, "checkpoint-10")
     assert zipfile.ZipFile(zpath).read("checkpoint-10/model.safetensors") == b"weights"
@@ -74,7 +90,7 @@ def test_runs_are_listed_exported_diffed_cloned_and_deleted(studio):
     assert yaml.safe_load(open(si.agent))["model"] == "/m"
     assert si.train == str(inp.DEMO_TRAIN) and si.columns == {"prompt": "prompt", "answer": "answer"}
     assert si.rewards == [{"ref": inp.DEMO_REWARD, "weight": 1.0}, {"name": "exact_match", "weight": 0.5}]
-    assert yaml.safe_load(si.config_text) == {"learning_rate": 1e-3}   # only what differs from the defaults
+    assert yaml.safe_load(si.config_text) == {"learning_rate": 1e-3}  # only what differs from the defaults
 
     studio.delete(b.run_id)
     assert [r["run_id"] for r in studio.list_runs()] == [a.run_id]
@@ -97,28 +113,54 @@ def test_a_clone_keeps_every_reward_term_with_its_settings(studio, tmp_path):
     pickled = tmp_path / "code" / "reward_4_short.pkl"
     pickled.parent.mkdir()
     pickled.write_bytes(cloudpickle.dumps(lambda completion, **kw: -len(completion) / 100))
-    factory = {"ref": "trl.rewards:get_soft_overlong_punishment",
-               "args": {"max_completion_len": 64, "soft_punish_cache": 8}, "weight": 0.5}
-    judge = {"url": "http://127.0.0.1:9/v1", "model": "judge", "name": "strict", "scale": 10,
-             "prompt": "Question: {prompt}\nReply: {completion}\nScore 0-10, {{strict}}:"}
-    original = [{"name": "exact_match", "weight": 1.0}, factory,
-                {"reward_model": {"path": build_reward_model(tmp_path / "rm"), "batch_size": 4}, "weight": 2.0},
-                {"judge": judge, "weight": 0.25}, {"pickle": str(pickled), "name": "short", "weight": 0.1},
-                {"name": "length_penalty", "kwargs": {"target_chars": 12}, "weight": 0.3}]
+    factory = {
+        "ref": "trl.rewards:get_soft_overlong_punishment",
+        "args": {"max_completion_len": 64, "soft_punish_cache": 8},
+        "weight": 0.5,
+    }
+    judge = {
+        "url": "http://127.0.0.1:9/v1",
+        "model": "judge",
+        "name": "strict",
+        "scale": 10,
+        "prompt": "Question: {prompt}\nReply: {completion}\nScore 0-10, {{strict}}:",
+    }
+    original = [
+        {"name": "exact_match", "weight": 1.0},
+        factory,
+        {"reward_model": {"path": build_reward_model(tmp_path / "rm"), "batch_size": 4}, "weight": 2.0},
+        {"judge": judge, "weight": 0.25},
+        {"pickle": str(pickled), "name": "short", "weight": 0.1},
+        {"name": "length_penalty", "kwargs": {"target_chars": 12}, "weight": 0.3},
+    ]
     run = make_run(studio, 1e-3)
     run.write_spec({**run.read_spec(), "reward": original})
 
     si = studio.clone_inputs(run.run_id)
-    picks = [r.get("name") or r.get("ref") for r in si.rewards]          # what Setup's reward picker holds
+    picks = [r.get("name") or r.get("ref") for r in si.rewards]  # what Setup's reward picker holds
     assert picks[1] == "trl.rewards:get_soft_overlong_punishment(max_completion_len=64, soft_punish_cache=8)"
-    back = collect(si.agent, si.train, si.test, None, None, picks, [[p, r["weight"], ""] for p, r in
-                                                                    zip(picks, si.rewards)], si.config_text, si.engine)
+    back = collect(
+        si.agent,
+        si.train,
+        si.test,
+        None,
+        None,
+        picks,
+        [[p, r["weight"], ""] for p, r in zip(picks, si.rewards)],
+        si.config_text,
+        si.engine,
+    )
     want = load_reward(original)
-    for entries in (back.check_kwargs()["reward_func"],
-                    [e for r in si.rewards for e in parse_cli_reward(f'{r.get("name") or r["ref"]}@{r["weight"]:g}')]):
+    for entries in (
+        back.check_kwargs()["reward_func"],
+        [e for r in si.rewards for e in parse_cli_reward(f"{r.get('name') or r['ref']}@{r['weight']:g}")],
+    ):
         got = load_reward(entries)
-        assert got.names == want.names == ["exact_match", "soft_overlong_punishment_reward", "rm_rm", "strict", "short",
-                                           "length_penalty"]
+        assert (
+            got.names
+            == want.names
+            == ["exact_match", "soft_overlong_punishment_reward", "rm_rm", "strict", "short", "length_penalty"]
+        )
         assert got.weights == [1.0, 0.5, 2.0, 0.25, 0.1, 0.3]
         assert got.to_spec(pickle_dir=tmp_path / "again") == want.to_spec(pickle_dir=tmp_path / "again")
         assert got.terms[1].args == factory["args"] and got.terms[5].kwargs == {"target_chars": 12}
@@ -137,24 +179,37 @@ def test_the_reproduce_command_works_in_a_shell_without_the_virtualenv(studio, t
     command trains the same spec as a new run; a failed attempt leaves no listed run behind."""
     from engines.runs.prepare import prepare_run
 
-    run = prepare_run(demo["agent"], demo["train"], demo["test"], demo["reward"],
-                      {"max_steps": 2, "prompts_per_step": 2, "num_generations": 4, "save_steps": 2},
-                      train_engine_name="trl", runs_dir=str(studio.runs_dir))
+    run = prepare_run(
+        demo["agent"],
+        demo["train"],
+        demo["test"],
+        demo["reward"],
+        {"max_steps": 2, "prompts_per_step": 2, "num_generations": 4, "save_steps": 2},
+        train_engine_name="trl",
+        runs_dir=str(studio.runs_dir),
+    )
     command = [line for line in studio.cli_command(run.run_id).splitlines() if not line.startswith("#")]
     assert len(command) == 1
-    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}       # what a fresh terminal has, no venv
-    out = subprocess.run(["/bin/sh", "-c", command[0]], env=env, capture_output=True, text=True, timeout=600,
-                         cwd=tmp_path)
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}  # what a fresh terminal has, no venv
+    out = subprocess.run(
+        ["/bin/sh", "-c", command[0]], env=env, capture_output=True, text=True, timeout=600, cwd=tmp_path
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     new = [r for r in studio.list_runs() if r["run_id"] != run.run_id]
     assert len(new) == 1 and new[0]["state"] == "finished", new
     assert RunDir(studio.run_path(new[0]["run_id"])).read_spec()["config"] == run.read_spec()["config"]
     # a broken attempt (the earlier run is gone) creates no run directory that would be listed
-    broken = subprocess.run(["/bin/sh", "-c", command[0].replace(run.run_id, "no-such-run")], env=env,
-                            capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    broken = subprocess.run(
+        ["/bin/sh", "-c", command[0].replace(run.run_id, "no-such-run")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
     assert broken.returncode == 2 and "has no run.yaml" in broken.stderr
     assert len(studio.list_runs()) == 2
-    half = studio.runs_dir / "20990101-000000-trl-half"            # a folder that got a spec and nothing else
+    half = studio.runs_dir / "20990101-000000-trl-half"  # a folder that got a spec and nothing else
     half.mkdir()
     (half / "run.yaml").write_text("engine: trl\n")
     assert len(studio.list_runs()) == 2
@@ -172,13 +227,13 @@ def test_the_run_to_watch_is_the_one_training_not_the_newest_queued(studio):
             run = make_run(studio, 1e-3, state=state)
             run.write_status(pid=proc.pid, pid_create_time=psutil.Process(proc.pid).create_time(), launched=100.0 + i)
             runs.append(run)
-        assert studio.list_runs()[0]["run_id"] == runs[2].run_id            # the newest is a queued one
+        assert studio.list_runs()[0]["run_id"] == runs[2].run_id  # the newest is a queued one
         assert studio.latest_run() == studio.training_run() == runs[0].run_id
         assert studio.status()["run_id"] == runs[0].run_id
         sleepers[0].kill()
-        sleepers[0].wait()                                                  # the training run dies
+        sleepers[0].wait()  # the training run dies
         assert studio.training_run() is None
-        assert studio.latest_run() == runs[1].run_id                        # next in line, not the newest
+        assert studio.latest_run() == runs[1].run_id  # next in line, not the newest
     finally:
         for p in sleepers:
             p.kill()
@@ -211,8 +266,10 @@ def test_uploaded_agent_paths_are_resolved(tmp_path):
 def test_reward_text_and_config_yaml_helpers():
     uploaded = {"my_reward.py": "/runs/.uploads/abc/my_reward.py"}
     assert inp.parse_reward_text("exact_match@2, my_reward.py:score@0.5\n/abs/r.py:f", uploaded) == [
-        {"name": "exact_match", "weight": 2.0}, {"ref": "/runs/.uploads/abc/my_reward.py:score", "weight": 0.5},
-        {"ref": "/abs/r.py:f", "weight": 1.0}]
+        {"name": "exact_match", "weight": 2.0},
+        {"ref": "/runs/.uploads/abc/my_reward.py:score", "weight": 0.5},
+        {"ref": "/abs/r.py:f", "weight": 1.0},
+    ]
     with pytest.raises(ValueError):
         inp.parse_reward_text("exact_match@lots")
     text = "# comment\nlearning_rate: 0.001  # tuned\nmax_steps: 300\n"
@@ -220,9 +277,11 @@ def test_reward_text_and_config_yaml_helpers():
     assert "# comment" in out and yaml.safe_load(out) == {"learning_rate": 0.001, "max_steps": 5000}
     assert yaml.safe_load(set_yaml_key(out, "beta", 0.04))["beta"] == 0.04
     assert "max_steps" not in set_yaml_key(out, "max_steps", None)
-    block = "lora_target_modules:\n  - q_proj\n  - v_proj\nbeta: 0.04\n"    # a block value goes with its key
+    block = "lora_target_modules:\n  - q_proj\n  - v_proj\nbeta: 0.04\n"  # a block value goes with its key
     assert yaml.safe_load(set_yaml_key(block, "lora_target_modules", ["k_proj"])) == {
-        "lora_target_modules": ["k_proj"], "beta": 0.04}
+        "lora_target_modules": ["k_proj"],
+        "beta": 0.04,
+    }
     assert set_yaml_key(block, "lora_target_modules", None) == "beta: 0.04\n"
 
 
@@ -230,8 +289,12 @@ def test_an_upload_problem_keeps_its_module_in_error_and_launch_refused(tmp_path
     class _Worker(_NoWorker):
         def call(self, task, **kw):
             if task == "check":
-                return {"results": {m: {"module": m, "status": "ok", "message": "fine", "details": {},
-                                        "warnings": []} for m in ("agent", "dataset", "reward", "config", "engine")}}
+                return {
+                    "results": {
+                        m: {"module": m, "status": "ok", "message": "fine", "details": {}, "warnings": []}
+                        for m in ("agent", "dataset", "reward", "config", "engine")
+                    }
+                }
             return super().call(task, **kw)
 
     studio = Studio(tmp_path / "runs", worker=_Worker(), cache=RunCache())
@@ -251,28 +314,44 @@ def test_a_shipped_test_set_pairs_only_with_its_train_set():
     assert inp.paired_test(str(ds / "letters_train.csv"), str(ds / "letters_test.jsonl"))
     assert not inp.paired_test(str(ds / "calc_train.jsonl"), str(ds / "letters_test.jsonl"))
     assert not inp.paired_test("/up/abc/my_train.jsonl", str(ds / "letters_test.jsonl"))
-    assert inp.paired_test("/up/abc/my_train.jsonl", "/up/def/my_test.jsonl")     # chosen by the user: kept
+    assert inp.paired_test("/up/abc/my_train.jsonl", "/up/def/my_test.jsonl")  # chosen by the user: kept
     assert inp.paired_test("/up/abc/my_train.jsonl", None)
 
 
 def test_runs_carry_a_name_and_a_note_that_can_be_changed(studio, tmp_path, demo):
     from engines.runs.prepare import prepare_run
 
-    run = prepare_run(demo["agent"], demo["train"], demo["test"], demo["reward"], {"max_steps": 2},
-                      train_engine_name="trl", runs_dir=str(studio.runs_dir), name="lr 1e-3 / try #2",
-                      note="higher learning rate")
-    assert "-trl-lr-1e-3---try--2-" in run.run_id                      # the name is part of the id, made safe
+    run = prepare_run(
+        demo["agent"],
+        demo["train"],
+        demo["test"],
+        demo["reward"],
+        {"max_steps": 2},
+        train_engine_name="trl",
+        runs_dir=str(studio.runs_dir),
+        name="lr 1e-3 / try #2",
+        note="higher learning rate",
+    )
+    assert "-trl-lr-1e-3---try--2-" in run.run_id  # the name is part of the id, made safe
     (row,) = studio.list_runs()
     assert (row["name"], row["note"]) == ("lr 1e-3 / try #2", "higher learning rate")
     studio.relabel(run.run_id, name="  winner  ")
-    assert run.read_label() == {"name": "winner", "note": "higher learning rate"}   # note kept
+    assert run.read_label() == {"name": "winner", "note": "higher learning rate"}  # note kept
     studio.relabel(run.run_id, note="")
     assert run.read_label() == {"name": "winner", "note": ""}
-    out = subprocess.run([sys.executable, "-m", "engines", "label", str(run.path), "--note", "from the CLI"],
-                         capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-m", "engines", "label", str(run.path), "--note", "from the CLI"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0 and run.read_label()["note"] == "from the CLI"
-    listing = subprocess.run([sys.executable, "-m", "engines", "runs", "--runs-dir", str(studio.runs_dir)],
-                             capture_output=True, text=True, timeout=120).stdout
+    listing = subprocess.run(
+        [sys.executable, "-m", "engines", "runs", "--runs-dir", str(studio.runs_dir)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    ).stdout
     assert "winner" in listing.splitlines()[1] and listing.splitlines()[0].split()[:3] == ["run", "name", "state"]
 
 
@@ -292,16 +371,20 @@ def test_each_engine_keeps_its_own_config_overrides(studio):
     text, memory = switch_engine(memory, "trl", "total_steps: 3\n", "trl")
     assert text == trl_text and memory == {"engine": "trl", "previous": "verl", "texts": {"verl": "total_steps: 3\n"}}
     assert "earlier overrides" in localize(tab.engine_note(memory, text), "en")
-    again, memory = switch_engine(memory, "trl", trl_text, "trl")            # the same engine again: nothing moves
-    assert again == trl_text and memory["texts"] == {"verl": "total_steps: 3\n"} and tab.engine_note(memory, again) == ""
+    again, memory = switch_engine(memory, "trl", trl_text, "trl")  # the same engine again: nothing moves
+    assert (
+        again == trl_text and memory["texts"] == {"verl": "total_steps: 3\n"} and tab.engine_note(memory, again) == ""
+    )
 
 
-FIELDS = [{"name": "max_steps", "type": "int", "default": 100, "min": 1, "main": True},
-          {"name": "learning_rate", "type": "float", "default": 1e-05, "main": True},
-          {"name": "max_completion_length", "type": "int", "default": 256, "main": True},
-          {"name": "use_peft", "type": "bool", "default": False, "main": True},
-          {"name": "mode", "type": "str", "default": "grpo", "choices": ["grpo", "sft"], "main": True},
-          {"name": "epsilon_high", "type": "float", "default": None}]
+FIELDS = [
+    {"name": "max_steps", "type": "int", "default": 100, "min": 1, "main": True},
+    {"name": "learning_rate", "type": "float", "default": 1e-05, "main": True},
+    {"name": "max_completion_length", "type": "int", "default": 256, "main": True},
+    {"name": "use_peft", "type": "bool", "default": False, "main": True},
+    {"name": "mode", "type": "str", "default": "grpo", "choices": ["grpo", "sft"], "main": True},
+    {"name": "epsilon_high", "type": "float", "default": None},
+]
 
 
 def test_the_form_shows_the_yaml_then_the_check_of_that_yaml_then_the_defaults():
@@ -311,13 +394,26 @@ def test_the_form_shows_the_yaml_then_the_check_of_that_yaml_then_the_defaults()
 
     info = {"name": "trl", "fields": FIELDS}
     text = "learning_rate: 0.002   # typed\nmax_steps: 6\n"
-    checked = effective_for("trl", text, {"max_steps": 6, "learning_rate": 0.002, "max_completion_length": 2,
-                                          "use_peft": False, "mode": "grpo"})
+    checked = effective_for(
+        "trl",
+        text,
+        {"max_steps": 6, "learning_rate": 0.002, "max_completion_length": 2, "use_peft": False, "mode": "grpo"},
+    )
     view = form_view(info, text, checked)
     shown = {f.name: (f.value, f.overridden) for f in view.fields}
-    assert shown == {"max_steps": (6, True), "learning_rate": (0.002, True), "max_completion_length": (2, False),
-                     "use_peft": (False, False), "mode": ("grpo", False)} and view.current and view.valid
-    stale = form_view(info, text + "use_peft: true\n", checked)              # the check of the YAML before
+    assert (
+        shown
+        == {
+            "max_steps": (6, True),
+            "learning_rate": (0.002, True),
+            "max_completion_length": (2, False),
+            "use_peft": (False, False),
+            "mode": ("grpo", False),
+        }
+        and view.current
+        and view.valid
+    )
+    stale = form_view(info, text + "use_peft: true\n", checked)  # the check of the YAML before
     assert {f.name: f.value for f in stale.fields}["max_completion_length"] == 256 and not stale.current
     assert {f.name: f.value for f in stale.fields}["use_peft"] is True
     other = form_view(info, text, effective_for("verl", text, {"max_completion_length": 9}))
@@ -328,8 +424,11 @@ def test_a_yaml_that_does_not_parse_shows_no_values_and_locks_the_form():
     """After a YAML edit that fails to parse, the fields used to keep showing the values from before."""
     from aworld_gui.tabs.config_form import form_view
 
-    view = form_view({"name": "trl", "fields": FIELDS}, "learning_rate: 0.002\nmax_steps: [6\n",
-                     {"engine": "trl", "text": "learning_rate: 0.002\n", "values": {"max_steps": 400}})
+    view = form_view(
+        {"name": "trl", "fields": FIELDS},
+        "learning_rate: 0.002\nmax_steps: [6\n",
+        {"engine": "trl", "text": "learning_rate: 0.002\n", "values": {"max_steps": 400}},
+    )
     assert not view.valid
     assert all(not f.interactive and f.value in (None, False) for f in view.fields)
     for text in ("- a list\n", "just text\n"):
@@ -352,7 +451,7 @@ def test_a_field_is_a_new_component_when_the_value_it_shows_changes():
     from aworld_gui.tabs.config_form import form_view
 
     info = {"name": "trl", "fields": FIELDS}
-    keys = lambda text: {f.name: f.key for f in form_view(info, text).fields}   # noqa: E731
+    keys = lambda text: {f.name: f.key for f in form_view(info, text).fields}  # noqa: E731
     a, b = keys("max_steps: 6\n"), keys("max_steps: 6\nuse_peft: true\n")
     assert a["max_steps"] == b["max_steps"] and a["use_peft"] != b["use_peft"]
     assert keys("max_steps: 7\n")["max_steps"] != a["max_steps"]

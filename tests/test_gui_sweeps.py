@@ -1,5 +1,6 @@
 """The studio's Sweeps view without a browser: what it reads from a sweep directory (summary.json, status.json,
 the Optuna study) and draws — trials sorted by the objective, a scatter per setting, Optuna's importances."""
+
 from __future__ import annotations
 
 import re
@@ -19,18 +20,28 @@ def _sweep_with_trials(runs, values, direction="maximize"):
     import optuna
     from optuna.trial import TrialState, create_trial
 
-    spec = parse_sweep({"trials": len(values), "objective": {"metric": "eval/reward", "direction": direction},
-                        "params": {"learning_rate": {"low": 1e-4, "high": 1e-2, "log": True}, "beta": [0.0, 0.04]}})
+    spec = parse_sweep(
+        {
+            "trials": len(values),
+            "objective": {"metric": "eval/reward", "direction": direction},
+            "params": {"learning_rate": {"low": 1e-4, "high": 1e-2, "log": True}, "beta": [0.0, 0.04]},
+        }
+    )
     sd = SweepDir.create_sweep(runs, label="view")
     spec.name = "view"
     sd.write_sweep({"sweep": spec.to_dict(), "base": {}, "base_config": {}})
     study = optuna.create_study(study_name=sd.study_name, storage=sd.storage_url, direction=direction)
     for i, (lr, beta, value, state) in enumerate(values):
-        study.add_trial(create_trial(
-            params={"learning_rate": lr, "beta": beta}, distributions=dict(spec.params),
-            value=value if state == TrialState.COMPLETE else None, state=state,
-            intermediate_values={} if state == TrialState.COMPLETE else {1: value},
-            user_attrs={"run_id": f"run-{i}"}))
+        study.add_trial(
+            create_trial(
+                params={"learning_rate": lr, "beta": beta},
+                distributions=dict(spec.params),
+                value=value if state == TrialState.COMPLETE else None,
+                state=state,
+                intermediate_values={} if state == TrialState.COMPLETE else {1: value},
+                user_attrs={"run_id": f"run-{i}"},
+            )
+        )
     sd.write_status(state="finished", trials=len(values))
     write_summary(sd, study, spec)
     return sd
@@ -41,20 +52,27 @@ def test_the_view_sorts_trials_by_the_objective_and_draws_each_setting(tmp_path)
 
     runs = tmp_path / "runs"
     C, P = TrialState.COMPLETE, TrialState.PRUNED
-    sd = _sweep_with_trials(runs, [(1e-4, 0.0, 0.2, C), (1e-3, 0.04, 0.9, C), (5e-3, 0.0, 0.1, P),
-                                   (1e-2, 0.04, 0.5, C), (3e-3, 0.0, 0.7, C)])
+    sd = _sweep_with_trials(
+        runs,
+        [(1e-4, 0.0, 0.2, C), (1e-3, 0.04, 0.9, C), (5e-3, 0.0, 0.1, P), (1e-2, 0.04, 0.5, C), (3e-3, 0.0, 0.7, C)],
+    )
     core = SweepsCore(runs)
     assert core.sweep_ids() == [sd.run_id]
     d = core.detail(sd.run_id)
     # complete trials best first, then the pruned one (its value is its last report, never best)
-    assert [(t["number"], t["state"]) for t in d["trials"]] == \
-        [(1, "complete"), (4, "complete"), (3, "complete"), (0, "complete"), (2, "pruned")]
+    assert [(t["number"], t["state"]) for t in d["trials"]] == [
+        (1, "complete"),
+        (4, "complete"),
+        (3, "complete"),
+        (0, "complete"),
+        (2, "pruned"),
+    ]
     assert d["best"] == {"number": 1, "run_id": "run-1", "params": {"learning_rate": 1e-3, "beta": 0.04}, "value": 0.9}
     headers, rows = sweep_render.table(d)
     assert headers == ["trial", "state", "value", "learning_rate", "beta", "run"] and rows[0][0] == 1
     charts = sweep_render.charts(d)
     assert re.findall(r'data-param="(\w+)"', charts) == ["learning_rate", "beta"]
-    assert charts.count("<circle") == 10 and "(log)" in charts          # 5 trials × 2 settings; lr spans 100×
+    assert charts.count("<circle") == 10 and "(log)" in charts  # 5 trials × 2 settings; lr spans 100×
     assert 'data-state="pruned"' in charts
     head = sweep_render.headline(d)
     assert "4/5" in head or "5/5" in head
@@ -69,8 +87,9 @@ def test_minimised_objectives_sort_lowest_first_and_importances_wait_for_four_tr
 
     runs = tmp_path / "runs"
     C = TrialState.COMPLETE
-    sd = _sweep_with_trials(runs, [(1e-4, 0.0, 0.3, C), (1e-3, 0.04, 0.1, C), (1e-2, 0.0, 0.2, C)],
-                            direction="minimize")
+    sd = _sweep_with_trials(
+        runs, [(1e-4, 0.0, 0.3, C), (1e-3, 0.04, 0.1, C), (1e-2, 0.0, 0.2, C)], direction="minimize"
+    )
     core = SweepsCore(runs)
     assert [t["number"] for t in core.detail(sd.run_id)["trials"]] == [1, 2, 0]
     assert core.importances(sd.run_id) is None
@@ -82,12 +101,25 @@ def test_minimised_objectives_sort_lowest_first_and_importances_wait_for_four_tr
 def test_the_setup_fields_make_a_sweep_and_a_bad_one_is_refused_before_any_process_starts(tmp_path):
     doc = sweep_doc(3, "grid", "none", "loss", "minimize", "beta: [0.0, 0.04]\nnum_generations: [4, 8]\n", "g")
     spec = parse_sweep(doc)
-    assert (spec.trials, spec.sampler, spec.pruner, spec.metric, spec.direction, spec.name) == \
-        (3, "grid", "none", "loss", "minimize", "g")
+    assert (spec.trials, spec.sampler, spec.pruner, spec.metric, spec.direction, spec.name) == (
+        3,
+        "grid",
+        "none",
+        "loss",
+        "minimize",
+        "g",
+    )
     core = SweepsCore(tmp_path / "runs")
-    si = inp.SetupInputs(agent=str(inp.DEMO_AGENT), train=str(inp.DEMO_TRAIN), test=str(inp.DEMO_TEST),
-                         rewards=[{"ref": inp.DEMO_REWARD, "weight": 1.0}], engine="trl")
+    si = inp.SetupInputs(
+        agent=str(inp.DEMO_AGENT),
+        train=str(inp.DEMO_TRAIN),
+        test=str(inp.DEMO_TEST),
+        rewards=[{"ref": inp.DEMO_REWARD, "weight": 1.0}],
+        engine="trl",
+    )
     res = core.launch(si, sweep_doc(5, "grid", "none", "eval/reward", "maximize", "beta: [0.0, 0.04]"))
-    assert res == {"ok": False, "error": "trials = 5 but the grid has only 2 point(s) — use trials: 2 (or fewer), "
-                                         "or add values to the grid"}
+    assert res == {
+        "ok": False,
+        "error": "trials = 5 but the grid has only 2 point(s) — use trials: 2 (or fewer), or add values to the grid",
+    }
     assert not (tmp_path / "runs" / "sweeps").exists()

@@ -1,4 +1,5 @@
 """The check worker: warm re-checks, time limits, crashes, user code kept out of the studio."""
+
 from __future__ import annotations
 
 import sys
@@ -21,12 +22,17 @@ def worker():
 
 
 def test_demo_checks_green_and_a_recheck_is_fast(worker):
-    worker.call("check", inputs=inp.demo_inputs().to_dict())      # warm caches (datasets, tokenizer files)
+    worker.call("check", inputs=inp.demo_inputs().to_dict())  # warm caches (datasets, tokenizer files)
     t0 = time.perf_counter()
     report = worker.call("check", inputs=inp.demo_inputs().to_dict())
     elapsed = time.perf_counter() - t0
     assert {m: r["status"] for m, r in report["results"].items()} == {
-        "agent": "ok", "dataset": "ok", "reward": "ok", "config": "ok", "engine": "ok"}
+        "agent": "ok",
+        "dataset": "ok",
+        "reward": "ok",
+        "config": "ok",
+        "engine": "ok",
+    }
     assert "<|im_start|>user\nSay the letter A:" in report["prompt"]["text"]
     assert report["preview"]["train"]["total"] == 24
     assert elapsed < 1.0, f"a warm re-check took {elapsed:.2f} s"
@@ -67,7 +73,7 @@ def test_a_call_whose_worker_dies_twice_fails_after_one_retry(worker):
         worker.call("kill_worker", timeout_s=20)
     assert e.value.kind == "crash" and "the check worker died" in str(e.value)
     assert worker.call("echo", w=4) == {"w": 4}
-    assert worker.restarts == restarts + 2   # the call was sent twice, then the next call restarted it again
+    assert worker.restarts == restarts + 2  # the call was sent twice, then the next call restarted it again
 
 
 def test_a_hanging_reward_marks_the_reward_module_and_never_runs_in_this_process(worker, tmp_path):
@@ -114,9 +120,14 @@ def test_a_worker_whose_studio_left_during_its_preload_exits_quietly():
 
     from testing.studio import REPO_ROOT
 
-    proc = subprocess.Popen([sys.executable, "-m", "aworld_gui.worker.zygote"], cwd=str(REPO_ROOT),
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    proc.stdout.close()   # the studio is gone: nobody reads the worker's "ready"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "aworld_gui.worker.zygote"],
+        cwd=str(REPO_ROOT),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    proc.stdout.close()  # the studio is gone: nobody reads the worker's "ready"
     proc.stdin.close()
     proc.wait(timeout=120)
     err = proc.stderr.read()
@@ -143,7 +154,7 @@ def test_a_hanging_call_blocks_no_other_call_and_can_be_cancelled(worker):
     thread.start()
     wait_for(lambda: worker.running >= 1, 30, "the slow call to start")
     assert worker.call("echo", a=1) == {"a": 1}
-    assert time.perf_counter() - t0 < 30             # not after the slow call's 50 s limit
+    assert time.perf_counter() - t0 < 30  # not after the slow call's 50 s limit
     assert worker.cancel("slow-1", "the test cancels it")
     thread.join(20)
     assert not thread.is_alive() and outcome["error"].kind == "cancelled"
@@ -164,10 +175,10 @@ def test_a_newer_check_from_the_same_page_cancels_the_older(worker, tmp_path):
     t0 = time.perf_counter()
     thread.start()
     wait_for(lambda: worker.running >= 1, 30, "the first check to start")
-    second = studio.check(inp.demo_inputs(), client="page-1")   # the same page asks again
+    second = studio.check(inp.demo_inputs(), client="page-1")  # the same page asks again
     thread.join(30)
     assert second["ok"], second["results"]
     assert first["cancelled"] and not first["ok"]
-    assert time.perf_counter() - t0 < 60                         # not the first check's 90 s limit
-    other = studio.check(inp.demo_inputs(), client="page-2")     # another page is never cancelled by it
+    assert time.perf_counter() - t0 < 60  # not the first check's 90 s limit
+    other = studio.check(inp.demo_inputs(), client="page-2")  # another page is never cancelled by it
     assert other["ok"]

@@ -1,5 +1,6 @@
 """The studio in English and Chinese through Gradio's own i18n: every string given to ``_()`` has its
 Chinese; the Monitor's stream (which bypasses Gradio) is translated for the page's language."""
+
 from __future__ import annotations
 
 import ast
@@ -20,7 +21,7 @@ def ui_strings() -> dict[str, str]:
                 arg = node.args[0]
                 if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
                     found.setdefault(arg.value, f"{path.name}:{node.lineno}")
-    from engines.diagnostics.advice import ADVICE   # the diagnoses' words, which the Monitor passes to _()
+    from engines.diagnostics.advice import ADVICE  # the diagnoses' words, which the Monitor passes to _()
 
     for code, advice in ADVICE.items():
         found.setdefault(advice.title, f"engines/diagnostics/advice.py:{code}")
@@ -42,7 +43,9 @@ def test_keys_are_unique_and_both_languages_complete():
     tables = translations()
     assert len({key(t) for t in ZH}) == len(ZH)
     assert set(tables["en"]) == set(tables["zh"])
-    assert tables["en"][key("Launch training")] == "Launch training" and tables["zh"][key("Launch training")] == "开始训练"
+    assert (
+        tables["en"][key("Launch training")] == "Launch training" and tables["zh"][key("Launch training")] == "开始训练"
+    )
 
 
 def test_the_streams_html_is_translated_for_the_pages_language():
@@ -76,16 +79,23 @@ def test_no_literal_english_reaches_a_component():
         if path.name == "client_api.py":
             continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                    and isinstance(node.func.value, ast.Name) and node.func.value.id == "gr"):
+            if not (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and isinstance(node.func.value, ast.Name)
+                and node.func.value.id == "gr"
+            ):
                 continue
             given = [k.value for k in node.keywords if k.arg in ("label", "info", "placeholder")]
             if node.func.attr in ("update", "Button"):
                 given += [k.value for k in node.keywords if k.arg == "value"]
             if node.func.attr in ("Button", "Markdown", "Tab", "Accordion", "DownloadButton", "UploadButton"):
                 given += node.args[:1]
-            literal += [f"{path.name}:{node.lineno} {v.value!r}" for v in given
-                        if isinstance(v, ast.Constant) and isinstance(v.value, str) and any(c.isalpha() for c in v.value)]
+            literal += [
+                f"{path.name}:{node.lineno} {v.value!r}"
+                for v in given
+                if isinstance(v, ast.Constant) and isinstance(v.value, str) and any(c.isalpha() for c in v.value)
+            ]
     assert literal == [], f"wrap these in _(): {literal}"
 
 

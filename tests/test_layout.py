@@ -1,5 +1,6 @@
 """The code's layout (#28): no import cycle among the product modules, every module placed where
 docs/ARCHITECTURE.md says, and no product file over 600 lines."""
+
 from __future__ import annotations
 
 import ast
@@ -99,13 +100,16 @@ def test_the_cycle_finder_finds_a_cycle_and_passes_a_tree():
 def test_no_import_cycle_among_the_product_modules():
     modules = _modules()
     graph = {m: _imports(m, path, is_init, set(modules)) for m, (path, is_init) in modules.items()}
-    assert sum(len(v) for v in graph.values()) > 300   # the import reader sees the imports
+    assert sum(len(v) for v in graph.values()) > 300  # the import reader sees the imports
     assert import_cycles(graph) == []
 
 
 def test_no_product_file_is_over_600_lines():
-    long = {str(p.relative_to(ROOT)): n for p, _ in _modules().values()
-            if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES}
+    long = {
+        str(p.relative_to(ROOT)): n
+        for p, _ in _modules().values()
+        if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES
+    }
     assert long == {}, f"split these along their concepts: {long}"
 
 
@@ -139,9 +143,9 @@ def test_docs_architecture_names_every_module_in_its_folder():
         rel = path.relative_to(ROOT)
         if path.name != "__init__.py":
             actual.setdefault(str(rel.parent), set()).add(path.name)
-    missing = {f: sorted(names - documented.get(f, set())) for f, names in actual.items()
-               if names - documented.get(f, set())}
-    stale = {f: sorted(names - actual.get(f, set())) for f, names in documented.items()
-             if names - actual.get(f, set())}
+    missing = {
+        f: sorted(names - documented.get(f, set())) for f, names in actual.items() if names - documented.get(f, set())
+    }
+    stale = {f: sorted(names - actual.get(f, set())) for f, names in documented.items() if names - actual.get(f, set())}
     assert missing == {}, f"modules docs/ARCHITECTURE.md does not place: {missing}"
     assert stale == {}, f"docs/ARCHITECTURE.md names modules that are not there: {stale}"

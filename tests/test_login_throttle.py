@@ -1,5 +1,6 @@
 """Login throttling (aworld_gui/web/login_throttle.py): unit tests on a stand-in app with a fake clock, and
 Gradio's real /login behind it in a studio started with a password."""
+
 from __future__ import annotations
 
 import asyncio
@@ -64,15 +65,15 @@ def throttle(monkeypatch):
 def test_five_failures_then_a_block_that_grows_and_ends(throttle):
     app, clock = throttle
     assert [_login(app, "wrong")[0] for _ in range(5)] == [400] * 5
-    status, headers = _login(app, PASSWORD)           # blocked: even the right password waits
+    status, headers = _login(app, PASSWORD)  # blocked: even the right password waits
     assert status == 429 and headers["retry-after"] == "2"
     clock.now += 2.1
-    assert _login(app, "wrong")[0] == 400              # one attempt after the block...
+    assert _login(app, "wrong")[0] == 400  # one attempt after the block...
     status, headers = _login(app, "wrong")
-    assert status == 429 and headers["retry-after"] == "4"   # ...and the next block is twice as long
+    assert status == 429 and headers["retry-after"] == "4"  # ...and the next block is twice as long
     clock.now += 4.1
-    assert _login(app, PASSWORD)[0] == 200             # never locked out for good
-    assert [_login(app, "wrong")[0] for _ in range(5)] == [400] * 5   # a success clears the record
+    assert _login(app, PASSWORD)[0] == 200  # never locked out for good
+    assert [_login(app, "wrong")[0] for _ in range(5)] == [400] * 5  # a success clears the record
 
 
 def test_the_block_never_exceeds_its_cap_and_is_per_client(throttle):
@@ -83,7 +84,7 @@ def test_the_block_never_exceeds_its_cap_and_is_per_client(throttle):
     status, headers = _login(app, "wrong")
     assert status in (400, 429)
     assert int(headers.get("retry-after", "0")) <= 300
-    assert _login(app, PASSWORD, host="10.0.0.2")[0] == 200   # another client is not affected
+    assert _login(app, PASSWORD, host="10.0.0.2")[0] == 200  # another client is not affected
 
 
 def test_a_quiet_client_is_forgotten(throttle):

@@ -1,6 +1,7 @@
 """MCP servers in agent configs: AWorld's mcp_config/mcp_servers (multi-agent and flat, inline or a JSON file),
 checked by starting each real server with a time limit and listing its tools; clear errors naming the server;
 ${ENV} in env and headers; secrets masked everywhere."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -51,16 +52,22 @@ def servers_running(marker: str) -> list[psutil.Process]:
 
 
 def test_aworld_agent_yaml_with_mcp_passes_check_agent_and_lists_the_servers_tools():
-    results = check_all(MCP_AGENT, str(ROOT / "assets/datasets/calc_train.jsonl"), None,
-                        str(ROOT / "assets/rewards/calc_reward.py") + ":calc_reward", {"max_steps": 1},
-                        train_engine_name="trl")
+    results = check_all(
+        MCP_AGENT,
+        str(ROOT / "assets/datasets/calc_train.jsonl"),
+        None,
+        str(ROOT / "assets/rewards/calc_reward.py") + ":calc_reward",
+        {"max_steps": 1},
+        train_engine_name="trl",
+    )
     agent = results[0]
     assert agent.module == "agent" and agent.status == "ok", agent
     assert "tools: add (calculator)" in agent.message
     details = agent.details
     assert details["tool_servers"] == {"add": "calculator"}
-    assert details["mcp_servers"] == [{"name": "calculator", "transport": "stdio",
-                                       "target": f"python {CALC_SERVER}", "tools": ["add"]}]
+    assert details["mcp_servers"] == [
+        {"name": "calculator", "transport": "stdio", "target": f"python {CALC_SERVER}", "tools": ["add"]}
+    ]
     # the MCP tool is described to the model exactly as the Python tool it serves (multiply is hidden)
     from transformers.utils import get_json_schema
 
@@ -78,17 +85,19 @@ def test_mcp_tools_are_callables_like_python_tools():
 
     sig = inspect.signature(add)
     assert [(p.name, p.annotation, p.kind) for p in sig.parameters.values()] == [
-        ("a", int, inspect.Parameter.KEYWORD_ONLY), ("b", int, inspect.Parameter.KEYWORD_ONLY)]
+        ("a", int, inspect.Parameter.KEYWORD_ONLY),
+        ("b", int, inspect.Parameter.KEYWORD_ONLY),
+    ]
     assert sig.return_annotation is int
     assert "Args:\n    a: The first number." in add.__doc__
     from engines.tools.mcp_client import McpToolError, close_default_pool
 
     try:
-        assert add(a=3, b=4) == 7                      # a real call to the server
+        assert add(a=3, b=4) == 7  # a real call to the server
         with pytest.raises(McpToolError, match="Input should be a valid integer"):
-            add(a="three", b=4)                        # the server's own validation error, as a tool error
+            add(a="three", b=4)  # the server's own validation error, as a tool error
         with pytest.raises(TypeError, match="missing a required argument: 'b'"):
-            add(a=1)                                   # checked against the signature, like a Python function
+            add(a=1)  # checked against the signature, like a Python function
     finally:
         close_default_pool()
     assert not servers_running(CALC_SERVER)
@@ -97,16 +106,26 @@ def test_mcp_tools_are_callables_like_python_tools():
 def test_flat_agent_with_a_json_mcp_config_file_and_env_substitution(tmp_path, monkeypatch):
     monkeypatch.setenv("AW_MCP_SECRET", SECRET)
     (tmp_path / "conf").mkdir()
-    (tmp_path / "conf" / "mcp.json").write_text(json.dumps({"mcpServers": {
-        "env": {**mcp_servers.command("env"), "env": {"API_TOKEN": "${AW_MCP_SECRET}", "MODE": "test"}},
-        "unused": {"command": "never-started"}}}))
-    agent = write(tmp_path / "agent.yaml", f"""
+    (tmp_path / "conf" / "mcp.json").write_text(
+        json.dumps(
+            {
+                "mcpServers": {
+                    "env": {**mcp_servers.command("env"), "env": {"API_TOKEN": "${AW_MCP_SECRET}", "MODE": "test"}},
+                    "unused": {"command": "never-started"},
+                }
+            }
+        )
+    )
+    agent = write(
+        tmp_path / "agent.yaml",
+        f"""
         name: env-agent
         model: {MODEL}
         system_prompt: Read variables.
         mcp_config: conf/mcp.json
         mcp_servers: [env]
-    """)
+    """,
+    )
     spec = load_agent(agent)
     assert [s["function"]["name"] for s in spec.tool_schemas] == ["read_env"]
     assert spec.max_steps == 3  # tools make a multi-step agent, as Python tools do
@@ -119,9 +138,15 @@ def test_flat_agent_with_a_json_mcp_config_file_and_env_substitution(tmp_path, m
     finally:
         close_default_pool()
     d = spec.to_dict()
-    assert d["mcp_config"] == {"mcpServers": {"env": {
-        "command": mcp_servers.command("env")["command"], "args": mcp_servers.command("env")["args"],
-        "env": {"API_TOKEN": "${AW_MCP_SECRET}", "MODE": "test"}}}}
+    assert d["mcp_config"] == {
+        "mcpServers": {
+            "env": {
+                "command": mcp_servers.command("env")["command"],
+                "args": mcp_servers.command("env")["args"],
+                "env": {"API_TOKEN": "${AW_MCP_SECRET}", "MODE": "test"},
+            }
+        }
+    }
     assert d["mcp_servers"] == ["env"]
     shown = [repr(spec), json.dumps(d), json.dumps(agent_result(spec).to_dict())]
     assert not any(SECRET in s for s in shown)
@@ -129,13 +154,24 @@ def test_flat_agent_with_a_json_mcp_config_file_and_env_substitution(tmp_path, m
 
 def test_literal_secrets_are_masked_and_a_masked_secret_is_a_clear_error(tmp_path, monkeypatch):
     monkeypatch.setenv("AW_MCP_SECRET", SECRET)
-    agent = {"model": MODEL, "mcp_servers": ["env"], "mcp_config": {"mcpServers": {"env": {
-        **mcp_servers.command("env"), "env": {"API_TOKEN": SECRET, "OTHER_KEY": "${AW_MCP_SECRET}", "LEVEL": "3"}}}}}
+    agent = {
+        "model": MODEL,
+        "mcp_servers": ["env"],
+        "mcp_config": {
+            "mcpServers": {
+                "env": {
+                    **mcp_servers.command("env"),
+                    "env": {"API_TOKEN": SECRET, "OTHER_KEY": "${AW_MCP_SECRET}", "LEVEL": "3"},
+                }
+            }
+        },
+    }
     spec = load_agent(agent, load_tools=False)
     env = spec.to_dict()["mcp_config"]["mcpServers"]["env"]["env"]
     assert env == {"API_TOKEN": "****", "OTHER_KEY": "${AW_MCP_SECRET}", "LEVEL": "3"}
-    assert any("env variable 'API_TOKEN' holds a secret written literally" in w and "${ENV_VAR}" in w
-               for w in spec.warnings)
+    assert any(
+        "env variable 'API_TOKEN' holds a secret written literally" in w and "${ENV_VAR}" in w for w in spec.warnings
+    )
     assert SECRET not in json.dumps(agent_result(spec).to_dict()) and SECRET not in repr(spec)
     again = load_agent(spec, load_tools=False)  # the same in-memory agent keeps its literal secret
     assert again.mcp.servers[0].env["API_TOKEN"] == SECRET
@@ -147,17 +183,44 @@ def test_literal_secrets_are_masked_and_a_masked_secret_is_a_clear_error(tmp_pat
 
 def test_a_prepared_run_writes_no_mcp_secret(tmp_path, monkeypatch):
     monkeypatch.setenv("AW_MCP_SECRET", SECRET)
-    agent = write(tmp_path / "agent.yaml", yaml.safe_dump({"agents": {"reader": {
-        "system_prompt": "Read.", "llm_config": {"llm_model_name": MODEL},
-        "mcp_config": {"mcpServers": {"env": {**mcp_servers.command("env"),
-                                              "env": {"API_TOKEN": "Bearer ${AW_MCP_SECRET}"}}}},
-        "mcp_servers": ["env"]}}}))
-    results = check_all(agent, str(ROOT / "assets/datasets/calc_train.jsonl"), None, "exact_match",
-                        {"max_steps": 1}, train_engine_name="trl")
+    agent = write(
+        tmp_path / "agent.yaml",
+        yaml.safe_dump(
+            {
+                "agents": {
+                    "reader": {
+                        "system_prompt": "Read.",
+                        "llm_config": {"llm_model_name": MODEL},
+                        "mcp_config": {
+                            "mcpServers": {
+                                "env": {**mcp_servers.command("env"), "env": {"API_TOKEN": "Bearer ${AW_MCP_SECRET}"}}
+                            }
+                        },
+                        "mcp_servers": ["env"],
+                    }
+                }
+            }
+        ),
+    )
+    results = check_all(
+        agent,
+        str(ROOT / "assets/datasets/calc_train.jsonl"),
+        None,
+        "exact_match",
+        {"max_steps": 1},
+        train_engine_name="trl",
+    )
     assert results[0].status == "ok", results[0]
     assert SECRET not in format_table(results) and SECRET not in json.dumps([r.to_dict() for r in results])
-    run = prepare_run(agent, str(ROOT / "assets/datasets/calc_train.jsonl"), None, "exact_match", {"max_steps": 1},
-                      train_engine_name="trl", runs_dir=str(tmp_path / "runs"))
+    run = prepare_run(
+        agent,
+        str(ROOT / "assets/datasets/calc_train.jsonl"),
+        None,
+        "exact_match",
+        {"max_steps": 1},
+        train_engine_name="trl",
+        runs_dir=str(tmp_path / "runs"),
+    )
     written = run.read_spec()["agent"]
     assert written["mcp_config"]["mcpServers"]["env"]["env"] == {"API_TOKEN": "Bearer ${AW_MCP_SECRET}"}
     for f in run.path.rglob("*"):
@@ -176,7 +239,7 @@ def test_a_server_that_exits_at_once_names_the_server_and_shows_its_stderr():
         load_agent(_agent({"broken": mcp_servers.command("exit")}))
     msg = str(err.value)
     assert "MCP server 'broken' exited before answering" in msg
-    assert "fatal: calculator config missing (CALC_CONFIG is not set)" in msg   # the tail of its stderr
+    assert "fatal: calculator config missing (CALC_CONFIG is not set)" in msg  # the tail of its stderr
     assert "run the command in a terminal" in msg
     assert time.monotonic() - t0 < 30
 
@@ -231,18 +294,26 @@ def test_an_sse_server_is_listed_and_called():
             close_default_pool()
 
 
-@pytest.mark.parametrize("mcp, what", [
-    ({"mcp_servers": ["a"]}, "mcp_servers names ['a'] but the agent has no mcp_config"),
-    ({"mcp_config": {"servers": {}}}, "mcp_config must hold an `mcpServers` mapping"),
-    ({"mcp_config": {"mcpServers": {"a": {"args": ["x"]}}}}, "MCP server 'a' has neither `command`"),
-    ({"mcp_config": {"mcpServers": {"a": {"type": "websocket", "url": "ws://x"}}}}, "unknown type 'websocket'"),
-    ({"mcp_config": {"mcpServers": {"a": {"type": "sse", "url": "localhost:8080"}}}}, "`url` must be an http(s) URL"),
-    ({"mcp_config": {"mcpServers": {"a": {"command": "x", "timeout": "soon"}}}}, "`timeout` must be a number"),
-    ({"mcp_config": {"mcpServers": {"a": {"command": "x", "env": ["A=1"]}}}}, "`env` must be a mapping"),
-    ({"mcp_config": "missing.json"}, "mcp_config file 'missing.json' does not exist"),
-    ({"mcp_config": {"mcpServers": {"a": {"command": "x"}}}, "black_tool_actions": ["x"]},
-     "black_tool_actions must map a server name"),
-])
+@pytest.mark.parametrize(
+    "mcp, what",
+    [
+        ({"mcp_servers": ["a"]}, "mcp_servers names ['a'] but the agent has no mcp_config"),
+        ({"mcp_config": {"servers": {}}}, "mcp_config must hold an `mcpServers` mapping"),
+        ({"mcp_config": {"mcpServers": {"a": {"args": ["x"]}}}}, "MCP server 'a' has neither `command`"),
+        ({"mcp_config": {"mcpServers": {"a": {"type": "websocket", "url": "ws://x"}}}}, "unknown type 'websocket'"),
+        (
+            {"mcp_config": {"mcpServers": {"a": {"type": "sse", "url": "localhost:8080"}}}},
+            "`url` must be an http(s) URL",
+        ),
+        ({"mcp_config": {"mcpServers": {"a": {"command": "x", "timeout": "soon"}}}}, "`timeout` must be a number"),
+        ({"mcp_config": {"mcpServers": {"a": {"command": "x", "env": ["A=1"]}}}}, "`env` must be a mapping"),
+        ({"mcp_config": "missing.json"}, "mcp_config file 'missing.json' does not exist"),
+        (
+            {"mcp_config": {"mcpServers": {"a": {"command": "x"}}}, "black_tool_actions": ["x"]},
+            "black_tool_actions must map a server name",
+        ),
+    ],
+)
 def test_bad_mcp_configs(mcp, what):
     with pytest.raises(CheckError) as err:
         load_agent({"model": MODEL, **mcp}, load_tools=False)
@@ -256,9 +327,17 @@ def test_a_bad_json_file_names_the_line(tmp_path):
 
 
 def test_unknown_server_keys_and_disabled_servers_are_reported():
-    spec = load_agent(_agent({"calc": {"command": "python", "args": [CALC_SERVER], "enviroment": {}},
-                              "off": {"command": "x", "disabled": True}}, use=None) | {"mcp_servers": None},
-                      load_tools=False)
+    spec = load_agent(
+        _agent(
+            {
+                "calc": {"command": "python", "args": [CALC_SERVER], "enviroment": {}},
+                "off": {"command": "x", "disabled": True},
+            },
+            use=None,
+        )
+        | {"mcp_servers": None},
+        load_tools=False,
+    )
     assert [s.name for s in spec.mcp.servers] == ["calc"]
     assert any("mcp_servers is not set" in w and "(calc)" in w for w in spec.warnings)
     assert any("MCP server 'calc': unknown key 'enviroment'" in w and "ignored" in w for w in spec.warnings)
@@ -277,8 +356,14 @@ def test_tool_names_must_be_unique_across_python_tools_and_servers():
 
 def test_a_secret_in_a_server_url_is_masked_like_a_header():
     url = f"https://user:{SECRET}@search.example/mcp?api_key={SECRET}&region=eu"
-    spec = load_agent({"model": MODEL, "mcp_config": {"mcpServers": {"search": {"type": "sse", "url": url}}},
-                       "mcp_servers": ["search"]}, load_tools=False)
+    spec = load_agent(
+        {
+            "model": MODEL,
+            "mcp_config": {"mcpServers": {"search": {"type": "sse", "url": url}}},
+            "mcp_servers": ["search"],
+        },
+        load_tools=False,
+    )
     assert spec.mcp.servers[0].url == url  # used as written
     shown = spec.to_dict()["mcp_config"]["mcpServers"]["search"]["url"]
     assert shown == "https://user:****@search.example/mcp?api_key=****&region=eu"

@@ -1,5 +1,6 @@
 """The studio's check worker and MCP servers: a stdio server an agent check starts never outlives the check,
 whether the check's own time limit, the MCP time limit or a crash ends it (processes are counted)."""
+
 from __future__ import annotations
 
 import sys
@@ -13,7 +14,6 @@ from aworld_gui.core import inputs as inp
 from aworld_gui.worker.check_worker import CheckWorker, WorkerError
 from testing import mcp_servers
 from testing.waiting import wait_for
-
 
 
 @pytest.fixture(scope="module")
@@ -44,10 +44,16 @@ def hanging_agent(tmp_path, startup_timeout: float) -> tuple[str, str]:
     entry = mcp_servers.command("hang")
     entry["args"] = entry["args"] + [marker]
     agent = tmp_path / "agent.yaml"
-    agent.write_text(yaml.safe_dump({"model": str(root / "assets/models/tiny-calc"), "system_prompt": "x",
-                                     "mcp_config": {"mcpServers": {"slow": {**entry,
-                                                                            "startup_timeout": startup_timeout}}},
-                                     "mcp_servers": ["slow"]}))
+    agent.write_text(
+        yaml.safe_dump(
+            {
+                "model": str(root / "assets/models/tiny-calc"),
+                "system_prompt": "x",
+                "mcp_config": {"mcpServers": {"slow": {**entry, "startup_timeout": startup_timeout}}},
+                "mcp_servers": ["slow"],
+            }
+        )
+    )
     return str(agent), marker
 
 
@@ -58,7 +64,7 @@ def check_inputs(agent: str) -> dict:
 
 
 def test_a_check_killed_at_its_time_limit_takes_its_mcp_server_with_it(worker, tmp_path):
-    agent, marker = hanging_agent(tmp_path, startup_timeout=300)   # the MCP limit would come much later
+    agent, marker = hanging_agent(tmp_path, startup_timeout=300)  # the MCP limit would come much later
     with pytest.raises(WorkerError) as err:
         worker.call("check", inputs=check_inputs(agent), timeout_s=15)
     assert err.value.kind == "timeout" and err.value.stage == "agent"

@@ -1,5 +1,6 @@
 """The MCP client of a training process: one session per server reused across calls, a dead server started
 again once, a server that cannot be started again becomes a ToolServerError for every later call."""
+
 from __future__ import annotations
 
 import os
@@ -20,8 +21,12 @@ def flaky_server(tmp_path, calls: int = 1_000_000, marker: bool = False, **extra
     if marker:
         env["FLAKY_MARKER"] = str(tmp_path / "crashed")
     warnings: list[str] = []
-    selection = parse_mcp({"mcp_config": {"mcpServers": {"flaky": {**mcp_servers.command("flaky"), "env": env,
-                                                                   **extra}}}}, None, warnings, [])
+    selection = parse_mcp(
+        {"mcp_config": {"mcpServers": {"flaky": {**mcp_servers.command("flaky"), "env": env, **extra}}}},
+        None,
+        warnings,
+        [],
+    )
     return selection.servers[0]
 
 
@@ -59,8 +64,21 @@ def test_a_killed_server_is_started_again(tmp_path, pool):
 
 def test_a_server_that_cannot_be_restarted_is_a_tool_server_error(tmp_path, pool):
     server = flaky_server(tmp_path, calls=2, marker=True)
-    add = make_callable(McpTool("flaky", "add", "add", "Add.", {"type": "object", "properties": {
-        "a": {"type": "integer"}, "b": {"type": "integer"}}, "required": ["a", "b"]}), server, lambda: pool)
+    add = make_callable(
+        McpTool(
+            "flaky",
+            "add",
+            "add",
+            "Add.",
+            {
+                "type": "object",
+                "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+                "required": ["a", "b"],
+            },
+        ),
+        server,
+        lambda: pool,
+    )
     assert add(a=1, b=2) == "3" and add(a=2, b=2) == "4"
     with pytest.raises(ToolServerError) as err:
         add(a=3, b=3)  # the third call kills it; starting it again fails (it refuses while its marker exists)
@@ -112,8 +130,12 @@ def test_an_http_server_that_comes_back_is_reconnected(pool):
 
     port = free_port()
     with mcp_servers.calculator_over_http("streamable-http", port=port) as url:
-        server = parse_mcp({"mcp_config": {"mcpServers": {"web": {"type": "streamable-http", "url": url,
-                                                                  "startup_timeout": 60}}}}, None, [], []).servers[0]
+        server = parse_mcp(
+            {"mcp_config": {"mcpServers": {"web": {"type": "streamable-http", "url": url, "startup_timeout": 60}}}},
+            None,
+            [],
+            [],
+        ).servers[0]
         tool = McpTool("web", "add", "add", "", {}, {"properties": {"result": {"type": "integer"}}})
         assert result_value(pool.call(server, "add", {"a": 1, "b": 2}), tool) == 3
     with mcp_servers.calculator_over_http("streamable-http", port=port):  # the same server, restarted

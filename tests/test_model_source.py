@@ -1,6 +1,7 @@
 """Model choice: a local folder, or a hub id resolved through the local Hugging Face cache; an id that is
 not cached is a clear error, quickly, when the hub cannot be reached (never a hang). The memory
 estimate shows in ``aworld-train check``."""
+
 from __future__ import annotations
 
 import json
@@ -19,9 +20,16 @@ from testing import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 TINY = ROOT / "assets/models/tiny-letters"
-DEMO = ["--agent", str(ROOT / "assets/agents/letters_agent.yaml"), "--train",
-        str(ROOT / "assets/datasets/letters_train.jsonl"), "--reward",
-        str(ROOT / "assets/rewards/letter_reward.py") + ":letter_reward", "--engine", "trl"]
+DEMO = [
+    "--agent",
+    str(ROOT / "assets/agents/letters_agent.yaml"),
+    "--train",
+    str(ROOT / "assets/datasets/letters_train.jsonl"),
+    "--reward",
+    str(ROOT / "assets/rewards/letter_reward.py") + ":letter_reward",
+    "--engine",
+    "trl",
+]
 
 
 def fake_hub_cache(base: Path, repo_id: str = "aworld/tiny-letters") -> Path:
@@ -38,8 +46,14 @@ def cli_check(tmp_path: Path, config: dict, **env: str) -> subprocess.CompletedP
     cfg = tmp_path / "config.yaml"
     cfg.write_text(json.dumps(config))
     full_env = dict(os.environ, **env)
-    return subprocess.run([sys.executable, "-m", "engines", "check", *DEMO, "--config", str(cfg)], cwd=ROOT,
-                          env=full_env, capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "engines", "check", *DEMO, "--config", str(cfg)],
+        cwd=ROOT,
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def test_a_local_folder_resolves_and_a_missing_one_says_where_it_looked(tmp_path):
@@ -54,15 +68,34 @@ def test_a_local_folder_resolves_and_a_missing_one_says_where_it_looked(tmp_path
 
 def test_a_hub_id_in_the_local_cache_trains_from_the_cache(tmp_path):
     snapshot = fake_hub_cache(tmp_path / "hub")
-    res = cli_check(tmp_path, {"model": "aworld/tiny-letters", "max_steps": 2, "save_steps": 2},
-                    HF_HUB_CACHE=str(tmp_path / "hub"), HF_HUB_OFFLINE="1")
+    res = cli_check(
+        tmp_path,
+        {"model": "aworld/tiny-letters", "max_steps": 2, "save_steps": 2},
+        HF_HUB_CACHE=str(tmp_path / "hub"),
+        HF_HUB_OFFLINE="1",
+    )
     assert res.returncode == 0, res.stdout + res.stderr
     assert "memory estimate: ≈ " in res.stdout and "GB peak per process of" in res.stdout
     # the id trains: the run loads the cached snapshot (the hub is offline), two steps
     env = dict(os.environ, HF_HUB_CACHE=str(tmp_path / "hub"), HF_HUB_OFFLINE="1")
-    train = subprocess.run([sys.executable, "-m", "engines", "train", *DEMO, "--config", str(tmp_path / "config.yaml"),
-                            "--run-path", str(tmp_path / "runs")], cwd=ROOT, env=env, capture_output=True, text=True,
-                           timeout=300)
+    train = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "engines",
+            "train",
+            *DEMO,
+            "--config",
+            str(tmp_path / "config.yaml"),
+            "--run-path",
+            str(tmp_path / "runs"),
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert train.returncode == 0, train.stdout + train.stderr
     run = Path(next(x for x in train.stderr.splitlines() if x.startswith("run directory: ")).split(": ", 1)[1])
     events = [json.loads(line) for line in (run / "events.jsonl").read_text().splitlines()]
@@ -72,19 +105,19 @@ def test_a_hub_id_in_the_local_cache_trains_from_the_cache(tmp_path):
     assert (run / "checkpoints" / "checkpoint-2" / "model.safetensors").is_file()
 
 
-@pytest.mark.parametrize("env", [{"HF_HUB_OFFLINE": "1"}, {"HF_ENDPOINT": "http://127.0.0.1:{port}"}],
-                         ids=["offline", "hub-unreachable"])
+@pytest.mark.parametrize(
+    "env", [{"HF_HUB_OFFLINE": "1"}, {"HF_ENDPOINT": "http://127.0.0.1:{port}"}], ids=["offline", "hub-unreachable"]
+)
 def test_an_id_that_is_not_cached_is_a_clear_error_not_a_hang(tmp_path, env):
-    env = {k: v.format(port=free_port()) for k, v in env.items()}   # a closed port: the hub does not answer
+    env = {k: v.format(port=free_port()) for k, v in env.items()}  # a closed port: the hub does not answer
     t0 = time.monotonic()
-    res = cli_check(tmp_path, {"model": "Qwen/Qwen2.5-0.5B-Instruct"}, HF_HUB_CACHE=str(tmp_path / "empty-hub"),
-                    **env)
+    res = cli_check(tmp_path, {"model": "Qwen/Qwen2.5-0.5B-Instruct"}, HF_HUB_CACHE=str(tmp_path / "empty-hub"), **env)
     assert res.returncode == 1
     line = next(x for x in res.stdout.splitlines() if x.startswith("config"))
     assert "model 'Qwen/Qwen2.5-0.5B-Instruct' is not in the local Hugging Face cache" in line
     assert "hf download Qwen/Qwen2.5-0.5B-Instruct" in line
     assert ("HF_HUB_OFFLINE is set" in line) if "HF_HUB_OFFLINE" in env else ("cannot be reached" in line)
-    assert time.monotonic() - t0 < 240   # generous for a loaded machine; a hang would hit the subprocess timeout
+    assert time.monotonic() - t0 < 240  # generous for a loaded machine; a hang would hit the subprocess timeout
 
 
 def test_local_models_lists_the_assets_and_the_cache(tmp_path, monkeypatch):
@@ -93,5 +126,7 @@ def test_local_models_lists_the_assets_and_the_cache(tmp_path, monkeypatch):
 
     monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
     found = {m["name"]: m for m in local_models()}
-    assert found["tiny-letters"]["source"] == "folder" and found["tiny-calc"]["path"].endswith("assets/models/tiny-calc")
+    assert found["tiny-letters"]["source"] == "folder" and found["tiny-calc"]["path"].endswith(
+        "assets/models/tiny-calc"
+    )
     assert found["aworld/tiny-letters"]["source"] == "hf-cache"

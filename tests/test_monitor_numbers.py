@@ -1,5 +1,6 @@
 """The Monitor's numbers agree: the header's "Reward · latest" is in the reward chart's legend at the same
 step — also once the curve is downsampled and smoothed (the raw line is no longer drawn, its number stays)."""
+
 from __future__ import annotations
 
 import re

@@ -1,5 +1,6 @@
 """The project as an installed distribution: console scripts, engines found through the entry-point
 group, no path injection in product code, a light ``import engines``."""
+
 from __future__ import annotations
 
 import json
@@ -21,14 +22,20 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def test_our_engines_are_registered_through_the_entry_point_group(clean_registry):
     api = clean_registry
-    ours = {ep.name: ep.value for ep in metadata.entry_points(group=api.ENTRY_POINT_GROUP)
-            if ep.dist is not None and ep.dist.name.replace("_", "-") == api.OWN_DISTRIBUTION}
-    assert {"trl": "engines.trl:TrlProcessor", "verl": "engines.verl:VerlProcessor",
-            "swift": "engines.swift:SwiftProcessor"}.items() <= ours.items()
+    ours = {
+        ep.name: ep.value
+        for ep in metadata.entry_points(group=api.ENTRY_POINT_GROUP)
+        if ep.dist is not None and ep.dist.name.replace("_", "-") == api.OWN_DISTRIBUTION
+    }
+    assert {
+        "trl": "engines.trl:TrlProcessor",
+        "verl": "engines.verl:VerlProcessor",
+        "swift": "engines.swift:SwiftProcessor",
+    }.items() <= ours.items()
     api._REGISTRY.clear()
     api._ENTRY_POINTS_LOADED = False
     assert {"trl", "verl", "swift"} <= set(api.registered_engines())  # nothing registered them but the group
-    assert api._REGISTRY["trl"] == "engines.trl:TrlProcessor"         # kept as text until asked for
+    assert api._REGISTRY["trl"] == "engines.trl:TrlProcessor"  # kept as text until asked for
     assert api._REGISTRY["swift"] == "engines.swift:SwiftProcessor"
     assert api.get_processor_class("trl").__name__ == "TrlProcessor"
     assert api.get_processor_class("swift").__name__ == "SwiftProcessor"
@@ -46,10 +53,15 @@ def start_studio(tmp_path: Path) -> tuple[subprocess.Popen, Path, Path, str]:
     runs, port = tmp_path / "runs", free_port()
     log = tmp_path / "studio.log"
     with open(log, "wb") as out:
-        proc = subprocess.Popen([str(Path(sys.executable).parent / "aworld-studio"), "--port", str(port),
-                                 "--runs-dir", str(runs)], cwd=tmp_path, stdin=subprocess.DEVNULL, stdout=out,
-                                stderr=subprocess.STDOUT, start_new_session=True,
-                                env={**os.environ, "GRADIO_ANALYTICS_ENABLED": "False"})
+        proc = subprocess.Popen(
+            [str(Path(sys.executable).parent / "aworld-studio"), "--port", str(port), "--runs-dir", str(runs)],
+            cwd=tmp_path,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env={**os.environ, "GRADIO_ANALYTICS_ENABLED": "False"},
+        )
     return proc, runs, log, f"http://127.0.0.1:{port}/"
 
 
@@ -57,7 +69,7 @@ def end_with_sigterm(proc: subprocess.Popen, log: Path) -> None:
     """SIGTERM ends it as Ctrl-C does: exit 0, its check worker (and anything else it started) gone."""
     children = psutil.Process(proc.pid).children(recursive=True)
     proc.send_signal(signal.SIGTERM)
-    assert proc.wait(timeout=30) == 0, log.read_text()[-3000:]   # closed like Ctrl-C, not killed
+    assert proc.wait(timeout=30) == 0, log.read_text()[-3000:]  # closed like Ctrl-C, not killed
     gone, alive = psutil.wait_procs(children, timeout=10)
     assert not alive, f"left behind after SIGTERM: {[p.cmdline() for p in alive]}"
 
@@ -82,10 +94,10 @@ def test_the_installed_aworld_studio_serves_the_studio_and_ends_on_sigterm(tmp_p
             except OSError:
                 time.sleep(0.3)
         assert page is not None, f"no answer on {url} (exit code {proc.poll()}):\n{log.read_text()[-3000:]}"
-        assert str(runs) in page            # this studio, not something else that took the port
+        assert str(runs) in page  # this studio, not something else that took the port
         assert psutil.Process(proc.pid).children(recursive=True), "the studio has its check worker"
         end_with_sigterm(proc, log)
-    finally:   # whatever happened: the studio, then what is left of its process group (its check worker)
+    finally:  # whatever happened: the studio, then what is left of its process group (its check worker)
         kill_what_is_left(proc)
 
 
@@ -95,8 +107,7 @@ def test_a_sigterm_while_the_studio_starts_ends_it_as_ctrl_c_does(tmp_path):
     proc, _runs, log, _url = start_studio(tmp_path)
     try:
         deadline = time.monotonic() + 120
-        while "AWorld Trainer Studio on" not in log.read_text() and proc.poll() is None and \
-                time.monotonic() < deadline:
+        while "AWorld Trainer Studio on" not in log.read_text() and proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.05)
         assert proc.poll() is None, log.read_text()[-3000:]
         end_with_sigterm(proc, log)
@@ -105,14 +116,20 @@ def test_a_sigterm_while_the_studio_starts_ends_it_as_ctrl_c_does(tmp_path):
 
 
 def test_no_path_injection_in_product_code():
-    out = subprocess.run(["git", "grep", "-n", "-E", r"sys\.path|PYTHONPATH", "--", "engines", "aworld_gui", "app.py"],
-                         cwd=ROOT, capture_output=True, text=True)
+    out = subprocess.run(
+        ["git", "grep", "-n", "-E", r"sys\.path|PYTHONPATH", "--", "engines", "aworld_gui", "app.py"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     assert out.stdout == "", out.stdout
 
 
 def test_import_engines_stays_light():
-    code = ("import sys, json, engines, engines.trl, engines.verl; "
-            "print(json.dumps(sorted(m for m in ('torch', 'trl', 'verl', 'transformers', 'gradio', 'ray', 'datasets')"
-            " if m in sys.modules)))")
+    code = (
+        "import sys, json, engines, engines.trl, engines.verl; "
+        "print(json.dumps(sorted(m for m in ('torch', 'trl', 'verl', 'transformers', 'gradio', 'ray', 'datasets')"
+        " if m in sys.modules)))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and json.loads(out.stdout) == [], out.stdout + out.stderr

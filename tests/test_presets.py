@@ -1,4 +1,5 @@
 """Presets: the shipped ones check green as they are; a saved setup loads back the same."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -24,9 +25,16 @@ def test_a_shipped_preset_checks_green(name, tmp_path):
 def test_the_letters_preset_is_the_demo(tmp_path):
     si = presets.load_preset(presets.list_presets(tmp_path)["letters-grpo"]["path"])
     demo = inp.demo_inputs()
-    assert (si.agent, si.train, si.test, si.engine) == (str(Path(demo.agent).resolve()), str(Path(demo.train).resolve()),
-                                                         str(Path(demo.test).resolve()), demo.engine)
-    assert si.config_text == demo.config_text and si.rewards[0]["ref"] == str(Path(inp.DEMO_REWARD.rpartition(":")[0]).resolve()) + ":letter_reward"
+    assert (si.agent, si.train, si.test, si.engine) == (
+        str(Path(demo.agent).resolve()),
+        str(Path(demo.train).resolve()),
+        str(Path(demo.test).resolve()),
+        demo.engine,
+    )
+    assert (
+        si.config_text == demo.config_text
+        and si.rewards[0]["ref"] == str(Path(inp.DEMO_REWARD.rpartition(":")[0]).resolve()) + ":letter_reward"
+    )
 
 
 def test_a_saved_setup_loads_back_the_same(tmp_path):

@@ -1,6 +1,7 @@
 """What a queued run waits for, in the Monitor's header and the Runs table: one function, the same place in line
 and the same run named, the run holding the slot or the run queued before it — never "held by the running job"
 when no run holds it. Real queue logic (engines/runs/lifecycle.py ``wait_for_slot``) in a process per queued run."""
+
 from __future__ import annotations
 
 import re
@@ -61,13 +62,13 @@ def test_both_tabs_say_the_same_place_and_what_the_run_waits_for(tmp_path):
     runs = tmp_path / "runs"
     holder = a_run(runs, "holder", RUNNING)
     slot = Slot(runs)
-    assert slot.try_acquire()                       # the holder run's slot (this process, as a run would)
+    assert slot.try_acquire()  # the holder run's slot (this process, as a run would)
     first, second = a_run(runs, "first", QUEUED), a_run(runs, "second", QUEUED)
     studio = Studio(runs, worker=CheckWorker())
     procs = []
-    for run in (first, second):                     # each queued run's own process, as `aworld-train run` has
+    for run in (first, second):  # each queued run's own process, as `aworld-train run` has
         procs.append(subprocess.Popen([sys.executable, "-c", WAITER, str(run.path), str(runs)]))
-        wait_for(lambda: run.read_status().get("pid") == procs[-1].pid, 60, "the run's process waiting")
+        wait_for(lambda: run.read_status().get("pid") == procs[-1].pid, 60, "the run's process waiting")  # noqa: B023
     try:
         wait_for(lambda: second.read_status().get("queue_position") == 2, 60, "the second run second in line")
         monitor, table = views(studio, second)
@@ -82,8 +83,14 @@ def test_both_tabs_say_the_same_place_and_what_the_run_waits_for(tmp_path):
         holder.write_status(state="finished", ended=time.time())
         slot.release()
         wait_for(lambda: first.read_status().get("state") == RUNNING, 60, "the first run given the slot")
-        wait_for(lambda: second.read_status().get("queue_position") == 1
-                 and second.read_status().get("waiting_for") == first.run_id, 60, "the second run next")
+        wait_for(
+            lambda: (
+                second.read_status().get("queue_position") == 1
+                and second.read_status().get("waiting_for") == first.run_id
+            ),
+            60,
+            "the second run next",
+        )
         monitor, table = views(studio, second)
         assert "place in line: 1" in monitor and "#1 in line" in table
         assert f"run {first.run_id}, which holds" in monitor and f"run {first.run_id}, which holds" in table

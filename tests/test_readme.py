@@ -1,4 +1,5 @@
 """The README holds exactly two shell commands, and CI runs the second one verbatim."""
+
 import re
 from pathlib import Path
 

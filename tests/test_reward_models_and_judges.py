@@ -1,6 +1,7 @@
 """Reward models and LLM judges as rewards: a tiny sequence-classification model built here scores
 completions in a real `trl` run; a judge served on 127.0.0.1 (OpenAI chat API) scores a real run and logs
 its cost; a judge that times out or replies garbage is a clear check error, or a classified run failure."""
+
 from __future__ import annotations
 
 import json
@@ -17,8 +18,14 @@ from testing.reward_model import build_reward_model
 ROOT = Path(__file__).resolve().parent.parent
 MODEL = str(ROOT / "assets/models/tiny-calc")
 AGENT = {"name": "calc", "model": MODEL, "system_prompt": "Add.", "max_tokens": 6}
-FAST = {"max_steps": 2, "prompts_per_step": 2, "num_generations": 4, "save_steps": 100, "eval_steps": 0,
-        "eval_samples": 2}
+FAST = {
+    "max_steps": 2,
+    "prompts_per_step": 2,
+    "num_generations": 4,
+    "save_steps": 100,
+    "eval_steps": 0,
+    "eval_samples": 2,
+}
 KEY_ENV = "AWORLD_TEST_JUDGE_KEY"
 KEY = "sk-test-0123456789abcdef"
 TEMPLATE = "Question: {prompt}\nReference: {answer}\nReply: {completion}\nScore from 0 to 10:"
@@ -42,8 +49,9 @@ def reward_result(p):
 
 
 def judge_spec(url: str, **extra) -> dict:
-    return {"judge": {"url": url, "model": "tiny-judge", "prompt": TEMPLATE, "api_key_env": KEY_ENV,
-                      "scale": 10, **extra}}
+    return {
+        "judge": {"url": url, "model": "tiny-judge", "prompt": TEMPLATE, "api_key_env": KEY_ENV, "scale": 10, **extra}
+    }
 
 
 # -- reward models ---------------------------------------------------------------------------------------
@@ -61,8 +69,18 @@ def test_a_reward_model_dry_runs_in_the_check(tmp_path, data, reward_model):
     assert name == "rm_tiny_rm"
     assert "chat template" in result.details["calls"][name]["args"]["texts"]
     spec = p.spec["reward"]
-    assert spec == [{"reward_model": {"path": reward_model, "batch_size": 2, "max_length": 1024, "device": "auto",
-                                      "name": "rm_tiny_rm"}, "weight": 1.0}]
+    assert spec == [
+        {
+            "reward_model": {
+                "path": reward_model,
+                "batch_size": 2,
+                "max_length": 1024,
+                "device": "auto",
+                "name": "rm_tiny_rm",
+            },
+            "weight": 1.0,
+        }
+    ]
     assert load_reward(spec).to_spec() == spec
 
 
@@ -78,11 +96,14 @@ def test_reward_model_batches_give_the_same_scores(reward_model):
     assert [v > 0 for v in a] == [True, False, True, False, True]
 
 
-@pytest.mark.parametrize("spec, what", [
-    ({"reward_model": "/no/such/model"}, "is neither a model folder nor a model in the local Hugging Face cache"),
-    ({"reward_model": MODEL}, "is a Qwen2ForCausalLM, not a sequence-classification model"),
-    ({"reward_model": {"path": MODEL, "batchsize": 2}}, "unknown reward_model option 'batchsize' (did you mean"),
-])
+@pytest.mark.parametrize(
+    "spec, what",
+    [
+        ({"reward_model": "/no/such/model"}, "is neither a model folder nor a model in the local Hugging Face cache"),
+        ({"reward_model": MODEL}, "is a Qwen2ForCausalLM, not a sequence-classification model"),
+        ({"reward_model": {"path": MODEL, "batchsize": 2}}, "unknown reward_model option 'batchsize' (did you mean"),
+    ],
+)
 def test_bad_reward_models_are_clear(spec, what):
     with pytest.raises(CheckError) as err:
         load_reward(spec)
@@ -90,8 +111,15 @@ def test_bad_reward_models_are_clear(spec, what):
 
 
 def test_a_reward_model_scores_completions_in_a_real_training_run(tmp_path, data, reward_model):
-    trainer = AgentTrainer(AGENT, data, None, [{"reward_model": reward_model, "kwargs": {"batch_size": 3}}],
-                           dict(FAST), run_path=str(tmp_path / "runs"), train_engine_name="trl")
+    trainer = AgentTrainer(
+        AGENT,
+        data,
+        None,
+        [{"reward_model": reward_model, "kwargs": {"batch_size": 3}}],
+        dict(FAST),
+        run_path=str(tmp_path / "runs"),
+        train_engine_name="trl",
+    )
     assert trainer.train() == "finished"
     run = trainer.train_processor.run
     rows = [r for r in run.read_jsonl("metrics.jsonl") if "loss" in r]
@@ -101,8 +129,9 @@ def test_a_reward_model_scores_completions_in_a_real_training_run(tmp_path, data
     # the values the run recorded are the reward model's on those very completions
     rescored = load_reward({"reward_model": reward_model})
     for s in samples:
-        assert s["rewards"]["rm_tiny_rm"] == pytest.approx(rescored.score(s["completion"], s["answer"],
-                                                                          s["prompt"])[0], abs=1e-3)
+        assert s["rewards"]["rm_tiny_rm"] == pytest.approx(
+            rescored.score(s["completion"], s["answer"], s["prompt"])[0], abs=1e-3
+        )
 
 
 # -- judges ----------------------------------------------------------------------------------------------
@@ -124,8 +153,12 @@ def test_a_judge_dry_runs_in_the_check_with_the_key_masked(tmp_path, data, monke
     assert {h["authorization"] for h in server.headers} == {f"Bearer {KEY}"}
     calls = result.details["calls"]["judge"]
     assert calls["args"]["api_key"] == f"${KEY_ENV} (set, ***)"
-    assert set(calls["logged"]) == {"log_metric judge/judge/calls", "log_metric judge/judge/latency_mean_s",
-                                    "log_metric judge/judge/latency_max_s", "log_metric judge/judge/seconds"}
+    assert set(calls["logged"]) == {
+        "log_metric judge/judge/calls",
+        "log_metric judge/judge/latency_mean_s",
+        "log_metric judge/judge/latency_max_s",
+        "log_metric judge/judge/seconds",
+    }
     everything = json.dumps([r.to_dict() for r in p.check_results], default=str) + json.dumps(p.spec, default=str)
     assert KEY not in everything
     assert p.spec["reward"][0]["judge"]["api_key_env"] == KEY_ENV
@@ -134,8 +167,15 @@ def test_a_judge_dry_runs_in_the_check_with_the_key_masked(tmp_path, data, monke
 def test_a_judge_scores_a_real_run_and_logs_its_cost(tmp_path, data, monkeypatch):
     monkeypatch.setenv(KEY_ENV, KEY)
     with ChatServer(key=KEY) as server:
-        trainer = AgentTrainer(AGENT, data, None, [judge_spec(server.url, concurrency=4)], dict(FAST),
-                               run_path=str(tmp_path / "runs"), train_engine_name="trl")
+        trainer = AgentTrainer(
+            AGENT,
+            data,
+            None,
+            [judge_spec(server.url, concurrency=4)],
+            dict(FAST),
+            run_path=str(tmp_path / "runs"),
+            train_engine_name="trl",
+        )
         assert trainer.train() == "finished"
     run = trainer.train_processor.run
     rows = [r for r in run.read_jsonl("metrics.jsonl") if "loss" in r]
@@ -145,17 +185,23 @@ def test_a_judge_scores_a_real_run_and_logs_its_cost(tmp_path, data, monkeypatch
         assert 0 < r["judge/judge/latency_mean_s"] <= r["judge/judge/latency_max_s"]
         assert r["rewards/judge/mean"] in (0.0, 0.125, 0.25, 0.375, 0.5, 0.625, 0.75, 0.875, 1.0)
     assert len(server.requests) >= 6 + 16  # the check's dry run, then 8 per step
-    run_text = "".join(f.read_text(errors="ignore") for f in run.path.rglob("*") if f.is_file()
-                       and f.suffix in (".yaml", ".json", ".jsonl", ".log"))
+    run_text = "".join(
+        f.read_text(errors="ignore")
+        for f in run.path.rglob("*")
+        if f.is_file() and f.suffix in (".yaml", ".json", ".jsonl", ".log")
+    )
     assert KEY not in run_text
     assert yaml.safe_load(run.file("run.yaml").read_text())["reward"][0]["judge"]["api_key_env"] == KEY_ENV
 
 
-@pytest.mark.parametrize("mode, extra, what", [
-    ("garbage", {}, "judge reply 'I would rather not say.' has no score"),
-    ("slow", {"timeout": 0.5, "retries": 0}, "judge tiny-judge at http://127.0.0.1"),
-    ("status", {"retries": 0}, "answered HTTP 500"),
-])
+@pytest.mark.parametrize(
+    "mode, extra, what",
+    [
+        ("garbage", {}, "judge reply 'I would rather not say.' has no score"),
+        ("slow", {"timeout": 0.5, "retries": 0}, "judge tiny-judge at http://127.0.0.1"),
+        ("status", {"retries": 0}, "answered HTTP 500"),
+    ],
+)
 def test_a_failing_judge_is_a_clear_check_error(tmp_path, data, monkeypatch, mode, extra, what):
     monkeypatch.setenv(KEY_ENV, KEY)
     with ChatServer(mode=mode, key=KEY, delay=3.0) as server:
@@ -171,15 +217,23 @@ def test_a_failing_judge_is_a_clear_check_error(tmp_path, data, monkeypatch, mod
     assert KEY not in text
 
 
-@pytest.mark.parametrize("mode, what", [("garbage", "has no score"),
-                                        ("slow", "timed out (0.5 s per request, 1 tries)")])
+@pytest.mark.parametrize(
+    "mode, what", [("garbage", "has no score"), ("slow", "timed out (0.5 s per request, 1 tries)")]
+)
 def test_a_judge_failing_during_a_run_is_a_classified_failure(tmp_path, data, monkeypatch, mode, what):
     monkeypatch.setenv(KEY_ENV, KEY)
     with ChatServer(key=KEY, delay=3.0) as server:
-        trainer = AgentTrainer(AGENT, data, None, [judge_spec(server.url, timeout=0.5, retries=0)], dict(FAST),
-                               run_path=str(tmp_path / "runs"), train_engine_name="trl")
+        trainer = AgentTrainer(
+            AGENT,
+            data,
+            None,
+            [judge_spec(server.url, timeout=0.5, retries=0)],
+            dict(FAST),
+            run_path=str(tmp_path / "runs"),
+            train_engine_name="trl",
+        )
         server.mode = mode  # fine at check time, broken once training runs
-        with pytest.raises(Exception):
+        with pytest.raises(Exception):  # noqa: B017
             trainer.train()
     run = trainer.train_processor.run
     status = run.read_status()
@@ -203,14 +257,17 @@ def test_a_reward_model_and_a_judge_score_through_the_verl_bridge(tmp_path, data
         p.check_reward([{"reward_model": reward_model}, judge_spec(server.url)])
         p.check_config({"batch_size": 4})
         bridge = p.run.path / "verl" / "reward_bridge.py"
-        code = ("import json, sys\n"
-                "sys.modules['engines'] = sys.modules['aworld_gui'] = None\n"
-                "from verl.utils.import_utils import load_extern_object\n"
-                f"fn = load_extern_object({str(bridge)!r}, 'compute_score')\n"
-                "print(json.dumps([fn(data_source='sums', solution_str=c, ground_truth='7', extra_info={'index': 0})"
-                " for c in ('7', '8')]))\n")
-        res = subprocess.run([sys.executable, "-I", "-c", code], capture_output=True, text=True, timeout=300,
-                             cwd=str(tmp_path))
+        code = (
+            "import json, sys\n"
+            "sys.modules['engines'] = sys.modules['aworld_gui'] = None\n"
+            "from verl.utils.import_utils import load_extern_object\n"
+            f"fn = load_extern_object({str(bridge)!r}, 'compute_score')\n"
+            "print(json.dumps([fn(data_source='sums', solution_str=c, ground_truth='7', extra_info={'index': 0})"
+            " for c in ('7', '8')]))\n"
+        )
+        res = subprocess.run(
+            [sys.executable, "-I", "-c", code], capture_output=True, text=True, timeout=300, cwd=str(tmp_path)
+        )
     assert res.returncode == 0, res.stderr[-3000:]
     right, wrong = json.loads(res.stdout.strip().splitlines()[-1])
     assert right["reward_rm_tiny_rm"] > 0 > wrong["reward_rm_tiny_rm"]
@@ -218,16 +275,26 @@ def test_a_reward_model_and_a_judge_score_through_the_verl_bridge(tmp_path, data
     assert KEY not in bridge.read_text()
 
 
-@pytest.mark.parametrize("judge, what", [
-    ({"url": "http://x/v1", "model": "m", "prompt": "{completion}", "api_key": "sk-1"},
-     "api_key is given in the spec"),
-    ({"url": "http://x/v1", "model": "m", "prompt": "{completion} {question}"}, "unknown placeholder {question}"),
-    ({"url": "http://x/v1", "model": "m", "prompt": "Rate it"}, "never shows the completion"),
-    ({"url": "http://x/v1", "model": "m", "prompt": "{completion}", "api_key_env": "AWORLD_NO_SUCH_KEY_VAR"},
-     "key variable AWORLD_NO_SUCH_KEY_VAR is not set"),
-    ({"url": "http://x/v1", "prompt": "{completion}"}, "the judge needs `model`"),
-    ({"url": "http://x/v1", "model": "m", "prompt": "{completion}", "timeuot": 3}, "unknown judge option 'timeuot'"),
-])
+@pytest.mark.parametrize(
+    "judge, what",
+    [
+        (
+            {"url": "http://x/v1", "model": "m", "prompt": "{completion}", "api_key": "sk-1"},
+            "api_key is given in the spec",
+        ),
+        ({"url": "http://x/v1", "model": "m", "prompt": "{completion} {question}"}, "unknown placeholder {question}"),
+        ({"url": "http://x/v1", "model": "m", "prompt": "Rate it"}, "never shows the completion"),
+        (
+            {"url": "http://x/v1", "model": "m", "prompt": "{completion}", "api_key_env": "AWORLD_NO_SUCH_KEY_VAR"},
+            "key variable AWORLD_NO_SUCH_KEY_VAR is not set",
+        ),
+        ({"url": "http://x/v1", "prompt": "{completion}"}, "the judge needs `model`"),
+        (
+            {"url": "http://x/v1", "model": "m", "prompt": "{completion}", "timeuot": 3},
+            "unknown judge option 'timeuot'",
+        ),
+    ],
+)
 def test_bad_judge_specs_are_clear(judge, what):
     with pytest.raises(CheckError) as err:
         load_reward({"judge": judge})
@@ -246,12 +313,15 @@ def test_a_reward_model_from_the_local_hub_cache_by_its_id(tmp_path, reward_mode
     shutil.copytree(reward_model, snapshot)
     (tmp_path / "hub" / "models--acme--tiny-rm" / "refs").mkdir()
     (tmp_path / "hub" / "models--acme--tiny-rm" / "refs" / "main").write_text("0123abcd")
-    code = ("from engines import load_reward\n"
-            "r = load_reward({'reward_model': 'acme/tiny-rm'})\n"
-            "p = [{'role': 'user', 'content': 'What is 3 + 4?'}]\n"
-            "print(r.names[0], r.score('7', '7', p)[0] > 0 > r.score('8', '7', p)[0])\n")
+    code = (
+        "from engines import load_reward\n"
+        "r = load_reward({'reward_model': 'acme/tiny-rm'})\n"
+        "p = [{'role': 'user', 'content': 'What is 3 + 4?'}]\n"
+        "print(r.names[0], r.score('7', '7', p)[0] > 0 > r.score('8', '7', p)[0])\n"
+    )
     env = {**os.environ, "HF_HUB_CACHE": str(tmp_path / "hub"), "HF_HUB_OFFLINE": "1"}
-    res = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300,
-                         cwd=str(ROOT))
+    res = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300, cwd=str(ROOT)
+    )
     assert res.returncode == 0, res.stderr[-2000:]
     assert res.stdout.strip().splitlines()[-1] == "rm_tiny_rm True"

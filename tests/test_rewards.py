@@ -1,4 +1,5 @@
 """Rewards: built-ins, file.py:fn, module:fn, callables, weighted mixes; the TRL/verl adapter; the dry run."""
+
 from __future__ import annotations
 
 import math
@@ -11,7 +12,7 @@ from engines import BUILTIN_REWARDS, CheckError, load_reward
 from engines.inputs.data import load_datasets
 from engines.rewards import RewardError, dry_run_reward
 
-USER_REWARDS = '''
+USER_REWARDS = """
 import math
 
 def per_sample(completion: str, answer: str, **kwargs) -> float:
@@ -52,7 +53,7 @@ def wrong_length(prompts, completions, **kwargs):
     return [1.0, 1.0]
 
 NOT_CALLABLE = 3
-'''
+"""
 
 
 @pytest.fixture
@@ -70,24 +71,28 @@ def bundle(tmp_path):
 
 
 # -- built-ins ---------------------------------------------------------------------------------------
-@pytest.mark.parametrize("name, completion, answer, expected", [
-    ("exact_match", "<answer> Paris. </answer>", "paris", 1.0),
-    ("exact_match", "Lyon", "Paris", 0.0),
-    ("math_match", "so the total is \\boxed{1/2}", "0.5", 1.0),
-    ("math_match", "the answer is 1,234", "1234", 1.0),
-    ("math_match", "<answer>12</answer>", "13", 0.0),
-    ("contains", "I think it is PARIS indeed", "Paris", 1.0),
-    ("contains", "London", "Paris", 0.0),
-    ("regex", "order #A-123", r"A-\d+", 1.0),
-    ("regex", "order #B", r"A-\d+", 0.0),
-    ("token_f1", "<answer>the big cat</answer>", "big cat", 0.8),
-    ("token_f1", "dog", "big cat", 0.0),
-    ("answer_format", "thinking... <answer>42</answer>", None, 1.0),
-    ("answer_format", "<answer>1</answer><answer>2</answer>", None, 0.0),
-    ("length_penalty", "x" * 100, None, 0.0),
-    ("length_penalty", "x" * 300, None, -0.5),
-    ("length_penalty", "x" * 1000, None, -1.0),
-], ids=lambda v: v[:16] if isinstance(v, str) else str(v))
+@pytest.mark.parametrize(
+    "name, completion, answer, expected",
+    [
+        ("exact_match", "<answer> Paris. </answer>", "paris", 1.0),
+        ("exact_match", "Lyon", "Paris", 0.0),
+        ("math_match", "so the total is \\boxed{1/2}", "0.5", 1.0),
+        ("math_match", "the answer is 1,234", "1234", 1.0),
+        ("math_match", "<answer>12</answer>", "13", 0.0),
+        ("contains", "I think it is PARIS indeed", "Paris", 1.0),
+        ("contains", "London", "Paris", 0.0),
+        ("regex", "order #A-123", r"A-\d+", 1.0),
+        ("regex", "order #B", r"A-\d+", 0.0),
+        ("token_f1", "<answer>the big cat</answer>", "big cat", 0.8),
+        ("token_f1", "dog", "big cat", 0.0),
+        ("answer_format", "thinking... <answer>42</answer>", None, 1.0),
+        ("answer_format", "<answer>1</answer><answer>2</answer>", None, 0.0),
+        ("length_penalty", "x" * 100, None, 0.0),
+        ("length_penalty", "x" * 300, None, -0.5),
+        ("length_penalty", "x" * 1000, None, -1.0),
+    ],
+    ids=lambda v: v[:16] if isinstance(v, str) else str(v),
+)
 def test_builtins(name, completion, answer, expected):
     reward = load_reward(name)
     total, parts = reward.score(completion, answer)
@@ -96,8 +101,15 @@ def test_builtins(name, completion, answer, expected):
 
 
 def test_builtin_registry_covers_the_spec():
-    assert set(BUILTIN_REWARDS) == {"exact_match", "math_match", "contains", "regex", "token_f1", "answer_format",
-                                    "length_penalty"}
+    assert set(BUILTIN_REWARDS) == {
+        "exact_match",
+        "math_match",
+        "contains",
+        "regex",
+        "token_f1",
+        "answer_format",
+        "length_penalty",
+    }
 
 
 def test_builtin_kwargs_and_none_answers():
@@ -125,8 +137,14 @@ def test_file_module_and_callable_references(rewards_file, tmp_path, monkeypatch
 
 
 def test_weighted_mix(rewards_file):
-    r = load_reward([{"name": "exact_match", "weight": 2}, {"ref": f"{rewards_file}:per_sample", "weight": 0.5},
-                     "answer_format", "exact_match"])
+    r = load_reward(
+        [
+            {"name": "exact_match", "weight": 2},
+            {"ref": f"{rewards_file}:per_sample", "weight": 0.5},
+            "answer_format",
+            "exact_match",
+        ]
+    )
     assert r.names == ["exact_match_1", "per_sample", "answer_format", "exact_match_2"]
     assert r.weights == [2.0, 0.5, 1.0, 1.0]
     total, parts = r.score("<answer>7</answer>", "7")
@@ -138,8 +156,14 @@ def test_weighted_mix(rewards_file):
 
 def test_one_adapter_batch_wise_and_per_sample(rewards_file):
     """The same reward gives the same values through TRL's batch call and verl's per-sample call."""
-    r = load_reward([{"name": "exact_match", "weight": 2.0}, f"{rewards_file}:uses_columns",
-                     f"{rewards_file}:trl_style", f"{rewards_file}:verl_style"])
+    r = load_reward(
+        [
+            {"name": "exact_match", "weight": 2.0},
+            f"{rewards_file}:uses_columns",
+            f"{rewards_file}:trl_style",
+            f"{rewards_file}:verl_style",
+        ]
+    )
     assert [t.style for t in r.terms] == ["sample", "sample", "batch", "verl"]
     completions = ["4", "5", "6"]
     answers, levels = ["4", "4", "6"], [1, 0, 0]
@@ -150,8 +174,17 @@ def test_one_adapter_batch_wise_and_per_sample(rewards_file):
     assert [f.__name__ for f in trl] == r.names
     prompts = [[{"role": "user", "content": f"p{i}"}] for i in range(3)]
     chat = [[{"role": "assistant", "content": c}] for c in completions]
-    batch = [f(prompts=prompts, completions=chat, _ref_answer=answers, solution=answers,
-               level=levels, trainer_state=object()) for f in trl]
+    batch = [
+        f(
+            prompts=prompts,
+            completions=chat,
+            _ref_answer=answers,
+            solution=answers,
+            level=levels,
+            trainer_state=object(),
+        )
+        for f in trl
+    ]
     assert batch == [[1.0, 0.0, 1.0], [1.5, 0.0, 1.0], [1.0, 0.0, 1.0], [1.0, 0.0, 1.0]]
 
     for i, completion in enumerate(completions):
@@ -162,8 +195,11 @@ def test_one_adapter_batch_wise_and_per_sample(rewards_file):
 
 
 def test_conversational_completions_are_read_as_their_last_assistant_message():
-    chat = [{"role": "assistant", "content": "<tool_call>...</tool_call>"}, {"role": "tool", "content": "6"},
-            {"role": "assistant", "content": "<answer>6</answer>"}]
+    chat = [
+        {"role": "assistant", "content": "<tool_call>...</tool_call>"},
+        {"role": "tool", "content": "6"},
+        {"role": "assistant", "content": "<answer>6</answer>"},
+    ]
     r = load_reward(["exact_match", "answer_format"])
     assert r.score(chat, "6") == (2.0, {"exact_match": 1.0, "answer_format": 1.0})
     (em, _) = r.trl_functions("_ref_answer")
@@ -174,8 +210,9 @@ def test_dry_run_reports_reference_and_wrong_scores(rewards_file, bundle):
     r = load_reward([f"{rewards_file}:trl_style", {"name": "exact_match", "weight": 0.5}])
     result = dry_run_reward(r, bundle)
     assert result.status == "ok" and result.module == "reward"
-    assert result.message == ("trl_style×1, exact_match×0.5; dry run on 3 row(s): reference → 1.50, 1.50, 1.50; "
-                              "wrong → 0.00, 0.00, 0.00")
+    assert result.message == (
+        "trl_style×1, exact_match×0.5; dry run on 3 row(s): reference → 1.50, 1.50, 1.50; wrong → 0.00, 0.00, 0.00"
+    )
     rows = result.details["dry_run"]
     assert [row["answer"] for row in rows] == ["0", "2", "4"]
     for row in rows:
@@ -200,17 +237,29 @@ def test_dry_run_warns_when_the_reward_cannot_tell_right_from_wrong(bundle):
 
 
 # -- bad rewards --------------------------------------------------------------------------------------
-@pytest.mark.parametrize("fn, what, fix", [
-    ("raises", "reward function 'raises' raised ZeroDivisionError: float division by zero (dry run on line 1 of d.jsonl",
-     "fix the function so it handles this input"),
-    ("returns_nan", "reward 'returns_nan' returned nan; rewards must be finite",
-     "guard divisions and logs so the function never returns NaN"),
-    ("returns_inf", "reward 'returns_inf' returned inf; rewards must be finite", "never returns NaN or infinity"),
-    ("returns_text", "reward 'returns_text' returned '1.0' (str); a reward must return a number",
-     "return a float (e.g. 1.0 or 0.0)"),
-    ("returns_none", "returned None (NoneType); a reward must return a number", "return a float"),
-    ("wrong_length", "must return a list with one value per completion", None),
-])
+@pytest.mark.parametrize(
+    "fn, what, fix",
+    [
+        (
+            "raises",
+            "reward function 'raises' raised ZeroDivisionError: float division by zero (dry run on line 1 of d.jsonl",
+            "fix the function so it handles this input",
+        ),
+        (
+            "returns_nan",
+            "reward 'returns_nan' returned nan; rewards must be finite",
+            "guard divisions and logs so the function never returns NaN",
+        ),
+        ("returns_inf", "reward 'returns_inf' returned inf; rewards must be finite", "never returns NaN or infinity"),
+        (
+            "returns_text",
+            "reward 'returns_text' returned '1.0' (str); a reward must return a number",
+            "return a float (e.g. 1.0 or 0.0)",
+        ),
+        ("returns_none", "returned None (NoneType); a reward must return a number", "return a float"),
+        ("wrong_length", "must return a list with one value per completion", None),
+    ],
+)
 def test_bad_reward_values_fail_the_dry_run(rewards_file, bundle, fn, what, fix):
     reward = load_reward(f"{rewards_file}:{fn}")  # loading is fine; the dry run catches it
     with pytest.raises(CheckError) as err:
@@ -230,20 +279,26 @@ def test_a_raising_reward_during_training_is_a_reward_error(rewards_file):
         fn(prompts=["p"], completions=["x"], answer=["y"])
 
 
-@pytest.mark.parametrize("spec, what, fix", [
-    ("exact_mach", 'unknown reward \'exact_mach\' (did you mean "exact_match"?)', "built-ins: exact_match"),
-    ("{file}:missing", "has no attribute 'missing'", None),
-    ("{file}:NOT_CALLABLE", "is not callable", "point at a function"),
-    ("{file}:takes_nothing", "reward 'takes_nothing' takes no arguments",
-     "def reward(completion, answer, **kwargs) -> float"),
-    ("/no/such/rewards.py:fn", "does not exist", None),
-    ("no_such_module_xyz:fn", "cannot import module 'no_such_module_xyz'", None),
-    (None, "no reward function given", "pick a built-in"),
-    ([], "no reward function given", "pick a built-in"),
-    (42, "reward 42 must be a built-in name, 'file.py:function', 'module:function' or a callable", None),
-    ({"name": "exact_match", "weight": "heavy"}, "reward weight 'heavy' is not a number", None),
-    ({"weight": 1}, "a reward entry needs `name` (built-in), `ref`", None),
-])
+@pytest.mark.parametrize(
+    "spec, what, fix",
+    [
+        ("exact_mach", "unknown reward 'exact_mach' (did you mean \"exact_match\"?)", "built-ins: exact_match"),
+        ("{file}:missing", "has no attribute 'missing'", None),
+        ("{file}:NOT_CALLABLE", "is not callable", "point at a function"),
+        (
+            "{file}:takes_nothing",
+            "reward 'takes_nothing' takes no arguments",
+            "def reward(completion, answer, **kwargs) -> float",
+        ),
+        ("/no/such/rewards.py:fn", "does not exist", None),
+        ("no_such_module_xyz:fn", "cannot import module 'no_such_module_xyz'", None),
+        (None, "no reward function given", "pick a built-in"),
+        ([], "no reward function given", "pick a built-in"),
+        (42, "reward 42 must be a built-in name, 'file.py:function', 'module:function' or a callable", None),
+        ({"name": "exact_match", "weight": "heavy"}, "reward weight 'heavy' is not a number", None),
+        ({"weight": 1}, "a reward entry needs `name` (built-in), `ref`", None),
+    ],
+)
 def test_bad_reward_specs(rewards_file, spec, what, fix):
     if isinstance(spec, str):
         spec = spec.format(file=rewards_file)
@@ -255,11 +310,13 @@ def test_bad_reward_specs(rewards_file, spec, what, fix):
 
 
 def test_a_reward_file_that_fails_to_import(tmp_path):
-    (tmp_path / "bad.py").write_text(textwrap.dedent("""
+    (tmp_path / "bad.py").write_text(
+        textwrap.dedent("""
         def f(completion, answer):
             return 1.0
         raise ImportError("needs a package that is not installed")
-    """))
+    """)
+    )
     with pytest.raises(CheckError) as err:
         load_reward(f"{tmp_path / 'bad.py'}:f")
     assert "importing" in str(err.value) and "needs a package that is not installed" in str(err.value)
@@ -275,7 +332,7 @@ def test_lambda_rewards_are_pickled_into_the_run_spec(tmp_path):
 
 
 # -- calling conventions: async, None, verl dicts, verl batched ----------------------------------------
-CONVENTIONS = '''
+CONVENTIONS = """
 import asyncio
 
 async def async_trl(prompts, completions, **kwargs):
@@ -299,7 +356,7 @@ def logs(prompts, completions, log_extra=None, log_metric=None, **kwargs):
     log_extra("seen", [c[0]["content"] for c in completions])
     log_metric("calls", 1.0)
     return [0.5] * len(completions)
-'''
+"""
 
 
 @pytest.fixture
@@ -310,13 +367,16 @@ def conventions(tmp_path):
 
 
 def test_async_none_verl_dicts_and_verl_batches_are_read_as_their_frameworks_do(conventions):
-    r = load_reward([f"{conventions}:{n}" for n in ("async_trl", "async_sample", "only_some", "verl_dict",
-                                                   "verl_batched")])
+    r = load_reward(
+        [f"{conventions}:{n}" for n in ("async_trl", "async_sample", "only_some", "verl_dict", "verl_batched")]
+    )
     assert [t.style for t in r.terms] == ["batch", "sample", "batch", "verl", "verl_batch"]
     prompts = [[{"role": "user", "content": "2+2"}]] * 2
     chat = [[{"role": "assistant", "content": c}] for c in ("4", "5")]
-    values = [f(prompts=prompts, completions=chat, _ref_answer=["4", "4"], level=[0, 1])
-              for f in r.trl_functions("_ref_answer")]
+    values = [
+        f(prompts=prompts, completions=chat, _ref_answer=["4", "4"], level=[0, 1])
+        for f in r.trl_functions("_ref_answer")
+    ]
     # None = "does not apply" (TRL makes it NaN and leaves it out of the weighted sum)
     assert values == [[1.0, 0.0], [1.0, 0.0], [None, 1.0], [2.0, -1.0], [1.0, 0.0]]
     total, parts = r.score("4", "4", prompts[0], level=0)
@@ -340,15 +400,20 @@ def test_log_extra_and_log_metric_reach_trl_and_the_dry_run(conventions, bundle)
     r = load_reward(f"{conventions}:logs")
     seen: dict = {}
     (fn,) = r.trl_functions(None)
-    fn(prompts=[[{"role": "user", "content": "q"}]], completions=[[{"role": "assistant", "content": "a"}]],
-       log_extra=lambda k, v: seen.__setitem__(k, v), log_metric=lambda k, v: seen.__setitem__(k, v))
+    fn(
+        prompts=[[{"role": "user", "content": "q"}]],
+        completions=[[{"role": "assistant", "content": "a"}]],
+        log_extra=lambda k, v: seen.__setitem__(k, v),
+        log_metric=lambda k, v: seen.__setitem__(k, v),
+    )
     assert seen == {"seen": ["a"], "calls": 1.0}
     result = dry_run_reward(r, bundle)
     assert set(result.details["calls"]["logs"]["logged"]) == {"log_extra seen", "log_metric calls"}
 
 
-@pytest.mark.parametrize("spec", ["swift:accuracy", {"ref": "swift:accuracy", "weight": 0.5},
-                                  ["exact_match", "swift:accuracy"]])
+@pytest.mark.parametrize(
+    "spec", ["swift:accuracy", {"ref": "swift:accuracy", "weight": 0.5}, ["exact_match", "swift:accuracy"]]
+)
 def test_ms_swifts_own_rewards_are_refused_off_the_swift_engine_with_a_counterpart(spec):
     with pytest.raises(CheckError) as err:
         load_reward(spec)

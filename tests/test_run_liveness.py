@@ -1,6 +1,7 @@
 """A run whose process dies without a final status (SIGKILL, a machine restart) is recorded in its run
 directory — the contract — by the first reader that sees the dead pid: status.json says so and
 events.jsonl has one ``failed`` event, however many readers race."""
+
 from __future__ import annotations
 
 import os
@@ -24,9 +25,12 @@ def killed_fake_run(tmp_path) -> RunDir:
     run, pid = start_fake_run(tmp_path / "runs", "--steps", "100000", "--rate", "50")
     wait_for(lambda: (run.read_status().get("step") or 0) >= 2, 60, "the fake run's first steps")
     os.kill(pid, signal.SIGKILL)
-    wait_for(lambda: not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE, 30,
-             "the killed process to be gone")
-    assert run.read_status()["state"] == "running"     # it could not say so itself
+    wait_for(
+        lambda: not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE,
+        30,
+        "the killed process to be gone",
+    )
+    assert run.read_status()["state"] == "running"  # it could not say so itself
     return run
 
 
@@ -56,10 +60,14 @@ def test_racing_readers_record_it_once(tmp_path):
     threads = [threading.Thread(target=reader) for _ in range(6)]
     for t in threads:
         t.start()
-    code = ("import sys; from engines.runs.lifecycle import effective_status; from engines.runs.rundir import RunDir; "
-            "print(effective_status(RunDir(sys.argv[1]))['state'])")
-    procs = [subprocess.Popen([sys.executable, "-c", code, str(run.path)], stdout=subprocess.PIPE, text=True)
-             for _ in range(3)]
+    code = (
+        "import sys; from engines.runs.lifecycle import effective_status; from engines.runs.rundir import RunDir; "
+        "print(effective_status(RunDir(sys.argv[1]))['state'])"
+    )
+    procs = [
+        subprocess.Popen([sys.executable, "-c", code, str(run.path)], stdout=subprocess.PIPE, text=True)
+        for _ in range(3)
+    ]
     for t in threads:
         t.join()
     outs = [p.communicate(timeout=120)[0].strip() for p in procs]
@@ -69,8 +77,13 @@ def test_racing_readers_record_it_once(tmp_path):
 
 def test_the_cli_listing_records_it_too(tmp_path):
     run = killed_fake_run(tmp_path)
-    out = subprocess.run([sys.executable, "-m", "engines", "runs", "--runs-dir", str(run.path.parent)],
-                         capture_output=True, text=True, timeout=120, cwd=ROOT)
+    out = subprocess.run(
+        [sys.executable, "-m", "engines", "runs", "--runs-dir", str(run.path.parent)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
     assert out.returncode == 0 and "failed (killed)" in out.stdout
     assert run.read_status()["state"] == "failed" and len(failed_events(run)) == 1
 
@@ -81,7 +94,7 @@ def test_a_run_killed_after_a_stop_request_is_stopped_not_failed(tmp_path):
         run.request_stop("test")
         status = record_killed(run, "killed after the stop timeout")
         assert status["state"] == "stopped" and status["cause"] == "killed"
-        assert record_killed(run, "again")["state"] == "stopped"          # recorded once
+        assert record_killed(run, "again")["state"] == "stopped"  # recorded once
         assert [e["event"] for e in run.read_jsonl("events.jsonl")].count("stopped") == 1
     finally:
         end_process_group(pid)

@@ -1,4 +1,5 @@
 """engines.isolation.sandbox (user code in a supervised, time-limited child) and engines.isolation.user_env (what it sees)."""
+
 from __future__ import annotations
 
 import os
@@ -99,7 +100,7 @@ def test_a_child_that_outlives_the_call_neither_stalls_it_nor_survives(tmp_path)
     t0 = time.monotonic()
     out = run_isolated(fork_and_return, {"pidfile": str(tmp_path / "child.pid")}, timeout_s=60)
     assert out.ok and out.value == "returned"
-    assert time.monotonic() - t0 < 20          # not the 60 s limit
+    assert time.monotonic() - t0 < 20  # not the 60 s limit
     pid = _pid_from(tmp_path / "child.pid")
     wait_for(lambda: not _alive(pid), 10, "the call's child to be killed")
 
@@ -122,13 +123,16 @@ def test_a_timeout_kills_the_whole_tree_and_names_the_stage(tmp_path):
     assert psutil.Process().children(recursive=True) == []
 
 
-@pytest.mark.parametrize("fn, kwargs, kind, says", [
-    (exit_hard, {"code": 1}, "exit", "the reward module's code exited with status 1 (os._exit"),
-    (segfault, {}, "crash", "the agent module's code was killed by signal 11 (SIGSEGV)"),
-    (call_sys_exit, {}, "exit", "called sys.exit(3)"),
-    (raise_value_error, {}, "exception", "ValueError: bad value"),
-    (read_stdin, {}, "exception", "EOFError"),
-])
+@pytest.mark.parametrize(
+    "fn, kwargs, kind, says",
+    [
+        (exit_hard, {"code": 1}, "exit", "the reward module's code exited with status 1 (os._exit"),
+        (segfault, {}, "crash", "the agent module's code was killed by signal 11 (SIGSEGV)"),
+        (call_sys_exit, {}, "exit", "called sys.exit(3)"),
+        (raise_value_error, {}, "exception", "ValueError: bad value"),
+        (read_stdin, {}, "exception", "EOFError"),
+    ],
+)
 def test_how_a_call_ended_is_said(fn, kwargs, kind, says):
     out = run_isolated(fn, kwargs, timeout_s=30)
     assert not out.ok and out.kind == kind
@@ -153,18 +157,30 @@ def test_user_code_gets_the_environment_it_is_given(monkeypatch):
     monkeypatch.setenv("HF_TOKEN", "hf_x")
     env = user_code_env(allow=["OPENAI_API_KEY", "AWORLD_STUDIO_AUTH"])
     seen = run_isolated(environment, env=env, timeout_s=30).value
-    assert "AWORLD_STUDIO_AUTH" not in seen           # never, even when asked for
-    assert seen["OPENAI_API_KEY"] == "sk-test"        # asked for by name
+    assert "AWORLD_STUDIO_AUTH" not in seen  # never, even when asked for
+    assert seen["OPENAI_API_KEY"] == "sk-test"  # asked for by name
     assert "HF_TOKEN" not in seen and seen["PATH"] == os.environ["PATH"]
 
 
-@pytest.mark.parametrize("name, value, secret", [
-    ("OPENAI_API_KEY", "sk", True), ("HF_TOKEN", "x", True), ("AWS_SECRET_ACCESS_KEY", "x", True),
-    ("DB_PASSWORD", "x", True), ("GOOGLE_APPLICATION_CREDENTIALS", "/k.json", True), ("SSH_AUTH_SOCK", "/s", True),
-    ("AWORLD_STUDIO_HOST", "0.0.0.0", True), ("DATABASE_URL", "postgres://u:pw@db/x", True),
-    ("PATH", "/usr/bin", False), ("TOKENIZERS_PARALLELISM", "false", False), ("HF_HOME", "/h", False),
-    ("CUDA_VISIBLE_DEVICES", "0", False), ("HTTP_PROXY", "http://proxy:3128", False), ("PWD", "/w", False),
-])
+@pytest.mark.parametrize(
+    "name, value, secret",
+    [
+        ("OPENAI_API_KEY", "sk", True),
+        ("HF_TOKEN", "x", True),
+        ("AWS_SECRET_ACCESS_KEY", "x", True),
+        ("DB_PASSWORD", "x", True),
+        ("GOOGLE_APPLICATION_CREDENTIALS", "/k.json", True),
+        ("SSH_AUTH_SOCK", "/s", True),
+        ("AWORLD_STUDIO_HOST", "0.0.0.0", True),
+        ("DATABASE_URL", "postgres://u:pw@db/x", True),
+        ("PATH", "/usr/bin", False),
+        ("TOKENIZERS_PARALLELISM", "false", False),
+        ("HF_HOME", "/h", False),
+        ("CUDA_VISIBLE_DEVICES", "0", False),
+        ("HTTP_PROXY", "http://proxy:3128", False),
+        ("PWD", "/w", False),
+    ],
+)
 def test_what_counts_as_a_credential(name, value, secret):
     assert is_credential(name, value) is secret
 
@@ -173,8 +189,12 @@ def test_names_asked_for_in_configs(tmp_path):
     agent = tmp_path / "agent.yaml"
     agent.write_text("model: m\napi_key: ${OPENAI_API_KEY}\nllm_base_url: ${BASE:-http://x}\n")
     cfg = "env_vars:\n  WANDB_API_KEY: ${oc.env:WANDB_API_KEY}\n"
-    assert referenced_names(str(agent), cfg, {"a": ["${JUDGE_KEY}"]}) == {"OPENAI_API_KEY", "BASE", "WANDB_API_KEY",
-                                                                          "JUDGE_KEY"}
+    assert referenced_names(str(agent), cfg, {"a": ["${JUDGE_KEY}"]}) == {
+        "OPENAI_API_KEY",
+        "BASE",
+        "WANDB_API_KEY",
+        "JUDGE_KEY",
+    }
 
 
 def test_a_judges_key_variable_is_asked_for_by_name(tmp_path):
@@ -210,8 +230,9 @@ def test_torch_works_in_a_call_from_a_process_that_already_used_torch(tmp_path):
 
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env = {**os.environ, "PYTHONPATH": root, "OMP_NUM_THREADS": "2"}
-    out = subprocess.run([sys.executable, "-c", TORCH_AFTER_FORK], capture_output=True, text=True, timeout=120,
-                         env=env, cwd=tmp_path)
+    out = subprocess.run(
+        [sys.executable, "-c", TORCH_AFTER_FORK], capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     result = out.stdout.split("RESULT", 1)[1]
     assert result.split() == ["True", "256"], result  # each softmax row sums to 1

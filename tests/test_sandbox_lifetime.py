@@ -1,6 +1,7 @@
 """Issue 29, item 11: user code dies with whatever started it. An isolated call's supervisor gets a
 parent-death signal (its caller killed from outside, e.g. by a ``timeout`` wrapper's SIGKILL) and keeps
 the deadline itself (its caller frozen); Ctrl-C ends ``aworld-train check`` at once."""
+
 from __future__ import annotations
 
 import os
@@ -38,8 +39,9 @@ def _gone(pid: int) -> bool:
 def _start(tmp_path, argv, **kw) -> tuple[subprocess.Popen, int, int]:
     """A process that runs a looping user function in an isolated call; (it, the worker's pid, the supervisor's)."""
     pidfile = tmp_path / "worker.pid"
-    proc = subprocess.Popen(argv, cwd=ROOT, start_new_session=True, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, **kw)
+    proc = subprocess.Popen(
+        argv, cwd=ROOT, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, **kw
+    )
     wait_for(lambda: pidfile.exists() and pidfile.read_text().strip(), 120, "the user code to start")
     worker = int(pidfile.read_text())
     return proc, worker, psutil.Process(worker).ppid()
@@ -54,15 +56,15 @@ def _kill(*pids: int) -> None:
 
 
 def test_a_caller_killed_from_outside_leaves_no_user_code_running(tmp_path):
-    for attempt in ("first", "second"):   # and again: a fresh call after the first one's end
+    for attempt in ("first", "second"):  # and again: a fresh call after the first one's end
         folder = tmp_path / attempt
         folder.mkdir()
         holder, worker, supervisor = _start(folder, [sys.executable, "-c", HOLDER, str(folder / "worker.pid"), "600"])
         try:
             assert supervisor != holder.pid and not _gone(worker)
-            holder.kill()                      # SIGKILL: no handler, no cleanup of its own
+            holder.kill()  # SIGKILL: no handler, no cleanup of its own
             holder.wait(10)
-            wait_for(lambda: _gone(worker) and _gone(supervisor), 15, "the supervisor and the user code to die")
+            wait_for(lambda: _gone(worker) and _gone(supervisor), 15, "the supervisor and the user code to die")  # noqa: B023
         finally:
             _kill(worker, supervisor)
 
@@ -70,7 +72,7 @@ def test_a_caller_killed_from_outside_leaves_no_user_code_running(tmp_path):
 def test_the_supervisor_keeps_the_deadline_when_its_caller_cannot(tmp_path):
     holder, worker, supervisor = _start(tmp_path, [sys.executable, "-c", HOLDER, str(tmp_path / "worker.pid"), "3"])
     try:
-        os.kill(holder.pid, signal.SIGSTOP)   # the caller frozen: its own deadline never comes
+        os.kill(holder.pid, signal.SIGSTOP)  # the caller frozen: its own deadline never comes
         wait_for(lambda: _gone(worker) and _gone(supervisor), 20, "the supervisor to end the call at its deadline")
     finally:
         _kill(holder.pid, worker, supervisor)
@@ -79,12 +81,28 @@ def test_the_supervisor_keeps_the_deadline_when_its_caller_cannot(tmp_path):
 def test_ctrl_c_ends_a_cli_check_at_once(tmp_path, demo):
     pidfile = tmp_path / "worker.pid"
     reward = tmp_path / "loop_reward.py"
-    reward.write_text(f"import os\n\ndef loop(completion, answer, **kw):\n"
-                      f"    open({str(pidfile)!r}, 'w').write(str(os.getpid()))\n"
-                      f"    while True:\n        pass\n")
-    cli, worker, supervisor = _start(tmp_path, [sys.executable, "-m", "engines", "check", "--agent", demo["agent"],
-                                                "--train", demo["train"], "--reward", f"{reward}:loop",
-                                                "--check-timeout", "300"])
+    reward.write_text(
+        f"import os\n\ndef loop(completion, answer, **kw):\n"
+        f"    open({str(pidfile)!r}, 'w').write(str(os.getpid()))\n"
+        f"    while True:\n        pass\n"
+    )
+    cli, worker, supervisor = _start(
+        tmp_path,
+        [
+            sys.executable,
+            "-m",
+            "engines",
+            "check",
+            "--agent",
+            demo["agent"],
+            "--train",
+            demo["train"],
+            "--reward",
+            f"{reward}:loop",
+            "--check-timeout",
+            "300",
+        ],
+    )
     try:
         t0 = time.monotonic()
         os.kill(cli.pid, signal.SIGINT)

@@ -6,6 +6,7 @@ the overrides YAML, the form rendered from it, the model picker; after a real ch
 effective config; after Launch's preparation run.yaml.
 
 ``AWORLD_SETUP_SEQUENCES=5000`` runs a longer search by hand (default 200)."""
+
 from __future__ import annotations
 
 import os
@@ -18,13 +19,23 @@ from aworld_gui.core import inputs as inp
 from aworld_gui.core.run_cache import RunCache
 from aworld_gui.tabs.setup_tab import SetupTab, collect
 from aworld_gui.core.studio import Studio
-from testing.setup_model import (BOX, OTHER_ENGINE, Model, Step, break_yaml, hand_edit, reward_file, same, sequence,
-                                 unbreak)
+from testing.setup_model import (
+    BOX,
+    OTHER_ENGINE,
+    Model,
+    Step,
+    break_yaml,
+    hand_edit,
+    reward_file,
+    same,
+    sequence,
+    unbreak,
+)
 
 SEQUENCES = int(os.environ.get("AWORLD_SETUP_SEQUENCES", "200"))
-CHECK_EVERY = 20          # a real check (about 0.5 s) after the last step of every 20th sequence
-MIDWAY_EVERY = 10         # and after the 4th step of every 10th (its answer must not show once the spec changed)
-LAUNCH_EVERY = 50         # Launch's preparation (run.yaml) after every 50th
+CHECK_EVERY = 20  # a real check (about 0.5 s) after the last step of every 20th sequence
+MIDWAY_EVERY = 10  # and after the 4th step of every 10th (its answer must not show once the spec changed)
+LAUNCH_EVERY = 50  # Launch's preparation (run.yaml) after every 50th
 
 
 @pytest.fixture(scope="module")
@@ -55,42 +66,90 @@ class Logic:
     def __init__(self, studio: Studio, tab: SetupTab, runs: list[str], models: list[str], upload):
         self.studio, self.tab, self.runs, self.models, self.upload = studio, tab, runs, models, upload
         demo = inp.demo_inputs()
-        self.values = dict(agent=demo.agent, train=demo.train, test=demo.test, prompt_col=None, answer_col=None,
-                           picks=[inp.DEMO_REWARD], weights=[["letter_reward", 1.0, ""]], config_text=demo.config_text,
-                           engine=demo.engine, problems={}, name="", note="")
+        self.values = dict(
+            agent=demo.agent,
+            train=demo.train,
+            test=demo.test,
+            prompt_col=None,
+            answer_col=None,
+            picks=[inp.DEMO_REWARD],
+            weights=[["letter_reward", 1.0, ""]],
+            config_text=demo.config_text,
+            engine=demo.engine,
+            problems={},
+            name="",
+            note="",
+        )
         self.memory, self.checked, self.docs = config_form.fresh_memory(demo.engine), None, {}
 
     @property
     def text(self) -> str:
         return self.values["config_text"]
 
-    def edit(self, key, value):                 # a field's edit (config_form.edit_js's twin)
+    def edit(self, key, value):  # a field's edit (config_form.edit_js's twin)
         self.values["config_text"] = config_form.set_yaml_key(self.text, key, value)
 
     def view(self) -> config_form.FormView:
         return config_form.form_view(self.studio.engine_info(self.values["engine"]), self.text, self.checked)
 
-    def switch(self, engine):                   # an engine picked (config_form.SWITCH_ENGINE_JS's twin)
-        self.values["config_text"], self.memory = config_form.switch_engine(self.memory, engine, self.text,
-                                                                            inp.DEMO_ENGINE)
+    def switch(self, engine):  # an engine picked (config_form.SWITCH_ENGINE_JS's twin)
+        self.values["config_text"], self.memory = config_form.switch_engine(
+            self.memory, engine, self.text, inp.DEMO_ENGINE
+        )
         self.values["engine"] = engine
 
-    def put(self, updates: list):               # a Setup put in whole (SetupTab.show_inputs, as the page applies it)
-        names = ["agent", "train", "test", "prompt_col", "answer_col", "picks", "weights", "config_text", "engine",
-                 "problems", "name", "note"]
+    def put(self, updates: list):  # a Setup put in whole (SetupTab.show_inputs, as the page applies it)
+        names = [
+            "agent",
+            "train",
+            "test",
+            "prompt_col",
+            "answer_col",
+            "picks",
+            "weights",
+            "config_text",
+            "engine",
+            "problems",
+            "name",
+            "note",
+        ]
         *shown, self.memory = updates
         for name, u in zip(names, shown):
             self.values[name] = u.get("value") if isinstance(u, dict) and u.get("__type__") == "update" else u
 
     def collect(self) -> inp.SetupInputs:
         v = self.values
-        return collect(v["agent"], v["train"], v["test"], v["prompt_col"], v["answer_col"], v["picks"], v["weights"],
-                       v["config_text"], v["engine"], v["problems"], v["name"], v["note"])
+        return collect(
+            v["agent"],
+            v["train"],
+            v["test"],
+            v["prompt_col"],
+            v["answer_col"],
+            v["picks"],
+            v["weights"],
+            v["config_text"],
+            v["engine"],
+            v["problems"],
+            v["name"],
+            v["note"],
+        )
 
     def check(self) -> dict:
         v = self.values
-        out = self.tab.on_check(v["agent"], v["train"], v["test"], v["prompt_col"], v["answer_col"], v["picks"],
-                                v["weights"], v["config_text"], v["engine"], v["problems"], v["name"], v["note"])
+        out = self.tab.on_check(
+            v["agent"],
+            v["train"],
+            v["test"],
+            v["prompt_col"],
+            v["answer_col"],
+            v["picks"],
+            v["weights"],
+            v["config_text"],
+            v["engine"],
+            v["problems"],
+            v["name"],
+            v["note"],
+        )
         self.checked = out[-1]
         return {"effective": out[13], "ok": out[14]["interactive"], "status": out[12]}
 
@@ -126,8 +185,9 @@ class Logic:
             self.edit("model", None if step.value is None else self.models[step.value])
         elif k == "reward_upload":
             v = self.values
-            picks, table, self.docs, _, v["problems"] = self.tab.on_reward_upload(self.upload, v["picks"], v["weights"],
-                                                                                   self.docs, v["problems"])
+            picks, table, self.docs, _, v["problems"] = self.tab.on_reward_upload(
+                self.upload, v["picks"], v["weights"], self.docs, v["problems"]
+            )
             v["picks"], v["weights"] = picks["value"], table
 
 
@@ -161,8 +221,8 @@ def test_every_view_of_the_setup_equals_the_model_after_every_step(setup, tmp_pa
         trail = []
 
         def verify(where: str):
-            wrong = views_wrong(logic, model)
-            assert not wrong, f"seed {seed}, after {' → '.join(trail)} ({where}): " + "; ".join(wrong)
+            wrong = views_wrong(logic, model)  # noqa: B023
+            assert not wrong, f"seed {seed}, after {' → '.join(trail)} ({where}): " + "; ".join(wrong)  # noqa: B023
 
         for i, step in enumerate(steps):
             trail.append(str(step))
@@ -173,27 +233,29 @@ def test_every_view_of_the_setup_equals_the_model_after_every_step(setup, tmp_pa
                 checks += 1
                 logic.check()
                 verify("after a check")
-        if seed % CHECK_EVERY == 0:                     # the real check of the last spec
+        if seed % CHECK_EVERY == 0:  # the real check of the last spec
             checks += 1
             report = logic.check()
             assert report["ok"], f"seed {seed} {trail}: the check failed: {report['status']}"
-            verify("after the check")                   # the fields not in the YAML now show the effective values
+            verify("after the check")  # the fields not in the YAML now show the effective values
             effective = yaml.safe_load(report["effective"])
             for key, value in model.current.items():
                 assert same(effective.get(key), value), f"seed {seed} {trail}: effective {key}={effective.get(key)!r}"
             view = logic.view()
             assert view.current and all(same(f.value, effective[f.name]) for f in view.fields), (seed, trail)
-        if seed % LAUNCH_EVERY == 0:                    # Launch's preparation writes run.yaml from the same spec
+        if seed % LAUNCH_EVERY == 0:  # Launch's preparation writes run.yaml from the same spec
             launches += 1
-            res = studio.worker.call("prepare", inputs=logic.collect().to_dict(), runs_dir=str(studio.runs_dir),
-                                     timeout_s=180)
+            res = studio.worker.call(
+                "prepare", inputs=logic.collect().to_dict(), runs_dir=str(studio.runs_dir), timeout_s=180
+            )
             assert res.get("ok"), (seed, trail, res)
             config = yaml.safe_load(studio.spec_text(res["run_id"]))["config"]
             for key, value in model.current.items():
                 assert same(config.get(key), value), f"seed {seed} {trail}: run.yaml {key}={config.get(key)!r}"
             for f in logic.view().fields:
-                assert same(f.value, config[f.name]), f"seed {seed} {trail}: form {f.name}={f.value!r}, run.yaml " \
-                                                      f"{config[f.name]!r}"
+                assert same(f.value, config[f.name]), (
+                    f"seed {seed} {trail}: form {f.name}={f.value!r}, run.yaml {config[f.name]!r}"
+                )
     assert checks >= SEQUENCES // CHECK_EVERY + SEQUENCES // MIDWAY_EVERY and launches >= SEQUENCES // LAUNCH_EVERY
 
 

@@ -1,5 +1,6 @@
 """sweep.yaml in Optuna's terms: parsed into Optuna's distributions, samplers and pruners; bad sweeps refused
 with the key and the fix; every param's range checked against the engine's own config check."""
+
 from __future__ import annotations
 
 import pytest
@@ -13,10 +14,20 @@ def test_a_sweep_becomes_optuna_distributions_sampler_and_pruner():
     import optuna
     from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
 
-    spec = parse_sweep({"trials": 6, "sampler": "tpe", "pruner": "median", "seed": 3,
-                        "objective": {"metric": "eval/reward", "direction": "maximize"},
-                        "params": {"learning_rate": {"low": 1e-4, "high": 1e-2, "log": True}, "beta": [0.0, 0.04],
-                                   "num_generations": {"low": 4, "high": 8, "step": 4}}})
+    spec = parse_sweep(
+        {
+            "trials": 6,
+            "sampler": "tpe",
+            "pruner": "median",
+            "seed": 3,
+            "objective": {"metric": "eval/reward", "direction": "maximize"},
+            "params": {
+                "learning_rate": {"low": 1e-4, "high": 1e-2, "log": True},
+                "beta": [0.0, 0.04],
+                "num_generations": {"low": 4, "high": 8, "step": 4},
+            },
+        }
+    )
     assert spec.params["learning_rate"] == FloatDistribution(1e-4, 1e-2, log=True)
     assert spec.params["beta"] == CategoricalDistribution([0.0, 0.04])
     assert spec.params["num_generations"] == IntDistribution(4, 8, step=4)
@@ -31,12 +42,18 @@ def test_a_sweep_becomes_optuna_distributions_sampler_and_pruner():
 
 
 def test_a_grid_runs_its_size_by_default_and_refuses_more():
-    spec = parse_sweep({"sampler": "grid", "params": {"beta": [0.0, 0.04], "num_generations": {"low": 4, "high": 8,
-                                                                                              "step": 2}}})
+    spec = parse_sweep(
+        {"sampler": "grid", "params": {"beta": [0.0, 0.04], "num_generations": {"low": 4, "high": 8, "step": 2}}}
+    )
     assert spec.trials == 6 and spec.grid()["num_generations"] == [4, 6, 8]
     with pytest.raises(CheckError, match="the grid has only 6 point"):
-        parse_sweep({"sampler": "grid", "trials": 7, "params": {"beta": [0.0, 0.04],
-                                                                "num_generations": {"low": 4, "high": 8, "step": 2}}})
+        parse_sweep(
+            {
+                "sampler": "grid",
+                "trials": 7,
+                "params": {"beta": [0.0, 0.04], "num_generations": {"low": 4, "high": 8, "step": 2}},
+            }
+        )
     with pytest.raises(CheckError, match="range without a step"):
         parse_sweep({"sampler": "grid", "params": {"learning_rate": {"low": 1e-4, "high": 1e-2}}})
 
@@ -56,20 +73,26 @@ def test_a_grid_is_asked_and_told_to_its_last_point():
     assert sorted(seen) == [(0.0, 1), (0.0, 2), (0.04, 1), (0.04, 2)]
 
 
-@pytest.mark.parametrize("sweep, message", [
-    ({"trials": 2, "params": {"learning_rate": {"low": 0.0, "high": 1e-2, "log": True}}}, "learning_rate.*low"),
-    ({"trials": 2, "params": {"learning_rate": {"low": 1e-2, "high": 1e-4}}}, "learning_rate"),
-    ({"trials": 2, "params": {"learning_rate": {"low": 1e-4, "hihg": 1e-2}}}, 'did you mean "high"'),
-    ({"trials": 2, "params": {"beta": []}}, "empty list"),
-    ({"trials": 2, "sampler": "tpe2", "params": {"beta": [0.0]}}, 'did you mean "tpe"'),
-    ({"trials": 2, "pruner": "hyperband", "params": {"beta": [0.0]}}, "not one of median, none"),
-    ({"trials": 2, "pruner": {"type": "median", "n_startup": 1}, "params": {"beta": [0.0]}}, "n_startup_trials"),
-    ({"trials": 2, "objective": {"metric": "loss", "direction": "down"}, "params": {"beta": [0.0]}}, "maximize or minimize"),
-    ({"trials": 0, "params": {"beta": [0.0]}}, "at least 1"),
-    ({"params": {"beta": [0.0]}}, "how many trials"),
-    ({"trials": 2, "parms": {"beta": [0.0]}}, 'did you mean "params"'),
-    ({"trials": 2}, "no params"),
-])
+@pytest.mark.parametrize(
+    "sweep, message",
+    [
+        ({"trials": 2, "params": {"learning_rate": {"low": 0.0, "high": 1e-2, "log": True}}}, "learning_rate.*low"),
+        ({"trials": 2, "params": {"learning_rate": {"low": 1e-2, "high": 1e-4}}}, "learning_rate"),
+        ({"trials": 2, "params": {"learning_rate": {"low": 1e-4, "hihg": 1e-2}}}, 'did you mean "high"'),
+        ({"trials": 2, "params": {"beta": []}}, "empty list"),
+        ({"trials": 2, "sampler": "tpe2", "params": {"beta": [0.0]}}, 'did you mean "tpe"'),
+        ({"trials": 2, "pruner": "hyperband", "params": {"beta": [0.0]}}, "not one of median, none"),
+        ({"trials": 2, "pruner": {"type": "median", "n_startup": 1}, "params": {"beta": [0.0]}}, "n_startup_trials"),
+        (
+            {"trials": 2, "objective": {"metric": "loss", "direction": "down"}, "params": {"beta": [0.0]}},
+            "maximize or minimize",
+        ),
+        ({"trials": 0, "params": {"beta": [0.0]}}, "at least 1"),
+        ({"params": {"beta": [0.0]}}, "how many trials"),
+        ({"trials": 2, "parms": {"beta": [0.0]}}, 'did you mean "params"'),
+        ({"trials": 2}, "no params"),
+    ],
+)
 def test_a_bad_sweep_is_refused_naming_the_key(sweep, message):
     with pytest.raises(CheckError, match=message) as e:
         parse_sweep(sweep)
@@ -92,11 +115,17 @@ def test_a_sweep_file_with_a_yaml_error_says_where(tmp_path):
 def test_every_range_is_checked_against_the_engines_config_check(demo):
     """A range whose end the trl engine refuses is refused before anything runs, with the engine's own message;
     the same sweep within the engine's bounds passes every check."""
-    base = dict(agent=demo["agent"], train_dataset=demo["train"], test_dataset=demo["test"],
-                reward_func=demo["reward"], config={"max_steps": 2, "prompts_per_step": 2, "num_generations": 4},
-                train_engine_name="trl")
-    _, results = check_sweep({"trials": 2, "params": {"learning_rate": {"low": 1e-4, "high": 2.0, "log": True}}},
-                             **base)
+    base = dict(
+        agent=demo["agent"],
+        train_dataset=demo["train"],
+        test_dataset=demo["test"],
+        reward_func=demo["reward"],
+        config={"max_steps": 2, "prompts_per_step": 2, "num_generations": 4},
+        train_engine_name="trl",
+    )
+    _, results = check_sweep(
+        {"trials": 2, "params": {"learning_rate": {"low": 1e-4, "high": 2.0, "log": True}}}, **base
+    )
     sweep = results[-1]
     assert sweep.module == "sweep" and sweep.status == ERROR
     assert "learning_rate=2.0" in sweep.message and "above its maximum 1.0" in sweep.message
@@ -105,7 +134,9 @@ def test_every_range_is_checked_against_the_engines_config_check(demo):
     assert results[-1].status == ERROR and 'did you mean "learning_rate"' in results[-1].message
 
     # within the engine's bounds: every corner (2 learning-rate ends × 2 betas) passes its config check
-    spec, results = check_sweep({"trials": 2, "params": {"learning_rate": {"low": 1e-4, "high": 1e-2, "log": True},
-                                                         "beta": [0.0, 0.04]}}, **base)
+    spec, results = check_sweep(
+        {"trials": 2, "params": {"learning_rate": {"low": 1e-4, "high": 1e-2, "log": True}, "beta": [0.0, 0.04]}},
+        **base,
+    )
     assert [r.status for r in results if r.status == ERROR] == []
     assert results[-1].module == "sweep" and results[-1].details["checked"] == spec.corner_configs()

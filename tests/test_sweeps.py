@@ -1,6 +1,7 @@
 """Sweeps end to end on the letters demo (tiny trials: a few GRPO steps each): trials are ordinary runs, the
 study is Optuna's, a pruned trial stops through its STOP file with cause ``pruned``, a killed driver is resumed
 without losing the trial that was training."""
+
 from __future__ import annotations
 
 import json
@@ -8,7 +9,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -22,8 +22,16 @@ from testing.waiting import wait_for
 
 ROOT = Path(__file__).resolve().parent.parent
 #: a trial: 3 GRPO steps on the tiny letters model, held-out reward at step 0 and at the end
-TINY = {"max_steps": 3, "prompts_per_step": 2, "num_generations": 4, "eval_steps": 0, "eval_samples": 4,
-        "save_steps": 100, "samples_per_step": 0, "learning_rate": 1e-3}
+TINY = {
+    "max_steps": 3,
+    "prompts_per_step": 2,
+    "num_generations": 4,
+    "eval_steps": 0,
+    "eval_samples": 4,
+    "save_steps": 100,
+    "samples_per_step": 0,
+    "learning_rate": 1e-3,
+}
 
 
 def _trial_runs(runs: Path, summary: dict) -> dict[int, RunDir]:
@@ -43,14 +51,48 @@ def test_a_sweep_from_the_cli_runs_every_trial_as_a_run(tmp_path, demo):
     config = tmp_path / "tiny.yaml"
     config.write_text(yaml.safe_dump(TINY))
     sweep_file = tmp_path / "sweep.yaml"
-    sweep_file.write_text(yaml.safe_dump({
-        "trials": 3, "sampler": "random", "seed": 0, "pruner": "none",
-        "objective": {"metric": "eval/reward", "direction": "maximize"},
-        "params": {"learning_rate": {"low": 1e-4, "high": 1e-2, "log": True}, "beta": [0.0, 0.04]}}))
-    out = subprocess.run([sys.executable, "-m", "engines", "sweep", "--agent", demo["agent"], "--train", demo["train"],
-                          "--test", demo["test"], "--reward", demo["reward"], "--config", str(config), "--engine", "trl",
-                          "--sweep", str(sweep_file), "--run-path", str(runs), "--name", "lr-beta"],
-                         capture_output=True, text=True, timeout=900, cwd=ROOT)
+    sweep_file.write_text(
+        yaml.safe_dump(
+            {
+                "trials": 3,
+                "sampler": "random",
+                "seed": 0,
+                "pruner": "none",
+                "objective": {"metric": "eval/reward", "direction": "maximize"},
+                "params": {"learning_rate": {"low": 1e-4, "high": 1e-2, "log": True}, "beta": [0.0, 0.04]},
+            }
+        )
+    )
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "engines",
+            "sweep",
+            "--agent",
+            demo["agent"],
+            "--train",
+            demo["train"],
+            "--test",
+            demo["test"],
+            "--reward",
+            demo["reward"],
+            "--config",
+            str(config),
+            "--engine",
+            "trl",
+            "--sweep",
+            str(sweep_file),
+            "--run-path",
+            str(runs),
+            "--name",
+            "lr-beta",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        cwd=ROOT,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     printed = json.loads(out.stdout.strip().splitlines()[-1])
     [sweep] = list_sweeps(runs)
@@ -66,8 +108,9 @@ def test_a_sweep_from_the_cli_runs_every_trial_as_a_run(tmp_path, demo):
 
     # the study is Optuna's own, in its SQLite storage: the same trials, params and values
     study = optuna.load_study(study_name=sweep.study_name, storage=sweep.storage_url)
-    assert [(t.number, t.params, t.value) for t in study.trials] == \
-        [(t["number"], t["params"], t["value"]) for t in summary["trials"]]
+    assert [(t.number, t.params, t.value) for t in study.trials] == [
+        (t["number"], t["params"], t["value"]) for t in summary["trials"]
+    ]
 
     # every trial is an ordinary run: its run.yaml holds the trial's params, it is named "<sweep> · trial k",
     # it finished, and `aworld-train runs` lists it
@@ -81,12 +124,22 @@ def test_a_sweep_from_the_cli_runs_every_trial_as_a_run(tmp_path, demo):
         status = run.read_status()
         assert status["state"] == FINISHED and status["sweep"] == {"id": sweep.run_id, "trial": t["number"]}
         evals = [r["eval/reward"] for r in run.read_jsonl("metrics.jsonl") if "eval/reward" in r]
-        assert evals[-1] == t["value"]      # the objective: the metric's last value in the run's metrics.jsonl
-    listed = subprocess.run([sys.executable, "-m", "engines", "runs", "--runs-dir", str(runs)], capture_output=True,
-                            text=True, timeout=120, cwd=ROOT).stdout
+        assert evals[-1] == t["value"]  # the objective: the metric's last value in the run's metrics.jsonl
+    listed = subprocess.run(
+        [sys.executable, "-m", "engines", "runs", "--runs-dir", str(runs)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    ).stdout
     assert all(run.run_id in listed for run in trial_runs.values())
-    sweeps = subprocess.run([sys.executable, "-m", "engines", "sweeps", "--runs-dir", str(runs)], capture_output=True,
-                            text=True, timeout=120, cwd=ROOT).stdout
+    sweeps = subprocess.run(
+        [sys.executable, "-m", "engines", "sweeps", "--runs-dir", str(runs)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    ).stdout
     assert sweep.run_id in sweeps and "3/3 trials" in sweeps
 
 
@@ -100,14 +153,27 @@ def test_a_trial_is_pruned_and_a_killed_driver_resumes_without_losing_the_trial_
     MedianPruner prunes every trial below the first complete one at its first report."""
     runs = tmp_path / "runs"
     config = dict(TINY, max_steps=30, save_steps=100)
-    sweep = AgentSweep(agent=demo["agent"], train_dataset=demo["train"], test_dataset=demo["test"],
-                       reward_func=demo["reward"], config=config, run_path=str(runs), train_engine_name="trl",
-                       name="prune", sweep={"trials": 3, "sampler": "random", "seed": PRUNE_SEED,
-                                            "pruner": {"type": "median", "n_startup_trials": 1, "n_warmup_steps": 0},
-                                            "objective": {"metric": "lr", "direction": "maximize"},
-                                            "params": {"learning_rate": [1e-3, 1e-5]}})
+    sweep = AgentSweep(
+        agent=demo["agent"],
+        train_dataset=demo["train"],
+        test_dataset=demo["test"],
+        reward_func=demo["reward"],
+        config=config,
+        run_path=str(runs),
+        train_engine_name="trl",
+        name="prune",
+        sweep={
+            "trials": 3,
+            "sampler": "random",
+            "seed": PRUNE_SEED,
+            "pruner": {"type": "median", "n_startup_trials": 1, "n_warmup_steps": 0},
+            "objective": {"metric": "lr", "direction": "maximize"},
+            "params": {"learning_rate": [1e-3, 1e-5]},
+        },
+    )
     driver = sweep.start()
     try:
+
         def first_trial_training():
             trials = sweep.summary()["trials"]
             if not trials or not trials[0].get("run_id"):
@@ -116,13 +182,18 @@ def test_a_trial_is_pruned_and_a_killed_driver_resumes_without_losing_the_trial_
             return run if (run.read_status().get("step") or 0) >= 1 else None
 
         first = wait_for(first_trial_training, timeout=300, every=0.1, what="trial 0 training")
-        os.kill(driver, signal.SIGKILL)          # the driver dies; the trial's run (its own session) trains on
+        os.kill(driver, signal.SIGKILL)  # the driver dies; the trial's run (its own session) trains on
         wait_for(lambda: not process_alive({"pid": driver}), timeout=30)
         assert effective_status(sweep.sweep_dir)["state"] == "failed"
         assert process_alive(first.read_status()) or first.read_status()["state"] == FINISHED
 
         driver = sweep.resume()
-        wait_for(lambda: effective_status(sweep.sweep_dir)["state"] == FINISHED, timeout=900, every=1, what="the resumed sweep to finish")
+        wait_for(
+            lambda: effective_status(sweep.sweep_dir)["state"] == FINISHED,
+            timeout=900,
+            every=1,
+            what="the resumed sweep to finish",
+        )
     finally:
         if process_alive({"pid": driver}):
             sweep.stop()
@@ -143,8 +214,12 @@ def test_a_trial_is_pruned_and_a_killed_driver_resumes_without_losing_the_trial_
         assert status["step"] < 30 and run.stop_reason() == "pruned"
         assert any(e["event"] == "stopped" and e.get("cause") == "pruned" for e in run.read_jsonl("events.jsonl"))
         assert t["value"] == pytest.approx(1e-5)
-    assert summary["best"] == {"number": 0, "run_id": first.run_id, "params": {"learning_rate": 1e-3},
-                               "value": pytest.approx(1e-3)}
+    assert summary["best"] == {
+        "number": 0,
+        "run_id": first.run_id,
+        "params": {"learning_rate": 1e-3},
+        "value": pytest.approx(1e-3),
+    }
     assert summary["best"]["value"] == _best_of(summary)["value"]
 
 
@@ -153,17 +228,37 @@ def test_a_stopped_sweep_resumes_and_re_runs_the_trial_its_stop_cut_short(tmp_pa
     ``sweep-resume`` runs its params again as a new trial, then the rest."""
     runs = tmp_path / "runs"
     config = dict(TINY, max_steps=30)
-    sweep = AgentSweep(agent=demo["agent"], train_dataset=demo["train"], test_dataset=demo["test"],
-                       reward_func=demo["reward"], config=config, run_path=str(runs), train_engine_name="trl",
-                       sweep={"trials": 2, "sampler": "random", "seed": 0, "pruner": "none",
-                              "objective": {"metric": "lr", "direction": "maximize"},
-                              "params": {"learning_rate": {"low": 1e-4, "high": 1e-2, "log": True}}})
+    sweep = AgentSweep(
+        agent=demo["agent"],
+        train_dataset=demo["train"],
+        test_dataset=demo["test"],
+        reward_func=demo["reward"],
+        config=config,
+        run_path=str(runs),
+        train_engine_name="trl",
+        sweep={
+            "trials": 2,
+            "sampler": "random",
+            "seed": 0,
+            "pruner": "none",
+            "objective": {"metric": "lr", "direction": "maximize"},
+            "params": {"learning_rate": {"low": 1e-4, "high": 1e-2, "log": True}},
+        },
+    )
     sweep.start()
     cli = [sys.executable, "-m", "engines"]
     try:
-        first = wait_for(lambda: (t := sweep.summary()["trials"]) and t[0].get("run_id")
-                         and (RunDir(runs / t[0]["run_id"]).read_status().get("step") or 0) >= 1
-                         and RunDir(runs / t[0]["run_id"]), timeout=300, every=0.1, what="trial 0 training")
+        first = wait_for(
+            lambda: (
+                (t := sweep.summary()["trials"])
+                and t[0].get("run_id")
+                and (RunDir(runs / t[0]["run_id"]).read_status().get("step") or 0) >= 1
+                and RunDir(runs / t[0]["run_id"])
+            ),
+            timeout=300,
+            every=0.1,
+            what="trial 0 training",
+        )
         subprocess.run([*cli, "sweep-stop", str(sweep.path)], check=True, timeout=120, cwd=ROOT)
         wait_for(lambda: effective_status(sweep.sweep_dir)["state"] == STOPPED, timeout=300, what="the sweep stopped")
         status = first.read_status()
@@ -171,16 +266,21 @@ def test_a_stopped_sweep_resumes_and_re_runs_the_trial_its_stop_cut_short(tmp_pa
         stopped = sweep.summary()["trials"]
         assert [t["state"] for t in stopped] == ["interrupted"]
 
-        out = subprocess.run([*cli, "sweep-resume", str(sweep.path), "--detach"], capture_output=True, text=True,
-                             timeout=120, cwd=ROOT)
+        out = subprocess.run(
+            [*cli, "sweep-resume", str(sweep.path), "--detach"], capture_output=True, text=True, timeout=120, cwd=ROOT
+        )
         assert out.returncode == 0, out.stderr
-        wait_for(lambda: effective_status(sweep.sweep_dir)["state"] == FINISHED, timeout=900, every=1,
-                 what="the resumed sweep to finish")
+        wait_for(
+            lambda: effective_status(sweep.sweep_dir)["state"] == FINISHED,
+            timeout=900,
+            every=1,
+            what="the resumed sweep to finish",
+        )
     finally:
         if process_alive(effective_status(sweep.sweep_dir)):
             sweep.stop()
     trials = sweep.summary()["trials"]
     assert [t["state"] for t in trials] == ["interrupted", "complete", "complete"]
-    assert trials[1]["params"] == trials[0]["params"]              # the cut-short trial, run again first
+    assert trials[1]["params"] == trials[0]["params"]  # the cut-short trial, run again first
     assert trials[1]["run_id"] != trials[0]["run_id"]
     assert sweep.summary()["best"]["value"] == _best_of(sweep.summary())["value"]

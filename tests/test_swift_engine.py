@@ -3,6 +3,7 @@ and keeps the run-dir contract: GRPO and SFT, stop → stopped with a checkpoint
 settings ms-swift rejects, a pad token that ms-swift would drop kept out of rollouts. Needs ms-swift's
 environment (`python -m engines setup swift`, which the README's test command runs first): without it these
 tests fail, they do not skip."""
+
 from __future__ import annotations
 
 import json
@@ -23,8 +24,15 @@ AGENT = str(ROOT / "assets/agents/letters_agent.yaml")
 TRAIN = str(ROOT / "assets/datasets/letters_train.jsonl")
 TEST = str(ROOT / "assets/datasets/letters_test.jsonl")
 REWARD = str(ROOT / "assets/rewards/letter_reward.py") + ":letter_reward"
-FAST = {"tuner_type": "full", "max_steps": 3, "learning_rate": 1e-3, "prompts_per_step": 1, "num_generations": 4,
-        "save_steps": 2, "max_completion_length": 2}
+FAST = {
+    "tuner_type": "full",
+    "max_steps": 3,
+    "learning_rate": 1e-3,
+    "prompts_per_step": 1,
+    "num_generations": 4,
+    "save_steps": 2,
+    "max_completion_length": 2,
+}
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -34,8 +42,15 @@ def swift_environment():
 
 
 def make_trainer(tmp_path, **overrides):
-    kw = dict(agent=AGENT, train_dataset=TRAIN, test_dataset=TEST, reward_func=REWARD, config=dict(FAST),
-              run_path=str(tmp_path / "runs"), train_engine_name="swift")
+    kw = dict(
+        agent=AGENT,
+        train_dataset=TRAIN,
+        test_dataset=TEST,
+        reward_func=REWARD,
+        config=dict(FAST),
+        run_path=str(tmp_path / "runs"),
+        train_engine_name="swift",
+    )
     kw.update(overrides)
     return AgentTrainer(**kw)
 
@@ -51,7 +66,7 @@ def test_grpo_trains_the_letters_demo_and_writes_the_run_directory(tmp_path):
     assert status["state"] == "finished" and status["step"] == 3 and status["total_steps"] == 3
     rows = [r for r in run.read_jsonl("metrics.jsonl") if "loss" in r and "reward" in r]
     assert [r["step"] for r in rows] == [1, 2, 3]
-    for r in rows:   # canonical names next to ms-swift's own keys
+    for r in rows:  # canonical names next to ms-swift's own keys
         assert {"loss", "reward", "reward_std", "lr", "learning_rate", "completion_length", "kl", "time"} <= r.keys()
         assert r["rewards/letter_reward"] == r["rewards/letter_reward/mean"] and 0.0 <= r["reward"] <= 1.0
     # the test split, scored every save_steps (ms-swift's eval_steps default) and at the end
@@ -74,12 +89,18 @@ def test_grpo_trains_the_letters_demo_and_writes_the_run_directory(tmp_path):
     assert spec["engine"] == "swift" and spec["config"]["max_steps"] == 3
     command = (run.path / "swift" / "command.sh").read_text()
     assert "swift.cli.main rlhf" in command
-    assert " --temperature 1.0 " in command and " --max_completion_length 2 " in command   # agent, config
+    assert " --temperature 1.0 " in command and " --max_completion_length 2 " in command  # agent, config
 
 
 def test_sft_trains_on_the_reference_answers(tmp_path):
-    cfg = {"mode": "sft", "tuner_type": "full", "max_steps": 3, "learning_rate": 1e-3, "prompts_per_step": 4,
-           "save_steps": 3}
+    cfg = {
+        "mode": "sft",
+        "tuner_type": "full",
+        "max_steps": 3,
+        "learning_rate": 1e-3,
+        "prompts_per_step": 4,
+        "save_steps": 3,
+    }
     trainer = make_trainer(tmp_path, reward_func=None, config=cfg, test_dataset=None)
     assert "sft via swift sft" in trainer.check_results[-1].message
     assert trainer.train() == "finished"
@@ -94,8 +115,15 @@ def test_sft_trains_on_the_reference_answers(tmp_path):
 
 @pytest.fixture()
 def long_run(tmp_path):
-    run = prepare_run(AGENT, TRAIN, None, REWARD, {**FAST, "max_steps": 5000, "save_steps": 1000}, "swift",
-                      runs_dir=str(tmp_path / "runs"))
+    run = prepare_run(
+        AGENT,
+        TRAIN,
+        None,
+        REWARD,
+        {**FAST, "max_steps": 5000, "save_steps": 1000},
+        "swift",
+        runs_dir=str(tmp_path / "runs"),
+    )
     yield run
     if process_alive(run.read_status()):
         kill_run(run.path)
@@ -105,8 +133,9 @@ def test_stop_ends_at_a_step_boundary_with_a_checkpoint_and_resume_continues(lon
     spawn_run(long_run.path)
     wait_for(lambda: (long_run.read_status().get("step") or 0) >= 2, 300, "two steps")
     stop_run(long_run.path)
-    status = wait_for(lambda: (s := effective_status(long_run))["state"] in ("stopped", "failed") and s, 180,
-                      "the stop")
+    status = wait_for(
+        lambda: (s := effective_status(long_run))["state"] in ("stopped", "failed") and s, 180, "the stop"
+    )
     assert status["state"] == "stopped", status
     stopped_at = status["step"]
     assert 2 <= stopped_at < 5000
@@ -132,9 +161,9 @@ def test_a_reward_that_raises_fails_the_run_with_cause_reward_error(tmp_path):
         "    calls += 1\n"
         "    if calls > 10:\n"
         "        raise ZeroDivisionError('the judge went away')\n"
-        "    return 1.0 if completion.strip()[:1] == answer else 0.0\n")
-    trainer = make_trainer(tmp_path, reward_func=f"{flaky}:flaky", test_dataset=None,
-                           config={**FAST, "max_steps": 6})
+        "    return 1.0 if completion.strip()[:1] == answer else 0.0\n"
+    )
+    trainer = make_trainer(tmp_path, reward_func=f"{flaky}:flaky", test_dataset=None, config={**FAST, "max_steps": 6})
     with pytest.raises(Exception, match="the judge went away"):
         trainer.train()
     run = trainer.train_processor.run
@@ -149,14 +178,14 @@ def test_ms_swifts_own_reward_trains_beside_ours_under_its_own_name(tmp_path):
     check = {r.module: r for r in trainer.check_results}["reward"]
     assert check.status == "ok" and check.message.endswith("; ms-swift's own: swift:format×0.5"), check
     assert check.details["swift_plugin"]["reward_funcs"] == ["aworld_letter_reward", "format"]
-    dry = check.details["swift_dry_run"]["values"]   # run by ms-swift: a letter is not <think>..</think><answer>..
+    dry = check.details["swift_dry_run"]["values"]  # run by ms-swift: a letter is not <think>..</think><answer>..
     assert dry["format"] == [0.0] * len(dry["aworld_letter_reward"]) and 1.0 in dry["aworld_letter_reward"]
     assert trainer.train() == "finished"
     run = trainer.train_processor.run
     assert run.read_spec()["reward"][1:] == [{"ref": "swift:format", "weight": 0.5}]
     rows = [r for r in run.read_jsonl("metrics.jsonl") if "reward" in r and "loss" in r]
     assert [r["step"] for r in rows] == [1, 2, 3]
-    for r in rows:   # ms-swift logs each reward under its class; the total is the weighted sum
+    for r in rows:  # ms-swift logs each reward under its class; the total is the weighted sum
         assert r["rewards/Format"] == 0.0
         assert r["reward"] == pytest.approx(r["rewards/letter_reward"] + 0.5 * r["rewards/Format"], abs=1e-6)
     samples = run.read_jsonl("samples.jsonl")
@@ -170,7 +199,7 @@ def test_a_misspelled_ms_swift_reward_gets_did_you_mean_before_any_process_start
     with pytest.raises(CheckError) as err:
         prepare_run(AGENT, TRAIN, TEST, [REWARD, "swift:acuracy"], dict(FAST), "swift", runs_dir=str(runs))
     assert "ms-swift has no reward 'acuracy' (did you mean \"accuracy\"?)" in str(err.value)
-    assert "swift:soft_overlong" in str(err.value)   # the fix lists what there is
+    assert "swift:soft_overlong" in str(err.value)  # the fix lists what there is
     assert not any(runs.iterdir())
 
 
@@ -180,10 +209,22 @@ def test_the_reward_catalog_lists_ms_swifts_rewards_as_the_installed_ms_swift_ha
     from engines.rewards.catalog import catalog
     from engines.swift.environment import swift_python
 
-    imported = json.loads(subprocess.run(
-        [swift_python(), "-c", "import json; from swift.rewards import orms; "
-         "print(json.dumps({k: v.__name__ for k, v in orms.items()}))"],
-        capture_output=True, text=True, timeout=300, check=True).stdout.strip().splitlines()[-1])
+    imported = json.loads(
+        subprocess.run(
+            [
+                swift_python(),
+                "-c",
+                "import json; from swift.rewards import orms; "
+                "print(json.dumps({k: v.__name__ for k, v in orms.items()}))",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=True,
+        )
+        .stdout.strip()
+        .splitlines()[-1]
+    )
     listed = {e["key"]: e for e in catalog() if e["source"].startswith("ms-swift")}
     assert set(listed) == {f"swift:{k}" for k in imported} and "swift:accuracy" in listed
     accuracy = listed["swift:accuracy"]
@@ -198,10 +239,9 @@ def test_the_reward_catalog_lists_ms_swifts_rewards_as_the_installed_ms_swift_ha
 def test_a_misspelled_ms_swift_argument_gets_did_you_mean_before_any_process_starts(tmp_path):
     runs = tmp_path / "runs"
     with pytest.raises(CheckError) as err:
-        prepare_run(AGENT, TRAIN, TEST, REWARD, {**FAST, "lr_sheduler_type": "constant"}, "swift",
-                    runs_dir=str(runs))
-    assert 'unknown setting \'lr_sheduler_type\' in the config (did you mean "lr_scheduler_type"?)' in str(err.value)
-    assert not any(runs.iterdir())   # no run directory, so no run process
+        prepare_run(AGENT, TRAIN, TEST, REWARD, {**FAST, "lr_sheduler_type": "constant"}, "swift", runs_dir=str(runs))
+    assert "unknown setting 'lr_sheduler_type' in the config (did you mean \"lr_scheduler_type\"?)" in str(err.value)
+    assert not any(runs.iterdir())  # no run directory, so no run process
 
 
 def test_values_ms_swift_rejects_are_reported_against_the_key(tmp_path):
@@ -233,7 +273,7 @@ def test_an_mcp_only_agents_tools_reach_the_swift_dataset_and_the_rendered_promp
     line = json.loads((p.run.path / "swift" / "train.jsonl").read_text().splitlines()[0])
     assert [t["function"]["name"] for t in json.loads(line["tools"])] == ["add"]
     rendered = next(r for r in p.check_results if r.module == "dataset").details["rendered_prompt"]
-    assert '"name": "add"' in rendered and "What is 0 + 0?" in rendered   # the model is shown the tool
+    assert '"name": "add"' in rendered and "What is 0 + 0?" in rendered  # the model is shown the tool
 
 
 def test_a_judge_and_trls_accuracy_reward_dry_run_in_ms_swifts_environment(tmp_path, monkeypatch):
@@ -247,26 +287,39 @@ def test_a_judge_and_trls_accuracy_reward_dry_run_in_ms_swifts_environment(tmp_p
     from engines.swift.session import shared_helper
 
     data = write_gsm8k_parquet(tmp_path / "train.parquet")
-    shared_helper().call("hello")   # ms-swift's environment already running, as after an earlier check: the
-    monkeypatch.setenv("AWORLD_TEST_JUDGE_KEY", "sk-test-0123456789abcdef")   # key set after it still reaches it
+    shared_helper().call("hello")  # ms-swift's environment already running, as after an earlier check: the
+    monkeypatch.setenv("AWORLD_TEST_JUDGE_KEY", "sk-test-0123456789abcdef")  # key set after it still reaches it
     prompt = "Question: {prompt}\nReference: {answer}\nReply: {completion}\nScore from 0 to 10:"
-    judge = {"judge": {"url": None, "model": "tiny-judge", "prompt": prompt, "api_key_env": "AWORLD_TEST_JUDGE_KEY",
-                       "scale": 10}}
+    judge = {
+        "judge": {
+            "url": None,
+            "model": "tiny-judge",
+            "prompt": prompt,
+            "api_key_env": "AWORLD_TEST_JUDGE_KEY",
+            "scale": 10,
+        }
+    }
     with ChatServer(key="sk-test-0123456789abcdef") as server:
         judge["judge"]["url"] = server.url
         p = SwiftProcessor(str(tmp_path / "runs"))
-        p.check_agent({"name": "gsm", "model": str(ROOT / "assets/models/tiny-calc"), "system_prompt": "Solve it.",
-                       "max_tokens": 8})
+        p.check_agent(
+            {
+                "name": "gsm",
+                "model": str(ROOT / "assets/models/tiny-calc"),
+                "system_prompt": "Solve it.",
+                "max_tokens": 8,
+            }
+        )
         p.check_dataset(data)
         p.check_reward([judge, "trl.rewards:accuracy_reward"])
         p.close()
     result = next(r for r in p.check_results if r.module == "reward")
-    assert result.status == "ok", (result.message, result.warnings)   # no "scores differently" warning
+    assert result.status == "ok", (result.message, result.warnings)  # no "scores differently" warning
     values = result.details["swift_dry_run"]["values"]
-    assert values["aworld_judge"] == [1.0, 0.0, 1.0, 0.0]   # reference, wrong answer, for two rows: the judge's grades
+    assert values["aworld_judge"] == [1.0, 0.0, 1.0, 0.0]  # reference, wrong answer, for two rows: the judge's grades
     assert len(values["aworld_accuracy_reward"]) == 4
     swift_requests = [r for r in server.requests if "Reply: 20" in r["messages"][-1]["content"]]
-    assert swift_requests   # the wrong answer the swift dry run sends ('20', row 3's answer) reached the judge
+    assert swift_requests  # the wrong answer the swift dry run sends ('20', row 3's answer) reached the judge
 
 
 def pad_loving_agent(tmp_path: Path) -> str:
@@ -289,12 +342,13 @@ def test_rollouts_never_sample_the_pad_token(tmp_path):
     GRPO step ("Size does not match at dimension 1"): the letters demo on swift died so at step 161. A demo
     model whose generation config all but forces the pad token fails at step 1 without the plugin's
     suppression, and trains with it."""
-    trainer = make_trainer(tmp_path, agent=pad_loving_agent(tmp_path), test_dataset=None,
-                           config={**FAST, "max_steps": 2})
+    trainer = make_trainer(
+        tmp_path, agent=pad_loving_agent(tmp_path), test_dataset=None, config={**FAST, "max_steps": 2}
+    )
     outcome = trainer.train()
     run = trainer.train_processor.run
     assert outcome == "finished", run.read_status()
     assert run.read_status()["step"] == 2
     assert "rollouts never sample the pad token (id 0)" in run.log_path.read_text()
     completions = [s["completion"][0]["content"] for s in run.read_jsonl("samples.jsonl")]
-    assert completions and all(completions), completions   # no empty (pad-only) completion
+    assert completions and all(completions), completions  # no empty (pad-only) completion

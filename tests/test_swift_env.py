@@ -1,6 +1,7 @@
 """ms-swift's own environment: the availability probe names what is missing and the fix; `setup swift` is
 idempotent and reports progress (and failure) in its progress file; the helper that answers checks inside
 the environment, and its cache; the column names ms-swift reserves, checked against the installed version."""
+
 from __future__ import annotations
 
 import json
@@ -55,12 +56,14 @@ def test_availability_names_what_is_missing_and_the_command_that_fixes_it(tmp_pa
     ok, reason = E.availability()
     assert not ok and reason.startswith("set up with other versions (ms-swift==3.0.0) — run")
 
-    (venv / E.MARKER).write_text(json.dumps({"pins": list(E.PINS), "versions": {"ms-swift": "4.6.0", "torch": "2.13.0"}}))
+    (venv / E.MARKER).write_text(
+        json.dumps({"pins": list(E.PINS), "versions": {"ms-swift": "4.6.0", "torch": "2.13.0"}})
+    )
     assert E.availability() == (True, f"ms-swift 4.6.0, torch 2.13.0 ({venv})")
 
 
 def test_an_override_python_without_ms_swift_is_told_what_to_install(no_override):
-    no_override.setenv(E.PYTHON_ENV, sys.executable)       # this project's Python: no ms-swift in it
+    no_override.setenv(E.PYTHON_ENV, sys.executable)  # this project's Python: no ms-swift in it
     ok, reason = E.availability()
     assert not ok and f"{sys.executable} lacks " in reason and "ms-swift" in reason.split("lacks")[1]
     assert f"run: {sys.executable} -m pip install" in reason and "ms-swift" in reason.split("-m pip install")[1]
@@ -74,17 +77,25 @@ def test_setup_returns_at_once_when_the_marker_records_the_pins(tmp_path, no_ove
     progress = tmp_path / "progress.jsonl"
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     env.pop(E.PYTHON_ENV, None)
-    out = subprocess.run([sys.executable, "-m", "engines", "setup", "swift", "--venv", str(venv), "--progress-file",
-                          str(progress)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-m", "engines", "setup", "swift", "--venv", str(venv), "--progress-file", str(progress)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr
     last = E.read_progress(progress)
     assert last["state"] == "done" and last["fraction"] == 1.0 and "ready" in last["message"]
-    assert [json.loads(x)["stage"] for x in progress.read_text().splitlines()] == ["lock", "done"]   # no pip
+    assert [json.loads(x)["stage"] for x in progress.read_text().splitlines()] == ["lock", "done"]  # no pip
 
 
 def test_a_failed_setup_says_why_in_its_progress_file(tmp_path, no_override):
     # an interpreter whose pip fails the way a machine without the package index does
-    script = "#!/bin/sh\necho 'ERROR: Could not find a version that satisfies the requirement ms-swift==4.6.0'\nexit 1\n"
+    script = (
+        "#!/bin/sh\necho 'ERROR: Could not find a version that satisfies the requirement ms-swift==4.6.0'\nexit 1\n"
+    )
     venv = fake_venv(tmp_path / "broken", python_script=script)
     progress = E.Progress(tmp_path / "progress.jsonl")
     with pytest.raises(E.SetupError, match="failed with exit code 1"):
@@ -106,16 +117,18 @@ def test_torch_comes_from_the_index_named_for_it_first(tmp_path, no_override, ho
         E.setup(venv, E.Progress(None), torch_index_url=url if how == "argument" else None)
     first = log.read_text().splitlines()[0]
     assert first == f"-m pip install --disable-pip-version-check --index-url {url} torch==2.13.0"
-    plain = E.install_commands("python")      # without one: a single command from the configured index
+    plain = E.install_commands("python")  # without one: a single command from the configured index
     assert len(plain) == 1 and "--index-url" not in plain[0] and "torch==2.13.0" in plain[0]
 
 
 def test_engines_without_an_environment_of_their_own_need_no_setup():
-    out = subprocess.run([sys.executable, "-m", "engines", "setup", "trl"], cwd=ROOT, capture_output=True, text=True,
-                         timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-m", "engines", "setup", "trl"], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
     assert out.returncode == 0 and "engine 'trl' needs no setup" in out.stderr
-    out = subprocess.run([sys.executable, "-m", "engines", "setup", "swfit"], cwd=ROOT, capture_output=True,
-                         text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-m", "engines", "setup", "swfit"], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
     assert out.returncode == 2 and 'did you mean "swift"' in out.stderr
 
 
@@ -135,10 +148,21 @@ def test_the_helper_answers_inside_ms_swift_and_the_cache_answers_again_without_
     try:
         names = first.call("arg_names", cache_key=["rlhf"], command="rlhf")
         assert {"learning_rate", "num_generations", "reward_funcs", "tuner_type"} <= set(names)
-        with pytest.raises(SwiftEnvError) as err:    # ms-swift's own parser, its message kept
-            first.call("validate", command="sft", argv=["--model", str(ROOT / "assets/models/tiny-letters"),
-                                                        "--model_type", "qwen2", "--template", "qwen",
-                                                        "--num_train_epochs", "many"])
+        with pytest.raises(SwiftEnvError) as err:  # ms-swift's own parser, its message kept
+            first.call(
+                "validate",
+                command="sft",
+                argv=[
+                    "--model",
+                    str(ROOT / "assets/models/tiny-letters"),
+                    "--model_type",
+                    "qwen2",
+                    "--template",
+                    "qwen",
+                    "--num_train_epochs",
+                    "many",
+                ],
+            )
         assert err.value.kind == "arguments" and "invalid float value: 'many'" in str(err.value)
         reserved = first.call("hello")
         assert reserved["ms-swift"] == "4.6.0" and first.calls == 3
@@ -152,9 +176,11 @@ def test_the_helper_answers_inside_ms_swift_and_the_cache_answers_again_without_
 def test_the_reserved_column_names_match_the_installed_ms_swift():
     ok, reason = E.availability()
     assert ok, reason
-    code = ("import json; from swift.dataset.preprocessor.core import RowPreprocessor, MessagesPreprocessor\n"
-            "m = MessagesPreprocessor()\n"
-            "print(json.dumps(sorted(set(RowPreprocessor.standard_keys) | set(m.columns))))")
+    code = (
+        "import json; from swift.dataset.preprocessor.core import RowPreprocessor, MessagesPreprocessor\n"
+        "m = MessagesPreprocessor()\n"
+        "print(json.dumps(sorted(set(RowPreprocessor.standard_keys) | set(m.columns))))"
+    )
     out = subprocess.run([E.swift_python(), "-c", code], capture_output=True, text=True, timeout=300)
     theirs = set(json.loads(out.stdout.strip().splitlines()[-1]))
     assert theirs | {"solution"} == set(SWIFT_RESERVED)

@@ -1,5 +1,6 @@
 """The swift engine's pure parts, without ms-swift: its outputs → run-dir rows (recorded real output), the
 data conversion, the plugin file, the config's names and multi-process variables, error → key mapping."""
+
 from __future__ import annotations
 
 import json
@@ -33,7 +34,8 @@ COMPLETIONS = (
     '<|im_start|>user\\nSay the letter H:<|im_end|>\\n<|im_start|>assistant\\n", "p", "p", "p"], '
     '"completion": ["YC", "NV", "g!", "2I"], "letter_reward": [0.20000000298023224, 0.20000000298023224, 0.0, 0.0], '
     '"advantages": [0.865276038646698, 0.865276038646698, -0.865276038646698, -0.865276038646698], '
-    '"solution": ["H", "H", "H", "H"]}')
+    '"solution": ["H", "H", "H", "H"]}'
+)
 
 
 def test_recorded_logging_lines_become_metric_rows_with_canonical_names():
@@ -52,8 +54,10 @@ def test_recorded_logging_lines_become_metric_rows_with_canonical_names():
 
 def test_recorded_completions_become_samples_with_each_reward_and_the_rows_messages():
     record = json.loads(COMPLETIONS)
-    messages = [{"role": "system", "content": "Reply with one capital letter."},
-                {"role": "user", "content": "Say the letter H:"}]
+    messages = [
+        {"role": "system", "content": "Reply with one capital letter."},
+        {"role": "user", "content": "Say the letter H:"},
+    ]
     lookup = PromptLookup([[{"role": "user", "content": "Say the letter G:"}], messages])
     samples = samples_from_completions(record, [("letter_reward", 0.5)], 2, lookup)
     assert len(samples) == 2
@@ -62,7 +66,7 @@ def test_recorded_completions_become_samples_with_each_reward_and_the_rows_messa
     assert s["completion"] == [{"role": "assistant", "content": "YC"}]
     assert s["rewards"] == {"letter_reward": pytest.approx(0.2)} and s["reward"] == pytest.approx(0.1)
     assert s["rendered_prompt"].startswith("<|im_start|>system")
-    assert samples[1]["prompt"] == "p"          # a prompt no row matches stays as ms-swift rendered it
+    assert samples[1]["prompt"] == "p"  # a prompt no row matches stays as ms-swift rendered it
 
 
 def test_the_watcher_mirrors_output_once_and_skips_evaluation_rollouts(tmp_path):
@@ -83,23 +87,24 @@ def test_the_watcher_mirrors_output_once_and_skips_evaluation_rollouts(tmp_path)
     assert [s["completion"][0]["content"] for s in run.read_jsonl("samples.jsonl")] == ["YC", "NV"]
     events = run.read_jsonl("events.jsonl")
     assert [(e["event"], e.get("step")) for e in events] == [("summary", None), ("checkpoint", 3)]  # 2 unfinished
-    summary = events[0]                      # measured figures only: not ms-swift's planned-steps rates
+    summary = events[0]  # measured figures only: not ms-swift's planned-steps rates
     assert "train_steps_per_second" not in summary and summary["steps"] == 2
     assert summary["steps_per_second"] == pytest.approx(2 / summary["seconds"], rel=0.01)
     st = run.read_status()
     assert st["step"] == 2 and st["total_steps"] == 3 and st["last_reward"] == 0.1
-    assert [p.name for p in run.checkpoints()] == ["checkpoint-2", "checkpoint-3"]   # not last-checkpoint
+    assert [p.name for p in run.checkpoints()] == ["checkpoint-2", "checkpoint-3"]  # not last-checkpoint
 
 
 def test_exit_explanations_classify_as_the_other_engines_do():
-    reward_log = ("Traceback (most recent call last):\n  File x\nZeroDivisionError: the judge went away\n\n"
-                  "The above exception was the direct cause of the following exception:\n\n"
-                  "_aworld_engines_0123.rewards.RewardError: reward function 'flaky' raised ZeroDivisionError: the "
-                  "judge went away\n[rank0]: other noise\n")
+    reward_log = (
+        "Traceback (most recent call last):\n  File x\nZeroDivisionError: the judge went away\n\n"
+        "The above exception was the direct cause of the following exception:\n\n"
+        "_aworld_engines_0123.rewards.RewardError: reward function 'flaky' raised ZeroDivisionError: the "
+        "judge went away\n[rank0]: other noise\n"
+    )
     assert last_error(reward_log).startswith("_aworld_engines_0123.rewards.RewardError")
     assert classify_failure(explain_exit(1, reward_log)) == "reward error"
-    assert classify_failure(explain_exit(1, "ModuleNotFoundError: No module named 'msgspec'")) == \
-        "missing dependency"
+    assert classify_failure(explain_exit(1, "ModuleNotFoundError: No module named 'msgspec'")) == "missing dependency"
     assert classify_failure(explain_exit(-9, "")) == "killed"
     assert classify_failure(explain_exit(1, "torch.OutOfMemoryError: CUDA out of memory.")) == "out of memory"
     assert classify_failure(explain_exit(1, "ValueError: dataset column 'messages' is empty")) == "bad data"
@@ -109,12 +114,19 @@ def test_every_input_format_becomes_messages_jsonl_with_the_answer_in_solution(t
     csv = tmp_path / "t.csv"
     csv.write_text("question,ground_truth,difficulty,system\nAdd 2 and 3,5,easy,x\n   ,7,hard,y\n")
     bundle = load_datasets(str(csv))
-    info = write_split(bundle.train, tmp_path / "train.jsonl", bundle.columns, "Be brief.",
-                       [{"type": "function", "function": {"name": "add"}}])
+    info = write_split(
+        bundle.train,
+        tmp_path / "train.jsonl",
+        bundle.columns,
+        "Be brief.",
+        [{"type": "function", "function": {"name": "add"}}],
+    )
     lines = [json.loads(x) for x in (tmp_path / "train.jsonl").read_text().splitlines()]
     assert info["rows"] == 1 and info["skipped"] == 1 and info["not_passed"] == ["system"]
-    assert lines[0]["messages"] == [{"role": "system", "content": "Be brief."},
-                                    {"role": "user", "content": "Add 2 and 3"}]
+    assert lines[0]["messages"] == [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "Add 2 and 3"},
+    ]
     assert lines[0][SOLUTION] == "5" and lines[0]["ground_truth"] == 5 and lines[0]["difficulty"] == "easy"
     assert "system" not in lines[0] and json.loads(lines[0]["tools"])[0]["function"]["name"] == "add"
     write_split(bundle.train, tmp_path / "sft.jsonl", bundle.columns, None, None, sft=True)
@@ -124,8 +136,9 @@ def test_every_input_format_becomes_messages_jsonl_with_the_answer_in_solution(t
 
 def test_chat_messages_and_verl_nested_answers_convert_too(tmp_path):
     rows = tmp_path / "chat.jsonl"
-    rows.write_text(json.dumps({"prompt": [{"role": "user", "content": "Say B"}],
-                                "reward_model": {"ground_truth": "B"}}) + "\n")
+    rows.write_text(
+        json.dumps({"prompt": [{"role": "user", "content": "Say B"}], "reward_model": {"ground_truth": "B"}}) + "\n"
+    )
     bundle = load_datasets(str(rows))
     write_split(bundle.train, tmp_path / "out.jsonl", bundle.columns, "sys", None)
     line = json.loads((tmp_path / "out.jsonl").read_text())
@@ -134,8 +147,10 @@ def test_chat_messages_and_verl_nested_answers_convert_too(tmp_path):
 
 
 def test_the_plugin_file_is_the_same_for_the_same_setup_in_any_run_dir(tmp_path):
-    spec = [{"ref": str(ROOT / "assets/rewards/letter_reward.py") + ":letter_reward", "weight": 0.7},
-            {"name": "exact_match", "weight": 0.3}]
+    spec = [
+        {"ref": str(ROOT / "assets/rewards/letter_reward.py") + ":letter_reward", "weight": 0.7},
+        {"name": "exact_match", "weight": 0.3},
+    ]
     a = write_plugin(tmp_path / "a" / "swift", spec, ["letter_reward", "exact_match"], ["solution"])
     b = write_plugin(tmp_path / "b" / "swift", spec, ["letter_reward", "exact_match"], ["solution"])
     assert a.read_text() == b.read_text() and str(tmp_path) not in a.read_text()
@@ -145,13 +160,22 @@ def test_the_plugin_file_is_the_same_for_the_same_setup_in_any_run_dir(tmp_path)
     assert 'orms["aworld_" + _name]' in a.read_text() and 'callbacks_map["aworld_run"]' in a.read_text()
 
 
-KNOWN = {"learning_rate": None, "lr_scheduler_type": "cosine", "num_generations": 8, "per_device_train_batch_size": 1,
-         "output_dir": None, "num_train_epochs": 3.0, "warmup_ratio": 0.0, "max_steps": -1}
+KNOWN = {
+    "learning_rate": None,
+    "lr_scheduler_type": "cosine",
+    "num_generations": 8,
+    "per_device_train_batch_size": 1,
+    "output_dir": None,
+    "num_train_epochs": 3.0,
+    "warmup_ratio": 0.0,
+    "max_steps": -1,
+}
 
 
 def test_a_misspelled_setting_gets_did_you_mean_among_ms_swift_names_and_ours():
-    with pytest.raises(CheckError, match='unknown setting \'lr_sheduler_type\' in the config \\(did you mean '
-                                         '"lr_scheduler_type"\\?\\)'):
+    with pytest.raises(
+        CheckError, match="unknown setting 'lr_sheduler_type' in the config \\(did you mean \"lr_scheduler_type\"\\?\\)"
+    ):
         A.split_config({"lr_sheduler_type": "constant"}, KNOWN)
     with pytest.raises(CheckError, match='did you mean "prompts_per_step"'):
         A.split_config({"prompt_per_step": 2}, KNOWN)
@@ -169,11 +193,13 @@ def test_engine_owned_keys_and_double_settings_are_refused():
 def test_multi_process_variables_are_checked():
     ok = A.split_config({"env": {"NPROC_PER_NODE": 2, "CUDA_VISIBLE_DEVICES": "0,1"}}, KNOWN)
     assert ok.ours["env"] == {"NPROC_PER_NODE": 2, "CUDA_VISIBLE_DEVICES": "0,1"}
-    for env, message in (({"NPROC_PER_NOD": 2}, 'did you mean "NPROC_PER_NODE"'),
-                         ({"NNODES": 2}, "needs `env.MASTER_ADDR`"),
-                         ({"NNODES": 2, "MASTER_ADDR": "10.0.0.1", "NODE_RANK": 2}, "must be below NNODES"),
-                         ({"NPROC_PER_NODE": "two"}, "must be an integer"),
-                         ({"NPROC_PER_NODE": 4, "CUDA_VISIBLE_DEVICES": "0,1"}, "more than the 2 device")):
+    for env, message in (
+        ({"NPROC_PER_NOD": 2}, 'did you mean "NPROC_PER_NODE"'),
+        ({"NNODES": 2}, "needs `env.MASTER_ADDR`"),
+        ({"NNODES": 2, "MASTER_ADDR": "10.0.0.1", "NODE_RANK": 2}, "must be below NNODES"),
+        ({"NPROC_PER_NODE": "two"}, "must be an integer"),
+        ({"NPROC_PER_NODE": 4, "CUDA_VISIBLE_DEVICES": "0,1"}, "more than the 2 device"),
+    ):
         with pytest.raises(CheckError, match=message):
             A.split_config({"env": env}, KNOWN)
 
@@ -185,8 +211,10 @@ def test_ms_swift_errors_are_blamed_on_the_key_the_user_wrote():
     assert A.blame(err, ["num_generations", "per_device_train_batch_size"], ["num_generations"]) == "num_generations"
     split = A.SplitConfig(ours={}, swift={}, raw={"prompts_per_step": 3})
     assert split.key_for("per_device_train_batch_size") == "prompts_per_step"
-    assert A.choices_hint("invalid choice: 'fulll' (choose from ['adalora', 'full', 'lora'])", "fulll") == \
-        ' (did you mean "full"?)'
+    assert (
+        A.choices_hint("invalid choice: 'fulll' (choose from ['adalora', 'full', 'lora'])", "fulll")
+        == ' (did you mean "full"?)'
+    )
     assert A.to_cli("callbacks", ["a", "b"]) == ["--callbacks", "a", "b"]
     assert A.to_cli("add_version", False) == ["--add_version", "false"]
     assert A.to_cli("vllm_engine_kwargs", {"x": 1}) == ["--vllm_engine_kwargs", '{"x": 1}']
@@ -204,20 +232,27 @@ def test_a_folders_digest_covers_its_subfolders(tmp_path):
     assert file_digest(tmp_path) != before
 
 
-@pytest.mark.parametrize("spec", ["verl.utils.reward_score.gsm8k:compute_score",
-                                  ["exact_match", {"ref": "verl.utils.reward_score:default_compute_score",
-                                                   "weight": 0.5}]])
+@pytest.mark.parametrize(
+    "spec",
+    [
+        "verl.utils.reward_score.gsm8k:compute_score",
+        ["exact_match", {"ref": "verl.utils.reward_score:default_compute_score", "weight": 0.5}],
+    ],
+)
 def test_verls_scorers_are_refused_on_swift_naming_the_reward_and_what_to_do(tmp_path, spec):
     from engines.swift import SwiftProcessor
 
     p = SwiftProcessor(str(tmp_path / "runs"))
-    with pytest.raises(CheckError) as err:   # before anything runs in ms-swift's environment
+    with pytest.raises(CheckError) as err:  # before anything runs in ms-swift's environment
         p.check_reward(spec)
     text = str(err.value)
     assert "cannot run on the swift engine: it needs verl" in text and "transformers<5.11" in text
-    assert ("'verl.utils.reward_score.gsm8k:compute_score'" if isinstance(spec, str) else
-            "'verl.utils.reward_score:default_compute_score'") in text
+    assert (
+        "'verl.utils.reward_score.gsm8k:compute_score'"
+        if isinstance(spec, str)
+        else "'verl.utils.reward_score:default_compute_score'"
+    ) in text
     assert "trl or verl engine" in text and "math_match" in text
     from engines.rewards.builtins import math_match
 
-    assert math_match("3 + 4 = 7\n#### 7", "7") == 1.0   # the counterpart named scores verl's gsm8k format
+    assert math_match("3 + 4 = 7\n#### 7", "7") == 1.0  # the counterpart named scores verl's gsm8k format

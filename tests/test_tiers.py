@@ -1,5 +1,6 @@
 """The test tiers of tests/conftest.py, run on a throwaway suite: markers by file, slow from the list, and a skip
 that fails the run."""
+
 from __future__ import annotations
 
 import shutil
@@ -23,9 +24,14 @@ def _suite(tmp_path: Path, slow_ids: list[str]) -> Path:
 
 
 def _pytest(folder: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args], cwd=folder,
-                          capture_output=True, text=True, timeout=120, env={"PATH": "/usr/bin:/bin",
-                                                                            "PYTHONPATH": str(ROOT)})
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)},
+    )
 
 
 def test_the_fast_tier_leaves_out_browser_and_listed_tests_and_a_skip_fails_the_run(tmp_path):

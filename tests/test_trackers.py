@@ -1,5 +1,6 @@
 """Trackers (``report_to``): each is checked for its package and credentials before launch, offline
 modes work, keys never reach a run file, and the run records the link to the tracker's run."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -19,13 +20,14 @@ SECRET = "wandb-key-0123456789abcdef0123456789abcdef01"
 
 
 def make(tmp_path, **config):
-    return AgentTrainer(AGENT, TRAIN, None, REWARD, {**FAST, **config}, run_path=str(tmp_path / "runs"),
-                        train_engine_name="trl")
+    return AgentTrainer(
+        AGENT, TRAIN, None, REWARD, {**FAST, **config}, run_path=str(tmp_path / "runs"), train_engine_name="trl"
+    )
 
 
 @pytest.mark.parametrize("name", ["mlflow", "swanlab"])
 def test_a_tracker_without_its_package_is_a_clear_check_error(tmp_path, name):
-    assert importlib.util.find_spec(name) is None   # not installed in this project's environment
+    assert importlib.util.find_spec(name) is None  # not installed in this project's environment
     with pytest.raises(CheckError) as err:
         make(tmp_path, report_to=["tensorboard", name])
     msg = str(err.value)
@@ -34,25 +36,27 @@ def test_a_tracker_without_its_package_is_a_clear_check_error(tmp_path, name):
 
 
 def test_unknown_or_all_trackers_are_refused():
-    with pytest.raises(CheckError, match="`report_to` names 'wandbb', which this engine does not support "
-                                         '\\(did you mean "wandb"\\?\\)'):
+    with pytest.raises(
+        CheckError,
+        match="`report_to` names 'wandbb', which this engine does not support \\(did you mean \"wandb\"\\?\\)",
+    ):
         trackers.normalize("wandbb")
     with pytest.raises(CheckError, match="`report_to: all` would start every tracker"):
         trackers.normalize("all")
     assert trackers.normalize("none") == [] and trackers.normalize(["tensorboard", "wandb"]) == ["tensorboard", "wandb"]
-    assert trackers.library_report_to(["tensorboard"]) == "none"   # our own event files, not TRL's callback
+    assert trackers.library_report_to(["tensorboard"]) == "none"  # our own event files, not TRL's callback
 
 
 def test_wandb_online_without_credentials_is_a_check_error(tmp_path, monkeypatch):
     monkeypatch.delenv("WANDB_API_KEY", raising=False)
     monkeypatch.delenv("WANDB_MODE", raising=False)
-    monkeypatch.setenv("HOME", str(tmp_path))          # no ~/.netrc from `wandb login`
+    monkeypatch.setenv("HOME", str(tmp_path))  # no ~/.netrc from `wandb login`
     monkeypatch.setenv("NETRC", str(tmp_path / "none"))
     with pytest.raises(CheckError) as err:
         make(tmp_path, report_to="wandb")
     assert "wandb has no credentials: WANDB_API_KEY is not set and `wandb login` was not run" in str(err.value)
     assert "tracker_mode: offline" in str(err.value)
-    monkeypatch.setenv("WANDB_API_KEY", SECRET)         # a key in the environment is enough for the check
+    monkeypatch.setenv("WANDB_API_KEY", SECRET)  # a key in the environment is enough for the check
     assert trackers.check(["wandb"], "online") == []
 
 
@@ -66,7 +70,7 @@ def test_wandb_offline_run_records_its_link_and_never_writes_the_key(tmp_path, m
     assert link.startswith(f"offline run in {run.path / 'trackers' / 'wandb'}") and "wandb sync" in link
     assert any(e.get("tracker") == "wandb" for e in run.read_jsonl("events.jsonl") if e["event"] == "tracker")
     offline = list((run.path / "trackers" / "wandb").glob("offline-run-*/run-*.wandb"))
-    assert len(offline) == 1 and offline[0].stat().st_size > 0          # wandb logged the run locally
+    assert len(offline) == 1 and offline[0].stat().st_size > 0  # wandb logged the run locally
     assert trainer.train_processor.trainer.args.report_to == ["wandb"]  # TensorBoard files stay ours
     assert list(run.tensorboard_dir.iterdir())
     for f in run.path.rglob("*"):
@@ -74,7 +78,7 @@ def test_wandb_offline_run_records_its_link_and_never_writes_the_key(tmp_path, m
             assert SECRET.encode() not in f.read_bytes(), f
     import wandb
 
-    assert wandb.run is None   # the engine ended the tracker's run with the training
+    assert wandb.run is None  # the engine ended the tracker's run with the training
     import os
 
-    assert "WANDB_DIR" not in os.environ and "WANDB_MODE" not in os.environ   # this process's environment restored
+    assert "WANDB_DIR" not in os.environ and "WANDB_MODE" not in os.environ  # this process's environment restored

@@ -1,4 +1,5 @@
 """The embedded `trl` engine trains the shipped tiny model for real on CPU and keeps the run-dir contract."""
+
 from __future__ import annotations
 
 import signal
@@ -19,13 +20,27 @@ AGENT = str(ROOT / "assets/agents/letters_agent.yaml")
 TRAIN = str(ROOT / "assets/datasets/letters_train.jsonl")
 TEST = str(ROOT / "assets/datasets/letters_test.jsonl")
 REWARD = str(ROOT / "assets/rewards/letter_reward.py") + ":letter_reward"
-FAST = {"max_steps": 4, "learning_rate": 1e-3, "prompts_per_step": 2, "num_generations": 4, "save_steps": 2,
-        "eval_steps": 2, "eval_samples": 4}
+FAST = {
+    "max_steps": 4,
+    "learning_rate": 1e-3,
+    "prompts_per_step": 2,
+    "num_generations": 4,
+    "save_steps": 2,
+    "eval_steps": 2,
+    "eval_samples": 4,
+}
 
 
 def make_trainer(tmp_path, **overrides):
-    kw = dict(agent=AGENT, train_dataset=TRAIN, test_dataset=TEST, reward_func=REWARD, config=dict(FAST),
-              run_path=str(tmp_path / "runs"), train_engine_name="trl")
+    kw = dict(
+        agent=AGENT,
+        train_dataset=TRAIN,
+        test_dataset=TEST,
+        reward_func=REWARD,
+        config=dict(FAST),
+        run_path=str(tmp_path / "runs"),
+        train_engine_name="trl",
+    )
     kw.update(overrides)
     return AgentTrainer(**kw)
 
@@ -55,10 +70,11 @@ def test_grpo_trains_and_writes_the_run_directory(tmp_path):
     assert (run.checkpoints()[-1] / "model.safetensors").exists()
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-    tb = EventAccumulator(str(run.tensorboard_dir))   # what `tensorboard --logdir` reads
+    tb = EventAccumulator(str(run.tensorboard_dir))  # what `tensorboard --logdir` reads
     tb.Reload()
-    assert [(e.step, round(e.value, 5)) for e in tb.Scalars("train/reward")] == \
-        [(r["step"], round(r["reward"], 5)) for r in train_rows]
+    assert [(e.step, round(e.value, 5)) for e in tb.Scalars("train/reward")] == [
+        (r["step"], round(r["reward"], 5)) for r in train_rows
+    ]
     assert [e.step for e in tb.Scalars("eval/reward")] == [0, 2, 4] and "train/loss" in tb.Tags()["scalars"]
     spec = run.read_spec()  # run.yaml reproduces the run
     assert spec["engine"] == "trl" and spec["config"]["max_steps"] == 4 and spec["reward"][0]["ref"] == REWARD
@@ -95,7 +111,8 @@ def test_reward_that_raises_mid_run_fails_with_cause(tmp_path):
         "    calls += 1\n"
         "    if calls > 20:\n"
         "        raise ZeroDivisionError('the judge went away')\n"
-        "    return 1.0 if completion.strip()[:1] == answer else 0.0\n")
+        "    return 1.0 if completion.strip()[:1] == answer else 0.0\n"
+    )
     trainer = make_trainer(tmp_path, reward_func=f"{flaky}:flaky")
     with pytest.raises(Exception, match="the judge went away"):
         trainer.train()
@@ -108,12 +125,20 @@ def test_reward_that_raises_mid_run_fails_with_cause(tmp_path):
 
 @pytest.fixture()
 def long_run(tmp_path):
-    run = prepare_run(AGENT, TRAIN, TEST, REWARD, {**FAST, "max_steps": 5000, "save_steps": 1000, "eval_steps": 0},
-                      "trl", runs_dir=str(tmp_path / "runs"))
+    run = prepare_run(
+        AGENT,
+        TRAIN,
+        TEST,
+        REWARD,
+        {**FAST, "max_steps": 5000, "save_steps": 1000, "eval_steps": 0},
+        "trl",
+        runs_dir=str(tmp_path / "runs"),
+    )
     yield run
     st = run.read_status()
     if process_alive(st):
         from engines.runs.lifecycle import kill_run
+
         kill_run(run.path)
 
 
@@ -144,8 +169,12 @@ def test_stop_mid_run_checkpoints_and_resume_continues_step_count(long_run, tmp_
 
 
 def test_sigterm_is_a_graceful_stop(long_run):
-    proc = subprocess.Popen([sys.executable, "-m", "engines", "run", str(long_run.path)], cwd=ROOT,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "engines", "run", str(long_run.path)],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         wait_for(lambda: (long_run.read_status().get("step") or 0) >= 2)
         proc.send_signal(signal.SIGTERM)
@@ -159,8 +188,15 @@ def test_sigterm_is_a_graceful_stop(long_run):
 
 def test_run_process_reads_only_run_yaml(tmp_path):
     """A prepared run dir is self-contained: rebuilding from run.yaml gives the same modules."""
-    run = prepare_run(AGENT, TRAIN, TEST, [{"ref": REWARD, "weight": 0.5}, {"name": "exact_match", "weight": 0.5}],
-                      FAST, "trl", runs_dir=str(tmp_path / "runs"))
+    run = prepare_run(
+        AGENT,
+        TRAIN,
+        TEST,
+        [{"ref": REWARD, "weight": 0.5}, {"name": "exact_match", "weight": 0.5}],
+        FAST,
+        "trl",
+        runs_dir=str(tmp_path / "runs"),
+    )
     spec = yaml.safe_load((run.path / "run.yaml").read_text())
     assert spec["reward"] == [{"ref": REWARD, "weight": 0.5}, {"name": "exact_match", "weight": 0.5}]
     trainer = trainer_from_run_dir(run.path)

@@ -1,6 +1,7 @@
 """LoRA with TRL's ModelConfig names: GRPO on the tiny demo model trains only the adapters, checkpoints
 hold adapters (not the full model) where TRL writes them, and a later run resumes from one. QLoRA and
 vLLM need a CUDA GPU (and their packages): on this CPU machine they are clear check errors."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -15,8 +16,18 @@ ROOT = Path(__file__).resolve().parent.parent
 AGENT = str(ROOT / "assets/agents/letters_agent.yaml")
 TRAIN = str(ROOT / "assets/datasets/letters_train.jsonl")
 REWARD = str(ROOT / "assets/rewards/letter_reward.py") + ":letter_reward"
-LORA = {"use_peft": True, "lora_r": 4, "lora_alpha": 8, "lora_dropout": 0.0, "lora_target_modules": ["q_proj", "v_proj"],
-        "max_steps": 4, "prompts_per_step": 2, "num_generations": 4, "learning_rate": 1e-3, "save_steps": 2}
+LORA = {
+    "use_peft": True,
+    "lora_r": 4,
+    "lora_alpha": 8,
+    "lora_dropout": 0.0,
+    "lora_target_modules": ["q_proj", "v_proj"],
+    "max_steps": 4,
+    "prompts_per_step": 2,
+    "num_generations": 4,
+    "learning_rate": 1e-3,
+    "save_steps": 2,
+}
 
 
 def make(tmp_path, config):
@@ -38,11 +49,11 @@ def test_lora_grpo_trains_adapters_saves_them_and_resumes(tmp_path):
     assert model_event["trainable_params"] == 1792
     ckpts = p.run.checkpoints()
     assert [c.name for c in ckpts] == ["checkpoint-2", "checkpoint-4"]
-    for c in ckpts:   # adapter-only checkpoints, in TRL's own layout
+    for c in ckpts:  # adapter-only checkpoints, in TRL's own layout
         names = {f.name for f in c.iterdir()}
         assert {"adapter_model.safetensors", "adapter_config.json", "trainer_state.json", "optimizer.pt"} <= names
         assert "model.safetensors" not in names
-        assert (c / "adapter_model.safetensors").stat().st_size < 64 * 1024   # 1792 floats, not 84k
+        assert (c / "adapter_model.safetensors").stat().st_size < 64 * 1024  # 1792 floats, not 84k
 
     resumed = make(tmp_path, {**LORA, "max_steps": 6, "resume_from_checkpoint": str(ckpts[-1])})
     assert resumed.train() == "finished"

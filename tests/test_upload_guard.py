@@ -1,6 +1,7 @@
 """Issue 29, item 3: an upload is masked before its path is known — ``POST /gradio_api/upload`` of an agent
 with a literal key, then ``GET /gradio_api/file=<path>``, returns no key; the same for the ``.json`` and
 ``.txt`` agents the Setup rejects (Gradio keeps and serves them all the same)."""
+
 from __future__ import annotations
 
 import os
@@ -31,14 +32,17 @@ def studio(tmp_path_factory):
     app.stop()
 
 
-@pytest.mark.parametrize("name, text", [
-    ("agent.yaml", AGENT),
-    ("agent.txt", AGENT),
-    ("agent.json", f'{{"name": "a", "model": "m", "api_key": "{KEY}", "llm_base_url": "http://u:{URL_PW}@gw/v1"}}'),
-])
+@pytest.mark.parametrize(
+    "name, text",
+    [
+        ("agent.yaml", AGENT),
+        ("agent.txt", AGENT),
+        ("agent.json", f'{{"name": "a", "model": "m", "api_key": "{KEY}", "llm_base_url": "http://u:{URL_PW}@gw/v1"}}'),
+    ],
+)
 def test_an_upload_is_never_served_back_unmasked(studio, name, text):
     app, base = studio
-    for attempt in range(2):   # the same file twice (Gradio may reuse its cached copy)
+    for _attempt in range(2):  # the same file twice (Gradio may reuse its cached copy)
         r = httpx.post(app.url + "gradio_api/upload", files={"files": (name, text.encode())}, timeout=60)
         assert r.status_code == 200, r.text
         [path] = r.json()

@@ -3,6 +3,7 @@ credential it did not ask for, by any route: ``/proc/<pid>/environ`` and ``cmdli
 ``/proc/<pid>/mem`` and ptrace of its ancestors, inherited file descriptors (testing/proc_probe.py tries
 them all). The studio is started as root with ``--auth`` on its command line and a token in its
 environment; the reward that probes runs in its check worker and in the CLI's check."""
+
 from __future__ import annotations
 
 import json
@@ -42,7 +43,7 @@ def _held_as_root() -> bool:
 
 
 def test_an_isolated_call_holds_no_capability_and_no_inherited_fd(tmp_path):
-    extra = open(tmp_path / "held-open.txt", "w")   # a descriptor the caller has open
+    extra = open(tmp_path / "held-open.txt", "w")  # a descriptor the caller has open
     try:
         out = run_isolated(probe, {"secrets": []}, timeout_s=30)
     finally:
@@ -51,9 +52,9 @@ def test_an_isolated_call_holds_no_capability_and_no_inherited_fd(tmp_path):
     caps = out.value["caps"]
     assert caps["CapEff"] == caps["CapPrm"] == caps["CapInh"] == caps["CapAmb"] == 0, caps
     if os.geteuid() == 0:
-        assert caps["CapBnd"] == 0, caps   # an exec of a root program gets nothing back
+        assert caps["CapBnd"] == 0, caps  # an exec of a root program gets nothing back
     fds = out.value["fds"]
-    assert len(fds) <= 2 and all(t.startswith("pipe:") for t in fds.values()), fds   # its result and progress
+    assert len(fds) <= 2 and all(t.startswith("pipe:") for t in fds.values()), fds  # its result and progress
     assert not out.value["found"]
 
 
@@ -64,12 +65,30 @@ def test_the_cli_check_run_as_root_leaks_nothing_to_its_reward(tmp_path, demo):
     reward = tmp_path / "probe_reward.py"
     reward.write_text(reward_source([TOKEN], report))
     env = {**os.environ, "GITHUB_TOKEN": TOKEN}
-    proc = subprocess.run([sys.executable, "-m", "engines", "check", "--agent", demo["agent"], "--train",
-                           demo["train"], "--reward", f"{reward}:probe_reward", "--engine", "trl"],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "engines",
+            "check",
+            "--agent",
+            demo["agent"],
+            "--train",
+            demo["train"],
+            "--reward",
+            f"{reward}:probe_reward",
+            "--engine",
+            "trl",
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert report.exists(), proc.stdout + proc.stderr
     seen = json.loads(report.read_text())
-    assert seen["ancestors"], seen      # the probe saw its parents (the supervisor, the CLI, ...)
+    assert seen["ancestors"], seen  # the probe saw its parents (the supervisor, the CLI, ...)
     assert seen["found"] == [], seen["found"]
     assert seen["caps"]["CapEff"] == 0
 
@@ -110,17 +129,18 @@ def test_a_reward_in_the_root_studio_reads_no_secret_by_any_route(root_studio, t
     report = tmp_path / "probe.json"
     reward = tmp_path / "probe_reward.py"
     reward.write_text(reward_source([LOGIN[1], TOKEN], report))
-    for attempt in range(2):   # the second check too (a warm worker, a fresh fork)
+    for _attempt in range(2):  # the second check too (a warm worker, a fresh fork)
         report.unlink(missing_ok=True)
-        res = client.predict(None, None, None, handle_file(str(reward)), "probe_reward.py:probe_reward@1", "",
-                             "trl", api_name="/check")
+        res = client.predict(
+            None, None, None, handle_file(str(reward)), "probe_reward.py:probe_reward@1", "", "trl", api_name="/check"
+        )
         assert report.exists(), res
         seen = json.loads(report.read_text())
-        assert app.proc.pid in seen["ancestors"], seen   # the studio is among the processes it tried
+        assert app.proc.pid in seen["ancestors"], seen  # the studio is among the processes it tried
         assert seen["found"] == [], seen["found"]
         assert seen["caps"]["CapEff"] == 0 and seen["caps"]["CapBnd"] == 0
-        fds = {fd: t for fd, t in seen["fds"].items() if t != str(report)}   # (the probe writing its report)
-        assert len(fds) <= 2 and all(t.startswith("pipe:") for t in fds.values()), fds   # not the worker's pipes
+        fds = {fd: t for fd, t in seen["fds"].items() if t != str(report)}  # (the probe writing its report)
+        assert len(fds) <= 2 and all(t.startswith("pipe:") for t in fds.values()), fds  # not the worker's pipes
 
 
 def test_the_login_comes_from_a_file_and_appears_nowhere(tmp_path):
@@ -130,8 +150,9 @@ def test_the_login_comes_from_a_file_and_appears_nowhere(tmp_path):
     try:
         import httpx
 
-        assert httpx.post(app.url + "login", data={"username": AUTH_FILE_LOGIN[0], "password": "wrong"}).status_code \
-            in (400, 401)
+        assert httpx.post(
+            app.url + "login", data={"username": AUTH_FILE_LOGIN[0], "password": "wrong"}
+        ).status_code in (400, 401)
         ok = httpx.post(app.url + "login", data={"username": AUTH_FILE_LOGIN[0], "password": AUTH_FILE_LOGIN[1]})
         assert ok.status_code == 200, ok.text
         for part in ("environ", "cmdline"):

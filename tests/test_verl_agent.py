@@ -3,6 +3,7 @@ length verl is given (data.max_prompt_length) must hold the rendered prompt *wit
 
 Token counts here are taken the plain way (render the text, then encode it), independently of how the
 processor counts them."""
+
 import json
 import shutil
 from pathlib import Path
@@ -20,12 +21,15 @@ CALC_MODEL = ROOT / "assets/models/tiny-calc"
 CALC_TOOLS = [f"{ROOT}/assets/tools/calculator.py:add", f"{ROOT}/assets/tools/calculator.py:multiply"]
 TEMPLATE_WARNING = "the model's chat template ignores tools"
 #: ChatML without a tools branch: renders the conversation, drops whatever ``tools`` it is given
-TOOL_BLIND_TEMPLATE = ("{%- for message in messages %}{{- '<|im_start|>' + message.role + '\\n' + message.content + "
-                       "'<|im_end|>\\n' }}{%- endfor %}{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}"
-                       "{%- endif %}")
+TOOL_BLIND_TEMPLATE = (
+    "{%- for message in messages %}{{- '<|im_start|>' + message.role + '\\n' + message.content + "
+    "'<|im_end|>\\n' }}{%- endfor %}{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}"
+    "{%- endif %}"
+)
 #: a template that refuses a tool list outright
-TOOL_REFUSING_TEMPLATE = "{%- if tools %}{{ raise_exception('this template takes no tools') }}{%- endif %}" + \
-    TOOL_BLIND_TEMPLATE
+TOOL_REFUSING_TEMPLATE = (
+    "{%- if tools %}{{ raise_exception('this template takes no tools') }}{%- endif %}" + TOOL_BLIND_TEMPLATE
+)
 
 
 @pytest.fixture(scope="module")
@@ -47,8 +51,14 @@ def model_with_template(folder: Path, template: str) -> str:
 
 
 def calc_agent(model: str | Path = CALC_MODEL, tools: list[str] | None = None) -> dict:
-    return {"name": "calc-agent", "model": str(model), "system_prompt": "You are a calculator. Use the tools.",
-            "max_tokens": 64, "max_steps": 3, "tools": CALC_TOOLS if tools is None else tools}
+    return {
+        "name": "calc-agent",
+        "model": str(model),
+        "system_prompt": "You are a calculator. Use the tools.",
+        "max_tokens": 64,
+        "max_steps": 3,
+        "tools": CALC_TOOLS if tools is None else tools,
+    }
 
 
 def agent_check(p: VerlProcessor):
@@ -93,9 +103,18 @@ def test_a_template_that_ignores_tools_warns_on_the_agent_check(tmp_path, calc_d
     result = agent_check(p)
     assert result.status == "warning" and any(TEMPLATE_WARNING in w for w in result.warnings)
     # what the studio and the CLI show: check_all's agent result, as a dict
-    results = {r.module: r.to_dict() for r in check_all(calc_agent(model), calc_data, None, "exact_match",
-                                                         {"batch_size": 4}, train_engine_name="verl",
-                                                         run_path=str(tmp_path / "check"))}
+    results = {
+        r.module: r.to_dict()
+        for r in check_all(
+            calc_agent(model),
+            calc_data,
+            None,
+            "exact_match",
+            {"batch_size": 4},
+            train_engine_name="verl",
+            run_path=str(tmp_path / "check"),
+        )
+    }
     assert results["agent"]["status"] == "warning"
     assert any(TEMPLATE_WARNING in w for w in results["agent"]["warnings"]), results["agent"]
 
@@ -130,11 +149,16 @@ def test_a_prompt_longer_than_max_prompt_length_is_flagged(tmp_path, calc_data):
     assert f"has {longest} tokens but data.max_prompt_length={longest - 1}: verl stops on it" in str(err.value)
     assert "line 1 of calc.jsonl" in str(err.value)
     # with truncation the row is cut, which the user is told
-    p = composed(tmp_path / "left", calc_data, agent, {"batch_size": 4, "max_prompt_length": longest - 1,
-                                                      "data": {"truncation": "left"}})
+    p = composed(
+        tmp_path / "left",
+        calc_data,
+        agent,
+        {"batch_size": 4, "max_prompt_length": longest - 1, "data": {"truncation": "left"}},
+    )
     assert OmegaConf.load(p.config_path).data.max_prompt_length == longest - 1  # the user's value is kept
-    assert f"has {longest} tokens but data.max_prompt_length={longest - 1}: verl truncates it" in \
-        " | ".join(config_check(p).warnings)
+    assert f"has {longest} tokens but data.max_prompt_length={longest - 1}: verl truncates it" in " | ".join(
+        config_check(p).warnings
+    )
 
 
 def test_tool_schemas_count_toward_the_prompt_length(tmp_path, calc_data):
@@ -157,16 +181,23 @@ def test_the_filled_max_prompt_length_has_room_for_the_tool_schemas(tmp_path, ca
     tool list do not, so the studio raises it (within the model's context)."""
     tool = tmp_path / "lookup.py"
     description = " ".join(f"Entry {i} of the table is the sum of its two operands." for i in range(14))
-    tool.write_text(f'def lookup(a: int, b: int) -> int:\n    """{description}\n\n    Args:\n'
-                    '        a: The first number.\n        b: The second number.\n    """\n    return a + b\n')
+    tool.write_text(
+        f'def lookup(a: int, b: int) -> int:\n    """{description}\n\n    Args:\n'
+        '        a: The first number.\n        b: The second number.\n    """\n    return a + b\n'
+    )
     agent = calc_agent(tools=[f"{tool}:lookup"])
     p = composed(tmp_path, calc_data, agent, {"batch_size": 4})
     cfg = OmegaConf.load(p.config_path)
     bare = longest_training_prompt(p, None)
     with_tools = longest_training_prompt(p, p.agent_spec.tool_schemas)
     default = 512  # verl's data.max_prompt_length (ppo_trainer.yaml)
-    assert bare < default < with_tools <= json.loads((CALC_MODEL / "config.json").read_text())[
-        "max_position_embeddings"] - cfg.data.max_response_length
+    assert (
+        bare
+        < default
+        < with_tools
+        <= json.loads((CALC_MODEL / "config.json").read_text())["max_position_embeddings"]
+        - cfg.data.max_response_length
+    )
     assert with_tools <= cfg.data.max_prompt_length
     assert config_check(p).details["filled"]["data.max_prompt_length"] == cfg.data.max_prompt_length
     assert not any("the longest prompt has" in w for w in config_check(p).warnings)

@@ -1,5 +1,6 @@
 """Config composition: verl's own ppo_trainer (Hydra) + derived values + the user's YAML, checked by
 verl's own validate_config; verl's errors come back as check errors naming the key."""
+
 import json
 import warnings
 from pathlib import Path
@@ -157,8 +158,11 @@ def config_error(tmp_path, data_file, config, **kw) -> CheckError:
 
 
 def test_grpo_setup_passes_verls_validate_config(tmp_path, data_file):
-    p = composed(tmp_path, data_file, {"algorithm": "grpo", "batch_size": 8, "num_generations": 4,
-                                       "learning_rate": 1e-5, "epochs": 2})
+    p = composed(
+        tmp_path,
+        data_file,
+        {"algorithm": "grpo", "batch_size": 8, "num_generations": 4, "learning_rate": 1e-5, "epochs": 2},
+    )
     cfg = OmegaConf.load(p.config_path)  # the saved final config, run again through verl's own checks
     from verl.trainer.ppo.utils import need_critic, need_reference_policy
     from verl.utils.config import validate_config
@@ -190,38 +194,59 @@ def test_grpo_setup_passes_verls_validate_config(tmp_path, data_file):
 
 
 def test_batch_not_divisible_by_gpus_names_the_keys(tmp_path, data_file):
-    err = config_error(tmp_path, data_file, {"trainer": {"n_gpus_per_node": 3}, "batch_size": 8,
-                                             "num_generations": 8})
+    err = config_error(tmp_path, data_file, {"trainer": {"n_gpus_per_node": 3}, "batch_size": 8, "num_generations": 8})
     assert "real_train_batch_size (64) must be divisible by minimal possible batch size (3)" in str(err)
     assert "data.train_batch_size" in err.result.details["keys"]
     assert "trainer.n_gpus_per_node" in err.result.details["keys"]
     assert "trainer.n_gpus_per_node=3" in str(err)
 
 
-@pytest.mark.parametrize("config,needle,key", [
-    ({"data": {"trian_files": "x.parquet"}}, "'data.trian_files' (did you mean \"train_files\"?)", "data.trian_files"),
-    ({"trainr": {"total_epochs": 1}}, "'trainr' (did you mean \"trainer\"?)", "trainr"),
-    ({"actor_rollout_ref": {"actor": {"optim": {"learning_rate": 1e-5}}}}, "optim.learning_rate",
-     "actor_rollout_ref.actor.optim.learning_rate"),
-])
+@pytest.mark.parametrize(
+    "config,needle,key",
+    [
+        (
+            {"data": {"trian_files": "x.parquet"}},
+            "'data.trian_files' (did you mean \"train_files\"?)",
+            "data.trian_files",
+        ),
+        ({"trainr": {"total_epochs": 1}}, "'trainr' (did you mean \"trainer\"?)", "trainr"),
+        (
+            {"actor_rollout_ref": {"actor": {"optim": {"learning_rate": 1e-5}}}},
+            "optim.learning_rate",
+            "actor_rollout_ref.actor.optim.learning_rate",
+        ),
+    ],
+)
 def test_unknown_keys_are_check_errors_with_a_suggestion(tmp_path, data_file, config, needle, key):
     err = config_error(tmp_path, data_file, config)
     assert needle in str(err)
     assert key in err.result.details["keys"]
 
 
-@pytest.mark.parametrize("config,needle,key", [
-    ({"batch_size": 4, "actor_rollout_ref": {"actor": {"ppo_mini_batch_size": 16}}},
-     "must be >= actor.ppo_mini_batch_size (16)", "actor_rollout_ref.actor.ppo_mini_batch_size"),
-    ({"actor_rollout_ref": {"rollout": {"mode": "sync"}}}, "Rollout mode 'sync' has been removed",
-     "actor_rollout_ref.rollout.mode"),
-    ({"actor_rollout_ref": {"actor": {"ppo_micro_batch_size": 4}}}, "You have set both",
-     "actor_rollout_ref.actor.ppo_micro_batch_size"),
-    ({"rollout": "hf"}, "not a verl rollout backend", "actor_rollout_ref.rollout.name"),
-    ({"algorithm": "grpoo"}, "did you mean \"grpo\"", "algorithm.adv_estimator"),
-    ({"batch_size": 64}, "larger than the training set (16 rows)", "data.train_batch_size"),
-    ({"defaults": [{"model_engine": "nope"}]}, "Could not find 'model_engine/nope'", "model_engine"),
-])
+@pytest.mark.parametrize(
+    "config,needle,key",
+    [
+        (
+            {"batch_size": 4, "actor_rollout_ref": {"actor": {"ppo_mini_batch_size": 16}}},
+            "must be >= actor.ppo_mini_batch_size (16)",
+            "actor_rollout_ref.actor.ppo_mini_batch_size",
+        ),
+        (
+            {"actor_rollout_ref": {"rollout": {"mode": "sync"}}},
+            "Rollout mode 'sync' has been removed",
+            "actor_rollout_ref.rollout.mode",
+        ),
+        (
+            {"actor_rollout_ref": {"actor": {"ppo_micro_batch_size": 4}}},
+            "You have set both",
+            "actor_rollout_ref.actor.ppo_micro_batch_size",
+        ),
+        ({"rollout": "hf"}, "not a verl rollout backend", "actor_rollout_ref.rollout.name"),
+        ({"algorithm": "grpoo"}, 'did you mean "grpo"', "algorithm.adv_estimator"),
+        ({"batch_size": 64}, "larger than the training set (16 rows)", "data.train_batch_size"),
+        ({"defaults": [{"model_engine": "nope"}]}, "Could not find 'model_engine/nope'", "model_engine"),
+    ],
+)
 def test_verl_rejections_name_the_key(tmp_path, data_file, config, needle, key):
     if config.get("actor_rollout_ref", {}).get("actor", {}).get("ppo_micro_batch_size"):
         config["actor_rollout_ref"]["actor"]["ppo_micro_batch_size_per_gpu"] = 4
@@ -257,10 +282,13 @@ def test_aworld_grpo_trainer_yaml_works(tmp_path, data_file, monkeypatch):
 
 def test_legacy_reward_key_moves_to_the_key_this_verl_reads(tmp_path, data_file):
     user_fn = tmp_path / "my_score.py"
-    user_fn.write_text("def my_score(data_source, solution_str, ground_truth, extra_info=None):\n"
-                       "    return 3.0 if solution_str == ground_truth else 0.0\n")
-    p = composed(tmp_path, data_file, {"custom_reward_function": {"path": str(user_fn), "name": "my_score"}},
-                 reward=None)
+    user_fn.write_text(
+        "def my_score(data_source, solution_str, ground_truth, extra_info=None):\n"
+        "    return 3.0 if solution_str == ground_truth else 0.0\n"
+    )
+    p = composed(
+        tmp_path, data_file, {"custom_reward_function": {"path": str(user_fn), "name": "my_score"}}, reward=None
+    )
     cfg = OmegaConf.load(p.config_path)
     assert cfg.reward.custom_reward_function.path == str(user_fn)
     assert cfg.reward.custom_reward_function.name == "my_score"
@@ -282,22 +310,30 @@ def test_relative_paths_resolve_against_the_config_file(tmp_path, data_file):
     folder = tmp_path / "cfg"
     folder.mkdir()
     (folder / "tools.yaml").write_text("tools: []\n")
-    (folder / "run.yaml").write_text(yaml.safe_dump(
-        {"actor_rollout_ref": {"rollout": {"multi_turn": {"tool_config_path": "tools.yaml"}}}}))
+    (folder / "run.yaml").write_text(
+        yaml.safe_dump({"actor_rollout_ref": {"rollout": {"multi_turn": {"tool_config_path": "tools.yaml"}}}})
+    )
     p = composed(tmp_path, data_file, str(folder / "run.yaml"))
-    assert OmegaConf.load(p.config_path).actor_rollout_ref.rollout.multi_turn.tool_config_path == \
-        str(folder / "tools.yaml")
-    (folder / "bad.yaml").write_text(yaml.safe_dump(
-        {"actor_rollout_ref": {"rollout": {"multi_turn": {"tool_config_path": "missing.yaml"}}}}))
+    assert OmegaConf.load(p.config_path).actor_rollout_ref.rollout.multi_turn.tool_config_path == str(
+        folder / "tools.yaml"
+    )
+    (folder / "bad.yaml").write_text(
+        yaml.safe_dump({"actor_rollout_ref": {"rollout": {"multi_turn": {"tool_config_path": "missing.yaml"}}}})
+    )
     err = config_error(tmp_path, data_file, str(folder / "bad.yaml"))
     assert "actor_rollout_ref.rollout.multi_turn.tool_config_path" in err.result.details["keys"]
 
 
 def test_tools_become_verl_function_tools_with_the_tool_agent_loop(tmp_path, data_file):
     # tiny-calc: the tool schemas make the prompt longer than tiny-letters' 512 positions
-    agent = {"name": "calc-agent", "model": CALC_MODEL, "system_prompt": "You are a calculator.", "max_tokens": 48,
-             "max_steps": 3, "tools": [f"{ROOT}/assets/tools/calculator.py:add",
-                                       f"{ROOT}/assets/tools/calculator.py:multiply"]}
+    agent = {
+        "name": "calc-agent",
+        "model": CALC_MODEL,
+        "system_prompt": "You are a calculator.",
+        "max_tokens": 48,
+        "max_steps": 3,
+        "tools": [f"{ROOT}/assets/tools/calculator.py:add", f"{ROOT}/assets/tools/calculator.py:multiply"],
+    }
     p = composed(tmp_path, data_file, None, agent=agent)
     cfg = OmegaConf.load(p.config_path)
     mt = cfg.actor_rollout_ref.rollout.multi_turn
@@ -323,8 +359,9 @@ def test_cluster_address_turns_off_the_local_slot(tmp_path, data_file, monkeypat
 
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
     address = f"http://127.0.0.1:{free_port()}"  # nothing listens there
-    p = composed(tmp_path, data_file, {"ray_address": address, "n_gpus_per_node": 8,
-                                       "env_vars": {"HF_HOME": "/shared/hf"}})
+    p = composed(
+        tmp_path, data_file, {"ray_address": address, "n_gpus_per_node": 8, "env_vars": {"HF_HOME": "/shared/hf"}}
+    )
     assert p.cluster_address == address and not p.uses_local_slot
     warnings = next(r for r in p.check_results if r.module == "config").warnings
     assert any("cannot reach the Ray cluster" in w for w in warnings)
@@ -339,8 +376,15 @@ def test_run_yaml_reproduces_the_same_verl_config(tmp_path, data_file):
     from engines import AgentTrainer
     from engines.runs.prepare import trainer_from_run_dir
 
-    t = AgentTrainer(LETTERS_AGENT, data_file, None, "exact_match", {"batch_size": 4, "num_generations": 2},
-                     run_path=str(tmp_path / "runs"), train_engine_name="verl")
+    t = AgentTrainer(
+        LETTERS_AGENT,
+        data_file,
+        None,
+        "exact_match",
+        {"batch_size": 4, "num_generations": 2},
+        run_path=str(tmp_path / "runs"),
+        train_engine_name="verl",
+    )
     p = t.train_processor
     p.write_run_spec()
     first = Path(p.config_path).read_text()

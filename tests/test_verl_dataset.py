@@ -1,4 +1,5 @@
 """Every dataset format the API accepts → verl's RL parquet, read back by verl's own dataset class."""
+
 import json
 from pathlib import Path
 
@@ -12,8 +13,14 @@ from engines.verl.dataset import read_rows
 ROOT = Path(__file__).resolve().parent.parent
 LETTERS_AGENT = ROOT / "assets/agents/letters_agent.yaml"
 MODEL = ROOT / "assets/models/tiny-letters"
-CALC_AGENT = {"name": "calc-agent", "model": str(MODEL), "system_prompt": "You are a calculator. Use the add tool.",
-              "max_tokens": 48, "max_steps": 3, "tools": [f"{ROOT}/assets/tools/calculator.py:add"]}
+CALC_AGENT = {
+    "name": "calc-agent",
+    "model": str(MODEL),
+    "system_prompt": "You are a calculator. Use the add tool.",
+    "max_tokens": 48,
+    "max_steps": 3,
+    "tools": [f"{ROOT}/assets/tools/calculator.py:add"],
+}
 SYSTEM = "Reply with one capital letter."
 ROWS = [{"prompt": f"Say the letter {c}:", "answer": c, "difficulty": i % 3} for i, c in enumerate("ABCDEFGH")]
 
@@ -49,8 +56,14 @@ def write_format(kind: str, folder: Path):
     if kind == "list":
         return list(ROWS)
     if kind == "messages":
-        rows = [{"messages": [{"role": "user", "content": r["prompt"]}], "answer": r["answer"],
-                 "difficulty": r["difficulty"]} for r in ROWS]
+        rows = [
+            {
+                "messages": [{"role": "user", "content": r["prompt"]}],
+                "answer": r["answer"],
+                "difficulty": r["difficulty"],
+            }
+            for r in ROWS
+        ]
         pd.DataFrame(rows).to_json(folder / "letters_chat.jsonl", orient="records", lines=True)
         return str(folder / "letters_chat.jsonl")
     raise AssertionError(kind)
@@ -63,8 +76,9 @@ def checked(tmp_path, agent=LETTERS_AGENT, train=None, test=None) -> VerlProcess
     return p
 
 
-@pytest.mark.parametrize("kind", ["csv", "tsv", "jsonl", "json", "parquet", "save_to_disk", "dataset",
-                                  "datasetdict", "list", "messages"])
+@pytest.mark.parametrize(
+    "kind", ["csv", "tsv", "jsonl", "json", "parquet", "save_to_disk", "dataset", "datasetdict", "list", "messages"]
+)
 def test_every_input_format_round_trips_to_verl_rows(tmp_path, kind):
     src = write_format(kind, tmp_path)
     p = checked(tmp_path, train=src)
@@ -107,8 +121,11 @@ def test_tool_agent_rows_name_the_tool_agent_loop(tmp_path):
 
 
 def test_empty_prompts_are_dropped_and_keep_their_row_index(tmp_path):
-    rows = [{"prompt": "Say the letter A:", "answer": "A"}, {"prompt": "  ", "answer": "B"},
-            {"prompt": "Say the letter C:", "answer": "C"}]
+    rows = [
+        {"prompt": "Say the letter A:", "answer": "A"},
+        {"prompt": "  ", "answer": "B"},
+        {"prompt": "Say the letter C:", "answer": "C"},
+    ]
     pd.DataFrame(rows).to_json(tmp_path / "gaps.jsonl", orient="records", lines=True)
     p = checked(tmp_path, train=str(tmp_path / "gaps.jsonl"))
     out = read_rows(p.parquets["train"])
@@ -116,10 +133,17 @@ def test_empty_prompts_are_dropped_and_keep_their_row_index(tmp_path):
 
 
 def test_verl_native_parquet_is_taken_as_is(tmp_path):
-    native = [{"data_source": "openai/gsm8k", "ability": "math", "agent_name": "tool_agent",
-               "prompt": [{"role": "system", "content": SYSTEM}, {"role": "user", "content": f"Say {c}"}],
-               "reward_model": {"style": "rule", "ground_truth": c}, "extra_info": {"index": i, "split": "train"}}
-              for i, c in enumerate("ABCD")]
+    native = [
+        {
+            "data_source": "openai/gsm8k",
+            "ability": "math",
+            "agent_name": "tool_agent",
+            "prompt": [{"role": "system", "content": SYSTEM}, {"role": "user", "content": f"Say {c}"}],
+            "reward_model": {"style": "rule", "ground_truth": c},
+            "extra_info": {"index": i, "split": "train"},
+        }
+        for i, c in enumerate("ABCD")
+    ]
     src = tmp_path / "native.parquet"
     pd.DataFrame(native).to_parquet(src)
     p = checked(tmp_path, train=str(src))

@@ -1,4 +1,5 @@
 """The verl engine in the registry: light to import, honest about what this machine lacks."""
+
 import json
 import subprocess
 import sys
@@ -8,9 +9,11 @@ from engines.verl import VerlProcessor
 
 
 def test_importing_the_engine_imports_neither_verl_torch_nor_ray():
-    code = ("import sys, json; from engines.core.registry import get_processor_class; cls = get_processor_class('verl'); "
-            "print(json.dumps([cls.__name__, sorted(m for m in ('verl', 'torch', 'ray', 'hydra', 'transformers', "
-            "'datasets', 'vllm') if m in sys.modules)]))")
+    code = (
+        "import sys, json; from engines.core.registry import get_processor_class; cls = get_processor_class('verl'); "
+        "print(json.dumps([cls.__name__, sorted(m for m in ('verl', 'torch', 'ray', 'hydra', 'transformers', "
+        "'datasets', 'vllm') if m in sys.modules)]))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     name, heavy = json.loads(out.stdout.strip().splitlines()[-1])
     assert name == "VerlProcessor" and heavy == []
@@ -35,8 +38,10 @@ def test_availability_says_what_is_missing_with_the_install_hint(monkeypatch):
 def test_availability_probes_the_configured_verl_python(tmp_path, monkeypatch):
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
     fake = tmp_path / "python"
-    fake.write_text('#!/bin/sh\necho \'{"verl": true, "vllm": true, "sglang": false, "transfer_queue": true, '
-                    '"cloudpickle": true, "gpus": 2}\'\n')
+    fake.write_text(
+        '#!/bin/sh\necho \'{"verl": true, "vllm": true, "sglang": false, "transfer_queue": true, '
+        '"cloudpickle": true, "gpus": 2}\'\n'
+    )
     fake.chmod(0o755)
     monkeypatch.setenv("AWORLD_VERL_PYTHON", str(fake))
     ok, reason = VerlProcessor.availability()

@@ -8,6 +8,7 @@ The GPU work cannot run here, so two paths are proven separately:
   pointing at a stand-in for verl's interpreter that runs ``testing.verl_fakes.FAKE_MAIN_PPO``: verl's
   own logger writes the metrics, the watcher mirrors them, the STOP file stops the job.
 """
+
 import os
 import stat
 import sys
@@ -46,8 +47,9 @@ def fake_verl_python(folder: Path) -> str:
 
 
 def prepare(tmp_path, data_file, config) -> RunDir:
-    t = AgentTrainer(LETTERS_AGENT, data_file, None, LETTER_REWARD, config, run_path=str(tmp_path / "runs"),
-                     train_engine_name="verl")
+    t = AgentTrainer(
+        LETTERS_AGENT, data_file, None, LETTER_REWARD, config, run_path=str(tmp_path / "runs"), train_engine_name="verl"
+    )
     p = t.train_processor
     p.write_run_spec()
     p.run.write_status(state="queued", engine="verl")
@@ -56,11 +58,15 @@ def prepare(tmp_path, data_file, config) -> RunDir:
 
 def test_real_verl_accepts_the_config_and_the_failure_is_classified(tmp_path, data_file, monkeypatch):
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
-    config = {"batch_size": 4, "num_generations": 2,
-              # verl's own ray.init settings (an open node): a lighter local Ray for this CPU box
-              "ray_kwargs": {"ray_init": {"num_cpus": 1, "include_dashboard": False}}}
-    t = AgentTrainer(LETTERS_AGENT, data_file, None, LETTER_REWARD, config, run_path=str(tmp_path / "runs"),
-                     train_engine_name="verl")
+    config = {
+        "batch_size": 4,
+        "num_generations": 2,
+        # verl's own ray.init settings (an open node): a lighter local Ray for this CPU box
+        "ray_kwargs": {"ray_init": {"num_cpus": 1, "include_dashboard": False}},
+    }
+    t = AgentTrainer(
+        LETTERS_AGENT, data_file, None, LETTER_REWARD, config, run_path=str(tmp_path / "runs"), train_engine_name="verl"
+    )
     run = t.train_processor.run
     with pytest.raises(Exception, match="transfer_queue"):
         t.train()
@@ -77,8 +83,11 @@ def test_real_verl_accepts_the_config_and_the_failure_is_classified(tmp_path, da
 
 def test_a_run_process_mirrors_verls_metrics_and_finishes(tmp_path, data_file):
     python = fake_verl_python(tmp_path)
-    run = prepare(tmp_path, data_file, {"batch_size": 4, "verl_python": python,
-                                        "env_vars": {"FAKE_VERL_STEPS": "3", "FAKE_VERL_PAUSE": "0.2"}})
+    run = prepare(
+        tmp_path,
+        data_file,
+        {"batch_size": 4, "verl_python": python, "env_vars": {"FAKE_VERL_STEPS": "3", "FAKE_VERL_PAUSE": "0.2"}},
+    )
     spawn_run(run.path)
     wait_for(lambda: effective_status(run).get("state") in ("finished", "failed"), timeout=180)
     status = run.read_status()
@@ -101,8 +110,11 @@ def test_a_run_process_mirrors_verls_metrics_and_finishes(tmp_path, data_file):
 
 def test_stop_file_stops_the_verl_process_session(tmp_path, data_file):
     python = fake_verl_python(tmp_path)
-    run = prepare(tmp_path, data_file, {"batch_size": 4, "verl_python": python,
-                                        "env_vars": {"FAKE_VERL_STEPS": "500", "FAKE_VERL_PAUSE": "0.3"}})
+    run = prepare(
+        tmp_path,
+        data_file,
+        {"batch_size": 4, "verl_python": python, "env_vars": {"FAKE_VERL_STEPS": "500", "FAKE_VERL_PAUSE": "0.3"}},
+    )
     spawn_run(run.path)
     wait_for(lambda: len(run.read_jsonl("metrics.jsonl")) >= 2, timeout=180)
     verl_pid = run.read_status()["verl_pid"]

@@ -1,4 +1,5 @@
 """verl's metric lines → the studio's metrics.jsonl (canonical names, every original key kept)."""
+
 import json
 import math
 
@@ -17,9 +18,11 @@ RECORDED = """\
 {"step":2,"data":{"training/global_step":2,"training/epoch":0,"actor/entropy":10.17,"actor/pg_loss":-0.0246,"actor/pg_clipfrac":0.0,"actor/ppo_kl":0.00001,"actor/kl_loss":0.0018,"actor/grad_norm":0.81,"actor/lr":1e-6,"perf/mfu/actor":0.01,"critic/score/mean":0.4,"critic/score/max":1.0,"critic/score/min":0.0,"critic/rewards/mean":0.4,"critic/rewards/max":1.0,"critic/rewards/min":0.0,"critic/advantages/mean":0.0,"critic/advantages/max":1.8,"critic/advantages/min":-0.7,"critic/returns/mean":0.0,"response_length/mean":1.75,"response_length/max":2.0,"response_length/min":1.0,"response_length/clip_ratio":0.75,"response/aborted_ratio":0.0,"prompt_length/mean":23.0,"prompt_length/max":23.0,"prompt_length/min":23.0,"prompt_length/clip_ratio":0.0,"timing_s/gen":2.51,"timing_s/reward":0.02,"timing_s/old_log_prob":0.4,"timing_s/ref":0.35,"timing_s/adv":0.01,"timing_s/update_actor":1.2,"timing_s/step":6.61,"timing_per_token_ms/gen":9.1,"perf/total_num_tokens":792,"perf/time_per_step":6.61,"perf/throughput":171.8,"val-core/letters/reward/mean@1":0.4,"critic/vf_loss":null}}
 """
 # verl's console logger for the same step, as Ray forwards it from the TaskRunner actor
-CONSOLE = ("\x1b[36m(TaskRunnerV1 pid=7717)\x1b[0m step:1 - training/global_step:1 - actor/pg_loss:np.float32(-0.0123)"
-           " - actor/lr:1e-06 - critic/score/mean:np.float32(0.3) - response_length/mean:np.float64(1.75)"
-           " - timing_s/step:5.61 - critic/vf_loss:nan")
+CONSOLE = (
+    "\x1b[36m(TaskRunnerV1 pid=7717)\x1b[0m step:1 - training/global_step:1 - actor/pg_loss:np.float32(-0.0123)"
+    " - actor/lr:1e-06 - critic/score/mean:np.float32(0.3) - response_length/mean:np.float64(1.75)"
+    " - timing_s/step:5.61 - critic/vf_loss:nan"
+)
 
 
 def records():
@@ -74,8 +77,16 @@ def test_verl_file_logger_output_round_trips(tmp_path, monkeypatch):
     path = tmp_path / "verl.jsonl"
     monkeypatch.setenv("VERL_FILE_LOGGER_PATH", str(path))
     tracking = Tracking("aworld", "t", default_backend=["file"])
-    tracking.log({"critic/score/mean": np.float32(0.5), "actor/pg_loss": np.float64(0.25), "actor/lr": 1e-6,
-                  "response_length/mean": np.int64(3), "timing_s/step": 1.5}, step=7)
+    tracking.log(
+        {
+            "critic/score/mean": np.float32(0.5),
+            "actor/pg_loss": np.float64(0.25),
+            "actor/lr": 1e-6,
+            "response_length/mean": np.int64(3),
+            "timing_s/step": 1.5,
+        },
+        step=7,
+    )
     line = json.loads(path.read_text().splitlines()[0])
     assert set(line) == {"step", "data"}
     step, values = normalize_record(line)
@@ -130,9 +141,11 @@ def test_watcher_prefers_the_file_when_this_machine_can_read_it(tmp_path):
 
 
 def test_last_error_finds_verls_own_error_line():
-    log = ("Traceback (most recent call last):\n  File \"main_ppo.py\", line 137, in run\n"
-           "    import transfer_queue as tq\n"
-           "\x1b[36m(TaskRunnerV1 pid=3)\x1b[0m ModuleNotFoundError: No module named 'transfer_queue'\n"
-           "Set the environment variable HYDRA_FULL_ERROR=1 for a complete stack trace.\n")
+    log = (
+        'Traceback (most recent call last):\n  File "main_ppo.py", line 137, in run\n'
+        "    import transfer_queue as tq\n"
+        "\x1b[36m(TaskRunnerV1 pid=3)\x1b[0m ModuleNotFoundError: No module named 'transfer_queue'\n"
+        "Set the environment variable HYDRA_FULL_ERROR=1 for a complete stack trace.\n"
+    )
     assert last_error(log) == "ModuleNotFoundError: No module named 'transfer_queue'"
     assert last_error("all good\n") is None

@@ -4,6 +4,7 @@ working_dir through Ray's JobSubmissionClient, env vars are passed, status/logs/
 The job is the stand-in main_ppo (``testing.verl_fakes``): the same command line, saved config and
 verl logger as the real one, without the GPU work that this machine cannot do.
 """
+
 import threading
 import time
 from pathlib import Path
@@ -34,10 +35,15 @@ def data_file(tmp_path):
 
 def cluster_trainer(tmp_path, data_file, head, steps: int, pause: float, monkeypatch) -> AgentTrainer:
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
-    config = {"ray_address": head.address, "n_gpus_per_node": 1, "batch_size": 4,
-              "env_vars": {"FAKE_VERL_STEPS": str(steps), "FAKE_VERL_PAUSE": str(pause)}}
-    t = AgentTrainer(LETTERS_AGENT, data_file, None, LETTER_REWARD, config, run_path=str(tmp_path / "runs"),
-                     train_engine_name="verl")
+    config = {
+        "ray_address": head.address,
+        "n_gpus_per_node": 1,
+        "batch_size": 4,
+        "env_vars": {"FAKE_VERL_STEPS": str(steps), "FAKE_VERL_PAUSE": str(pause)},
+    }
+    t = AgentTrainer(
+        LETTERS_AGENT, data_file, None, LETTER_REWARD, config, run_path=str(tmp_path / "runs"), train_engine_name="verl"
+    )
     p = t.train_processor
     assert p.cluster_address == head.address and p.uses_local_slot is False
     write_fake_main_ppo(p.verl_dir)  # shipped with the run dir; replaces `-m verl.trainer.main_ppo`

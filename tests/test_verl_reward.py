@@ -1,5 +1,6 @@
 """The reward bridge: verl's own loader (get_custom_reward_fn / load_extern_object) loads it from the run
 dir and it scores exactly like the studio's reward — registry names, file.py:fn, callables, mixes."""
+
 import json
 import shutil
 import subprocess
@@ -45,14 +46,27 @@ def verl_reward_fn(p: VerlProcessor):
 
 
 def call(fn, completion, answer, extra=None):
-    return fn(data_source="letters", solution_str=completion, ground_truth=answer,
-              extra_info=extra if extra is not None else {"index": 0, "split": "train"})
+    return fn(
+        data_source="letters",
+        solution_str=completion,
+        ground_truth=answer,
+        extra_info=extra if extra is not None else {"index": 0, "split": "train"},
+    )
 
 
-@pytest.mark.parametrize("spec", ["exact_match", LETTER_REWARD,
-                                  [{"name": "exact_match", "weight": 1.0}, {"ref": LETTER_REWARD, "weight": 0.5},
-                                   {"name": "answer_format", "weight": 0.2}]],
-                         ids=["registry", "file", "mix"])
+@pytest.mark.parametrize(
+    "spec",
+    [
+        "exact_match",
+        LETTER_REWARD,
+        [
+            {"name": "exact_match", "weight": 1.0},
+            {"ref": LETTER_REWARD, "weight": 0.5},
+            {"name": "answer_format", "weight": 0.2},
+        ],
+    ],
+    ids=["registry", "file", "mix"],
+)
 def test_verl_loads_the_bridge_and_scores_like_the_registry(tmp_path, spec):
     p = prepared(tmp_path, spec)
     fn = verl_reward_fn(p)
@@ -80,7 +94,8 @@ def test_dataset_columns_and_verl_style_functions_reach_the_reward(tmp_path):
         "def by_difficulty(completion, answer, difficulty=None, **kw):\n"
         "    return float(difficulty or 0) + (1.0 if completion.strip() == answer else 0.0)\n\n"
         "def verl_style(data_source, solution_str, ground_truth, extra_info=None, **kw):\n"
-        "    return {'score': 0.5 if solution_str.strip() == ground_truth else 0.0, 'seen': data_source}\n")
+        "    return {'score': 0.5 if solution_str.strip() == ground_truth else 0.0, 'seen': data_source}\n"
+    )
     spec = [{"ref": f"{src}:by_difficulty"}, {"ref": f"{src}:verl_style", "weight": 2.0}]
     p = prepared(tmp_path, spec)
     fn = verl_reward_fn(p)
@@ -95,7 +110,9 @@ def test_the_bridge_loads_on_a_node_without_this_repository(tmp_path):
     """A copy of the run dir elsewhere (what Ray ships to another node), the user's reward file gone,
     an isolated interpreter (no repo on sys.path): verl's loader still gets the same scores."""
     user_file = tmp_path / "user_reward.py"
-    user_file.write_text("def shout(completion, answer, **kw):\n    return 2.0 if completion.strip() == answer else -1.0\n")
+    user_file.write_text(
+        "def shout(completion, answer, **kw):\n    return 2.0 if completion.strip() == answer else -1.0\n"
+    )
     constant = lambda completion, answer, **kw: 0.1  # noqa: E731  no importable name → cloudpickle
     mix = [{"ref": f"{user_file}:shout", "weight": 1.0}, {"name": "exact_match", "weight": 0.5}, constant]
     p = prepared(tmp_path, mix)
@@ -109,9 +126,11 @@ def test_the_bridge_loads_on_a_node_without_this_repository(tmp_path):
         "from verl.utils.import_utils import load_extern_object\n"
         f"fn = load_extern_object({str(node / 'verl' / 'reward_bridge.py')!r}, 'compute_score')\n"
         "print(json.dumps([fn(data_source='letters', solution_str=c, ground_truth='C', extra_info={'index': 0})"
-        " for c in ('C', 'B')]))\n")
-    res = subprocess.run([sys.executable, "-I", "-c", code], cwd=str(tmp_path), capture_output=True, text=True,
-                         timeout=120)
+        " for c in ('C', 'B')]))\n"
+    )
+    res = subprocess.run(
+        [sys.executable, "-I", "-c", code], cwd=str(tmp_path), capture_output=True, text=True, timeout=120
+    )
     assert res.returncode == 0, res.stderr[-3000:]
     good, bad = json.loads(res.stdout.strip().splitlines()[-1])
     assert good["score"] == pytest.approx(2.0 + 0.5 + 0.1)
@@ -120,15 +139,22 @@ def test_the_bridge_loads_on_a_node_without_this_repository(tmp_path):
 
 def test_with_tools_the_reward_sees_the_final_answer_not_the_tool_results(tmp_path):
     # tiny-calc: the tool schemas make the prompt longer than tiny-letters' 512 positions
-    agent = {"name": "calc-agent", "model": str(ROOT / "assets/models/tiny-calc"), "system_prompt": "You are a calculator.",
-             "max_steps": 3, "max_tokens": 48,
-             "tools": [f"{ROOT}/assets/tools/calculator.py:add"]}
+    agent = {
+        "name": "calc-agent",
+        "model": str(ROOT / "assets/models/tiny-calc"),
+        "system_prompt": "You are a calculator.",
+        "max_steps": 3,
+        "max_tokens": 48,
+        "tools": [f"{ROOT}/assets/tools/calculator.py:add"],
+    }
     rows = [{"prompt": "What is 3 + 4?", "answer": "7"}, {"prompt": "What is 1 + 1?", "answer": "2"}] * 2
     p = prepared(tmp_path, f"{ROOT}/assets/rewards/calc_reward.py:calc_reward", agent=agent, rows=rows)
     fn = verl_reward_fn(p)
     # verl's solution_str for the tool agent: the whole response (special tokens skipped)
-    transcript = ('<tool_call>\n{"name": "add", "arguments": {"a": 3, "b": 4}}\n</tool_call>\n'
-                  "user\n<tool_response>\n7\n</tool_response>\nassistant\n")
+    transcript = (
+        '<tool_call>\n{"name": "add", "arguments": {"a": 3, "b": 4}}\n</tool_call>\n'
+        "user\n<tool_response>\n7\n</tool_response>\nassistant\n"
+    )
     assert call(fn, transcript + "The answer is 7.", "7")["score"] == 1.0
     assert call(fn, transcript + "The answer is 9.", "7")["score"] == 0.0  # the 7 of the tool result does not count
     assert call(fn, "The answer is 7.", "7")["score"] == 1.0  # no tool call

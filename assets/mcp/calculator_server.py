@@ -8,6 +8,7 @@ MCP SDK's ``FastMCP`` (mcp 1.x, the SDK AWorld runs on; its servers are written 
 Over HTTP, setting ``CALC_MCP_TOKEN`` makes the server require ``Authorization: Bearer <token>``
 (what an agent's ``headers: {Authorization: "Bearer ${CALC_MCP_TOKEN}"}`` sends).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -66,8 +67,12 @@ def main() -> None:
         return
     import uvicorn
 
-    uvicorn.run(http_app(server, args.transport, os.environ.get("CALC_MCP_TOKEN")), host=args.host, port=args.port,
-                log_level="warning")
+    uvicorn.run(
+        http_app(server, args.transport, os.environ.get("CALC_MCP_TOKEN")),
+        host=args.host,
+        port=args.port,
+        log_level="warning",
+    )
 
 
 if __name__ == "__main__":

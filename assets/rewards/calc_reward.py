@@ -1,4 +1,5 @@
 """Reward for the calculator (tool-use) demo."""
+
 import re
 
 

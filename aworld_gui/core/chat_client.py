@@ -3,6 +3,7 @@
 HTTP on 127.0.0.1 with the token the process wrote to ``chat.json``, and never imports torch. A model
 process that died (or exited after its idle time) is started again with the next message, and that reply
 says so with the cause (from its state file, else how it ended and what it logged after it was ready)."""
+
 from __future__ import annotations
 
 import json
@@ -42,7 +43,7 @@ def _log_since_ready(path: Path, n: int = 1500) -> str:
         return ""
     mark = text.rfind(" ready on 127.0.0.1:")
     if mark >= 0:
-        text = text[text.find("\n", mark) + 1:] if "\n" in text[mark:] else ""
+        text = text[text.find("\n", mark) + 1 :] if "\n" in text[mark:] else ""
     lines = [ln for ln in text.strip().splitlines() if ln.strip()]
     return "\n".join(lines[-6:])[-n:]
 
@@ -111,9 +112,23 @@ class ChatService:
             self._stop()
             self.dir.mkdir(parents=True, exist_ok=True)
             (self.dir / "chat.json").unlink(missing_ok=True)
-            cmd = [sys.executable, "-m", "engines", "chat-serve", "--run", key[0], "--checkpoint", key[1],
-                   "--state-dir", str(self.dir), "--idle-timeout", str(self.idle_timeout_s)]
-            from engines.isolation.user_env import env_for_files   # the agent's tools run there: no credential it does not name
+            cmd = [
+                sys.executable,
+                "-m",
+                "engines",
+                "chat-serve",
+                "--run",
+                key[0],
+                "--checkpoint",
+                key[1],
+                "--state-dir",
+                str(self.dir),
+                "--idle-timeout",
+                str(self.idle_timeout_s),
+            ]
+            from engines.isolation.user_env import (
+                env_for_files,
+            )  # the agent's tools run there: no credential it does not name
 
             self._proc = spawn_detached(cmd, self.dir / "chat.log", env=env_for_files(Path(key[0]) / "run.yaml"))
             self._key = key
@@ -131,17 +146,26 @@ class ChatService:
             raise ChatError(f"the chat model did not load within {LOAD_TIMEOUT_S:.0f} s")
 
     # -- a reply ------------------------------------------------------------------------------------
-    def stream(self, run_dir: str, checkpoint: str, messages: list[dict], temperature: float = 0.7,
-               max_new_tokens: int | None = None) -> Iterator[dict]:
+    def stream(
+        self,
+        run_dir: str,
+        checkpoint: str,
+        messages: list[dict],
+        temperature: float = 0.7,
+        max_new_tokens: int | None = None,
+    ) -> Iterator[dict]:
         """The model's events for a reply (see engines/inference/chat_server.py), led by ``{"type": "restarted",
         "cause"}`` when the model's process had stopped since the last message and was started again."""
         state = self.ensure(run_dir, checkpoint)
         if state.get("restarted_after"):
             yield {"type": "restarted", "cause": state["restarted_after"]}
-        body = json.dumps({"messages": messages, "temperature": temperature,
-                           "max_new_tokens": max_new_tokens}).encode()
-        req = urllib.request.Request(f"http://127.0.0.1:{state['port']}/chat", data=body, method="POST",
-                                     headers={"Content-Type": "application/json", "X-Chat-Token": state["token"]})
+        body = json.dumps({"messages": messages, "temperature": temperature, "max_new_tokens": max_new_tokens}).encode()
+        req = urllib.request.Request(
+            f"http://127.0.0.1:{state['port']}/chat",
+            data=body,
+            method="POST",
+            headers={"Content-Type": "application/json", "X-Chat-Token": state["token"]},
+        )
         try:
             with urllib.request.urlopen(req, timeout=600) as resp:
                 for line in resp:

@@ -4,6 +4,7 @@ Pure functions only: nothing here imports user code or heavy libraries, so the s
 can call them freely. The check worker turns :class:`SetupInputs` into ``check_all`` /
 ``prepare_run`` arguments.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -56,11 +57,11 @@ class SetupInputs:
     rewards: list[dict[str, Any]] = field(default_factory=list)  # [{name|ref, weight}]
     config_text: str = ""
     engine: str = DEMO_ENGINE
-    columns: dict[str, str] = field(default_factory=dict)         # {prompt, answer}
+    columns: dict[str, str] = field(default_factory=dict)  # {prompt, answer}
     #: module → why an upload for it could not be used (e.g. a reward file that does not import):
     #: the module is in error until the upload is replaced, whatever the rest of the setup says
     problems: dict[str, str] = field(default_factory=dict)
-    name: str = ""                                                # the run's name and note (its label)
+    name: str = ""  # the run's name and note (its label)
     note: str = ""
 
     def to_dict(self) -> dict[str, Any]:
@@ -82,9 +83,15 @@ class SetupInputs:
     def check_kwargs(self) -> dict[str, Any]:
         """Keyword arguments of ``engines.core.checks.check_all`` / ``prepare_run``."""
         columns = {k: v for k, v in (self.columns or {}).items() if v}
-        return dict(agent=self.agent or "", train_dataset=self.train or None, test_dataset=self.test or None,
-                    reward_func=[dict(r) for r in self.rewards] or None, config=self.config_value(),
-                    train_engine_name=self.engine or DEMO_ENGINE, columns=columns or None)
+        return dict(
+            agent=self.agent or "",
+            train_dataset=self.train or None,
+            test_dataset=self.test or None,
+            reward_func=[dict(r) for r in self.rewards] or None,
+            config=self.config_value(),
+            train_engine_name=self.engine or DEMO_ENGINE,
+            columns=columns or None,
+        )
 
     def cli_command(self) -> str:
         """The ``python -m engines train`` command that checks and trains the same inputs."""
@@ -129,15 +136,24 @@ def paired_test(train: str | None, test: str | None) -> bool:
     t = Path(test)
     if t.parent.resolve() != DATASETS_DIR.resolve():
         return True
-    stem = t.stem[:-len("_test")] if t.stem.endswith("_test") else None
-    return bool(train) and stem is not None and Path(train).stem in (f"{stem}_train", stem) and \
-        Path(train).parent.resolve() == DATASETS_DIR.resolve()
+    stem = t.stem[: -len("_test")] if t.stem.endswith("_test") else None
+    return (
+        bool(train)
+        and stem is not None
+        and Path(train).stem in (f"{stem}_train", stem)
+        and Path(train).parent.resolve() == DATASETS_DIR.resolve()
+    )
 
 
 def demo_inputs() -> SetupInputs:
-    return SetupInputs(agent=str(DEMO_AGENT), train=str(DEMO_TRAIN), test=str(DEMO_TEST),
-                       rewards=[{"ref": DEMO_REWARD, "weight": 1.0}], config_text=demo_config_text(),
-                       engine=DEMO_ENGINE)
+    return SetupInputs(
+        agent=str(DEMO_AGENT),
+        train=str(DEMO_TRAIN),
+        test=str(DEMO_TEST),
+        rewards=[{"ref": DEMO_REWARD, "weight": 1.0}],
+        config_text=demo_config_text(),
+        engine=DEMO_ENGINE,
+    )
 
 
 # -- shipped choices -------------------------------------------------------------------------------
@@ -190,21 +206,23 @@ def store_upload(tmp_path: str, runs_dir: str | os.PathLike) -> str:
     src = Path(tmp_path)
     if src.suffix.lower() in AGENT_SUFFIXES:
         size = src.stat().st_size
-        if size > AGENT_UPLOAD_MAX:   # never stored, and not left in Gradio's cache (served) unmasked either
+        if size > AGENT_UPLOAD_MAX:  # never stored, and not left in Gradio's cache (served) unmasked either
             src.unlink(missing_ok=True)
-            raise ValueError(f"the agent file '{src.name}' is {size / (1 << 20):.1f} MB; an agent config is at most "
-                             f"{AGENT_UPLOAD_MAX >> 20} MB — upload the YAML itself")
+            raise ValueError(
+                f"the agent file '{src.name}' is {size / (1 << 20):.1f} MB; an agent config is at most "
+                f"{AGENT_UPLOAD_MAX >> 20} MB — upload the YAML itself"
+            )
         data = src.read_bytes()
         masked, notes = mask_bytes(data)
         if notes:
             data = masked
             try:
-                src.write_bytes(masked)   # Gradio's cached copy is served by its file route
+                src.write_bytes(masked)  # Gradio's cached copy is served by its file route
             except OSError:
                 pass
         digest = hashlib.sha1(data).hexdigest()[:12]
         chunks: Any = [data]
-    else:   # streamed: an upload never costs its size in memory
+    else:  # streamed: an upload never costs its size in memory
         h = hashlib.sha1()
         with open(src, "rb") as f:
             while block := f.read(1 << 20):
@@ -258,7 +276,7 @@ def _safe_name(name: str) -> str:
         return name
     stem, dot, suffix = name.rpartition(".")
     if dot and stem and 0 < len(suffix) <= 16:
-        return stem[:MAX_NAME - len(suffix) - 1].rstrip("._-") + "." + suffix
+        return stem[: MAX_NAME - len(suffix) - 1].rstrip("._-") + "." + suffix
     return name[:MAX_NAME]
 
 
@@ -287,7 +305,7 @@ def resolve_agent_upload(path: str, search_dirs: list[Path] | None = None) -> tu
         if os.path.isabs(os.path.expanduser(target)):
             return value
         for d in dirs:
-            cand = (d / target)
+            cand = d / target
             if cand.exists():
                 if d != p.parent:
                     notes.append(f"'{target}' → {_rel(cand.resolve())}")
@@ -376,8 +394,9 @@ def parse_reward_text(text: str, uploaded: dict[str, str] | None = None) -> list
         if ":" in item:
             target, _, attr = item.rpartition(":")
             name = Path(target).name
-            stored = uploaded and not Path(target).is_absolute() and \
-                (uploaded.get(name) or uploaded.get(upload_name(name)))
+            stored = (
+                uploaded and not Path(target).is_absolute() and (uploaded.get(name) or uploaded.get(upload_name(name)))
+            )
             if stored:
                 item = f"{stored}:{attr}"
             out.append({"ref": item, "weight": weight})

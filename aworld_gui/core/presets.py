@@ -13,6 +13,7 @@ Shipped presets live in ``assets/presets/*.yaml`` (paths relative to the preset 
     config: |                                     # the config overrides YAML, or config_file: path
       max_steps: 400
 """
+
 from __future__ import annotations
 
 import re
@@ -67,9 +68,15 @@ def load_preset(path: str | Path) -> SetupInputs:
     config = data.get("config") or ""
     if data.get("config_file"):
         config = Path(_resolve(data["config_file"], base)).read_text(encoding="utf-8")
-    return SetupInputs(agent=_resolve(data.get("agent"), base), train=_resolve(data.get("train"), base),
-                       test=_resolve(data.get("test"), base), rewards=rewards, config_text=str(config),
-                       engine=str(data.get("engine") or "trl"), columns=dict(data.get("columns") or {}))
+    return SetupInputs(
+        agent=_resolve(data.get("agent"), base),
+        train=_resolve(data.get("train"), base),
+        test=_resolve(data.get("test"), base),
+        rewards=rewards,
+        config_text=str(config),
+        engine=str(data.get("engine") or "trl"),
+        columns=dict(data.get("columns") or {}),
+    )
 
 
 def save_preset(runs_dir: str | Path, name: str, si: SetupInputs, description: str = "") -> Path:
@@ -80,8 +87,12 @@ def save_preset(runs_dir: str | Path, name: str, si: SetupInputs, description: s
         raise ValueError("a preset name is 1-64 letters, digits, spaces or . _ + - (starting with a letter or digit)")
     if (SHIPPED_DIR / f"{name}.yaml").exists():
         raise ValueError(f"'{name}' is a shipped preset: save under another name")
-    data: dict[str, Any] = {"description": description or f"saved from Setup ({si.engine})", "engine": si.engine,
-                            "agent": si.agent, "train": si.train}
+    data: dict[str, Any] = {
+        "description": description or f"saved from Setup ({si.engine})",
+        "engine": si.engine,
+        "agent": si.agent,
+        "train": si.train,
+    }
     if si.test:
         data["test"] = si.test
     if si.columns:

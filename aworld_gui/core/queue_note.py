@@ -2,6 +2,7 @@
 it waits for, from the fields its own process keeps in status.json (engines/runs/lifecycle.py ``wait_for_slot``:
 ``queue_position``, ``queued_ahead``, ``waiting_for``). The Monitor's header and the Runs table both call
 :func:`queue_note`, so they cannot disagree on what one status says."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -28,8 +29,11 @@ def queue_note(status: dict[str, Any], short: bool = False) -> str:
     if pos is None:
         return ""
     if ahead:
-        what = (f"{_('run')} {ahead[0]}" if len(ahead) == 1 else
-                f"{len(ahead)} {_('runs queued before it (first:')} {ahead[0]})")
+        what = (
+            f"{_('run')} {ahead[0]}"
+            if len(ahead) == 1
+            else f"{len(ahead)} {_('runs queued before it (first:')} {ahead[0]})"
+        )
         if holder and holder not in ahead:
             what += f"; {_('run')} {holder} {_('holds the training slot')}"
     elif holder:
@@ -38,5 +42,7 @@ def queue_note(status: dict[str, Any], short: bool = False) -> str:
         what = _("the machine’s training slot to be free")
     if short:
         return f"#{pos} {_('in line')} · {_('waits for')} {what}"
-    return (f"{_('Queued')} — {_('place in line:')} {pos}. {_('Waiting for')} {what}. "
-            f"{_('It starts by itself when its turn comes — closing this page does not affect it.')}")
+    return (
+        f"{_('Queued')} — {_('place in line:')} {pos}. {_('Waiting for')} {what}. "
+        f"{_('It starts by itself when its turn comes — closing this page does not affect it.')}"
+    )

@@ -8,6 +8,7 @@ together, bucket width doubling when full), which is what the plots draw.
 
 This module only *reads* run directories; it never imports an engine.
 """
+
 from __future__ import annotations
 
 import io
@@ -20,16 +21,24 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
-from engines.runs.rundir import (ACTIVE_STATES, EVENTS_FILE, LOG_FILE, METRICS_FILE, SAMPLES_FILE, JsonlTail,
-                            RunDir, TextTail)
+from engines.runs.rundir import (
+    ACTIVE_STATES,
+    EVENTS_FILE,
+    LOG_FILE,
+    METRICS_FILE,
+    SAMPLES_FILE,
+    JsonlTail,
+    RunDir,
+    TextTail,
+)
 from engines.diagnostics.reading import fold as fold_diagnoses
 from engines.runs.lifecycle import effective_status
 
-MAX_POINTS = 200           # buckets kept per metric: a curve is drawn with 100–200 points
-MIN_REFRESH_S = 0.2        # sessions ticking together share one read
-BULK_BYTES = 1 << 20       # a first read bigger than this (reattaching to a long run) is parsed by Arrow
-KEEP_SAMPLES = 24          # latest sample trajectories kept
-LOG_LINES = 300            # log tail kept
+MAX_POINTS = 200  # buckets kept per metric: a curve is drawn with 100–200 points
+MIN_REFRESH_S = 0.2  # sessions ticking together share one read
+BULK_BYTES = 1 << 20  # a first read bigger than this (reattaching to a long run) is parsed by Arrow
+KEEP_SAMPLES = 24  # latest sample trajectories kept
+LOG_LINES = 300  # log tail kept
 NON_METRICS = {"step", "time", "epoch_time"}
 
 
@@ -46,9 +55,9 @@ class Series:
     def __init__(self, max_points: int = MAX_POINTS):
         self.max_points = max(2, int(max_points))
         self.width = 1
-        self.xs: list[float] = []   # bucket mean step
-        self.ys: list[float] = []   # bucket mean value
-        self.ns: list[int] = []     # points per bucket
+        self.xs: list[float] = []  # bucket mean step
+        self.ys: list[float] = []  # bucket mean value
+        self.ns: list[int] = []  # points per bucket
         self.count = 0
         self.last_x: float | None = None
         self.last_y: float | None = None
@@ -143,10 +152,10 @@ class RunState:
         self._events = JsonlTail(self.run.file(EVENTS_FILE))
         self._log = TextTail(self.run.file(LOG_FILE), keep=LOG_LINES)
         self.series: dict[str, Series] = {}
-        self.latest: dict[str, Any] = {}        # last value of every key
+        self.latest: dict[str, Any] = {}  # last value of every key
         self.samples: deque[dict] = deque(maxlen=KEEP_SAMPLES)
         self.events: list[dict] = []
-        self.diagnoses: dict[str, dict] = {}    # code → its event, while active (engines/diagnostics)
+        self.diagnoses: dict[str, dict] = {}  # code → its event, while active (engines/diagnostics)
         self.status: dict[str, Any] = {}
         self.spec: dict[str, Any] | None = None
         self.first_time: float | None = None
@@ -189,8 +198,13 @@ class RunState:
             if self._log.read_new():
                 self.log_version += 1
             self.status = effective_status(self.run)
-            key = (self.status.get("state"), self.status.get("step"), self.status.get("cause"),
-                   self.status.get("error"), self.status.get("heartbeat"))
+            key = (
+                self.status.get("state"),
+                self.status.get("step"),
+                self.status.get("cause"),
+                self.status.get("error"),
+                self.status.get("heartbeat"),
+            )
             if key != self._status_key:
                 self._status_key = key
                 self.status_version += 1
@@ -213,8 +227,9 @@ class RunState:
         try:
             import pyarrow.json as pj
 
-            table = pj.read_json(io.BytesIO(data[:end]),
-                                 parse_options=pj.ParseOptions(unexpected_field_behavior="infer"))
+            table = pj.read_json(
+                io.BytesIO(data[:end]), parse_options=pj.ParseOptions(unexpected_field_behavior="infer")
+            )
         except Exception:  # noqa: BLE001 - a corrupt line: the line reader skips it instead
             return False
         self._ingest_table(table)
@@ -316,8 +331,11 @@ class RunState:
         started = st.get("started")
         end = st.get("ended") or st.get("finished") or None
         if started:
-            stop_at = end if (end and not self.active) else (time.time() if self.active else
-                                                              (st.get("heartbeat") or time.time()))
+            stop_at = (
+                end
+                if (end and not self.active)
+                else (time.time() if self.active else (st.get("heartbeat") or time.time()))
+            )
             elapsed = max(0.0, stop_at - float(started))
         else:
             elapsed = None
@@ -338,9 +356,11 @@ class RunState:
         if self.state != "failed":
             return None
         ev = next((e for e in reversed(self.events) if e.get("event") == "failed"), {})
-        return {"cause": self.status.get("cause") or ev.get("cause") or "unknown",
-                "message": self.status.get("error") or ev.get("message") or "",
-                "lost": bool(self.status.get("lost"))}
+        return {
+            "cause": self.status.get("cause") or ev.get("cause") or "unknown",
+            "message": self.status.get("error") or ev.get("message") or "",
+            "lost": bool(self.status.get("lost")),
+        }
 
 
 class RunCache:

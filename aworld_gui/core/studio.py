@@ -3,6 +3,7 @@ runs listing, clone/export/delete, and a watchdog that enforces stop timeouts.
 
 The UI tabs and the named API endpoints both call into one :class:`Studio`.
 """
+
 from __future__ import annotations
 
 import difflib
@@ -30,8 +31,16 @@ from engines.runs.rundir import ACTIVE_STATES, QUEUED, RUNNING, STOP_FILE, STOPP
 from engines.isolation.sandbox import whose
 from engines.isolation.user_env import env_for_files, referenced_names
 from engines.inputs.yaml_input import try_load_yaml
-from engines.runs.lifecycle import (Slot, delete_run, effective_status, enforce_stop_timeout, kill_run, list_run_dirs,
-                          spawn_run, stop_run)
+from engines.runs.lifecycle import (
+    Slot,
+    delete_run,
+    effective_status,
+    enforce_stop_timeout,
+    kill_run,
+    list_run_dirs,
+    spawn_run,
+    stop_run,
+)
 
 from . import inputs as inp
 from ..tabs import reward_card
@@ -45,8 +54,13 @@ from ..web.upload_secrets import mask_text
 log = logging.getLogger("aworld.studio")
 MAX_RUN_ID = 200
 RUN_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,%d}" % (MAX_RUN_ID - 1))
-MODULE_TITLES = {"agent": _("Agent"), "dataset": _("Datasets"), "reward": _("Reward"), "config": _("Config"),
-                 "engine": _("Engine")}
+MODULE_TITLES = {
+    "agent": _("Agent"),
+    "dataset": _("Datasets"),
+    "reward": _("Reward"),
+    "config": _("Config"),
+    "engine": _("Engine"),
+}
 
 
 def _stamp(paths: list[str]) -> tuple:
@@ -61,8 +75,15 @@ def _stamp(paths: list[str]) -> tuple:
 
 
 class Studio:
-    def __init__(self, runs_dir: str | os.PathLike, worker: CheckWorker | None = None, cache: RunCache | None = None,
-                 stop_timeout_s: float = 30.0, check_timeout_s: float = 60.0, launch_timeout_s: float = 180.0):
+    def __init__(
+        self,
+        runs_dir: str | os.PathLike,
+        worker: CheckWorker | None = None,
+        cache: RunCache | None = None,
+        stop_timeout_s: float = 30.0,
+        check_timeout_s: float = 60.0,
+        launch_timeout_s: float = 180.0,
+    ):
         self.runs_dir = Path(runs_dir).resolve()
         self.runs_dir.mkdir(parents=True, exist_ok=True)
         self.worker = worker or CheckWorker(default_timeout_s=check_timeout_s)
@@ -71,20 +92,20 @@ class Studio:
         self.check_timeout_s = check_timeout_s
         self.launch_timeout_s = launch_timeout_s
         self._catalog: dict[str, Any] | None = None
-        self._watched: list[str] = []             # the files the engines' availability depends on
+        self._watched: list[str] = []  # the files the engines' availability depends on
         self._catalog_stamp: tuple = ()
         self._catalog_lock = threading.Lock()
         self._reward_files: dict[str, list[dict]] = {}
         self._spawned: set[int] = set()
-        self._client_checks: dict[str, str] = {}    # client (a page's session) -> its running check
+        self._client_checks: dict[str, str] = {}  # client (a page's session) -> its running check
         self._checks_lock = threading.Lock()
         self._watchdog: threading.Thread | None = None
         self._stop = threading.Event()
-        self.chat = ChatService(self.runs_dir)        # the chat model's process (one at a time)
+        self.chat = ChatService(self.runs_dir)  # the chat model's process (one at a time)
 
     # -- lifecycle -----------------------------------------------------------------------------
     def start(self) -> None:
-        self.worker.start()          # warms up in the background
+        self.worker.start()  # warms up in the background
         if self._watchdog is None:
             self._watchdog = threading.Thread(target=self._watch, name="studio-watchdog", daemon=True)
             self._watchdog.start()
@@ -116,7 +137,7 @@ class Studio:
         return killed
 
     def _reap(self) -> None:
-        reap_detached()          # the chat model, an engine's setup, an evaluation: never left <defunct>
+        reap_detached()  # the chat model, an engine's setup, an evaluation: never left <defunct>
         for pid in list(self._spawned):
             try:
                 done, _ = os.waitpid(pid, os.WNOHANG)
@@ -134,14 +155,25 @@ class Studio:
         with self._catalog_lock:
             if self._catalog is not None and not refresh and self._catalog_stamp == _stamp(self._watched):
                 return self._catalog
-            before = _stamp(self._watched)      # taken before the read: a change during it reads again next time
+            before = _stamp(self._watched)  # taken before the read: a change during it reads again next time
             try:
                 catalog = self.worker.call("catalog", timeout_s=self.check_timeout_s)
             except WorkerError as e:
                 self._catalog = None
-                return {"engines": [{"name": inp.DEMO_ENGINE, "available": False,
-                                     "reason": f"engine probe failed: {e}", "fields": [], "defaults": {},
-                                     "description": ""}], "rewards": {}, "error": str(e)}
+                return {
+                    "engines": [
+                        {
+                            "name": inp.DEMO_ENGINE,
+                            "available": False,
+                            "reason": f"engine probe failed: {e}",
+                            "fields": [],
+                            "defaults": {},
+                            "description": "",
+                        }
+                    ],
+                    "rewards": {},
+                    "error": str(e),
+                }
             watched = sorted({f for e in catalog.get("engines", []) for f in e.get("watch") or []})
             self._catalog_stamp = before if watched == self._watched else _stamp(watched)
             self._catalog, self._watched = catalog, watched
@@ -171,8 +203,13 @@ class Studio:
             if previous:
                 self.worker.cancel(previous, "a newer check from the same page replaced it")
         try:
-            report = self.worker.call("check", inputs=inputs.to_dict(), timeout_s=self.check_timeout_s,
-                                      call_id=check_id, pass_env=referenced_names(inputs.agent, inputs.rewards, inputs.config_text))
+            report = self.worker.call(
+                "check",
+                inputs=inputs.to_dict(),
+                timeout_s=self.check_timeout_s,
+                call_id=check_id,
+                pass_env=referenced_names(inputs.agent, inputs.rewards, inputs.config_text),
+            )
         except WorkerError as e:
             report = failed_report(e)
         finally:
@@ -181,11 +218,12 @@ class Studio:
                     if self._client_checks.get(client) == check_id:
                         del self._client_checks[client]
         results = report.setdefault("results", {})
-        for m, problem in (inputs.problems or {}).items():      # an upload that could not be used
+        for m, problem in (inputs.problems or {}).items():  # an upload that could not be used
             results[m] = {"module": m, "status": "error", "message": problem, "details": {}, "warnings": []}
         for m in MODULES:
-            results.setdefault(m, {"module": m, "status": "error", "message": "not checked", "details": {},
-                                   "warnings": []})
+            results.setdefault(
+                m, {"module": m, "status": "error", "message": "not checked", "details": {}, "warnings": []}
+            )
         report["ok"] = not report.get("cancelled") and all(results[m]["status"] != "error" for m in MODULES)
         report["wall_s"] = round(time.perf_counter() - t0, 3)
         report["check_id"] = check_id
@@ -199,9 +237,13 @@ class Studio:
             module, problem = next(iter(inputs.problems.items()))
             return {"ok": False, "error": problem, "module": module}
         try:
-            res = self.worker.call("prepare", inputs=inputs.to_dict(), runs_dir=str(self.runs_dir),
-                                   timeout_s=self.launch_timeout_s,
-                                   pass_env=referenced_names(inputs.agent, inputs.rewards, inputs.config_text))
+            res = self.worker.call(
+                "prepare",
+                inputs=inputs.to_dict(),
+                runs_dir=str(self.runs_dir),
+                timeout_s=self.launch_timeout_s,
+                pass_env=referenced_names(inputs.agent, inputs.rewards, inputs.config_text),
+            )
         except WorkerError as e:
             return {"ok": False, "error": f"launch preparation failed: {e}", "module": None}
         if not res.get("ok"):
@@ -211,10 +253,19 @@ class Studio:
         pid = spawn_run(run_dir)
         self._spawned.add(pid)
         state = self.cache.refresh(run_dir, force=True)
-        return {"ok": True, "run_id": res["run_id"], "run_dir": run_dir, "pid": pid,
-                "state": state.state, "queued": busy,
-                "message": (f"{res['run_id']} is queued: the machine is busy with another run"
-                            if busy else f"{res['run_id']} launched")}
+        return {
+            "ok": True,
+            "run_id": res["run_id"],
+            "run_dir": run_dir,
+            "pid": pid,
+            "state": state.state,
+            "queued": busy,
+            "message": (
+                f"{res['run_id']} is queued: the machine is busy with another run"
+                if busy
+                else f"{res['run_id']} launched"
+            ),
+        }
 
     def machine_busy(self) -> bool:
         return Slot(self.runs_dir).busy()
@@ -225,8 +276,9 @@ class Studio:
         run_id = (run_id or "").strip()
         if not RUN_ID_RE.fullmatch(run_id):
             shown = run_id if len(run_id) <= 60 else run_id[:57] + "..."
-            raise ValueError(f"'{shown}' is not a run id (letters, digits, '.', '_', '-'; at most "
-                             f"{MAX_RUN_ID} characters)")
+            raise ValueError(
+                f"'{shown}' is not a run id (letters, digits, '.', '_', '-'; at most {MAX_RUN_ID} characters)"
+            )
         p = (self.runs_dir / run_id).resolve()
         if p.parent != self.runs_dir or not RunDir(p).exists():
             raise ValueError(f"no run '{run_id}' under {self.runs_dir}")
@@ -266,11 +318,21 @@ class Studio:
         pr = st.progress()
         spec = st.read_spec()
         last = {k: st.latest.get(k) for k in ("reward", "loss", "kl", "lr", "eval/reward") if k in st.latest}
-        out = {"run_id": run_id, "run_dir": str(st.run.path), "state": pr.state, "step": pr.step, "total_steps": pr.total,
-               "elapsed_s": pr.elapsed_s, "eta_s": pr.eta_s, "steps_per_s": pr.steps_per_s,
-               "engine": spec.get("engine"), "last": last, "metrics": st.metric_names(),
-               "points": {k: st.series[k].count for k in ("reward", "loss") if k in st.series},
-               "stop_requested": st.run.stop_requested()}
+        out = {
+            "run_id": run_id,
+            "run_dir": str(st.run.path),
+            "state": pr.state,
+            "step": pr.step,
+            "total_steps": pr.total,
+            "elapsed_s": pr.elapsed_s,
+            "eta_s": pr.eta_s,
+            "steps_per_s": pr.steps_per_s,
+            "engine": spec.get("engine"),
+            "last": last,
+            "metrics": st.metric_names(),
+            "points": {k: st.series[k].count for k in ("reward", "loss") if k in st.series},
+            "stop_requested": st.run.stop_requested(),
+        }
         fail = st.failure()
         if fail:
             out.update(cause=fail["cause"], error=fail["message"])
@@ -297,17 +359,22 @@ class Studio:
             st = self.cache.get(r.path)
             st.refresh_status_only()
             status, spec = st.status, st.read_spec()
-            out.append({
-                "run_id": r.run_id, "state": status.get("state", "unknown"),
-                "cause": status.get("cause") if status.get("state") == "failed" else None,
-                "engine": spec.get("engine") or status.get("engine") or "?",
-                "started": status.get("started") or status.get("launched"),
-                "step": status.get("step"), "total_steps": status.get("total_steps"),
-                "last_reward": status.get("last_reward"), "last_loss": status.get("last_loss"),
-                "model": Path(str((spec.get("agent") or {}).get("model", ""))).name,
-                "queue": queue_note(status, short=True),     # the Monitor's header says it with the same function
-                **r.read_label(),
-            })
+            out.append(
+                {
+                    "run_id": r.run_id,
+                    "state": status.get("state", "unknown"),
+                    "cause": status.get("cause") if status.get("state") == "failed" else None,
+                    "engine": spec.get("engine") or status.get("engine") or "?",
+                    "started": status.get("started") or status.get("launched"),
+                    "step": status.get("step"),
+                    "total_steps": status.get("total_steps"),
+                    "last_reward": status.get("last_reward"),
+                    "last_loss": status.get("last_loss"),
+                    "model": Path(str((spec.get("agent") or {}).get("model", ""))).name,
+                    "queue": queue_note(status, short=True),  # the Monitor's header says it with the same function
+                    **r.read_label(),
+                }
+            )
         return out
 
     def relabel(self, run_id: str, name: str | None = None, note: str | None = None) -> dict[str, str]:
@@ -337,12 +404,14 @@ class Studio:
         """The shell command that re-runs this run's exact spec as a new run (no virtualenv needs to
         be active: it names the studio's own interpreter's console script)."""
         path = self.run_path(run_id)
-        return (f"# re-run {run_id} with its exact spec (agent, data, reward, effective config), as a new run\n"
-                f"{shell_command('rerun', str(path))}\n")
+        return (
+            f"# re-run {run_id} with its exact spec (agent, data, reward, effective config), as a new run\n"
+            f"{shell_command('rerun', str(path))}\n"
+        )
 
     def clone_inputs(self, run_id: str) -> inp.SetupInputs:
         """Setup inputs that reproduce a run (its agent is written back to a YAML file)."""
-        spec = try_load_yaml(self.spec_text(run_id), default={}) or {}   # secrets masked
+        spec = try_load_yaml(self.spec_text(run_id), default={}) or {}  # secrets masked
         agent = dict(spec.get("agent") or {})
         agent.pop("extra", None)
         agent_file = self.runs_dir / inp.UPLOADS / f"clone-{run_id}" / "agent.yaml"
@@ -354,9 +423,15 @@ class Studio:
         info = self.engine_info(engine) or {}
         defaults = info.get("defaults") or {}
         overrides = {k: v for k, v in (spec.get("config") or {}).items() if defaults.get(k, object()) != v}
-        return inp.SetupInputs(agent=str(agent_file), train=data.get("train"), test=data.get("test"),
-                               rewards=rewards, config_text=yaml.safe_dump(overrides, sort_keys=False) if overrides
-                               else "", engine=engine, columns=dict(data.get("columns") or {}))
+        return inp.SetupInputs(
+            agent=str(agent_file),
+            train=data.get("train"),
+            test=data.get("test"),
+            rewards=rewards,
+            config_text=yaml.safe_dump(overrides, sort_keys=False) if overrides else "",
+            engine=engine,
+            columns=dict(data.get("columns") or {}),
+        )
 
     def checkpoints(self, run_id: str) -> list[str]:
         return [p.name for p in RunDir(self.run_path(run_id)).checkpoints()]
@@ -390,7 +465,7 @@ class Studio:
         return str(out)
 
     def export_spec(self, run_id: str) -> str:
-        text = self.spec_text(run_id)   # .exports is served: never a literal secret in it
+        text = self.spec_text(run_id)  # .exports is served: never a literal secret in it
         out_dir = self.runs_dir / ".exports"
         out_dir.mkdir(exist_ok=True)
         out = out_dir / f"{run_id}.run.yaml"
@@ -413,29 +488,47 @@ class Studio:
             out += [(f"{shown} / {c.name}", f"{r.run_id}/{c.name}") for c in r.checkpoints()]
         return out
 
-    def launch_eval(self, run_id: str, models: list[str], dataset: str | None = None, rewards: list | None = None,
-                    samples: int = 1, temperature: float = 0.0, max_samples: int | None = None) -> dict[str, Any]:
+    def launch_eval(
+        self,
+        run_id: str,
+        models: list[str],
+        dataset: str | None = None,
+        rewards: list | None = None,
+        samples: int = 1,
+        temperature: float = 0.0,
+        max_samples: int | None = None,
+    ) -> dict[str, Any]:
         """Check and prepare the evaluation in the worker (it loads the dataset and reward), then start
         ``aworld-train eval --dir <eval_dir>`` detached, as a launch does for training."""
         path = self.run_path(run_id)
         if not models:
             return {"ok": False, "error": "pick at least one model to evaluate (the base model or a checkpoint)"}
         try:
-            res = self.worker.call("prepare_eval", run_dir=str(path), checkpoints=list(models), dataset=dataset,
-                                   rewards=rewards, samples=samples, temperature=temperature,
-                                   max_samples=max_samples, timeout_s=self.launch_timeout_s)
+            res = self.worker.call(
+                "prepare_eval",
+                run_dir=str(path),
+                checkpoints=list(models),
+                dataset=dataset,
+                rewards=rewards,
+                samples=samples,
+                temperature=temperature,
+                max_samples=max_samples,
+                timeout_s=self.launch_timeout_s,
+            )
         except WorkerError as e:
             return {"ok": False, "error": f"the evaluation could not be prepared: {e}"}
         if not res.get("ok"):
             return res
         eval_dir = res["eval_dir"]
-        proc = spawn_detached([sys.executable, "-m", "engines", "eval", "--dir", eval_dir],
-                              Path(eval_dir) / "eval.log",
-                              env=env_for_files(Path(eval_dir) / "eval.yaml", path / "run.yaml",
-                                                extra={"PYTHONUNBUFFERED": "1"}))
+        proc = spawn_detached(
+            [sys.executable, "-m", "engines", "eval", "--dir", eval_dir],
+            Path(eval_dir) / "eval.log",
+            env=env_for_files(Path(eval_dir) / "eval.yaml", path / "run.yaml", extra={"PYTHONUNBUFFERED": "1"}),
+        )
         self._spawned.add(proc.pid)
-        RunDir(eval_dir).write_status(pid=proc.pid, pid_create_time=psutil.Process(proc.pid).create_time(),
-                                      launched=time.time())
+        RunDir(eval_dir).write_status(
+            pid=proc.pid, pid_create_time=psutil.Process(proc.pid).create_time(), launched=time.time()
+        )
         return {"ok": True, "eval_dir": eval_dir, "eval_id": res["eval_id"], "pid": proc.pid}
 
     def evaluations(self, run_id: str) -> list[dict[str, Any]]:
@@ -446,13 +539,22 @@ class Studio:
         for ev in list_evals(self.run_path(run_id)):
             doc, status = read_eval(ev.path), effective_status(ev)
             metrics = read_metrics(ev.path)
-            out.append({"eval_id": ev.run_id, "path": str(ev.path), "state": status.get("state"),
-                        "cause": status.get("cause"), "error": status.get("error"),
-                        "models": [m["label"] for m in doc.get("models", [])],
-                        "rewards": {k: v.get("reward") for k, v in metrics.items()},
-                        "step": status.get("step"), "total": status.get("total_steps"),
-                        "dataset": Path(str((doc.get("dataset") or {}).get("path", ""))).name,
-                        "samples": doc.get("samples"), "temperature": doc.get("temperature")})
+            out.append(
+                {
+                    "eval_id": ev.run_id,
+                    "path": str(ev.path),
+                    "state": status.get("state"),
+                    "cause": status.get("cause"),
+                    "error": status.get("error"),
+                    "models": [m["label"] for m in doc.get("models", [])],
+                    "rewards": {k: v.get("reward") for k, v in metrics.items()},
+                    "step": status.get("step"),
+                    "total": status.get("total_steps"),
+                    "dataset": Path(str((doc.get("dataset") or {}).get("path", ""))).name,
+                    "samples": doc.get("samples"),
+                    "temperature": doc.get("temperature"),
+                }
+            )
         return out
 
     def eval_path(self, run_id: str, eval_id: str) -> Path:
@@ -466,8 +568,23 @@ class Studio:
         runs in a child process (it loads the model; the studio never imports torch)."""
         path = self.run_path(run_id)
         out = self.runs_dir / ".exports" / f"{run_id}-{checkpoint}-hf"
-        proc = subprocess.run([sys.executable, "-m", "engines", "export", "--run", str(path), "--checkpoint",
-                               checkpoint, "--out", str(out)], capture_output=True, text=True, timeout=timeout_s)
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "engines",
+                "export",
+                "--run",
+                str(path),
+                "--checkpoint",
+                checkpoint,
+                "--out",
+                str(out),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+        )
         if proc.returncode != 0:
             raise ValueError((proc.stderr.strip().splitlines() or ["the export failed"])[-1].removeprefix("error: "))
         archive = shutil.make_archive(str(out), "zip", root_dir=out.parent, base_dir=out.name)
@@ -483,26 +600,44 @@ def clone_reward(entry: dict[str, Any]) -> dict[str, Any]:
     reference (a factory with its arguments: ``module:factory(k=v)``), and any other term — a reward model,
     an LLM judge, a pickled callable, a reward with call kwargs — as its inline YAML (``{judge: {url: ...}}``,
     the form the CLI's ``--reward`` takes), so a clone keeps every term with its settings."""
-    simple = ("name" in entry or "ref" in entry) and not entry.get("kwargs") and \
-        not any(k in entry for k in ("pickle", "judge", "reward_model"))
+    simple = (
+        ("name" in entry or "ref" in entry)
+        and not entry.get("kwargs")
+        and not any(k in entry for k in ("pickle", "judge", "reward_model"))
+    )
     if simple:
         out = {k: v for k, v in entry.items() if k in ("name", "ref", "weight")}
         if entry.get("args") is not None:
             out["ref"] = reward_card.with_args(entry["ref"], entry["args"])
         return out
     inline = {k: v for k, v in entry.items() if k != "weight"}
-    return {"ref": yaml.safe_dump(inline, default_flow_style=True, sort_keys=False, allow_unicode=True,
-                                  width=10 ** 9).strip(), "weight": entry.get("weight", 1.0)}
+    return {
+        "ref": yaml.safe_dump(
+            inline, default_flow_style=True, sort_keys=False, allow_unicode=True, width=10**9
+        ).strip(),
+        "weight": entry.get("weight", 1.0),
+    }
 
 
 def failed_report(e: WorkerError) -> dict[str, Any]:
     """A check report for a worker failure: the module being checked gets the error (naming whose
     code it was), the ones after it are 'not checked' (see engines.core.isolated_checks)."""
     if e.kind == "cancelled":
-        results = {m: {"module": m, "status": "warning", "message": "check cancelled: a newer check replaced it",
-                       "details": {}, "warnings": []} for m in MODULES}
-        return {"results": results, "cancelled": True,
-                "worker_error": {"kind": e.kind, "message": str(e), "output": ""}}
+        results = {
+            m: {
+                "module": m,
+                "status": "warning",
+                "message": "check cancelled: a newer check replaced it",
+                "details": {},
+                "warnings": [],
+            }
+            for m in MODULES
+        }
+        return {
+            "results": results,
+            "cancelled": True,
+            "worker_error": {"kind": e.kind, "message": str(e), "output": ""},
+        }
     message = str(e)
     if e.kind in ("exit", "crash"):
         message = f"{whose(e.stage)} {message}"

@@ -5,6 +5,7 @@ code and load the engine) never run in the studio, and its driver is a process o
 restart never stops it. Everything shown is read from the sweep directory (``summary.json``,
 ``status.json``) and, for the parameter importances, from its Optuna study (``study.db``).
 """
+
 from __future__ import annotations
 
 import json
@@ -27,14 +28,18 @@ from . import inputs as inp
 SWEEP_PREPARE_TIMEOUT_S = 600.0
 
 
-def sweep_doc(trials: Any, sampler: str, pruner: str, metric: str, direction: str, params_text: str,
-              name: str = "") -> dict[str, Any]:
+def sweep_doc(
+    trials: Any, sampler: str, pruner: str, metric: str, direction: str, params_text: str, name: str = ""
+) -> dict[str, Any]:
     """The sweep the Setup's Sweep fields describe (parsed and checked by :func:`parse_sweep` later)."""
     params = yaml.safe_load(params_text or "") if (params_text or "").strip() else None
-    doc: dict[str, Any] = {"trials": int(trials) if trials not in (None, "") else None, "sampler": sampler,
-                           "pruner": pruner, "objective": {"metric": (metric or "").strip() or "eval/reward",
-                                                           "direction": direction or "maximize"},
-                           "params": params}
+    doc: dict[str, Any] = {
+        "trials": int(trials) if trials not in (None, "") else None,
+        "sampler": sampler,
+        "pruner": pruner,
+        "objective": {"metric": (metric or "").strip() or "eval/reward", "direction": direction or "maximize"},
+        "params": params,
+    }
     if (name or "").strip():
         doc["name"] = name.strip()
     return {k: v for k, v in doc.items() if v is not None}
@@ -50,7 +55,7 @@ class SweepsCore:
         if si.problems:
             return {"ok": False, "error": next(iter(si.problems.values()))}
         try:
-            parse_sweep(sweep, gpus=None)        # the sweep's own errors, at once and in plain words
+            parse_sweep(sweep, gpus=None)  # the sweep's own errors, at once and in plain words
         except CheckError as e:
             return {"ok": False, "error": e.result.message}
         except yaml.YAMLError as e:
@@ -60,9 +65,23 @@ class SweepsCore:
         (folder / "sweep.yaml").write_text(yaml.safe_dump(sweep, sort_keys=False), encoding="utf-8")
         (folder / "config.yaml").write_text(si.config_text or "", encoding="utf-8")
         (folder / "rewards.yaml").write_text(yaml.safe_dump(list(si.rewards), sort_keys=False), encoding="utf-8")
-        argv = [sys.executable, "-m", "engines", "sweep", "--agent", str(si.agent), "--engine", si.engine,
-                "--config", str(folder / "config.yaml"), "--sweep", str(folder / "sweep.yaml"),
-                "--run-path", str(self.runs_dir), "--detach"]
+        argv = [
+            sys.executable,
+            "-m",
+            "engines",
+            "sweep",
+            "--agent",
+            str(si.agent),
+            "--engine",
+            si.engine,
+            "--config",
+            str(folder / "config.yaml"),
+            "--sweep",
+            str(folder / "sweep.yaml"),
+            "--run-path",
+            str(self.runs_dir),
+            "--detach",
+        ]
         if si.train:
             argv += ["--train", str(si.train)]
         if si.test:
@@ -72,13 +91,14 @@ class SweepsCore:
         if si.columns:
             argv += ["--columns", ",".join(f"{k}={v}" for k, v in si.columns.items())]
         try:
-            out = subprocess.run(argv, capture_output=True, text=True, timeout=SWEEP_PREPARE_TIMEOUT_S,
-                                 stdin=subprocess.DEVNULL)
+            out = subprocess.run(
+                argv, capture_output=True, text=True, timeout=SWEEP_PREPARE_TIMEOUT_S, stdin=subprocess.DEVNULL
+            )
         except subprocess.TimeoutExpired:
             return {"ok": False, "error": f"checking the sweep took longer than {SWEEP_PREPARE_TIMEOUT_S:.0f} s"}
         if out.returncode != 0:
             lines = [ln for ln in out.stderr.splitlines() if ln.startswith("error:")]
-            return {"ok": False, "error": (lines[-1][len("error:"):].strip() if lines else out.stderr.strip()[-800:])}
+            return {"ok": False, "error": (lines[-1][len("error:") :].strip() if lines else out.stderr.strip()[-800:])}
         started = json.loads(out.stdout.strip().splitlines()[-1])
         return {"ok": True, "sweep_id": Path(started["sweep_dir"]).name, "pid": started["pid"]}
 
@@ -109,10 +129,18 @@ class SweepsCore:
 
         trials.sort(key=rank)
         status = effective_status(sd)
-        return {"id": sd.run_id, "name": doc.get("name") or sd.run_id, "state": status.get("state", "?"),
-                "objective": objective, "trials_planned": doc.get("trials"), "trials": trials,
-                "best": summary.get("best"), "params": list((doc.get("params") or {}).keys()),
-                "sampler": doc.get("sampler"), "pruner": doc.get("pruner")}
+        return {
+            "id": sd.run_id,
+            "name": doc.get("name") or sd.run_id,
+            "state": status.get("state", "?"),
+            "objective": objective,
+            "trials_planned": doc.get("trials"),
+            "trials": trials,
+            "best": summary.get("best"),
+            "params": list((doc.get("params") or {}).keys()),
+            "sampler": doc.get("sampler"),
+            "pruner": doc.get("pruner"),
+        }
 
     def importances(self, sweep_id: str) -> dict[str, float] | None:
         """Optuna's parameter importances once 4 trials are complete (None before)."""

@@ -1,5 +1,6 @@
 """Training curves as inline SVG (drawn in Python, shown in a ``gr.HTML``): the Monitor's live curves
 and the Runs tab's overlay of several runs. Why not ``gr.LinePlot``: docs/STUDIO.md ("Live updates")."""
+
 from __future__ import annotations
 
 import math
@@ -10,7 +11,7 @@ from .i18n import _
 from .render import esc, fmt_num
 
 W, H = 640, 250
-ML, MR, MT, MB = 54, 14, 10, 30   # plot margins: left (y labels), right, top, bottom (x labels)
+ML, MR, MT, MB = 54, 14, 10, 30  # plot margins: left (y labels), right, top, bottom (x labels)
 
 PALETTE = ["#4f46e5", "#e11d48", "#059669", "#d97706", "#0891b2", "#7c3aed", "#db2777", "#65a30d"]
 
@@ -25,7 +26,7 @@ class Line:
     opacity: float = 1.0
     markers: bool = False
     legend: bool = True
-    latest: float | None = None   # the value shown next to the name (default: last y)
+    latest: float | None = None  # the value shown next to the name (default: last y)
     extra: dict = field(default_factory=dict)
 
 
@@ -45,7 +46,7 @@ def ticks(lo: float, hi: float, target: int) -> list[float]:
     first = math.ceil(lo / step - 1e-9)
     out = []
     while len(out) < 50:
-        v = (first + len(out)) * step      # multiples of the step: no error accumulates from adding it up
+        v = (first + len(out)) * step  # multiples of the step: no error accumulates from adding it up
         if v > hi + step * 1e-9:
             break
         out.append(0.0 if abs(v) < step * 1e-9 else v)
@@ -71,12 +72,17 @@ def tick_label(v: float, step: float) -> str:
     return f"{v:.{min(step_decimals(step), 6)}f}"
 
 
-def svg_chart(lines: list[Line], y_title: str = "", empty: str = _("waiting for the first logged step"),
-              chart_id: str = "", width: int = W) -> str:
+def svg_chart(
+    lines: list[Line],
+    y_title: str = "",
+    empty: str = _("waiting for the first logged step"),
+    chart_id: str = "",
+    width: int = W,
+) -> str:
     """A complete chart: legend with latest values, then the SVG (axes, grid, lines). ``width`` is the
     drawing's width in SVG units (the chart scales to its box: give a wide box a wide drawing)."""
-    keys = [ln for ln in lines if ln.legend and (ln.xs or ln.latest is not None)]   # a line not drawn (its
-    lines = [ln for ln in lines if ln.xs]      # points averaged into another) keeps its legend entry and number
+    keys = [ln for ln in lines if ln.legend and (ln.xs or ln.latest is not None)]  # a line not drawn (its
+    lines = [ln for ln in lines if ln.xs]  # points averaged into another) keeps its legend entry and number
     if not lines:
         return f'<div class="aw-chart aw-chart-empty" data-points="0"><div class="aw-muted">{esc(empty)}</div></div>'
     xs_all = [x for ln in lines for x in ln.xs]
@@ -97,35 +103,45 @@ def svg_chart(lines: list[Line], y_title: str = "", empty: str = _("waiting for 
         return MT + (1 - (y - y0) / (y1 - y0)) * ph
 
     # single quotes around the label: a translation marker (aworld_gui/rendering/i18n.py) holds double quotes
-    parts = [f"<svg viewBox=\"0 0 {width} {H}\" class=\"aw-svg\" role=\"img\" "
-             f"aria-label='{esc(y_title)} {_('by step')}'>"]
+    parts = [f'<svg viewBox="0 0 {width} {H}" class="aw-svg" role="img" aria-label=\'{esc(y_title)} {_("by step")}\'>']
     ystep = nice_step(y1 - y0, 5)
     for v in ticks(y0, y1, 5):
         y = sy(v)
-        parts.append(f'<line x1="{ML}" x2="{width - MR}" y1="{y:.1f}" y2="{y:.1f}" class="aw-grid"/>'
-                     f'<text x="{ML - 6}" y="{y + 4:.1f}" class="aw-tick" text-anchor="end">{tick_label(v, ystep)}</text>')
+        parts.append(
+            f'<line x1="{ML}" x2="{width - MR}" y1="{y:.1f}" y2="{y:.1f}" class="aw-grid"/>'
+            f'<text x="{ML - 6}" y="{y + 4:.1f}" class="aw-tick" text-anchor="end">{tick_label(v, ystep)}</text>'
+        )
     xstep = nice_step(x1 - x0, 6)
     for v in ticks(x0, x1, 6):
         x = sx(v)
-        parts.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{MT}" y2="{H - MB}" class="aw-grid"/>'
-                     f'<text x="{x:.1f}" y="{H - MB + 16}" class="aw-tick" text-anchor="middle">'
-                     f'{tick_label(v, xstep)}</text>')
+        parts.append(
+            f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{MT}" y2="{H - MB}" class="aw-grid"/>'
+            f'<text x="{x:.1f}" y="{H - MB + 16}" class="aw-tick" text-anchor="middle">'
+            f"{tick_label(v, xstep)}</text>"
+        )
     parts.append(f'<rect x="{ML}" y="{MT}" width="{pw}" height="{ph}" class="aw-frame"/>')
     parts.append(f'<text x="{width - MR}" y="{H - 4}" class="aw-axis" text-anchor="end">{_("step")}</text>')
     for ln in lines:
         pts = " ".join(f"{sx(x):.1f},{sy(y):.1f}" for x, y in zip(ln.xs, ln.ys))
-        parts.append(f'<polyline points="{pts}" fill="none" stroke="{ln.color}" stroke-width="{ln.width}" '
-                     f'stroke-opacity="{ln.opacity}" stroke-linejoin="round" stroke-linecap="round">'
-                     f'<title>{esc(ln.name)}</title></polyline>')
+        parts.append(
+            f'<polyline points="{pts}" fill="none" stroke="{ln.color}" stroke-width="{ln.width}" '
+            f'stroke-opacity="{ln.opacity}" stroke-linejoin="round" stroke-linecap="round">'
+            f"<title>{esc(ln.name)}</title></polyline>"
+        )
         if ln.markers:
-            parts += [f'<circle cx="{sx(x):.1f}" cy="{sy(y):.1f}" r="3" fill="{ln.color}">'
-                      f'<title>{esc(ln.name)} @ {_("step")} {x:g}: {fmt_num(y)}</title></circle>'
-                      for x, y in zip(ln.xs, ln.ys)]
+            parts += [
+                f'<circle cx="{sx(x):.1f}" cy="{sy(y):.1f}" r="3" fill="{ln.color}">'
+                f"<title>{esc(ln.name)} @ {_('step')} {x:g}: {fmt_num(y)}</title></circle>"
+                for x, y in zip(ln.xs, ln.ys)
+            ]
     parts.append("</svg>")
     legend = "".join(
         f'<span class="aw-key"><i style="background:{ln.color};opacity:{max(ln.opacity, 0.35)}"></i>{esc(ln.name)}'
-        f' <b>{fmt_num(ln.latest if ln.latest is not None else ln.ys[-1])}</b></span>'
-        for ln in keys)
+        f" <b>{fmt_num(ln.latest if ln.latest is not None else ln.ys[-1])}</b></span>"
+        for ln in keys
+    )
     n = max(len(ln.xs) for ln in lines)
-    return (f'<div class="aw-chart" data-chart="{esc(chart_id)}" data-points="{n}" data-last-step="{last_step:g}">'
-            f'<div class="aw-legend">{legend}</div>{"".join(parts)}</div>')
+    return (
+        f'<div class="aw-chart" data-chart="{esc(chart_id)}" data-points="{n}" data-last-step="{last_step:g}">'
+        f'<div class="aw-legend">{legend}</div>{"".join(parts)}</div>'
+    )

@@ -9,6 +9,7 @@ translated here (:func:`localize`) for the language the page reports.
 What engines say (check results, failure causes, their messages with file names and keys) stays in English:
 it is the engines' own output, the same in the CLI and the logs.
 """
+
 from __future__ import annotations
 
 import functools
@@ -68,8 +69,9 @@ def markers_js(tabs: dict[str, str] | None = None) -> str:
 
     js = (Path(__file__).parents[1] / "static" / "i18n_markers.js").read_text(encoding="utf-8")
     tab_keys = {f"{elem_id}-button": key(text) for elem_id, text in (tabs or {}).items()}
-    return (js.replace("__AW_TABLES__", json.dumps(translations(), ensure_ascii=False))
-            .replace("__AW_TAB_KEYS__", json.dumps(tab_keys)))
+    return js.replace("__AW_TABLES__", json.dumps(translations(), ensure_ascii=False)).replace(
+        "__AW_TAB_KEYS__", json.dumps(tab_keys)
+    )
 
 
 def markdown_safe(text: str) -> str:
@@ -88,8 +90,18 @@ class Markdown(gr.Markdown):
 
 def locale_probe() -> str:
     """A hidden element whose text the browser translates to the page's language (see live_monitor.js)."""
-    return f'<span data-aw-locale hidden>{_(LOCALE_TEXT)}</span>'
+    return f"<span data-aw-locale hidden>{_(LOCALE_TEXT)}</span>"
 
 
-__all__ = ["LOCALES", "Markdown", "_", "i18n", "key", "localize", "locale_probe", "markdown_safe", "markers_js",
-           "translations"]
+__all__ = [
+    "LOCALES",
+    "Markdown",
+    "_",
+    "i18n",
+    "key",
+    "localize",
+    "locale_probe",
+    "markdown_safe",
+    "markers_js",
+    "translations",
+]

@@ -3,8 +3,7 @@ translation tables). tests/test_i18n.py fails when a string given to ``_()`` has
 
 ZH = {
     # -- page, tabs ------------------------------------------------------------------------------------
-    "bring an agent, data and a reward · check every module · train in the background · watch it learn":
-        "带上智能体、数据和奖励 · 逐项检查 · 后台训练 · 实时观察学习过程",
+    "bring an agent, data and a reward · check every module · train in the background · watch it learn": "带上智能体、数据和奖励 · 逐项检查 · 后台训练 · 实时观察学习过程",
     "runs:": "运行目录:",
     "Setup": "配置",
     "Monitor": "监控",
@@ -14,8 +13,7 @@ ZH = {
     "Launch refused:": "无法启动:",
     "queued — it starts when the running job ends": "已排队 — 当前任务结束后自动开始",
     "started": "已启动",
-    "training runs in its own process; closing this page does not stop it.":
-        "训练在独立进程中运行;关闭此页面不会停止训练。",
+    "training runs in its own process; closing this page does not stop it.": "训练在独立进程中运行;关闭此页面不会停止训练。",
     "Cloned into Setup:": "已复制到配置页:",
     # -- check badges, states --------------------------------------------------------------------------
     "OK": "正常",
@@ -68,8 +66,7 @@ ZH = {
     "working directory": "工作目录",
     "from": "来源",
     "max turns": "最大轮数",
-    "model turns per rollout (tool calls add turns) — not the trainer’s steps":
-        "每次 rollout 的模型轮数(工具调用会增加轮数)— 不是训练步数",
+    "model turns per rollout (tool calls add turns) — not the trainer’s steps": "每次 rollout 的模型轮数(工具调用会增加轮数)— 不是训练步数",
     "sampling": "采样",
     "base url": "接口地址",
     "api key": "API 密钥",
@@ -89,8 +86,7 @@ ZH = {
     "Relative paths in the upload:": "上传文件中的相对路径:",
     "Uploaded": "已上传",
     "Reward functions (registry and files)": "奖励函数(内置与文件)",
-    "built-ins, TRL's and verl's rewards, your files; type module:factory(arg=value) for a factory":
-        "内置奖励、TRL 与 verl 的奖励、你的文件;工厂函数请输入 module:factory(arg=value)",
+    "built-ins, TRL's and verl's rewards, your files; type module:factory(arg=value) for a factory": "内置奖励、TRL 与 verl 的奖励、你的文件;工厂函数请输入 module:factory(arg=value)",
     "Upload .py": "上传 .py",
     "Weights (edit the weight column)": "权重(可编辑权重列)",
     "Preview on sample rows": "样例预览",
@@ -115,34 +111,29 @@ ZH = {
     "Group Relative Policy Optimization: for each prompt the model writes a group of completions, the reward "
     "scores each, and the model is pushed toward the completions that scored above their group's mean. No value "
     "model is needed.": "组相对策略优化:对每个提示词,模型生成一组回答,奖励函数为每个回答打分,模型被推向得分高于组内平均的回答。"
-                         "不需要价值模型。",
+    "不需要价值模型。",
     "How many completions are sampled per prompt — the size of a GRPO group. Groups whose completions all score "
-    "the same teach nothing (zero spread), so larger groups help.":
-        "每个提示词采样多少个回答 — 即 GRPO 组的大小。组内所有回答得分相同时学不到东西(方差为零),因此更大的组有帮助。",
+    "the same teach nothing (zero spread), so larger groups help.": "每个提示词采样多少个回答 — 即 GRPO 组的大小。组内所有回答得分相同时学不到东西(方差为零),因此更大的组有帮助。",
     "How many different prompts go into one optimizer step. Each brings num_generations completions, so a step "
-    "sees prompts_per_step × num_generations completions.":
-        "一次优化步使用多少个不同的提示词。每个提示词带来 num_generations 个回答,因此每步共有 "
-        "prompts_per_step × num_generations 个回答。",
+    "sees prompts_per_step × num_generations completions.": "一次优化步使用多少个不同的提示词。每个提示词带来 num_generations 个回答,因此每步共有 "
+    "prompts_per_step × num_generations 个回答。",
     "Optimizer steps to train (the trainer's steps). Not the agent's max turns.": "训练的优化步数(训练器的步数)。不是智能体的最大轮数。",
     "On the Agent card: how many model turns one rollout may take — each tool call and its result add a turn. "
     "Not the trainer's steps.": "在智能体卡片上:一次 rollout 最多的模型轮数 — 每次工具调用及其结果都会增加一轮。不是训练步数。",
     "How strongly training is held close to the starting model: a penalty on the KL divergence between the two. "
     "0 turns it off (no reference model is loaded).": "训练被约束在初始模型附近的强度:对两者 KL 散度的惩罚。0 表示关闭(不加载参考模型)。",
     "One attempt by the agent on one prompt: the prompt, every model turn, the tool calls and their results, the "
-    "final answer, and the rewards it earned. The Monitor shows the latest ones.":
-        "智能体对一个提示词的一次尝试:提示词、每一轮模型输出、工具调用及结果、最终答案以及获得的奖励。监控页显示最新的几条。",
+    "final answer, and the rewards it earned. The Monitor shows the latest ones.": "智能体对一个提示词的一次尝试:提示词、每一轮模型输出、工具调用及结果、最终答案以及获得的奖励。监控页显示最新的几条。",
     "How big each update is. Too high diverges; too low learns nothing.": "每次更新的幅度。太大会发散,太小学不到东西。",
     "Supervised fine-tuning: learning to reproduce reference answers, no reward needed.": "监督微调:学习复现参考答案,不需要奖励。",
-    "The mean total reward of the step's completions (weighted sum of the reward functions).":
-        "该步所有回答的平均总奖励(各奖励函数的加权和)。",
+    "The mean total reward of the step's completions (weighted sum of the reward functions).": "该步所有回答的平均总奖励(各奖励函数的加权和)。",
     "The spread of rewards within groups. Near 0 means every completion scored the same: nothing to learn from "
-    "(try more generations, or a reward with partial credit).":
-        "组内奖励的离散程度。接近 0 表示所有回答得分相同:没有可学习的信号(可增加生成数,或使用有部分得分的奖励)。",
+    "(try more generations, or a reward with partial credit).": "组内奖励的离散程度。接近 0 表示所有回答得分相同:没有可学习的信号(可增加生成数,或使用有部分得分的奖励)。",
     "One reward function's mean score, before weighting.": "单个奖励函数的平均得分(加权前)。",
     "GRPO's loss is not a goodness score: it is the advantage-weighted log-likelihood plus the KL term. It can "
     "rise while the reward rises (e.g. when the model grows confident on what scores well, or the KL term grows). "
     "Watch the reward.": "GRPO 的损失不是好坏的分数:它是优势加权的对数似然加上 KL 项。奖励上升时损失也可能上升"
-                         "(例如模型对高分回答越来越自信,或 KL 项变大)。请关注奖励。",
+    "(例如模型对高分回答越来越自信,或 KL 项变大)。请关注奖励。",
     "How far the model has moved from the starting model (only with beta > 0).": "模型偏离初始模型的程度(仅当 beta > 0)。",
     "How uncertain the model's token choices are. Falling fast: it stops exploring.": "模型选词的不确定程度。下降过快:模型停止探索。",
     "Mean tokens per completion.": "每个回答的平均 token 数。",
@@ -237,8 +228,7 @@ ZH = {
     "Stop requested: it stops at its next step boundary.": "已请求停止:将在下一步结束时停止。",
     "Deleted": "已删除",
     "This run has no checkpoint yet.": "此运行还没有检查点。",
-    "Exported as a Hugging Face model folder (weights, tokenizer, chat template, model card):":
-        "已导出为 Hugging Face 模型文件夹(权重、分词器、对话模板、模型卡):",
+    "Exported as a Hugging Face model folder (weights, tokenizer, chat template, model card):": "已导出为 Hugging Face 模型文件夹(权重、分词器、对话模板、模型卡):",
     "No evaluations of this run yet (Evaluate tab).": "此运行还没有评估(见“评估”页)。",
     "Evaluations": "评估记录",
     "evaluation": "评估",
@@ -248,7 +238,7 @@ ZH = {
     # -- Evaluate ------------------------------------------------------------------------------------------
     "Score the agent's base model and any checkpoints on a dataset with the reward — the agent's own loop runs "
     "(tools included), in a process of its own.": "用奖励函数在数据集上为智能体的基础模型和任意检查点打分 — "
-                                                   "运行智能体自己的循环(包括工具),在独立进程中进行。",
+    "运行智能体自己的循环(包括工具),在独立进程中进行。",
     "Run": "运行",
     "Models to compare": "要对比的模型",
     "Dataset": "数据集",
@@ -269,9 +259,8 @@ ZH = {
     "samples": "个样例",
     # -- Chat ----------------------------------------------------------------------------------------------
     "Chat with the agent's base model or a checkpoint: its system prompt and tools apply, tool calls really run. "
-    "The model runs in a process of its own, loaded on your first message and freed after 10 idle minutes.":
-        "与智能体的基础模型或某个检查点对话:使用其系统提示词和工具,工具调用会真实执行。模型在独立进程中运行,"
-        "收到第一条消息时载入,空闲 10 分钟后释放。",
+    "The model runs in a process of its own, loaded on your first message and freed after 10 idle minutes.": "与智能体的基础模型或某个检查点对话:使用其系统提示词和工具,工具调用会真实执行。模型在独立进程中运行,"
+    "收到第一条消息时载入,空闲 10 分钟后释放。",
     "Model": "模型",
     "Say something to the agent…": "对智能体说点什么…",
     "Send": "发送",
@@ -324,50 +313,28 @@ ZH = {
     "Change first:": "先改:",
     "Evidence": "依据",
     "best": "最佳",
-    "Most prompt groups give every completion the same reward, so GRPO has no gradient to learn from":
-        "大多数提示组里每个回答得到的奖励完全相同,GRPO 没有可以学习的梯度",
-    "raise num_generations, raise the sampling temperature, make the reward graded (partial credit) instead of all-or-nothing, or use data that is neither too easy nor too hard for the model":
-        "提高 num_generations,提高采样温度(temperature),把奖励改成有梯度的(部分得分)而不是全对或全错,或者换用对模型来说不太容易也不太难的数据",
-    "The smoothed reward has not moved for many steps":
-        "平滑后的奖励已经很多步没有变化",
-    "try another learning_rate (often higher), check that the reward can tell better answers from worse ones, and check the data":
-        "换一个 learning_rate(通常更高),检查奖励能否区分好答案和差答案,并检查数据",
-    "The reward sits at its maximum: there is nothing left to learn from this data":
-        "奖励已停在最大值:这些数据上已经没有可学的了",
-    "use harder data, or stop the run early (it will not improve further)":
-        "使用更难的数据,或者提前停止训练(它不会再提高)",
-    "Most completions are cut off at max_completion_length":
-        "大多数回答在 max_completion_length 处被截断",
-    "raise max_completion_length, or add a length penalty to the reward":
-        "提高 max_completion_length,或者在奖励中加入长度惩罚",
-    "The model drifts further and further from the reference model (the KL keeps rising past its bound)":
-        "模型离参考模型越来越远(KL 持续上升并超过上限)",
-    "raise beta (a stronger pull to the reference) or lower the learning_rate":
-        "提高 beta(更强地拉向参考模型)或降低 learning_rate",
-    "The loss or the gradient norm is NaN or infinite: training has broken down, so the run stops":
-        "损失或梯度范数是 NaN 或无穷大:训练已崩溃,因此运行停止",
-    "lower the learning_rate, or train in another precision (fp32, or bf16 instead of fp16)":
-        "降低 learning_rate,或者换一种精度训练(fp32,或用 bf16 代替 fp16)",
-    "The train reward rises while the held-out reward falls: the model may be exploiting the reward (reward hacking)":
-        "训练奖励上升而留出集奖励下降:模型可能在钻奖励的空子(奖励作弊)",
-    "check the reward for loopholes the model can exploit, and check that the held-out set matches the task":
-        "检查奖励中是否有模型可以利用的漏洞,并检查留出集是否与任务相符",
-    "One term of the reward mix gives every sample the same value, so it teaches nothing":
-        "奖励组合中的某一项给每个样本的值都相同,因此它什么也教不了",
-    "check that term: its inputs (columns, format) and whether it can tell answers apart; or drop it":
-        "检查这一项:它的输入(列、格式)以及它能否区分不同的答案;或者去掉它",
-    "Peak memory grows step after step and, at this rate, runs out before the run ends":
-        "峰值内存逐步增长,按这个速度会在训练结束前耗尽",
-    "lower max_completion_length or the batch (prompts_per_step), or train LoRA adapters (use_peft)":
-        "降低 max_completion_length 或批大小(prompts_per_step),或者训练 LoRA 适配器(use_peft)",
-    "The agent has tools but does not call them (or most calls fail)":
-        "智能体有工具但没有调用(或者大多数调用失败)",
-    "say in the system prompt when and how to use the tools, and check the tool schemas (names, descriptions, argument types)":
-        "在系统提示词中说明何时以及如何使用工具,并检查工具的模式定义(名称、描述、参数类型)",
-    "The overrides YAML does not parse, so the form shows no values: fix it under “Advanced: config YAML” (the config card says where the error is).":
-        "覆盖配置 YAML 无法解析,表单因此不显示任何值:请在“高级:配置 YAML”中修正(配置卡片会指出错误位置)。",
-    "Fields marked • are set in the overrides YAML; the others show their effective value.":
-        "标有 • 的字段已在覆盖配置 YAML 中设置;其余字段显示其生效值。",
+    "Most prompt groups give every completion the same reward, so GRPO has no gradient to learn from": "大多数提示组里每个回答得到的奖励完全相同,GRPO 没有可以学习的梯度",
+    "raise num_generations, raise the sampling temperature, make the reward graded (partial credit) instead of all-or-nothing, or use data that is neither too easy nor too hard for the model": "提高 num_generations,提高采样温度(temperature),把奖励改成有梯度的(部分得分)而不是全对或全错,或者换用对模型来说不太容易也不太难的数据",
+    "The smoothed reward has not moved for many steps": "平滑后的奖励已经很多步没有变化",
+    "try another learning_rate (often higher), check that the reward can tell better answers from worse ones, and check the data": "换一个 learning_rate(通常更高),检查奖励能否区分好答案和差答案,并检查数据",
+    "The reward sits at its maximum: there is nothing left to learn from this data": "奖励已停在最大值:这些数据上已经没有可学的了",
+    "use harder data, or stop the run early (it will not improve further)": "使用更难的数据,或者提前停止训练(它不会再提高)",
+    "Most completions are cut off at max_completion_length": "大多数回答在 max_completion_length 处被截断",
+    "raise max_completion_length, or add a length penalty to the reward": "提高 max_completion_length,或者在奖励中加入长度惩罚",
+    "The model drifts further and further from the reference model (the KL keeps rising past its bound)": "模型离参考模型越来越远(KL 持续上升并超过上限)",
+    "raise beta (a stronger pull to the reference) or lower the learning_rate": "提高 beta(更强地拉向参考模型)或降低 learning_rate",
+    "The loss or the gradient norm is NaN or infinite: training has broken down, so the run stops": "损失或梯度范数是 NaN 或无穷大:训练已崩溃,因此运行停止",
+    "lower the learning_rate, or train in another precision (fp32, or bf16 instead of fp16)": "降低 learning_rate,或者换一种精度训练(fp32,或用 bf16 代替 fp16)",
+    "The train reward rises while the held-out reward falls: the model may be exploiting the reward (reward hacking)": "训练奖励上升而留出集奖励下降:模型可能在钻奖励的空子(奖励作弊)",
+    "check the reward for loopholes the model can exploit, and check that the held-out set matches the task": "检查奖励中是否有模型可以利用的漏洞,并检查留出集是否与任务相符",
+    "One term of the reward mix gives every sample the same value, so it teaches nothing": "奖励组合中的某一项给每个样本的值都相同,因此它什么也教不了",
+    "check that term: its inputs (columns, format) and whether it can tell answers apart; or drop it": "检查这一项:它的输入(列、格式)以及它能否区分不同的答案;或者去掉它",
+    "Peak memory grows step after step and, at this rate, runs out before the run ends": "峰值内存逐步增长,按这个速度会在训练结束前耗尽",
+    "lower max_completion_length or the batch (prompts_per_step), or train LoRA adapters (use_peft)": "降低 max_completion_length 或批大小(prompts_per_step),或者训练 LoRA 适配器(use_peft)",
+    "The agent has tools but does not call them (or most calls fail)": "智能体有工具但没有调用(或者大多数调用失败)",
+    "say in the system prompt when and how to use the tools, and check the tool schemas (names, descriptions, argument types)": "在系统提示词中说明何时以及如何使用工具,并检查工具的模式定义(名称、描述、参数类型)",
+    "The overrides YAML does not parse, so the form shows no values: fix it under “Advanced: config YAML” (the config card says where the error is).": "覆盖配置 YAML 无法解析,表单因此不显示任何值:请在“高级:配置 YAML”中修正(配置卡片会指出错误位置)。",
+    "Fields marked • are set in the overrides YAML; the others show their effective value.": "标有 • 的字段已在覆盖配置 YAML 中设置;其余字段显示其生效值。",
 }
 
 from .i18n_zh_sweeps import ZH_SWEEPS  # noqa: E402 - the Sweeps strings, kept beside their module

@@ -5,8 +5,7 @@ ZH_SWEEPS = {
     "Sweep": "搜索",
     "Sweep: many runs of this setup, searched with Optuna": "超参搜索:用 Optuna 对此配置运行多次并寻优",
     "Each trial is an ordinary run with these settings over the setup above; every range is checked against the "
-    "engine's own config check before anything runs.":
-        "每次试验都是一次普通运行,在上面的配置上使用这些设置;开始之前,每个范围都会经过引擎自身的配置检查。",
+    "engine's own config check before anything runs.": "每次试验都是一次普通运行,在上面的配置上使用这些设置;开始之前,每个范围都会经过引擎自身的配置检查。",
     "Trials": "试验次数",
     "Sampler": "采样器",
     "Pruning": "剪枝",
@@ -17,8 +16,7 @@ ZH_SWEEPS = {
     "Start sweep": "开始搜索",
     "Sweep refused:": "无法开始搜索:",
     "Sweep started:": "搜索已开始:",
-    "its driver runs in its own process; closing this page does not stop it.":
-        "其驱动进程独立运行;关闭此页面不会停止搜索。",
+    "its driver runs in its own process; closing this page does not stop it.": "其驱动进程独立运行;关闭此页面不会停止搜索。",
     "random": "随机",
     "grid": "网格",
     "median (Optuna)": "中位数(Optuna)",

@@ -2,6 +2,7 @@
 
 Everything user-provided is escaped here (``esc``); these functions return strings only.
 """
+
 from __future__ import annotations
 
 import html
@@ -15,8 +16,15 @@ from .i18n import _, locale_probe
 from ..core.run_cache import Progress
 
 CHECK_LABEL = {"ok": _("OK"), "warning": _("Warning"), "error": _("Error"), "checking": _("Checking…"), "idle": "—"}
-RUN_LABEL = {"queued": _("Queued"), "running": _("Running"), "stopping": _("Stopping"), "stopped": _("Stopped"),
-             "finished": _("Finished"), "failed": _("Failed"), "unknown": _("Unknown")}
+RUN_LABEL = {
+    "queued": _("Queued"),
+    "running": _("Running"),
+    "stopping": _("Stopping"),
+    "stopped": _("Stopped"),
+    "finished": _("Finished"),
+    "failed": _("Failed"),
+    "unknown": _("Unknown"),
+}
 _MARKER = re.compile(r'(__i18n__\{"__type__": "translation_metadata", "key": "t[0-9a-f]{12}"\})')
 
 
@@ -35,15 +43,22 @@ def badge(status: str, label: str | None = None, elem: str = "") -> str:
 
 
 # -- Setup ---------------------------------------------------------------------------------------
-def checks_strip(results: dict[str, dict] | None, titles: dict[str, str], checking: bool = False,
-                 seconds: float | None = None, check_id: str | None = None) -> str:
+def checks_strip(
+    results: dict[str, dict] | None,
+    titles: dict[str, str],
+    checking: bool = False,
+    seconds: float | None = None,
+    check_id: str | None = None,
+) -> str:
     """The row of module chips; ``data-check`` names the check it shows (a new one after every check)."""
     chips = []
     for module, title in titles.items():
         r = (results or {}).get(module) or {}
         status = "checking" if checking and not r else (r.get("status") or "idle")
-        chips.append(f'<div class="aw-chip" data-module="{esc(module)}" data-status="{esc(status)}">'
-                     f'<span class="aw-dot aw-{esc(status)}"></span>{esc(title)}</div>')
+        chips.append(
+            f'<div class="aw-chip" data-module="{esc(module)}" data-status="{esc(status)}">'
+            f'<span class="aw-dot aw-{esc(status)}"></span>{esc(title)}</div>'
+        )
     tail = f'<span class="aw-muted">{_("checked in")} {seconds:.2f} s</span>' if seconds is not None else ""
     return f'<div class="aw-strip" data-check="{esc(check_id or "")}">{"".join(chips)}{tail}</div>'
 
@@ -51,19 +66,23 @@ def checks_strip(results: dict[str, dict] | None, titles: dict[str, str], checki
 def module_status(module: str, title: str, result: dict | None, checking: bool = False) -> str:
     """The header of a module card: title, badge, message, warnings."""
     if checking and not result:
-        return (f'<div class="aw-mod" data-module="{esc(module)}" data-status="checking"><div class="aw-mod-head">'
-                f'<span class="aw-mod-title">{esc(title)}</span>{badge("checking", elem=f"badge-{module}")}</div></div>')
+        return (
+            f'<div class="aw-mod" data-module="{esc(module)}" data-status="checking"><div class="aw-mod-head">'
+            f'<span class="aw-mod-title">{esc(title)}</span>{badge("checking", elem=f"badge-{module}")}</div></div>'
+        )
     r = result or {"status": "idle", "message": "", "warnings": []}
     details = r.get("details") or {}
-    if details.get("studio_hint"):        # the fix as the studio offers it, not as Python would write it
-        r = dict(r, message=f'{details.get("problem") or r.get("message", "")} — {details["studio_hint"]}')
+    if details.get("studio_hint"):  # the fix as the studio offers it, not as Python would write it
+        r = dict(r, message=f"{details.get('problem') or r.get('message', '')} — {details['studio_hint']}")
     status = r.get("status", "idle")
     warnings = "".join(f"<li>{esc(w)}</li>" for w in r.get("warnings") or [])
     warn_html = f'<ul class="aw-warnings">{warnings}</ul>' if warnings else ""
-    return (f'<div class="aw-mod" data-module="{esc(module)}" data-status="{esc(status)}">'
-            f'<div class="aw-mod-head"><span class="aw-mod-title">{esc(title)}</span>'
-            f'{badge(status, elem=f"badge-{module}")}</div>'
-            f'<div class="aw-msg aw-msg-{esc(status)}">{esc(r.get("message", ""))}</div>{warn_html}</div>')
+    return (
+        f'<div class="aw-mod" data-module="{esc(module)}" data-status="{esc(status)}">'
+        f'<div class="aw-mod-head"><span class="aw-mod-title">{esc(title)}</span>'
+        f"{badge(status, elem=f'badge-{module}')}</div>"
+        f'<div class="aw-msg aw-msg-{esc(status)}">{esc(r.get("message", ""))}</div>{warn_html}</div>'
+    )
 
 
 def kv_table(rows: Iterable[tuple[str, Any]], cls: str = "aw-kv") -> str:
@@ -89,17 +108,28 @@ def tool_item(schema: dict, server: str | None = None) -> str:
     required = set(params.get("required") or [])
     args = ", ".join(
         f'<span class="aw-param" title="{esc(p.get("description", ""))}">{esc(n)}'
-        f'{"" if n in required else "?"}: {esc(_param_type(p))}</span>'
-        for n, p in (params.get("properties") or {}).items())
-    source = (f'<span class="aw-src aw-src-mcp" data-testid="tool-server">MCP · {esc(server)}</span>' if server
-              else '<span class="aw-src">Python</span>')
-    return (f'<div class="aw-tool" data-tool="{esc(fn.get("name", "?"))}" data-server="{esc(server or "")}">'
-            f'<code>{esc(fn.get("name", "?"))}({args})</code> {source} '
-            f'<span class="aw-muted">{esc(fn.get("description", ""))}</span></div>')
+        f"{'' if n in required else '?'}: {esc(_param_type(p))}</span>"
+        for n, p in (params.get("properties") or {}).items()
+    )
+    source = (
+        f'<span class="aw-src aw-src-mcp" data-testid="tool-server">MCP · {esc(server)}</span>'
+        if server
+        else '<span class="aw-src">Python</span>'
+    )
+    return (
+        f'<div class="aw-tool" data-tool="{esc(fn.get("name", "?"))}" data-server="{esc(server or "")}">'
+        f"<code>{esc(fn.get('name', '?'))}({args})</code> {source} "
+        f'<span class="aw-muted">{esc(fn.get("description", ""))}</span></div>'
+    )
 
 
-def agent_spec(spec: dict | None, schemas: list[dict] | None = None, tool_servers: dict[str, str] | None = None,
-               mcp_servers: list[dict] | None = None, origins: dict[str, str] | None = None) -> str:
+def agent_spec(
+    spec: dict | None,
+    schemas: list[dict] | None = None,
+    tool_servers: dict[str, str] | None = None,
+    mcp_servers: list[dict] | None = None,
+    origins: dict[str, str] | None = None,
+) -> str:
     """The parsed agent. ``tool_servers`` (tool name → MCP server) and ``mcp_servers`` (name, transport,
     target, tools) come from the agent check's details when the agent uses MCP servers."""
     if not spec:
@@ -107,30 +137,63 @@ def agent_spec(spec: dict | None, schemas: list[dict] | None = None, tool_server
     tools = schemas or []
     servers = tool_servers or {}
     tool_html = "".join(tool_item(t, servers.get(t.get("function", {}).get("name"))) for t in tools) or (
-        ", ".join(f"<code>{esc(t)}</code>" for t in spec.get("tools") or []) or f'<span class="aw-muted">{_("none")}</span>')
-    rows = [(_("name"), esc(spec.get("name"))),
-            (_("model"), f'<code>{esc(spec.get("model"))}</code>'),
-            (_("system prompt"), f'<div class="aw-prompt">{esc(spec.get("system_prompt")) or _("none")}</div>'),
-            (_("tools"), tool_html)]
+        ", ".join(f"<code>{esc(t)}</code>" for t in spec.get("tools") or [])
+        or f'<span class="aw-muted">{_("none")}</span>'
+    )
+    rows = [
+        (_("name"), esc(spec.get("name"))),
+        (_("model"), f"<code>{esc(spec.get('model'))}</code>"),
+        (_("system prompt"), f'<div class="aw-prompt">{esc(spec.get("system_prompt")) or _("none")}</div>'),
+        (_("tools"), tool_html),
+    ]
     if mcp_servers:
-        rows.append((_("MCP servers"), "".join(
-            f'<div class="aw-mcp-server" data-server="{esc(m.get("name"))}"><b>{esc(m.get("name"))}</b> '
-            f'<span class="aw-src">{esc(m.get("transport"))}</span> <code>{esc(m.get("target"))}</code> '
-            f'<span class="aw-muted">{len(m.get("tools") or [])} {_("tool(s) used")}</span>'
-            + (f'<div class="aw-muted" data-testid="mcp-cwd">{_("working directory")}: <code>{esc(m["cwd"])}</code> '
-               f'{esc(m.get("cwd_note") or "")}</div>' if m.get("cwd") else "")
-            + '</div>' for m in mcp_servers)))
+        rows.append(
+            (
+                _("MCP servers"),
+                "".join(
+                    f'<div class="aw-mcp-server" data-server="{esc(m.get("name"))}"><b>{esc(m.get("name"))}</b> '
+                    f'<span class="aw-src">{esc(m.get("transport"))}</span> <code>{esc(m.get("target"))}</code> '
+                    f'<span class="aw-muted">{len(m.get("tools") or [])} {_("tool(s) used")}</span>'
+                    + (
+                        f'<div class="aw-muted" data-testid="mcp-cwd">{_("working directory")}: <code>{esc(m["cwd"])}</code> '
+                        f"{esc(m.get('cwd_note') or '')}</div>"
+                        if m.get("cwd")
+                        else ""
+                    )
+                    + "</div>"
+                    for m in mcp_servers
+                ),
+            )
+        )
     if origins:
-        rows.append((_("from"), "".join(f'<div class="aw-origin" data-key="{esc(k)}"><code>{esc(k)}</code> ← '
-                                        f'{esc(v)}</div>' for k, v in origins.items())))
-    rows += [(_("max turns"), f'{esc(spec.get("max_steps"))} <span class="aw-muted">'
-                              f'{_("model turns per rollout (tool calls add turns) — not the trainer’s steps")}</span>'),
-             (_("sampling"), esc(f'temperature {spec.get("temperature")}, top_p {spec.get("top_p")}, '
-                                 f'max_tokens {spec.get("max_tokens")}'))]
+        rows.append(
+            (
+                _("from"),
+                "".join(
+                    f'<div class="aw-origin" data-key="{esc(k)}"><code>{esc(k)}</code> ← {esc(v)}</div>'
+                    for k, v in origins.items()
+                ),
+            )
+        )
+    rows += [
+        (
+            _("max turns"),
+            f'{esc(spec.get("max_steps"))} <span class="aw-muted">'
+            f"{_('model turns per rollout (tool calls add turns) — not the trainer’s steps')}</span>",
+        ),
+        (
+            _("sampling"),
+            esc(
+                f"temperature {spec.get('temperature')}, top_p {spec.get('top_p')}, max_tokens {spec.get('max_tokens')}"
+            ),
+        ),
+    ]
     if spec.get("llm_base_url"):
-        rows.append((_("base url"), f'<code>{esc(spec["llm_base_url"])}</code>'))
+        rows.append((_("base url"), f"<code>{esc(spec['llm_base_url'])}</code>"))
     if spec.get("api_key"):
-        rows.append((_("api key"), f'<code>{esc(spec["api_key"])}</code> <span class="aw-muted">({_("masked")})</span>'))
+        rows.append(
+            (_("api key"), f'<code>{esc(spec["api_key"])}</code> <span class="aw-muted">({_("masked")})</span>')
+        )
     return kv_table(rows)
 
 
@@ -139,9 +202,11 @@ def engines_table(engines: list[dict], selected: str | None) -> str:
     for e in engines:
         ok = e.get("available")
         sel = ' class="aw-selected"' if e["name"] == selected else ""
-        rows.append(f'<tr{sel}><td><b>{esc(e["name"])}</b></td>'
-                    f'<td>{badge("ok" if ok else "error", _("available") if ok else _("unavailable"))}</td>'
-                    f'<td>{_reason(e.get("reason") or "")}<div class="aw-muted">{esc(e.get("description") or "")}</div></td></tr>')
+        rows.append(
+            f"<tr{sel}><td><b>{esc(e['name'])}</b></td>"
+            f"<td>{badge('ok' if ok else 'error', _('available') if ok else _('unavailable'))}</td>"
+            f'<td>{_reason(e.get("reason") or "")}<div class="aw-muted">{esc(e.get("description") or "")}</div></td></tr>'
+        )
     return f'<table class="aw-table aw-engines"><tbody>{"".join(rows)}</tbody></table>'
 
 
@@ -161,33 +226,42 @@ def prompt_block(prompt: dict | None) -> str:
         return f'<div class="aw-empty">{esc(prompt["error"])}</div>'
     meta = []
     if prompt.get("tokens") is not None:
-        meta.append(f'{prompt["tokens"]} tokens')
+        meta.append(f"{prompt['tokens']} tokens")
     if prompt.get("source"):
-        meta.append(f'{_("rendered by the engine, exactly as training sees it")} ({esc(prompt["source"])})')
+        meta.append(f"{_('rendered by the engine, exactly as training sees it')} ({esc(prompt['source'])})")
     if prompt.get("note"):
         meta.append(esc(prompt["note"]))
-    return (f'<div class="aw-rendered-head">{_("First training prompt")} <span class="aw-muted">· {" · ".join(meta)}</span></div>'
-            f'<pre class="aw-rendered" data-testid="rendered-prompt">{esc(prompt.get("text", ""))}</pre>')
+    return (
+        f'<div class="aw-rendered-head">{_("First training prompt")} <span class="aw-muted">· {" · ".join(meta)}</span></div>'
+        f'<pre class="aw-rendered" data-testid="rendered-prompt">{esc(prompt.get("text", ""))}</pre>'
+    )
 
 
 def memory_estimate(memory: dict | None, config_status: str | None = None) -> str:
     """The config check's memory estimate: total against the machine, and the parts."""
     if not memory:
-        note = (_("The memory estimate appears here once the config checks.") if config_status != "error" else "")
+        note = _("The memory estimate appears here once the config checks.") if config_status != "error" else ""
         return f'<div class="aw-muted" data-testid="memory-estimate" data-status="none">{esc(note)}</div>'
     status = memory.get("status") or "ok"
     parts = memory.get("parts") or {}
-    chips = "".join(f'<span class="aw-part" data-part="{esc(k)}"><b>{esc(k.replace("_", " "))}</b> '
-                    f'{fmt_bytes(v)}</span>' for k, v in parts.items() if v)
+    chips = "".join(
+        f'<span class="aw-part" data-part="{esc(k)}"><b>{esc(k.replace("_", " "))}</b> {fmt_bytes(v)}</span>'
+        for k, v in parts.items()
+        if v
+    )
     label = {"ok": _("fits"), "warning": _("near the limit"), "error": _("does not fit")}.get(status, status)
     params = ""
     if memory.get("total_params"):
-        params = (f'<div class="aw-muted">{fmt_count(memory.get("trainable_params"))} {_("trainable of")} '
-                  f'{fmt_count(memory.get("total_params"))} {_("parameters")}</div>')
-    return (f'<div class="aw-memory" data-testid="memory-estimate" data-status="{esc(status)}" '
-            f'data-gb="{(memory.get("per_process") or 0) / 2**30:.3f}">'
-            f'<div><b>{_("Memory estimate")}</b> {badge(status, label)} {esc(memory.get("summary"))}</div>'
-            f'<div class="aw-parts">{chips}</div>{params}</div>')
+        params = (
+            f'<div class="aw-muted">{fmt_count(memory.get("trainable_params"))} {_("trainable of")} '
+            f"{fmt_count(memory.get('total_params'))} {_('parameters')}</div>"
+        )
+    return (
+        f'<div class="aw-memory" data-testid="memory-estimate" data-status="{esc(status)}" '
+        f'data-gb="{(memory.get("per_process") or 0) / 2**30:.3f}">'
+        f"<div><b>{_('Memory estimate')}</b> {badge(status, label)} {esc(memory.get('summary'))}</div>"
+        f'<div class="aw-parts">{chips}</div>{params}</div>'
+    )
 
 
 def fmt_bytes(n: Any) -> str:
@@ -230,9 +304,20 @@ def fmt_num(v: Any, digits: int = 3) -> str:
     return esc(v)
 
 
-def run_header(run_id: str, progress: Progress, latest: dict[str, Any], spec: dict, status: dict,
-               failure: dict | None, stop_requested: bool, queue_note: str = "", reward_points: int = 0,
-               attrs: dict[str, str] | None = None, run_label: dict | None = None, diagnoses: str = "") -> str:
+def run_header(
+    run_id: str,
+    progress: Progress,
+    latest: dict[str, Any],
+    spec: dict,
+    status: dict,
+    failure: dict | None,
+    stop_requested: bool,
+    queue_note: str = "",
+    reward_points: int = 0,
+    attrs: dict[str, str] | None = None,
+    run_label: dict | None = None,
+    diagnoses: str = "",
+) -> str:
     state = progress.state
     pct = 0.0
     if progress.total:
@@ -242,11 +327,17 @@ def run_header(run_id: str, progress: Progress, latest: dict[str, Any], spec: di
         label = _("Stop requested")
     model = (spec.get("config") or {}).get("model") or (spec.get("agent") or {}).get("model", "")
     model = model.rstrip("/").rsplit("/", 1)[-1] if model else ""
-    subtitle = " · ".join(x for x in [(run_label or {}).get("name"), spec.get("engine"), model,
-                                      (spec.get("config") or {}).get("mode")] if x)
+    subtitle = " · ".join(
+        x
+        for x in [(run_label or {}).get("name"), spec.get("engine"), model, (spec.get("config") or {}).get("mode")]
+        if x
+    )
     stats = [
-        (_("Step"), f'<span data-testid="stat-step">{progress.step}</span>' +
-         (f' <span class="aw-muted">/ {progress.total}</span>' if progress.total else "")),
+        (
+            _("Step"),
+            f'<span data-testid="stat-step">{progress.step}</span>'
+            + (f' <span class="aw-muted">/ {progress.total}</span>' if progress.total else ""),
+        ),
         (_("Elapsed"), format_duration(progress.elapsed_s)),
         (_("ETA"), format_duration(progress.eta_s) if state == "running" else "—"),
         (_("Speed"), f"{progress.steps_per_s:.2f} steps/s" if progress.steps_per_s else "—"),
@@ -257,43 +348,64 @@ def run_header(run_id: str, progress: Progress, latest: dict[str, Any], spec: di
         stats.append((_("Eval reward"), fmt_num(latest.get("eval/reward"))))
     if status.get("total_params"):
         share = 100.0 * (status.get("trainable_params") or 0) / status["total_params"]
-        stats.append((_("Trainable params"), f'<span data-testid="stat-params" data-trainable='
-                      f'"{status.get("trainable_params")}" data-total="{status["total_params"]}">'
-                      f'{fmt_count(status.get("trainable_params"))} / {fmt_count(status["total_params"])}</span>'
-                      f'<div class="aw-muted aw-stat-sub">{share:.1f} %{" · LoRA" if status.get("peft") else ""}'
-                      f'</div>'))
+        stats.append(
+            (
+                _("Trainable params"),
+                f'<span data-testid="stat-params" data-trainable='
+                f'"{status.get("trainable_params")}" data-total="{status["total_params"]}">'
+                f"{fmt_count(status.get('trainable_params'))} / {fmt_count(status['total_params'])}</span>"
+                f'<div class="aw-muted aw-stat-sub">{share:.1f} %{" · LoRA" if status.get("peft") else ""}'
+                f"</div>",
+            )
+        )
     if (status.get("world_size") or 1) > 1:
         stats.append((_("Processes"), f'<span data-testid="stat-processes">{int(status["world_size"])}</span>'))
-    stat_html = "".join(f'<div class="aw-stat"><div class="aw-stat-k">{k}</div><div class="aw-stat-v">{v}</div></div>'
-                        for k, v in stats)
+    stat_html = "".join(
+        f'<div class="aw-stat"><div class="aw-stat-k">{k}</div><div class="aw-stat-v">{v}</div></div>' for k, v in stats
+    )
     fail_html = ""
     if failure:
-        fail_html = (f'<div class="aw-failure" data-testid="failure"><b>{_("Failed — cause:")} {esc(failure["cause"])}</b>'
-                     f'<div>{esc(failure["message"])}</div>'
-                     f'<div class="aw-muted">{_("The log tail below shows the last lines the run printed.")}</div></div>')
+        fail_html = (
+            f'<div class="aw-failure" data-testid="failure"><b>{_("Failed — cause:")} {esc(failure["cause"])}</b>'
+            f"<div>{esc(failure['message'])}</div>"
+            f'<div class="aw-muted">{_("The log tail below shows the last lines the run printed.")}</div></div>'
+        )
     note = f'<div class="aw-note">{esc(queue_note)}</div>' if queue_note else ""
     links = status.get("trackers") or {}
     if links:
-        note += '<div class="aw-trackers" data-testid="trackers">' + " · ".join(
-            f'{esc(name)}: ' + (f'<a href="{esc(url)}" target="_blank" rel="noopener">{esc(url)}</a>'
-                                if str(url).startswith(("http://", "https://")) else f'<code>{esc(url)}</code>')
-            for name, url in links.items()) + "</div>"
+        note += (
+            '<div class="aw-trackers" data-testid="trackers">'
+            + " · ".join(
+                f"{esc(name)}: "
+                + (
+                    f'<a href="{esc(url)}" target="_blank" rel="noopener">{esc(url)}</a>'
+                    if str(url).startswith(("http://", "https://"))
+                    else f"<code>{esc(url)}</code>"
+                )
+                for name, url in links.items()
+            )
+            + "</div>"
+        )
     extra = "".join(f' data-{k}="{esc(v)}"' for k, v in (attrs or {}).items())
-    return (f'<div class="aw-run" data-testid="run-header" data-state="{esc(state)}" data-run="{esc(run_id)}" '
-            f'data-step="{progress.step}" data-reward-points="{reward_points}"{extra}>'
-            f'<div class="aw-run-top"><div><div class="aw-run-id">{esc(run_id)}</div>'
-            f'<div class="aw-muted">{esc(subtitle)}</div></div>'
-            f'{badge(state, label, elem="run-state")}</div>'
-            f'<div class="aw-msg aw-msg-warn" data-testid="studio-unreachable" hidden>'
-            f'{_("Studio unreachable — runs keep training. The figures here are the last ones received; they resume by themselves when the studio is back.")}</div>'
-            f'<div class="aw-progress"><div class="aw-bar aw-bar-{esc(state)}" style="width:{pct:.1f}%"></div></div>'
-            f'<div class="aw-stats">{stat_html}</div>{note}{fail_html}{diagnoses}{locale_probe()}</div>')
+    return (
+        f'<div class="aw-run" data-testid="run-header" data-state="{esc(state)}" data-run="{esc(run_id)}" '
+        f'data-step="{progress.step}" data-reward-points="{reward_points}"{extra}>'
+        f'<div class="aw-run-top"><div><div class="aw-run-id">{esc(run_id)}</div>'
+        f'<div class="aw-muted">{esc(subtitle)}</div></div>'
+        f"{badge(state, label, elem='run-state')}</div>"
+        f'<div class="aw-msg aw-msg-warn" data-testid="studio-unreachable" hidden>'
+        f"{_('Studio unreachable — runs keep training. The figures here are the last ones received; they resume by themselves when the studio is back.')}</div>"
+        f'<div class="aw-progress"><div class="aw-bar aw-bar-{esc(state)}" style="width:{pct:.1f}%"></div></div>'
+        f'<div class="aw-stats">{stat_html}</div>{note}{fail_html}{diagnoses}{locale_probe()}</div>'
+    )
 
 
 def no_run() -> str:
-    return ('<div class="aw-run aw-empty-run" data-testid="run-header" data-state="none">'
-            f'<div class="aw-run-id">{_("No run selected")}</div>'
-            f'<div class="aw-muted">{_("Launch one from Setup, or pick a run above. Runs keep training when this page or the studio closes; they are all listed under Runs.")}</div></div>')
+    return (
+        '<div class="aw-run aw-empty-run" data-testid="run-header" data-state="none">'
+        f'<div class="aw-run-id">{_("No run selected")}</div>'
+        f'<div class="aw-muted">{_("Launch one from Setup, or pick a run above. Runs keep training when this page or the studio closes; they are all listed under Runs.")}</div></div>'
+    )
 
 
 def _content(m: Any) -> str:
@@ -318,27 +430,36 @@ def trajectory(sample: dict) -> str:
     for m in msgs:
         role = m.get("role", "assistant")
         content = _content(m)
-        body = esc(content) if content.strip() else (f'<i class="aw-muted">(whitespace {esc(repr(content))})</i>'
-                                                      if content else "")
+        body = (
+            esc(content)
+            if content.strip()
+            else (f'<i class="aw-muted">(whitespace {esc(repr(content))})</i>' if content else "")
+        )
         calls = ""
         for tc in m.get("tool_calls") or []:
             fn = tc.get("function", tc) if isinstance(tc, dict) else {}
             args = fn.get("arguments")
             if not isinstance(args, str):
                 args = json.dumps(args, ensure_ascii=False)
-            calls += (f'<div class="aw-toolcall">⚙ <code>{esc(fn.get("name", "?"))}({esc(args)})</code>'
-                      f'{_server_label(tc.get("server") if isinstance(tc, dict) else None)}</div>')
+            calls += (
+                f'<div class="aw-toolcall">⚙ <code>{esc(fn.get("name", "?"))}({esc(args)})</code>'
+                f"{_server_label(tc.get('server') if isinstance(tc, dict) else None)}</div>"
+            )
         name = f' <span class="aw-muted">{esc(m.get("name"))}</span>' if m.get("name") else ""
         name += _server_label(m.get("server"))
-        turns.append(f'<div class="aw-turn aw-role-{esc(role)}"><div class="aw-role">{esc(role)}{name}</div>'
-                     f'<div class="aw-content">{body or "<i class=aw-muted>(empty)</i>"}</div>{calls}</div>')
+        turns.append(
+            f'<div class="aw-turn aw-role-{esc(role)}"><div class="aw-role">{esc(role)}{name}</div>'
+            f'<div class="aw-content">{body or "<i class=aw-muted>(empty)</i>"}</div>{calls}</div>'
+        )
     rewards = sample.get("rewards") or {}
     chips = "".join(f'<span class="aw-rchip">{esc(k)} <b>{fmt_num(v, 2)}</b></span>' for k, v in rewards.items())
     total = sample.get("reward")
     answer = sample.get("answer")
-    head = (f'<div class="aw-sample-head"><span>step {esc(sample.get("step"))}</span>'
-            f'{"<span>expected <code>" + esc(answer) + "</code></span>" if answer is not None else ""}'
-            f'<span class="aw-total">reward <b>{fmt_num(total, 2)}</b></span>{chips}</div>')
+    head = (
+        f'<div class="aw-sample-head"><span>step {esc(sample.get("step"))}</span>'
+        f"{'<span>expected <code>' + esc(answer) + '</code></span>' if answer is not None else ''}"
+        f'<span class="aw-total">reward <b>{fmt_num(total, 2)}</b></span>{chips}</div>'
+    )
     return f'<div class="aw-sample">{head}{"".join(turns)}</div>'
 
 
@@ -359,8 +480,9 @@ def events_html(events: list[dict], limit: int = 8) -> str:
         t = time.strftime("%H:%M:%S", time.localtime(e.get("time", 0)))
         extra = {k: v for k, v in e.items() if k not in ("time", "event", "traceback")}
         detail = ", ".join(f"{k}={v}" for k, v in extra.items())
-        rows.append(f'<tr><td class="aw-muted">{t}</td><td><b>{esc(e.get("event"))}</b></td>'
-                    f'<td>{esc(detail[:200])}</td></tr>')
+        rows.append(
+            f'<tr><td class="aw-muted">{t}</td><td><b>{esc(e.get("event"))}</b></td><td>{esc(detail[:200])}</td></tr>'
+        )
     if not rows:
         return ""
     return f'<table class="aw-table aw-events"><tbody>{"".join(rows)}</tbody></table>'

@@ -1,4 +1,5 @@
 """The studio's look: a Gradio theme and a small stylesheet for the HTML fragments."""
+
 from __future__ import annotations
 
 import gradio as gr

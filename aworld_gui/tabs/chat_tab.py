@@ -2,6 +2,7 @@
 (tool calls really run and show, folded, with their results); the reply streams. The model lives in a
 process of its own (aworld_gui/core/chat_client.py), loaded on first use and freed after an idle time; a reply
 after that process had stopped (died, or freed when idle) is led by a line saying so, with the cause."""
+
 from __future__ import annotations
 
 import json
@@ -26,13 +27,13 @@ class ChatUI:
     box: Any = None
     send: Any = None
     clear: Any = None
-    conversation: Any = None     # the messages the model is sent: user turns, its replies, tool calls and results
+    conversation: Any = None  # the messages the model is sent: user turns, its replies, tool calls and results
 
 
 def _call_text(call: dict) -> str:
     fn = call.get("function") or {}
     args = fn.get("arguments")
-    return f'{fn.get("name", "?")}({args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)})'
+    return f"{fn.get('name', '?')}({args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)})"
 
 
 def restart_note(cause: str) -> dict:
@@ -41,8 +42,11 @@ def restart_note(cause: str) -> dict:
     cause = (cause or "").strip() or "it exited"
     first = cause.splitlines()[0]
     first = first if len(first) <= 160 else first[:157] + "..."
-    return {"role": "assistant", "content": cause,
-            "metadata": {"title": f"⚠ the chat model had stopped ({first}) and was restarted"}}
+    return {
+        "role": "assistant",
+        "content": cause,
+        "metadata": {"title": f"⚠ the chat model had stopped ({first}) and was restarted"},
+    }
 
 
 def context_note(event: dict) -> str:
@@ -51,8 +55,10 @@ def context_note(event: dict) -> str:
     if not dropped:
         return ""
     gone = _("earliest turn(s) no longer fit the model's context")
-    return (f' <span class="aw-msg aw-msg-warn" data-testid="chat-dropped" data-dropped="{dropped}">— '
-            f'{dropped} {gone} ({event.get("limit")} {_("tokens")}): {_("it saw the last")} {event.get("kept")}</span>')
+    return (
+        f' <span class="aw-msg aw-msg-warn" data-testid="chat-dropped" data-dropped="{dropped}">— '
+        f"{dropped} {gone} ({event.get('limit')} {_('tokens')}): {_('it saw the last')} {event.get('kept')}</span>"
+    )
 
 
 class ChatTab:
@@ -62,18 +68,32 @@ class ChatTab:
 
     def build(self) -> ChatUI:
         ui = ChatUI()
-        Markdown(_("Chat with the agent's base model or a checkpoint: its system prompt and tools apply, tool calls really run. The model runs in a process of its own, loaded on your first message and freed after 10 idle minutes."), elem_classes="aw-muted")
+        Markdown(
+            _(
+                "Chat with the agent's base model or a checkpoint: its system prompt and tools apply, tool calls really run. The model runs in a process of its own, loaded on your first message and freed after 10 idle minutes."
+            ),
+            elem_classes="aw-muted",
+        )
         with gr.Row(equal_height=True, elem_classes="aw-runbar"):
             ui.run = gr.Dropdown([], value=None, label=_("Run"), scale=4, elem_id="chat-run")
             ui.model = gr.Dropdown([], value=None, label=_("Model"), scale=3, elem_id="chat-model")
-            ui.temperature = gr.Slider(0.0, 2.0, value=0.0, step=0.05, label=_("Temperature"), scale=2,
-                                       elem_id="chat-temperature", info=_("0: greedy"))
+            ui.temperature = gr.Slider(
+                0.0,
+                2.0,
+                value=0.0,
+                step=0.05,
+                label=_("Temperature"),
+                scale=2,
+                elem_id="chat-temperature",
+                info=_("0: greedy"),
+            )
         ui.status = gr.HTML("", elem_id="chat-status")
         ui.chatbot = gr.Chatbot(label=_("Chat"), height=420, elem_id="chat-box")
         ui.conversation = gr.State([])
         with gr.Row(equal_height=True):
-            ui.box = gr.Textbox(placeholder=_("Say something to the agent…"), show_label=False, scale=8,
-                                elem_id="chat-input")
+            ui.box = gr.Textbox(
+                placeholder=_("Say something to the agent…"), show_label=False, scale=8, elem_id="chat-input"
+            )
             ui.send = gr.Button(_("Send"), variant="primary", scale=1, elem_id="chat-send")
             ui.clear = gr.Button(_("Clear"), scale=1, elem_id="chat-clear")
         self.ui = ui
@@ -84,9 +104,13 @@ class ChatTab:
         quiet = dict(api_visibility="private", show_progress="hidden")
         tab.select(self.on_open, [ui.run], [ui.run], **quiet)
         ui.run.change(self.on_run, [ui.run], [ui.model], **quiet)
-        send = dict(fn=self.on_send, inputs=[ui.box, ui.chatbot, ui.conversation, ui.run, ui.model, ui.temperature],
-                    outputs=[ui.chatbot, ui.box, ui.status, ui.conversation], api_visibility="private",
-                    show_progress="hidden")
+        send = dict(
+            fn=self.on_send,
+            inputs=[ui.box, ui.chatbot, ui.conversation, ui.run, ui.model, ui.temperature],
+            outputs=[ui.chatbot, ui.box, ui.status, ui.conversation],
+            api_visibility="private",
+            show_progress="hidden",
+        )
         ui.send.click(**send)
         ui.box.submit(**send)
         ui.clear.click(self.on_clear, None, [ui.chatbot, ui.status, ui.conversation], **quiet)
@@ -106,7 +130,7 @@ class ChatTab:
             models = self.studio.model_choices(run_id) if run_id else []
         except ValueError:
             models = []
-        own = [value for _, value in models if "/" not in value]       # base, then this run's checkpoints
+        own = [value for _, value in models if "/" not in value]  # base, then this run's checkpoints
         return gr.update(choices=models, value=own[-1] if own else None)
 
     def on_send(self, text, history, conversation, run_id, model, temperature):
@@ -119,22 +143,26 @@ class ChatTab:
             yield history, "", gr.update(), conversation
             return
         if not run_id or not model:
-            yield (history, text, f'<div class="aw-msg aw-msg-error">{_("Pick a run and a model first.")}</div>',
-                   conversation)
+            yield (
+                history,
+                text,
+                f'<div class="aw-msg aw-msg-error">{_("Pick a run and a model first.")}</div>',
+                conversation,
+            )
             return
         user = {"role": "user", "content": text}
         shown = len(history)
         history.append(dict(user))
         reply = {"role": "assistant", "content": ""}
         history.append(reply)
-        status = (f'<span class="aw-muted">{render.esc(model)} of {render.esc(run_id)}</span>')
+        status = f'<span class="aw-muted">{render.esc(model)} of {render.esc(run_id)}</span>'
         restarted, restarts_before, context = None, self.service.restarts, ""
         yield history, "", status + f' <span class="aw-muted">— {_("loading the model…")}</span>', conversation
         try:
             path = str(self.studio.run_path(run_id))
             for event in self.service.stream(path, model, conversation + [user], float(temperature or 0.0)):
                 kind = event.get("type")
-                if kind == "restarted":       # said before the reply, folded like the tool lines
+                if kind == "restarted":  # said before the reply, folded like the tool lines
                     restarted = event.get("cause") or ""
                     history.insert(shown + 1, restart_note(restarted))
                     yield history, "", status, conversation
@@ -146,7 +174,7 @@ class ChatTab:
                     yield history, "", status + context, conversation
                 elif kind == "message":
                     msg = event["message"]
-                    if msg.get("tool_calls"):      # this turn called tools: fold it, the answer comes after
+                    if msg.get("tool_calls"):  # this turn called tools: fold it, the answer comes after
                         reply["content"] = msg.get("content") or ""
                         reply["metadata"] = {"title": "🛠 " + ", ".join(_call_text(c) for c in msg["tool_calls"])}
                         if not reply["content"]:
@@ -156,9 +184,16 @@ class ChatTab:
                                 reply["metadata"]["title"] += f" · MCP {c['server']}"
                 elif kind == "tool":
                     tool = event["message"]
-                    history.append({"role": "assistant", "content": tool.get("content", ""),
-                                    "metadata": {"title": f"⚙ result of {tool.get('name')}"
-                                                 + (f" · MCP {tool['server']}" if tool.get("server") else "")}})
+                    history.append(
+                        {
+                            "role": "assistant",
+                            "content": tool.get("content", ""),
+                            "metadata": {
+                                "title": f"⚙ result of {tool.get('name')}"
+                                + (f" · MCP {tool['server']}" if tool.get("server") else "")
+                            },
+                        }
+                    )
                     reply = {"role": "assistant", "content": ""}
                     history.append(reply)
                     yield history, "", status + context, conversation
@@ -168,13 +203,23 @@ class ChatTab:
                     conversation = conversation + [user, *(event.get("trajectory") or [])]
             if not reply["content"] and not reply.get("metadata"):
                 history.remove(reply)
-            yield (history, "", status + context
-                   + f' <span class="aw-muted" data-testid="chat-ready">— {_("ready")}</span>', conversation)
+            yield (
+                history,
+                "",
+                status + context + f' <span class="aw-muted" data-testid="chat-ready">— {_("ready")}</span>',
+                conversation,
+            )
         except (ChatError, ValueError) as e:
             # the model did not take this turn: the chat shows what it did take, the message goes back to the box
-            history = history[:shown] + [m for m in history[shown:] if "restarted" in (m.get("metadata") or {}).get("title", "")]
-            if restarted is None and self.service.restarts > restarts_before:   # it stopped, then failed to load
+            history = history[:shown] + [
+                m for m in history[shown:] if "restarted" in (m.get("metadata") or {}).get("title", "")
+            ]
+            if restarted is None and self.service.restarts > restarts_before:  # it stopped, then failed to load
                 restarted = self.service.last_cause
             note = f" ({_('restarted after:')} {render.esc(restarted)})" if restarted else ""
-            yield (history, text,
-                   f'<div class="aw-msg aw-msg-error" data-testid="chat-error">{render.esc(e)}{note}</div>', conversation)
+            yield (
+                history,
+                text,
+                f'<div class="aw-msg aw-msg-error" data-testid="chat-error">{render.esc(e)}{note}</div>',
+                conversation,
+            )

@@ -7,6 +7,7 @@ Everything comes from the check worker's catalog (engines, their fields, the loc
 never imports TRL. Setting a key edits the overrides YAML, which the checks then validate: the server parses
 the value and renders the key's line, and the page puts the line into the YAML as it is then (config_form.py).
 """
+
 from __future__ import annotations
 
 import gradio as gr
@@ -48,8 +49,11 @@ def settings_table(fields: list[dict], query: str, overrides: dict) -> str:
     for f in shown[:MAX_ROWS]:
         name = f["name"]
         set_here = name in overrides
-        value = render.esc(yaml.safe_dump(overrides[name], default_flow_style=True).strip().removesuffix("...").strip()
-                           ) if set_here else ""
+        value = (
+            render.esc(yaml.safe_dump(overrides[name], default_flow_style=True).strip().removesuffix("...").strip())
+            if set_here
+            else ""
+        )
         default = render.esc(f.get("default"))
         helps = render.esc(f.get("help") or "")
         if f.get("trl_help"):
@@ -58,18 +62,25 @@ def settings_table(fields: list[dict], query: str, overrides: dict) -> str:
             helps += f'<div class="aw-muted">{ALIAS_OF} <code>{render.esc(f["alias_of"])}</code></div>'
         if f.get("choices"):
             helps += f'<div class="aw-muted">{_("one of:")} {render.esc(", ".join(map(str, f["choices"][:40])))}</div>'
-        rows.append(f'<tr data-name="{render.esc(name)}"{" class=aw-set" if set_here else ""}>'
-                    f'<td><code>{render.esc(name)}</code><div class="aw-muted">{render.esc(f.get("source") or "")}'
-                    f'</div></td><td>{render.esc(f.get("type"))}</td><td><code>{default}</code></td>'
-                    f'<td>{"<code>" + value + "</code>" if set_here else ""}</td><td class="aw-help">{helps}</td></tr>')
+        rows.append(
+            f'<tr data-name="{render.esc(name)}"{" class=aw-set" if set_here else ""}>'
+            f'<td><code>{render.esc(name)}</code><div class="aw-muted">{render.esc(f.get("source") or "")}'
+            f"</div></td><td>{render.esc(f.get('type'))}</td><td><code>{default}</code></td>"
+            f'<td>{"<code>" + value + "</code>" if set_here else ""}</td><td class="aw-help">{helps}</td></tr>'
+        )
     more = f" ({_('first')} {MAX_ROWS})" if len(shown) > MAX_ROWS else ""
-    head = (f'<div class="aw-muted" data-testid="settings-count" data-shown="{len(shown)}" data-total="{total}">'
-            f'{len(shown)} / {total} {_("settings for mode")} {render.esc(mode)}{more}</div>')
-    return (head + '<div class="aw-settings-scroll"><table class="aw-table aw-settings"><colgroup>'
-            '<col style="width:27%"><col style="width:11%"><col style="width:11%"><col style="width:11%"><col>'
-            f'</colgroup><thead><tr><th>{_("setting")}</th><th>{_("type")}</th><th>{_("default")}</th>'
-            f'<th>{_("set to")}</th><th>{_("what it does")}</th></tr></thead><tbody>'
-            + "".join(rows) + "</tbody></table></div>")
+    head = (
+        f'<div class="aw-muted" data-testid="settings-count" data-shown="{len(shown)}" data-total="{total}">'
+        f"{len(shown)} / {total} {_('settings for mode')} {render.esc(mode)}{more}</div>"
+    )
+    return (
+        head + '<div class="aw-settings-scroll"><table class="aw-table aw-settings"><colgroup>'
+        '<col style="width:27%"><col style="width:11%"><col style="width:11%"><col style="width:11%"><col>'
+        f"</colgroup><thead><tr><th>{_('setting')}</th><th>{_('type')}</th><th>{_('default')}</th>"
+        f"<th>{_('set to')}</th><th>{_('what it does')}</th></tr></thead><tbody>"
+        + "".join(rows)
+        + "</tbody></table></div>"
+    )
 
 
 ALIAS_OF = _("alias of TRL's")
@@ -87,11 +98,15 @@ class ConfigEditor:
     # -- layout ------------------------------------------------------------------------------------
     def build(self) -> None:
         with gr.Accordion(_("All settings (every TRL field, with TRL's help)"), open=False, elem_id="all-settings"):
-            self.search = gr.Textbox(label=_("Search settings"), placeholder=_("name or words of the help, e.g. clip ratio"),
-                                     elem_id="settings-search")
+            self.search = gr.Textbox(
+                label=_("Search settings"),
+                placeholder=_("name or words of the help, e.g. clip ratio"),
+                elem_id="settings-search",
+            )
             with gr.Row(equal_height=True):
-                self.setting = gr.Dropdown([], label=_("Setting"), allow_custom_value=True, scale=3,
-                                           elem_id="setting-pick")
+                self.setting = gr.Dropdown(
+                    [], label=_("Setting"), allow_custom_value=True, scale=3, elem_id="setting-pick"
+                )
                 self.value = gr.Textbox(label=_("Value (YAML)"), scale=2, elem_id="setting-value")
                 with gr.Column(scale=1, min_width=90):
                     self.set_btn = gr.Button(_("Set"), size="sm", variant="primary", elem_id="setting-set")
@@ -99,13 +114,15 @@ class ConfigEditor:
             self.msg = gr.HTML("", elem_id="setting-msg")
             self.help = gr.HTML("", elem_id="setting-help")
             self.table = gr.HTML("", elem_id="settings-table")
-        self.edit = gr.JSON(None, visible=False)    # a key's new line, put into the YAML in the page
+        self.edit = gr.JSON(None, visible=False)  # a key's new line, put into the YAML in the page
 
     # -- handlers ----------------------------------------------------------------------------------
     def on_load(self, engine: str, config_text: str):
         fields = self.fields(engine)
-        return (gr.update(choices=[f["name"] for f in fields], value=None),
-                settings_table(fields, "", _overrides(config_text)))
+        return (
+            gr.update(choices=[f["name"] for f in fields], value=None),
+            settings_table(fields, "", _overrides(config_text)),
+        )
 
     def on_table(self, engine: str, query: str, config_text: str) -> str:
         return settings_table(self.fields(engine), query, _overrides(config_text))
@@ -116,8 +133,11 @@ class ConfigEditor:
             return gr.update(), ""
         overrides = _overrides(config_text)
         current = overrides.get(name, f.get("default"))
-        text = "" if current is None else yaml.safe_dump(current, default_flow_style=True).strip().removesuffix(
-            "...").strip()
+        text = (
+            ""
+            if current is None
+            else yaml.safe_dump(current, default_flow_style=True).strip().removesuffix("...").strip()
+        )
         return gr.update(value=text), settings_table([f], "", overrides)
 
     def _picked(self, engine: str, name: str, config_text: str) -> str:
@@ -130,19 +150,24 @@ class ConfigEditor:
         try:
             parsed = yaml.safe_load(value) if (value or "").strip() else None
         except yaml.YAMLError as e:
-            return (None, f'<div class="aw-msg aw-msg-error">The value is not YAML: {render.esc(e)}</div>',
-                    gr.update())
+            return (None, f'<div class="aw-msg aw-msg-error">The value is not YAML: {render.esc(e)}</div>', gr.update())
         if parsed is None:
             return None, '<div class="aw-msg aw-msg-error">Type a value (or press Remove).</div>', gr.update()
         note = f'<div class="aw-msg">Set <code>{render.esc(name)}</code>: checked at once (the card status).</div>'
-        return (config_form.yaml_edit(name, parsed), note,
-                self._picked(engine, name, set_yaml_key(config_text, name, parsed)))
+        return (
+            config_form.yaml_edit(name, parsed),
+            note,
+            self._picked(engine, name, set_yaml_key(config_text, name, parsed)),
+        )
 
     def on_remove(self, engine: str, name: str, config_text: str):
         if not name:
             return None, "", gr.update()
-        return (config_form.yaml_edit(name, None), f'<div class="aw-msg">Removed <code>{render.esc(name)}</code>.</div>',
-                self._picked(engine, name, set_yaml_key(config_text, name, None)))
+        return (
+            config_form.yaml_edit(name, None),
+            f'<div class="aw-msg">Removed <code>{render.esc(name)}</code>.</div>',
+            self._picked(engine, name, set_yaml_key(config_text, name, None)),
+        )
 
     # -- wiring ------------------------------------------------------------------------------------
     def load_outputs(self) -> list:
@@ -152,15 +177,25 @@ class ConfigEditor:
         """Set / Remove edit the overrides YAML (the page puts the server's line in: config_form.APPLY_EDIT_JS);
         the checks follow the YAML's change (setup_tab.py)."""
         private = dict(api_visibility="private", show_progress="hidden")
-        self.search.input(self.on_table, [engine, self.search, config_yaml], [self.table], trigger_mode="always_last",
-                          **private)
-        config_yaml.change(self.on_table, [engine, self.search, config_yaml], [self.table], trigger_mode="always_last",
-                           **private)
+        self.search.input(
+            self.on_table, [engine, self.search, config_yaml], [self.table], trigger_mode="always_last", **private
+        )
+        config_yaml.change(
+            self.on_table, [engine, self.search, config_yaml], [self.table], trigger_mode="always_last", **private
+        )
         engine.change(self.on_load, [engine, config_yaml], self.load_outputs(), **private)
         self.setting.input(self.on_pick, [engine, self.setting, config_yaml], [self.value, self.help], **private)
-        for event in (self.set_btn.click(self.on_set, [engine, self.setting, self.value, config_yaml],
-                                         [self.edit, self.msg, self.help], **private),
-                      self.remove_btn.click(self.on_remove, [engine, self.setting, config_yaml],
-                                            [self.edit, self.msg, self.help], **private)):
-            event.then(None, [self.edit, config_yaml], [config_yaml], js=config_form.APPLY_EDIT_JS, queue=False,
-                       **private)
+        for event in (
+            self.set_btn.click(
+                self.on_set,
+                [engine, self.setting, self.value, config_yaml],
+                [self.edit, self.msg, self.help],
+                **private,
+            ),
+            self.remove_btn.click(
+                self.on_remove, [engine, self.setting, config_yaml], [self.edit, self.msg, self.help], **private
+            ),
+        ):
+            event.then(
+                None, [self.edit, config_yaml], [config_yaml], js=config_form.APPLY_EDIT_JS, queue=False, **private
+            )

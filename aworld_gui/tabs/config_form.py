@@ -21,6 +21,7 @@ to the same results).
 a new field, and a render that shows the same values leaves the fields (and what is being typed into them) as they
 are. Nothing is kept in step, so nothing needs guarding: no fills, snapshots or focus rules.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -33,7 +34,7 @@ import yaml
 
 from engines.inputs.yaml_input import try_load_yaml
 
-KEEP = {"__type__": "update"}     # a page step's output that leaves its component as it is
+KEEP = {"__type__": "update"}  # a page step's output that leaves its component as it is
 AGENT_MODEL = "(the agent's model)"
 _BAD = object()
 
@@ -43,8 +44,8 @@ def parse_overrides(text: str) -> dict | None:
     """The overrides the YAML sets: a dict (empty for no text), or None when it is not a YAML mapping."""
     if not (text or "").strip():
         return {}
-    data = try_load_yaml(text, default=_BAD)   # the shared safe loader: user text, in the studio process
-    if data is None:                           # only comments
+    data = try_load_yaml(text, default=_BAD)  # the shared safe loader: user text, in the studio process
+    if data is None:  # only comments
         return {}
     return data if isinstance(data, dict) else None
 
@@ -62,10 +63,10 @@ def effective_for(engine: str, text: str, values: dict | None) -> dict:
 @dataclass
 class FieldView:
     name: str
-    kind: str                    # number | bool | choice | text
-    type: str | None             # the field's declared type ("int", "float", "bool", "str"...)
-    value: Any                   # what the field shows
-    overridden: bool             # the YAML sets it
+    kind: str  # number | bool | choice | text
+    type: str | None  # the field's declared type ("int", "float", "bool", "str"...)
+    value: Any  # what the field shows
+    overridden: bool  # the YAML sets it
     interactive: bool = True
     help: str | None = None
     choices: list[str] = field(default_factory=list)
@@ -82,21 +83,29 @@ class FieldView:
 @dataclass
 class FormView:
     engine: str
-    valid: bool                  # the YAML parses to a mapping
+    valid: bool  # the YAML parses to a mapping
     fields: list[FieldView]
-    model: str                   # the model picker's value
-    current: bool                # the non-overridden fields show the check of this spec (else the defaults)
+    model: str  # the model picker's value
+    current: bool  # the non-overridden fields show the check of this spec (else the defaults)
 
 
 def _kind(f: dict) -> str:
-    return ("choice" if f.get("choices") else "bool" if f.get("type") == "bool" else
-            "number" if f.get("type") in ("int", "float") else "text")
+    return (
+        "choice"
+        if f.get("choices")
+        else "bool"
+        if f.get("type") == "bool"
+        else "number"
+        if f.get("type") in ("int", "float")
+        else "text"
+    )
 
 
 def _fits(kind: str, value: Any, f: dict) -> bool:
     if kind == "number":
-        return value is None or (isinstance(value, (int, float)) and not isinstance(value, bool)
-                                 and math.isfinite(value))
+        return value is None or (
+            isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+        )
     if kind == "bool":
         return isinstance(value, bool)
     if kind == "choice":
@@ -125,15 +134,19 @@ def form_view(info: dict, text: str, effective: dict | None = None) -> FormView:
     for f in [f for f in info.get("fields") or [] if f.get("main")]:
         kind, name = _kind(f), f["name"]
         base = dict(name=name, type=f.get("type"), help=f.get("help") or None)
-        if overrides is None:                                  # the YAML does not parse: nothing to show
-            out.append(FieldView(kind=kind, value=None if kind != "bool" else False, overridden=False,
-                                 interactive=False, **base))
+        if overrides is None:  # the YAML does not parse: nothing to show
+            out.append(
+                FieldView(
+                    kind=kind, value=None if kind != "bool" else False, overridden=False, interactive=False, **base
+                )
+            )
             continue
         overridden = name in overrides
         value = overrides[name] if overridden else values.get(name, f.get("default"))
         if not _fits(kind, value, f):
-            out.append(FieldView(kind="text", value=yaml_value(value), overridden=overridden, interactive=False,
-                                 **base))
+            out.append(
+                FieldView(kind="text", value=yaml_value(value), overridden=overridden, interactive=False, **base)
+            )
             continue
         view = FieldView(kind=kind, value=_shown(kind, value), overridden=overridden, **base)
         if kind == "choice":
@@ -143,8 +156,13 @@ def form_view(info: dict, text: str, effective: dict | None = None) -> FormView:
             view.minimum, view.maximum = f.get("min"), f.get("max")
         out.append(view)
     model = (overrides or {}).get("model")
-    return FormView(engine=engine, valid=overrides is not None, fields=out,
-                    model=str(model) if model else AGENT_MODEL, current=current)
+    return FormView(
+        engine=engine,
+        valid=overrides is not None,
+        fields=out,
+        model=str(model) if model else AGENT_MODEL,
+        current=current,
+    )
 
 
 def yaml_value(value: Any) -> str:
@@ -204,7 +222,7 @@ def set_yaml_line(text: str, key: str, line: str | None) -> str:
     out, done, in_block = [], False, False
     for old in (text or "").splitlines():
         if in_block and old.startswith((" ", "\t", "-")):
-            continue                                   # the replaced key's block value
+            continue  # the replaced key's block value
         in_block = False
         bare = old.split("#", 1)[0]
         if not old.startswith((" ", "\t", "-")) and bare.split(":", 1)[0].strip() == key and ":" in bare:

@@ -7,6 +7,7 @@ tab's part of it: shown while the chosen engine is unavailable and can set itsel
 fed by a timer, and — once the environment is ready — the engines' availability refreshed and the checks run.
 The studio never imports the engine: it runs the CLI and reads a file.
 """
+
 from __future__ import annotations
 
 import json
@@ -37,8 +38,7 @@ class EngineSetups:
 
     def paths(self, engine: str) -> tuple[Path, Path, Path]:
         """(progress file, log file, pid file)."""
-        return (self.folder / f"{engine}-progress.jsonl", self.folder / f"{engine}.log",
-                self.folder / f"{engine}.pid")
+        return (self.folder / f"{engine}-progress.jsonl", self.folder / f"{engine}.log", self.folder / f"{engine}.pid")
 
     def _alive(self, engine: str) -> bool:
         _, _, pid_file = self.paths(engine)
@@ -67,27 +67,35 @@ class EngineSetups:
         self.folder.mkdir(parents=True, exist_ok=True)
         progress, log, pid_file = self.paths(engine)
         progress.unlink(missing_ok=True)
-        proc = spawn_detached([sys.executable, "-m", "engines", "setup", engine, "--progress-file", str(progress)],
-                              log, env=dict(os.environ, PYTHONUNBUFFERED="1"))
-        pid_file.write_text(json.dumps({"pid": proc.pid, "created": psutil.Process(proc.pid).create_time(),
-                                        "started": time.time()}))
+        proc = spawn_detached(
+            [sys.executable, "-m", "engines", "setup", engine, "--progress-file", str(progress)],
+            log,
+            env=dict(os.environ, PYTHONUNBUFFERED="1"),
+        )
+        pid_file.write_text(
+            json.dumps({"pid": proc.pid, "created": psutil.Process(proc.pid).create_time(), "started": time.time()})
+        )
         return {"state": RUNNING, "message": "starting…", "fraction": 0.0}
 
 
 def progress_html(engine: str, state: dict[str, Any] | None, reason: str = "") -> str:
     """What the panel shows: why the engine is unavailable, or how its setup is going."""
     if state is None:
-        return (f'<div class="aw-setup" data-state="idle"><b>{render.esc(engine)}</b> '
-                f'{_("needs an environment of its own:")} {render.esc(reason)}<div class="aw-muted">'
-                f'{_("The button runs")} <code>python -m engines setup {render.esc(engine)}</code> '
-                f'{_("in the background (about 2 GB, a few minutes); you can keep working meanwhile.")}</div></div>')
+        return (
+            f'<div class="aw-setup" data-state="idle"><b>{render.esc(engine)}</b> '
+            f'{_("needs an environment of its own:")} {render.esc(reason)}<div class="aw-muted">'
+            f"{_('The button runs')} <code>python -m engines setup {render.esc(engine)}</code> "
+            f"{_('in the background (about 2 GB, a few minutes); you can keep working meanwhile.')}</div></div>"
+        )
     status = state.get("state", RUNNING)
     pct = 100.0 * float(state.get("fraction") or (1.0 if status == DONE else 0.0))
     bar = {"running": "running", "done": "finished", "failed": "failed"}.get(status, "running")
     label = {"running": _("setting up"), "done": _("ready"), "failed": _("setup failed")}.get(status, status)
-    return (f'<div class="aw-setup" data-state="{render.esc(status)}" data-fraction="{pct:.0f}">'
-            f'{render.badge(bar, label)} <span class="aw-msg">{render.esc(state.get("message", ""))}</span>'
-            f'<div class="aw-progress"><div class="aw-bar aw-bar-{bar}" style="width:{pct:.1f}%"></div></div></div>')
+    return (
+        f'<div class="aw-setup" data-state="{render.esc(status)}" data-fraction="{pct:.0f}">'
+        f'{render.badge(bar, label)} <span class="aw-msg">{render.esc(state.get("message", ""))}</span>'
+        f'<div class="aw-progress"><div class="aw-bar aw-bar-{bar}" style="width:{pct:.1f}%"></div></div></div>'
+    )
 
 
 class EngineSetupPanel:
@@ -100,10 +108,11 @@ class EngineSetupPanel:
     def build(self) -> "EngineSetupPanel":
         with gr.Group(visible=False, elem_id="engine-setup") as self.group:
             self.status = gr.HTML("", elem_id="engine-setup-status")
-            self.button = gr.Button(_("Set up its environment"), size="md", variant="primary",
-                                    elem_id="engine-setup-btn")
+            self.button = gr.Button(
+                _("Set up its environment"), size="md", variant="primary", elem_id="engine-setup-btn"
+            )
         self.timer = gr.Timer(1.0, active=False)
-        self.ready = gr.Textbox(visible=False, elem_id="engine-setup-ready")   # changes once a setup is done
+        self.ready = gr.Textbox(visible=False, elem_id="engine-setup-ready")  # changes once a setup is done
         return self
 
     def _info(self, engine: str) -> dict[str, Any]:
@@ -115,12 +124,19 @@ class EngineSetupPanel:
         state = self.setups.state(engine) if info.get("setup") else None
         running = bool(state and state.get("state") == RUNNING)
         visible = bool(info.get("setup")) and (not info.get("available") or running)
-        label = _("Retry the setup") if state and state.get("state") == FAILED else \
-            f"{_('Set up the environment of')} {engine}"
-        return [gr.update(visible=visible), progress_html(engine, state if running or (state and state.get("state")
-                                                                                      == FAILED) else None,
-                                                          info.get("reason", "")),
-                gr.update(value=label, interactive=not running), gr.Timer(active=running)]
+        label = (
+            _("Retry the setup")
+            if state and state.get("state") == FAILED
+            else f"{_('Set up the environment of')} {engine}"
+        )
+        return [
+            gr.update(visible=visible),
+            progress_html(
+                engine, state if running or (state and state.get("state") == FAILED) else None, info.get("reason", "")
+            ),
+            gr.update(value=label, interactive=not running),
+            gr.Timer(active=running),
+        ]
 
     def on_engine(self, engine: str) -> list:
         return self._view(engine)
@@ -132,22 +148,33 @@ class EngineSetupPanel:
     def on_tick(self, engine: str, ready: str) -> list:
         state = self.setups.state(engine) or {}
         if state.get("state") == RUNNING:
-            return [gr.update(), progress_html(engine, state), gr.update(interactive=False), gr.Timer(active=True),
-                    gr.update()]
-        self.studio.catalog(refresh=True)     # the engine's availability has changed
+            return [
+                gr.update(),
+                progress_html(engine, state),
+                gr.update(interactive=False),
+                gr.Timer(active=True),
+                gr.update(),
+            ]
+        self.studio.catalog(refresh=True)  # the engine's availability has changed
         done = state.get("state") == DONE
-        return [gr.update(visible=not done), progress_html(engine, state),
-                gr.update(value=_("Retry the setup"), interactive=True), gr.Timer(active=False),
-                f"{engine}:{state.get('time')}" if done else gr.update()]
+        return [
+            gr.update(visible=not done),
+            progress_html(engine, state),
+            gr.update(value=_("Retry the setup"), interactive=True),
+            gr.Timer(active=False),
+            f"{engine}:{state.get('time')}" if done else gr.update(),
+        ]
 
     def wire(self, engine_dd, after_ready: Callable[[], list[dict]]) -> None:
         """``after_ready()``: the event kwargs to chain once an environment is ready (refresh, re-check)."""
         outs = [self.group, self.status, self.button, self.timer]
-        engine_dd.change(self.on_engine, [engine_dd], outs, api_visibility="private", show_progress="hidden",
-                         queue=False)
+        engine_dd.change(
+            self.on_engine, [engine_dd], outs, api_visibility="private", show_progress="hidden", queue=False
+        )
         self.button.click(self.on_click, [engine_dd], outs, api_visibility="private", show_progress="hidden")
-        self.timer.tick(self.on_tick, [engine_dd, self.ready], [*outs, self.ready], api_visibility="private",
-                        show_progress="hidden")
+        self.timer.tick(
+            self.on_tick, [engine_dd, self.ready], [*outs, self.ready], api_visibility="private", show_progress="hidden"
+        )
         event = self.ready.change(lambda: None, [], [], api_visibility="private", queue=False)
         for kwargs in after_ready():
             event = event.then(**kwargs)

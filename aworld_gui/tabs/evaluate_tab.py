@@ -3,6 +3,7 @@ the agent's own loop (tools run). Launching prepares the evaluation in the check
 process of its own (``aworld-train eval --dir``); this tab only reads its directory: progress while it
 runs, then a summary per model and a per-sample table (filterable to where the models disagree or fail)
 with any sample's trajectories."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -66,16 +67,26 @@ def summary_html(metrics: dict[str, dict]) -> str:
     keys: list[str] = []
     for m in models:
         keys += [k for k in metrics[m] if k not in keys]
-    order = ["reward"] + sorted(k for k in keys if k.startswith("rewards/")) + \
-        sorted(k for k in keys if k.startswith("pass@")) + [k for k in ("tool_calls", "samples", "prompts", "seconds")
-                                                          if k in keys]
+    order = (
+        ["reward"]
+        + sorted(k for k in keys if k.startswith("rewards/"))
+        + sorted(k for k in keys if k.startswith("pass@"))
+        + [k for k in ("tool_calls", "samples", "prompts", "seconds") if k in keys]
+    )
     best = max(models, key=lambda m: metrics[m].get("reward") or 0.0)
-    head = "".join(f'<th{" class=aw-best" if m == best and len(models) > 1 else ""}>{render.esc(m)}</th>'
-                   for m in models)
-    rows = "".join(f"<tr><th>{render.esc(k)}</th>" + "".join(f"<td>{render.fmt_num(metrics[m].get(k))}</td>"
-                                                             for m in models) + "</tr>" for k in order)
-    return (f'<table class="aw-table aw-eval-summary" data-testid="eval-summary"><thead><tr><th></th>{head}</tr>'
-            f"</thead><tbody>{rows}</tbody></table>")
+    head = "".join(
+        f"<th{' class=aw-best' if m == best and len(models) > 1 else ''}>{render.esc(m)}</th>" for m in models
+    )
+    rows = "".join(
+        f"<tr><th>{render.esc(k)}</th>"
+        + "".join(f"<td>{render.fmt_num(metrics[m].get(k))}</td>" for m in models)
+        + "</tr>"
+        for k in order
+    )
+    return (
+        f'<table class="aw-table aw-eval-summary" data-testid="eval-summary"><thead><tr><th></th>{head}</tr>'
+        f"</thead><tbody>{rows}</tbody></table>"
+    )
 
 
 def sample_rows(predictions: list[dict], which: str = FILTERS[0], threshold: float = 1.0) -> tuple[list, list[str]]:
@@ -107,12 +118,23 @@ def trajectories_html(predictions: list[dict], index: int, sample: int = 0) -> s
     parts = []
     for p in predictions:
         if p["index"] == index and p["sample"] == sample:
-            shown = {"prompt": p["prompt"], "completion": p["trajectory"], "answer": p.get("answer"),
-                     "rewards": p.get("rewards"), "reward": p.get("reward"), "step": p["model"]}
-            parts.append(f'<div class="aw-eval-side"><div class="aw-section-title">{render.esc(p["model"])}</div>'
-                         f'{render.trajectory(shown)}</div>')
-    return f'<div class="aw-eval-sides">{"".join(parts)}</div>' if parts else \
-        f'<div class="aw-muted">{_("Pick a row of the table to see its trajectories.")}</div>'
+            shown = {
+                "prompt": p["prompt"],
+                "completion": p["trajectory"],
+                "answer": p.get("answer"),
+                "rewards": p.get("rewards"),
+                "reward": p.get("reward"),
+                "step": p["model"],
+            }
+            parts.append(
+                f'<div class="aw-eval-side"><div class="aw-section-title">{render.esc(p["model"])}</div>'
+                f"{render.trajectory(shown)}</div>"
+            )
+    return (
+        f'<div class="aw-eval-sides">{"".join(parts)}</div>'
+        if parts
+        else f'<div class="aw-muted">{_("Pick a row of the table to see its trajectories.")}</div>'
+    )
 
 
 class EvaluateTab:
@@ -121,23 +143,50 @@ class EvaluateTab:
 
     def build(self) -> EvaluateUI:
         ui = EvaluateUI()
-        Markdown(_("Score the agent's base model and any checkpoints on a dataset with the reward — the agent's own loop runs (tools included), in a process of its own."), elem_classes="aw-muted")
+        Markdown(
+            _(
+                "Score the agent's base model and any checkpoints on a dataset with the reward — the agent's own loop runs (tools included), in a process of its own."
+            ),
+            elem_classes="aw-muted",
+        )
         with gr.Row(equal_height=True, elem_classes="aw-runbar"):
             ui.run = gr.Dropdown([], value=None, label=_("Run"), scale=4, elem_id="eval-run")
             ui.models = gr.CheckboxGroup([], value=[], label=_("Models to compare"), scale=6, elem_id="eval-models")
         with gr.Row(equal_height=True):
-            ui.dataset = gr.Dropdown([RUN_DATASET], value=RUN_DATASET, label=_("Dataset"), allow_custom_value=True,
-                                     scale=4, elem_id="eval-dataset")
-            ui.dataset_upload = gr.UploadButton(_("Upload"), file_types=list(inp.DATASET_SUFFIXES), size="md", scale=1,
-                                                min_width=100, elem_id="eval-dataset-upload")
-            ui.rewards = gr.Textbox(RUN_REWARD, label=_("Rewards (NAME@WEIGHT, file.py:fn@WEIGHT)"), scale=4,
-                                    elem_id="eval-rewards")
-            ui.samples = gr.Number(1, precision=0, minimum=1, maximum=64, label=_("Samples per prompt"), scale=1,
-                                   elem_id="eval-samples")
-            ui.temperature = gr.Number(0.0, minimum=0.0, maximum=5.0, label=_("Temperature"), scale=1,
-                                       elem_id="eval-temperature", info=_("0: greedy"))
-            ui.max_samples = gr.Number(0, precision=0, minimum=0, label=_("First N rows (0: all)"), scale=1,
-                                       elem_id="eval-max")
+            ui.dataset = gr.Dropdown(
+                [RUN_DATASET],
+                value=RUN_DATASET,
+                label=_("Dataset"),
+                allow_custom_value=True,
+                scale=4,
+                elem_id="eval-dataset",
+            )
+            ui.dataset_upload = gr.UploadButton(
+                _("Upload"),
+                file_types=list(inp.DATASET_SUFFIXES),
+                size="md",
+                scale=1,
+                min_width=100,
+                elem_id="eval-dataset-upload",
+            )
+            ui.rewards = gr.Textbox(
+                RUN_REWARD, label=_("Rewards (NAME@WEIGHT, file.py:fn@WEIGHT)"), scale=4, elem_id="eval-rewards"
+            )
+            ui.samples = gr.Number(
+                1, precision=0, minimum=1, maximum=64, label=_("Samples per prompt"), scale=1, elem_id="eval-samples"
+            )
+            ui.temperature = gr.Number(
+                0.0,
+                minimum=0.0,
+                maximum=5.0,
+                label=_("Temperature"),
+                scale=1,
+                elem_id="eval-temperature",
+                info=_("0: greedy"),
+            )
+            ui.max_samples = gr.Number(
+                0, precision=0, minimum=0, label=_("First N rows (0: all)"), scale=1, elem_id="eval-max"
+            )
         ui.launch_btn = gr.Button(_("Evaluate"), variant="primary", elem_id="eval-launch")
         ui.msg = gr.HTML("", elem_id="eval-msg")
         with gr.Row(equal_height=True, elem_classes="aw-runbar"):
@@ -145,8 +194,13 @@ class EvaluateTab:
             ui.progress = gr.HTML("", elem_id="eval-progress")
         ui.summary = gr.HTML(summary_html({}), elem_id="eval-summary")
         ui.filter = gr.Radio(FILTERS, value=FILTERS[0], label=_("Show"), elem_id="eval-filter")
-        ui.table = gr.Dataframe(interactive=False, wrap=True, max_height=380, elem_id="eval-table",
-                                label=_("Samples (click a row for its trajectories)"))
+        ui.table = gr.Dataframe(
+            interactive=False,
+            wrap=True,
+            max_height=380,
+            elem_id="eval-table",
+            label=_("Samples (click a row for its trajectories)"),
+        )
         ui.row = gr.State(None)
         ui.trajectory = gr.HTML(trajectories_html([], -1), elem_id="eval-trajectory")
         ui.timer = gr.Timer(TICK_S, active=False)
@@ -159,10 +213,18 @@ class EvaluateTab:
         tab.select(self.on_open, [ui.run], [ui.run, ui.dataset], **quiet)
         ui.run.change(self.on_run, [ui.run], [ui.models, ui.evals], **quiet)
         ui.dataset_upload.upload(self.on_upload, [ui.dataset_upload], [ui.dataset], api_visibility="private")
-        ui.launch_btn.click(self.on_launch, [ui.run, ui.models, ui.dataset, ui.rewards, ui.samples, ui.temperature,
-                                             ui.max_samples], [ui.msg, ui.evals, ui.timer], api_visibility="private")
-        show = dict(fn=self.on_show, inputs=[ui.run, ui.evals, ui.filter],
-                    outputs=[ui.progress, ui.summary, ui.table, ui.timer], **quiet)
+        ui.launch_btn.click(
+            self.on_launch,
+            [ui.run, ui.models, ui.dataset, ui.rewards, ui.samples, ui.temperature, ui.max_samples],
+            [ui.msg, ui.evals, ui.timer],
+            api_visibility="private",
+        )
+        show = dict(
+            fn=self.on_show,
+            inputs=[ui.run, ui.evals, ui.filter],
+            outputs=[ui.progress, ui.summary, ui.table, ui.timer],
+            **quiet,
+        )
         ui.evals.change(**show)
         ui.filter.change(**show)
         ui.timer.tick(**show)
@@ -189,17 +251,24 @@ class EvaluateTab:
             evals = self.studio.evaluations(run_id)
         except ValueError:
             return gr.update(choices=[], value=[]), gr.update(choices=[], value=None)
-        own = [value for _, value in models if value != "base" and "/" not in value]   # this run's checkpoints
+        own = [value for _, value in models if value != "base" and "/" not in value]  # this run's checkpoints
         picked = ["base"] + own[-1:]
-        return (gr.update(choices=models, value=picked),
-                gr.update(choices=self._eval_choices(evals), value=evals[0]["eval_id"] if evals else None))
+        return (
+            gr.update(choices=models, value=picked),
+            gr.update(choices=self._eval_choices(evals), value=evals[0]["eval_id"] if evals else None),
+        )
 
     @staticmethod
     def _eval_choices(evals: list[dict]) -> list[tuple[str, str]]:
         """What each evaluation compared, on what. Not its state: the list is not refreshed as it runs (it said
         "queued" beside a "Finished" badge); the badge beside the list shows the live state."""
-        return [(" · ".join([e["eval_id"], ", ".join(e["models"])] + ([e["dataset"]] if e.get("dataset") else [])),
-                 e["eval_id"]) for e in evals]
+        return [
+            (
+                " · ".join([e["eval_id"], ", ".join(e["models"])] + ([e["dataset"]] if e.get("dataset") else [])),
+                e["eval_id"],
+            )
+            for e in evals
+        ]
 
     def on_launch(self, run_id, models, dataset, rewards, samples, temperature, max_samples):
         if not run_id:
@@ -208,16 +277,28 @@ class EvaluateTab:
             entries = None if (not rewards or rewards.strip() == RUN_REWARD) else inp.parse_reward_text(rewards)
         except ValueError as e:
             return f'<div class="aw-msg aw-msg-error">{render.esc(e)}</div>', gr.update(), gr.update()
-        res = self.studio.launch_eval(run_id, list(models or []), None if dataset in (None, "", RUN_DATASET) else dataset,
-                                      entries, int(samples or 1), float(temperature or 0.0),
-                                      int(max_samples) if max_samples else None)
+        res = self.studio.launch_eval(
+            run_id,
+            list(models or []),
+            None if dataset in (None, "", RUN_DATASET) else dataset,
+            entries,
+            int(samples or 1),
+            float(temperature or 0.0),
+            int(max_samples) if max_samples else None,
+        )
         if not res.get("ok"):
-            return (f'<div class="aw-msg aw-msg-error">{_("Evaluation refused:")} {render.esc(res.get("error"))}</div>',
-                    gr.update(), gr.update())
+            return (
+                f'<div class="aw-msg aw-msg-error">{_("Evaluation refused:")} {render.esc(res.get("error"))}</div>',
+                gr.update(),
+                gr.update(),
+            )
         evals = self.studio.evaluations(run_id)
-        return (f'<div class="aw-msg">{render.badge("running", _("started"))} <code>{render.esc(res["eval_id"])}</code> '
-                f"— {_('it runs in its own process; closing this page does not stop it.')}</div>",
-                gr.update(choices=self._eval_choices(evals), value=res["eval_id"]), gr.Timer(active=True))
+        return (
+            f'<div class="aw-msg">{render.badge("running", _("started"))} <code>{render.esc(res["eval_id"])}</code> '
+            f"— {_('it runs in its own process; closing this page does not stop it.')}</div>",
+            gr.update(choices=self._eval_choices(evals), value=res["eval_id"]),
+            gr.Timer(active=True),
+        )
 
     def on_show(self, run_id, eval_id, which):
         if not run_id or not eval_id:
@@ -225,18 +306,26 @@ class EvaluateTab:
         try:
             path = self.studio.eval_path(run_id, eval_id)
         except ValueError as e:
-            return f'<div class="aw-msg aw-msg-error">{render.esc(e)}</div>', summary_html({}), None, \
-                gr.Timer(active=False)
+            return (
+                f'<div class="aw-msg aw-msg-error">{render.esc(e)}</div>',
+                summary_html({}),
+                None,
+                gr.Timer(active=False),
+            )
         from engines.inference.evaluation import read_metrics
         from engines.runs.lifecycle import effective_status
 
         status = effective_status(RunDir(path))
         state = status.get("state") or "queued"
         active = state in ACTIVE_STATES
-        progress = render.badge(state, str(render.RUN_LABEL.get(state, state)) + (f": {status.get('cause')}" if status.get("cause") else ""))
+        progress = render.badge(
+            state, str(render.RUN_LABEL.get(state, state)) + (f": {status.get('cause')}" if status.get("cause") else "")
+        )
         if status.get("total_steps"):
-            progress += (f' <span class="aw-muted">{status.get("step") or 0}/{status["total_steps"]} {_("samples")}'
-                         f'{" · " + render.esc(status["model"]) if status.get("model") and active else ""}</span>')
+            progress += (
+                f' <span class="aw-muted">{status.get("step") or 0}/{status["total_steps"]} {_("samples")}'
+                f"{' · ' + render.esc(status['model']) if status.get('model') and active else ''}</span>"
+            )
         if status.get("error"):
             progress += f'<div class="aw-msg aw-msg-error">{render.esc(status["error"])}</div>'
         predictions = read_predictions(path)
@@ -244,8 +333,12 @@ class EvaluateTab:
         import pandas as pd
 
         table = pd.DataFrame(rows, columns=headers) if rows else pd.DataFrame({"samples": []})
-        return (f'<span data-testid="eval-state" data-state="{render.esc(state)}">{progress}</span>',
-                summary_html(read_metrics(path)), table, gr.Timer(active=active))
+        return (
+            f'<span data-testid="eval-state" data-state="{render.esc(state)}">{progress}</span>',
+            summary_html(read_metrics(path)),
+            table,
+            gr.Timer(active=active),
+        )
 
     def on_row(self, run_id, eval_id, evt: gr.SelectData):
         try:

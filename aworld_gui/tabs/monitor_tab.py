@@ -18,6 +18,7 @@ How it stays live without loading the browser (which may share the training mach
 
 Why each part has its own pace, with the measurements behind it: docs/STUDIO.md ("Live updates").
 """
+
 from __future__ import annotations
 
 import json
@@ -40,10 +41,10 @@ from ..web.live_stream import HEAVY as HEAVY_PARTS, LiveStreams
 from ..core.run_cache import RunState, Series
 from ..core.studio import Studio
 
-POLL_S = 0.8        # how often a watching page's stream reads the run (header: step, metrics, ETA)
-CHART_S = 4.8       # curves: at most this often (every sixth poll; the header shows the latest values meanwhile)
-LOG_S = 2.4         # log tail: at most this often (every third poll)
-SAMPLES_S = 8.0     # trajectories: at most this often (readable while they change; each swap is a big one)
+POLL_S = 0.8  # how often a watching page's stream reads the run (header: step, metrics, ETA)
+CHART_S = 4.8  # curves: at most this often (every sixth poll; the header shows the latest values meanwhile)
+LOG_S = 2.4  # log tail: at most this often (every third poll)
+SAMPLES_S = 8.0  # trajectories: at most this often (readable while they change; each swap is a big one)
 EVAL_REWARD_KEYS = {EVAL_REWARD: _("eval"), EVAL_TRAIN_REWARD: _("eval (train set)")}
 REWARD_COLOR, RAW_ALPHA, EVAL_COLOR, LOSS_COLOR = "#4f46e5", 0.28, "#d97706", "#e11d48"
 
@@ -64,8 +65,8 @@ class MonitorUI:
     samples: Any = None
     log: Any = None
     events: Any = None
-    clone_btn: Any = None       # hidden: a diagnosis's "Clone into Setup" presses it (diagnoses_panel.py)
-    clone_setting: Any = None   # hidden: the setting that diagnosis names
+    clone_btn: Any = None  # hidden: a diagnosis's "Clone into Setup" presses it (diagnoses_panel.py)
+    clone_setting: Any = None  # hidden: the setting that diagnosis names
 
 
 def _placeholder(dom_id: str, inner: str = "", cls: str = "") -> str:
@@ -80,32 +81,57 @@ class MonitorTab:
     def build(self) -> MonitorUI:
         ui = MonitorUI()
         with gr.Row(equal_height=False, elem_classes="aw-runbar"):
-            ui.run = gr.Dropdown([], value=None, label=_("Run"), scale=6, elem_id="monitor-run", allow_custom_value=True)
-            ui.stop_btn = gr.Button(_("Stop"), variant="stop", scale=1, min_width=110, visible=False, size="md",
-                                    elem_id="stop-btn")
-            ui.kill_btn = gr.Button(_("Kill now"), variant="secondary", scale=1, min_width=110, visible=False, size="md",
-                                    elem_id="kill-btn")
+            ui.run = gr.Dropdown(
+                [], value=None, label=_("Run"), scale=6, elem_id="monitor-run", allow_custom_value=True
+            )
+            ui.stop_btn = gr.Button(
+                _("Stop"), variant="stop", scale=1, min_width=110, visible=False, size="md", elem_id="stop-btn"
+            )
+            ui.kill_btn = gr.Button(
+                _("Kill now"), variant="secondary", scale=1, min_width=110, visible=False, size="md", elem_id="kill-btn"
+            )
 
         def live_ticket(args: list) -> str:  # a plain function: Gradio marks server functions with an attribute
             return self.streams.ticket(*(list(args or []) + [None] * 5)[:5])
 
-        ui.header = gr.HTML(render.no_run(), elem_id="run-header", js_on_load=LIVE_JS,
-                            server_functions=[live_ticket])
+        ui.header = gr.HTML(render.no_run(), elem_id="run-header", js_on_load=LIVE_JS, server_functions=[live_ticket])
         ui.clone_btn = gr.Button(_("Clone into Setup"), elem_id=CLONE_ELEM, visible="hidden")
         ui.clone_setting = gr.Textbox("", elem_id=SETTING_ELEM, visible="hidden", show_label=False, container=False)
         ui.charts = gr.HTML(
             '<div class="aw-charts">'
-            + _placeholder("aw-chart-reward-box", f'<div class="aw-chart-title">{_("Reward")}</div>'
-                           + _placeholder("aw-chart-reward"), "aw-chart-box")
-            + _placeholder("aw-chart-loss-box", f'<div class="aw-chart-title">{_("Loss")}</div>'
-                           + _placeholder("aw-chart-loss"), "aw-chart-box")
-            + "</div>", elem_id="charts")
+            + _placeholder(
+                "aw-chart-reward-box",
+                f'<div class="aw-chart-title">{_("Reward")}</div>' + _placeholder("aw-chart-reward"),
+                "aw-chart-box",
+            )
+            + _placeholder(
+                "aw-chart-loss-box",
+                f'<div class="aw-chart-title">{_("Loss")}</div>' + _placeholder("aw-chart-loss"),
+                "aw-chart-box",
+            )
+            + "</div>",
+            elem_id="charts",
+        )
         with gr.Row(equal_height=True):
-            ui.picker = gr.Dropdown([], value=[], multiselect=True, label=_("More metrics"), scale=4,
-                                    info=_("any key the run logs (eval, KL, learning rate, per-reward terms, …)"),
-                                    elem_id="metric-picker")
-            ui.smoothing = gr.Slider(0.0, 0.99, value=0.6, step=0.01, label=_("Smoothing"), scale=2,
-                                     info=_("exponential moving average, as in TensorBoard"), elem_id="smoothing")
+            ui.picker = gr.Dropdown(
+                [],
+                value=[],
+                multiselect=True,
+                label=_("More metrics"),
+                scale=4,
+                info=_("any key the run logs (eval, KL, learning rate, per-reward terms, …)"),
+                elem_id="metric-picker",
+            )
+            ui.smoothing = gr.Slider(
+                0.0,
+                0.99,
+                value=0.6,
+                step=0.01,
+                label=_("Smoothing"),
+                scale=2,
+                info=_("exponential moving average, as in TensorBoard"),
+                elem_id="smoothing",
+            )
         ui.custom = gr.HTML(_placeholder("aw-chart-custom"), elem_id="custom-chart")
         with gr.Accordion(_("What the curves and metrics mean"), open=False, elem_id="glossary-monitor"):
             Markdown(glossary.as_markdown(glossary.METRIC_TERMS), elem_classes="aw-muted")
@@ -158,10 +184,13 @@ class MonitorTab:
         st = self._state(run_id)
         if not isinstance(st, RunState):
             return gr.update(visible=False), gr.update(visible=False), gr.update(choices=[])
-        st.refresh(force=True)   # the state now, not the last stream tick's (a stop may just have ended)
+        st.refresh(force=True)  # the state now, not the last stream tick's (a stop may just have ended)
         stopping = st.state == "stopping" or (st.active and st.run.stop_requested())
-        return (gr.update(visible=st.active and not stopping, interactive=True, value=_("Stop")),
-                gr.update(visible=stopping, interactive=True), gr.update(choices=st.metric_names()))
+        return (
+            gr.update(visible=st.active and not stopping, interactive=True, value=_("Stop")),
+            gr.update(visible=stopping, interactive=True),
+            gr.update(choices=st.metric_names()),
+        )
 
     def on_stop(self, run_id):
         if run_id:
@@ -191,24 +220,39 @@ class MonitorTab:
         picks = [str(p) for p in (picks or []) if p]
         smoothing = float(smoothing or 0.0)
         st = self._state(run_id)
-        if not isinstance(st, RunState):   # e.g. deleted meanwhile: say so once (the page then clears)
+        if not isinstance(st, RunState):  # e.g. deleted meanwhile: say so once (the page then clears)
             gone = keys.get("h") == "gone"
             header = None if gone else self.show(run_id, picks, smoothing)
-            return {"keys": {"h": "gone"}, "header": header, "charts": None, "samples": None, "log": None,
-                    "events": None}
+            return {
+                "keys": {"h": "gone"},
+                "header": header,
+                "charts": None,
+                "samples": None,
+                "log": None,
+                "events": None,
+            }
         st.refresh()
         stop = st.run.stop_requested()
-        new = {"h": f"{st.status_version}|{st.metrics_version}|{stop}|{int(time.time()) if st.active else 0}",
-               "m": f"{st.metrics_version}|{smoothing}|{','.join(picks)}|{st.active}",
-               "s": st.samples_version, "l": st.log_version, "e": len(st.events), "b": f"{st.state}|{stop}|{len(st.series)}",
-               "c": bool(st.series)}
+        new = {
+            "h": f"{st.status_version}|{st.metrics_version}|{stop}|{int(time.time()) if st.active else 0}",
+            "m": f"{st.metrics_version}|{smoothing}|{','.join(picks)}|{st.active}",
+            "s": st.samples_version,
+            "l": st.log_version,
+            "e": len(st.events),
+            "b": f"{st.state}|{stop}|{len(st.series)}",
+            "c": bool(st.series),
+        }
         out: dict[str, Any] = {"header": None, "charts": None, "samples": None, "log": None, "events": None}
         # owed parts go at once (not at their pace) when the run has ended — its final state is
         # delivered whole — and the first curves go as soon as there are any
-        due = set(HEAVY_PARTS) if not st.active else set(due) | ({"charts"} if new["c"] and not keys.get("c") else set())
-        heavy = {"m": ("charts", lambda: self.charts(st, picks, smoothing)),
-                 "s": ("samples", lambda: render.samples_html(list(st.samples))),
-                 "l": ("log", st.log_text)}
+        due = (
+            set(HEAVY_PARTS) if not st.active else set(due) | ({"charts"} if new["c"] and not keys.get("c") else set())
+        )
+        heavy = {
+            "m": ("charts", lambda: self.charts(st, picks, smoothing)),
+            "s": ("samples", lambda: render.samples_html(list(st.samples))),
+            "l": ("log", st.log_text),
+        }
         for key, (part, build) in heavy.items():
             if new[key] != keys.get(key):
                 if part in due:
@@ -228,17 +272,31 @@ class MonitorTab:
     def header_html(self, run_id: str, st: RunState, gen: str, picks: list[str], smoothing: float) -> str:
         note = ""
         if st.state == "queued":
-            note = queue_note(st.status) or (f"{_('Queued')}. "
-                                             f"{_('It starts by itself when its turn comes — closing this page does not affect it.')}")
+            note = queue_note(st.status) or (
+                f"{_('Queued')}. {_('It starts by itself when its turn comes — closing this page does not affect it.')}"
+            )
         elif st.run.stop_requested() and st.active:
-            note = (f"{_('Stop requested: the run stops at its next step boundary and saves a checkpoint.')} "
-                    f"{_('It is killed if it has not stopped this many seconds after the request:')} "
-                    f"{self.studio.stop_timeout_s:.0f}")
+            note = (
+                f"{_('Stop requested: the run stops at its next step boundary and saves a checkpoint.')} "
+                f"{_('It is killed if it has not stopped this many seconds after the request:')} "
+                f"{self.studio.stop_timeout_s:.0f}"
+            )
         reward = st.series.get(REWARD)
         attrs = {"gen": gen or "", "picks": json.dumps(picks), "smoothing": f"{smoothing:g}"}
-        return render.run_header(run_id, st.progress(), st.latest, st.read_spec() or {}, st.status, st.failure(),
-                                 st.run.stop_requested(), note, reward.count if reward else 0, attrs,
-                                 run_label=st.run.read_label(), diagnoses=diagnoses_html(st.diagnoses.values()))
+        return render.run_header(
+            run_id,
+            st.progress(),
+            st.latest,
+            st.read_spec() or {},
+            st.status,
+            st.failure(),
+            st.run.stop_requested(),
+            note,
+            reward.count if reward else 0,
+            attrs,
+            run_label=st.run.read_label(),
+            diagnoses=diagnoses_html(st.diagnoses.values()),
+        )
 
     def charts(self, st: RunState, picks: list[str], smoothing: float) -> dict[str, str]:
         """The reward, loss and picked-metrics curves as SVG: smoothed dark, raw light (until a
@@ -247,8 +305,7 @@ class MonitorTab:
         for key, label in EVAL_REWARD_KEYS.items():
             s = st.series.get(key)
             if s is not None and s.xs:
-                reward.append(Line(label, s.xs, s.ys, EVAL_COLOR, width=1.5, markers=len(s.xs) <= 60,
-                                   latest=s.last_y))
+                reward.append(Line(label, s.xs, s.ys, EVAL_COLOR, width=1.5, markers=len(s.xs) <= 60, latest=s.last_y))
         loss = self._lines(st.series.get(LOSS), _("loss"), LOSS_COLOR, smoothing)
         custom_lines: list[Line] = []
         for i, name in enumerate(picks):
@@ -258,12 +315,18 @@ class MonitorTab:
                 custom_lines.append(Line(name, xs, ys, PALETTE[i % len(PALETTE)], latest=s.last_y))
         custom = ""
         if picks:
-            custom = ('<div class="aw-chart-box"><div class="aw-chart-title">' + render.esc(", ".join(picks))
-                      + "</div>" + svg_chart(custom_lines, "value", _("none of these metrics has values yet"), "custom",
-                                             width=1320)
-                      + "</div>")
-        return {"reward": svg_chart(reward, "reward", chart_id="reward"),
-                "loss": svg_chart(loss, "loss", chart_id="loss"), "custom": custom}
+            custom = (
+                '<div class="aw-chart-box"><div class="aw-chart-title">'
+                + render.esc(", ".join(picks))
+                + "</div>"
+                + svg_chart(custom_lines, "value", _("none of these metrics has values yet"), "custom", width=1320)
+                + "</div>"
+            )
+        return {
+            "reward": svg_chart(reward, "reward", chart_id="reward"),
+            "loss": svg_chart(loss, "loss", chart_id="loss"),
+            "custom": custom,
+        }
 
     @staticmethod
     def _lines(s: Series | None, name: str, color: str, smoothing: float) -> list[Line]:
@@ -275,6 +338,13 @@ class MonitorTab:
         if not smoothing:
             return [Line(f"{name} · {_('latest')}", s.xs, s.ys, color, latest=s.last_y)]
         xs, ys = s.points(smoothing)
-        raw = Line(f"{name} · {_('latest')}", s.xs if s.width == 1 else [], s.ys if s.width == 1 else [], color,
-                   width=1.2, opacity=RAW_ALPHA, latest=s.last_y)
+        raw = Line(
+            f"{name} · {_('latest')}",
+            s.xs if s.width == 1 else [],
+            s.ys if s.width == 1 else [],
+            color,
+            width=1.2,
+            opacity=RAW_ALPHA,
+            latest=s.last_y,
+        )
         return [raw, Line(f"{name} · {_('smoothed')} {smoothing:g}", xs, ys, color, latest=ys[-1])]

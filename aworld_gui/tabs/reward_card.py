@@ -3,6 +3,7 @@
 Pure functions over plain data from the check worker (the catalog and the reward check's details): the
 studio never imports reward code.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -64,31 +65,46 @@ def calls_html(result: dict[str, Any] | None) -> str:
     logged_all = calls.get("_logged") or {}
     terms = {k: v for k, v in calls.items() if not k.startswith("_")}
     if not terms:
-        return ('<div class="aw-empty" data-testid="reward-calls">What each reward receives and returns on the '
-                'sample rows appears here after the check.</div>')
+        return (
+            '<div class="aw-empty" data-testid="reward-calls">What each reward receives and returns on the '
+            "sample rows appears here after the check.</div>"
+        )
     template = ((result or {}).get("details") or {}).get("completion_template")
     rows = []
     for name, call in terms.items():
-        args = "".join(f'<div><code>{esc(k)}</code> <span class="aw-muted">{esc(v)}</span></div>'
-                       for k, v in (call.get("args") or {}).items()) or '<span class="aw-muted">not called</span>'
+        args = (
+            "".join(
+                f'<div><code>{esc(k)}</code> <span class="aw-muted">{esc(v)}</span></div>'
+                for k, v in (call.get("args") or {}).items()
+            )
+            or '<span class="aw-muted">not called</span>'
+        )
         returned = call.get("returned") or []
         shown = "".join(f"<div><code>{esc(r)}</code></div>" for r in returned[:6])
         if len(returned) > 6:
             shown += f'<div class="aw-muted">… {len(returned) - 6} more</div>'
-        logged = "".join(f'<div><code>{esc(k)}</code> {esc(v)}</div>' for k, v in (call.get("logged") or {}).items())
-        rows.append(f'<tr data-term="{esc(name)}"><td><b>{esc(name)}</b><div class="aw-muted">'
-                    f'{esc(call.get("style", ""))} convention</div></td><td>{args}</td>'
-                    f'<td>{shown or "—"}{logged}</td></tr>')
-    note = (f'<div class="aw-muted">Sample completions written as <code>{esc(template)}</code> (the format these '
-            f'rewards expect).</div>' if template else "")
+        logged = "".join(f"<div><code>{esc(k)}</code> {esc(v)}</div>" for k, v in (call.get("logged") or {}).items())
+        rows.append(
+            f'<tr data-term="{esc(name)}"><td><b>{esc(name)}</b><div class="aw-muted">'
+            f"{esc(call.get('style', ''))} convention</div></td><td>{args}</td>"
+            f"<td>{shown or '—'}{logged}</td></tr>"
+        )
+    note = (
+        f'<div class="aw-muted">Sample completions written as <code>{esc(template)}</code> (the format these '
+        f"rewards expect).</div>"
+        if template
+        else ""
+    )
     extra = ""
     if logged_all:
         extra = '<div class="aw-muted">Logged: ' + ", ".join(f"<code>{esc(k)}</code>" for k in logged_all) + "</div>"
-    return (f'<div class="aw-reward-calls" data-testid="reward-calls">'
-            f'<div class="aw-muted"><b>What each reward received and returned</b> on the sample rows '
-            f'(reference and wrong completions, in the call its framework makes).</div>{note}'
-            f'<table class="aw-table"><thead><tr><th>reward</th><th>received</th><th>returned</th></tr></thead>'
-            f'<tbody>{"".join(rows)}</tbody></table>{extra}</div>')
+    return (
+        f'<div class="aw-reward-calls" data-testid="reward-calls">'
+        f'<div class="aw-muted"><b>What each reward received and returned</b> on the sample rows '
+        f"(reference and wrong completions, in the call its framework makes).</div>{note}"
+        f'<table class="aw-table"><thead><tr><th>reward</th><th>received</th><th>returned</th></tr></thead>'
+        f"<tbody>{''.join(rows)}</tbody></table>{extra}</div>"
+    )
 
 
 def reward_preview_frame(result: dict):
@@ -96,14 +112,25 @@ def reward_preview_frame(result: dict):
 
     dry = (result.get("details") or {}).get("dry_run") or []
     if not dry:
-        return pd.DataFrame({"preview": [result.get("message") if result.get("status") == "error" else
-                                         "; ".join(result.get("warnings") or []) or "no sample rows to score yet"]})
+        return pd.DataFrame(
+            {
+                "preview": [
+                    result.get("message")
+                    if result.get("status") == "error"
+                    else "; ".join(result.get("warnings") or []) or "no sample rows to score yet"
+                ]
+            }
+        )
     rows = []
     for entry in dry:
         for label in ("reference", "wrong"):
             scored = entry.get(label) or {}
-            row = {"row": entry.get("row"), "prompt": entry.get("prompt"), "answer": entry.get("answer"),
-                   "completion": f'{scored.get("completion")!r} ({label})'}
+            row = {
+                "row": entry.get("row"),
+                "prompt": entry.get("prompt"),
+                "answer": entry.get("answer"),
+                "completion": f"{scored.get('completion')!r} ({label})",
+            }
             for term, v in (scored.get("terms") or {}).items():
                 row[term] = round(v, 4) if isinstance(v, float) else v
             row["total"] = round(scored.get("total", 0.0), 4)

@@ -1,6 +1,7 @@
 """Runs: every run under the runs dir (found by scanning it, so a studio restart loses none),
 curves of several runs overlaid, a diff of two run specs, clone / stop / delete, the run.yaml and
 the command that reproduces it, checkpoint downloads."""
+
 from __future__ import annotations
 
 import time
@@ -57,14 +58,15 @@ def table_rows(runs: list[dict]) -> list[list]:
     rows = []
     for r in runs:
         started = time.strftime("%Y-%m-%d %H:%M", time.localtime(r["started"])) if r.get("started") else ""
-        progress = f'{r.get("step") or 0}/{r["total_steps"]}' if r.get("total_steps") else str(r.get("step") or "")
-        reward = "" if r.get("last_reward") is None else f'{r["last_reward"]:.3f}'
-        label = r["state"] + (f': {r["cause"]}' if r.get("cause") else "")
+        progress = f"{r.get('step') or 0}/{r['total_steps']}" if r.get("total_steps") else str(r.get("step") or "")
+        reward = "" if r.get("last_reward") is None else f"{r['last_reward']:.3f}"
+        label = r["state"] + (f": {r['cause']}" if r.get("cause") else "")
         state = badge(r["state"], label)
         if r.get("queue"):
             state += f' <span class="aw-muted" data-testid="queue-note">{r["queue"]}</span>'
-        name = f'<b>{esc(r.get("name") or "")}</b>' + (f'<div class="aw-muted">{esc(r["note"])}</div>'
-                                                          if r.get("note") else "")
+        name = f"<b>{esc(r.get('name') or '')}</b>" + (
+            f'<div class="aw-muted">{esc(r["note"])}</div>' if r.get("note") else ""
+        )
         rows.append([r["run_id"], name, state, r["engine"], r.get("model") or "", started, progress, reward])
     return rows
 
@@ -77,8 +79,7 @@ def overlay_chart(series: dict[str, Series], metric: str, smoothing: float = 0.0
         if s is not None and s.xs:
             xs, ys = s.points(smoothing)
             lines.append(Line(run_id, xs, ys, PALETTE[i % len(PALETTE)], latest=ys[-1]))
-    return svg_chart(lines, metric, f"none of these runs has logged '{metric}' yet", chart_id="compare",
-                     width=1320)
+    return svg_chart(lines, metric, f"none of these runs has logged '{metric}' yet", chart_id="compare", width=1320)
 
 
 class RunsTab:
@@ -87,12 +88,21 @@ class RunsTab:
 
     def build(self) -> RunsUI:
         ui = RunsUI()
-        Markdown(f"{_('Every run under')} `{self.studio.runs_dir}`. {_('Runs live in their own processes: they keep training when this page or the studio closes, and show up here again on restart.')}",
-                    elem_classes="aw-muted")
+        Markdown(
+            f"{_('Every run under')} `{self.studio.runs_dir}`. {_('Runs live in their own processes: they keep training when this page or the studio closes, and show up here again on restart.')}",
+            elem_classes="aw-muted",
+        )
         ui.empty = gr.HTML(self.empty_note(), elem_id="runs-empty", visible=True)
-        ui.table = gr.Dataframe(headers=HEADERS, value=[], interactive=False, max_height=330, wrap=False,
-                                datatype=["str", "html", "html", "str", "str", "str", "str", "str"],
-                                elem_id="runs-table", label=_("Runs (click a row to select it)"))
+        ui.table = gr.Dataframe(
+            headers=HEADERS,
+            value=[],
+            interactive=False,
+            max_height=330,
+            wrap=False,
+            datatype=["str", "html", "html", "str", "str", "str", "str", "str"],
+            elem_id="runs-table",
+            label=_("Runs (click a row to select it)"),
+        )
         with gr.Row(equal_height=False, elem_classes="aw-runbar"):
             ui.selected = gr.Dropdown([], value=None, label=_("Selected run"), scale=4, elem_id="runs-selected")
             # disabled until a run they apply to is selected (action_updates)
@@ -101,37 +111,68 @@ class RunsTab:
             ui.clone_btn = gr.Button(_("Clone into Setup"), min_width=140, elem_id="runs-clone", **off)
             ui.stop_btn = gr.Button(_("Stop"), variant="stop", min_width=90, elem_id="runs-stop", **off)
             ui.delete_btn = gr.Button(_("Delete…"), min_width=90, elem_id="runs-delete", **off)
-            ui.confirm_btn = gr.Button(_("Confirm delete"), variant="stop", scale=1, min_width=130, visible=False,
-                                       size="md", elem_id="runs-confirm-delete")
+            ui.confirm_btn = gr.Button(
+                _("Confirm delete"),
+                variant="stop",
+                scale=1,
+                min_width=130,
+                visible=False,
+                size="md",
+                elem_id="runs-confirm-delete",
+            )
         with gr.Row(equal_height=True, elem_classes="aw-runbar"):
-            ui.label_name = gr.Textbox(label=_("Name"), scale=3, max_lines=1, elem_id="runs-name",
-                                       placeholder=_("a name for the selected run"))
-            ui.label_note = gr.Textbox(label=_("Note"), scale=6, max_lines=3, elem_id="runs-note",
-                                       placeholder=_("what this run tries"))
-            ui.label_btn = gr.Button(_("Save name and note"), scale=2, size="md", interactive=False, min_width=140,
-                                     elem_id="runs-label-save")
+            ui.label_name = gr.Textbox(
+                label=_("Name"), scale=3, max_lines=1, elem_id="runs-name", placeholder=_("a name for the selected run")
+            )
+            ui.label_note = gr.Textbox(
+                label=_("Note"), scale=6, max_lines=3, elem_id="runs-note", placeholder=_("what this run tries")
+            )
+            ui.label_btn = gr.Button(
+                _("Save name and note"), scale=2, size="md", interactive=False, min_width=140, elem_id="runs-label-save"
+            )
         ui.action_msg = Markdown("")
         with gr.Row(equal_height=False):
             with gr.Column(scale=5):
                 ui.spec_file = gr.File(label=_("run.yaml (the complete spec)"), interactive=False, elem_id="runs-spec")
                 with gr.Row(equal_height=False, elem_classes="aw-runbar"):
                     ui.ckpt = gr.Dropdown([], label=_("Checkpoint"), scale=3, elem_id="runs-ckpt")
-                    ui.ckpt_btn = gr.Button(_("Download checkpoint (.zip)"), scale=2, size="md", elem_id="runs-ckpt-btn",
-                                            interactive=False)
-                    ui.export_btn = gr.Button(_("Export as a model folder (.zip)"), scale=2, size="md",
-                                              elem_id="runs-export-btn", interactive=False)
-                ui.ckpt_file = gr.File(label=_("Checkpoint archive"), interactive=False, visible=False,
-                                       elem_id="runs-ckpt-file")
+                    ui.ckpt_btn = gr.Button(
+                        _("Download checkpoint (.zip)"), scale=2, size="md", elem_id="runs-ckpt-btn", interactive=False
+                    )
+                    ui.export_btn = gr.Button(
+                        _("Export as a model folder (.zip)"),
+                        scale=2,
+                        size="md",
+                        elem_id="runs-export-btn",
+                        interactive=False,
+                    )
+                ui.ckpt_file = gr.File(
+                    label=_("Checkpoint archive"), interactive=False, visible=False, elem_id="runs-ckpt-file"
+                )
                 ui.evals_html = gr.HTML("", elem_id="runs-evals")
             with gr.Column(scale=7):
-                ui.cli = gr.Code("", language="shell", lines=6, interactive=False, label=_("Reproduce from the command line"),
-                                 wrap_lines=True, elem_id="runs-cli")
+                ui.cli = gr.Code(
+                    "",
+                    language="shell",
+                    lines=6,
+                    interactive=False,
+                    label=_("Reproduce from the command line"),
+                    wrap_lines=True,
+                    elem_id="runs-cli",
+                )
         with gr.Accordion(_("Compare runs"), open=True):
             with gr.Row(equal_height=True):
-                ui.compare = gr.Dropdown([], value=[], multiselect=True, label=_("Runs to overlay"), scale=5,
-                                         elem_id="compare-runs")
-                ui.compare_metric = gr.Dropdown(["reward", "loss"], value="reward", label=_("Metric"), scale=2,
-                                                allow_custom_value=True, elem_id="compare-metric")
+                ui.compare = gr.Dropdown(
+                    [], value=[], multiselect=True, label=_("Runs to overlay"), scale=5, elem_id="compare-runs"
+                )
+                ui.compare_metric = gr.Dropdown(
+                    ["reward", "loss"],
+                    value="reward",
+                    label=_("Metric"),
+                    scale=2,
+                    allow_custom_value=True,
+                    elem_id="compare-metric",
+                )
                 ui.compare_smoothing = gr.Slider(0, 0.99, value=0.6, step=0.01, label=_("Smoothing"), scale=2)
             ui.compare_plot = gr.HTML(overlay_chart({}, "reward"), elem_id="compare-plot")
         with gr.Accordion(_("Diff two run specs"), open=False):
@@ -147,44 +188,91 @@ class RunsTab:
     def wire(self, monitor_run, runs_tab, other_tabs) -> None:
         """The table refreshes on a timer that runs only while the Runs tab is open."""
         ui = self.ui
-        list_outs = [ui.table, ui.selected, ui.compare, ui.diff_a, ui.diff_b, monitor_run, ui.sig,
-                     ui.open_btn, ui.clone_btn, ui.stop_btn, ui.delete_btn, ui.ckpt_btn, ui.export_btn, ui.ckpt,
-                     ui.empty]
-        refresh_kw = dict(fn=self.refresh, inputs=[ui.sig, ui.selected, monitor_run], outputs=list_outs,
-                          show_progress="hidden", api_visibility="private", concurrency_limit=None)
+        list_outs = [
+            ui.table,
+            ui.selected,
+            ui.compare,
+            ui.diff_a,
+            ui.diff_b,
+            monitor_run,
+            ui.sig,
+            ui.open_btn,
+            ui.clone_btn,
+            ui.stop_btn,
+            ui.delete_btn,
+            ui.ckpt_btn,
+            ui.export_btn,
+            ui.ckpt,
+            ui.empty,
+        ]
+        refresh_kw = dict(
+            fn=self.refresh,
+            inputs=[ui.sig, ui.selected, monitor_run],
+            outputs=list_outs,
+            show_progress="hidden",
+            api_visibility="private",
+            concurrency_limit=None,
+        )
         ui.timer.tick(**refresh_kw)
         self.refresh_kw = refresh_kw
-        runs_tab.select(lambda: gr.Timer(active=True), None, ui.timer, api_visibility="private",
-                        queue=False).then(**refresh_kw)
+        runs_tab.select(lambda: gr.Timer(active=True), None, ui.timer, api_visibility="private", queue=False).then(
+            **refresh_kw
+        )
         for tab in other_tabs:
             tab.select(lambda: gr.Timer(active=False), None, ui.timer, api_visibility="private", queue=False)
         ui.table.select(self.on_row_select, [ui.table], [ui.selected], api_visibility="private")
         actions = [ui.open_btn, ui.clone_btn, ui.stop_btn, ui.delete_btn, ui.ckpt_btn, ui.export_btn]
         self.actions = actions
-        ui.selected.change(self.on_selected, [ui.selected], [ui.spec_file, ui.cli, ui.ckpt, ui.ckpt_file,
-                                                             ui.confirm_btn, ui.action_msg, *actions],
-                           api_visibility="private", show_progress="hidden")
-        ui.selected.change(self.label_of, [ui.selected], [ui.label_name, ui.label_note, ui.label_btn],
-                           api_visibility="private", show_progress="hidden")
-        ui.label_btn.click(self.on_relabel, [ui.selected, ui.label_name, ui.label_note], [ui.action_msg],
-                           api_visibility="private").then(**self.refresh_kw)
-        ui.stop_btn.click(self.on_stop, [ui.selected], [ui.action_msg], api_visibility="private"
-                          ).then(self.action_updates, [ui.selected], actions, api_visibility="private",
-                                 show_progress="hidden")
-        ui.delete_btn.click(lambda sel: (gr.update(visible=bool(sel)),
-                                         f"{_('Delete this run and all its files? Press Confirm delete:')} **{sel}**"
-                                         if sel else _("Select a run first.")),
-                            [ui.selected], [ui.confirm_btn, ui.action_msg], api_visibility="private")
-        ui.confirm_btn.click(self.on_delete, [ui.selected], [ui.action_msg, ui.confirm_btn, ui.selected],
-                             api_visibility="private").then(**refresh_kw)
-        ui.export_btn.click(self.on_export, [ui.selected, ui.ckpt], [ui.ckpt_file, ui.action_msg],
-                            api_visibility="private")
-        ui.selected.change(self.evaluations_html, [ui.selected], [ui.evals_html], api_visibility="private",
-                           show_progress="hidden")
-        ui.ckpt_btn.click(self.on_checkpoint, [ui.selected, ui.ckpt], [ui.ckpt_file, ui.action_msg],
-                          api_visibility="private")
-        cmp_kw = dict(fn=self.on_compare, inputs=[ui.compare, ui.compare_metric, ui.compare_smoothing],
-                      outputs=[ui.compare_plot, ui.compare_metric], api_visibility="private", show_progress="hidden")
+        ui.selected.change(
+            self.on_selected,
+            [ui.selected],
+            [ui.spec_file, ui.cli, ui.ckpt, ui.ckpt_file, ui.confirm_btn, ui.action_msg, *actions],
+            api_visibility="private",
+            show_progress="hidden",
+        )
+        ui.selected.change(
+            self.label_of,
+            [ui.selected],
+            [ui.label_name, ui.label_note, ui.label_btn],
+            api_visibility="private",
+            show_progress="hidden",
+        )
+        ui.label_btn.click(
+            self.on_relabel, [ui.selected, ui.label_name, ui.label_note], [ui.action_msg], api_visibility="private"
+        ).then(**self.refresh_kw)
+        ui.stop_btn.click(self.on_stop, [ui.selected], [ui.action_msg], api_visibility="private").then(
+            self.action_updates, [ui.selected], actions, api_visibility="private", show_progress="hidden"
+        )
+        ui.delete_btn.click(
+            lambda sel: (
+                gr.update(visible=bool(sel)),
+                f"{_('Delete this run and all its files? Press Confirm delete:')} **{sel}**"
+                if sel
+                else _("Select a run first."),
+            ),
+            [ui.selected],
+            [ui.confirm_btn, ui.action_msg],
+            api_visibility="private",
+        )
+        ui.confirm_btn.click(
+            self.on_delete, [ui.selected], [ui.action_msg, ui.confirm_btn, ui.selected], api_visibility="private"
+        ).then(**refresh_kw)
+        ui.export_btn.click(
+            self.on_export, [ui.selected, ui.ckpt], [ui.ckpt_file, ui.action_msg], api_visibility="private"
+        )
+        ui.selected.change(
+            self.evaluations_html, [ui.selected], [ui.evals_html], api_visibility="private", show_progress="hidden"
+        )
+        ui.ckpt_btn.click(
+            self.on_checkpoint, [ui.selected, ui.ckpt], [ui.ckpt_file, ui.action_msg], api_visibility="private"
+        )
+        cmp_kw = dict(
+            fn=self.on_compare,
+            inputs=[ui.compare, ui.compare_metric, ui.compare_smoothing],
+            outputs=[ui.compare_plot, ui.compare_metric],
+            api_visibility="private",
+            show_progress="hidden",
+        )
         ui.compare.change(**cmp_kw)
         ui.compare_metric.change(**cmp_kw)
         ui.compare_smoothing.release(**cmp_kw)
@@ -202,7 +290,7 @@ class RunsTab:
         rows_sig = repr(rows)
         ids_sig = repr([r["run_id"] for r in runs])
         out = [skip] * 6
-        follow = [skip] * 7     # the actions (and its checkpoints) follow the selected run as it changes
+        follow = [skip] * 7  # the actions (and its checkpoints) follow the selected run as it changes
         if rows_sig != sig.get("rows"):
             sig["rows"] = rows_sig
             out[0] = rows
@@ -215,8 +303,13 @@ class RunsTab:
             sig["ids"] = ids_sig
             ids = [r["run_id"] for r in runs]
             sel = selected if selected in ids else (ids[0] if ids else None)
-            out[1:6] = [gr.update(choices=ids, value=sel), gr.update(choices=ids), gr.update(choices=ids),
-                        gr.update(choices=ids), gr.update(choices=ids)]
+            out[1:6] = [
+                gr.update(choices=ids, value=sel),
+                gr.update(choices=ids),
+                gr.update(choices=ids),
+                gr.update(choices=ids),
+                gr.update(choices=ids),
+            ]
             if not sig.get("compare_set") and ids:  # first fill: overlay the latest runs
                 sig["compare_set"] = True
                 out[2] = gr.update(choices=ids, value=ids[:3])
@@ -251,9 +344,11 @@ class RunsTab:
         return f"{_('Saved the name and note of')} **{run_id}**: “{label['name'] or '—'}”."
 
     def empty_note(self) -> str:
-        return (f'<div class="aw-empty"><b>{_("No runs yet.")}</b> {_("Launch one from Setup, or from a shell:")} '
-                f'<code>aworld-train train … --run-path {esc(self.studio.runs_dir)}</code> — '
-                f'{_("every run under this folder shows up here, also after a restart.")}</div>')
+        return (
+            f'<div class="aw-empty"><b>{_("No runs yet.")}</b> {_("Launch one from Setup, or from a shell:")} '
+            f"<code>aworld-train train … --run-path {esc(self.studio.runs_dir)}</code> — "
+            f"{_('every run under this folder shows up here, also after a restart.')}</div>"
+        )
 
     def _checkpoints(self, run_id) -> list[str]:
         try:
@@ -271,24 +366,50 @@ class RunsTab:
             except (ValueError, OSError):
                 state = None
         active = state in ACTIVE_STATES
-        return [gr.update(interactive=state is not None), gr.update(interactive=state is not None),
-                gr.update(interactive=active), gr.update(interactive=state is not None and not active),
-                gr.update(interactive=bool(ckpts)), gr.update(interactive=bool(ckpts))]
+        return [
+            gr.update(interactive=state is not None),
+            gr.update(interactive=state is not None),
+            gr.update(interactive=active),
+            gr.update(interactive=state is not None and not active),
+            gr.update(interactive=bool(ckpts)),
+            gr.update(interactive=bool(ckpts)),
+        ]
 
     def on_selected(self, run_id):
         actions = self.action_updates(run_id)
         if not run_id:
-            return [None, "", gr.update(choices=[], value=None), gr.update(visible=False), gr.update(visible=False),
-                    "", *actions]
+            return [
+                None,
+                "",
+                gr.update(choices=[], value=None),
+                gr.update(visible=False),
+                gr.update(visible=False),
+                "",
+                *actions,
+            ]
         try:
             spec = self.studio.export_spec(run_id)
             cli = self.studio.cli_command(run_id)
             ckpts = self.studio.checkpoint_choices(run_id)
         except (ValueError, OSError) as e:
-            return [None, "", gr.update(choices=[], value=None), gr.update(visible=False), gr.update(visible=False),
-                    f"**{e}**", *actions]
-        return [spec, cli, gr.update(choices=ckpts, value=ckpts[-1][1] if ckpts else None), gr.update(visible=False),
-                gr.update(visible=False), "", *actions]
+            return [
+                None,
+                "",
+                gr.update(choices=[], value=None),
+                gr.update(visible=False),
+                gr.update(visible=False),
+                f"**{e}**",
+                *actions,
+            ]
+        return [
+            spec,
+            cli,
+            gr.update(choices=ckpts, value=ckpts[-1][1] if ckpts else None),
+            gr.update(visible=False),
+            gr.update(visible=False),
+            "",
+            *actions,
+        ]
 
     def on_stop(self, run_id):
         if not run_id:
@@ -315,7 +436,9 @@ class RunsTab:
             path = self.studio.export_model(run_id, name)
         except (ValueError, OSError) as e:
             return gr.update(visible=False), f"**Not exported:** {e}"
-        return gr.update(value=path, visible=True), (f"{_('Exported as a Hugging Face model folder (weights, tokenizer, chat template, model card):')} **{name}**")
+        return gr.update(value=path, visible=True), (
+            f"{_('Exported as a Hugging Face model folder (weights, tokenizer, chat template, model card):')} **{name}**"
+        )
 
     def evaluations_html(self, run_id) -> str:
         """The run's evaluations: when, which models, their mean rewards (details in Evaluate)."""
@@ -326,13 +449,20 @@ class RunsTab:
         if not evals:
             return f'<div class="aw-muted">{_("No evaluations of this run yet (Evaluate tab).")}</div>'
         rows = "".join(
-            f'<tr><td><code>{esc(e["eval_id"])}</code></td><td>{badge(e["state"] or "queued")}</td>'
-            f'<td>{esc(e["dataset"])}</td><td>'
-            + " · ".join(f'{esc(m)} <b>{e["rewards"][m]:.3f}</b>' if e["rewards"].get(m) is not None else esc(m)
-                         for m in e["models"]) + "</td></tr>" for e in evals)
-        return (f'<div class="aw-section-title">{_("Evaluations")}</div><table class="aw-table" data-testid="run-evals">'
-                f"<tr><th>{_('evaluation')}</th><th>{_('state')}</th><th>{_('dataset')}</th>"
-                f"<th>{_('models · mean reward')}</th></tr>{rows}</table>")
+            f"<tr><td><code>{esc(e['eval_id'])}</code></td><td>{badge(e['state'] or 'queued')}</td>"
+            f"<td>{esc(e['dataset'])}</td><td>"
+            + " · ".join(
+                f"{esc(m)} <b>{e['rewards'][m]:.3f}</b>" if e["rewards"].get(m) is not None else esc(m)
+                for m in e["models"]
+            )
+            + "</td></tr>"
+            for e in evals
+        )
+        return (
+            f'<div class="aw-section-title">{_("Evaluations")}</div><table class="aw-table" data-testid="run-evals">'
+            f"<tr><th>{_('evaluation')}</th><th>{_('state')}</th><th>{_('dataset')}</th>"
+            f"<th>{_('models · mean reward')}</th></tr>{rows}</table>"
+        )
 
     def on_checkpoint(self, run_id, name):
         if not run_id or not name:

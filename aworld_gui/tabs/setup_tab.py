@@ -6,6 +6,7 @@ card. Config has one source of truth, the YAML of user overrides: the form is re
 (``@gr.render``, config_form.py), its fields edit keys in it, and the effective config, the memory
 estimate and the run's ``run.yaml`` are computed from it.
 """
+
 from __future__ import annotations
 
 import math
@@ -31,7 +32,6 @@ from ..worker.check_worker import WorkerError
 
 AUTO = "(auto-detect)"
 NONE = "(none)"
-
 
 
 @dataclass
@@ -66,11 +66,11 @@ class SetupUI:
     config_status: Any = None
     config_yaml: Any = None
     effective: Any = None
-    memory_estimate: Any = None    # the config check's memory estimate (HTML)
-    checked: Any = None            # gr.State: the last check's effective config, tagged with its spec
-    reward_docs: Any = None        # gr.State: {key: (label, description)}
+    memory_estimate: Any = None  # the config check's memory estimate (HTML)
+    checked: Any = None  # gr.State: the last check's effective config, tagged with its spec
+    reward_docs: Any = None  # gr.State: {key: (label, description)}
     cli: Any = None
-    problems: Any = None           # gr.State: {module: why its upload cannot be used}
+    problems: Any = None  # gr.State: {module: why its upload cannot be used}
     run_name: Any = None
     run_note: Any = None
     preset: Any = None
@@ -83,12 +83,25 @@ class SetupUI:
     data_note: Any = None
 
     def inputs(self) -> list:
-        return [self.agent, self.train, self.test, self.prompt_col, self.answer_col, self.reward_pick,
-                self.reward_weights, self.config_yaml, self.engine, self.problems, self.run_name, self.run_note]
+        return [
+            self.agent,
+            self.train,
+            self.test,
+            self.prompt_col,
+            self.answer_col,
+            self.reward_pick,
+            self.reward_weights,
+            self.config_yaml,
+            self.engine,
+            self.problems,
+            self.run_name,
+            self.run_note,
+        ]
 
 
-def collect(agent, train, test, prompt_col, answer_col, picks, weights, config_text, engine,
-            problems=None, name="", note="") -> inp.SetupInputs:
+def collect(
+    agent, train, test, prompt_col, answer_col, picks, weights, config_text, engine, problems=None, name="", note=""
+) -> inp.SetupInputs:
     """The SetupInputs the components describe."""
     weights_by_row = _weights(weights)
     rewards = []
@@ -96,10 +109,18 @@ def collect(agent, train, test, prompt_col, answer_col, picks, weights, config_t
         w = weights_by_row[i] if i < len(weights_by_row) else 1.0
         rewards.append({"ref": key, "weight": w} if ":" in key else {"name": key, "weight": w})
     columns = {k: v for k, v in (("prompt", prompt_col), ("answer", answer_col)) if v and v != AUTO}
-    return inp.SetupInputs(agent=agent or None, train=train or None,
-                           test=None if (not test or test == NONE) else test, rewards=rewards,
-                           config_text=config_text or "", engine=engine or inp.DEMO_ENGINE, columns=columns,
-                           problems=dict(problems or {}), name=(name or "").strip(), note=(note or "").strip())
+    return inp.SetupInputs(
+        agent=agent or None,
+        train=train or None,
+        test=None if (not test or test == NONE) else test,
+        rewards=rewards,
+        config_text=config_text or "",
+        engine=engine or inp.DEMO_ENGINE,
+        columns=columns,
+        problems=dict(problems or {}),
+        name=(name or "").strip(),
+        note=(note or "").strip(),
+    )
 
 
 def _weights(table: Any) -> list[float]:
@@ -137,62 +158,117 @@ class SetupTab:
             with gr.Column(scale=5, min_width=400):
                 ui.strip = gr.HTML(render.checks_strip(None, MODULE_TITLES, checking=True), elem_id="checks-strip")
             with gr.Column(scale=2, min_width=260):
-                ui.launch_btn = gr.Button(_("Launch training"), variant="primary", size="lg", interactive=False,
-                                          elem_id="launch-btn")
+                ui.launch_btn = gr.Button(
+                    _("Launch training"), variant="primary", size="lg", interactive=False, elem_id="launch-btn"
+                )
         with gr.Accordion(_("Presets: load a whole setup, or save this one"), open=False, elem_id="presets"):
             with gr.Row(equal_height=True, elem_classes="aw-runbar"):
-                ui.preset = gr.Dropdown(self.preset_choices(), value=None, label=_("Preset"), scale=4,
-                                        elem_id="preset-select")
+                ui.preset = gr.Dropdown(
+                    self.preset_choices(), value=None, label=_("Preset"), scale=4, elem_id="preset-select"
+                )
                 ui.preset_load = gr.Button(_("Load"), scale=1, size="md", min_width=100, elem_id="preset-load")
-                ui.preset_name = gr.Textbox(label=_("Save this setup as"), max_lines=1, scale=3,
-                                            placeholder=_("a name, e.g. my-letters-lr1e-3"), elem_id="preset-name")
+                ui.preset_name = gr.Textbox(
+                    label=_("Save this setup as"),
+                    max_lines=1,
+                    scale=3,
+                    placeholder=_("a name, e.g. my-letters-lr1e-3"),
+                    elem_id="preset-name",
+                )
                 ui.preset_save = gr.Button(_("Save"), scale=1, size="md", min_width=100, elem_id="preset-save")
             ui.preset_msg = Markdown("", elem_classes="aw-muted", elem_id="preset-msg")
         with gr.Row(equal_height=True, elem_classes="aw-runbar"):
-            ui.run_name = gr.Textbox(label=_("Run name (optional)"), max_lines=1, scale=3, elem_id="run-name",
-                                     placeholder=_("e.g. letters-lr1e-3 — also part of the run id"))
-            ui.run_note = gr.Textbox(label=_("Note (optional)"), max_lines=2, scale=7, elem_id="run-note",
-                                     placeholder=_("what this run tries; editable later in Runs"))
+            ui.run_name = gr.Textbox(
+                label=_("Run name (optional)"),
+                max_lines=1,
+                scale=3,
+                elem_id="run-name",
+                placeholder=_("e.g. letters-lr1e-3 — also part of the run id"),
+            )
+            ui.run_note = gr.Textbox(
+                label=_("Note (optional)"),
+                max_lines=2,
+                scale=7,
+                elem_id="run-note",
+                placeholder=_("what this run tries; editable later in Runs"),
+            )
         ui.launch_msg = gr.HTML("", elem_id="launch-msg", elem_classes="aw-launch-msg")
 
         # Agent ------------------------------------------------------------------------------------
         with gr.Row(equal_height=False):
             with gr.Column(scale=5, min_width=360, elem_classes="aw-card"):
-                ui.agent_status = gr.HTML(render.module_status("agent", _("Agent"), None, checking=True),
-                                          elem_id="status-agent")
+                ui.agent_status = gr.HTML(
+                    render.module_status("agent", _("Agent"), None, checking=True), elem_id="status-agent"
+                )
                 with gr.Row(equal_height=False, elem_classes="aw-runbar"):
-                    ui.agent = gr.Dropdown(inp.file_choices(inp.shipped_agents(), [demo.agent]), value=demo.agent,
-                                           label=_("Agent config (YAML)"), allow_custom_value=True, scale=4,
-                                           elem_id="agent-select")
-                    ui.agent_upload = gr.UploadButton(_("Upload YAML"), file_types=[".yaml", ".yml"], size="md",
-                                                      scale=1, min_width=130, elem_id="agent-upload")
+                    ui.agent = gr.Dropdown(
+                        inp.file_choices(inp.shipped_agents(), [demo.agent]),
+                        value=demo.agent,
+                        label=_("Agent config (YAML)"),
+                        allow_custom_value=True,
+                        scale=4,
+                        elem_id="agent-select",
+                    )
+                    ui.agent_upload = gr.UploadButton(
+                        _("Upload YAML"),
+                        file_types=[".yaml", ".yml"],
+                        size="md",
+                        scale=1,
+                        min_width=130,
+                        elem_id="agent-upload",
+                    )
                 ui.agent_note = Markdown("", elem_classes="aw-muted")
                 ui.agent_spec = gr.HTML(render.agent_spec(None), elem_id="agent-spec")
 
             # Datasets ------------------------------------------------------------------------------
             with gr.Column(scale=7, min_width=420, elem_classes="aw-card", elem_id="dataset-card"):
-                ui.data_status = gr.HTML(render.module_status("dataset", _("Datasets"), None, checking=True),
-                                         elem_id="status-dataset")
+                ui.data_status = gr.HTML(
+                    render.module_status("dataset", _("Datasets"), None, checking=True), elem_id="status-dataset"
+                )
                 with gr.Row(equal_height=False, elem_classes="aw-runbar"):
-                    ui.train = gr.Dropdown(inp.file_choices(inp.shipped_datasets(), [demo.train]), value=demo.train,
-                                           label=_("Train set"), allow_custom_value=True, scale=4, elem_id="train-select")
-                    ui.train_upload = gr.UploadButton(_("Upload train"), file_types=list(inp.DATASET_SUFFIXES), size="md",
-                                                      scale=1, min_width=130, elem_id="train-upload")
+                    ui.train = gr.Dropdown(
+                        inp.file_choices(inp.shipped_datasets(), [demo.train]),
+                        value=demo.train,
+                        label=_("Train set"),
+                        allow_custom_value=True,
+                        scale=4,
+                        elem_id="train-select",
+                    )
+                    ui.train_upload = gr.UploadButton(
+                        _("Upload train"),
+                        file_types=list(inp.DATASET_SUFFIXES),
+                        size="md",
+                        scale=1,
+                        min_width=130,
+                        elem_id="train-upload",
+                    )
                 with gr.Row(equal_height=False, elem_classes="aw-runbar"):
-                    ui.test = gr.Dropdown([(NONE, NONE)] + inp.file_choices(inp.shipped_datasets(), [demo.test]),
-                                          value=demo.test, label=_("Test set (optional)"), allow_custom_value=True,
-                                          scale=4, elem_id="test-select")
-                    ui.test_upload = gr.UploadButton(_("Upload test"), file_types=list(inp.DATASET_SUFFIXES), size="md",
-                                                     scale=1, min_width=130, elem_id="test-upload")
+                    ui.test = gr.Dropdown(
+                        [(NONE, NONE)] + inp.file_choices(inp.shipped_datasets(), [demo.test]),
+                        value=demo.test,
+                        label=_("Test set (optional)"),
+                        allow_custom_value=True,
+                        scale=4,
+                        elem_id="test-select",
+                    )
+                    ui.test_upload = gr.UploadButton(
+                        _("Upload test"),
+                        file_types=list(inp.DATASET_SUFFIXES),
+                        size="md",
+                        scale=1,
+                        min_width=130,
+                        elem_id="test-upload",
+                    )
                 ui.data_note = Markdown("", elem_classes="aw-muted", elem_id="data-note")
                 with gr.Row():
                     ui.prompt_col = gr.Dropdown([AUTO], value=AUTO, label=_("Prompt column"), elem_id="prompt-col")
-                    ui.answer_col = gr.Dropdown([AUTO], value=AUTO, label=_("Reference-answer column"),
-                                                elem_id="answer-col")
+                    ui.answer_col = gr.Dropdown(
+                        [AUTO], value=AUTO, label=_("Reference-answer column"), elem_id="answer-col"
+                    )
                 with gr.Tabs():
                     with gr.Tab(_("Train rows"), elem_id="tab-train-rows"):
-                        ui.train_preview = gr.Dataframe(interactive=False, max_height=230, wrap=True,
-                                                        elem_id="train-preview")
+                        ui.train_preview = gr.Dataframe(
+                            interactive=False, max_height=230, wrap=True, elem_id="train-preview"
+                        )
                     with gr.Tab(_("Test rows"), elem_id="tab-test-rows"):
                         ui.test_preview = gr.Dataframe(interactive=False, max_height=230, wrap=True)
                 ui.rendered = gr.HTML("", elem_id="rendered")
@@ -200,40 +276,71 @@ class SetupTab:
         # Reward ------------------------------------------------------------------------------------
         with gr.Row(equal_height=False):
             with gr.Column(scale=6, min_width=380, elem_classes="aw-card"):
-                ui.reward_status = gr.HTML(render.module_status("reward", _("Reward"), None, checking=True),
-                                           elem_id="status-reward")
+                ui.reward_status = gr.HTML(
+                    render.module_status("reward", _("Reward"), None, checking=True), elem_id="status-reward"
+                )
                 with gr.Row(equal_height=False, elem_classes="aw-runbar"):
-                    ui.reward_pick = gr.Dropdown([(inp.reward_label(inp.DEMO_REWARD), inp.DEMO_REWARD)],
-                                                 value=[inp.DEMO_REWARD], multiselect=True,
-                                                 label=_("Reward functions (registry and files)"), scale=4,
-                                                 elem_id="reward-pick", allow_custom_value=True,
-                                                 info=_("built-ins, TRL's and verl's rewards, your files; type "
-                                                        "module:factory(arg=value) for a factory"))
-                    ui.reward_upload = gr.UploadButton(_("Upload .py"), file_types=[".py"], size="md", scale=1,
-                                                       min_width=130, elem_id="reward-upload")
+                    ui.reward_pick = gr.Dropdown(
+                        [(inp.reward_label(inp.DEMO_REWARD), inp.DEMO_REWARD)],
+                        value=[inp.DEMO_REWARD],
+                        multiselect=True,
+                        label=_("Reward functions (registry and files)"),
+                        scale=4,
+                        elem_id="reward-pick",
+                        allow_custom_value=True,
+                        info=_(
+                            "built-ins, TRL's and verl's rewards, your files; type "
+                            "module:factory(arg=value) for a factory"
+                        ),
+                    )
+                    ui.reward_upload = gr.UploadButton(
+                        _("Upload .py"), file_types=[".py"], size="md", scale=1, min_width=130, elem_id="reward-upload"
+                    )
                 ui.reward_note = Markdown("", elem_classes="aw-muted")
                 ui.reward_weights = gr.Dataframe(
-                    value=[[inp.reward_label(inp.DEMO_REWARD), 1.0, ""]], headers=["reward", "weight", "what it scores"],
-                    datatype=["str", "number", "str"], column_count=3, interactive=True, static_columns=[0, 2],
+                    value=[[inp.reward_label(inp.DEMO_REWARD), 1.0, ""]],
+                    headers=["reward", "weight", "what it scores"],
+                    datatype=["str", "number", "str"],
+                    column_count=3,
+                    interactive=True,
+                    static_columns=[0, 2],
                     column_widths=["38%", "14%", "48%"],
-                    label=_("Weights (edit the weight column)"), wrap=True, max_height=200, elem_id="reward-weights")
-                Markdown(f"**{_('Preview on sample rows')}** — {_('the reference answer and a wrong one, scored by each function (user code runs in the check worker, never in the studio).')}",
-                            elem_classes="aw-muted")
+                    label=_("Weights (edit the weight column)"),
+                    wrap=True,
+                    max_height=200,
+                    elem_id="reward-weights",
+                )
+                Markdown(
+                    f"**{_('Preview on sample rows')}** — {_('the reference answer and a wrong one, scored by each function (user code runs in the check worker, never in the studio).')}",
+                    elem_classes="aw-muted",
+                )
                 ui.reward_preview = gr.Dataframe(interactive=False, max_height=230, wrap=True, elem_id="reward-preview")
                 ui.reward_calls = gr.HTML(reward_card.calls_html(None), elem_id="reward-calls")
 
             # Engine & config -----------------------------------------------------------------------
             with gr.Column(scale=6, min_width=380, elem_classes="aw-card"):
-                ui.config_status = gr.HTML(render.module_status("config", _("Engine & config"), None, checking=True),
-                                           elem_id="status-config")
-                ui.engine = gr.Dropdown([(inp.DEMO_ENGINE, inp.DEMO_ENGINE)], value=inp.DEMO_ENGINE,
-                                        label=_("Training engine"), elem_id="engine-select")
+                ui.config_status = gr.HTML(
+                    render.module_status("config", _("Engine & config"), None, checking=True), elem_id="status-config"
+                )
+                ui.engine = gr.Dropdown(
+                    [(inp.DEMO_ENGINE, inp.DEMO_ENGINE)],
+                    value=inp.DEMO_ENGINE,
+                    label=_("Training engine"),
+                    elem_id="engine-select",
+                )
                 ui.engines_table = gr.HTML("", elem_id="engines-table")
                 ui.config_note = Markdown("", elem_classes="aw-muted", elem_id="config-note")
-                self.setup_panel = EngineSetupPanel(self.studio).build()   # an engine's own environment
+                self.setup_panel = EngineSetupPanel(self.studio).build()  # an engine's own environment
                 # the one spec, shown in the Advanced accordion below; the form is rendered from it
-                ui.config_yaml = gr.Code(demo.config_text, language="yaml", lines=8, interactive=True,
-                                         label=_("Config overrides"), elem_id="config-yaml", render=False)
+                ui.config_yaml = gr.Code(
+                    demo.config_text,
+                    language="yaml",
+                    lines=8,
+                    interactive=True,
+                    label=_("Config overrides"),
+                    elem_id="config-yaml",
+                    render=False,
+                )
                 ui.checked = gr.State(None)
                 ui.config_memory = gr.JSON(config_form.fresh_memory(demo.engine), visible=False)
                 self.render_form(ui)
@@ -244,8 +351,14 @@ class SetupTab:
                 with gr.Accordion(_("Advanced: config YAML (overrides)"), open=False):
                     ui.config_yaml.render()
                 with gr.Accordion(_("Effective config (after defaults)"), open=False):
-                    ui.effective = gr.Code("", language="yaml", lines=10, interactive=False, label=_("Effective config"),
-                                           elem_id="effective-config")
+                    ui.effective = gr.Code(
+                        "",
+                        language="yaml",
+                        lines=10,
+                        interactive=False,
+                        label=_("Effective config"),
+                        elem_id="effective-config",
+                    )
                 with gr.Accordion(_("Same run from the command line"), open=False):
                     ui.cli = gr.Code("", language="shell", lines=6, interactive=False, label=_("CLI"), wrap_lines=True)
         ui.reward_docs = gr.State({})
@@ -264,17 +377,42 @@ class SetupTab:
 
     def check_outputs(self) -> list:
         ui = self.ui
-        return [ui.strip, ui.agent_status, ui.agent_spec, ui.data_status, ui.train_preview, ui.test_preview,
-                ui.rendered, ui.prompt_col, ui.answer_col, ui.reward_status, ui.reward_preview, ui.reward_calls,
-                ui.config_status,
-                ui.effective, ui.launch_btn, ui.engines_table, ui.cli, ui.memory_estimate, ui.checked]
+        return [
+            ui.strip,
+            ui.agent_status,
+            ui.agent_spec,
+            ui.data_status,
+            ui.train_preview,
+            ui.test_preview,
+            ui.rendered,
+            ui.prompt_col,
+            ui.answer_col,
+            ui.reward_status,
+            ui.reward_preview,
+            ui.reward_calls,
+            ui.config_status,
+            ui.effective,
+            ui.launch_btn,
+            ui.engines_table,
+            ui.cli,
+            ui.memory_estimate,
+            ui.checked,
+        ]
 
     def check_kw(self) -> dict:
         """The check of the Setup. "multiple": a newer check starts at once and cancels this page's older one
         (Studio.check); queued behind it instead, it would wait for a hanging check's whole time limit."""
-        return dict(fn=self.on_check, inputs=self.check_inputs(), outputs=self.check_outputs(),
-                    show_progress="minimal", show_progress_on=[self.ui.strip], trigger_mode="multiple",
-                    api_visibility="private", concurrency_id="checks", concurrency_limit=4)
+        return dict(
+            fn=self.on_check,
+            inputs=self.check_inputs(),
+            outputs=self.check_outputs(),
+            show_progress="minimal",
+            show_progress_on=[self.ui.strip],
+            trigger_mode="multiple",
+            api_visibility="private",
+            concurrency_id="checks",
+            concurrency_limit=4,
+        )
 
     def then_check(self, event):
         """``event`` followed by the check of the Setup."""
@@ -290,51 +428,98 @@ class SetupTab:
         private = dict(api_visibility="private", show_progress="hidden")
 
         # presets: load puts in every input (the form follows the spec); save writes the current setup
-        then_check(ui.preset_load.click(self.on_preset_load, [ui.preset], [*self.input_components(), ui.preset_msg],
-                                        api_visibility="private"))
-        ui.preset_save.click(self.on_preset_save, [ui.preset_name, *ui.inputs()], [ui.preset, ui.preset_msg],
-                             api_visibility="private")
+        then_check(
+            ui.preset_load.click(
+                self.on_preset_load, [ui.preset], [*self.input_components(), ui.preset_msg], api_visibility="private"
+            )
+        )
+        ui.preset_save.click(
+            self.on_preset_save, [ui.preset_name, *ui.inputs()], [ui.preset, ui.preset_msg], api_visibility="private"
+        )
         # file pickers and mappings: a user change → check
         check_on(ui.agent.input)
-        then_check(ui.train.input(self.on_train_changed, [ui.train, ui.test],
-                                  [ui.prompt_col, ui.answer_col, ui.test, ui.data_note], **private))
+        then_check(
+            ui.train.input(
+                self.on_train_changed,
+                [ui.train, ui.test],
+                [ui.prompt_col, ui.answer_col, ui.test, ui.data_note],
+                **private,
+            )
+        )
         then_check(ui.test.input(lambda: "", [], [ui.data_note], queue=False, **private))
         check_on(ui.prompt_col.input)
         check_on(ui.answer_col.input)
         # uploads
-        then_check(ui.agent_upload.upload(self.on_agent_upload, [ui.agent_upload, ui.agent], [ui.agent, ui.agent_note],
-                                          api_visibility="private"))
-        then_check(ui.train_upload.upload(self.on_data_upload, [ui.train_upload, ui.test],
-                                          [ui.train, ui.prompt_col, ui.answer_col, ui.test, ui.data_note],
-                                          api_visibility="private"))
-        then_check(ui.test_upload.upload(self.on_test_upload, [ui.test_upload, ui.test], [ui.test, ui.data_note],
-                                         api_visibility="private"))
+        then_check(
+            ui.agent_upload.upload(
+                self.on_agent_upload, [ui.agent_upload, ui.agent], [ui.agent, ui.agent_note], api_visibility="private"
+            )
+        )
+        then_check(
+            ui.train_upload.upload(
+                self.on_data_upload,
+                [ui.train_upload, ui.test],
+                [ui.train, ui.prompt_col, ui.answer_col, ui.test, ui.data_note],
+                api_visibility="private",
+            )
+        )
+        then_check(
+            ui.test_upload.upload(
+                self.on_test_upload, [ui.test_upload, ui.test], [ui.test, ui.data_note], api_visibility="private"
+            )
+        )
         # rewards
-        then_check(ui.reward_pick.input(self.on_rewards_picked,
-                                        [ui.reward_pick, ui.reward_weights, ui.reward_docs, ui.problems],
-                                        [ui.reward_weights, ui.problems], **private))
+        then_check(
+            ui.reward_pick.input(
+                self.on_rewards_picked,
+                [ui.reward_pick, ui.reward_weights, ui.reward_docs, ui.problems],
+                [ui.reward_weights, ui.problems],
+                **private,
+            )
+        )
         check_on(ui.reward_weights.input)
-        then_check(ui.reward_upload.upload(self.on_reward_upload, [ui.reward_upload, ui.reward_pick, ui.reward_weights,
-                                                                    ui.reward_docs, ui.problems],
-                                           [ui.reward_pick, ui.reward_weights, ui.reward_docs, ui.reward_note,
-                                            ui.problems], api_visibility="private"))
+        then_check(
+            ui.reward_upload.upload(
+                self.on_reward_upload,
+                [ui.reward_upload, ui.reward_pick, ui.reward_weights, ui.reward_docs, ui.problems],
+                [ui.reward_pick, ui.reward_weights, ui.reward_docs, ui.reward_note, ui.problems],
+                api_visibility="private",
+            )
+        )
         # engine & config: an engine picked swaps each engine's own overrides in the page; any change of the spec
         # (typed, a field's edit, a key set, a preset, a clone, an engine) is checked
-        ui.engine.input(None, [ui.engine, ui.config_yaml, ui.config_memory], [ui.config_yaml, ui.config_memory],
-                        js=config_form.switch_engine_js(inp.DEMO_ENGINE), queue=False, **private
-                        ).then(self.engine_note, [ui.config_memory, ui.config_yaml], [ui.config_note], **private)
+        ui.engine.input(
+            None,
+            [ui.engine, ui.config_yaml, ui.config_memory],
+            [ui.config_yaml, ui.config_memory],
+            js=config_form.switch_engine_js(inp.DEMO_ENGINE),
+            queue=False,
+            **private,
+        ).then(self.engine_note, [ui.config_memory, ui.config_yaml], [ui.config_note], **private)
         check_on(ui.config_yaml.change)
         check_on(ui.engine.change)
         self.editor.wire(ui.engine, ui.config_yaml)
         # an engine's environment set up from here: its availability refreshed, then every check again
-        self.setup_panel.wire(ui.engine, lambda: [
-            dict(fn=self.on_engines_refreshed, inputs=[ui.engine], outputs=[ui.engine, ui.engines_table],
-                 api_visibility="private", show_progress="hidden"), self.check_kw()])
+        self.setup_panel.wire(
+            ui.engine,
+            lambda: [
+                dict(
+                    fn=self.on_engines_refreshed,
+                    inputs=[ui.engine],
+                    outputs=[ui.engine, ui.engines_table],
+                    api_visibility="private",
+                    show_progress="hidden",
+                ),
+                self.check_kw(),
+            ],
+        )
 
     # -- presets -----------------------------------------------------------------------------------
     def preset_choices(self) -> list[tuple[str, str]]:
-        return [(f"{name} · {p['kind']}" + (f" — {p['description']}" if p["description"] else ""), name)
-                for name, p in presets.list_presets(self.studio.runs_dir).items()]
+        return [
+            (f"{name} · {p['kind']}" + (f" — {p['description']}" if p["description"] else ""), name)
+            for name, p in presets.list_presets(self.studio.runs_dir).items()
+        ]
 
     def on_preset_load(self, name):
         found = presets.list_presets(self.studio.runs_dir).get(name or "")
@@ -351,8 +536,10 @@ class SetupTab:
             path = presets.save_preset(self.studio.runs_dir, name, collect(*values))
         except (OSError, ValueError) as e:
             return gr.update(), f"**{_('Not saved:')}** {e}"
-        return (gr.update(choices=self.preset_choices(), value=path.stem),
-                f"{_('Saved as preset')} **{path.stem}** (`{path}`).")
+        return (
+            gr.update(choices=self.preset_choices(), value=path.stem),
+            f"{_('Saved as preset')} **{path.stem}** (`{path}`).",
+        )
 
     def input_components(self) -> list:
         """What :meth:`show_inputs` fills: ``SetupUI.inputs()`` and the engines' memory."""
@@ -367,15 +554,23 @@ class SetupTab:
             docs.setdefault(key, (inp.reward_label(key), ""))
         table = [[docs[k][0], r.get("weight", 1.0), docs[k][1]] for k, r in zip(picks, si.rewards)]
         tests = [si.test] if si.test else []
-        return [gr.update(choices=inp.file_choices(inp.shipped_agents(), [si.agent]), value=si.agent),
-                gr.update(choices=inp.file_choices(inp.shipped_datasets(), [si.train]), value=si.train),
-                gr.update(choices=[(NONE, NONE)] + inp.file_choices(inp.shipped_datasets(), tests),
-                          value=si.test or NONE),
-                *(gr.update(choices=[AUTO, *([col] if col else [])], value=col or AUTO)
-                  for col in (si.columns.get("prompt"), si.columns.get("answer"))),
-                gr.update(choices=[(label, key) for key, (label, _) in docs.items()], value=picks),
-                table, si.config_text, gr.update(value=si.engine), dict(si.problems), si.name, si.note,
-                config_form.fresh_memory(si.engine)]
+        return [
+            gr.update(choices=inp.file_choices(inp.shipped_agents(), [si.agent]), value=si.agent),
+            gr.update(choices=inp.file_choices(inp.shipped_datasets(), [si.train]), value=si.train),
+            gr.update(choices=[(NONE, NONE)] + inp.file_choices(inp.shipped_datasets(), tests), value=si.test or NONE),
+            *(
+                gr.update(choices=[AUTO, *([col] if col else [])], value=col or AUTO)
+                for col in (si.columns.get("prompt"), si.columns.get("answer"))
+            ),
+            gr.update(choices=[(label, key) for key, (label, _) in docs.items()], value=picks),
+            table,
+            si.config_text,
+            gr.update(value=si.engine),
+            dict(si.problems),
+            si.name,
+            si.note,
+            config_form.fresh_memory(si.engine),
+        ]
 
     def load_outputs(self) -> list:
         ui = self.ui
@@ -389,18 +584,26 @@ class SetupTab:
         picks = [p for p in (picks or []) if p in docs] or ([inp.DEMO_REWARD] if inp.DEMO_REWARD in docs else [])
         choices = [(label, key) for key, (label, _) in docs.items()]
         table = self._weights_table(picks, weights, docs)
-        return (gr.update(choices=engine_choices or [(engine, engine)], value=engine),
-                gr.update(choices=choices, value=picks), table, docs)
+        return (
+            gr.update(choices=engine_choices or [(engine, engine)], value=engine),
+            gr.update(choices=choices, value=picks),
+            table,
+            docs,
+        )
 
     def engine_choices(self) -> list[tuple[str, str]]:
-        return [(e["name"] if e.get("available") else f'{e["name"]} — unavailable: {e.get("reason")}', e["name"])
-                for e in self.studio.catalog().get("engines", [])]
+        return [
+            (e["name"] if e.get("available") else f"{e['name']} — unavailable: {e.get('reason')}", e["name"])
+            for e in self.studio.catalog().get("engines", [])
+        ]
 
     def on_engines_refreshed(self, engine: str):
         """After an engine's environment was set up: its new availability in the list and the table."""
         choices = self.engine_choices()
-        return (gr.update(choices=choices or [(engine, engine)], value=engine),
-                render.engines_table(self.studio.catalog().get("engines", []), engine))
+        return (
+            gr.update(choices=choices or [(engine, engine)], value=engine),
+            render.engines_table(self.studio.catalog().get("engines", []), engine),
+        )
 
     def reward_registry(self, extra_files: list[str] | None = None) -> dict[str, tuple[str, str]]:
         """{key: (label, description)}: built-ins, the ecosystem's rewards (catalog), then the functions of
@@ -422,11 +625,26 @@ class SetupTab:
             out.append([label, old.get(label, 1.0), desc])
         return out
 
-    def on_check(self, agent, train, test, prompt_col, answer_col, picks, weights, config_text, engine, problems,
-                 name, note, request: gr.Request = None):
+    def on_check(
+        self,
+        agent,
+        train,
+        test,
+        prompt_col,
+        answer_col,
+        picks,
+        weights,
+        config_text,
+        engine,
+        problems,
+        name,
+        note,
+        request: gr.Request = None,
+    ):
         """Inputs: :meth:`SetupUI.inputs`; the last output is the effective config tagged with its spec."""
-        si = collect(agent, train, test, prompt_col, answer_col, picks, weights, config_text, engine, problems,
-                     name, note)
+        si = collect(
+            agent, train, test, prompt_col, answer_col, picks, weights, config_text, engine, problems, name, note
+        )
         # a newer check from this page cancels this one: it then changes nothing on the page
         page = getattr(request, "session_hash", None)
         report = self.studio.check(si, client=page)
@@ -441,24 +659,39 @@ class SetupTab:
         train_prev, test_prev = prev.get("train") or {}, prev.get("test") or {}
         agent = res["agent"]
         details = agent.get("details") or {}
-        agent_spec = render.agent_spec(details.get("spec"), details.get("tool_schemas"), details.get("tool_servers"),
-                                       details.get("mcp_servers"), details.get("origins"))
-        cols = train_prev.get("columns") or ((res["dataset"].get("details") or {}).get("train") or {}).get("columns") or []
+        agent_spec = render.agent_spec(
+            details.get("spec"),
+            details.get("tool_schemas"),
+            details.get("tool_servers"),
+            details.get("mcp_servers"),
+            details.get("origins"),
+        )
+        cols = (
+            train_prev.get("columns") or ((res["dataset"].get("details") or {}).get("train") or {}).get("columns") or []
+        )
         mapped = (res["dataset"].get("details") or {}).get("columns") or {}
         p_val = si.columns.get("prompt") or AUTO
         a_val = si.columns.get("answer") or AUTO
-        prompt_dd = gr.update(choices=[AUTO, *cols], value=p_val if p_val in [AUTO, *cols] else AUTO,
-                              info=f"detected: {mapped.get('prompt')}" if mapped.get("prompt") else "")
-        answer_dd = gr.update(choices=[AUTO, *cols], value=a_val if a_val in [AUTO, *cols] else AUTO,
-                              info=f"detected: {mapped.get('answer')}" if mapped.get("answer") else "")
+        prompt_dd = gr.update(
+            choices=[AUTO, *cols],
+            value=p_val if p_val in [AUTO, *cols] else AUTO,
+            info=f"detected: {mapped.get('prompt')}" if mapped.get("prompt") else "",
+        )
+        answer_dd = gr.update(
+            choices=[AUTO, *cols],
+            value=a_val if a_val in [AUTO, *cols] else AUTO,
+            info=f"detected: {mapped.get('answer')}" if mapped.get("answer") else "",
+        )
         # config card: engine + config
         eng, cfg = res["engine"], res["config"]
         worst = max((eng, cfg), key=lambda r: {"error": 2, "warning": 1}.get(r["status"], 0))
-        combined = {"status": worst["status"],
-                    "message": (cfg["message"] if eng["status"] != "error" else eng["message"]),
-                    "warnings": [*eng.get("warnings", []), *cfg.get("warnings", [])]}
+        combined = {
+            "status": worst["status"],
+            "message": (cfg["message"] if eng["status"] != "error" else eng["message"]),
+            "warnings": [*eng.get("warnings", []), *cfg.get("warnings", [])],
+        }
         if eng["status"] == "error" and cfg["status"] == "error" and cfg["message"] != eng["message"]:
-            combined["message"] = f'{eng["message"]} · {cfg["message"]}'
+            combined["message"] = f"{eng['message']} · {cfg['message']}"
         effective = (cfg.get("details") or {}).get("effective")
         cat = self.studio.catalog()
         return [
@@ -475,10 +708,13 @@ class SetupTab:
             reward_card.reward_preview_frame(res["reward"]),
             reward_card.calls_html(res["reward"]),
             render.module_status("config", _("Engine & config"), combined),
-            yaml.safe_dump(effective, sort_keys=False) if effective else "# fix the errors above to see the effective config",
+            yaml.safe_dump(effective, sort_keys=False)
+            if effective
+            else "# fix the errors above to see the effective config",
             gr.update(interactive=bool(report.get("ok"))),
             render.engines_table(cat.get("engines", []), si.engine),
-            si.cli_command() + ("  \\\n  --config config.yaml   # the overrides YAML" if si.config_text.strip() else ""),
+            si.cli_command()
+            + ("  \\\n  --config config.yaml   # the overrides YAML" if si.config_text.strip() else ""),
             render.memory_estimate((cfg.get("details") or {}).get("memory"), cfg["status"]),
         ]
 
@@ -492,9 +728,11 @@ class SetupTab:
     def _test_for(train, test) -> tuple[Any, str]:
         if not test or test == NONE or inp.paired_test(train, test):
             return gr.update(), ""
-        return (gr.update(value=NONE),
-                f"{_('The test set belongs to another training set, so it was cleared:')} **{Path(test).name}** — "
-                f"{_('upload or pick a test set for this data, or train without one.')}")
+        return (
+            gr.update(value=NONE),
+            f"{_('The test set belongs to another training set, so it was cleared:')} **{Path(test).name}** — "
+            f"{_('upload or pick a test set for this data, or train without one.')}",
+        )
 
     def on_agent_upload(self, file, current):
         if not file:
@@ -502,11 +740,17 @@ class SetupTab:
         stored = self.studio.store_upload(file if isinstance(file, str) else file.name)
         path, notes = inp.resolve_agent_upload(stored)
         choices = inp.file_choices(inp.shipped_agents(), [path])
-        note = (f"{_('Relative paths in the upload:')} " + "; ".join(notes)) if notes else f"{_('Uploaded')} {Path(stored).name}"
+        note = (
+            (f"{_('Relative paths in the upload:')} " + "; ".join(notes))
+            if notes
+            else f"{_('Uploaded')} {Path(stored).name}"
+        )
         masked = inp.masked_secrets(stored)
         if masked:
-            note += (f". {_('Secrets written in it were not stored:')} {', '.join(masked)} {_('now read')} `****`; "
-                     f"{_('pass them as')} `${{ENV_VAR}}` (docs/SECURITY.md)")
+            note += (
+                f". {_('Secrets written in it were not stored:')} {', '.join(masked)} {_('now read')} `****`; "
+                f"{_('pass them as')} `${{ENV_VAR}}` (docs/SECURITY.md)"
+            )
         return gr.update(choices=choices, value=path), note
 
     def on_data_upload(self, file, test):
@@ -514,15 +758,22 @@ class SetupTab:
             return gr.update(), gr.update(), gr.update(), gr.update(), gr.update()
         stored = self.studio.store_upload(file if isinstance(file, str) else file.name)
         test_update, note = self._test_for(stored, test)
-        return (gr.update(choices=inp.file_choices(inp.shipped_datasets(), [stored]), value=stored),
-                gr.update(value=AUTO), gr.update(value=AUTO), test_update, note)
+        return (
+            gr.update(choices=inp.file_choices(inp.shipped_datasets(), [stored]), value=stored),
+            gr.update(value=AUTO),
+            gr.update(value=AUTO),
+            test_update,
+            note,
+        )
 
     def on_test_upload(self, file, current):
         if not file:
             return gr.update(), gr.update()
         stored = self.studio.store_upload(file if isinstance(file, str) else file.name)
-        return (gr.update(choices=[(NONE, NONE)] + inp.file_choices(inp.shipped_datasets(), [stored]), value=stored),
-                "")
+        return (
+            gr.update(choices=[(NONE, NONE)] + inp.file_choices(inp.shipped_datasets(), [stored]), value=stored),
+            "",
+        )
 
     def on_rewards_picked(self, picks, weights, docs, problems):
         """A new choice of rewards replaces a failed upload's error (the user moved on from it)."""
@@ -544,8 +795,10 @@ class SetupTab:
         except WorkerError as e:
             why = str(e)
         if why:
-            problems["reward"] = (f"the uploaded reward file {name} cannot be used: {why} — fix it and upload it "
-                                  "again, or pick another reward")
+            problems["reward"] = (
+                f"the uploaded reward file {name} cannot be used: {why} — fix it and upload it "
+                "again, or pick another reward"
+            )
             return gr.update(), gr.update(), docs, f"**{_('Cannot use')} {name}:** {why}", problems
         docs = dict(docs or {})
         for fn in fns:
@@ -558,8 +811,13 @@ class SetupTab:
             picks.append(fns[0]["ref"])
         choices = [(label, key) for key, (label, _) in docs.items()]
         names = ", ".join(f["name"] for f in fns)
-        return (gr.update(choices=choices, value=picks), self._weights_table(picks, weights, docs), docs,
-                f"{_('Loaded')} {Path(stored).name}: {names} ({_('checked in the worker')})", problems)
+        return (
+            gr.update(choices=choices, value=picks),
+            self._weights_table(picks, weights, docs),
+            docs,
+            f"{_('Loaded')} {Path(stored).name}: {names} ({_('checked in the worker')})",
+            problems,
+        )
 
     # -- engine & config -------------------------------------------------------------------------------
     def engine_note(self, memory: dict, config_text: str) -> str:
@@ -568,9 +826,11 @@ class SetupTab:
         previous, engine = memory.get("previous"), memory.get("engine")
         if not previous or previous == engine:
             return ""
-        return (f"{_('Each engine keeps its own config overrides: these are kept aside for')} **{previous}** "
-                f"{_('(they come back if you switch back);')} **{engine}** "
-                f"{_('starts from its earlier overrides.') if (config_text or '').strip() else _('starts from its defaults.')}")
+        return (
+            f"{_('Each engine keeps its own config overrides: these are kept aside for')} **{previous}** "
+            f"{_('(they come back if you switch back);')} **{engine}** "
+            f"{_('starts from its earlier overrides.') if (config_text or '').strip() else _('starts from its defaults.')}"
+        )
 
 
 def _file_fn(key: str) -> str:

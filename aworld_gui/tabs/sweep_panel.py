@@ -6,6 +6,7 @@ Both only read and write through :class:`~aworld_gui.core.sweep_core.SweepsCore`
 (``page.py``). The Sweep fields are the one source of the sweep started: the sweep.yaml is built from them
 when Sweep is pressed.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -68,23 +69,47 @@ class SweepPanel:
 
     def build(self) -> SweepSetupUI:
         ui = self.ui
-        with gr.Accordion(_("Sweep: many runs of this setup, searched with Optuna"), open=False,
-                          elem_id="sweep-panel") as ui.accordion:
-            Markdown(_("Each trial is an ordinary run with these settings over the setup above; every range is "
-                       "checked against the engine's own config check before anything runs."), elem_classes="aw-muted")
+        with gr.Accordion(
+            _("Sweep: many runs of this setup, searched with Optuna"), open=False, elem_id="sweep-panel"
+        ) as ui.accordion:
+            Markdown(
+                _(
+                    "Each trial is an ordinary run with these settings over the setup above; every range is "
+                    "checked against the engine's own config check before anything runs."
+                ),
+                elem_classes="aw-muted",
+            )
             with gr.Row(equal_height=True):
-                ui.trials = gr.Number(value=4, precision=0, minimum=1, label=_("Trials"), elem_id="sweep-trials",
-                                      scale=1)
-                ui.sampler = gr.Dropdown([("TPE", "tpe"), (_("random"), "random"), (_("grid"), "grid")], value="tpe",
-                                         label=_("Sampler"), elem_id="sweep-sampler", scale=1)
-                ui.pruner = gr.Dropdown([(_("median (Optuna)"), "median"), (_("none"), "none")], value="median",
-                                        label=_("Pruning"), elem_id="sweep-pruner", scale=1)
-                ui.metric = gr.Textbox(value="eval/reward", label=_("Objective metric"), max_lines=1,
-                                       elem_id="sweep-metric", scale=2)
-                ui.direction = gr.Dropdown([(_("maximize"), "maximize"), (_("minimize"), "minimize")],
-                                           value="maximize", label=_("Direction"), elem_id="sweep-direction", scale=1)
-            ui.params = gr.Code(EXAMPLE_PARAMS, language="yaml", label=_("Settings to search"), elem_id="sweep-params",
-                                lines=5)
+                ui.trials = gr.Number(
+                    value=4, precision=0, minimum=1, label=_("Trials"), elem_id="sweep-trials", scale=1
+                )
+                ui.sampler = gr.Dropdown(
+                    [("TPE", "tpe"), (_("random"), "random"), (_("grid"), "grid")],
+                    value="tpe",
+                    label=_("Sampler"),
+                    elem_id="sweep-sampler",
+                    scale=1,
+                )
+                ui.pruner = gr.Dropdown(
+                    [(_("median (Optuna)"), "median"), (_("none"), "none")],
+                    value="median",
+                    label=_("Pruning"),
+                    elem_id="sweep-pruner",
+                    scale=1,
+                )
+                ui.metric = gr.Textbox(
+                    value="eval/reward", label=_("Objective metric"), max_lines=1, elem_id="sweep-metric", scale=2
+                )
+                ui.direction = gr.Dropdown(
+                    [(_("maximize"), "maximize"), (_("minimize"), "minimize")],
+                    value="maximize",
+                    label=_("Direction"),
+                    elem_id="sweep-direction",
+                    scale=1,
+                )
+            ui.params = gr.Code(
+                EXAMPLE_PARAMS, language="yaml", label=_("Settings to search"), elem_id="sweep-params", lines=5
+            )
             with gr.Row(equal_height=True):
                 ui.name = gr.Textbox(label=_("Sweep name (optional)"), max_lines=1, elem_id="sweep-name", scale=3)
                 ui.start_btn = gr.Button(_("Start sweep"), variant="primary", elem_id="sweep-start", scale=1)
@@ -102,9 +127,11 @@ class SweepPanel:
         res = self.core.launch(si, doc)
         if not res.get("ok"):
             return f'<div class="aw-msg aw-msg-error">{_("Sweep refused:")} {esc(res.get("error"))}</div>', gr.update()
-        return (f'<div class="aw-msg">{_("Sweep started:")} <code>{esc(res["sweep_id"])}</code> — '
-                f'{_("its driver runs in its own process; closing this page does not stop it.")}</div>',
-                gr.update(choices=self.core.sweep_ids(), value=res["sweep_id"]))
+        return (
+            f'<div class="aw-msg">{_("Sweep started:")} <code>{esc(res["sweep_id"])}</code> — '
+            f"{_('its driver runs in its own process; closing this page does not stop it.')}</div>",
+            gr.update(choices=self.core.sweep_ids(), value=res["sweep_id"]),
+        )
 
 
 class SweepsTab:
@@ -125,8 +152,13 @@ class SweepsTab:
             ui.clone_btn = gr.Button(_("Clone the best trial into Setup"), elem_id="sweep-clone", scale=2)
         ui.msg = Markdown("", elem_id="sweep-action-msg")
         ui.headline = gr.HTML("", elem_id="sweep-view-headline")
-        ui.table = gr.Dataframe(headers=["trial", "state", "value", "run"], value=[], interactive=False,
-                                elem_id="sweep-trials-table", wrap=True)
+        ui.table = gr.Dataframe(
+            headers=["trial", "state", "value", "run"],
+            value=[],
+            interactive=False,
+            elem_id="sweep-trials-table",
+            wrap=True,
+        )
         ui.charts = gr.HTML("", elem_id="sweep-charts")
         ui.importances = gr.HTML("", elem_id="sweep-importance")
         ui.best_run = gr.State(None)
@@ -136,8 +168,13 @@ class SweepsTab:
     def view(self, sweep_id: str | None):
         """(headline, table, charts, importances, the best trial's run)."""
         if not sweep_id:
-            return (f'<div class="aw-muted">{_("No sweep yet: start one from Setup → Sweep.")}</div>',
-                    gr.update(value=[]), "", "", None)
+            return (
+                f'<div class="aw-muted">{_("No sweep yet: start one from Setup → Sweep.")}</div>',
+                gr.update(value=[]),
+                "",
+                "",
+                None,
+            )
         try:
             d = self.core.detail(sweep_id)
         except ValueError as e:
@@ -145,8 +182,13 @@ class SweepsTab:
         headers, rows = sweep_render.table(d)
         imp = self._importances(sweep_id, d)
         best = (d.get("best") or {}).get("run_id")
-        return (sweep_render.headline(d), gr.update(value=rows, headers=headers), sweep_render.charts(d),
-                sweep_render.importance_bars(imp), best)
+        return (
+            sweep_render.headline(d),
+            gr.update(value=rows, headers=headers),
+            sweep_render.charts(d),
+            sweep_render.importance_bars(imp),
+            best,
+        )
 
     def _importances(self, sweep_id: str, d: dict) -> dict[str, float] | None:
         """Optuna's importances, computed again only when the set of complete trials changed."""
@@ -190,6 +232,8 @@ class SweepsTab:
             trigger(self.on_refresh, [ui.pick], [ui.pick, *self.outputs()], api_visibility="private")
         ui.timer.tick(self.view, [ui.pick], self.outputs(), api_visibility="private", show_progress="hidden")
         ui.stop_btn.click(self.on_stop, [ui.pick], [ui.msg], api_visibility="private").then(
-            self.view, [ui.pick], self.outputs(), api_visibility="private")
+            self.view, [ui.pick], self.outputs(), api_visibility="private"
+        )
         ui.resume_btn.click(self.on_resume, [ui.pick], [ui.msg], api_visibility="private").then(
-            self.view, [ui.pick], self.outputs(), api_visibility="private")
+            self.view, [ui.pick], self.outputs(), api_visibility="private"
+        )

@@ -7,6 +7,7 @@ front of Gradio when it has a login (``app.auth``), answers ``401`` to every req
 session cookie except the login form itself (:data:`OPEN_PATHS`, the page's static assets), and takes
 the API description out of the page it serves such a client.
 """
+
 from __future__ import annotations
 
 import re
@@ -14,8 +15,19 @@ from http.cookies import SimpleCookie
 from typing import Any, Callable
 
 # startup-events: Gradio's launch calls it (without a login) to run the app's start-up once; it says "true"
-OPEN_PATHS = {"/", "/login", "/login/", "/login_check", "/login_check/", "/logout", "/manifest.json",
-              "/favicon.ico", "/theme.css", "/gradio_api/theme.css", "/gradio_api/startup-events"}
+OPEN_PATHS = {
+    "/",
+    "/login",
+    "/login/",
+    "/login_check",
+    "/login_check/",
+    "/logout",
+    "/manifest.json",
+    "/favicon.ico",
+    "/theme.css",
+    "/gradio_api/theme.css",
+    "/gradio_api/startup-events",
+}
 # /aworld/live/<ticket>: the Monitor's stream, opened with a ticket only a logged-in call gets (live_stream.py)
 OPEN_PREFIXES = ("/assets/", "/static/", "/gradio_api/static/", "/svelte/", "/gradio_api/assets/", "/aworld/live/")
 _API_INFO = re.compile(rb"gradio_api_info = [^\n]*;")
@@ -51,7 +63,7 @@ class AuthGate:
             return
         path = scope.get("path", "")
         if scope.get("root_path") and path.startswith(scope["root_path"]):
-            path = path[len(scope["root_path"]):] or "/"
+            path = path[len(scope["root_path"]) :] or "/"
         if scope["type"] == "http" and (path in OPEN_PATHS or path.startswith(OPEN_PREFIXES)):
             if path == "/" and scope.get("method") == "GET":
                 await self._page_without_api_info(scope, receive, send)
@@ -62,8 +74,13 @@ class AuthGate:
             await send({"type": "websocket.close", "code": 4401})
             return
         body = b'{"detail": "Not authenticated: log in first"}'
-        await send({"type": "http.response.start", "status": 401,
-                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 401,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+            }
+        )
         await send({"type": "http.response.body", "body": body})
 
     async def _page_without_api_info(self, scope: dict, receive: Callable, send: Callable) -> None:

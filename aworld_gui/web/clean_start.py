@@ -17,6 +17,7 @@ Memory is guarded by the kernel's ptrace check: the studio is made non-dumpable,
 up every capability (:mod:`engines.isolation.privileges`), so even as root it cannot read the studio's memory.
 Linux only (``memfd_create``, ``/proc``); elsewhere the studio keeps what it was started with.
 """
+
 from __future__ import annotations
 
 import json
@@ -70,7 +71,7 @@ def restart_clean(argv: Sequence[str], auth: str | None, environ: Mapping[str, s
     fd = os.memfd_create("aworld-studio-secrets", 0)
     view = memoryview(payload)
     while view:
-        view = view[os.write(fd, view):]
+        view = view[os.write(fd, view) :]
     os.lseek(fd, 0, os.SEEK_SET)
     os.set_inheritable(fd, True)
     clean_env = {n: v for n, v in environ.items() if n not in names}

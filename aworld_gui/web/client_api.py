@@ -4,6 +4,7 @@ They are bound to hidden components so that file inputs are uploaded by the clie
 (``gradio_client.handle_file``). Every endpoint returns one JSON object (documented in
 docs/STUDIO.md).
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -30,9 +31,14 @@ class ApiError(ValueError):
 def input_error(e: ApiError) -> dict[str, Any]:
     """The documented result of /check for inputs that could not be used: ``ok`` false, the error on its
     module, the other modules not checked."""
-    modules = {m: {"status": "error" if m == e.module else "warning",
-                   "message": str(e) if m == e.module else "not checked (an input could not be used)",
-                   "warnings": []} for m in MODULES}
+    modules = {
+        m: {
+            "status": "error" if m == e.module else "warning",
+            "message": str(e) if m == e.module else "not checked (an input could not be used)",
+            "warnings": [],
+        }
+        for m in MODULES
+    }
     return {"ok": False, "error": str(e), "module": e.module, "modules": modules}
 
 
@@ -40,8 +46,10 @@ def _store(studio: Studio, path: str, module: str, what: str) -> str:
     try:
         return studio.store_upload(path)
     except (OSError, ValueError) as e:
-        raise ApiError(f"the uploaded {what} '{Path(path).name[:80]}' cannot be stored: "
-                       f"{getattr(e, 'strerror', None) or e}", module)
+        raise ApiError(
+            f"the uploaded {what} '{Path(path).name[:80]}' cannot be stored: {getattr(e, 'strerror', None) or e}",
+            module,
+        )
 
 
 def _path(file: Any) -> str | None:
@@ -63,16 +71,27 @@ def _check_text_sizes(**fields: Any) -> None:
     for name, value in fields.items():
         cap = TEXT_CAPS[name]
         if value is not None and not isinstance(value, str):
-            raise ApiError(f"`{name}` must be text, got {type(value).__name__}", "reward" if name == "rewards" else
-                           name)
+            raise ApiError(
+                f"`{name}` must be text, got {type(value).__name__}", "reward" if name == "rewards" else name
+            )
         if value and len(value) > cap:
-            raise ApiError(f"`{name}` is {len(value):,} characters; at most {cap:,} are read"
-                           + (" — put long settings in a config file" if name == "config" else ""),
-                           {"rewards": "reward", "config": "config", "engine": "engine"}[name])
+            raise ApiError(
+                f"`{name}` is {len(value):,} characters; at most {cap:,} are read"
+                + (" — put long settings in a config file" if name == "config" else ""),
+                {"rewards": "reward", "config": "config", "engine": "engine"}[name],
+            )
 
 
-def build_inputs(studio: Studio, agent: Any, train: Any, test: Any, reward_file: Any, rewards: str | None,
-                 config: str | None, engine: str | None) -> inp.SetupInputs:
+def build_inputs(
+    studio: Studio,
+    agent: Any,
+    train: Any,
+    test: Any,
+    reward_file: Any,
+    rewards: str | None,
+    config: str | None,
+    engine: str | None,
+) -> inp.SetupInputs:
     """SetupInputs from uploaded files; omitted inputs fall back to the shipped demo (the test set
     only when the train set is omitted too)."""
     _check_text_sizes(rewards=rewards, config=config, engine=engine)
@@ -99,24 +118,37 @@ def build_inputs(studio: Studio, agent: Any, train: Any, test: Any, reward_file:
         name = Path(next(iter(uploaded.values()))).name
         try:
             fns = studio.reward_functions(next(iter(uploaded.values())))
-        except WorkerError as e:   # the file does not import: its error is the reward module's
+        except WorkerError as e:  # the file does not import: its error is the reward module's
             raise ApiError(f"the uploaded reward file '{name}' cannot be loaded: {e}", "reward")
         if len(fns) != 1:
             names = ", ".join(f["name"] for f in fns) or "none"
-            raise ApiError(f"name the reward function(s) of the uploaded file in `rewards` "
-                           f"(e.g. '{name}:{fns[0]['name'] if fns else 'fn'}@1'); it defines: {names}", "reward")
+            raise ApiError(
+                f"name the reward function(s) of the uploaded file in `rewards` "
+                f"(e.g. '{name}:{fns[0]['name'] if fns else 'fn'}@1'); it defines: {names}",
+                "reward",
+            )
         entries = [{"ref": fns[0]["ref"], "weight": 1.0}]
     if not entries:
         entries = demo.rewards
-    return inp.SetupInputs(agent=agent_path, train=train_path, test=test_path, rewards=entries,
-                           config_text=config or "", engine=(engine or inp.DEMO_ENGINE).strip())
+    return inp.SetupInputs(
+        agent=agent_path,
+        train=train_path,
+        test=test_path,
+        rewards=entries,
+        config_text=config or "",
+        engine=(engine or inp.DEMO_ENGINE).strip(),
+    )
 
 
 def summarize_report(report: dict) -> dict[str, Any]:
     res = report["results"]
-    out = {"ok": bool(report.get("ok")),
-           "modules": {m: {"status": res[m]["status"], "message": res[m]["message"],
-                           "warnings": res[m].get("warnings") or []} for m in MODULES}}
+    out = {
+        "ok": bool(report.get("ok")),
+        "modules": {
+            m: {"status": res[m]["status"], "message": res[m]["message"], "warnings": res[m].get("warnings") or []}
+            for m in MODULES
+        },
+    }
     effective = (res["config"].get("details") or {}).get("effective")
     if effective:
         out["effective_config"] = effective
@@ -155,8 +187,9 @@ def build_api(studio: Studio) -> None:
         run_id = gr.Textbox(label="run id (empty: the latest run)")
         kill = gr.Checkbox(label="kill now instead of a graceful stop", value=False)
         out = gr.JSON(label="result")
-        b_check, b_launch, b_status, b_stop, b_list = (gr.Button(n) for n in ("check", "launch", "status", "stop",
-                                                                              "list_runs"))
+        b_check, b_launch, b_status, b_stop, b_list = (
+            gr.Button(n) for n in ("check", "launch", "status", "stop", "list_runs")
+        )
     files = [agent, train, test, reward_file, rewards, config, engine]
 
     def check(a, t, te, rf, rw, cfg, eng, request: gr.Request = None):

@@ -18,6 +18,7 @@ against (:func:`problems`); a mismatch leaves that patch out with a warning, and
 tests/test_gradio_patches.py fails on it, so a Gradio upgrade cannot silently undo them. Gradio is
 pinned to the tested minor version (:data:`TESTED_GRADIO`) in requirements.txt.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -33,12 +34,12 @@ log = logging.getLogger(__name__)
 SWITCH_ENV = "AWORLD_STUDIO_PATCHES"
 TESTED_GRADIO = "6.31"
 
-QUEUE_POLL_S = 0.1       # the queue loop's sleep if it cannot be woken: not felt next to a click's round trip
-QUEUE_IDLE_S = 2.0       # the queue loop's sleep when it is woken by a push or a finished job (a value of its own)
-PROGRESS_POLL_S = 1.0    # nothing here reports progress through the queue (no gr.Progress)
-SERVER_TICK_S = 1.0      # uvicorn: Date header once a second as before; exit seen within 1 s
-UVICORN_TICK_S = 0.1     # what uvicorn's own main loop sleeps
-THROTTLE_MS = 1000       # StatusTracker frames while a status is pending
+QUEUE_POLL_S = 0.1  # the queue loop's sleep if it cannot be woken: not felt next to a click's round trip
+QUEUE_IDLE_S = 2.0  # the queue loop's sleep when it is woken by a push or a finished job (a value of its own)
+PROGRESS_POLL_S = 1.0  # nothing here reports progress through the queue (no gr.Progress)
+SERVER_TICK_S = 1.0  # uvicorn: Date header once a second as before; exit seen within 1 s
+UVICORN_TICK_S = 0.1  # what uvicorn's own main loop sleeps
+THROTTLE_MS = 1000  # StatusTracker frames while a status is pending
 
 _installed: set[str] = set()
 
@@ -55,8 +56,8 @@ class WakeableSleep:
 
     def __init__(self, idle_s: float):
         self.idle_s = idle_s
-        self.idle_sleeps = 0          # how often a queue loop went idle (tests)
-        self._events: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()   # event loop → its Event
+        self.idle_sleeps = 0  # how often a queue loop went idle (tests)
+        self._events: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # event loop → its Event
 
     def __getattr__(self, name: str):
         return getattr(asyncio, name)
@@ -82,7 +83,7 @@ class WakeableSleep:
             await asyncio.wait_for(ev.wait(), delay)
         except asyncio.TimeoutError:
             pass
-        ev.clear()   # the loop looks at its queue next: a push after this sets it again
+        ev.clear()  # the loop looks at its queue next: a push after this sets it again
         return result
 
 
@@ -91,8 +92,11 @@ def queue_problems() -> list[str]:
 
     if isinstance(gq.asyncio, WakeableSleep):
         return []
-    out = [f"gradio.queueing.Queue has no {name}" for name in ("push", "process_events", "start_processing")
-           if not hasattr(gq.Queue, name)]
+    out = [
+        f"gradio.queueing.Queue has no {name}"
+        for name in ("push", "process_events", "start_processing")
+        if not hasattr(gq.Queue, name)
+    ]
     if not out:
         src = inspect.getsource(gq.Queue.start_processing)
         if "asyncio.sleep(self.sleep_when_free)" not in src:
@@ -145,8 +149,7 @@ def server_tick_problems() -> list[str]:
     if not (hasattr(uvicorn.Server, "main_loop") and hasattr(uvicorn.Server, "on_tick")):
         return ["uvicorn.Server has no main_loop/on_tick"]
     src = inspect.getsource(uvicorn.Server.main_loop)
-    wanted = ("counter = 0", "await self.on_tick(counter)", f"await asyncio.sleep({UVICORN_TICK_S})",
-              "counter += 1")
+    wanted = ("counter = 0", "await self.on_tick(counter)", f"await asyncio.sleep({UVICORN_TICK_S})", "counter += 1")
     missing = [w for w in wanted if w not in src]
     return [f"uvicorn.Server.main_loop changed (no {', '.join(repr(m) for m in missing)})"] if missing else []
 
@@ -175,8 +178,10 @@ RAF_THROTTLED = f"typeof window<`u`?(f=>setTimeout(()=>window.requestAnimationFr
 # The elapsed-time loop, ``function ze(){me(()=>{F(Pe,(performance.now()-w(de))/1e3),W&&ze()})}``, goes
 # on while its flag ``W`` is set; the tracker's status effect (``o.status===`pending`?Ve():…``) clears
 # it, but a tracker whose status turns complete without that effect running keeps ticking for ever.
-LOOP = re.compile(r"(function (\w+)\(\)\{\w+\(\(\)=>\{\w+\(\w+,\(performance\.now\(\)-\w+\(\w+\)\)/1e3\),)"
-                  r"(\w+)&&\2\(\)\}\)\}")
+LOOP = re.compile(
+    r"(function (\w+)\(\)\{\w+\(\(\)=>\{\w+\(\w+,\(performance\.now\(\)-\w+\(\w+\)\)/1e3\),)"
+    r"(\w+)&&\2\(\)\}\)\}"
+)
 STATUS = re.compile(r"(\w+)\.status===`pending`\?\w+\(\):")
 
 
@@ -185,12 +190,12 @@ def patch_status_tracker_js(text: str) -> str | None:
     pending (the flag cleared, so the next pending status starts it again) and its frames slowed to
     one every ``THROTTLE_MS``; None if the chunk lacks any of the patterns."""
     loop = LOOP.search(text)
-    status = STATUS.search(text, loop.end()) if loop else None   # the same component's status effect
+    status = STATUS.search(text, loop.end()) if loop else None  # the same component's status effect
     if not (loop and status and RAF.search(text)):
         return None
     head, fn, flag = loop.groups()
     ended = f"{head}{flag}&&({status.group(1)}.status===`pending`?{fn}():{flag}=!1)}})}}"
-    text = text[:loop.start()] + ended + text[loop.end():]
+    text = text[: loop.start()] + ended + text[loop.end() :]
     return RAF.sub(RAF_THROTTLED, text, count=1)
 
 

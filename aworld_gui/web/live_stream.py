@@ -17,6 +17,7 @@ smoothing); it stays valid while streams use it and for ``ttl_s`` after the last
 EventSource reconnects by itself; after a studio restart the ticket is unknown (404, the stream
 closes) and the page asks for a new one.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -37,7 +38,7 @@ class Watch:
     gen: str
     picks: list[str]
     smoothing: float
-    locale: str = "en"              # the page's language: what the stream's HTML is translated to
+    locale: str = "en"  # the page's language: what the stream's HTML is translated to
     streams: int = 0
     last_used: float = field(default_factory=time.monotonic)
 
@@ -48,23 +49,30 @@ class LiveStreams:
 
     PATH = "/aworld/live/{ticket}"
 
-    def __init__(self, live: Callable[..., dict], poll_s: float, every: dict[str, float] | None = None,
-                 ttl_s: float = 600.0):
+    def __init__(
+        self, live: Callable[..., dict], poll_s: float, every: dict[str, float] | None = None, ttl_s: float = 600.0
+    ):
         self.live, self.poll_s, self.ttl_s = live, poll_s, ttl_s
         self.every = {part: float((every or {}).get(part, 0.0)) for part in HEAVY}
         self._watches: dict[str, Watch] = {}
         self._lock = threading.Lock()
 
-    def ticket(self, run_id: str, gen: str, picks: list[str] | None, smoothing: float | None,
-               locale: str | None = None) -> str:
+    def ticket(
+        self, run_id: str, gen: str, picks: list[str] | None, smoothing: float | None, locale: str | None = None
+    ) -> str:
         now = time.monotonic()
         with self._lock:
-            for t, w in list(self._watches.items()):   # forget tickets nobody has streamed for a while
+            for t, w in list(self._watches.items()):  # forget tickets nobody has streamed for a while
                 if w.streams == 0 and now - w.last_used > self.ttl_s:
                     del self._watches[t]
             t = secrets.token_urlsafe(16)
-            self._watches[t] = Watch(str(run_id), str(gen or ""), [str(p) for p in (picks or []) if p],
-                                     float(smoothing or 0.0), locale=str(locale or "en"))
+            self._watches[t] = Watch(
+                str(run_id),
+                str(gen or ""),
+                [str(p) for p in (picks or []) if p],
+                float(smoothing or 0.0),
+                locale=str(locale or "en"),
+            )
         return t
 
     def watch(self, ticket: str) -> Watch | None:
@@ -78,7 +86,7 @@ class LiveStreams:
         with self._lock:
             w.streams += 1
         try:
-            yield "retry: 2000\n\n"                       # EventSource's reconnect delay (ms)
+            yield "retry: 2000\n\n"  # EventSource's reconnect delay (ms)
             while True:
                 now = time.monotonic()
                 due = {part for part, every in self.every.items() if now - last_sent[part] >= every - 1e-3}
@@ -104,7 +112,10 @@ class LiveStreams:
             w = self.watch(request.path_params["ticket"])
             if w is None:
                 return PlainTextResponse("unknown or expired ticket: ask the page for a new one", status_code=404)
-            return StreamingResponse(self.messages(w), media_type="text/event-stream",
-                                     headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+            return StreamingResponse(
+                self.messages(w),
+                media_type="text/event-stream",
+                headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+            )
 
         return Route(self.PATH, stream, methods=["GET"])

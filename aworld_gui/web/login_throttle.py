@@ -13,6 +13,7 @@ header could be forged):
 * a right password (once let through) clears the client's record: nobody is locked out for good,
   and a client that stops failing is forgotten after :data:`FORGET_S`.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -39,21 +40,30 @@ class _Client:
 
 
 def _is_login(scope: dict) -> bool:
-    return scope.get("type") == "http" and scope.get("method") == "POST" and \
-        scope.get("path", "").rstrip("/").endswith("/login")
+    return (
+        scope.get("type") == "http"
+        and scope.get("method") == "POST"
+        and scope.get("path", "").rstrip("/").endswith("/login")
+    )
 
 
 class LoginThrottle:
-    def __init__(self, app: Any, free_failures: int = FREE_FAILURES, base_block_s: float = BASE_BLOCK_S,
-                 max_block_s: float = MAX_BLOCK_S, forget_s: float = FORGET_S,
-                 clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self,
+        app: Any,
+        free_failures: int = FREE_FAILURES,
+        base_block_s: float = BASE_BLOCK_S,
+        max_block_s: float = MAX_BLOCK_S,
+        forget_s: float = FORGET_S,
+        clock: Callable[[], float] = time.monotonic,
+    ):
         self.app = app
         self.free_failures, self.base_block_s, self.max_block_s = free_failures, base_block_s, max_block_s
         self.forget_s, self.clock = forget_s, clock
         self.clients: dict[str, _Client] = {}
 
     def _client(self, host: str, now: float) -> _Client:
-        if len(self.clients) > MAX_CLIENTS:   # forget the quiet ones
+        if len(self.clients) > MAX_CLIENTS:  # forget the quiet ones
             for key in [k for k, c in self.clients.items() if now - c.last > self.forget_s and not c.in_flight]:
                 del self.clients[key]
         c = self.clients.setdefault(host, _Client())
@@ -110,7 +120,15 @@ class LoginThrottle:
 async def _too_many(send: Callable, wait_s: float) -> None:
     retry = max(1, math.ceil(wait_s))
     body = json.dumps({"detail": f"Too many failed logins from your address: try again in {retry} s."}).encode()
-    await send({"type": "http.response.start", "status": 429,
-                "headers": [(b"content-type", b"application/json"), (b"retry-after", str(retry).encode()),
-                            (b"content-length", str(len(body)).encode())]})
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 429,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"retry-after", str(retry).encode()),
+                (b"content-length", str(len(body)).encode()),
+            ],
+        }
+    )
     await send({"type": "http.response.body", "body": body})

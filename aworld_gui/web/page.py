@@ -1,4 +1,5 @@
 """``build_app(runs_dir) -> gr.Blocks``: the studio's three tabs and its API endpoints."""
+
 from __future__ import annotations
 
 import functools
@@ -24,8 +25,16 @@ from ..rendering.theme import CSS, theme
 TITLE = "AWorld Trainer Studio"
 #: every tab's elem_id and English label, as given to gr.Tab (the page's script keeps their buttons in the
 #: page's language; tests/test_i18n.py checks this list against the gr.Tab calls)
-TABS = {"tab-setup": "Setup", "tab-monitor": "Monitor", "tab-runs": "Runs", "tab-evaluate": "Evaluate",
-        "tab-chat": "Chat", "tab-train-rows": "Train rows", "tab-test-rows": "Test rows", "tab-sweeps": "Sweeps"}
+TABS = {
+    "tab-setup": "Setup",
+    "tab-monitor": "Monitor",
+    "tab-runs": "Runs",
+    "tab-evaluate": "Evaluate",
+    "tab-chat": "Chat",
+    "tab-train-rows": "Train rows",
+    "tab-test-rows": "Test rows",
+    "tab-sweeps": "Sweeps",
+}
 
 
 def build_app(runs_dir: str | os.PathLike = "runs", studio: Studio | None = None) -> gr.Blocks:
@@ -37,10 +46,13 @@ def build_app(runs_dir: str | os.PathLike = "runs", studio: Studio | None = None
     sweep_setup, sweeps = SweepPanel(sweep_core), SweepsTab(sweep_core)
     with gr.Blocks(title=TITLE, analytics_enabled=False) as demo:
         # the locale probe first: Gradio translates the first marker of a string, markers_js the rest
-        gr.HTML(f'{locale_probe()}<div class="aw-title"><h1>{TITLE}</h1><span class="aw-sub">'
-                f'{_("bring an agent, data and a reward · check every module · train in the background · watch it learn")}'
-                f'</span><span class="aw-sub aw-runs" title="{render.esc(studio.runs_dir)}">{_("runs:")} '
-                f'<code>{render.esc(studio.runs_dir)}</code></span></div>', js_on_load=markers_js(TABS))
+        gr.HTML(
+            f'{locale_probe()}<div class="aw-title"><h1>{TITLE}</h1><span class="aw-sub">'
+            f"{_('bring an agent, data and a reward · check every module · train in the background · watch it learn')}"
+            f'</span><span class="aw-sub aw-runs" title="{render.esc(studio.runs_dir)}">{_("runs:")} '
+            f"<code>{render.esc(studio.runs_dir)}</code></span></div>",
+            js_on_load=markers_js(TABS),
+        )
         with gr.Tabs(selected="setup", elem_id="tabs") as tabs:
             with gr.Tab(_("Setup"), id="setup", elem_id="tab-setup") as setup_tab:
                 sui = setup.build()
@@ -63,35 +75,45 @@ def build_app(runs_dir: str | os.PathLike = "runs", studio: Studio | None = None
         evaluate.wire(evaluate_tab)
         chat.wire(chat_tab)
         sweeps.wire(sweeps_tab)
-        swsetup.start_btn.click(functools.partial(sweep_setup.on_start, collect, len(sui.inputs())),
-                                [*sui.inputs(), *swsetup.fields()], [swsetup.msg, swui.pick],
-                                api_visibility="private", concurrency_limit=1)
+        swsetup.start_btn.click(
+            functools.partial(sweep_setup.on_start, collect, len(sui.inputs())),
+            [*sui.inputs(), *swsetup.fields()],
+            [swsetup.msg, swui.pick],
+            api_visibility="private",
+            concurrency_limit=1,
+        )
 
         # launch: worker prepares the run dir, the studio spawns the run process → Monitor
         def on_launch(*values):
             si = collect(*values)
             res = studio.launch(si)
             if not res.get("ok"):
-                msg = (f'<div class="aw-msg aw-msg-error">{_("Launch refused:")} {render.esc(res.get("error"))}</div>')
+                msg = f'<div class="aw-msg aw-msg-error">{_("Launch refused:")} {render.esc(res.get("error"))}</div>'
                 return msg, gr.update(), gr.update()
             note = _("queued — it starts when the running job ends") if res.get("queued") else _("started")
-            msg = (f'<div class="aw-msg">{render.badge("queued" if res.get("queued") else "running", note)} '
-                   f'<code>{render.esc(res["run_id"])}</code> — '
-                   f'{_("training runs in its own process; closing this page does not stop it.")}</div>')
+            msg = (
+                f'<div class="aw-msg">{render.badge("queued" if res.get("queued") else "running", note)} '
+                f"<code>{render.esc(res['run_id'])}</code> — "
+                f"{_('training runs in its own process; closing this page does not stop it.')}</div>"
+            )
             # a queued launch: the Monitor keeps showing the run that trains (the queued one is a pick away)
             watch = (studio.training_run() or res["run_id"]) if res.get("queued") else res["run_id"]
             return msg, gr.update(choices=studio.run_ids(), value=watch), gr.Tabs(selected="monitor")
 
-        sui.launch_btn.click(on_launch, sui.inputs(), [sui.launch_msg, mui.run, tabs],
-                             api_visibility="private", concurrency_limit=1)
+        sui.launch_btn.click(
+            on_launch, sui.inputs(), [sui.launch_msg, mui.run, tabs], api_visibility="private", concurrency_limit=1
+        )
 
         # runs → monitor / setup
         def open_in_monitor(run_id):
             if not run_id:
                 return [gr.update()] * 3
             # a programmatic tab switch fires no Tab.select: stop the Runs table's timer here
-            return gr.update(choices=studio.run_ids(), value=run_id), gr.Tabs(selected="monitor"), \
-                gr.Timer(active=False)
+            return (
+                gr.update(choices=studio.run_ids(), value=run_id),
+                gr.Tabs(selected="monitor"),
+                gr.Timer(active=False),
+            )
 
         rui.open_btn.click(open_in_monitor, [rui.selected], [mui.run, tabs, rui.timer], api_visibility="private")
 
@@ -100,42 +122,72 @@ def build_app(runs_dir: str | os.PathLike = "runs", studio: Studio | None = None
                 si = studio.clone_inputs(run_id)
             except ValueError as e:
                 return [gr.update()] * (len(setup.input_components()) + 1) + [f"**{e}**", gr.update()]
-            return [*setup.show_inputs(si), gr.Tabs(selected="setup"), f"{_('Cloned into Setup:')} **{run_id}**",
-                    gr.Timer(active=False)]
+            return [
+                *setup.show_inputs(si),
+                gr.Tabs(selected="setup"),
+                f"{_('Cloned into Setup:')} **{run_id}**",
+                gr.Timer(active=False),
+            ]
 
-        setup.then_check(rui.clone_btn.click(clone, [rui.selected],
-                                             [*setup.input_components(), tabs, rui.action_msg, rui.timer],
-                                             api_visibility="private"))
+        setup.then_check(
+            rui.clone_btn.click(
+                clone,
+                [rui.selected],
+                [*setup.input_components(), tabs, rui.action_msg, rui.timer],
+                api_visibility="private",
+            )
+        )
 
         # a diagnosis's "Clone into Setup" in the Monitor: the same clone, naming the setting to change
         def clone_for_diagnosis(run_id, setting):
             *updates, msg, timer = clone(run_id)
-            if str(msg).startswith("**"):                       # not cloned: the error, in Setup's message
+            if str(msg).startswith("**"):  # not cloned: the error, in Setup's message
                 return [*updates, render.esc(str(msg).strip("*")), timer]
             first = f" — {_('Change first:')} <code>{render.esc(setting)}</code>" if setting else ""
             return [*updates, f"{_('Cloned into Setup:')} <b>{render.esc(run_id)}</b>{first}", timer]
 
-        setup.then_check(mui.clone_btn.click(clone_for_diagnosis, [mui.run, mui.clone_setting],
-                                             [*setup.input_components(), tabs, sui.launch_msg, rui.timer],
-                                             api_visibility="private"))
-        setup.then_check(swui.clone_btn.click(clone, [swui.best_run],
-                                              [*setup.input_components(), tabs, rui.action_msg, rui.timer],
-                                              api_visibility="private"))
+        setup.then_check(
+            mui.clone_btn.click(
+                clone_for_diagnosis,
+                [mui.run, mui.clone_setting],
+                [*setup.input_components(), tabs, sui.launch_msg, rui.timer],
+                api_visibility="private",
+            )
+        )
+        setup.then_check(
+            swui.clone_btn.click(
+                clone,
+                [swui.best_run],
+                [*setup.input_components(), tabs, rui.action_msg, rui.timer],
+                api_visibility="private",
+            )
+        )
 
         # page load: catalog-dependent choices, first check, the run to monitor (live first)
         def on_load_monitor():
             """The run to watch (the one training first); a page opened while a run trains opens on it."""
             training = studio.training_run()
-            return (gr.update(choices=studio.run_ids(), value=training or studio.latest_run()),
-                    gr.Tabs(selected="monitor") if training else gr.update())
+            return (
+                gr.update(choices=studio.run_ids(), value=training or studio.latest_run()),
+                gr.Tabs(selected="monitor") if training else gr.update(),
+            )
 
         demo.load(**runs.refresh_kw)
         demo.load(on_load_monitor, [], [mui.run, tabs], api_visibility="private")
-        setup.then_check(demo.load(setup.on_load, [sui.engine, sui.reward_pick, sui.reward_weights],
-                                   setup.load_outputs(), api_visibility="private"
-                                   ).then(setup.editor.on_load, [sui.engine, sui.config_yaml],
-                                          setup.editor.load_outputs(), api_visibility="private",
-                                          show_progress="hidden"))
+        setup.then_check(
+            demo.load(
+                setup.on_load,
+                [sui.engine, sui.reward_pick, sui.reward_weights],
+                setup.load_outputs(),
+                api_visibility="private",
+            ).then(
+                setup.editor.on_load,
+                [sui.engine, sui.config_yaml],
+                setup.editor.load_outputs(),
+                api_visibility="private",
+                show_progress="hidden",
+            )
+        )
     demo.queue(default_concurrency_limit=4)
     demo.studio = studio  # type: ignore[attr-defined]
     # routes served ahead of Gradio's own: the Monitor's stream, and what the patches serve
@@ -153,6 +205,12 @@ def launch_kwargs(demo: gr.Blocks) -> dict[str, Any]:
     from .auth_gate import AuthGate
     from .upload_guard import UploadGuard
 
-    return {"theme": theme(), "css": CSS, "i18n": i18n(),
-            "app_kwargs": {"routes": list(demo.aworld_routes),
-                           "middleware": [Middleware(LoginThrottle), Middleware(AuthGate), Middleware(UploadGuard)]}}
+    return {
+        "theme": theme(),
+        "css": CSS,
+        "i18n": i18n(),
+        "app_kwargs": {
+            "routes": list(demo.aworld_routes),
+            "middleware": [Middleware(LoginThrottle), Middleware(AuthGate), Middleware(UploadGuard)],
+        },
+    }

@@ -8,6 +8,7 @@ Login: ``--auth-file FILE`` (its first line ``user:password``), the environment 
 itself again without it in its environment or command line (:mod:`aworld_gui.web.clean_start`).
 No public share link is created unless ``--share`` is given.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -38,7 +39,7 @@ def keep_credentials_private() -> None:
     try:
         import ctypes
 
-        ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)   # PR_SET_DUMPABLE = 4
+        ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 4
     except (OSError, AttributeError):
         pass
 
@@ -67,7 +68,7 @@ def wait_until_interrupted(demo, stop: StopSignal) -> None:
     look at a flag; this sleeps until a signal.) Runs keep training: they are not our children."""
     try:
         stop.serving = True
-        if not stop.requested:      # a signal during start-up: close at once
+        if not stop.requested:  # a signal during start-up: close at once
             threading.Event().wait()
     except KeyboardInterrupt:
         pass
@@ -81,25 +82,33 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--host", default=os.environ.get("AWORLD_STUDIO_HOST", "127.0.0.1"))
     p.add_argument("--port", type=int, default=int(os.environ.get("AWORLD_STUDIO_PORT", "7860")))
     p.add_argument("--runs-dir", default=os.environ.get("AWORLD_RUNS_DIR", "runs"))
-    p.add_argument("--auth", default=os.environ.get("AWORLD_STUDIO_AUTH"),
-                   help="user:password (or set AWORLD_STUDIO_AUTH; --auth-file keeps it off the command line)")
+    p.add_argument(
+        "--auth",
+        default=os.environ.get("AWORLD_STUDIO_AUTH"),
+        help="user:password (or set AWORLD_STUDIO_AUTH; --auth-file keeps it off the command line)",
+    )
     p.add_argument("--auth-file", help="a file whose first line is user:password")
     p.add_argument(clean_start.SECRETS_FD_OPTION, type=int, help=argparse.SUPPRESS)
-    p.add_argument("--stop-timeout", type=float, default=30.0,
-                   help="seconds a run gets to stop after Stop before it is killed")
+    p.add_argument(
+        "--stop-timeout", type=float, default=30.0, help="seconds a run gets to stop after Stop before it is killed"
+    )
     p.add_argument("--check-timeout", type=float, default=60.0, help="time limit of one check in the worker")
     p.add_argument("--share", action="store_true", help="create a public gradio.live link (off by default)")
-    p.add_argument("--max-upload-mb", type=float, default=float(os.environ.get("AWORLD_STUDIO_MAX_UPLOAD_MB", "100")),
-                   help="the largest upload taken (MB); a bigger one is refused while it streams in (413)")
+    p.add_argument(
+        "--max-upload-mb",
+        type=float,
+        default=float(os.environ.get("AWORLD_STUDIO_MAX_UPLOAD_MB", "100")),
+        help="the largest upload taken (MB); a bigger one is refused while it streams in (413)",
+    )
     args = list(sys.argv[1:] if argv is None else argv)
     a = p.parse_args(args)
-    if a.secrets_fd is not None:   # restarted clean: the login and credentials come from the memory file
+    if a.secrets_fd is not None:  # restarted clean: the login and credentials come from the memory file
         login = clean_start.take_secrets(a.secrets_fd)
     else:
         login = clean_start.read_auth_file(a.auth_file) if a.auth_file else a.auth
-        parse_auth(login)   # a malformed login is refused before anything else
+        parse_auth(login)  # a malformed login is refused before anything else
         if clean_start.supported() and clean_start.needed(args, os.environ):
-            clean_start.restart_clean(args, login)   # does not return
+            clean_start.restart_clean(args, login)  # does not return
     auth = parse_auth(login)
     keep_credentials_private()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -109,17 +118,24 @@ def main(argv: list[str] | None = None) -> int:
 
     runs_dir = Path(a.runs_dir).expanduser().resolve()
     stop = StopSignal()
-    stop.install()   # from here SIGTERM ends the studio as Ctrl-C does: the check worker and chat model go too
+    stop.install()  # from here SIGTERM ends the studio as Ctrl-C does: the check worker and chat model go too
     studio = None
     try:
         studio = Studio(runs_dir, stop_timeout_s=a.stop_timeout, check_timeout_s=a.check_timeout)
         demo = build_app(runs_dir, studio=studio)
         print(f"AWorld Trainer Studio on http://{a.host}:{a.port}  (runs: {runs_dir})", flush=True)
-        demo.launch(server_name=a.host, server_port=a.port, share=a.share, auth=auth,
-                    show_error=True, allowed_paths=[str(runs_dir / ".exports")],
-                    footer_links=["api", "settings"],   # Settings holds the language (English, 中文)
-                    max_file_size=int(a.max_upload_mb * (1 << 20)),   # refused as it streams, never held whole
-                    prevent_thread_lock=True, **launch_kwargs(demo))
+        demo.launch(
+            server_name=a.host,
+            server_port=a.port,
+            share=a.share,
+            auth=auth,
+            show_error=True,
+            allowed_paths=[str(runs_dir / ".exports")],
+            footer_links=["api", "settings"],  # Settings holds the language (English, 中文)
+            max_file_size=int(a.max_upload_mb * (1 << 20)),  # refused as it streams, never held whole
+            prevent_thread_lock=True,
+            **launch_kwargs(demo),
+        )
         wait_until_interrupted(demo, stop)
     finally:
         if studio is not None:

@@ -10,6 +10,7 @@ known to the client; a YAML file too big to mask (over :data:`MASK_LIMIT`: no ag
 deleted. Left as they are: datasets (``.jsonl``, ``.csv``, ``.parquet``, ...) and a ``.json`` or ``.txt``
 file over the limit (a dataset, not a config).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -26,8 +27,11 @@ MASK_LIMIT = 4 << 20
 
 
 def _is_upload(scope: dict) -> bool:
-    return scope.get("type") == "http" and scope.get("method") == "POST" and \
-        scope.get("path", "").rstrip("/").endswith("/upload")
+    return (
+        scope.get("type") == "http"
+        and scope.get("method") == "POST"
+        and scope.get("path", "").rstrip("/").endswith("/upload")
+    )
 
 
 def mask_uploaded_file(path: str) -> None:

@@ -7,6 +7,7 @@ path), so before either is kept the text is rewritten with every literal secret 
 A secret given as ``${NAME}`` is kept as written: its value lives in the environment (see
 docs/SECURITY.md), and the run gets it from there.
 """
+
 from __future__ import annotations
 
 import re
@@ -21,8 +22,10 @@ from engines.inputs.yaml_input import compose_yaml_text
 #: keys whose values are credentials: the agents' rule, plus HTTP headers that carry them
 SECRET_KEY = re.compile(SECRET_RE.pattern + r"|^authorization$|^proxy-authorization$|^cookie$", re.I)
 _ENV = re.compile(r"\$\{[^}]+\}")
-_LINE = re.compile(r"""^(?P<head>\s*(?:-\s+)?["']?(?P<key>[A-Za-z0-9_.-]+)["']?\s*:[ \t]*)(?P<value>[^#\n]*?)(?P<tail>[ \t]*(?:#.*)?)$""",
-                   re.M)
+_LINE = re.compile(
+    r"""^(?P<head>\s*(?:-\s+)?["']?(?P<key>[A-Za-z0-9_.-]+)["']?\s*:[ \t]*)(?P<value>[^#\n]*?)(?P<tail>[ \t]*(?:#.*)?)$""",
+    re.M,
+)
 
 
 def _literal(value: str) -> bool:
@@ -34,8 +37,8 @@ def _spans(text: str) -> list[tuple[int, int, str, int]] | None:
     """(start, end, key, line) of each literal secret value, from the YAML's own node marks; None when
     the text is not YAML the safe loader reads."""
     try:
-        root = compose_yaml_text(text, module="agent", where="the upload")   # guarded: never raw libyaml
-    except (CheckError, UnicodeError):   # (bytes that are not UTF-8 reach here as surrogates)
+        root = compose_yaml_text(text, module="agent", where="the upload")  # guarded: never raw libyaml
+    except (CheckError, UnicodeError):  # (bytes that are not UTF-8 reach here as surrogates)
         return None
     if root is None:
         return []
@@ -47,8 +50,12 @@ def _spans(text: str) -> list[tuple[int, int, str, int]] | None:
         seen.add(id(node))
         if isinstance(node, yaml.MappingNode):
             for k, v in node.value:
-                if isinstance(k, yaml.ScalarNode) and SECRET_KEY.search(str(k.value)) and \
-                        isinstance(v, yaml.ScalarNode) and _literal(str(v.value)):
+                if (
+                    isinstance(k, yaml.ScalarNode)
+                    and SECRET_KEY.search(str(k.value))
+                    and isinstance(v, yaml.ScalarNode)
+                    and _literal(str(v.value))
+                ):
                     out.append((v.start_mark.index, v.end_mark.index, str(k.value), v.start_mark.line + 1))
                 else:
                     stack.append(v)
@@ -60,8 +67,11 @@ def _spans(text: str) -> list[tuple[int, int, str, int]] | None:
 def mask_text(text: str) -> tuple[str, list[str]]:
     """``text`` with every literally written secret value replaced by ``"****"`` and every URL's password
     (``postgres://u:pw@h``, anywhere, comments included); and what was masked (``"api_key (line 4)"``)."""
-    url_notes = [f"url password (line {text.count(chr(10), 0, m.start()) + 1})"
-                 for m in URL_PASSWORD_RE.finditer(text) if mask_url_passwords(m.group(0)) != m.group(0)]
+    url_notes = [
+        f"url password (line {text.count(chr(10), 0, m.start()) + 1})"
+        for m in URL_PASSWORD_RE.finditer(text)
+        if mask_url_passwords(m.group(0)) != m.group(0)
+    ]
     text = mask_url_passwords(text)
     masked, notes = _mask_values(text)
     return masked, sorted(notes + url_notes, key=lambda n: int(n.rsplit("line ", 1)[1].rstrip(")")))
@@ -76,7 +86,7 @@ def _mask_values(text: str) -> tuple[str, list[str]]:
             notes.append(f"{key} (line {line})")
         return text, sorted(notes, key=lambda n: int(n.rsplit("line ", 1)[1].rstrip(")")))
 
-    def repl(m: re.Match) -> str:   # not YAML the loader reads: mask line by line
+    def repl(m: re.Match) -> str:  # not YAML the loader reads: mask line by line
         if SECRET_KEY.search(m.group("key")) and _literal(m.group("value")):
             line = text.count("\n", 0, m.start()) + 1
             notes.append(f"{m.group('key')} (line {line})")

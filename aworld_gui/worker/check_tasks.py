@@ -3,6 +3,7 @@ fork per call: these functions import datasets/transformers and user code (tools
 
 Every function takes and returns plain, picklable data.
 """
+
 from __future__ import annotations
 
 import inspect
@@ -38,7 +39,7 @@ def preload() -> str | None:
         try:
             cls = get_processor_class(name)
             if callable(getattr(cls, "preload", None)):
-                cls.preload()   # what the engine's checks import (forks inherit it instead of importing again)
+                cls.preload()  # what the engine's checks import (forks inherit it instead of importing again)
         except Exception as e:  # noqa: BLE001 - reported per engine by catalog()
             errors.append(f"engine {name}: {type(e).__name__}: {e}")
     return "; ".join(errors) or None
@@ -67,23 +68,31 @@ def catalog() -> dict[str, Any]:
                 defaults = dict(cls.get_default_config() or {})
             except Exception as e:  # noqa: BLE001
                 result.warnings.append(f"config schema unavailable: {e}")
-        engines.append({
-            "name": name,
-            "available": result.status != "error",
-            "reason": result.details.get("reason") or ("" if result.status != "error" else result.message),
-            "description": (getattr(cls, "description", "") or "") if cls is not None else "",
-            "fields": fields,
-            "defaults": defaults,
-            "setup": callable(getattr(cls, "setup_environment", None)),   # python -m engines setup <name>
-            "watch": watch,       # files whose change changes "available" (the studio reads it again then)
-        })
+        engines.append(
+            {
+                "name": name,
+                "available": result.status != "error",
+                "reason": result.details.get("reason") or ("" if result.status != "error" else result.message),
+                "description": (getattr(cls, "description", "") or "") if cls is not None else "",
+                "fields": fields,
+                "defaults": defaults,
+                "setup": callable(getattr(cls, "setup_environment", None)),  # python -m engines setup <name>
+                "watch": watch,  # files whose change changes "available" (the studio reads it again then)
+            }
+        )
     try:
         from engines.rewards.catalog import catalog as reward_catalog
 
         rewards = reward_catalog()
     except Exception as e:  # noqa: BLE001 - the built-ins stay listed
-        rewards = [{"key": "error:catalog", "label": "reward catalog unavailable", "error": True,
-                    "description": f"{type(e).__name__}: {e}"}]
+        rewards = [
+            {
+                "key": "error:catalog",
+                "label": "reward catalog unavailable",
+                "error": True,
+                "description": f"{type(e).__name__}: {e}",
+            }
+        ]
     from engines.fit.model_source import local_models
 
     try:
@@ -141,8 +150,11 @@ def _preview(path: str | None) -> dict[str, Any] | None:
         ds = load_table(path)
         n = min(PREVIEW_ROWS, len(ds))
         rows = ds.select(range(n)).to_list() if n else []
-        return {"columns": list(ds.column_names), "rows": [{k: _cell(v) for k, v in r.items()} for r in rows],
-                "total": len(ds)}
+        return {
+            "columns": list(ds.column_names),
+            "rows": [{k: _cell(v) for k, v in r.items()} for r in rows],
+            "total": len(ds),
+        }
     except Exception as e:  # noqa: BLE001 - the dataset check reports the error
         msg = getattr(getattr(e, "result", None), "message", None) or f"{type(e).__name__}: {e}"
         return {"error": msg}
@@ -181,11 +193,18 @@ def _render_first_prompt(agent: dict, data: dict, si) -> dict[str, Any]:
         tok = AutoTokenizer.from_pretrained(spec["model"])
         if not getattr(tok, "chat_template", None):
             text = "\n".join(m["content"] for m in messages)
-            return {"messages": messages, "text": text, "tokens": len(tok(text)["input_ids"]),
-                    "note": "the model has no chat template: the prompt is the raw text"}
+            return {
+                "messages": messages,
+                "text": text,
+                "tokens": len(tok(text)["input_ids"]),
+                "note": "the model has no chat template: the prompt is the raw text",
+            }
         text = tok.apply_chat_template(messages, tools=schemas or None, add_generation_prompt=True, tokenize=False)
-        return {"messages": messages, "text": preview_text(text),
-                "tokens": len(tok(text, add_special_tokens=False)["input_ids"])}
+        return {
+            "messages": messages,
+            "text": preview_text(text),
+            "tokens": len(tok(text, add_special_tokens=False)["input_ids"]),
+        }
     except Exception as e:  # noqa: BLE001
         return {"error": f"could not render the prompt: {type(e).__name__}: {e}"}
 
@@ -207,15 +226,29 @@ def prepare(inputs: dict[str, Any], runs_dir: str) -> dict[str, Any]:
     return {"ok": True, "run_dir": str(run.path), "run_id": run.run_id}
 
 
-def prepare_eval(run_dir: str, checkpoints: list[str], dataset: str | None = None, rewards: list | None = None,
-                 samples: int = 1, temperature: float = 0.0, max_samples: int | None = None) -> dict[str, Any]:
+def prepare_eval(
+    run_dir: str,
+    checkpoints: list[str],
+    dataset: str | None = None,
+    rewards: list | None = None,
+    samples: int = 1,
+    temperature: float = 0.0,
+    max_samples: int | None = None,
+) -> dict[str, Any]:
     """``engines.inference.evaluation.prepare_eval`` (loads the dataset and the reward: user code, so here)."""
     from engines.core.check_result import CheckError
     from engines.inference.evaluation import prepare_eval as prepare
 
     try:
-        ev = prepare(run_dir, checkpoints, dataset=dataset or None, reward=rewards or None, samples=int(samples),
-                     temperature=float(temperature), max_samples=int(max_samples) if max_samples else None)
+        ev = prepare(
+            run_dir,
+            checkpoints,
+            dataset=dataset or None,
+            reward=rewards or None,
+            samples=int(samples),
+            temperature=float(temperature),
+            max_samples=int(max_samples) if max_samples else None,
+        )
     except CheckError as e:
         return {"ok": False, "error": e.result.message, "module": e.module}
     return {"ok": True, "eval_dir": str(ev.path), "eval_id": ev.run_id}

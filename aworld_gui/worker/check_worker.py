@@ -12,6 +12,7 @@ ends a call early (the studio cancels a page's previous check when the same page
 If the child itself dies or stops answering, it is killed and started again, and the calls it
 was running report a clear error.
 """
+
 from __future__ import annotations
 
 import logging
@@ -31,8 +32,8 @@ from .zygote import TASK_MODULES_ENV, read_frame, write_frame
 log = logging.getLogger("aworld.studio")
 
 DEFAULT_TIMEOUT_S = 60.0
-START_TIMEOUT_S = 180.0      # importing datasets/transformers/torch on a cold, busy machine
-REPLY_GRACE_S = 10.0         # the zygote enforces the limit; this is for a wedged zygote
+START_TIMEOUT_S = 180.0  # importing datasets/transformers/torch on a cold, busy machine
+REPLY_GRACE_S = 10.0  # the zygote enforces the limit; this is for a wedged zygote
 
 
 #: how often the reply reader looks whether the worker is still alive while no reply comes
@@ -46,8 +47,7 @@ class _WorkerDied(Exception):
 class WorkerError(RuntimeError):
     """A worker call failed: ``kind`` is exception | exit | crash | timeout | cancelled | unavailable | bug."""
 
-    def __init__(self, message: str, kind: str = "exception", output: str = "", tb: str = "",
-                 stage: str | None = None):
+    def __init__(self, message: str, kind: str = "exception", output: str = "", tb: str = "", stage: str | None = None):
         from engines.inputs.secret_values import mask_url_passwords
 
         message, output, tb = (mask_url_passwords(x) for x in (message, output, tb))
@@ -67,8 +67,12 @@ class _Pending:
 
 
 class CheckWorker:
-    def __init__(self, default_timeout_s: float = DEFAULT_TIMEOUT_S, env: dict[str, str] | None = None,
-                 task_modules: list[str] | None = None):
+    def __init__(
+        self,
+        default_timeout_s: float = DEFAULT_TIMEOUT_S,
+        env: dict[str, str] | None = None,
+        task_modules: list[str] | None = None,
+    ):
         """``env``: extra variables for the worker; ``task_modules``: modules whose ``TASKS`` dict adds
         tasks to :mod:`aworld_gui.worker.check_tasks`'s (the worker's tests register theirs this way)."""
         self.default_timeout_s = default_timeout_s
@@ -76,7 +80,7 @@ class CheckWorker:
         if task_modules:
             self.env[TASK_MODULES_ENV] = ",".join(task_modules)
         self._proc: subprocess.Popen | None = None
-        self._lock = threading.Lock()          # starting the child and writing to it (never held during a call)
+        self._lock = threading.Lock()  # starting the child and writing to it (never held during a call)
         self._ready = threading.Event()
         self._pending: dict[str, _Pending] = {}
         self._pending_lock = threading.Lock()
@@ -102,8 +106,14 @@ class CheckWorker:
         env["PYTHONUNBUFFERED"] = "1"
         self._ready.clear()
         proc = subprocess.Popen(
-            [sys.executable, "-m", "aworld_gui.worker.zygote"], env=env,
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=None, close_fds=True, bufsize=0)
+            [sys.executable, "-m", "aworld_gui.worker.zygote"],
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=None,
+            close_fds=True,
+            bufsize=0,
+        )
         self._proc = proc
         hello = self._read_hello(proc, START_TIMEOUT_S)
         if hello is None or not (isinstance(hello, tuple) and hello[0] == "ready"):
@@ -122,7 +132,7 @@ class CheckWorker:
                 log.warning("check worker exited (code %s); restarting", self._proc.returncode)
                 self._kill()
             if self._spawned:
-                self.restarts += 1   # every start after the first, whoever noticed the worker was gone
+                self.restarts += 1  # every start after the first, whoever noticed the worker was gone
             self._spawned = True
             self._spawn()
         assert self._proc is not None
@@ -162,8 +172,15 @@ class CheckWorker:
         with self._pending_lock:
             orphans = [p for p in self._pending.values() if p.proc is proc and not p.done.is_set()]
         for p in orphans:
-            p.reply = (False, {"error": f"the check worker died (exit code {code}); it restarts with the next check",
-                               "kind": "crash", "output": "", "worker_died": True})
+            p.reply = (
+                False,
+                {
+                    "error": f"the check worker died (exit code {code}); it restarts with the next check",
+                    "kind": "crash",
+                    "output": "",
+                    "worker_died": True,
+                },
+            )
             p.done.set()
 
     def _kill(self, proc: subprocess.Popen | None = None) -> None:
@@ -174,7 +191,7 @@ class CheckWorker:
         if proc is None:
             return
         try:
-            terminate_tree(proc.pid, grace_s=0, group=False)   # the zygote and its calls' forks
+            terminate_tree(proc.pid, grace_s=0, group=False)  # the zygote and its calls' forks
             proc.wait(timeout=10)
         except Exception:  # noqa: BLE001
             pass
@@ -204,8 +221,15 @@ class CheckWorker:
             return sum(1 for p in self._pending.values() if not p.done.is_set())
 
     # -- calls ----------------------------------------------------------------------------------
-    def call(self, task: str, timeout_s: float | None = None, *, call_id: str | None = None,
-             pass_env: Iterable[str] = (), **kwargs: Any) -> Any:
+    def call(
+        self,
+        task: str,
+        timeout_s: float | None = None,
+        *,
+        call_id: str | None = None,
+        pass_env: Iterable[str] = (),
+        **kwargs: Any,
+    ) -> Any:
         """Run ``tasks.<task>(**kwargs)`` in an isolated fork of the worker; raises :class:`WorkerError`.
         ``call_id`` names the call for :meth:`cancel`; ``pass_env``: names of this process's variables
         the call may see (those its inputs ask for by ``${NAME}``; the studio's own never)."""
@@ -222,8 +246,7 @@ class CheckWorker:
             except _WorkerDied as e:
                 raise WorkerError(str(e), "crash") from None
 
-    def _call_once(self, task: str, timeout_s: float, call_id: str, env: dict[str, str],
-                   kwargs: dict[str, Any]) -> Any:
+    def _call_once(self, task: str, timeout_s: float, call_id: str, env: dict[str, str], kwargs: dict[str, Any]) -> Any:
         with self._lock:
             self.calls += 1
             try:
@@ -249,8 +272,9 @@ class CheckWorker:
                 with self._lock:
                     if self._proc is proc:
                         self._kill(proc)
-                raise WorkerError(f"the check worker did not answer within {timeout_s:g} s; it was restarted",
-                                  "timeout")
+                raise WorkerError(
+                    f"the check worker did not answer within {timeout_s:g} s; it was restarted", "timeout"
+                )
         finally:
             with self._pending_lock:
                 self._pending.pop(call_id, None)
@@ -259,8 +283,13 @@ class CheckWorker:
             return payload
         if payload.get("worker_died"):
             raise _WorkerDied(payload["error"])
-        raise WorkerError(payload.get("error", "unknown error"), payload.get("kind", "exception"),
-                          payload.get("output", ""), payload.get("traceback", ""), payload.get("stage"))
+        raise WorkerError(
+            payload.get("error", "unknown error"),
+            payload.get("kind", "exception"),
+            payload.get("output", ""),
+            payload.get("traceback", ""),
+            payload.get("stage"),
+        )
 
     def cancel(self, call_id: str, reason: str = "") -> bool:
         """End a running call now (its fork and everything it started are killed); its caller gets a

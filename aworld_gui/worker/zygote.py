@@ -22,6 +22,7 @@ Requests: ``("call", id, task, kwargs, timeout_s, env)`` and ``("cancel", id, re
 ``(id, ok, payload)`` where ``payload`` is the task's result or :meth:`Outcome.failure`'s dict
 (``error``, ``kind``, ``stage``, ``output``, ...), in the order the calls end.
 """
+
 from __future__ import annotations
 
 import os
@@ -85,7 +86,7 @@ class Zygote:
         if fn is None:
             self.reply(call_id, False, {"error": f"unknown worker task '{task}'", "kind": "bug", "output": ""})
             return
-        if call_id in self.calls:   # an id reused while its call runs: the old one is superseded
+        if call_id in self.calls:  # an id reused while its call runs: the old one is superseded
             self.cancel(call_id, "superseded")
         call_env = dict(os.environ)
         call_env.update(env or {})
@@ -112,8 +113,9 @@ class Zygote:
             try:
                 self.start(call_id, task, kwargs, float(timeout_s), env)
             except Exception as e:  # noqa: BLE001 - the zygote must keep serving (e.g. fork failed)
-                self.reply(call_id, False, {"error": f"worker error: {type(e).__name__}: {e}", "kind": "bug",
-                                            "output": ""})
+                self.reply(
+                    call_id, False, {"error": f"worker error: {type(e).__name__}: {e}", "kind": "bug", "output": ""}
+                )
         elif msg[0] == "cancel":
             self.cancel(msg[1], msg[2] if len(msg) > 2 else "")
 
@@ -163,10 +165,12 @@ def main() -> None:
     preload_error = tasks.preload()
     zygote = Zygote(proto_in, proto_out)
     try:
-        write_frame(proto_out, ("ready", {"pid": os.getpid(), "preload_s": round(time.time() - t0, 2),
-                                          "preload_error": preload_error}))
+        write_frame(
+            proto_out,
+            ("ready", {"pid": os.getpid(), "preload_s": round(time.time() - t0, 2), "preload_error": preload_error}),
+        )
         zygote.serve()
-    except (EOFError, BrokenPipeError):   # the studio closed its end (it stopped, even mid-preload)
+    except (EOFError, BrokenPipeError):  # the studio closed its end (it stopped, even mid-preload)
         for call_id in list(zygote.calls):
             call = zygote.calls.pop(call_id)
             call.stop("cancelled", "the studio stopped")

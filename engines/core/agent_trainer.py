@@ -4,6 +4,7 @@
 checks ``agent → dataset → reward → config`` with the named engine, marks it initialized, and
 ``train()`` runs it.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -12,8 +13,7 @@ from typing import Any
 from ..isolation import sandbox
 from .check_result import CheckResult
 from .isolated_checks import check_all_isolated, first_error
-from .registry import (DEFAULT_ENGINE, get_processor_class, register_processor, registered_engines,
-                       unregister_processor)
+from .registry import DEFAULT_ENGINE, get_processor_class, register_processor, registered_engines, unregister_processor
 from .trainer_processor import TrainerProcessor, logger
 
 
@@ -28,10 +28,20 @@ def _is_empty(value: Any) -> bool:
 class AgentTrainer:
     """The unified training entry point: validates agent, datasets, reward and config, then trains."""
 
-    def __init__(self, agent: Any, train_dataset: Any = None, test_dataset: Any = None,
-                 reward_func: Any = None, config: Any = None, run_path: str = "runs",
-                 train_engine_name: str = DEFAULT_ENGINE, *, run_dir: str | Path | None = None,
-                 isolated_checks: bool = True, check_timeout_s: float | None = None):
+    def __init__(
+        self,
+        agent: Any,
+        train_dataset: Any = None,
+        test_dataset: Any = None,
+        reward_func: Any = None,
+        config: Any = None,
+        run_path: str = "runs",
+        train_engine_name: str = DEFAULT_ENGINE,
+        *,
+        run_dir: str | Path | None = None,
+        isolated_checks: bool = True,
+        check_timeout_s: float | None = None,
+    ):
         """``isolated_checks``: run every check first in an isolated child with a time limit
         (``check_timeout_s``, default ``$AWORLD_CHECK_TIMEOUT_S`` or 60 s; see engines.isolation.sandbox), so user
         code that hangs, exits or crashes is reported as a CheckError instead of taking this process
@@ -49,9 +59,15 @@ class AgentTrainer:
         # 2. fetch the engine class
         processor_cls = get_processor_class(self.train_engine_name)
         if isolated_checks and not sandbox.inside():
-            results = check_all_isolated(check_timeout_s, agent=agent, train_dataset=train_dataset,
-                                         test_dataset=test_dataset, reward_func=reward_func, config=config,
-                                         train_engine_name=self.train_engine_name)
+            results = check_all_isolated(
+                check_timeout_s,
+                agent=agent,
+                train_dataset=train_dataset,
+                test_dataset=test_dataset,
+                reward_func=reward_func,
+                config=config,
+                train_engine_name=self.train_engine_name,
+            )
             error = first_error(results)
             if error is not None:
                 raise error
@@ -77,8 +93,10 @@ class AgentTrainer:
 
     def train(self) -> Any:
         if self.train_processor is None or not self.train_processor.initialized:
-            raise ValueError("the training processor is not initialized — construct AgentTrainer with "
-                             "valid modules before calling train()")
+            raise ValueError(
+                "the training processor is not initialized — construct AgentTrainer with "
+                "valid modules before calling train()"
+            )
         return self.train_processor.train()
 
     async def inference(self, dataset: Any = None, checkpoint: str | None = None, **kwargs: Any) -> Any:

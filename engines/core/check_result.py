@@ -4,6 +4,7 @@ Every ``check_*`` step records a :class:`CheckResult` that a GUI or CLI can rend
 An error raises :class:`CheckError` (a ``ValueError``) whose message says what is wrong
 and how to fix it; the structured result rides along on ``.result``.
 """
+
 from __future__ import annotations
 
 import difflib
@@ -25,7 +26,7 @@ class CheckResult:
     details: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
 
-    def __post_init__(self) -> None:   # a message never quotes a password (a judge's url with user:pw@)
+    def __post_init__(self) -> None:  # a message never quotes a password (a judge's url with user:pw@)
         from ..inputs.secret_values import mask_url_passwords, mask_url_passwords_deep
 
         self.message = mask_url_passwords(self.message)
@@ -53,8 +54,9 @@ class CheckResult:
 class CheckError(ValueError):
     """A module failed its check. ``str(err)`` is the user-facing message."""
 
-    def __init__(self, module: str, message: str, hint: str | None = None, studio_hint: str | None = None,
-                 **details: Any):
+    def __init__(
+        self, module: str, message: str, hint: str | None = None, studio_hint: str | None = None, **details: Any
+    ):
         """``hint`` says how to fix it in a file or in Python; ``studio_hint``, when the fix in the studio
         is a different one (a dropdown to set rather than an argument to pass), says that instead there."""
         self.module = module

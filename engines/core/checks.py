@@ -1,5 +1,6 @@
 """Check every module and report all of them (for the studio and ``python -m engines check``): the spec's
 order agent → dataset → reward → config, then the engine's availability. Never raises."""
+
 from __future__ import annotations
 
 import shutil
@@ -20,13 +21,25 @@ def engine_result(engine: str) -> tuple[Any, CheckResult]:
     except Exception as e:  # a probe must never take the caller down
         ok, reason = False, f"availability probe failed: {type(e).__name__}: {e}"
     status = "ok" if ok else ERROR
-    return cls, CheckResult("engine", status, f"{engine}: " + ("available" if ok else reason),
-                            details={"engine": engine, "available": ok, "reason": reason})
+    return cls, CheckResult(
+        "engine",
+        status,
+        f"{engine}: " + ("available" if ok else reason),
+        details={"engine": engine, "available": ok, "reason": reason},
+    )
 
 
-def check_all(agent: Any, train_dataset: Any = None, test_dataset: Any = None, reward_func: Any = None,
-              config: Any = None, train_engine_name: str = DEFAULT_ENGINE, run_path: str | None = None,
-              columns: dict | None = None, on_module: Callable[[str], None] | None = None) -> list[CheckResult]:
+def check_all(
+    agent: Any,
+    train_dataset: Any = None,
+    test_dataset: Any = None,
+    reward_func: Any = None,
+    config: Any = None,
+    train_engine_name: str = DEFAULT_ENGINE,
+    run_path: str | None = None,
+    columns: dict | None = None,
+    on_module: Callable[[str], None] | None = None,
+) -> list[CheckResult]:
     """Run every check in the spec's order; never raises; returns one result per module + engine.
     ``on_module(module)`` is called as each check starts (the studio's worker reports it, so a check
     that hangs or crashes is blamed on the right module)."""
@@ -42,14 +55,17 @@ def check_all(agent: Any, train_dataset: Any = None, test_dataset: Any = None, r
             p = cls(run_path)
         except Exception as e:  # an engine whose constructor fails: report it like any check
             msg = f"engine '{train_engine_name}' failed to start: {type(e).__name__}: {e}"
-            return [CheckResult(m, ERROR, "not checked: the engine failed to start") for m in CHECKED_MODULES] + \
-                [CheckResult("engine", ERROR, msg, details=engine.details)]
+            return [CheckResult(m, ERROR, "not checked: the engine failed to start") for m in CHECKED_MODULES] + [
+                CheckResult("engine", ERROR, msg, details=engine.details)
+            ]
         if columns:
             train_dataset = {"path": train_dataset, "columns": columns}
-        steps = (("agent", lambda: p.check_agent(agent)),
-                 ("dataset", lambda: p.check_dataset(train_dataset, test_dataset)),
-                 ("reward", lambda: p.check_reward(reward_func)),
-                 ("config", lambda: p.check_config(config)))
+        steps = (
+            ("agent", lambda: p.check_agent(agent)),
+            ("dataset", lambda: p.check_dataset(train_dataset, test_dataset)),
+            ("reward", lambda: p.check_reward(reward_func)),
+            ("config", lambda: p.check_config(config)),
+        )
         results: list[CheckResult] = []
         for module, step in steps:
             if on_module is not None:
@@ -61,8 +77,14 @@ def check_all(agent: Any, train_dataset: Any = None, test_dataset: Any = None, r
             except CheckError as e:
                 results.append(e.result)
             except SystemExit as e:  # sys.exit() in user code: say so, keep going
-                results.append(CheckResult(module, ERROR, f"the {module} module's code called sys.exit({e.code!r}) — "
-                                           "user code must not exit the check: return a value or raise an exception"))
+                results.append(
+                    CheckResult(
+                        module,
+                        ERROR,
+                        f"the {module} module's code called sys.exit({e.code!r}) — "
+                        "user code must not exit the check: return a value or raise an exception",
+                    )
+                )
             except Exception as e:  # user code or an engine bug: report it, keep going
                 results.append(CheckResult(module, ERROR, f"{type(e).__name__}: {e}"))
         return results + [engine]

@@ -2,6 +2,7 @@
 ``aworld-train check``/``train`` and :class:`~engines.core.agent_trainer.AgentTrainer` run before they
 load user code into their own process, and how a check that hangs or crashes is reported.
 """
+
 from __future__ import annotations
 
 import os
@@ -16,7 +17,7 @@ from ..isolation.user_env import referenced_names, user_code_env
 WHAT = {"timeout": "timed out", "crash": "crashed", "exit": "exited", "cancelled": "was cancelled"}
 HINTS = {
     "timeout": "a tool or reward that loops, sleeps or waits (on import or when called) is the usual cause; "
-               "make it return promptly",
+    "make it return promptly",
     "crash": "native code crashed (a segfault in an extension, or a signal sent to the process)",
     "exit": "user code must not call os._exit()/sys.exit(): return a value or raise an exception instead",
 }
@@ -38,8 +39,9 @@ def results_for_failure(kind: str, message: str, stage: str | None) -> list[Chec
         elif reached:
             out.append(CheckResult(m, ERROR, f"not checked (the {module} check {what})"))
         else:
-            out.append(CheckResult(m, WARNING, f"checked before the {module} check {what}; checked again once it "
-                                   "is fixed"))
+            out.append(
+                CheckResult(m, WARNING, f"checked before the {module} check {what}; checked again once it is fixed")
+            )
     out.append(CheckResult("engine", WARNING, f"not probed (the {module or 'module'} check {what})"))
     return out
 
@@ -54,8 +56,7 @@ def _check_all(kwargs: dict[str, Any]) -> list[CheckResult]:
 def check_all_isolated(timeout_s: float | None = None, **kwargs: Any) -> list[CheckResult]:
     """:func:`engines.core.checks.check_all` in an isolated child with a time limit (its environment
     without credentials, except those the agent or config asks for by ``${NAME}``). Never raises."""
-    env = user_code_env(allow=referenced_names(kwargs.get("agent"), kwargs.get("reward_func"),
-                                                     kwargs.get("config")))
+    env = user_code_env(allow=referenced_names(kwargs.get("agent"), kwargs.get("reward_func"), kwargs.get("config")))
     _preload(kwargs.get("train_engine_name"))
     outcome: Outcome = run_isolated(_check_all, {"kwargs": kwargs}, timeout_s=timeout_s, env=env)
     if outcome.ok:
@@ -68,8 +69,12 @@ def _input_files(kwargs: dict[str, Any]) -> dict[str, list[str]]:
     files and functions (``file.py:fn``); nothing for inputs that are not files."""
 
     def file_name(value: Any) -> list[str]:
-        if isinstance(value, (str, os.PathLike)) and "\n" not in str(value) and len(str(value)) < 4096 \
-                and os.path.isfile(os.path.expanduser(str(value))):
+        if (
+            isinstance(value, (str, os.PathLike))
+            and "\n" not in str(value)
+            and len(str(value)) < 4096
+            and os.path.isfile(os.path.expanduser(str(value)))
+        ):
             return [Path(str(value)).name]
         return []
 
@@ -77,7 +82,7 @@ def _input_files(kwargs: dict[str, Any]) -> dict[str, list[str]]:
     refs = refs if isinstance(refs, (list, tuple)) else [refs]
     rewards = []
     for ref in refs:
-        ref = ref.get("ref") if isinstance(ref, dict) else ref   # the CLI's {"ref": "r.py:fn", "weight": 1.0}
+        ref = ref.get("ref") if isinstance(ref, dict) else ref  # the CLI's {"ref": "r.py:fn", "weight": 1.0}
         file, _, fn = str(ref).rpartition(":") if isinstance(ref, str) and ".py:" in ref else ("", "", "")
         if file:
             rewards.append(f"{Path(file).name}:{fn.split('@')[0].split('(')[0]}")

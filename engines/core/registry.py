@@ -10,6 +10,7 @@ registered there by its ``pyproject.toml``, and any installed package can add on
 An entry point is kept as its ``module:Class`` text until the engine is asked for, so importing
 :mod:`engines` never imports torch, TRL or verl. ``register_processor`` adds a class at run time.
 """
+
 from __future__ import annotations
 
 from importlib import metadata
@@ -48,12 +49,16 @@ def register_processor(train_engine_name: str, train_type: type) -> None:
     if not isinstance(train_engine_name, str) or not train_engine_name.strip():
         raise ValueError("train_engine_name must be a non-empty string")
     if not (isinstance(train_type, type) and issubclass(train_type, TrainerProcessor)):
-        raise ValueError(f"{train_type!r} is not a TrainerProcessor subclass — subclass "
-                         "engines.TrainerProcessor and implement train() and the check_* methods")
+        raise ValueError(
+            f"{train_type!r} is not a TrainerProcessor subclass — subclass "
+            "engines.TrainerProcessor and implement train() and the check_* methods"
+        )
     _load_entry_points()
     if train_engine_name in _REGISTRY:
-        raise ValueError(f"a training engine named '{train_engine_name}' is already registered — "
-                         "unregister_processor() it first or pick another name")
+        raise ValueError(
+            f"a training engine named '{train_engine_name}' is already registered — "
+            "unregister_processor() it first or pick another name"
+        )
     if train_type.engine_name == TrainerProcessor.engine_name or train_type.engine_name != train_engine_name:
         train_type.engine_name = train_engine_name
     _REGISTRY[train_engine_name] = train_type
@@ -62,8 +67,10 @@ def register_processor(train_engine_name: str, train_type: type) -> None:
 def unregister_processor(train_engine_name: str) -> None:
     _load_entry_points()
     if train_engine_name not in _REGISTRY:
-        raise ValueError(f"no training engine named '{train_engine_name}' is registered "
-                         f"(registered: {', '.join(sorted(_REGISTRY)) or 'none'})")
+        raise ValueError(
+            f"no training engine named '{train_engine_name}' is registered "
+            f"(registered: {', '.join(sorted(_REGISTRY)) or 'none'})"
+        )
     del _REGISTRY[train_engine_name]
 
 
@@ -76,16 +83,22 @@ def get_processor_class(train_engine_name: str) -> type:
     _load_entry_points()
     entry = _REGISTRY.get(train_engine_name)
     if entry is None:
-        hint = (" — install this project (pip install -e .) so its engines are registered" if not _REGISTRY
-                else f" — registered engines: {', '.join(sorted(_REGISTRY))}")
-        raise ValueError(f"unknown training engine '{train_engine_name}'{did_you_mean(train_engine_name, _REGISTRY)}"
-                         + hint)
+        hint = (
+            " — install this project (pip install -e .) so its engines are registered"
+            if not _REGISTRY
+            else f" — registered engines: {', '.join(sorted(_REGISTRY))}"
+        )
+        raise ValueError(
+            f"unknown training engine '{train_engine_name}'{did_you_mean(train_engine_name, _REGISTRY)}" + hint
+        )
     if isinstance(entry, str):
         try:
             cls = load_object(entry)
         except ValueError as e:  # a plugin that does not import: say which engine, keep the cause
-            raise ValueError(f"training engine '{train_engine_name}' ({entry}) cannot be loaded: {e} — install "
-                             f"what it needs, or unregister_processor('{train_engine_name}')") from e
+            raise ValueError(
+                f"training engine '{train_engine_name}' ({entry}) cannot be loaded: {e} — install "
+                f"what it needs, or unregister_processor('{train_engine_name}')"
+            ) from e
         if not (isinstance(cls, type) and issubclass(cls, TrainerProcessor)):
             raise ValueError(f"engine '{train_engine_name}' ({entry}) is not a TrainerProcessor subclass")
         cls.engine_name = train_engine_name

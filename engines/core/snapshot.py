@@ -6,6 +6,7 @@ to them, imported under a package name of its own, so this repository never need
 snapshot holds every sub-package except the engines' own folders (their imports are relative, so the tree copies
 as it is) and a package ``__init__`` that imports nothing.
 """
+
 from __future__ import annotations
 
 import shutil
@@ -19,8 +20,9 @@ ENGINE_PACKAGES = frozenset({"trl", "verl", "swift"})
 
 def snapshot_packages() -> list[str]:
     """The sub-packages of ``engines/`` a snapshot copies."""
-    return sorted(p.name for p in ENGINES_DIR.iterdir()
-                  if (p / "__init__.py").is_file() and p.name not in ENGINE_PACKAGES)
+    return sorted(
+        p.name for p in ENGINES_DIR.iterdir() if (p / "__init__.py").is_file() and p.name not in ENGINE_PACKAGES
+    )
 
 
 def snapshot_engines(folder: Path, purpose: str) -> Path:
@@ -28,7 +30,11 @@ def snapshot_engines(folder: Path, purpose: str) -> Path:
     dest = Path(folder) / SNAPSHOT_DIR
     dest.mkdir(parents=True, exist_ok=True)
     for package in snapshot_packages():
-        shutil.copytree(ENGINES_DIR / package, dest / package, dirs_exist_ok=True,
-                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "*.pyi"))
+        shutil.copytree(
+            ENGINES_DIR / package,
+            dest / package,
+            dirs_exist_ok=True,
+            ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "*.pyi"),
+        )
     (dest / "__init__.py").write_text(f'"""Snapshot of the engine-neutral modules of engines/ for {purpose}."""\n')
     return dest

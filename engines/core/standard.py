@@ -2,6 +2,7 @@
 directory's lifecycle (spec, queue slot, status, events, failure causes). An engine subclasses
 it, declares ``config_fields`` and implements ``_train()``; see ``engines/trl`` for one.
 """
+
 from __future__ import annotations
 
 import os
@@ -114,7 +115,8 @@ class StandardProcessor(TrainerProcessor):
         data_dir = self.run.path / "data"
         self.spec["data"] = {
             "train": bundle.train_source or save_for_spec(bundle.train, data_dir, "train"),
-            "test": (bundle.test_source or save_for_spec(bundle.test, data_dir, "test")) if bundle.test is not None
+            "test": (bundle.test_source or save_for_spec(bundle.test, data_dir, "test"))
+            if bundle.test is not None
             else None,
             "columns": bundle.columns.to_dict(),
         }
@@ -127,16 +129,20 @@ class StandardProcessor(TrainerProcessor):
     def check_reward(self, reward_func: Any = None) -> Reward | None:
         if not self.reward_required and (reward_func is None or reward_func == []):
             self.spec["reward"] = []
-            self.record(CheckResult("reward", "warning", "no reward function",
-                                    warnings=["no reward: only supervised modes can train"]))
+            self.record(
+                CheckResult(
+                    "reward", "warning", "no reward function", warnings=["no reward: only supervised modes can train"]
+                )
+            )
             return None
         try:
             reward = load_reward(reward_func)
             if self.data is not None:
                 result = dry_run_reward(reward, self.data, **self.reward_context(reward))
             else:
-                result = CheckResult("reward", "warning", ", ".join(reward.names),
-                                     warnings=["dry run skipped: the dataset did not load"])
+                result = CheckResult(
+                    "reward", "warning", ", ".join(reward.names), warnings=["dry run skipped: the dataset did not load"]
+                )
             spec = reward.to_spec(pickle_dir=self.run.path / "code")
             extra = self.convert_reward(reward)
         except CheckError as e:
@@ -157,9 +163,13 @@ class StandardProcessor(TrainerProcessor):
             fit = self.data_fit(effective)
             if fit is not None:
                 folder = self.model_folder
-                extra["data_fit"] = check_data_fit(fit, self.data, self.prompt_token_counter(),
-                                                   context=folder.context if folder else None,
-                                                   context_source=folder.context_source if folder else "")
+                extra["data_fit"] = check_data_fit(
+                    fit,
+                    self.data,
+                    self.prompt_token_counter(),
+                    context=folder.context if folder else None,
+                    context_source=folder.context_source if folder else "",
+                )
             resources, resource_warnings = self.check_resources(effective)
             extra.update(resources)
             warnings = warnings + resource_warnings
@@ -168,9 +178,15 @@ class StandardProcessor(TrainerProcessor):
         self.effective_config = effective
         self.spec["config"] = effective
         main = {f.name: effective[f.name] for f in self.config_fields if f.main}
-        self.record(CheckResult("config", "warning" if warnings else "ok",
-                                ", ".join(f"{k}={v}" for k, v in main.items()) or "defaults",
-                                details={"effective": effective, **extra}, warnings=warnings))
+        self.record(
+            CheckResult(
+                "config",
+                "warning" if warnings else "ok",
+                ", ".join(f"{k}={v}" for k, v in main.items()) or "defaults",
+                details={"effective": effective, **extra},
+                warnings=warnings,
+            )
+        )
         return effective
 
     # -- inference --------------------------------------------------------------------------------
@@ -223,8 +239,10 @@ class StandardProcessor(TrainerProcessor):
         """What the reward's dry run needs to call it as training will: the agent's system prompt (the
         prompts are chat) and the model's tokenizer (completion_ids), which also serves training."""
         reward.tokenizer = getattr(self, "tokenizer", None)
-        return {"system_prompt": self.agent_spec.system_prompt if self.agent_spec else None,
-                "tokenizer": reward.tokenizer}
+        return {
+            "system_prompt": self.agent_spec.system_prompt if self.agent_spec else None,
+            "tokenizer": reward.tokenizer,
+        }
 
     def validate_settings(self, config: Any) -> tuple[dict[str, Any], list[str]]:
         """(effective config, warnings) from the user's config: ``config_fields`` with defaults,
@@ -276,9 +294,10 @@ class StandardProcessor(TrainerProcessor):
                 run.write_status(state=FAILED, cause=watcher.fatal, error=message, ended=time.time())
                 return FAILED
             if outcome == STOPPED:
-                cause = run.stop_reason()   # who asked: the user, a sweep's pruner (``pruned``), SIGTERM
-                run.event("stopped", message="stopped at a step boundary", step=run.read_status().get("step"),
-                          cause=cause)
+                cause = run.stop_reason()  # who asked: the user, a sweep's pruner (``pruned``), SIGTERM
+                run.event(
+                    "stopped", message="stopped at a step boundary", step=run.read_status().get("step"), cause=cause
+                )
                 run.write_status(state=STOPPED, ended=time.time(), cause=cause)
             else:
                 run.event("finished", step=run.read_status().get("step"))
@@ -308,5 +327,3 @@ class StandardProcessor(TrainerProcessor):
 
         previous = signal.signal(signal.SIGTERM, on_term)
         return lambda: signal.signal(signal.SIGTERM, previous)
-
-

@@ -4,6 +4,7 @@ An engine implements :meth:`~TrainerProcessor.train` and the four ``check_*`` me
 since added :meth:`~TrainerProcessor.inference`. The base keeps the run directory, the structured
 check results and the run spec that ``run.yaml`` records.
 """
+
 from __future__ import annotations
 
 import logging
@@ -70,8 +71,12 @@ class TrainerProcessor(ABC):
     def run_spec(self) -> dict[str, Any]:
         """What run.yaml records; ``machine_slot`` tells the run process whether to queue for the
         machine's training slot before loading the engine."""
-        return {"engine": self.engine_name, "run_id": self.run.run_id, "machine_slot": bool(self.uses_local_slot),
-                **self.spec}
+        return {
+            "engine": self.engine_name,
+            "run_id": self.run.run_id,
+            "machine_slot": bool(self.uses_local_slot),
+            **self.spec,
+        }
 
     def write_run_spec(self) -> Path:
         self.run.write_spec(self.run_spec())
@@ -81,7 +86,7 @@ class TrainerProcessor(ABC):
     def get_default_config() -> dict[str, Any]:
         return {}
 
-    @classmethod
+    @classmethod  # noqa: B027 - optional: an engine without heavy imports keeps it empty
     def preload(cls) -> None:
         """Import (and warm) what this engine's checks need, once, in a process that then runs each check
         in a fork (the studio's check worker; the CLI's and AgentTrainer's isolated checks): every fork
@@ -101,8 +106,10 @@ class TrainerProcessor(ABC):
     def inference(self, dataset: Any = None, **kwargs: Any) -> Any:
         """Batch inference: predictions and metrics on ``dataset`` (AWorld's ``TrainerProcessor.inference``).
         Not abstract, so an engine without it (the spec's own custom-engine example) keeps working."""
-        raise NotImplementedError(f"the '{self.engine_name}' engine has no inference() — evaluate its checkpoints "
-                                  "with an engine that has one, or implement inference(dataset, **kw) in it")
+        raise NotImplementedError(
+            f"the '{self.engine_name}' engine has no inference() — evaluate its checkpoints "
+            "with an engine that has one, or implement inference(dataset, **kw) in it"
+        )
 
     # -- the engine's work ---------------------------------------------------------------
     @abstractmethod

@@ -7,6 +7,7 @@ engine writes and append ``diagnosis`` events to events.jsonl (docs/DIAGNOSTICS.
 - :mod:`.watcher`    the thread in the training process that applies them and writes the events
 - :mod:`.reading`    the active diagnoses of a run, for the studio and the CLI
 """
+
 from .advice import ADVICE, CODES
 
 __all__ = ["ADVICE", "CODES"]

@@ -1,5 +1,6 @@
 """The diagnoses of a run as its readers (the studio's Monitor, ``aworld-train runs``) show them:
 the ``diagnosis`` events of events.jsonl folded into the ones active now."""
+
 from __future__ import annotations
 
 from typing import Iterable

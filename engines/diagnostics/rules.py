@@ -6,6 +6,7 @@ The keys read are the run directory's canonical names plus the keys TRL and ms-s
 (``frac_reward_zero_std``, ``completions/clipped_ratio``, ``rewards/<term>/std``, ``tools/*``); an
 engine that does not log a key simply never produces the diagnosis that needs it (docs/DIAGNOSTICS.md).
 """
+
 from __future__ import annotations
 
 import math
@@ -67,7 +68,7 @@ def no_reward_spread(rows: Rows, evals: Rows, t, ctx: Context) -> Evidence:
     tail = _last(rows, ZERO_STD, t.zero_spread_steps)
     if len(tail) == t.zero_spread_steps and all(v >= t.zero_spread_fraction for _, v in tail):
         return {"zero_spread_groups": _round([v for _, v in tail]), "steps": [s for s, _ in tail]}
-    if not any(ZERO_STD in r for r in rows):   # an engine without the per-group share: the batch's spread
+    if not any(ZERO_STD in r for r in rows):  # an engine without the per-group share: the batch's spread
         tail = _last(rows, REWARD_STD, t.zero_spread_steps)
         if len(tail) == t.zero_spread_steps and all(v <= TINY for _, v in tail):
             return {"reward_std": [v for _, v in tail], "steps": [s for s, _ in tail]}
@@ -85,9 +86,9 @@ def reward_saturated(rows: Rows, evals: Rows, t, ctx: Context) -> Evidence:
         return None
     spread = _last(rows, ZERO_STD, t.saturated_steps)
     if spread and not all(v >= t.zero_spread_fraction for _, v in spread):
-        return None     # some groups still score differently: there is something left to learn
+        return None  # some groups still score differently: there is something left to learn
     if all(_near_max(v, top, t.saturated_margin) for _, v in _last(rows, REWARD, len(rows))):
-        return None     # never below the maximum: a constant reward (no_reward_spread says so), not a climb
+        return None  # never below the maximum: a constant reward (no_reward_spread says so), not a climb
     return {"reward": round(tail[-1][1], 4), "maximum": round(top, 4), "since_step": tail[0][0]}
 
 
@@ -102,9 +103,14 @@ def reward_flat(rows: Rows, evals: Rows, t, ctx: Context) -> Evidence:
         return None
     top = t.reward_max if t.reward_max is not None else ctx.best_reward
     if top is not None and last > top - t.flat_below_max * max(abs(top), 1.0):
-        return None     # near the maximum: it has learned (reward_saturated covers sitting at it)
-    return {"reward_first": round(first, 4), "reward_last": round(last, 4), "from_step": tail[0][0],
-            "to_step": tail[-1][0], "min_change": t.flat_min_change}
+        return None  # near the maximum: it has learned (reward_saturated covers sitting at it)
+    return {
+        "reward_first": round(first, 4),
+        "reward_last": round(last, 4),
+        "from_step": tail[0][0],
+        "to_step": tail[-1][0],
+        "min_change": t.flat_min_change,
+    }
 
 
 def completions_truncated(rows: Rows, evals: Rows, t, ctx: Context) -> Evidence:
@@ -145,29 +151,37 @@ def eval_diverges(rows: Rows, evals: Rows, t, ctx: Context) -> Evidence:
     held = _last(evals, EVAL_REWARD, t.diverge_evals + 1)
     if len(held) < t.diverge_evals + 1:
         return None
-    train, prev_train = [], None
+    train = []
     for (s0, v0), (s1, v1) in zip(held, held[1:]):
         now = _train_reward(rows, s0, s1)
         before = _train_reward(rows, s0 - (s1 - s0), s0)
         if now is None or before is None or not (v1 < v0 and now > before):
             return None
         train.append(round(now, 4))
-    return {"eval_steps": [s for s, _ in held], "held_out_reward": _round([v for _, v in held]),
-            "train_reward": train}
+    return {"eval_steps": [s for s, _ in held], "held_out_reward": _round([v for _, v in held]), "train_reward": train}
 
 
 def reward_term_constant(rows: Rows, evals: Rows, t, ctx: Context) -> Evidence:
     """One term of a mix (two terms or more) gave every sample the same value, step after step."""
-    terms = sorted({k[len("rewards/"):-len("/std")] for r in rows[-1:] for k in r
-                    if k.startswith("rewards/") and k.endswith("/std")})
+    terms = sorted(
+        {
+            k[len("rewards/") : -len("/std")]
+            for r in rows[-1:]
+            for k in r
+            if k.startswith("rewards/") and k.endswith("/std")
+        }
+    )
     if len(terms) < 2:
         return None
     constant = {}
     for term in terms:
         stds = _last(rows, f"rewards/{term}/std", t.term_constant_steps)
         means = _last(rows, f"rewards/{term}/mean", t.term_constant_steps)
-        if len(stds) == len(means) == t.term_constant_steps and all(v <= TINY for _, v in stds) \
-                and max(v for _, v in means) - min(v for _, v in means) <= TINY:
+        if (
+            len(stds) == len(means) == t.term_constant_steps
+            and all(v <= TINY for _, v in stds)
+            and max(v for _, v in means) - min(v for _, v in means) <= TINY
+        ):
             constant[term] = round(means[-1][1], 4)
     return {"terms": constant} if constant else None
 
@@ -200,8 +214,13 @@ def memory_rising(rows: Rows, evals: Rows, t, ctx: Context) -> Evidence:
     out_at = step + math.ceil(max(0.0, limit - now) / slope)
     if out_at - step > t.memory_horizon_steps or (ctx.total_steps and out_at > ctx.total_steps):
         return None
-    return {"peak_gib": round(now, 3), "limit_gib": round(limit, 3), "gib_per_step": round(slope, 5),
-            "out_of_memory_at_step": out_at, "key": key}
+    return {
+        "peak_gib": round(now, 3),
+        "limit_gib": round(limit, 3),
+        "gib_per_step": round(slope, 5),
+        "out_of_memory_at_step": out_at,
+        "key": key,
+    }
 
 
 def tools_unused(rows: Rows, evals: Rows, t, ctx: Context) -> Evidence:
@@ -216,8 +235,14 @@ def tools_unused(rows: Rows, evals: Rows, t, ctx: Context) -> Evidence:
 
 #: every rule by its code (the order the studio lists active ones in)
 RULES: dict[str, Callable[..., Evidence]] = {
-    "loss_not_finite": loss_not_finite, "no_reward_spread": no_reward_spread, "reward_flat": reward_flat,
-    "reward_saturated": reward_saturated, "completions_truncated": completions_truncated, "kl_high": kl_high,
-    "eval_diverges": eval_diverges, "reward_term_constant": reward_term_constant, "memory_rising": memory_rising,
+    "loss_not_finite": loss_not_finite,
+    "no_reward_spread": no_reward_spread,
+    "reward_flat": reward_flat,
+    "reward_saturated": reward_saturated,
+    "completions_truncated": completions_truncated,
+    "kl_high": kl_high,
+    "eval_diverges": eval_diverges,
+    "reward_term_constant": reward_term_constant,
+    "memory_rising": memory_rising,
     "tools_unused": tools_unused,
 }

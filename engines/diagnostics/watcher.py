@@ -4,6 +4,7 @@ event when a problem starts and one when it clears (and a line to the train log)
 :class:`DiagnosisWatcher` runs it in a thread of the training process — beside the engine, never in
 its step — and stops the run when the loss is not finite (:mod:`engines.core.standard` records the cause).
 """
+
 from __future__ import annotations
 
 import logging
@@ -20,8 +21,8 @@ from .thresholds import thresholds
 
 logger = logging.getLogger(__name__)
 ACTIVE, CLEARED = "active", "cleared"
-FATAL = "loss_not_finite"         # the diagnosis that also stops the run
-KEEP_ROWS = 400                   # train rows the rules look back on (every window is far shorter)
+FATAL = "loss_not_finite"  # the diagnosis that also stops the run
+KEEP_ROWS = 400  # train rows the rules look back on (every window is far shorter)
 
 
 def run_thresholds(spec: dict[str, Any]):
@@ -51,7 +52,7 @@ class Diagnoser:
         self.context = Context(max_completion_length=config.get("max_completion_length"))
         self.rows: deque[dict] = deque(maxlen=KEEP_ROWS)
         self.evals: list[dict] = []
-        self.active: dict[str, int] = {}        # code → the step it started at
+        self.active: dict[str, int] = {}  # code → the step it started at
         self._metrics = JsonlTail(run.file(METRICS_FILE))
         self._samples = JsonlTail(run.file(SAMPLES_FILE))
 
@@ -110,8 +111,17 @@ class Diagnoser:
 
     def _event(self, code: str, state: str, step: int, evidence: dict) -> dict:
         a = ADVICE[code]
-        row = self.run.event("diagnosis", type="diagnosis", code=code, state=state, step=step, evidence=evidence,
-                             advice=a.advice, title=a.title, setting=a.setting)
+        row = self.run.event(
+            "diagnosis",
+            type="diagnosis",
+            code=code,
+            state=state,
+            step=step,
+            evidence=evidence,
+            advice=a.advice,
+            title=a.title,
+            setting=a.setting,
+        )
         verb = f"since step {step}: {a.title} — {a.advice}" if state == ACTIVE else f"cleared at step {step}"
         self.log(f"diagnosis {code} {verb}")
         return row

@@ -19,6 +19,7 @@ Per training process, in bytes:
 The constants behind the last two parts were fitted on this project's demo runs; docs/TRL.md and
 ``benchmarks/results/memory_estimate.json`` hold the comparison with measured peaks.
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
@@ -41,10 +42,10 @@ DTYPE_BYTES = {"float32": 4, "fp32": 4, "float": 4, "bfloat16": 2, "bf16": 2, "f
 
 @dataclass
 class ParameterCounts:
-    total: int                  # every parameter of the base model (tied weights once)
-    linear: int                 # weights of the linear layers inside the transformer blocks (what 4/8-bit quantizes)
-    trainable: int              # parameters that get gradients (all, or the LoRA adapters)
-    adapters: int = 0           # LoRA parameters (part of trainable)
+    total: int  # every parameter of the base model (tied weights once)
+    linear: int  # weights of the linear layers inside the transformer blocks (what 4/8-bit quantizes)
+    trainable: int  # parameters that get gradients (all, or the LoRA adapters)
+    adapters: int = 0  # LoRA parameters (part of trainable)
 
 
 @dataclass
@@ -56,23 +57,23 @@ class Shape:
     vocab: int
     kv_heads: int
     head_dim: int
-    mode: str = "grpo"                     # grpo | sft
-    weight_bytes: float = 4.0              # per parameter at load precision
-    compute_bytes: float = 4.0             # activations: 2 under bf16/fp16 autocast, else the weights'
-    quant_bits: int | None = None          # 4 / 8 when bitsandbytes quantizes the linear layers
+    mode: str = "grpo"  # grpo | sft
+    weight_bytes: float = 4.0  # per parameter at load precision
+    compute_bytes: float = 4.0  # activations: 2 under bf16/fp16 autocast, else the weights'
+    quant_bits: int | None = None  # 4 / 8 when bitsandbytes quantizes the linear layers
     optimizer: str = "adamw_torch"
     beta: float = 0.0
-    train_batch: int = 1                   # sequences per device per micro-batch
-    generation_batch: int = 1              # sequences generated per device at once (GRPO)
+    train_batch: int = 1  # sequences per device per micro-batch
+    generation_batch: int = 1  # sequences generated per device at once (GRPO)
     prompt_tokens: int = 64
     completion_tokens: int = 256
     gradient_checkpointing: bool = False
     num_processes: int = 1
-    shard: str = "ddp"                     # ddp | zero1 | zero2 | zero3 | fsdp1 | fsdp2
-    device: str = "cpu"                    # cpu | cuda
-    vllm: str | None = None                # None | colocate | server
-    vllm_fraction: float = 0.0             # colocate: share of each GPU vLLM reserves
-    gpu_bytes: int | None = None           # total memory of one GPU (for vLLM's share)
+    shard: str = "ddp"  # ddp | zero1 | zero2 | zero3 | fsdp1 | fsdp2
+    device: str = "cpu"  # cpu | cuda
+    vllm: str | None = None  # None | colocate | server
+    vllm_fraction: float = 0.0  # colocate: share of each GPU vLLM reserves
+    gpu_bytes: int | None = None  # total memory of one GPU (for vLLM's share)
 
 
 @dataclass
@@ -82,7 +83,7 @@ class MemoryEstimate:
     processes: int
     limit: int | None = None
     limit_name: str = ""
-    status: str = "ok"                     # ok | warning | error
+    status: str = "ok"  # ok | warning | error
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -100,7 +101,9 @@ class MemoryEstimate:
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
-        d.update(total=self.total, summary=self.summary(), parts_gb={k: round(v / GB, 3) for k, v in self.parts.items()})
+        d.update(
+            total=self.total, summary=self.summary(), parts_gb={k: round(v / GB, 3) for k, v in self.parts.items()}
+        )
         return d
 
 
@@ -115,8 +118,7 @@ def count_parameters(model_config, peft_config=None) -> ParameterCounts:
         model = AutoModelForCausalLM.from_config(model_config)
         total = sum(p.numel() for p in model.parameters())
         out_emb = model.get_output_embeddings()
-        linear = sum(m.weight.numel() for m in model.modules()
-                     if isinstance(m, torch.nn.Linear) and m is not out_emb)
+        linear = sum(m.weight.numel() for m in model.modules() if isinstance(m, torch.nn.Linear) and m is not out_emb)
         trainable, adapters = total, 0
         if peft_config is not None:
             from peft import get_peft_model
@@ -135,8 +137,14 @@ def shape_of(model_config, **kw: Any) -> Shape:
     heads = int(getattr(cfg, "num_attention_heads", 0) or getattr(cfg, "n_head", 0) or 1)
     kv_heads = int(getattr(cfg, "num_key_value_heads", None) or heads)
     head_dim = int(getattr(cfg, "head_dim", None) or (hidden // heads if heads else hidden))
-    return Shape(hidden=hidden, layers=layers, vocab=int(getattr(cfg, "vocab_size", 0) or 0), kv_heads=kv_heads,
-                 head_dim=head_dim, **kw)
+    return Shape(
+        hidden=hidden,
+        layers=layers,
+        vocab=int(getattr(cfg, "vocab_size", 0) or 0),
+        kv_heads=kv_heads,
+        head_dim=head_dim,
+        **kw,
+    )
 
 
 def _optimizer_bytes(optimizer: str, state_bytes: float) -> float:
@@ -144,12 +152,12 @@ def _optimizer_bytes(optimizer: str, state_bytes: float) -> float:
     if "8bit" in name:
         return 2.0
     if "adafactor" in name:
-        return state_bytes          # factored second moment, no first moment by default: well under Adam's
+        return state_bytes  # factored second moment, no first moment by default: well under Adam's
     if name.startswith("sgd"):
         return 0.0
     if "lion" in name:
         return state_bytes
-    return 2 * state_bytes          # Adam/AdamW: first and second moments
+    return 2 * state_bytes  # Adam/AdamW: first and second moments
 
 
 # -- the estimate -----------------------------------------------------------------------------------
@@ -167,7 +175,7 @@ def estimate(counts: ParameterCounts, s: Shape) -> dict[str, int]:
     if lora:
         grad_bytes = state_bytes = 4.0
     elif deepspeed:
-        grad_bytes, state_bytes = 2.0, 4.0   # bf16 gradients, fp32 states and master weights
+        grad_bytes, state_bytes = 2.0, 4.0  # bf16 gradients, fp32 states and master weights
     else:
         grad_bytes = state_bytes = s.weight_bytes
     trainable = counts.trainable
@@ -185,8 +193,15 @@ def estimate(counts: ParameterCounts, s: Shape) -> dict[str, int]:
     kv_bytes = s.compute_bytes if s.device == "cuda" else s.weight_bytes
     kv = 0.0
     if s.mode == "grpo" and s.vllm is None:
-        kv = (s.generation_batch * (s.prompt_tokens + s.completion_tokens) * s.layers * 2 * s.kv_heads * s.head_dim
-              * kv_bytes)
+        kv = (
+            s.generation_batch
+            * (s.prompt_tokens + s.completion_tokens)
+            * s.layers
+            * 2
+            * s.kv_heads
+            * s.head_dim
+            * kv_bytes
+        )
     seq = s.prompt_tokens + s.completion_tokens
     scored = s.completion_tokens + 1 if s.mode == "grpo" else seq
     # logits in compute precision, their fp32 log-softmax, and the gradient flowing back through them
@@ -196,8 +211,15 @@ def estimate(counts: ParameterCounts, s: Shape) -> dict[str, int]:
         activations = s.train_batch * seq * s.hidden * s.compute_bytes * s.layers + per_layer
     else:
         activations = per_layer * s.layers
-    parts = {"weights": weights, "gradients": gradients, "optimizer": optimizer, "reference_model": reference,
-             "kv_cache": kv, "logits": logits, "activations": activations}
+    parts = {
+        "weights": weights,
+        "gradients": gradients,
+        "optimizer": optimizer,
+        "reference_model": reference,
+        "kv_cache": kv,
+        "logits": logits,
+        "activations": activations,
+    }
     if s.vllm == "colocate" and s.gpu_bytes:
         parts["vllm"] = s.vllm_fraction * s.gpu_bytes
     parts["runtime"] = GPU_RUNTIME_BYTES if s.device == "cuda" else CPU_RUNTIME_BYTES
@@ -221,8 +243,9 @@ def machine_limit(device: str) -> tuple[int | None, str]:
     return int(psutil.virtual_memory().available), "available RAM"
 
 
-def judge(parts: dict[str, int], processes: int, device: str, limit: tuple[int | None, str] | None = None
-          ) -> MemoryEstimate:
+def judge(
+    parts: dict[str, int], processes: int, device: str, limit: tuple[int | None, str] | None = None
+) -> MemoryEstimate:
     """Compare with the machine: a warning above 85 % of the limit, an error above it."""
     per_process = sum(parts.values())
     cap, name = limit if limit is not None else machine_limit(device)

@@ -2,6 +2,7 @@
 hold (config, weights, tokenizer), and what its ``config.json`` says (context length, vocabulary,
 size) for the checks that compare settings and data against the model.
 """
+
 from __future__ import annotations
 
 import json
@@ -12,11 +13,19 @@ from typing import Any
 
 from ..core.check_result import CheckError
 
-WEIGHT_GLOBS = ("*.safetensors", "model.safetensors.index.json", "pytorch_model*.bin", "pytorch_model.bin.index.json",
-                "*.pt", "*.pth", "tf_model.h5", "flax_model.msgpack", "*.gguf")
+WEIGHT_GLOBS = (
+    "*.safetensors",
+    "model.safetensors.index.json",
+    "pytorch_model*.bin",
+    "pytorch_model.bin.index.json",
+    "*.pt",
+    "*.pth",
+    "tf_model.h5",
+    "flax_model.msgpack",
+    "*.gguf",
+)
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "vocab.json", "spiece.model")
-CONTEXT_KEYS = ("max_position_embeddings", "n_positions", "max_sequence_length", "seq_length", "n_ctx",
-                "max_seq_len")
+CONTEXT_KEYS = ("max_position_embeddings", "n_positions", "max_sequence_length", "seq_length", "n_ctx", "max_seq_len")
 
 
 @dataclass
@@ -76,8 +85,12 @@ def read_model_folder(path: str | os.PathLike) -> ModelFolder:
         except (OSError, UnicodeDecodeError) as e:
             raise CheckError("agent", f"the model's config.json ({cfg}) cannot be read: {e}", key="model")
         except json.JSONDecodeError as e:
-            raise CheckError("agent", f"the model's config.json ({cfg}) is not valid JSON: {e.msg} at line {e.lineno}, "
-                             f"column {e.colno}", "re-save the model with save_pretrained", key="model")
+            raise CheckError(
+                "agent",
+                f"the model's config.json ({cfg}) is not valid JSON: {e.msg} at line {e.lineno}, column {e.colno}",
+                "re-save the model with save_pretrained",
+                key="model",
+            )
         folder.config = data if isinstance(data, dict) else {}
     seen: list[str] = []
     for pattern in WEIGHT_GLOBS:
@@ -104,13 +117,21 @@ def require_model_folder(model: str) -> ModelFolder | None:
     if not p.exists():
         return None
     if not p.is_dir():
-        raise CheckError("agent", f"model '{model}' is a file, not a model folder",
-                         "point `model:` at a folder saved with save_pretrained (config.json, weights, tokenizer files)",
-                         key="model")
+        raise CheckError(
+            "agent",
+            f"model '{model}' is a file, not a model folder",
+            "point `model:` at a folder saved with save_pretrained (config.json, weights, tokenizer files)",
+            key="model",
+        )
     folder = read_model_folder(p)
     missing = folder.missing
     if missing:
-        raise CheckError("agent", f"model folder '{model}' has no {', no '.join(missing)}",
-                         "point `model:` at a folder saved with save_pretrained (model.save_pretrained(dir) and "
-                         "tokenizer.save_pretrained(dir))", key="model", missing=missing)
+        raise CheckError(
+            "agent",
+            f"model folder '{model}' has no {', no '.join(missing)}",
+            "point `model:` at a folder saved with save_pretrained (model.save_pretrained(dir) and "
+            "tokenizer.save_pretrained(dir))",
+            key="model",
+            missing=missing,
+        )
     return folder

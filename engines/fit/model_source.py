@@ -7,6 +7,7 @@ Hugging Face cache — without downloading anything and without hanging when the
 * :func:`local_models` — models found in the project's ``assets/models`` and in the local cache
   (what the studio offers).
 """
+
 from __future__ import annotations
 
 import os
@@ -24,9 +25,9 @@ PROBE_TIMEOUT_S = 5.0
 
 @dataclass
 class ModelSource:
-    name: str              # what the user wrote
-    path: str              # what to load (a folder; the id itself when the run downloads it)
-    kind: str              # folder | cache | hub
+    name: str  # what the user wrote
+    path: str  # what to load (a folder; the id itself when the run downloads it)
+    kind: str  # folder | cache | hub
     warning: str | None = None
 
     def to_dict(self) -> dict:
@@ -59,8 +60,9 @@ def _hub_reachable(repo_id: str, timeout_s: float = PROBE_TIMEOUT_S) -> bool:
     return result.get("ok", False)
 
 
-def resolve_model(name: str, base_dir: str | os.PathLike | None = None, module: str = "config",
-                  key: str = "model") -> ModelSource:
+def resolve_model(
+    name: str, base_dir: str | os.PathLike | None = None, module: str = "config", key: str = "model"
+) -> ModelSource:
     """A local folder for ``name`` (folder path, or hub id found in the local HF cache)."""
     text = str(name).strip()
     path = Path(os.path.expanduser(text))
@@ -68,13 +70,19 @@ def resolve_model(name: str, base_dir: str | os.PathLike | None = None, module: 
         path = Path(base_dir) / path
     if path.exists():
         if not path.is_dir() or not (path / "config.json").is_file():
-            raise CheckError(module, f"`{key}` '{text}' is not a model folder (no config.json in it)",
-                             "point it at a folder written by save_pretrained, or a hub id")
+            raise CheckError(
+                module,
+                f"`{key}` '{text}' is not a model folder (no config.json in it)",
+                "point it at a folder written by save_pretrained, or a hub id",
+            )
         return ModelSource(text, str(path.resolve()), "folder")
     if text.startswith((".", "/", "~")) or not HUB_ID.match(text):
-        raise CheckError(module, f"model folder '{text}' does not exist",
-                         "fix the path (relative paths are resolved against the working directory), or give a "
-                         "Hugging Face hub id such as Qwen/Qwen2.5-0.5B-Instruct")
+        raise CheckError(
+            module,
+            f"model folder '{text}' does not exist",
+            "fix the path (relative paths are resolved against the working directory), or give a "
+            "Hugging Face hub id such as Qwen/Qwen2.5-0.5B-Instruct",
+        )
     from huggingface_hub import snapshot_download
     from huggingface_hub.errors import LocalEntryNotFoundError
 
@@ -88,13 +96,19 @@ def resolve_model(name: str, base_dir: str | os.PathLike | None = None, module: 
 
     fetch = f"hf download {text}"
     if constants.HF_HUB_OFFLINE:
-        raise CheckError(module, f"model '{text}' is not in the local Hugging Face cache ({hub_cache_dir()}) and "
-                         "HF_HUB_OFFLINE is set", f"on a machine with network: `{fetch}` (same HF_HOME), or point "
-                         f"`{key}` at a local folder")
+        raise CheckError(
+            module,
+            f"model '{text}' is not in the local Hugging Face cache ({hub_cache_dir()}) and HF_HUB_OFFLINE is set",
+            f"on a machine with network: `{fetch}` (same HF_HOME), or point `{key}` at a local folder",
+        )
     if not _hub_reachable(text):
-        raise CheckError(module, f"model '{text}' is not in the local Hugging Face cache ({hub_cache_dir()}) and the "
-                         "hub cannot be reached from here", f"download it where there is network (`{fetch}`, same "
-                         f"HF_HOME or copy the cache), or point `{key}` at a local folder")
+        raise CheckError(
+            module,
+            f"model '{text}' is not in the local Hugging Face cache ({hub_cache_dir()}) and the "
+            "hub cannot be reached from here",
+            f"download it where there is network (`{fetch}`, same "
+            f"HF_HOME or copy the cache), or point `{key}` at a local folder",
+        )
     return ModelSource(text, text, "hub", warning=f"model '{text}' is not cached: the run downloads it first")
 
 
@@ -108,8 +122,9 @@ def local_models(extra_dirs: list[str | os.PathLike] | None = None) -> list[dict
         for p in sorted(Path(base).iterdir()):
             if (p / "config.json").is_file():
                 size = sum(f.stat().st_size for f in p.iterdir() if f.is_file())
-                out.append({"name": p.name, "path": str(p.resolve()), "source": "folder",
-                            "size_mb": round(size / 2**20, 1)})
+                out.append(
+                    {"name": p.name, "path": str(p.resolve()), "source": "folder", "size_mb": round(size / 2**20, 1)}
+                )
     try:
         from huggingface_hub import scan_cache_dir
 
@@ -120,6 +135,12 @@ def local_models(extra_dirs: list[str | os.PathLike] | None = None) -> list[dict
         if repo.repo_type != "model":
             continue
         if any((Path(rev.snapshot_path) / "config.json").is_file() for rev in repo.revisions):
-            out.append({"name": repo.repo_id, "path": repo.repo_id, "source": "hf-cache",
-                        "size_mb": round(repo.size_on_disk / 2**20, 1)})
+            out.append(
+                {
+                    "name": repo.repo_id,
+                    "path": repo.repo_id,
+                    "source": "hf-cache",
+                    "size_mb": round(repo.size_on_disk / 2**20, 1),
+                }
+            )
     return out

@@ -5,12 +5,13 @@ they no longer do, the oldest whole turns are left out, and the caller says so.
 A *turn* is a user message and everything after it up to the next user message (the model's replies, its
 tool calls, the tools' results). The system prompt and the turn being answered are never left out.
 """
+
 from __future__ import annotations
 
 from typing import Callable
 
 #: tokenizers without a real limit report a huge ``model_max_length`` (``int(1e30)``)
-_NO_LIMIT = 10 ** 7
+_NO_LIMIT = 10**7
 
 
 class ContextFull(ValueError):
@@ -60,6 +61,8 @@ def fit(messages: list[dict], count_tokens: Callable[[list[dict]], int], budget:
         if used <= budget:
             return kept, dropped
         if dropped >= len(turns) - 1:
-            raise ContextFull(f"your message and the system prompt take {used} tokens, more than the {budget} the "
-                              f"model's context leaves for the prompt: write a shorter message")
+            raise ContextFull(
+                f"your message and the system prompt take {used} tokens, more than the {budget} the "
+                f"model's context leaves for the prompt: write a shorter message"
+            )
         dropped += 1

@@ -13,6 +13,7 @@ how many old ones no longer fit its context), ``{"type": "token", "text"}`` as t
 model writes, ``{"type": "message"}`` per model turn, ``{"type": "tool", "message"}`` for each tool call's
 result (tools really run), and ``{"type": "done"}`` (or ``{"type": "error", "message"}``).
 """
+
 from __future__ import annotations
 
 import json
@@ -54,24 +55,31 @@ class ChatModel:
         self.agent = load_agent(spec["agent"])
         self.ref = resolve(checkpoint, self.agent.model, run)
         model, tokenizer = load(self.ref)
-        self.generator = AgentGenerator(model, tokenizer, self.agent.tool_callables() if self.agent.has_tools else [],
-                                        self.agent.tool_schemas, self.agent.max_steps)
-        self.lock = threading.Lock()           # one generation at a time on this model
+        self.generator = AgentGenerator(
+            model,
+            tokenizer,
+            self.agent.tool_callables() if self.agent.has_tools else [],
+            self.agent.tool_schemas,
+            self.agent.max_steps,
+        )
+        self.lock = threading.Lock()  # one generation at a time on this model
 
     def events(self, messages: list[dict], temperature: float, max_new_tokens: int | None):
         history = [m for m in messages if m.get("role") in ("user", "assistant", "tool")]
         if self.agent.system_prompt:
             history.insert(0, {"role": "system", "content": self.agent.system_prompt})
         with self.lock:
-            yield from self.generator.stream(history, int(max_new_tokens or self.agent.max_tokens),
-                                             temperature=temperature, top_p=self.agent.top_p)
+            yield from self.generator.stream(
+                history, int(max_new_tokens or self.agent.max_tokens), temperature=temperature, top_p=self.agent.top_p
+            )
 
 
 def serve(run_dir: str, checkpoint: str | None, state_dir: Path, idle_timeout_s: float) -> int:
     state_dir.mkdir(parents=True, exist_ok=True)
     token = secrets.token_urlsafe(24)
-    write_state(state_dir, pid=os.getpid(), ready=False, error=None, run_dir=run_dir, checkpoint=checkpoint,
-                started=time.time())
+    write_state(
+        state_dir, pid=os.getpid(), ready=False, error=None, run_dir=run_dir, checkpoint=checkpoint, started=time.time()
+    )
     t0 = time.time()
     try:
         chat = ChatModel(run_dir, checkpoint)
@@ -83,7 +91,7 @@ def serve(run_dir: str, checkpoint: str | None, state_dir: Path, idle_timeout_s:
     last_used = [time.time()]
 
     class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *args):     # the log is for errors, not for every request
+        def log_message(self, *args):  # the log is for errors, not for every request
             pass
 
         def _authorized(self) -> bool:
@@ -115,13 +123,14 @@ def serve(run_dir: str, checkpoint: str | None, state_dir: Path, idle_timeout_s:
             self.send_header("Content-Type", "application/x-ndjson")
             self.end_headers()
             try:
-                for event in chat.events(req.get("messages") or [], float(req.get("temperature") or 0.0),
-                                         req.get("max_new_tokens")):
+                for event in chat.events(
+                    req.get("messages") or [], float(req.get("temperature") or 0.0), req.get("max_new_tokens")
+                ):
                     self.wfile.write((json.dumps(event, ensure_ascii=False, default=str) + "\n").encode())
                     self.wfile.flush()
             except (BrokenPipeError, ConnectionResetError):
                 return
-            except ContextFull as e:        # the user's to fix: said as it is
+            except ContextFull as e:  # the user's to fix: said as it is
                 self.wfile.write((json.dumps({"type": "error", "message": str(e)}) + "\n").encode())
             except Exception as e:  # noqa: BLE001 - the page shows it; the server keeps serving
                 traceback.print_exc()
@@ -130,10 +139,19 @@ def serve(run_dir: str, checkpoint: str | None, state_dir: Path, idle_timeout_s:
                 last_used[0] = time.time()
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    write_state(state_dir, ready=True, port=server.server_address[1], token=token, model=chat.ref.label,
-                load_s=round(time.time() - t0, 2))
-    print(f"chat model {chat.ref.label} ready on 127.0.0.1:{server.server_address[1]} "
-          f"(loaded in {time.time() - t0:.1f} s; exits after {idle_timeout_s:g} s idle)", flush=True)
+    write_state(
+        state_dir,
+        ready=True,
+        port=server.server_address[1],
+        token=token,
+        model=chat.ref.label,
+        load_s=round(time.time() - t0, 2),
+    )
+    print(
+        f"chat model {chat.ref.label} ready on 127.0.0.1:{server.server_address[1]} "
+        f"(loaded in {time.time() - t0:.1f} s; exits after {idle_timeout_s:g} s idle)",
+        flush=True,
+    )
 
     def idle_watch():
         while True:

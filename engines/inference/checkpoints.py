@@ -4,6 +4,7 @@ same runs directory (``<run_id>/checkpoint-400``), or any folder — full weight
 base. A checkpoint of another run is labelled ``<run_id>/<checkpoint>``, so it never shares a label with
 this run's own. Errors say what is wrong and what to pick instead (a pruned checkpoint,
 another architecture than the agent's model, a model too large for this machine's memory)."""
+
 from __future__ import annotations
 
 import json
@@ -17,22 +18,27 @@ from ..runs.rundir import CHECKPOINTS_DIR, RunDir
 WEIGHT_GLOBS = ("*.safetensors", "pytorch_model*.bin", "adapter_model.safetensors", "adapter_model.bin")
 BASE = "base"
 LATEST = "latest"
-BEST = "best"            # the run's best checkpoint by its held-out metric
+BEST = "best"  # the run's best checkpoint by its held-out metric
 
 
 @dataclass
 class ModelRef:
     """A model to load: ``path`` (full weights) or an adapter at ``path`` over ``base``."""
 
-    label: str                  # what the studio and the predictions call it: "base", "checkpoint-400", ...
+    label: str  # what the studio and the predictions call it: "base", "checkpoint-400", ...
     path: str
-    base: str                   # the agent's base model (tokenizer and chat template fall back to it)
+    base: str  # the agent's base model (tokenizer and chat template fall back to it)
     adapter: bool = False
     run_id: str | None = None
 
     def to_dict(self) -> dict:
-        return {"label": self.label, "path": self.path, "base": self.base, "adapter": self.adapter,
-                "run_id": self.run_id}
+        return {
+            "label": self.label,
+            "path": self.path,
+            "base": self.base,
+            "adapter": self.adapter,
+            "run_id": self.run_id,
+        }
 
 
 def _read_json(path: Path) -> dict:
@@ -88,27 +94,39 @@ def resolve(checkpoint: str | None, base_model: str, run: RunDir | None = None) 
         if not folder.is_dir() and sibling is not None:
             other, ckpt = sibling[0].run_id, sibling[1]
             kept = [f"{other}/{p.name}" for p in sibling[0].checkpoints()]
-            raise CheckError("checkpoint", f"run {other} has no checkpoint '{ckpt}'",
-                             f"pick one of: {', '.join(kept)}" if kept else f"run {other} has no checkpoints yet")
+            raise CheckError(
+                "checkpoint",
+                f"run {other} has no checkpoint '{ckpt}'",
+                f"pick one of: {', '.join(kept)}" if kept else f"run {other} has no checkpoints yet",
+            )
         if not folder.is_dir():
-            raise CheckError("checkpoint", f"checkpoint folder '{name}' does not exist",
-                             "give the folder of a checkpoint (checkpoints/checkpoint-<step> of a run) or an export")
+            raise CheckError(
+                "checkpoint",
+                f"checkpoint folder '{name}' does not exist",
+                "give the folder of a checkpoint (checkpoints/checkpoint-<step> of a run) or an export",
+            )
         run_id = None
     else:
         kept = [p.name for p in run.checkpoints()] if run is not None else []
-        raise CheckError("checkpoint", f"run {run_id} has no checkpoint '{name}'"
-                         + (" (older checkpoints are pruned: save_total_limit keeps the last few)" if kept else ""),
-                         f"pick one of: {', '.join(kept + [BASE])}" if kept else "train the run first, or use 'base'")
+        raise CheckError(
+            "checkpoint",
+            f"run {run_id} has no checkpoint '{name}'"
+            + (" (older checkpoints are pruned: save_total_limit keeps the last few)" if kept else ""),
+            f"pick one of: {', '.join(kept + [BASE])}" if kept else "train the run first, or use 'base'",
+        )
     label = folder.name
     owner = _owning_run(folder)
-    if owner is not None and (run is None or owner != run.path.resolve()):   # another run's checkpoint
+    if owner is not None and (run is None or owner != run.path.resolve()):  # another run's checkpoint
         label, run_id = f"{owner.name}/{folder.name}", owner.name
-    if (folder / "actor").is_dir():           # a verl checkpoint: its Hugging Face form, when it was saved
+    if (folder / "actor").is_dir():  # a verl checkpoint: its Hugging Face form, when it was saved
         hf = folder / "actor" / "huggingface"
         if not _weights(hf):
-            raise CheckError("checkpoint", f"verl checkpoint '{folder.name}' is in verl's sharded (FSDP) form, not "
-                             "Hugging Face's", f"convert it first: python -m verl.model_merger merge --backend fsdp "
-                             f"--local_dir {folder / 'actor'} --target_dir {hf}")
+            raise CheckError(
+                "checkpoint",
+                f"verl checkpoint '{folder.name}' is in verl's sharded (FSDP) form, not Hugging Face's",
+                f"convert it first: python -m verl.model_merger merge --backend fsdp "
+                f"--local_dir {folder / 'actor'} --target_dir {hf}",
+            )
         folder = hf
     adapter = (folder / "adapter_config.json").is_file()
     return check(ModelRef(label, str(folder), base_model, adapter=adapter, run_id=run_id))
@@ -118,9 +136,12 @@ def best_name(run: RunDir | None) -> str:
     """The name of the run's best checkpoint (status.json ``best_checkpoint``, see engines/runs/best_checkpoint.py)."""
     best = (run.read_status().get("best_checkpoint") or {}) if run is not None else {}
     if not best.get("name"):
-        raise CheckError("checkpoint", f"run {run.run_id if run is not None else ''} has no best checkpoint",
-                         "a run records one when an evaluation during training improves on the ones before "
-                         "(eval_steps > 0 and a test set); pick 'latest' or a checkpoint by name")
+        raise CheckError(
+            "checkpoint",
+            f"run {run.run_id if run is not None else ''} has no best checkpoint",
+            "a run records one when an evaluation during training improves on the ones before "
+            "(eval_steps > 0 and a test set); pick 'latest' or a checkpoint by name",
+        )
     return str(best["name"])
 
 
@@ -129,26 +150,36 @@ def check(ref: ModelRef) -> ModelRef:
     folder = Path(ref.path)
     if not folder.is_dir():
         if ref.label == BASE and "/" in ref.path and not ref.path.startswith(("/", ".", "~")):
-            return ref     # a hub id: loaded through the Hugging Face cache (a clear error there when absent)
+            return ref  # a hub id: loaded through the Hugging Face cache (a clear error there when absent)
         raise CheckError("checkpoint", f"model folder '{ref.path}' does not exist", "check the agent's `model:`")
     weights = _weights(folder)
     if not weights:
-        raise CheckError("checkpoint", f"'{folder}' holds no model weights (*.safetensors / *.bin)",
-                         "it may be an unfinished checkpoint; pick another one")
+        raise CheckError(
+            "checkpoint",
+            f"'{folder}' holds no model weights (*.safetensors / *.bin)",
+            "it may be an unfinished checkpoint; pick another one",
+        )
     if ref.adapter:
         adapter_base = _read_json(folder / "adapter_config.json").get("base_model_name_or_path")
         if adapter_base and Path(adapter_base).name != Path(ref.base).name:
-            raise CheckError("checkpoint", f"the adapter in '{folder.name}' was trained on '{adapter_base}', not on "
-                             f"the agent's model '{ref.base}'", "evaluate it with the agent it was trained with")
+            raise CheckError(
+                "checkpoint",
+                f"the adapter in '{folder.name}' was trained on '{adapter_base}', not on "
+                f"the agent's model '{ref.base}'",
+                "evaluate it with the agent it was trained with",
+            )
     else:
         mine, base = _read_json(folder / "config.json"), _read_json(Path(ref.base) / "config.json")
         if not mine:
             raise CheckError("checkpoint", f"'{folder}' has no config.json", "pick a checkpoint or an exported model")
         for key in ("model_type", "vocab_size", "hidden_size"):
             if base and key in base and key in mine and base[key] != mine[key]:
-                raise CheckError("checkpoint", f"'{folder.name}' is another architecture than the agent's model "
-                                 f"({key} {mine[key]} vs {base[key]} in {Path(ref.base).name})",
-                                 "evaluate a checkpoint of a run of this agent, or change the agent's model")
+                raise CheckError(
+                    "checkpoint",
+                    f"'{folder.name}' is another architecture than the agent's model "
+                    f"({key} {mine[key]} vs {base[key]} in {Path(ref.base).name})",
+                    "evaluate a checkpoint of a run of this agent, or change the agent's model",
+                )
     _fits_in_memory(ref, weights)
     return ref
 
@@ -161,9 +192,13 @@ def _fits_in_memory(ref: ModelRef, weights: list[Path]) -> None:
         size += sum(p.stat().st_size for p in _weights(Path(ref.base))) if Path(ref.base).is_dir() else 0
     available = psutil.virtual_memory().available
     if size > 0.9 * available:
-        gib = 2 ** 30
-        raise CheckError("checkpoint", f"the model's weights take {size / gib:.1f} GiB, more than this machine's "
-                         f"free memory ({available / gib:.1f} GiB)", "evaluate on a machine with more memory or a GPU")
+        gib = 2**30
+        raise CheckError(
+            "checkpoint",
+            f"the model's weights take {size / gib:.1f} GiB, more than this machine's "
+            f"free memory ({available / gib:.1f} GiB)",
+            "evaluate on a machine with more memory or a GPU",
+        )
 
 
 def load(ref: ModelRef, device: str = "auto"):

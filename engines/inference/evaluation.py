@@ -14,6 +14,7 @@ run-directory contract.
 ``prepare_eval`` checks everything and writes ``eval.yaml`` (state ``queued``); ``run_eval`` (the process
 ``aworld-train eval --dir <eval_dir>``) reads only that and evaluates.
 """
+
 from __future__ import annotations
 
 import gc
@@ -66,9 +67,12 @@ def pass_at_k(n: int, c: int, k: int) -> float:
 
 def metrics_of(predictions: list[dict], reward_names: list[str], samples: int, threshold: float = 1.0) -> dict:
     totals = [p["reward"] for p in predictions]
-    out: dict[str, Any] = {"reward": sum(totals) / len(totals) if totals else 0.0, "samples": len(predictions),
-                           "prompts": len({p["index"] for p in predictions}),
-                           "tool_calls": sum(p.get("tool_calls", 0) for p in predictions) / max(1, len(predictions))}
+    out: dict[str, Any] = {
+        "reward": sum(totals) / len(totals) if totals else 0.0,
+        "samples": len(predictions),
+        "prompts": len({p["index"] for p in predictions}),
+        "tool_calls": sum(p.get("tool_calls", 0) for p in predictions) / max(1, len(predictions)),
+    }
     for name in reward_names:
         values = [p["rewards"].get(name) for p in predictions if p["rewards"].get(name) is not None]
         out[f"rewards/{name}"] = sum(values) / len(values) if values else None
@@ -82,10 +86,20 @@ def metrics_of(predictions: list[dict], reward_names: list[str], samples: int, t
 
 
 # -- the core ----------------------------------------------------------------------------------------------
-def evaluate_model(ref: ModelRef, agent: AgentSpec, rows: list[dict], columns: ColumnMap, reward: Reward,
-                   samples: int = 1, temperature: float = 0.0, top_p: float = 1.0, max_new_tokens: int | None = None,
-                   batch_size: int = 32, progress: Callable[[int, int], None] | None = None,
-                   generator=None) -> list[dict]:
+def evaluate_model(
+    ref: ModelRef,
+    agent: AgentSpec,
+    rows: list[dict],
+    columns: ColumnMap,
+    reward: Reward,
+    samples: int = 1,
+    temperature: float = 0.0,
+    top_p: float = 1.0,
+    max_new_tokens: int | None = None,
+    batch_size: int = 32,
+    progress: Callable[[int, int], None] | None = None,
+    generator=None,
+) -> list[dict]:
     """Generate ``samples`` completions per row with the agent's loop and score them; returns the
     predictions. ``generator``: an already loaded ``AgentGenerator`` (else the model is loaded here)."""
     from .checkpoints import load
@@ -95,26 +109,46 @@ def evaluate_model(ref: ModelRef, agent: AgentSpec, rows: list[dict], columns: C
     own = generator is None
     if own:
         model, tokenizer = load(ref)
-        generator = AgentGenerator(model, tokenizer, agent.tool_callables() if agent.has_tools else [],
-                                   agent.tool_schemas, agent.max_steps)
+        generator = AgentGenerator(
+            model, tokenizer, agent.tool_callables() if agent.has_tools else [], agent.tool_schemas, agent.max_steps
+        )
     reward.tokenizer = generator.tokenizer
     max_new = int(max_new_tokens or agent.max_tokens)
     prompts = [prompt_messages(r, columns, agent.system_prompt) for r in rows]
     work = [(i, s) for i in range(len(rows)) for s in range(samples)]
     predictions: list[dict] = []
     for start in range(0, len(work), batch_size):
-        chunk = work[start:start + batch_size]
+        chunk = work[start : start + batch_size]
         trajs = generator.run([prompts[i] for i, _ in chunk], max_new, temperature, top_p, batch_size=batch_size)
         answers = [row_answer(rows[i], columns) for i, _ in chunk]
         cols = {k: [rows[i].get(k) for i, _ in chunk] for k in rows[0] if k != columns.prompt}
-        totals, parts = reward.score_batch(Batch([t.messages for t in trajs], answers, [prompts[i] for i, _ in chunk],
-                                                 cols, conversational=True, tokenizer=generator.tokenizer))
+        totals, parts = reward.score_batch(
+            Batch(
+                [t.messages for t in trajs],
+                answers,
+                [prompts[i] for i, _ in chunk],
+                cols,
+                conversational=True,
+                tokenizer=generator.tokenizer,
+            )
+        )
         for j, ((i, s), traj) in enumerate(zip(chunk, trajs)):
-            predictions.append({"model": ref.label, "index": i, "sample": s, "prompt": prompts[i],
-                                "answer": answers[j], "completion": traj.completion, "trajectory": traj.messages,
-                                "rewards": {n: v[j] for n, v in parts.items()}, "reward": totals[j],
-                                "tool_calls": traj.tool_calls, "tool_errors": traj.tool_errors,
-                                "truncated": traj.truncated})
+            predictions.append(
+                {
+                    "model": ref.label,
+                    "index": i,
+                    "sample": s,
+                    "prompt": prompts[i],
+                    "answer": answers[j],
+                    "completion": traj.completion,
+                    "trajectory": traj.messages,
+                    "rewards": {n: v[j] for n, v in parts.items()},
+                    "reward": totals[j],
+                    "tool_calls": traj.tool_calls,
+                    "tool_errors": traj.tool_errors,
+                    "truncated": traj.truncated,
+                }
+            )
         if progress is not None:
             progress(len(predictions), len(work))
     if own:
@@ -142,10 +176,18 @@ def _needs_answers(reward: Reward) -> list[str]:
     return needy
 
 
-def prepare_eval(run_dir: str | os.PathLike, checkpoints: list[str] | None = None, dataset: Any = None,
-                 columns: dict | None = None, reward: Any = None, samples: int = 1, temperature: float = 0.0,
-                 max_samples: int | None = None, max_new_tokens: int | None = None,
-                 pass_threshold: float = 1.0) -> RunDir:
+def prepare_eval(
+    run_dir: str | os.PathLike,
+    checkpoints: list[str] | None = None,
+    dataset: Any = None,
+    columns: dict | None = None,
+    reward: Any = None,
+    samples: int = 1,
+    temperature: float = 0.0,
+    max_samples: int | None = None,
+    max_new_tokens: int | None = None,
+    pass_threshold: float = 1.0,
+) -> RunDir:
     """Check an evaluation of ``run_dir``'s agent and write its directory (``eval.yaml``, state
     ``queued``). ``checkpoints``: names (``base``, ``latest``, ``checkpoint-N``) or folders; default
     ``latest``. ``dataset``/``reward`` default to the run's test set (else its train set) and reward.
@@ -164,25 +206,32 @@ def prepare_eval(run_dir: str | os.PathLike, checkpoints: list[str] | None = Non
     if not (0.0 <= float(temperature) <= 5.0):
         raise CheckError("config", f"temperature must be between 0 and 5, got {temperature}")
     if samples > 1 and float(temperature) == 0.0:
-        raise CheckError("config", "several samples per prompt with temperature 0 are all the same completion",
-                         "set a temperature above 0 (e.g. 1.0) or samples to 1")
+        raise CheckError(
+            "config",
+            "several samples per prompt with temperature 0 are all the same completion",
+            "set a temperature above 0 (e.g. 1.0) or samples to 1",
+        )
     bundle = load_datasets(dataset, None, columns)
     left_out: list[str] = []
-    if reward is None:   # the run's reward, less ms-swift's own (they run only inside ms-swift's training)
+    if reward is None:  # the run's reward, less ms-swift's own (they run only inside ms-swift's training)
         reward, natives = split_native(spec.get("reward"))
         left_out = [PREFIX + name for name, _ in natives]
         if natives and not reward:
             counterparts = [COUNTERPARTS[n] for n, _ in natives if n in COUNTERPARTS]
-            raise CheckError("reward", f"this run's rewards ({', '.join(left_out)}) are ms-swift's own: they run "
-                             "only inside ms-swift's training, not in an evaluation",
-                             "evaluate with another reward" + (f", e.g. {', '.join(counterparts)}" if counterparts
-                                                               else ""))
+            raise CheckError(
+                "reward",
+                f"this run's rewards ({', '.join(left_out)}) are ms-swift's own: they run "
+                "only inside ms-swift's training, not in an evaluation",
+                "evaluate with another reward" + (f", e.g. {', '.join(counterparts)}" if counterparts else ""),
+            )
     reward_obj = load_reward(reward)
     needy = _needs_answers(reward_obj)
     if needy and not bundle.columns.answer:
-        raise CheckError("dataset", f"the dataset has no reference-answer column, and the reward "
-                         f"{', '.join(needy)} needs one", "use a dataset with an answer column (or map one), or a "
-                         "reward that needs no answer")
+        raise CheckError(
+            "dataset",
+            f"the dataset has no reference-answer column, and the reward {', '.join(needy)} needs one",
+            "use a dataset with an answer column (or map one), or a reward that needs no answer",
+        )
     refs = [resolve(c, agent.model, run) for c in (checkpoints or ["latest"])]
     labels = [r.label for r in refs]
     if len(set(labels)) != len(labels):
@@ -190,12 +239,21 @@ def prepare_eval(run_dir: str | os.PathLike, checkpoints: list[str] | None = Non
     eval_dir = RunDir(run.path / EVALS_DIR / new_run_id("eval"))
     eval_dir.path.mkdir(parents=True)
     source = bundle.train_source or save_for_spec(bundle.train, eval_dir.path, "dataset")
-    doc = {"eval_id": eval_dir.run_id, "run_id": run.run_id, "run_dir": str(run.path), "engine": spec.get("engine"),
-           "agent": spec["agent"], "models": [r.to_dict() for r in refs],
-           "dataset": {"path": source, "columns": bundle.columns.to_dict(), "rows": len(bundle.train)},
-           "reward": reward_obj.to_spec(pickle_dir=eval_dir.path / "code"), "samples": samples,
-           "temperature": float(temperature), "max_samples": max_samples, "max_new_tokens": max_new_tokens,
-           "pass_threshold": pass_threshold}
+    doc = {
+        "eval_id": eval_dir.run_id,
+        "run_id": run.run_id,
+        "run_dir": str(run.path),
+        "engine": spec.get("engine"),
+        "agent": spec["agent"],
+        "models": [r.to_dict() for r in refs],
+        "dataset": {"path": source, "columns": bundle.columns.to_dict(), "rows": len(bundle.train)},
+        "reward": reward_obj.to_spec(pickle_dir=eval_dir.path / "code"),
+        "samples": samples,
+        "temperature": float(temperature),
+        "max_samples": max_samples,
+        "max_new_tokens": max_new_tokens,
+        "pass_threshold": pass_threshold,
+    }
     if left_out:
         doc["rewards_left_out"] = {"rewards": left_out, "why": "ms-swift's own: they run only inside ms-swift"}
     import yaml
@@ -224,8 +282,13 @@ def run_eval(eval_dir: str | os.PathLike) -> list[InferenceResult]:
     try:
         results = _evaluate_doc(doc, out)
     except BaseException as e:
-        cause = "reward error" if "RewardError" in type(e).__name__ else \
-            "killed" if isinstance(e, KeyboardInterrupt) else classify_failure(f"{type(e).__name__}: {e}")
+        cause = (
+            "reward error"
+            if "RewardError" in type(e).__name__
+            else "killed"
+            if isinstance(e, KeyboardInterrupt)
+            else classify_failure(f"{type(e).__name__}: {e}")
+        )
         message = f"{type(e).__name__}: {e}"
         out.write_status(state=FAILED, cause=cause, error=message, ended=time.time())
         out.event("failed", cause=cause, message=message)
@@ -261,12 +324,22 @@ def _evaluate_doc(doc: dict, out: RunDir) -> list[InferenceResult]:
     results = []
     all_metrics: dict[str, Any] = {}
     for ref in refs:
+
         def progress(done: int, _total: int, base=done_before) -> None:
-            out.write_status(step=base + done, total_steps=total, model=ref.label, durable=False)
+            out.write_status(step=base + done, total_steps=total, model=ref.label, durable=False)  # noqa: B023
 
         t0 = time.time()
-        preds = evaluate_model(ref, agent, rows, columns, reward, doc["samples"], doc["temperature"],
-                               max_new_tokens=doc.get("max_new_tokens"), progress=progress)
+        preds = evaluate_model(
+            ref,
+            agent,
+            rows,
+            columns,
+            reward,
+            doc["samples"],
+            doc["temperature"],
+            max_new_tokens=doc.get("max_new_tokens"),
+            progress=progress,
+        )
         with open(out.file(PREDICTIONS), "a", encoding="utf-8") as f:
             for p in preds:
                 f.write(json.dumps(p, ensure_ascii=False, default=str) + "\n")

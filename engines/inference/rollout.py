@@ -6,6 +6,7 @@ agent's tools, generate in batches, parse tool calls the way TRL's GRPOTrainer d
 
 Imports torch and transformers: only evaluation/chat processes use it, never the studio.
 """
+
 from __future__ import annotations
 
 import json
@@ -67,8 +68,14 @@ class AgentGenerator:
     """A loaded model + tokenizer + the agent's tools; ``run`` does batched multi-turn rollouts,
     ``stream`` one conversation token by token (chat)."""
 
-    def __init__(self, model, tokenizer, tools: list[Callable] | None = None, tool_schemas: list[dict] | None = None,
-                 max_turns: int = 1):
+    def __init__(
+        self,
+        model,
+        tokenizer,
+        tools: list[Callable] | None = None,
+        tool_schemas: list[dict] | None = None,
+        max_turns: int = 1,
+    ):
         from trl.chat_template_utils import add_response_schema
 
         self.model, self.tokenizer = model, tokenizer
@@ -77,18 +84,21 @@ class AgentGenerator:
         self.max_turns = max(1, int(max_turns))
         if self.schemas:
             try:
-                add_response_schema(tokenizer)      # how TRL's trainer parses tool calls
+                add_response_schema(tokenizer)  # how TRL's trainer parses tool calls
             except Exception:  # noqa: BLE001 - an unknown template: calls are then not parsed
                 pass
         if tokenizer.pad_token is None:
             tokenizer.pad_token = tokenizer.eos_token
-        self._parses = getattr(tokenizer, "response_template", None) is not None or \
-            getattr(tokenizer, "response_schema", None) is not None
+        self._parses = (
+            getattr(tokenizer, "response_template", None) is not None
+            or getattr(tokenizer, "response_schema", None) is not None
+        )
 
     # -- one turn --------------------------------------------------------------------------------
     def render(self, messages: list[dict]) -> str:
-        return self.tokenizer.apply_chat_template(messages, tools=self.schemas, add_generation_prompt=True,
-                                                  tokenize=False)
+        return self.tokenizer.apply_chat_template(
+            messages, tools=self.schemas, add_generation_prompt=True, tokenize=False
+        )
 
     def _parse(self, ids: list[int]) -> dict:
         if self.schemas and self._parses:
@@ -111,8 +121,7 @@ class AgentGenerator:
         finally:
             tok.padding_side = side
         with torch.no_grad():
-            out = self.model.generate(**enc, max_new_tokens=max_new_tokens, pad_token_id=tok.pad_token_id,
-                                      **sampling)
+            out = self.model.generate(**enc, max_new_tokens=max_new_tokens, pad_token_id=tok.pad_token_id, **sampling)
         width = enc["input_ids"].shape[1]
         pad, eos = tok.pad_token_id, tok.eos_token_id
         result = []
@@ -129,19 +138,25 @@ class AgentGenerator:
         return {"do_sample": True, "temperature": float(temperature), "top_p": float(top_p)}
 
     # -- batched rollouts --------------------------------------------------------------------------
-    def run(self, conversations: list[list[dict]], max_new_tokens: int, temperature: float = 0.0, top_p: float = 1.0,
-            batch_size: int = 32) -> list[Trajectory]:
+    def run(
+        self,
+        conversations: list[list[dict]],
+        max_new_tokens: int,
+        temperature: float = 0.0,
+        top_p: float = 1.0,
+        batch_size: int = 32,
+    ) -> list[Trajectory]:
         """One trajectory per conversation (each a list of chat messages ending with the user's)."""
         sampling = self.sampling(temperature, top_p)
         trajectories = [Trajectory() for _ in conversations]
         history = [list(c) for c in conversations]
         pending = list(range(len(conversations)))
-        for turn in range(self.max_turns):
+        for _turn in range(self.max_turns):
             if not pending:
                 break
             next_pending = []
             for start in range(0, len(pending), batch_size):
-                chunk = pending[start:start + batch_size]
+                chunk = pending[start : start + batch_size]
                 outs = self._generate([self.render(history[i]) for i in chunk], sampling, max_new_tokens)
                 for i, ids in zip(chunk, outs):
                     msg = self._parse(ids)
@@ -178,8 +193,9 @@ class AgentGenerator:
     def count_tokens(self, messages: list[dict]) -> int:
         return len(self.tokenizer(self.render(messages), add_special_tokens=False)["input_ids"])
 
-    def stream(self, messages: list[dict], max_new_tokens: int, temperature: float = 0.0,
-               top_p: float = 1.0) -> Iterator[dict]:
+    def stream(
+        self, messages: list[dict], max_new_tokens: int, temperature: float = 0.0, top_p: float = 1.0
+    ) -> Iterator[dict]:
         """Events for a chat reply: ``{"type": "token", "text"}`` as the model writes, then per turn
         ``{"type": "message", "message"}``; tool calls run between turns
         (``{"type": "tool", "message"}``); ends with ``{"type": "done", "trajectory": [...]}``.
@@ -198,13 +214,18 @@ class AgentGenerator:
         limit = context_limit(self.model, self.tokenizer)
         budget = None if limit is None else max(1, limit - max_new_tokens)
         said = None
-        for turn in range(self.max_turns):
+        for _turn in range(self.max_turns):
             history, dropped = fit(history, self.count_tokens, budget)
             text = self.render(history)
             if said is None or dropped:
                 said = (said or 0) + dropped
-                yield {"type": "context", "kept": sum(m.get("role") == "user" for m in history), "dropped": said,
-                       "limit": limit, "tokens": len(self.tokenizer(text, add_special_tokens=False)["input_ids"])}
+                yield {
+                    "type": "context",
+                    "kept": sum(m.get("role") == "user" for m in history),
+                    "dropped": said,
+                    "limit": limit,
+                    "tokens": len(self.tokenizer(text, add_special_tokens=False)["input_ids"]),
+                }
             enc = self.tokenizer([text], return_tensors="pt", add_special_tokens=False).to(self.model.device)
             streamer = TextIteratorStreamer(self.tokenizer, skip_prompt=True, skip_special_tokens=True)
             ids_box: dict[str, Any] = {}
@@ -213,9 +234,14 @@ class AgentGenerator:
                 import torch
 
                 with torch.no_grad():
-                    out = self.model.generate(**enc, max_new_tokens=max_new_tokens, streamer=streamer,
-                                              pad_token_id=self.tokenizer.pad_token_id, **sampling)
-                ids_box["ids"] = out[0, enc["input_ids"].shape[1]:].tolist()
+                    out = self.model.generate(
+                        **enc,  # noqa: B023
+                        max_new_tokens=max_new_tokens,
+                        streamer=streamer,  # noqa: B023
+                        pad_token_id=self.tokenizer.pad_token_id,
+                        **sampling,
+                    )
+                ids_box["ids"] = out[0, enc["input_ids"].shape[1] :].tolist()  # noqa: B023
 
             worker = threading.Thread(target=work, daemon=True)
             worker.start()

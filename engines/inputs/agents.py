@@ -23,6 +23,7 @@ Either form may use MCP servers as tools, as AWorld agents do (``mcp_config`` + 
 this module unmasked (:mod:`engines.inputs.secret_values`): :meth:`AgentSpec.to_dict` writes the ``${VAR}``
 a secret came from, or ``"****"`` when it was written literally.
 """
+
 from __future__ import annotations
 
 import os
@@ -37,12 +38,32 @@ from .loading import ReferenceError_, load_object, resolve_path
 from ..tools.mcp_servers import AGENT_KEYS as MCP_KEYS
 from ..tools.mcp_servers import McpSelection, parse_mcp
 from ..tools.tool_schema import check_tool
-from .secret_values import (ENV_RE, MASK, SECRET_RE, env_reference, mask_secrets, mask_url_passwords,  # noqa: F401
-                            substitute_env)
+from .secret_values import (
+    ENV_RE,
+    MASK,
+    env_reference,
+    mask_secrets,
+    mask_url_passwords,  # noqa: F401
+    substitute_env,
+)
 from .yaml_input import load_user_file
 
-FLAT_KEYS = {"name", "model", "system_prompt", "temperature", "top_p", "max_tokens", "max_steps", "max_turns", "tools",
-             "llm_base_url", "api_key", "description", "tool_names", *MCP_KEYS}
+FLAT_KEYS = {
+    "name",
+    "model",
+    "system_prompt",
+    "temperature",
+    "top_p",
+    "max_tokens",
+    "max_steps",
+    "max_turns",
+    "tools",
+    "llm_base_url",
+    "api_key",
+    "description",
+    "tool_names",
+    *MCP_KEYS,
+}
 
 
 @dataclass
@@ -85,9 +106,14 @@ class AgentSpec:
     def to_dict(self) -> dict[str, Any]:
         """Serializable and safe to show or write: secrets masked."""
         d = {
-            "name": self.name, "model": self.model, "system_prompt": self.system_prompt,
-            "temperature": self.temperature, "top_p": self.top_p, "max_tokens": self.max_tokens,
-            "max_steps": self.max_steps, "tools": list(self.tools),
+            "name": self.name,
+            "model": self.model,
+            "system_prompt": self.system_prompt,
+            "temperature": self.temperature,
+            "top_p": self.top_p,
+            "max_tokens": self.max_tokens,
+            "max_steps": self.max_steps,
+            "tools": list(self.tools),
         }
         if self.llm_base_url:
             d["llm_base_url"] = mask_url_passwords(self.llm_base_url)
@@ -115,12 +141,15 @@ Agent = AgentSpec
 
 
 def _read_yaml(path: Path) -> dict:
-    data = load_user_file(path, module="agent", role="agent file")   # size, encoding, syntax, aliases
+    data = load_user_file(path, module="agent", role="agent file")  # size, encoding, syntax, aliases
     if data is None:
         raise CheckError("agent", f"agent file {path.name} is empty", "write at least `model:` and `system_prompt:`")
     if not isinstance(data, dict):
-        raise CheckError("agent", f"agent file {path.name} must hold a mapping, not a {type(data).__name__}",
-                         "write keys like `name:`, `model:`, `system_prompt:`")
+        raise CheckError(
+            "agent",
+            f"agent file {path.name} must hold a mapping, not a {type(data).__name__}",
+            "write keys like `name:`, `model:`, `system_prompt:`",
+        )
     return data
 
 
@@ -141,8 +170,11 @@ def _from_object(obj: Any) -> dict:
     if isinstance(conf, dict):
         d.update({k: v for k, v in conf.items() if k not in d})
     if not d:
-        raise CheckError("agent", f"cannot read an agent from a {type(obj).__name__} object",
-                         "pass a YAML path, a dict, or an object with system_prompt and a model")
+        raise CheckError(
+            "agent",
+            f"cannot read an agent from a {type(obj).__name__} object",
+            "pass a YAML path, a dict, or an object with system_prompt and a model",
+        )
     return d
 
 
@@ -156,8 +188,9 @@ def _select_agent(data: dict, warnings: list[str]) -> dict:
         raise CheckError("agent", "`agents:` is empty", "define one agent under `agents:` (name → settings)")
     name, conf = next(iter(agents.items()))
     if len(agents) > 1:
-        warnings.append(f"{len(agents)} agents defined; training '{name}' (the first). "
-                        f"Others: {', '.join(list(agents)[1:])}")
+        warnings.append(
+            f"{len(agents)} agents defined; training '{name}' (the first). Others: {', '.join(list(agents)[1:])}"
+        )
     if not isinstance(conf, dict):
         raise CheckError("agent", f"agent '{name}' must be a mapping of settings")
     return _flatten(conf, name)
@@ -167,8 +200,11 @@ def _flatten(conf: dict, name: Any) -> dict:
     """One agent's settings with its ``llm_config`` mapped onto the flat keys (flat keys win)."""
     llm = conf.get("llm_config") or {}
     if not isinstance(llm, dict):
-        raise CheckError("agent", f"`llm_config` must be a mapping, not {type(llm).__name__}",
-                         "write llm_config: {llm_model_name: ..., llm_temperature: ...}")
+        raise CheckError(
+            "agent",
+            f"`llm_config` must be a mapping, not {type(llm).__name__}",
+            "write llm_config: {llm_model_name: ..., llm_temperature: ...}",
+        )
     flat = {"name": name} if name is not None else {}
     for key, target in LLM_CONFIG_KEYS.items():
         if target and key in llm:
@@ -198,8 +234,11 @@ def _max_turns(flat: dict, default: int) -> int:
     """``max_turns`` (or AWorld's ``max_steps``): model turns per rollout."""
     given = {k: flat[k] for k in ("max_turns", "max_steps") if flat.get(k) not in (None, "")}
     if len(given) == 2 and str(given["max_turns"]) != str(given["max_steps"]):
-        raise CheckError("agent", f"`max_turns` ({given['max_turns']}) and `max_steps` ({given['max_steps']}) disagree",
-                         "they are the same setting (model turns per rollout): keep one")
+        raise CheckError(
+            "agent",
+            f"`max_turns` ({given['max_turns']}) and `max_steps` ({given['max_steps']}) disagree",
+            "they are the same setting (model turns per rollout): keep one",
+        )
     key = "max_turns" if "max_turns" in given else "max_steps"
     return _number(flat, key, int, default, 1, 1000)
 
@@ -209,16 +248,24 @@ def _no_model(raw: dict, missing: list[str], unknown: list[str]) -> None:
     written = raw.get("model")
     unset = sorted({m.group(1) for m in ENV_RE.finditer(written)} & set(missing)) if isinstance(written, str) else []
     if unset:
-        raise CheckError("agent", f"the agent's model is `{written}`, but the environment variable(s) "
-                         f"{', '.join(unset)} are not set", f"export {unset[0]}=<model folder or id> before starting, "
-                         "or write the model's path", key="model")
+        raise CheckError(
+            "agent",
+            f"the agent's model is `{written}`, but the environment variable(s) {', '.join(unset)} are not set",
+            f"export {unset[0]}=<model folder or id> before starting, or write the model's path",
+            key="model",
+        )
     if written not in (None, "") and not isinstance(written, str):
-        raise CheckError("agent", f"`model` must be text (a folder or a model id), not a {type(written).__name__}",
-                         key="model")
+        raise CheckError(
+            "agent", f"`model` must be text (a folder or a model id), not a {type(written).__name__}", key="model"
+        )
     close = [k for k in unknown if did_you_mean(k, ["model", "llm_model_name"])]
     hint = f" (the key '{close[0]}'{did_you_mean(close[0], ['model', 'llm_model_name'])})" if close else ""
-    raise CheckError("agent", f"the agent names no model{hint}",
-                     "set `model:` (a local folder or a model id) or `llm_config.llm_model_name`", key="model")
+    raise CheckError(
+        "agent",
+        f"the agent names no model{hint}",
+        "set `model:` (a local folder or a model id) or `llm_config.llm_model_name`",
+        key="model",
+    )
 
 
 def load_agent(agent: Any, load_tools: bool = True) -> AgentSpec:
@@ -236,14 +283,17 @@ def load_agent(agent: Any, load_tools: bool = True) -> AgentSpec:
     elif isinstance(agent, (str, os.PathLike)):
         path = Path(os.path.expanduser(str(agent)))
         if not path.exists():
-            raise CheckError("agent", f"agent file '{agent}' does not exist",
-                             "give the path of an agent YAML (e.g. assets/agents/letters_agent.yaml)")
+            raise CheckError(
+                "agent",
+                f"agent file '{agent}' does not exist",
+                "give the path of an agent YAML (e.g. assets/agents/letters_agent.yaml)",
+            )
         if path.is_dir():
             raise CheckError("agent", f"'{agent}' is a folder, not an agent YAML file")
         data = _read_yaml(path)
         base_dir = path.resolve().parent
         source = str(path.resolve())
-        aworld_form = load_aworld_yaml(path, data)   # AWorld's own loader, when aworld is installed
+        aworld_form = load_aworld_yaml(path, data)  # AWorld's own loader, when aworld is installed
         warnings += data.pop("__aworld_warnings__", [])
         if aworld_form is not None:
             data, origins, more = aworld_form
@@ -264,9 +314,11 @@ def load_agent(agent: Any, load_tools: bool = True) -> AgentSpec:
         if secret_refs["api_key"] is None and raw["api_key"] not in ("", MASK):
             warnings.append("an API key is written literally in the agent config; use ${ENV_VAR} instead")
         elif raw["api_key"] == MASK:
-            warnings.append("api_key is '****': a key written literally is never stored (uploads are masked); "
-                            "pass it as api_key: ${ENV_VAR} (docs/SECURITY.md)")
-    mcp = parse_mcp(raw, base_dir, warnings, missing)   # substitutes its own values, keeps what was written
+            warnings.append(
+                "api_key is '****': a key written literally is never stored (uploads are masked); "
+                "pass it as api_key: ${ENV_VAR} (docs/SECURITY.md)"
+            )
+    mcp = parse_mcp(raw, base_dir, warnings, missing)  # substitutes its own values, keeps what was written
     flat = substitute_env({k: v for k, v in raw.items() if k not in MCP_KEYS}, missing)
     if missing:
         warnings.append(f"environment variable(s) not set: {', '.join(sorted(set(missing)))}")
@@ -284,11 +336,15 @@ def load_agent(agent: Any, load_tools: bool = True) -> AgentSpec:
         model = str(local)
     elif model.startswith((".", "/", "~")):
         looked = (base_dir / model).resolve() if base_dir is not None else local
-        raise CheckError("agent", f"model folder '{model}' does not exist (looked at {looked})",
-                         "fix the path; relative paths are resolved against the agent YAML's folder")
+        raise CheckError(
+            "agent",
+            f"model folder '{model}' does not exist (looked at {looked})",
+            "fix the path; relative paths are resolved against the agent YAML's folder",
+        )
     else:
-        warnings.append(f"model '{model}' is not a local folder; it will be loaded by id "
-                        "(needs a hub connection or a local cache)")
+        warnings.append(
+            f"model '{model}' is not a local folder; it will be loaded by id (needs a hub connection or a local cache)"
+        )
 
     system_prompt = flat.get("system_prompt") or ""
     if not isinstance(system_prompt, str):
@@ -309,13 +365,17 @@ def load_agent(agent: Any, load_tools: bool = True) -> AgentSpec:
 
             ref = object_ref(t)
             if ref is None:
-                raise CheckError("agent", f"tool {t!r} is not importable by reference",
-                                 "define tools at module level in a .py file")
+                raise CheckError(
+                    "agent", f"tool {t!r} is not importable by reference", "define tools at module level in a .py file"
+                )
             fn = t
         else:
             if not isinstance(t, str) or ":" not in t:
-                raise CheckError("agent", f"tool {t!r} is not a reference",
-                                 "write 'path/to/tools.py:function' or 'package.module:function'")
+                raise CheckError(
+                    "agent",
+                    f"tool {t!r} is not a reference",
+                    "write 'path/to/tools.py:function' or 'package.module:function'",
+                )
             target, _, attr = t.rpartition(":")
             if target.endswith(".py"):
                 ref = f"{resolve_path(target, base_dir)}:{attr}"
@@ -362,21 +422,33 @@ def load_agent(agent: Any, load_tools: bool = True) -> AgentSpec:
 def agent_result(spec: AgentSpec) -> CheckResult:
     warnings, schemas = list(spec.warnings), list(spec.tool_schemas)
     servers = spec.tool_servers
-    tools = ", ".join(f"{n} ({servers[n]})" if n in servers else n
-                      for n in (s.get("function", {}).get("name", "?") for s in schemas)) or "none"
+    tools = (
+        ", ".join(
+            f"{n} ({servers[n]})" if n in servers else n
+            for n in (s.get("function", {}).get("name", "?") for s in schemas)
+        )
+        or "none"
+    )
     msg = f"'{spec.name}' on {Path(spec.model).name or spec.model}; tools: {tools}; max turns {spec.max_steps}"
     details: dict[str, Any] = {"spec": spec.to_dict(), "tool_schemas": schemas}
     if spec.origins:
         details["origins"] = dict(spec.origins)
-        forms = sorted({m.group(1) for v in spec.origins.values() for m in [re.search(r"\((AWorld form[^)]*)\)", v)]
-                        if m})
+        forms = sorted(
+            {m.group(1) for v in spec.origins.values() for m in [re.search(r"\((AWorld form[^)]*)\)", v)] if m}
+        )
         msg += f" — {'; '.join(forms)}" if forms else ""
     if spec.mcp is not None:
         details["tool_servers"] = servers
-        details["mcp_servers"] = [{"name": s.name, "transport": s.transport, "target": s.target(),
-                                   "tools": [t.name for t in spec.mcp_tools if t.server == s.name],
-                                   **({"cwd": s.cwd} if s.cwd else {}),
-                                   **({"cwd_note": s.cwd_note} if s.cwd_note else {}),
-                                   **({"session_timeout": s.session_timeout} if s.session_timeout else {})}
-                                  for s in spec.mcp.servers]
+        details["mcp_servers"] = [
+            {
+                "name": s.name,
+                "transport": s.transport,
+                "target": s.target(),
+                "tools": [t.name for t in spec.mcp_tools if t.server == s.name],
+                **({"cwd": s.cwd} if s.cwd else {}),
+                **({"cwd_note": s.cwd_note} if s.cwd_note else {}),
+                **({"session_timeout": s.session_timeout} if s.session_timeout else {}),
+            }
+            for s in spec.mcp.servers
+        ]
     return CheckResult("agent", "warning" if warnings else "ok", msg, details=details, warnings=warnings)

@@ -13,6 +13,7 @@ tools (``tool_names``) are its runtime's, not Python functions or MCP servers, a
 warning. AWorld substitutes ``${VAR}`` in ``mcp_config`` when the Agent is built, so its secrets arrive
 as values: they are masked in everything written (run.yaml), as literal secrets are.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -21,21 +22,34 @@ from typing import Any, Iterator
 
 FORM = "AWorld form"
 #: ModelConfig field → our flat key
-LLM_FIELDS = {"llm_model_name": "model", "llm_temperature": "temperature", "llm_base_url": "llm_base_url",
-              "llm_api_key": "api_key"}
+LLM_FIELDS = {
+    "llm_model_name": "model",
+    "llm_temperature": "temperature",
+    "llm_base_url": "llm_base_url",
+    "llm_api_key": "api_key",
+}
 MCP_FIELDS = ("mcp_config", "mcp_servers", "black_tool_actions")
 
 
 #: AWorld's llm_config keys → the agent's own (None: read and dropped)
-LLM_CONFIG_KEYS = {"llm_model_name": "model", "llm_temperature": "temperature", "llm_top_p": "top_p",
-                   "llm_max_tokens": "max_tokens", "max_tokens": "max_tokens", "llm_base_url": "llm_base_url",
-                   "llm_api_key": "api_key", "llm_provider": None}
+LLM_CONFIG_KEYS = {
+    "llm_model_name": "model",
+    "llm_temperature": "temperature",
+    "llm_top_p": "top_p",
+    "llm_max_tokens": "max_tokens",
+    "max_tokens": "max_tokens",
+    "llm_base_url": "llm_base_url",
+    "llm_api_key": "api_key",
+    "llm_provider": None,
+}
 
 
 def is_aworld_agent(obj: Any) -> bool:
     """An object of one of ``aworld``'s agent classes (or a subclass of one)."""
-    return any(getattr(c, "__module__", "").split(".")[0] == "aworld" and c.__name__.endswith("Agent")
-               for c in type(obj).__mro__)
+    return any(
+        getattr(c, "__module__", "").split(".")[0] == "aworld" and c.__name__.endswith("Agent")
+        for c in type(obj).__mro__
+    )
 
 
 def _get(obj: Any, key: str) -> Any:
@@ -66,8 +80,9 @@ def from_aworld_agent(agent: Any, where: str = "Agent object") -> tuple[dict[str
     prompt = _get(agent, "system_prompt") or (_get(conf, "system_prompt") if conf is not None else None)
     if prompt:
         flat["system_prompt"] = prompt
-        origins["system_prompt"] = ("Agent(system_prompt=...)" if _get(agent, "system_prompt")
-                                    else "AgentConfig.system_prompt")
+        origins["system_prompt"] = (
+            "Agent(system_prompt=...)" if _get(agent, "system_prompt") else "AgentConfig.system_prompt"
+        )
     steps = _get(conf, "max_steps") if conf is not None else None
     if steps and steps != _default_max_steps():  # AWorld's default (10) is its loop's, not a choice made here
         flat["max_steps"], origins["max_turns"] = steps, "AgentConfig.max_steps"
@@ -77,9 +92,11 @@ def from_aworld_agent(agent: Any, where: str = "Agent object") -> tuple[dict[str
             flat[key], origins[key] = (dict(value) if isinstance(value, dict) else value), f"Agent({key}=...)"
     tool_names = [t for t in (_get(agent, "tool_names") or []) if isinstance(t, str)]
     if tool_names:
-        warnings.append(f"AWorld tools {', '.join(tool_names)} (tool_names) are AWorld runtime tools, not Python "
-                        "functions or MCP servers: not used in training — serve them through an MCP server "
-                        "(mcp_config) or give Python tools as `tools: [file.py:function]`")
+        warnings.append(
+            f"AWorld tools {', '.join(tool_names)} (tool_names) are AWorld runtime tools, not Python "
+            "functions or MCP servers: not used in training — serve them through an MCP server "
+            "(mcp_config) or give Python tools as `tools: [file.py:function]`"
+        )
     return flat, {k: f"{v} ({FORM}: {where})" for k, v in origins.items()}, warnings
 
 
@@ -110,8 +127,15 @@ def load_aworld_yaml(path: Path, data: dict) -> tuple[dict[str, Any], dict[str, 
         with _aworld_quiet():  # AWorld logs each ${VAR} it substitutes, with its value: a secret would leak
             agents = load_agents_from_yaml(str(path))
     except Exception as e:  # noqa: BLE001 - AWorld's loader raises what it raises
-        return None if _warn_later(data, f"AWorld's agent loader could not read {path.name} ({type(e).__name__}: "
-                                          f"{e}); it is read in this project's agent form") else None
+        return (
+            None
+            if _warn_later(
+                data,
+                f"AWorld's agent loader could not read {path.name} ({type(e).__name__}: "
+                f"{e}); it is read in this project's agent form",
+            )
+            else None
+        )
     if not agents:
         return None
     name, agent = next(iter(agents.items()))
@@ -129,14 +153,24 @@ def load_aworld_yaml(path: Path, data: dict) -> tuple[dict[str, Any], dict[str, 
             if key and field in llm:
                 flat[key] = llm[field]
                 origins[key] = f"agents.{name}.{where}.{field} ({FORM}: {via})"
-    for key in (*MCP_FIELDS, "system_prompt", "tools", "max_turns", "max_steps", "mcp_tool_prefix", "temperature",
-                "top_p", "max_tokens"):
+    for key in (
+        *MCP_FIELDS,
+        "system_prompt",
+        "tools",
+        "max_turns",
+        "max_steps",
+        "mcp_tool_prefix",
+        "temperature",
+        "top_p",
+        "max_tokens",
+    ):
         if key in written:
             flat[key] = written[key]
             origins[key if key != "max_steps" else "max_turns"] = f"agents.{name}.{key} ({FORM}: {via})"
     if len(agents) > 1:
-        warnings.append(f"{len(agents)} agents defined; training '{name}' (the first). Others: "
-                        f"{', '.join(list(agents)[1:])}")
+        warnings.append(
+            f"{len(agents)} agents defined; training '{name}' (the first). Others: {', '.join(list(agents)[1:])}"
+        )
     return flat, origins, warnings
 
 

@@ -1,6 +1,7 @@
 """Engine configs: load from a YAML/JSON path, a dict or an object; fill defaults; reject unknown
 keys with a "did you mean"; check types and ranges; return the effective config.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -28,9 +29,16 @@ class ConfigField:
 
     def describe(self) -> dict[str, Any]:
         t = self.type if isinstance(self.type, tuple) else (self.type,)
-        return {"name": self.name, "type": "/".join(x.__name__ for x in t), "default": self.default,
-                "help": self.help, "min": self.min, "max": self.max,
-                "choices": list(self.choices) if self.choices else None, "main": self.main}
+        return {
+            "name": self.name,
+            "type": "/".join(x.__name__ for x in t),
+            "default": self.default,
+            "help": self.help,
+            "min": self.min,
+            "max": self.max,
+            "choices": list(self.choices) if self.choices else None,
+            "main": self.main,
+        }
 
 
 def load_config_input(config: Any) -> dict[str, Any]:
@@ -54,8 +62,9 @@ def load_config_input(config: Any) -> dict[str, Any]:
     for attr in ("to_dict", "model_dump", "dict"):
         if callable(getattr(config, attr, None)):
             return dict(getattr(config, attr)())
-    raise CheckError("config", f"config of type {type(config).__name__} is not supported",
-                     "pass a YAML/JSON path or a dict")
+    raise CheckError(
+        "config", f"config of type {type(config).__name__} is not supported", "pass a YAML/JSON path or a dict"
+    )
 
 
 def _parse_text(text: str, where: str, json_first: bool = False) -> dict[str, Any]:
@@ -70,16 +79,24 @@ def _mapping(data: Any, where: str) -> dict[str, Any]:
     if data is None:
         return {}
     if not isinstance(data, dict):
-        raise CheckError("config", f"{where} must hold a mapping of settings, not a {type(data).__name__}",
-                         "write one `key: value` per line, e.g. max_steps: 100")
+        raise CheckError(
+            "config",
+            f"{where} must hold a mapping of settings, not a {type(data).__name__}",
+            "write one `key: value` per line, e.g. max_steps: 100",
+        )
     return data
 
 
 def _example(f: ConfigField) -> str:
     """A value to show in "e.g. key: value" (never None: that reads as a suggestion to write None)."""
     if f.default is not None:
-        return repr(f.default) if isinstance(f.default, str) else str(f.default).lower() \
-            if isinstance(f.default, bool) else str(f.default)
+        return (
+            repr(f.default)
+            if isinstance(f.default, str)
+            else str(f.default).lower()
+            if isinstance(f.default, bool)
+            else str(f.default)
+        )
     if f.choices:
         return str(list(f.choices)[0])
     types = f.type if isinstance(f.type, tuple) else (f.type,)
@@ -95,7 +112,7 @@ def _example(f: ConfigField) -> str:
 
 def _short(value: Any, n: int = 80) -> str:
     text = repr(value)
-    return text if len(text) <= n else text[:n - 3] + "..."
+    return text if len(text) <= n else text[: n - 3] + "..."
 
 
 def _coerce(f: ConfigField, value: Any) -> Any:
@@ -116,19 +133,37 @@ def _coerce(f: ConfigField, value: Any) -> Any:
     if bool in types and isinstance(value, str) and value.lower() in ("true", "false"):
         value = value.lower() == "true"
     if isinstance(value, bool) and bool not in types:
-        raise CheckError("config", f"`{f.name}` must be {'/'.join(t.__name__ for t in types)}, got {value!r}",
-                         f"e.g. {f.name}: {_example(f)}", key=f.name)
+        raise CheckError(
+            "config",
+            f"`{f.name}` must be {'/'.join(t.__name__ for t in types)}, got {value!r}",
+            f"e.g. {f.name}: {_example(f)}",
+            key=f.name,
+        )
     if not isinstance(value, types):
-        raise CheckError("config", f"`{f.name}` must be {'/'.join(t.__name__ for t in types)}, got "
-                         f"{_short(value)} ({type(value).__name__})", f"e.g. {f.name}: {_example(f)}", key=f.name)
+        raise CheckError(
+            "config",
+            f"`{f.name}` must be {'/'.join(t.__name__ for t in types)}, got {_short(value)} ({type(value).__name__})",
+            f"e.g. {f.name}: {_example(f)}",
+            key=f.name,
+        )
     if f.choices is not None and value not in f.choices:
-        raise CheckError("config", f"`{f.name}` = {value!r} is not one of {', '.join(map(str, f.choices))}"
-                         f"{did_you_mean(str(value), map(str, f.choices))}",
-                         f"set {f.name} to one of: {', '.join(map(str, f.choices))}")
+        raise CheckError(
+            "config",
+            f"`{f.name}` = {value!r} is not one of {', '.join(map(str, f.choices))}"
+            f"{did_you_mean(str(value), map(str, f.choices))}",
+            f"set {f.name} to one of: {', '.join(map(str, f.choices))}",
+        )
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         lo, hi = f.min is not None, f.max is not None
-        span = (f"use a value between {f.min} and {f.max}" if lo and hi else f"use a value of at least {f.min}"
-                if lo else f"use a value of at most {f.max}" if hi else "use a finite number")
+        span = (
+            f"use a value between {f.min} and {f.max}"
+            if lo and hi
+            else f"use a value of at least {f.min}"
+            if lo
+            else f"use a value of at most {f.max}"
+            if hi
+            else "use a finite number"
+        )
         if not math.isfinite(value):
             raise CheckError("config", f"`{f.name}` = {value} is not a finite number", span)
         if f.min is not None and value < f.min:
@@ -151,14 +186,17 @@ def all_problems(problems: Sequence[CheckError]) -> CheckError:
             continue
         text = e.result.message
         if e.hint and text.endswith(f" — {e.hint}") and len(e.hint) > 80:
-            text = text[:-len(f" — {e.hint}")]
+            text = text[: -len(f" — {e.hint}")]
         said.append(text)
     return CheckError("config", f"{len(said)} problems in the config: " + "; ".join(said), problems=said)
 
 
-def validate_config(config: Any, fields: Sequence[ConfigField],
-                    cross_check: Callable[[dict[str, Any]], list[str]] | None = None,
-                    base: dict[str, Any] | None = None) -> tuple[dict[str, Any], list[str]]:
+def validate_config(
+    config: Any,
+    fields: Sequence[ConfigField],
+    cross_check: Callable[[dict[str, Any]], list[str]] | None = None,
+    base: dict[str, Any] | None = None,
+) -> tuple[dict[str, Any], list[str]]:
     """(effective config, warnings). ``base`` holds defaults derived elsewhere (e.g. from the agent)
     that the user's values override. ``cross_check`` raises CheckError or returns warnings."""
     user = load_config_input(config)
@@ -167,8 +205,13 @@ def validate_config(config: Any, fields: Sequence[ConfigField],
     problems: list[CheckError] = []
     unknown = [key for key in user if key not in known]
     for key in unknown:
-        problems.append(CheckError("config", f"unknown config key '{key}'{did_you_mean(key, known)}",
-                                   f"known keys: {', '.join(sorted(known))}"))
+        problems.append(
+            CheckError(
+                "config",
+                f"unknown config key '{key}'{did_you_mean(key, known)}",
+                f"known keys: {', '.join(sorted(known))}",
+            )
+        )
     effective: dict[str, Any] = {}
     for f in fields:
         if f.name in user:

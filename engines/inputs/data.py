@@ -4,6 +4,7 @@ Accepted: csv, tsv, jsonl, json, parquet, a ``save_to_disk`` folder, a ``dataset
 ``DatasetDict``. The prompt is text or chat messages; the reference answer is a column such as
 ``answer``/``ground_truth``/``solution`` or verl's nested ``reward_model.ground_truth``.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -52,8 +53,9 @@ class DataBundle:
             msg += f", test {r['test']['rows']} rows"
         msg += f"; prompt='{self.columns.prompt}' ({self.columns.prompt_kind})"
         msg += f", answer='{self.columns.answer}'" if self.columns.answer else ", no answer column"
-        return CheckResult("dataset", "warning" if self.warnings else "ok", msg, details=r,
-                           warnings=list(self.warnings))
+        return CheckResult(
+            "dataset", "warning" if self.warnings else "ok", msg, details=r, warnings=list(self.warnings)
+        )
 
 
 def _load_file(path: Path, role: str):
@@ -63,8 +65,11 @@ def _load_file(path: Path, role: str):
 
     suffix = path.suffix.lower()
     if suffix not in FORMATS:
-        raise CheckError("dataset", f"{role} file '{path.name}' has an unsupported format '{suffix or '(none)'}'",
-                         f"use {SUPPORTED_TEXT}")
+        raise CheckError(
+            "dataset",
+            f"{role} file '{path.name}' has an unsupported format '{suffix or '(none)'}'",
+            f"use {SUPPORTED_TEXT}",
+        )
     if path.stat().st_size == 0:
         raise CheckError("dataset", f"{role} file '{path.name}' is empty", "add rows with a prompt column")
     _check_file_kind(path, role, suffix)
@@ -91,13 +96,17 @@ def _check_file_kind(path: Path, role: str, suffix: str) -> None:
     if suffix == ".parquet":
         if not head.startswith(b"PAR1"):
             kind = binary_kind(head) or "text"
-            raise CheckError("dataset", f"{role} file '{path.name}' is not a parquet file (it is {kind})",
-                             "give a file written by to_parquet, or name it by its real format")
+            raise CheckError(
+                "dataset",
+                f"{role} file '{path.name}' is not a parquet file (it is {kind})",
+                "give a file written by to_parquet, or name it by its real format",
+            )
         return
     kind = binary_kind(head)
     if kind:
-        raise CheckError("dataset", f"{role} file '{path.name}' is {kind}, not {suffix[1:]} text",
-                         f"use {SUPPORTED_TEXT}")
+        raise CheckError(
+            "dataset", f"{role} file '{path.name}' is {kind}, not {suffix[1:]} text", f"use {SUPPORTED_TEXT}"
+        )
     if suffix == ".json" and head.lstrip()[:1] in (b"{", b"[") and path.stat().st_size <= JSON_PEEK_BYTES:
         import json
 
@@ -106,23 +115,32 @@ def _check_file_kind(path: Path, role: str, suffix: str) -> None:
         except RecursionError:
             raise CheckError("dataset", f"{role} file '{path.name}' is nested too deep to read")
         except ValueError as e:
-            if getattr(e, "msg", "") == "Extra data":   # JSON lines in a .json file: read as such
+            if getattr(e, "msg", "") == "Extra data":  # JSON lines in a .json file: read as such
                 return
             # the reader would accept some broken JSON (a trailing comma); say where it is broken
-            raise CheckError("dataset", f"{role} file '{path.name}' is not valid JSON: {getattr(e, 'msg', e)} at "
-                             f"line {getattr(e, 'lineno', '?')}, column {getattr(e, 'colno', '?')}",
-                             "fix the JSON syntax (double quotes, no trailing commas)")
+            raise CheckError(
+                "dataset",
+                f"{role} file '{path.name}' is not valid JSON: {getattr(e, 'msg', e)} at "
+                f"line {getattr(e, 'lineno', '?')}, column {getattr(e, 'colno', '?')}",
+                "fix the JSON syntax (double quotes, no trailing commas)",
+            )
         if isinstance(data, dict):
             lists = {k: v for k, v in data.items() if isinstance(v, list) and v and isinstance(v[0], dict)}
-            what = (f"; its '{next(iter(lists))}' holds {len(next(iter(lists.values())))} records" if lists else "")
-            raise CheckError("dataset", f"{role} file '{path.name}' is one JSON object (keys: "
-                             f"{', '.join(list(map(str, data))[:8])}), not a list of records{what}",
-                             "put the list of records at the top level ([{...}, {...}]) or write JSON lines (.jsonl)")
+            what = f"; its '{next(iter(lists))}' holds {len(next(iter(lists.values())))} records" if lists else ""
+            raise CheckError(
+                "dataset",
+                f"{role} file '{path.name}' is one JSON object (keys: "
+                f"{', '.join(list(map(str, data))[:8])}), not a list of records{what}",
+                "put the list of records at the top level ([{...}, {...}]) or write JSON lines (.jsonl)",
+            )
         if isinstance(data, list) and data and not all(isinstance(r, dict) for r in data):
             bad = next(i for i, r in enumerate(data) if not isinstance(r, dict))
-            raise CheckError("dataset", f"{role} file '{path.name}' is a JSON list whose record {bad + 1} is a "
-                             f"{type(data[bad]).__name__}, not an object", "make every record an object: "
-                             '{"prompt": ..., "answer": ...}')
+            raise CheckError(
+                "dataset",
+                f"{role} file '{path.name}' is a JSON list whose record {bad + 1} is a "
+                f"{type(data[bad]).__name__}, not an object",
+                'make every record an object: {"prompt": ..., "answer": ...}',
+            )
 
 
 def _read_error(path: Path, role: str, suffix: str, cause: BaseException) -> CheckError:
@@ -131,38 +149,59 @@ def _read_error(path: Path, role: str, suffix: str, cause: BaseException) -> Che
 
     text = f"{type(cause).__name__}: {str(cause)[:300]}"
     chain = [cause, getattr(cause, "__cause__", None), getattr(cause, "__context__", None)]
-    if suffix != ".parquet" and (any(isinstance(c, UnicodeDecodeError) for c in chain) or "decode" in text
-                                 or "utf-8" in text.lower() or "UTF8" in text):
+    if suffix != ".parquet" and (
+        any(isinstance(c, UnicodeDecodeError) for c in chain)
+        or "decode" in text
+        or "utf-8" in text.lower()
+        or "UTF8" in text
+    ):
         bad = find_bad_utf8(path)
         if bad:
             line, col, byte = bad
-            return CheckError("dataset", f"{role} file '{path.name}' is not UTF-8 text: byte 0x{byte} at line {line}, "
-                              f"column {col} cannot be read", "save the file as UTF-8")
+            return CheckError(
+                "dataset",
+                f"{role} file '{path.name}' is not UTF-8 text: byte 0x{byte} at line {line}, "
+                f"column {col} cannot be read",
+                "save the file as UTF-8",
+            )
     if suffix == ".json" and path.stat().st_size <= JSON_PEEK_BYTES:
         import json
 
         try:
             json.loads(path.read_bytes())
         except ValueError as e:
-            if getattr(e, "msg", "") != "Extra data":   # (extra data: JSON lines in a .json file)
-                return CheckError("dataset", f"{role} file '{path.name}' is not valid JSON: {getattr(e, 'msg', e)} at "
-                                  f"line {getattr(e, 'lineno', '?')}, column {getattr(e, 'colno', '?')}",
-                                  "fix the JSON syntax (double quotes, no trailing commas)")
+            if getattr(e, "msg", "") != "Extra data":  # (extra data: JSON lines in a .json file)
+                return CheckError(
+                    "dataset",
+                    f"{role} file '{path.name}' is not valid JSON: {getattr(e, 'msg', e)} at "
+                    f"line {getattr(e, 'lineno', '?')}, column {getattr(e, 'colno', '?')}",
+                    "fix the JSON syntax (double quotes, no trailing commas)",
+                )
     if suffix in (".jsonl", ".json"):
         mixed = _mixed_json_column(path)
         if mixed:
             name, first = mixed
             kinds = ", ".join(f"{kind} (line {line})" for kind, line in first.items())
-            return CheckError("dataset", f"{role} file '{path.name}': column '{name}' mixes value types — {kinds}; "
-                              "a column needs values of one type", f"write every '{name}' as the same type "
-                              "(e.g. text)", key=name)
+            return CheckError(
+                "dataset",
+                f"{role} file '{path.name}': column '{name}' mixes value types — {kinds}; "
+                "a column needs values of one type",
+                f"write every '{name}' as the same type (e.g. text)",
+                key=name,
+            )
         found = _bad_json_line(path)
         if found:
             line, message = found
-            return CheckError("dataset", f"{role} file '{path.name}' line {line} is not a JSON object: {message}",
-                              "write one JSON object per line, e.g. {\"prompt\": \"...\", \"answer\": \"...\"}")
-    return CheckError("dataset", f"cannot read {role} file '{path.name}' as {suffix[1:]}: {text}",
-                      "check that every row has the same columns and the file is valid")
+            return CheckError(
+                "dataset",
+                f"{role} file '{path.name}' line {line} is not a JSON object: {message}",
+                'write one JSON object per line, e.g. {"prompt": "...", "answer": "..."}',
+            )
+    return CheckError(
+        "dataset",
+        f"cannot read {role} file '{path.name}' as {suffix[1:]}: {text}",
+        "check that every row has the same columns and the file is valid",
+    )
 
 
 def _mixed_json_column(path: Path, limit: int = 1_000_000) -> tuple[str, dict[str, int]] | None:
@@ -185,7 +224,7 @@ def _mixed_json_column(path: Path, limit: int = 1_000_000) -> tuple[str, dict[st
                 kind = _value_kind(v)
                 if kind is not None:
                     first.setdefault(k, {}).setdefault(kind, n)
-    for k, kinds in first.items():   # (called once the reader failed: any mix is a suspect)
+    for k, kinds in first.items():  # (called once the reader failed: any mix is a suspect)
         if len(kinds) > 1:
             return k, kinds
     return None
@@ -228,23 +267,33 @@ def load_table(source: Any, role: str = "train"):
     if isinstance(source, (str, os.PathLike)):
         path = Path(os.path.expanduser(str(source)))
         if not path.exists():
-            raise CheckError("dataset", f"{role} dataset '{source}' does not exist",
-                             f"give the path of a {SUPPORTED_TEXT}")
+            raise CheckError(
+                "dataset", f"{role} dataset '{source}' does not exist", f"give the path of a {SUPPORTED_TEXT}"
+            )
         if path.is_dir():
             try:
                 loaded = datasets.load_from_disk(str(path))
             except Exception as e:
-                raise CheckError("dataset", f"folder '{path.name}' is not a datasets save_to_disk folder: {e}",
-                                 f"point at a file ({SUPPORTED_TEXT}) or a folder made by save_to_disk")
+                raise CheckError(
+                    "dataset",
+                    f"folder '{path.name}' is not a datasets save_to_disk folder: {e}",
+                    f"point at a file ({SUPPORTED_TEXT}) or a folder made by save_to_disk",
+                )
             return load_table(loaded, role)
         return _load_file(path, role)
-    raise CheckError("dataset", f"{role} dataset of type {type(source).__name__} is not supported",
-                     f"pass a path ({SUPPORTED_TEXT}) or a datasets.Dataset")
+    raise CheckError(
+        "dataset",
+        f"{role} dataset of type {type(source).__name__} is not supported",
+        f"pass a path ({SUPPORTED_TEXT}) or a datasets.Dataset",
+    )
 
 
 def _is_messages(value: Any) -> bool:
-    return (isinstance(value, list) and len(value) > 0
-            and all(isinstance(m, dict) and "role" in m and "content" in m for m in value))
+    return (
+        isinstance(value, list)
+        and len(value) > 0
+        and all(isinstance(m, dict) and "role" in m and "content" in m for m in value)
+    )
 
 
 def detect_columns(ds, mapping: dict | None = None) -> ColumnMap:
@@ -252,18 +301,27 @@ def detect_columns(ds, mapping: dict | None = None) -> ColumnMap:
     mapping = {k: v for k, v in (mapping or {}).items() if v}
     prompt = mapping.get("prompt")
     if prompt and prompt not in cols:
-        raise CheckError("dataset", f"prompt column '{prompt}' is not in the dataset (columns: {', '.join(cols)})",
-                         "pick one of the dataset's columns")
+        raise CheckError(
+            "dataset",
+            f"prompt column '{prompt}' is not in the dataset (columns: {', '.join(cols)})",
+            "pick one of the dataset's columns",
+        )
     if not prompt:
         prompt = next((k for k in PROMPT_KEYS if k in cols), None)
     if not prompt:
-        raise CheckError("dataset", f"no prompt column found (columns: {', '.join(cols) or 'none'})",
-                         f"name a column one of {', '.join(PROMPT_KEYS)} or map it: columns={{'prompt': '<col>'}}",
-                         studio_hint="choose it under 'Prompt column' below the data sets")
+        raise CheckError(
+            "dataset",
+            f"no prompt column found (columns: {', '.join(cols) or 'none'})",
+            f"name a column one of {', '.join(PROMPT_KEYS)} or map it: columns={{'prompt': '<col>'}}",
+            studio_hint="choose it under 'Prompt column' below the data sets",
+        )
     answer = mapping.get("answer")
     if answer and answer != NESTED_ANSWER and answer not in cols:
-        raise CheckError("dataset", f"answer column '{answer}' is not in the dataset (columns: {', '.join(cols)})",
-                         "pick one of the dataset's columns")
+        raise CheckError(
+            "dataset",
+            f"answer column '{answer}' is not in the dataset (columns: {', '.join(cols)})",
+            "pick one of the dataset's columns",
+        )
     if not answer:
         answer = next((k for k in ANSWER_KEYS if k in cols and k != prompt), None)
         if answer is None and "reward_model" in cols:
@@ -333,7 +391,7 @@ def mixed_type_columns(ds) -> dict[str, dict[str, int]]:
             continue
         first: dict[str, int] = {}
         for start in range(0, len(ds), 10_000):
-            for i, v in enumerate(ds[start:start + 10_000][name]):
+            for i, v in enumerate(ds[start : start + 10_000][name]):
                 kind = _value_kind(v)
                 if kind is not None and kind not in first:
                     first[kind] = start + i
@@ -366,12 +424,11 @@ def inspect_table(ds, columns: ColumnMap, role: str, source: Any = None) -> tupl
     empty, bad, seen, dupes = [], [], set(), 0
     missing_answer = 0
     for start in range(0, len(ds), 10_000):
-        batch = ds[start:start + 10_000]
+        batch = ds[start : start + 10_000]
         prompts = batch[columns.prompt]
         answers = batch.get(columns.answer) if columns.answer and columns.answer != NESTED_ANSWER else None
         if columns.answer == NESTED_ANSWER:
-            answers = [(rm or {}).get("ground_truth") if isinstance(rm, dict) else None
-                       for rm in batch["reward_model"]]
+            answers = [(rm or {}).get("ground_truth") if isinstance(rm, dict) else None for rm in batch["reward_model"]]
         for i, value in enumerate(prompts):
             idx = start + i
             if not (isinstance(value, str) or _is_messages(value)):
@@ -389,11 +446,17 @@ def inspect_table(ds, columns: ColumnMap, role: str, source: Any = None) -> tupl
                 missing_answer += 1
     name = f"{role} file '{Path(str(source)).name}'" if isinstance(source, (str, os.PathLike)) else f"{role} dataset"
     if bad:
-        raise CheckError("dataset", f"{name}: {len(bad)} prompt(s) are neither text nor chat messages (column "
-                         f"'{columns.prompt}': {describe_rows(source, bad, 3)})",
-                         "make the prompt column text, or a list of {role, content}", rows=bad[:20])
+        raise CheckError(
+            "dataset",
+            f"{name}: {len(bad)} prompt(s) are neither text nor chat messages (column "
+            f"'{columns.prompt}': {describe_rows(source, bad, 3)})",
+            "make the prompt column text, or a list of {role, content}",
+            rows=bad[:20],
+        )
     if len(empty) == len(ds):
-        raise CheckError("dataset", f"{name}: every prompt is empty (column '{columns.prompt}')", "fill the prompt column")
+        raise CheckError(
+            "dataset", f"{name}: every prompt is empty (column '{columns.prompt}')", "fill the prompt column"
+        )
     if empty:
         warnings.append(f"{role}: {len(empty)} empty prompt(s) ({describe_rows(source, empty, 3)}) will be skipped")
     if dupes:
@@ -403,8 +466,15 @@ def inspect_table(ds, columns: ColumnMap, role: str, source: Any = None) -> tupl
     mixed_warnings, mixed = _mixed_warnings(ds, columns, role, source)
     warnings += mixed_warnings
     preview = [{k: _short(v) for k, v in ds[i].items()} for i in range(min(PREVIEW_ROWS, len(ds)))]
-    report = {"rows": len(ds), "columns": list(ds.column_names), "empty_prompts": len(empty),
-              "duplicates": dupes, "missing_answers": missing_answer, "preview": preview, "mixed_types": mixed}
+    report = {
+        "rows": len(ds),
+        "columns": list(ds.column_names),
+        "empty_prompts": len(empty),
+        "duplicates": dupes,
+        "missing_answers": missing_answer,
+        "preview": preview,
+        "mixed_types": mixed,
+    }
     return report, warnings, seen
 
 
@@ -445,10 +515,12 @@ def load_datasets(train: Any, test: Any = None, columns: dict | None = None) -> 
         for key in ("prompt", "answer"):
             col = getattr(cmap, key)
             if col and col != NESTED_ANSWER and col not in test_ds.column_names:
-                raise CheckError("dataset", f"test dataset has no '{col}' column (it has: "
-                                 f"{', '.join(test_ds.column_names)})", "give both splits the same columns",
-                                 studio_hint="choose a test set with the same columns, or (none) under "
-                                             "'Test set'")
+                raise CheckError(
+                    "dataset",
+                    f"test dataset has no '{col}' column (it has: {', '.join(test_ds.column_names)})",
+                    "give both splits the same columns",
+                    studio_hint="choose a test set with the same columns, or (none) under 'Test set'",
+                )
         test_report, w, test_keys = inspect_table(test_ds, cmap, "test", test)
         warnings += w
         overlap = len(test_keys & train_keys)
@@ -457,8 +529,15 @@ def load_datasets(train: Any, test: Any = None, columns: dict | None = None) -> 
             warnings.append(f"{overlap} test prompt(s) also appear in the training set")
         report["test"] = test_report
     source = lambda s: str(Path(s).resolve()) if isinstance(s, (str, os.PathLike)) else None  # noqa: E731
-    return DataBundle(train=train_ds, test=test_ds, columns=cmap, report=report, warnings=warnings,
-                      train_source=source(train), test_source=source(test) if test_ds is not None else None)
+    return DataBundle(
+        train=train_ds,
+        test=test_ds,
+        columns=cmap,
+        report=report,
+        warnings=warnings,
+        train_source=source(train),
+        test_source=source(test) if test_ds is not None else None,
+    )
 
 
 def save_for_spec(ds, folder: Path, name: str) -> str:

@@ -3,6 +3,7 @@
 User code is imported here, so callers that must not run user code in their own process
 (the studio) call this only inside a child process.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -22,9 +23,7 @@ class ReferenceError_(ValueError):
 
 def split_ref(ref: str) -> tuple[str, str]:
     if not isinstance(ref, str) or ":" not in ref:
-        raise ReferenceError_(
-            f"'{ref}' is not a reference — write 'module:function' or 'path/to/file.py:function'"
-        )
+        raise ReferenceError_(f"'{ref}' is not a reference — write 'module:function' or 'path/to/file.py:function'")
     target, _, attr = ref.rpartition(":")
     if not target or not attr:
         raise ReferenceError_(f"'{ref}' is not a reference — write 'module:function' or 'file.py:function'")
@@ -51,7 +50,7 @@ def load_module_from_file(path: Path):
         raise ReferenceError_(f"cannot import {path}")
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
-    report_doing(f"importing {path.name}")   # named if the import hangs or kills an isolated check
+    report_doing(f"importing {path.name}")  # named if the import hangs or kills an isolated check
     try:
         spec.loader.exec_module(module)
     except BaseException:
@@ -77,7 +76,9 @@ def load_object(ref: str, base_dir: str | os.PathLike | None = None) -> Any:
         try:
             module = importlib.import_module(target)
         except Exception as e:
-            raise ReferenceError_(f"cannot import module '{target}' of reference '{ref}': {type(e).__name__}: {e}") from e
+            raise ReferenceError_(
+                f"cannot import module '{target}' of reference '{ref}': {type(e).__name__}: {e}"
+            ) from e
     obj = module
     for part in attr.split("."):
         if not hasattr(obj, part):

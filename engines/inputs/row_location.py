@@ -2,6 +2,7 @@
 (the header is line 1), "record 3" of a JSON list, "row 5" (1-based) of a parquet file or an
 in-memory dataset. Messages about rows use these, never 0-based indexes.
 """
+
 from __future__ import annotations
 
 import csv

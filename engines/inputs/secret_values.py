@@ -5,6 +5,7 @@ The rule everywhere: a value is used substituted, but shown and written in its *
 text as written when it references environment variables (``${TOKEN}``, ``Bearer ${TOKEN}``: the
 secret lives in the environment, not in the text), ``"****"`` when a secret was written literally.
 """
+
 from __future__ import annotations
 
 import os
@@ -13,13 +14,18 @@ from typing import Any
 
 # "token" only as a whole word or a suffix (hf_token, access_token): max_tokens is no secret;
 # authorization/cookie: HTTP headers that carry credentials
-SECRET_RE = re.compile(r"(api[_-]?key|secret|password|passwd|(^|[_-])token$|^authorization$|"
-                       r"^proxy-authorization$|^cookie$)", re.I)
+SECRET_RE = re.compile(
+    r"(api[_-]?key|secret|password|passwd|(^|[_-])token$|^authorization$|"
+    r"^proxy-authorization$|^cookie$)",
+    re.I,
+)
 ENV_RE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 MASK = "****"
 # scheme://user:password@ — the password part (up to the last @ before the host's end); linear: the
 # classes exclude what ends them, and no group repeats another
-URL_PASSWORD_RE = re.compile(r"(?P<head>\b[A-Za-z][A-Za-z0-9+.-]{0,31}://[^\s/@:'\"]{0,256}:)(?P<pw>[^\s/@'\"]{1,1024})@")
+URL_PASSWORD_RE = re.compile(
+    r"(?P<head>\b[A-Za-z][A-Za-z0-9+.-]{0,31}://[^\s/@:'\"]{0,256}:)(?P<pw>[^\s/@'\"]{1,1024})@"
+)
 
 
 def is_secret_key(key: Any) -> bool:
@@ -44,7 +50,7 @@ def env_reference(value: Any) -> str | None:
 def public_value(key: Any, raw: Any) -> Any:
     """What may be shown or written for the setting ``key`` written as ``raw`` (before substitution)."""
     if raw in (None, "") or references_env(raw) or not is_secret_key(key):
-        return mask_url_passwords(raw)   # postgres://u:pw@h is a secret whatever the key is called
+        return mask_url_passwords(raw)  # postgres://u:pw@h is a secret whatever the key is called
     return MASK
 
 
@@ -107,8 +113,10 @@ def mask_secrets(obj: Any) -> Any:
     """Every secret-named entry of a nested structure masked (for values whose source is unknown), and
     every URL's password."""
     if isinstance(obj, dict):
-        return {k: (MASK if is_secret_key(k) and v not in (None, "") and not references_env(v)
-                    else mask_secrets(v)) for k, v in obj.items()}
+        return {
+            k: (MASK if is_secret_key(k) and v not in (None, "") and not references_env(v) else mask_secrets(v))
+            for k, v in obj.items()
+        }
     if isinstance(obj, list):
         return [mask_secrets(v) for v in obj]
     return mask_url_passwords(obj)
@@ -117,6 +125,7 @@ def mask_secrets(obj: Any) -> Any:
 def substitute_env(value: Any, missing: list[str]) -> Any:
     """``${VAR}`` and ``${VAR:-default}`` replaced from the environment; unset names go to ``missing``."""
     if isinstance(value, str):
+
         def repl(m: re.Match) -> str:
             var, default = m.group(1), m.group(2)
             if var in os.environ:
@@ -125,6 +134,7 @@ def substitute_env(value: Any, missing: list[str]) -> Any:
                 return default
             missing.append(var)
             return ""
+
         return ENV_RE.sub(repl, value)
     if isinstance(value, dict):
         return {k: substitute_env(v, missing) for k, v in value.items()}

@@ -2,6 +2,7 @@
 files and encodings told apart, and every problem said with the file's name and, where there is
 one, the line and column.
 """
+
 from __future__ import annotations
 
 import os
@@ -11,10 +12,18 @@ from ..core.check_result import CheckError
 
 MB = 1 << 20
 #: what a file starts with → what it is (for "this is a PNG image, not a YAML file")
-MAGIC = ((b"\x89PNG", "a PNG image"), (b"\xff\xd8\xff", "a JPEG image"), (b"GIF8", "a GIF image"),
-         (b"%PDF", "a PDF document"), (b"PK\x03\x04", "a ZIP archive (an .xlsx/.docx file is one)"),
-         (b"\x1f\x8b", "a gzip archive"), (b"\x7fELF", "an executable (ELF)"), (b"PAR1", "a parquet file"),
-         (b"SQLite format 3", "an SQLite database"), (b"\xd0\xcf\x11\xe0", "an old Office document (.xls/.doc)"))
+MAGIC = (
+    (b"\x89PNG", "a PNG image"),
+    (b"\xff\xd8\xff", "a JPEG image"),
+    (b"GIF8", "a GIF image"),
+    (b"%PDF", "a PDF document"),
+    (b"PK\x03\x04", "a ZIP archive (an .xlsx/.docx file is one)"),
+    (b"\x1f\x8b", "a gzip archive"),
+    (b"\x7fELF", "an executable (ELF)"),
+    (b"PAR1", "a parquet file"),
+    (b"SQLite format 3", "an SQLite database"),
+    (b"\xd0\xcf\x11\xe0", "an old Office document (.xls/.doc)"),
+)
 
 
 def size_text(n: int) -> str:
@@ -45,9 +54,12 @@ def decode_utf8(data: bytes, module: str, what: str) -> str:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as e:
         line, col = utf8_error_at(data, e.start)
-        byte = data[e.start:e.start + 1].hex()
-        raise CheckError(module, f"{what} is not UTF-8 text: byte 0x{byte} at line {line}, column {col} cannot be "
-                         "read", "save the file as UTF-8 (e.g. your editor's 'Save with encoding' → UTF-8)")
+        byte = data[e.start : e.start + 1].hex()
+        raise CheckError(
+            module,
+            f"{what} is not UTF-8 text: byte 0x{byte} at line {line}, column {col} cannot be read",
+            "save the file as UTF-8 (e.g. your editor's 'Save with encoding' → UTF-8)",
+        )
 
 
 def find_bad_utf8(path: str | os.PathLike, chunk: int = 4 * MB) -> tuple[int, int, str] | None:
@@ -73,7 +85,7 @@ def find_bad_utf8(path: str | os.PathLike, chunk: int = 4 * MB) -> tuple[int, in
                     col = pos - data.rfind(b"\n", 0, pos)
                 else:
                     col = col_base + pos + 1
-                return line + lines, col, e.object[e.start:e.start + 1].hex()
+                return line + lines, col, e.object[e.start : e.start + 1].hex()
             if final:
                 return None
             nl = data.count(b"\n")
@@ -94,8 +106,11 @@ def read_user_text(path: str | os.PathLike, module: str, what: str, max_bytes: i
     except OSError as e:
         raise CheckError(module, f"{what} cannot be read: {e.strerror or e}")
     if size > max_bytes:
-        raise CheckError(module, f"{what} is {size_text(size)}; at most {size_text(max_bytes)} is read",
-                         hint or "is it the right file? a config this large is usually data by mistake")
+        raise CheckError(
+            module,
+            f"{what} is {size_text(size)}; at most {size_text(max_bytes)} is read",
+            hint or "is it the right file? a config this large is usually data by mistake",
+        )
     try:
         data = p.read_bytes()
     except OSError as e:

@@ -9,6 +9,7 @@ config box.
 * a syntax error names where the problem is *and* where the construct it is in started ("the
   quoted text opened on line 3, column 16 is never closed (the file ends at line 6)").
 """
+
 from __future__ import annotations
 
 import json
@@ -28,8 +29,9 @@ MAX_VALUES = 1_000_000
 #: unbalanced '[' / '{' counted over the raw text: a cheap bound taken before libyaml sees it
 #: (its composer recurses in C and crashes on very deep flow nesting)
 MAX_RAW_BRACKETS = 500
-SYNTAX_HINT = "fix the YAML at the line named: indent with spaces, close every quote and bracket, " \
-              "put a space after each ':'"
+SYNTAX_HINT = (
+    "fix the YAML at the line named: indent with spaces, close every quote and bracket, put a space after each ':'"
+)
 
 
 def _where(line: int, col: int) -> str:
@@ -38,7 +40,7 @@ def _where(line: int, col: int) -> str:
 
 def describe_yaml_error(e: yaml.YAMLError, text: str = "") -> str:
     """A YAML syntax error in words, with both places: where it went wrong and where the construct started."""
-    if isinstance(e, yaml.reader.ReaderError):   # a character YAML never accepts (NUL, other controls)
+    if isinstance(e, yaml.reader.ReaderError):  # a character YAML never accepts (NUL, other controls)
         line = text.count("\n", 0, e.position) + 1 if text else None
         col = e.position - (text.rfind("\n", 0, e.position) + 1) + 1 if text else None
         code = e.character if isinstance(e.character, int) else ord(str(e.character)[:1] or "\0")
@@ -62,8 +64,10 @@ def describe_yaml_error(e: yaml.YAMLError, text: str = "") -> str:
         if kind in context and started:
             return f"the {opener} opened on {started} is not closed where expected ({problem} at {at})"
     if "mapping values are not allowed" in problem:
-        return (f"a ':' at {at} where no key can start: a line there does not line up with the ones above "
-                f"(indentation), the line before has no ':', or a value needs quotes")
+        return (
+            f"a ':' at {at} where no key can start: a line there does not line up with the ones above "
+            f"(indentation), the line before has no ':', or a value needs quotes"
+        )
     if "simple key" in context and started:
         return f"the line starting at {started} has no ':' after its key ({problem} at {at})"
     if "single document" in context:
@@ -98,20 +102,30 @@ def _check_graph(node: yaml.Node, where: str, module: str) -> None:
             children = _children(n)
             sizes[key] = 1 + sum(sizes[id(c)] for c in children)
             if sizes[key] > MAX_VALUES:
-                raise CheckError(module, f"{where} expands to more than {MAX_VALUES:,} values through its aliases "
-                                 "(*name repeating &name): refused before expanding",
-                                 "write the values out, or use fewer nested aliases")
+                raise CheckError(
+                    module,
+                    f"{where} expands to more than {MAX_VALUES:,} values through its aliases "
+                    "(*name repeating &name): refused before expanding",
+                    "write the values out, or use fewer nested aliases",
+                )
             continue
         if key in sizes:
             continue
         if key in on_path:
             mark = n.start_mark
-            raise CheckError(module, f"{where} has a recursive alias at {_where(mark.line + 1, mark.column + 1)} "
-                             "(an &anchor that contains its own *alias)", "remove the alias")
+            raise CheckError(
+                module,
+                f"{where} has a recursive alias at {_where(mark.line + 1, mark.column + 1)} "
+                "(an &anchor that contains its own *alias)",
+                "remove the alias",
+            )
         if depth > MAX_DEPTH:
             mark = n.start_mark
-            raise CheckError(module, f"{where} is nested more than {MAX_DEPTH} levels deep (at "
-                             f"{_where(mark.line + 1, mark.column + 1)})", "flatten it")
+            raise CheckError(
+                module,
+                f"{where} is nested more than {MAX_DEPTH} levels deep (at {_where(mark.line + 1, mark.column + 1)})",
+                "flatten it",
+            )
         if isinstance(n, yaml.MappingNode):
             _check_duplicate_keys(n, where, module)
         on_path.add(key)
@@ -136,9 +150,14 @@ def _check_duplicate_keys(n: yaml.MappingNode, where: str, module: str) -> None:
             continue
         line = k.start_mark.line + 1
         if k.value in seen:
-            raise CheckError(module, f"{where}: the key '{k.value}' is written twice (line {seen[k.value]} and line "
-                             f"{line}); YAML would silently keep the second", "keep one of them",
-                             key=k.value, line=line)
+            raise CheckError(
+                module,
+                f"{where}: the key '{k.value}' is written twice (line {seen[k.value]} and line "
+                f"{line}); YAML would silently keep the second",
+                "keep one of them",
+                key=k.value,
+                line=line,
+            )
         seen[k.value] = line
 
 
@@ -147,8 +166,11 @@ def _guard(text: str, module: str, where: str) -> None:
     if len(text) > MAX_BYTES * 4:
         raise CheckError(module, f"{where} is {len(text) / MB:.1f} MB of text; at most {MAX_BYTES // MB} MB is read")
     if _raw_bracket_depth(text) > MAX_RAW_BRACKETS:
-        raise CheckError(module, f"{where} opens more than {MAX_RAW_BRACKETS} '[' / '{{' without closing them "
-                         "(nested too deep to read)", "flatten it")
+        raise CheckError(
+            module,
+            f"{where} opens more than {MAX_RAW_BRACKETS} '[' / '{{' without closing them (nested too deep to read)",
+            "flatten it",
+        )
 
 
 def compose_yaml_text(text: str, *, module: str, where: str) -> yaml.Node | None:
@@ -194,8 +216,11 @@ def load_json_text(text: str, *, module: str, where: str) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as e:
-        raise CheckError(module, f"{where} is not valid JSON: {e.msg} at {_where(e.lineno, e.colno)}",
-                         "fix the JSON syntax (double quotes, no trailing commas)")
+        raise CheckError(
+            module,
+            f"{where} is not valid JSON: {e.msg} at {_where(e.lineno, e.colno)}",
+            "fix the JSON syntax (double quotes, no trailing commas)",
+        )
     except RecursionError:
         raise CheckError(module, f"{where} is nested too deep to read", "flatten it")
 

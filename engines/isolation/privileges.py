@@ -23,6 +23,7 @@ reader without ``CAP_SYS_PTRACE`` a target that is not dumpable. So:
 command line (the studio takes its login from a file or the environment and removes it,
 :mod:`aworld_gui.web.clean_start`).
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -89,7 +90,7 @@ def drop_privileges() -> list[str]:
     if _libc() is None:
         return []
     problems = []
-    for cap in range(_last_cap() + 1):   # needs CAP_SETPCAP: first, while we still hold it
+    for cap in range(_last_cap() + 1):  # needs CAP_SETPCAP: first, while we still hold it
         if not _prctl(PR_CAPBSET_DROP, cap) and _has_in_bounding(cap):
             problems.append(f"bounding set: capability {cap}")
     _prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL)

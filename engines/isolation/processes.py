@@ -12,6 +12,7 @@
 Used by the run launcher (:mod:`engines.runs.lifecycle`), the verl jobs, the studio's check worker, the
 Ray head helper of the tests, and the benchmarks.
 """
+
 from __future__ import annotations
 
 import os
@@ -25,20 +26,31 @@ from typing import Mapping, Sequence
 import psutil
 
 
-_children: list[subprocess.Popen] = []          # started here and not yet reaped (reap_detached)
+_children: list[subprocess.Popen] = []  # started here and not yet reaped (reap_detached)
 _children_lock = threading.Lock()
 
 
-def spawn_detached(argv: Sequence[str], log_path: str | os.PathLike, env: Mapping[str, str] | None = None,
-                   cwd: str | os.PathLike | None = None) -> subprocess.Popen:
+def spawn_detached(
+    argv: Sequence[str],
+    log_path: str | os.PathLike,
+    env: Mapping[str, str] | None = None,
+    cwd: str | os.PathLike | None = None,
+) -> subprocess.Popen:
     """Start ``argv`` in a new session, output appended to ``log_path``; returns the Popen. A long-lived
     caller (the studio) calls :func:`reap_detached` now and then, so a child that ended never stays
     ``<defunct>`` whether or not its starter still looks at it (a chat model that exited when idle, an
     environment's setup)."""
     with open(Path(log_path), "ab") as log:
-        proc = subprocess.Popen(list(argv), cwd=None if cwd is None else str(cwd),
-                                env=None if env is None else dict(env), stdin=subprocess.DEVNULL, stdout=log,
-                                stderr=subprocess.STDOUT, start_new_session=True, close_fds=True)
+        proc = subprocess.Popen(
+            list(argv),
+            cwd=None if cwd is None else str(cwd),
+            env=None if env is None else dict(env),
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            close_fds=True,
+        )
     with _children_lock:
         _children.append(proc)
     return proc
@@ -92,7 +104,7 @@ def terminate_tree(pid: int, grace_s: float = 5.0, kill_wait_s: float = 5.0, gro
         except (ProcessLookupError, PermissionError):
             pgid = None
         if pgid is not None and pgid != pid:
-            pgid = None   # never signal a group that this process merely belongs to (e.g. ours)
+            pgid = None  # never signal a group that this process merely belongs to (e.g. ours)
     if not procs and pgid is None:
         return False
     for sig, wait_s in ((signal.SIGTERM, grace_s), (signal.SIGKILL, kill_wait_s)):

@@ -19,6 +19,7 @@ check``/``train``, :class:`~engines.core.agent_trainer.AgentTrainer`'s checks) r
 
 Linux and macOS (``fork``); the subreaper and ``pidfd`` are used where the kernel has them.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -47,9 +48,9 @@ _HDR = struct.Struct(">Q")
 SUPERVISOR_GRACE_S = 2.0
 _PR_SET_CHILD_SUBREAPER = 36
 
-_progress_fd: int | None = None     # in a call's child: where report_progress writes
-_stage: str | None = None           # in a call's child: the stage last reported
-_inside = False                     # True in a call's child
+_progress_fd: int | None = None  # in a call's child: where report_progress writes
+_stage: str | None = None  # in a call's child: the stage last reported
+_inside = False  # True in a call's child
 
 
 def default_timeout_s() -> float:
@@ -103,12 +104,19 @@ class Outcome:
     exit_status: int | None = None
     signal: int | None = None
     seconds: float = 0.0
-    killed: list[int] = field(default_factory=list)   # descendants killed when the call ended
+    killed: list[int] = field(default_factory=list)  # descendants killed when the call ended
 
     def failure(self) -> dict[str, Any]:
         """The failure as plain data (what the check worker sends to the studio)."""
-        return {"error": self.error, "kind": self.kind, "stage": self.stage, "output": self.output,
-                "traceback": self.traceback, "exit_status": self.exit_status, "signal": self.signal}
+        return {
+            "error": self.error,
+            "kind": self.kind,
+            "stage": self.stage,
+            "output": self.output,
+            "traceback": self.traceback,
+            "exit_status": self.exit_status,
+            "signal": self.signal,
+        }
 
 
 def signal_name(sig: int) -> str:
@@ -169,15 +177,23 @@ def _kill_descendants(pid: int, rounds: int = 20) -> list[int]:
     return killed
 
 
-def _end_everything(signum, frame) -> None:   # noqa: ARG001 - a signal handler
+def _end_everything(signum, frame) -> None:  # noqa: ARG001 - a signal handler
     """The supervisor's caller died (parent-death signal), its deadline passed (SIGALRM) or it was told
     to stop: nothing it supervises outlives it."""
     _kill_descendants(os.getpid())
     os._exit(128 + signum)
 
 
-def _supervise(fn: Callable[..., Any], kwargs: Mapping[str, Any], w: int, pw: int, out_fd: int,
-               env: Mapping[str, str] | None, parent: int = 0, timeout_s: float = 0.0) -> None:
+def _supervise(
+    fn: Callable[..., Any],
+    kwargs: Mapping[str, Any],
+    w: int,
+    pw: int,
+    out_fd: int,
+    env: Mapping[str, str] | None,
+    parent: int = 0,
+    timeout_s: float = 0.0,
+) -> None:
     """The call's first child: leads a new session, is the subreaper of everything below it, forks the
     worker, and when the worker ends kills whatever it left behind, then ends the way the worker did
     (its exit status, or the signal that killed it). Never runs user code itself. It dies with its
@@ -190,7 +206,7 @@ def _supervise(fn: Callable[..., Any], kwargs: Mapping[str, Any], w: int, pw: in
         for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGALRM):
             signal.signal(sig, _end_everything)
         set_parent_death_signal(signal.SIGTERM)
-        if parent and os.getppid() != parent:   # the caller died before the signal was set
+        if parent and os.getppid() != parent:  # the caller died before the signal was set
             os._exit(128 + signal.SIGTERM)
         if timeout_s > 0:
             signal.setitimer(signal.ITIMER_REAL, timeout_s + SUPERVISOR_GRACE_S)
@@ -201,7 +217,7 @@ def _supervise(fn: Callable[..., Any], kwargs: Mapping[str, Any], w: int, pw: in
         os.close(pw)
         while True:
             try:
-                pid, status = os.waitpid(-1, 0)   # orphans re-parented to us are reaped here too
+                pid, status = os.waitpid(-1, 0)  # orphans re-parented to us are reaped here too
             except ChildProcessError:
                 os._exit(0)
             if pid == worker:
@@ -215,10 +231,12 @@ def _supervise(fn: Callable[..., Any], kwargs: Mapping[str, Any], w: int, pw: in
                 break
         if os.WIFSIGNALED(status):
             sig = os.WTERMSIG(status)
-            for step in (lambda: __import__("resource").setrlimit(__import__("resource").RLIMIT_CORE, (0, 0)),
-                         lambda: signal.signal(sig, signal.SIG_DFL),      # (not for SIGKILL: it needs none)
-                         lambda: signal.pthread_sigmask(signal.SIG_UNBLOCK, [sig]),
-                         lambda: os.kill(os.getpid(), sig)):
+            for step in (
+                lambda: __import__("resource").setrlimit(__import__("resource").RLIMIT_CORE, (0, 0)),
+                lambda: signal.signal(sig, signal.SIG_DFL),  # (not for SIGKILL: it needs none)
+                lambda: signal.pthread_sigmask(signal.SIG_UNBLOCK, [sig]),
+                lambda: os.kill(os.getpid(), sig),
+            ):
                 try:
                     step()
                 except (OSError, ValueError):
@@ -238,8 +256,9 @@ def _after_fork_torch() -> None:
         torch.set_num_threads(1)
 
 
-def _work(fn: Callable[..., Any], kwargs: Mapping[str, Any], w: int, pw: int, out_fd: int,
-          env: Mapping[str, str] | None) -> None:
+def _work(
+    fn: Callable[..., Any], kwargs: Mapping[str, Any], w: int, pw: int, out_fd: int, env: Mapping[str, str] | None
+) -> None:
     """The worker: the environment it may see, the work, one result frame."""
     global _progress_fd, _inside
     code = 0
@@ -248,7 +267,7 @@ def _work(fn: Callable[..., Any], kwargs: Mapping[str, Any], w: int, pw: int, ou
         _progress_fd = pw
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGPIPE, signal.SIGHUP, signal.SIGALRM):
             signal.signal(sig, signal.SIG_DFL)
-        set_parent_death_signal(signal.SIGKILL)   # the supervisor gone (killed): the worker goes too
+        set_parent_death_signal(signal.SIGKILL)  # the supervisor gone (killed): the worker goes too
         devnull = os.open(os.devnull, os.O_RDONLY)
         os.dup2(devnull, 0)
         os.dup2(out_fd, 1)
@@ -256,10 +275,10 @@ def _work(fn: Callable[..., Any], kwargs: Mapping[str, Any], w: int, pw: int, ou
         # nothing the caller had open (the check worker's protocol, other calls' pipes, its log files)
         close_inherited_fds({w, pw})
         # whatever the parent made of them (a test runner's capture, a closed terminal): the fds above
-        sys.stdin = os.fdopen(0, "r", encoding="utf-8", closefd=False)   # /dev/null
+        sys.stdin = os.fdopen(0, "r", encoding="utf-8", closefd=False)  # /dev/null
         sys.stdout = os.fdopen(1, "w", buffering=1, encoding="utf-8", errors="replace", closefd=False)
         sys.stderr = os.fdopen(2, "w", buffering=1, encoding="utf-8", errors="replace", closefd=False)
-        import faulthandler   # a crash's trace goes to the call's output, never to the parent's terminal
+        import faulthandler  # a crash's trace goes to the call's output, never to the parent's terminal
 
         faulthandler.enable(file=sys.stderr)
         if env is not None:
@@ -271,12 +290,20 @@ def _work(fn: Callable[..., Any], kwargs: Mapping[str, Any], w: int, pw: int, ou
         try:
             result: tuple[bool, Any] = (True, fn(**dict(kwargs)))
         except SystemExit as e:
-            result = (False, {"kind": "exit", "error": f"called sys.exit({e.code!r})",
-                              "exit_status": e.code if isinstance(e.code, int) else 1,
-                              "traceback": traceback.format_exc(limit=8)})
+            result = (
+                False,
+                {
+                    "kind": "exit",
+                    "error": f"called sys.exit({e.code!r})",
+                    "exit_status": e.code if isinstance(e.code, int) else 1,
+                    "traceback": traceback.format_exc(limit=8),
+                },
+            )
         except BaseException as e:  # noqa: BLE001 - user code may raise anything
-            result = (False, {"kind": "exception", "error": f"{type(e).__name__}: {e}",
-                              "traceback": traceback.format_exc(limit=8)})
+            result = (
+                False,
+                {"kind": "exception", "error": f"{type(e).__name__}: {e}", "traceback": traceback.format_exc(limit=8)},
+            )
         try:
             data = pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)
         except Exception as e:  # noqa: BLE001
@@ -295,7 +322,7 @@ def _read_chunk(fd: int, size: int) -> bytes:
     """What a non-blocking pipe has now (b"" when nothing yet, at its end, or closed)."""
     try:
         return os.read(fd, size)
-    except OSError:   # BlockingIOError included: nothing yet
+    except OSError:  # BlockingIOError included: nothing yet
         return b""
 
 
@@ -304,8 +331,14 @@ class IsolatedCall:
     :meth:`pump` / :attr:`deadline` from an event loop (the studio's worker runs several at once),
     or call :meth:`wait`. :meth:`finish` returns the :class:`Outcome` and leaves nothing running."""
 
-    def __init__(self, fn: Callable[..., Any], kwargs: Mapping[str, Any] | None = None, *,
-                 timeout_s: float | None = None, env: Mapping[str, str] | None = None):
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        kwargs: Mapping[str, Any] | None = None,
+        *,
+        timeout_s: float | None = None,
+        env: Mapping[str, str] | None = None,
+    ):
         self.timeout_s = float(timeout_s or default_timeout_s())
         self.started = time.monotonic()
         self.deadline = self.started + self.timeout_s
@@ -332,8 +365,8 @@ class IsolatedCall:
         self._buf = bytearray()
         self._progress = b""
         self._frame: bytes | None = None
-        self._status: int | None = None      # waitpid status once reaped
-        self._ended: str | None = None       # timeout | cancelled
+        self._status: int | None = None  # waitpid status once reaped
+        self._ended: str | None = None  # timeout | cancelled
         self._reason = ""
         self._killed: list[int] = []
         self._outcome: Outcome | None = None
@@ -375,7 +408,7 @@ class IsolatedCall:
         if self._frame is None:
             self._poll_exit()
             if self._status is not None:
-                self._read_result()   # written just before it exited
+                self._read_result()  # written just before it exited
         if not self.done and time.monotonic() >= self.deadline:
             self.stop("timeout")
         return self.done
@@ -414,7 +447,7 @@ class IsolatedCall:
             if len(self._buf) >= _HDR.size:
                 (n,) = _HDR.unpack_from(self._buf)
                 if len(self._buf) >= _HDR.size + n:
-                    self._frame = bytes(self._buf[_HDR.size:_HDR.size + n])
+                    self._frame = bytes(self._buf[_HDR.size : _HDR.size + n])
 
     def _poll_exit(self) -> None:
         try:
@@ -454,7 +487,7 @@ class IsolatedCall:
             if self._status is None:
                 self._kill_tree()
         try:
-            os.killpg(self.pid, signal.SIGKILL)   # anything still in the call's group
+            os.killpg(self.pid, signal.SIGKILL)  # anything still in the call's group
         except (ProcessLookupError, PermissionError):
             pass
         if self._status is None:
@@ -485,38 +518,63 @@ class IsolatedCall:
             if ok:
                 self._outcome = Outcome(True, payload, **base)
             else:
-                self._outcome = Outcome(False, kind=payload.get("kind", "exception"), error=payload.get("error", ""),
-                                        traceback=payload.get("traceback", ""),
-                                        exit_status=payload.get("exit_status"), **base)
+                self._outcome = Outcome(
+                    False,
+                    kind=payload.get("kind", "exception"),
+                    error=payload.get("error", ""),
+                    traceback=payload.get("traceback", ""),
+                    exit_status=payload.get("exit_status"),
+                    **base,
+                )
         elif self._ended == "timeout":
-            self._outcome = Outcome(False, kind="timeout", error=f"timed out after {self.timeout_s:g} s{doing} (the call "
-                                    "and everything it started were killed)", **base)
+            self._outcome = Outcome(
+                False,
+                kind="timeout",
+                error=f"timed out after {self.timeout_s:g} s{doing} (the call and everything it started were killed)",
+                **base,
+            )
         elif self._ended == "cancelled":
-            self._outcome = Outcome(False, kind="cancelled",
-                                    error="cancelled" + (f": {self._reason}" if self._reason else ""), **base)
+            self._outcome = Outcome(
+                False, kind="cancelled", error="cancelled" + (f": {self._reason}" if self._reason else ""), **base
+            )
         else:
             status = self._status or 0
             if os.WIFSIGNALED(status):
                 sig = os.WTERMSIG(status)
-                self._outcome = Outcome(False, kind="crash", signal=sig,
-                                        error=f"was killed by signal {sig} ({signal_name(sig)}){doing}", **base)
+                self._outcome = Outcome(
+                    False,
+                    kind="crash",
+                    signal=sig,
+                    error=f"was killed by signal {sig} ({signal_name(sig)}){doing}",
+                    **base,
+                )
             else:
                 code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else status
-                self._outcome = Outcome(False, kind="exit", exit_status=code,
-                                        error=f"exited with status {code} (os._exit or a crash in native code) "
-                                              f"before it returned{',' if doing else ''}{doing}", **base)
+                self._outcome = Outcome(
+                    False,
+                    kind="exit",
+                    exit_status=code,
+                    error=f"exited with status {code} (os._exit or a crash in native code) "
+                    f"before it returned{',' if doing else ''}{doing}",
+                    **base,
+                )
         return self._outcome
 
 
-def run_isolated(fn: Callable[..., Any], kwargs: Mapping[str, Any] | None = None, *, timeout_s: float | None = None,
-                 env: Mapping[str, str] | None = None) -> Outcome:
+def run_isolated(
+    fn: Callable[..., Any],
+    kwargs: Mapping[str, Any] | None = None,
+    *,
+    timeout_s: float | None = None,
+    env: Mapping[str, str] | None = None,
+) -> Outcome:
     """``fn(**kwargs)`` in an :class:`IsolatedCall`; blocks until it ends. Never raises for what the
     call does (see :class:`Outcome`)."""
     return IsolatedCall(fn, kwargs, timeout_s=timeout_s, env=env).wait()
 
 
 def whose(stage: str | None) -> str:
-    """"the reward module's code" for a module stage, else "user code"."""
+    """ "the reward module's code" for a module stage, else "user code"."""
     from ..core.check_result import CHECKED_MODULES
 
     return f"the {stage} module's code" if stage in CHECKED_MODULES else "the checked code"

@@ -14,6 +14,7 @@ gets :func:`user_code_env`:
 
 Everything else (PATH, HOME, locale, CUDA/NCCL/HF settings, proxies without passwords) is kept.
 """
+
 from __future__ import annotations
 
 import os
@@ -25,8 +26,24 @@ from typing import Any, Iterable, Mapping
 ALLOW_ENV = "AWORLD_USER_ENV_ALLOW"
 #: the studio's own variables (its login): never given to user code, whatever asks for them
 STUDIO_PREFIX = "AWORLD_STUDIO_"
-_CREDENTIAL_PARTS = {"KEY", "APIKEY", "TOKEN", "SECRET", "SECRETS", "PASSWORD", "PASSWD", "PASS", "PWD",
-                     "CREDENTIAL", "CREDENTIALS", "AUTH", "COOKIE", "PRIVATE", "SESSION", "SIGNATURE"}
+_CREDENTIAL_PARTS = {
+    "KEY",
+    "APIKEY",
+    "TOKEN",
+    "SECRET",
+    "SECRETS",
+    "PASSWORD",
+    "PASSWD",
+    "PASS",
+    "PWD",
+    "CREDENTIAL",
+    "CREDENTIALS",
+    "AUTH",
+    "COOKIE",
+    "PRIVATE",
+    "SESSION",
+    "SIGNATURE",
+}
 _NOT_CREDENTIALS = {"PWD", "OLDPWD", "TOKENIZERS_PARALLELISM"}
 _URL_PASSWORD = re.compile(r"://[^/\s:@]+:[^/\s@]+@")
 _REF = re.compile(r"\$\{(?:oc\.env:)?([A-Za-z_][A-Za-z0-9_]*)(?:[:,][^}]*)?\}")
@@ -83,7 +100,7 @@ def referenced_names(*sources: Any) -> set[str]:
             for v in obj:
                 scan(v)
         else:
-            for attr in ("source", "secret_refs"):   # an AgentSpec carries where its values came from
+            for attr in ("source", "secret_refs"):  # an AgentSpec carries where its values came from
                 scan(getattr(obj, attr, None))
 
     for s in sources:

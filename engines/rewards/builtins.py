@@ -1,4 +1,5 @@
 """The studio's own rewards, written per sample: ``fn(completion, answer, **kwargs) -> float``."""
+
 from __future__ import annotations
 
 import inspect

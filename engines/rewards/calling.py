@@ -22,6 +22,7 @@ A reward function's parameters tell which framework it was written for:
 Every call goes through :func:`call_term` with a :class:`Batch`, in training and in the dry run
 alike; a :class:`Trace` records what each reward received (argument names and shapes) and returned.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -81,8 +82,15 @@ def looks_like_reward(fn: Any) -> bool:
     """Whether ``fn`` takes what a reward takes (else, given arguments, it is a factory)."""
     params = params_of(fn)
     names = set(params)
-    known = {*COMPLETION_NAMES, *ANSWER_NAMES, *TRL_PARAMS, *VERL_COMPLETION_NAMES, *VERL_BATCH_PARAMS,
-             "data_source", "prompt"}
+    known = {
+        *COMPLETION_NAMES,
+        *ANSWER_NAMES,
+        *TRL_PARAMS,
+        *VERL_COMPLETION_NAMES,
+        *VERL_BATCH_PARAMS,
+        "data_source",
+        "prompt",
+    }
     return bool(names & known) or has_var_kw(params)
 
 
@@ -139,8 +147,9 @@ class Batch:
     def trl_completions(self) -> list[Any]:
         """Completions as TRL passes them: message lists for chat prompts, text otherwise."""
         if self.chat:
-            return [c if is_messages(c) else [{"role": "assistant", "content": message_text(c)}]
-                    for c in self.completions]
+            return [
+                c if is_messages(c) else [{"role": "assistant", "content": message_text(c)}] for c in self.completions
+            ]
         return self.texts()
 
     def ids(self) -> list[list[int]]:
@@ -149,8 +158,11 @@ class Batch:
             return [list(x) for x in self.completion_ids]
         if self.tokenizer is not None:
             return [list(self.tokenizer(t, add_special_tokens=False)["input_ids"]) for t in self.texts()]
-        raise CheckError("reward", "this reward reads completion_ids (token ids) and no tokenizer is known here",
-                         "check it with an agent whose model folder has tokenizer files")
+        raise CheckError(
+            "reward",
+            "this reward reads completion_ids (token ids) and no tokenizer is known here",
+            "check it with an agent whose model folder has tokenizer files",
+        )
 
     def row(self, i: int) -> dict[str, Any]:
         return {k: v[i] for k, v in self.columns.items()}
@@ -266,16 +278,25 @@ def as_score(value: Any, who: str, allow_none: bool = False) -> float | None:
     if hasattr(value, "item") and not isinstance(value, (list, tuple, str)):
         value = value.item()
     if callable(value):
-        raise CheckError("reward", f"reward '{who}' returned a function ({short(value, 80)}): it is a factory",
-                         "give its arguments so it builds the reward: {ref: 'module:factory', args: {...}} "
-                         "(CLI: --reward 'module:factory(key=value,...)')")
+        raise CheckError(
+            "reward",
+            f"reward '{who}' returned a function ({short(value, 80)}): it is a factory",
+            "give its arguments so it builds the reward: {ref: 'module:factory', args: {...}} "
+            "(CLI: --reward 'module:factory(key=value,...)')",
+        )
     if not isinstance(value, (int, float)):
-        raise CheckError("reward", f"reward '{who}' returned {value!r} ({type(value).__name__}); "
-                         "a reward must return a number", "return a float (e.g. 1.0 or 0.0)")
+        raise CheckError(
+            "reward",
+            f"reward '{who}' returned {value!r} ({type(value).__name__}); a reward must return a number",
+            "return a float (e.g. 1.0 or 0.0)",
+        )
     value = float(value)
     if not math.isfinite(value):
-        raise CheckError("reward", f"reward '{who}' returned {value}; rewards must be finite",
-                         "guard divisions and logs so the function never returns NaN or infinity")
+        raise CheckError(
+            "reward",
+            f"reward '{who}' returned {value}; rewards must be finite",
+            "guard divisions and logs so the function never returns NaN or infinity",
+        )
     return value
 
 
@@ -298,7 +319,7 @@ def call_term(term: Any, batch: Batch) -> list[float | None]:
     if style == VERL_BATCH:
         return _call_verl_batch(term, batch)
     out = []
-    params, prompts = term.params, batch.prompt_list()       # once per batch: a signature is slow to read
+    params, prompts = term.params, batch.prompt_list()  # once per batch: a signature is slow to read
     for i in range(len(batch)):
         if style == VERL:
             args = _verl_args(term, params, batch, i)
@@ -354,8 +375,12 @@ def _sample_args(term: Any, params: dict, prompt: Any, batch: Batch, i: int) -> 
 
 def _verl_args(term: Any, params: dict, batch: Batch, i: int) -> dict[str, Any]:
     text = message_text(batch.completions[i])
-    candidates = {"data_source": batch.data_source(i), "solution_str": text, "ground_truth": batch.answers[i],
-                  "extra_info": batch.extra_info(i)}
+    candidates = {
+        "data_source": batch.data_source(i),
+        "solution_str": text,
+        "ground_truth": batch.answers[i],
+        "extra_info": batch.extra_info(i),
+    }
     for alias in VERL_COMPLETION_NAMES[1:]:
         if alias in params:
             candidates[alias] = text
@@ -370,9 +395,13 @@ def _verl_args(term: Any, params: dict, batch: Batch, i: int) -> dict[str, Any]:
 
 def _call_verl_batch(term: Any, batch: Batch) -> list[float | None]:
     n = range(len(batch))
-    candidates = {"data_sources": [batch.data_source(i) for i in n], "solution_strs": batch.texts(),
-                  "ground_truths": list(batch.answers), "extra_infos": [batch.extra_info(i) for i in n],
-                  **term.kwargs}
+    candidates = {
+        "data_sources": [batch.data_source(i) for i in n],
+        "solution_strs": batch.texts(),
+        "ground_truths": list(batch.answers),
+        "extra_infos": [batch.extra_info(i) for i in n],
+        **term.kwargs,
+    }
     args = _accepted(term.fn, candidates, term.params)
     if batch.trace is not None:
         batch.trace.received(term.name, term.style, args)
@@ -430,11 +459,14 @@ def _traced_logger(trace: Trace, term: str, kind: str, inner: Callable | None) -
         trace.logged(term, kind, name, value)
         if inner is not None:
             inner(name, value)
+
     return log
 
 
 def _check_length(name: str, out: Any, n: int, trl: bool = False) -> None:
     if not isinstance(out, (list, tuple)) or len(out) != n:
         style = " (TRL style)" if trl else ""
-        raise CheckError("reward", f"reward '{name}'{style} must return a list with one value per completion "
-                         f"({n}), got {short(out, 120)}")
+        raise CheckError(
+            "reward",
+            f"reward '{name}'{style} must return a list with one value per completion ({n}), got {short(out, 120)}",
+        )

@@ -12,6 +12,7 @@ Each entry is plain data (the studio shows it without importing reward code)::
      "requires": ["math-verify"], "missing": [], "factory": False, "args": {}, "data_sources": [],
      "example": "\\boxed{{answer}}"}
 """
+
 from __future__ import annotations
 
 import ast
@@ -33,14 +34,21 @@ EXAMPLES: dict[str, str] = {
     "trl.rewards:reasoning_accuracy_reward": "<think>\nreasoning\n</think>\n" + BOXED,
     "trl.rewards:think_format_reward": THINK,
     "gsm8k": "#### {answer}",
-    "math_reward": BOXED, "math_dapo": BOXED, "prime_math": BOXED, "geo3k": BOXED, "math_verify": BOXED,
+    "math_reward": BOXED,
+    "math_dapo": BOXED,
+    "prime_math": BOXED,
+    "geo3k": BOXED,
+    "math_verify": BOXED,
     "search_r1_like_qa_em": "<answer>{answer}</answer>",
 }
 #: what a reward scores when it does not score the answer (the dry run does not expect it to prefer
 #: the reference answer over a wrong one in the same format)
 ASPECTS: dict[str, str] = {
-    "answer_format": "format", "length_penalty": "length", "trl.rewards:think_format_reward": "format",
-    "trl.rewards:get_soft_overlong_punishment": "length", "trl.rewards:get_repetition_penalty_reward": "length",
+    "answer_format": "format",
+    "length_penalty": "length",
+    "trl.rewards:think_format_reward": "format",
+    "trl.rewards:get_soft_overlong_punishment": "length",
+    "trl.rewards:get_repetition_penalty_reward": "length",
 }
 #: example arguments of factories (the studio fills them in when one is picked)
 FACTORY_ARGS: dict[str, dict[str, Any]] = {
@@ -50,8 +58,10 @@ FACTORY_ARGS: dict[str, dict[str, Any]] = {
 }
 VERL_SCORE = "verl.utils.reward_score"
 #: scorers that need a service to run (verl's sandbox for code)
-VERL_NOTES = {"sandbox_fusion": "needs a Sandbox Fusion service (sandbox_fusion_url)",
-              "prime_code": "runs the completion's code against test cases"}
+VERL_NOTES = {
+    "sandbox_fusion": "needs a Sandbox Fusion service (sandbox_fusion_url)",
+    "prime_code": "runs the completion's code against test cases",
+}
 
 _SOURCES: dict[str, Callable[[], list[dict[str, Any]]]] = {}
 
@@ -75,9 +85,20 @@ def _entry(key: str, source: str, description: str, **extra: Any) -> dict[str, A
     requires = [pip_name(m) for m in requirements_of(key)] + [pip_name(m) for m in extra.pop("needs", ())]
     missing = [p for p, _ in missing_requirements(key)] + extra.pop("missing", [])
     label = extra.pop("label", None) or key
-    return {"key": key, "label": label, "source": source, "description": description, "requires": requires,
-            "missing": sorted(set(missing)), "factory": False, "args": {}, "data_sources": [],
-            "example": EXAMPLES.get(key), "aspect": ASPECTS.get(key, "answer"), **extra}
+    return {
+        "key": key,
+        "label": label,
+        "source": source,
+        "description": description,
+        "requires": requires,
+        "missing": sorted(set(missing)),
+        "factory": False,
+        "args": {},
+        "data_sources": [],
+        "example": EXAMPLES.get(key),
+        "aspect": ASPECTS.get(key, "answer"),
+        **extra,
+    }
 
 
 def builtin_entries() -> list[dict[str, Any]]:
@@ -101,8 +122,7 @@ def trl_entries() -> list[dict[str, Any]]:
         if factory and not args:
             params = inspect.signature(fn).parameters.items()
             args = {n: (None if p.default is p.empty else p.default) for n, p in params}
-        out.append(_entry(key, f"trl {trl.__version__}", _doc(fn), label=f"TRL · {name}", factory=factory,
-                          args=args))
+        out.append(_entry(key, f"trl {trl.__version__}", _doc(fn), label=f"TRL · {name}", factory=factory, args=args))
     return out
 
 
@@ -121,8 +141,12 @@ def verl_source_map() -> dict[str, list[str]]:
     branch = next((n for n in fn.body if isinstance(n, ast.If)), None)
     while isinstance(branch, ast.If):
         sources = _sources(branch.test)
-        modules = [a.name for n in ast.walk(ast.Module(body=branch.body, type_ignores=[]))
-                   if isinstance(n, ast.ImportFrom) and n.level == 1 for a in n.names]
+        modules = [
+            a.name
+            for n in ast.walk(ast.Module(body=branch.body, type_ignores=[]))
+            if isinstance(n, ast.ImportFrom) and n.level == 1
+            for a in n.names
+        ]
         for m in modules:
             out.setdefault(m, []).extend(s for s in sources if s not in out[m])
         branch = branch.orelse[0] if len(branch.orelse) == 1 and isinstance(branch.orelse[0], ast.If) else None
@@ -162,16 +186,29 @@ def verl_entries() -> list[dict[str, Any]]:
     except Exception:  # noqa: BLE001
         return []
     source_map = verl_source_map()
-    out = [_entry(f"{VERL_SCORE}:default_compute_score", f"verl {version}",
-                  "verl's default: picks the scorer by each row's data_source (raises for a source it does not know)",
-                  label="verl · default_compute_score (by data_source)",
-                  data_sources=sorted({s for v in source_map.values() for s in v}))]
+    out = [
+        _entry(
+            f"{VERL_SCORE}:default_compute_score",
+            f"verl {version}",
+            "verl's default: picks the scorer by each row's data_source (raises for a source it does not know)",
+            label="verl · default_compute_score (by data_source)",
+            data_sources=sorted({s for v in source_map.values() for s in v}),
+        )
+    ]
     for module, sources in source_map.items():
         key = f"{VERL_SCORE}.{module}:compute_score"
         note = VERL_NOTES.get(module)
         desc = f"verl's scorer for data_source {', '.join(sources)}" + (f"; {note}" if note else "")
-        out.append(_entry(key, f"verl {version}", desc, label=f"verl · {module}",
-                          data_sources=sources, example=EXAMPLES.get(module)))
+        out.append(
+            _entry(
+                key,
+                f"verl {version}",
+                desc,
+                label=f"verl · {module}",
+                data_sources=sources,
+                example=EXAMPLES.get(module),
+            )
+        )
     return out
 
 
@@ -182,10 +219,22 @@ def catalog() -> list[dict[str, Any]]:
         try:
             entries += build()
         except Exception as e:  # noqa: BLE001 - one source failing leaves the others listed
-            entries.append({"key": f"error:{name}", "label": f"{name} rewards unavailable", "source": name,
-                            "description": f"{type(e).__name__}: {e}", "requires": [], "missing": [],
-                            "factory": False, "args": {}, "data_sources": [], "example": None, "aspect": None,
-                            "error": True})
+            entries.append(
+                {
+                    "key": f"error:{name}",
+                    "label": f"{name} rewards unavailable",
+                    "source": name,
+                    "description": f"{type(e).__name__}: {e}",
+                    "requires": [],
+                    "missing": [],
+                    "factory": False,
+                    "args": {},
+                    "data_sources": [],
+                    "example": None,
+                    "aspect": None,
+                    "error": True,
+                }
+            )
     return entries
 
 
@@ -196,7 +245,7 @@ def example_for(key: str | None, data_source: str | None = None) -> str | None:
     if key in EXAMPLES:
         return EXAMPLES[key]
     if key.startswith(VERL_SCORE):
-        module = key.rpartition(":")[0][len(VERL_SCORE) + 1:]
+        module = key.rpartition(":")[0][len(VERL_SCORE) + 1 :]
         if not module and data_source:
             module = verl_module_for(data_source) or ""
         return EXAMPLES.get(module)

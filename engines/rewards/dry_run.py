@@ -2,6 +2,7 @@
 called exactly as training calls it (chat prompts, TRL's shapes, dataset columns, completion_ids from
 the model's tokenizer, trainer_state, log_extra/log_metric), and reports what each term received and
 returned so a user sees why a reward scores 0."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -63,8 +64,9 @@ def _calling(term: Any, n: int, bundle: Any) -> tuple[str, str]:
     return what, f"{n} sample row(s)" + (f" of {Path(source).name}" if source else "")
 
 
-def dry_run_reward(reward: Reward, bundle: Any, rows: int = 3, system_prompt: str | None = None,
-                   tokenizer: Any = None) -> CheckResult:
+def dry_run_reward(
+    reward: Reward, bundle: Any, rows: int = 3, system_prompt: str | None = None, tokenizer: Any = None
+) -> CheckResult:
     """Call the reward on a few dataset rows with the reference answer and a wrong one."""
     from ..inputs import data as D
 
@@ -92,37 +94,58 @@ def dry_run_reward(reward: Reward, bundle: Any, rows: int = 3, system_prompt: st
     # TRL passes trainer_state; making one imports torch (about a second), so only for TRL-style terms
     trl_terms = any(t.style == TRL for t in reward.terms)
     extras = {"trainer_state": _trainer_state()} if trl_terms else {}
-    batch = Batch(completions, refs, prompts, columns, extras=extras, conversational=True,
-                  tokenizer=tokenizer or reward.tokenizer, trace=trace)
+    batch = Batch(
+        completions,
+        refs,
+        prompts,
+        columns,
+        extras=extras,
+        conversational=True,
+        tokenizer=tokenizer or reward.tokenizer,
+        trace=trace,
+    )
     extras_log: dict[str, Any] = {}
     batch.extras["log_extra"] = lambda column, values: extras_log.__setitem__(column, list(values))
     batch.extras["log_metric"] = lambda name, value: extras_log.__setitem__(name, value)
     parts: dict[str, list] = {}
     for term in reward.terms:
         what, on = _calling(term, n, bundle)
-        report_progress("reward", f"calling {what} on {on}")   # named if the call hangs or kills the check
+        report_progress("reward", f"calling {what} on {on}")  # named if the call hangs or kills the check
         try:
             parts[term.name] = reward._term_batch(term, batch)
         except SystemExit as e:
-            raise CheckError("reward", f"the reward module's code called sys.exit({e.code!r}) in {what} (dry run on "
-                             f"{on})", "user code must not exit the check: return a value or raise an exception",
-                             calls=trace.to_dict()) from None
+            raise CheckError(
+                "reward",
+                f"the reward module's code called sys.exit({e.code!r}) in {what} (dry run on {on})",
+                "user code must not exit the check: return a value or raise an exception",
+                calls=trace.to_dict(),
+            ) from None
         except CheckError as e:
             j = getattr(e, "aworld_sample", None)
-            where = (f"{_where(bundle, meta[j][0])}, {meta[j][1]} answer" if j is not None else
-                     f"{n} sample row(s)")
+            where = f"{_where(bundle, meta[j][0])}, {meta[j][1]} answer" if j is not None else f"{n} sample row(s)"
             problem, tail = e.result.message, f" — {e.hint}"
-            problem = problem[:-len(tail)] if e.hint and problem.endswith(tail) else problem
-            raise CheckError("reward", f"{problem} (dry run on {where})", e.hint if problem != e.result.message
-                             else None, calls=trace.to_dict())
+            problem = problem[: -len(tail)] if e.hint and problem.endswith(tail) else problem
+            raise CheckError(
+                "reward",
+                f"{problem} (dry run on {where})",
+                e.hint if problem != e.result.message else None,
+                calls=trace.to_dict(),
+            )
         except RewardError as e:
             cause = e.__cause__ or e
             hint = install_hint(cause) if isinstance(cause, ImportError) else getattr(cause, "hint", None)
             j = getattr(cause, "aworld_sample", None)
-            where = (f"{_where(bundle, meta[j][0])}, completion={completions[j]!r:.200}" if j is not None else
-                     f"{n} sample row(s), completions {completions[:2]!r}…")
-            raise CheckError("reward", f"{e} (dry run on {where})",
-                             hint or "fix the function so it handles this input", calls=trace.to_dict()) from e
+            where = (
+                f"{_where(bundle, meta[j][0])}, completion={completions[j]!r:.200}"
+                if j is not None
+                else f"{n} sample row(s), completions {completions[:2]!r}…"
+            )
+            raise CheckError(
+                "reward",
+                f"{e} (dry run on {where})",
+                hint or "fix the function so it handles this input",
+                calls=trace.to_dict(),
+            ) from e
     results: list[dict[str, Any]] = []
     for j, (i, label) in enumerate(meta):
         if label == "reference":
@@ -132,27 +155,44 @@ def dry_run_reward(reward: Reward, bundle: Any, rows: int = 3, system_prompt: st
     warnings = []
     for name, values in parts.items():
         if values and all(v is None for v in values):
-            warnings.append(f"'{name}' returned None for every sample row: it does not apply to them "
-                            "(TRL leaves such rows out of the reward)")
+            warnings.append(
+                f"'{name}' returned None for every sample row: it does not apply to them "
+                "(TRL leaves such rows out of the reward)"
+            )
     graders = [t for t in reward.terms if aspect_of(t.builtin or t.ref) == "answer"]
 
     def graded(side: dict) -> float:
         return sum(t.weight * side["terms"][t.name] for t in graders if side["terms"][t.name] is not None)
 
-    if graders and results and bundle.columns.answer and all(graded(r["reference"]) <= graded(r["wrong"])
-                                                             for r in results):
+    if (
+        graders
+        and results
+        and bundle.columns.answer
+        and all(graded(r["reference"]) <= graded(r["wrong"]) for r in results)
+    ):
         warnings.append("the reward does not score the reference answer above a wrong one on the sample rows")
     names = ", ".join(f"{t.name}×{t.weight:g}" for t in reward.terms)
     template = completion_template(reward, next(iter(columns.get("data_source") or []), None))
-    msg = f"{names}; dry run on {n} row(s): reference → " + \
-          ", ".join(f"{r['reference']['total']:.2f}" for r in results) + "; wrong → " + \
-          ", ".join(f"{r['wrong']['total']:.2f}" for r in results)
+    msg = (
+        f"{names}; dry run on {n} row(s): reference → "
+        + ", ".join(f"{r['reference']['total']:.2f}" for r in results)
+        + "; wrong → "
+        + ", ".join(f"{r['wrong']['total']:.2f}" for r in results)
+    )
     if template:
         msg += f" (completions written as {template!r})"
     calls = trace.to_dict()
     if extras_log:
         calls.setdefault("_logged", {}).update({k: repr(v)[:160] for k, v in extras_log.items()})
-    return CheckResult("reward", "warning" if warnings else "ok", msg,
-                       details={"terms": [t.to_spec() | {"name": t.name} for t in reward.terms],
-                                "dry_run": results, "calls": calls, "completion_template": template},
-                       warnings=warnings)
+    return CheckResult(
+        "reward",
+        "warning" if warnings else "ok",
+        msg,
+        details={
+            "terms": [t.to_spec() | {"name": t.name} for t in reward.terms],
+            "dry_run": results,
+            "calls": calls,
+            "completion_template": template,
+        },
+        warnings=warnings,
+    )

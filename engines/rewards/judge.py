@@ -21,6 +21,7 @@ Each training step logs the judge's cost through TRL's ``log_metric``: ``judge/<
 cannot be reached, times out or replies without a score raises :class:`JudgeError` (a reward error
 in a run, a check error in the dry run), with the key masked.
 """
+
 from __future__ import annotations
 
 import os
@@ -35,9 +36,21 @@ from ..isolation.user_env import JUDGE_DEFAULT_KEY_ENV as DEFAULT_KEY_ENV
 from .calling import Batch, is_messages, message_text
 
 PLACEHOLDERS = ("prompt", "completion", "answer")
-DEFAULTS: dict[str, Any] = {"url": None, "model": None, "prompt": None, "api_key_env": DEFAULT_KEY_ENV,
-                            "score_pattern": r"-?\d+(?:\.\d+)?", "scale": None, "concurrency": 4, "timeout": 30.0,
-                            "retries": 2, "temperature": 0.0, "max_tokens": 16, "system": None, "name": "judge"}
+DEFAULTS: dict[str, Any] = {
+    "url": None,
+    "model": None,
+    "prompt": None,
+    "api_key_env": DEFAULT_KEY_ENV,
+    "score_pattern": r"-?\d+(?:\.\d+)?",
+    "scale": None,
+    "concurrency": 4,
+    "timeout": 30.0,
+    "retries": 2,
+    "temperature": 0.0,
+    "max_tokens": 16,
+    "system": None,
+    "name": "judge",
+}
 
 
 class JudgeError(RuntimeError):
@@ -61,20 +74,29 @@ class JudgeScorer:
         if not isinstance(spec, dict):
             raise CheckError("reward", f"judge must be a mapping (url, model, prompt, ...), got {spec!r}")
         if "api_key" in spec:
-            raise CheckError("reward", "the judge's api_key is given in the spec: it would be written into run.yaml",
-                             "put the key in an environment variable and name it: api_key_env: MY_JUDGE_KEY")
+            raise CheckError(
+                "reward",
+                "the judge's api_key is given in the spec: it would be written into run.yaml",
+                "put the key in an environment variable and name it: api_key_env: MY_JUDGE_KEY",
+            )
         unknown = [k for k in spec if k not in DEFAULTS]
         if unknown:
-            raise CheckError("reward", f"unknown judge option '{unknown[0]}'{did_you_mean(unknown[0], DEFAULTS)}",
-                             f"options: {', '.join(DEFAULTS)}")
+            raise CheckError(
+                "reward",
+                f"unknown judge option '{unknown[0]}'{did_you_mean(unknown[0], DEFAULTS)}",
+                f"options: {', '.join(DEFAULTS)}",
+            )
         for key in ("url", "model", "prompt"):
             if not spec.get(key):
                 raise CheckError("reward", f"the judge needs `{key}`", "give url (…/v1), model and prompt")
         fields = {f for _, f, _, _ in string.Formatter().parse(spec["prompt"]) if f}
         bad = sorted(fields - set(PLACEHOLDERS))
         if bad:
-            raise CheckError("reward", f"the judge prompt has an unknown placeholder {{{bad[0]}}}",
-                             "use {prompt}, {completion} and {answer} (double other braces: {{ }})")
+            raise CheckError(
+                "reward",
+                f"the judge prompt has an unknown placeholder {{{bad[0]}}}",
+                "use {prompt}, {completion} and {answer} (double other braces: {{ }})",
+            )
         if "completion" not in fields:
             raise CheckError("reward", "the judge prompt never shows the completion", "put {completion} in it")
         try:
@@ -87,8 +109,11 @@ class JudgeScorer:
                 raise CheckError("reward", f"judge {key}={value!r} must be a number ≥ {low:g}")
         env = spec.get("api_key_env") or DEFAULT_KEY_ENV
         if spec.get("api_key_env") and env not in os.environ:
-            raise CheckError("reward", f"the judge's key variable {env} is not set",
-                             f"export {env}=<key> before starting (the key is never written to the run)")
+            raise CheckError(
+                "reward",
+                f"the judge's key variable {env} is not set",
+                f"export {env}=<key> before starting (the key is never written to the run)",
+            )
         return cls(**spec)
 
     def to_spec(self) -> dict[str, Any]:
@@ -103,18 +128,24 @@ class JudgeScorer:
             try:
                 from openai import OpenAI
             except ImportError:
-                raise CheckError("reward", "the LLM judge needs the openai package, which is not installed",
-                                 "pip install openai")
-            self._client = OpenAI(base_url=self.url, api_key=self._key() or "EMPTY", timeout=float(self.timeout),
-                                  max_retries=int(self.retries))
+                raise CheckError(
+                    "reward", "the LLM judge needs the openai package, which is not installed", "pip install openai"
+                )
+            self._client = OpenAI(
+                base_url=self.url,
+                api_key=self._key() or "EMPTY",
+                timeout=float(self.timeout),
+                max_retries=int(self.retries),
+            )
         return self._client
 
     def messages(self, prompt: Any, completion: Any, answer: Any) -> list[dict[str, str]]:
         if is_messages(prompt):
             users = [m.get("content", "") for m in prompt if m.get("role") == "user"]
             prompt = users[-1] if users else message_text(prompt)
-        text = self.prompt.format(prompt=prompt or "", completion=message_text(completion),
-                                  answer="" if answer is None else answer)
+        text = self.prompt.format(
+            prompt=prompt or "", completion=message_text(completion), answer="" if answer is None else answer
+        )
         out = [{"role": "system", "content": self.system}] if self.system else []
         return out + [{"role": "user", "content": text}]
 
@@ -135,9 +166,9 @@ class JudgeScorer:
         where = f"judge {self.model} at {self.url}"
         tries = int(self.retries) + 1
         try:
-            resp = self._client_for().chat.completions.create(model=self.model, messages=messages,
-                                                              temperature=self.temperature,
-                                                              max_tokens=int(self.max_tokens))
+            resp = self._client_for().chat.completions.create(
+                model=self.model, messages=messages, temperature=self.temperature, max_tokens=int(self.max_tokens)
+            )
         except openai.APITimeoutError:
             raise JudgeError(f"{where} timed out ({float(self.timeout):g} s per request, {tries} tries)")
         except openai.APIConnectionError as e:
@@ -154,9 +185,11 @@ class JudgeScorer:
     def describe_inputs(self, batch: Batch) -> dict[str, Any]:
         first = self.messages(batch.prompt_list()[0], batch.completions[0], batch.answers[0])
         key = self._key()
-        return {"messages": f"list[{len(batch)}] of [{{role, content}}], e.g. {first[-1]['content'][:80]!r}",
-                "endpoint": f"{self.url} model={self.model}",
-                "api_key": f"${self.api_key_env} ({'set, ***' if key else 'not set'})"}
+        return {
+            "messages": f"list[{len(batch)}] of [{{role, content}}], e.g. {first[-1]['content'][:80]!r}",
+            "endpoint": f"{self.url} model={self.model}",
+            "api_key": f"${self.api_key_env} ({'set, ***' if key else 'not set'})",
+        }
 
     def score_batch(self, batch: Batch) -> list[float]:
         requests = [self.messages(p, c, a) for p, c, a in zip(batch.prompt_list(), batch.completions, batch.answers)]

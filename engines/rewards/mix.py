@@ -1,5 +1,6 @@
 """A reward: a weighted mix of terms, usable per sample (verl, evaluation), batch-wise (TRL) and
 written back into a self-contained run spec."""
+
 from __future__ import annotations
 
 import os
@@ -99,8 +100,9 @@ class Reward:
         totals = [self.total({n: v[i] for n, v in parts.items()}) for i in range(len(batch))]
         return totals, parts
 
-    def score(self, completion: Any, answer: Any, prompt: Any = None, /, **columns: Any
-              ) -> tuple[float, dict[str, float | None]]:
+    def score(
+        self, completion: Any, answer: Any, prompt: Any = None, /, **columns: Any
+    ) -> tuple[float, dict[str, float | None]]:
         batch = Batch([completion], [answer], [prompt], {k: [v] for k, v in columns.items()})
         totals, parts = self.score_batch(batch)
         return totals[0], {n: v[0] for n, v in parts.items()}
@@ -113,22 +115,37 @@ class Reward:
         term the term's own way; the reference answer is read from the ``answer_key`` column."""
         funcs = []
         for term in self.terms:
+
             def fn(prompts, completions, completion_ids=None, _term=term, **kwargs):
                 n = len(completions)
                 extras = {k: kwargs.pop(k) for k in TRL_EXTRAS if k in kwargs}
                 columns = {k: v for k, v in kwargs.items() if isinstance(v, (list, tuple)) and len(v) == n}
                 answers = columns.pop(answer_key, None) if answer_key else None
                 answers = [None if a is None else str(a) for a in (answers or [None] * n)]
-                batch = Batch(list(completions), answers, list(prompts) if prompts is not None else None, columns,
-                              completion_ids=completion_ids, extras=extras)
+                batch = Batch(
+                    list(completions),
+                    answers,
+                    list(prompts) if prompts is not None else None,
+                    columns,
+                    completion_ids=completion_ids,
+                    extras=extras,
+                )
                 return self._term_batch(_term, batch)
+
             fn.__name__ = term.name
             funcs.append(fn)
         return funcs
 
     # -- verl -----------------------------------------------------------------------------------
-    def verl_compute_score(self, data_source: str, solution_str: str, ground_truth: Any,
-                           extra_info: dict | None = None, prompt: Any = None, **kwargs: Any) -> dict[str, Any]:
+    def verl_compute_score(
+        self,
+        data_source: str,
+        solution_str: str,
+        ground_truth: Any,
+        extra_info: dict | None = None,
+        prompt: Any = None,
+        **kwargs: Any,
+    ) -> dict[str, Any]:
         """verl's per-sample call. verl's prompts are chat, so TRL-style terms get message lists."""
         columns = {"data_source": [data_source], "extra_info": [extra_info], **{k: [v] for k, v in kwargs.items()}}
         answer = None if ground_truth is None else str(ground_truth)
@@ -144,13 +161,17 @@ class Reward:
                 out.append(t.to_spec())
                 continue
             if pickle_dir is None:
-                raise CheckError("reward", f"reward '{t.name}' cannot be written to a run spec",
-                                 "define it at module level in a .py file and pass 'file.py:function'")
+                raise CheckError(
+                    "reward",
+                    f"reward '{t.name}' cannot be written to a run spec",
+                    "define it at module level in a .py file and pass 'file.py:function'",
+                )
             import cloudpickle
 
             path = Path(pickle_dir) / f"reward_{i}_{t.name}.pkl"
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(cloudpickle.dumps(t.fn))
-            out.append({"pickle": str(path), "name": t.name, "weight": t.weight,
-                        **({"kwargs": t.kwargs} if t.kwargs else {})})
+            out.append(
+                {"pickle": str(path), "name": t.name, "weight": t.weight, **({"kwargs": t.kwargs} if t.kwargs else {})}
+            )
         return out

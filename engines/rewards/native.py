@@ -5,6 +5,7 @@ The ``swift`` engine takes them out of the spec before loading the rest (:func:`
 to ms-swift by name (:mod:`engines.swift.orms`); any other engine meets them in :func:`load_reward
 <engines.rewards.spec.load_reward>`, which refuses them with :func:`refusal`.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -14,10 +15,13 @@ from ..core.check_result import CheckError
 PREFIX = "swift:"
 #: TRL's rewards that score what an ms-swift ORM scores, on the trl and verl engines (and on swift those its
 #: environment's trl 0.29 has: accuracy, think_format, soft_overlong)
-COUNTERPARTS = {"accuracy": "trl.rewards:accuracy_reward", "format": "trl.rewards:think_format_reward",
-                "soft_overlong": "trl.rewards:get_soft_overlong_punishment",
-                "repetition": "trl.rewards:get_repetition_penalty_reward",
-                "cosine": "trl.rewards:get_cosine_scaled_reward"}
+COUNTERPARTS = {
+    "accuracy": "trl.rewards:accuracy_reward",
+    "format": "trl.rewards:think_format_reward",
+    "soft_overlong": "trl.rewards:get_soft_overlong_punishment",
+    "repetition": "trl.rewards:get_repetition_penalty_reward",
+    "cosine": "trl.rewards:get_cosine_scaled_reward",
+}
 
 
 def native_name(item: Any) -> str | None:
@@ -25,16 +29,19 @@ def native_name(item: Any) -> str | None:
     if isinstance(item, dict):
         item = item.get("ref") or item.get("name")
     if isinstance(item, str) and item.strip().startswith(PREFIX):
-        return item.strip()[len(PREFIX):].strip()
+        return item.strip()[len(PREFIX) :].strip()
     return None
 
 
 def refusal(item: Any) -> CheckError:
     name = native_name(item) or str(item)
     counterpart = COUNTERPARTS.get(name)
-    return CheckError("reward", f"'{PREFIX}{name}' is one of ms-swift's own rewards: it runs only on the swift "
-                      "engine, inside ms-swift", "choose the swift engine" +
-                      (f", or use {counterpart}, which scores the same on the trl and verl engines" if counterpart else ""))
+    return CheckError(
+        "reward",
+        f"'{PREFIX}{name}' is one of ms-swift's own rewards: it runs only on the swift engine, inside ms-swift",
+        "choose the swift engine"
+        + (f", or use {counterpart}, which scores the same on the trl and verl engines" if counterpart else ""),
+    )
 
 
 def split_native(spec: Any) -> tuple[Any, list[tuple[str, Any]]]:

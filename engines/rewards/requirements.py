@@ -1,12 +1,19 @@
 """Optional packages some ecosystem rewards need, and the install command when one is missing."""
+
 from __future__ import annotations
 
 import importlib
 import re
 
 #: import name → PyPI name, where they differ
-PIP_NAMES = {"math_verify": "math-verify", "latex2sympy2_extended": "latex2sympy2-extended",
-             "sklearn": "scikit-learn", "yaml": "pyyaml", "cv2": "opencv-python", "PIL": "pillow"}
+PIP_NAMES = {
+    "math_verify": "math-verify",
+    "latex2sympy2_extended": "latex2sympy2-extended",
+    "sklearn": "scikit-learn",
+    "yaml": "pyyaml",
+    "cv2": "opencv-python",
+    "PIL": "pillow",
+}
 #: reward reference (or its module) → modules it imports when called
 REQUIREMENTS: dict[str, tuple[str, ...]] = {
     "trl.rewards:accuracy_reward": ("math_verify",),

@@ -7,6 +7,7 @@ max_length, device}}``. Nothing is downloaded: a hub id must already be in the l
 loads on first use (in the check's dry run, then in training), on the training device
 (``device: auto`` = CUDA when there is one).
 """
+
 from __future__ import annotations
 
 import os
@@ -21,8 +22,9 @@ OPTIONS = {"path": None, "batch_size": 16, "max_length": 1024, "device": "auto",
 
 
 class RewardModelScorer:
-    def __init__(self, path: str, batch_size: int = 16, max_length: int = 1024, device: str = "auto",
-                 name: str | None = None):
+    def __init__(
+        self, path: str, batch_size: int = 16, max_length: int = 1024, device: str = "auto", name: str | None = None
+    ):
         self.path, self.batch_size, self.max_length, self.device = path, int(batch_size), int(max_length), device
         self.name = name or "rm_" + Path(path.rstrip("/")).name.replace("-", "_")
         self._model = self._tokenizer = None
@@ -39,8 +41,11 @@ class RewardModelScorer:
             raise CheckError("reward", f"reward_model {spec!r} must be a folder, a cached hub id or a dict with path")
         unknown = [k for k in options if k not in OPTIONS]
         if unknown:
-            raise CheckError("reward", f"unknown reward_model option '{unknown[0]}'{did_you_mean(unknown[0], OPTIONS)}",
-                             f"options: {', '.join(OPTIONS)}")
+            raise CheckError(
+                "reward",
+                f"unknown reward_model option '{unknown[0]}'{did_you_mean(unknown[0], OPTIONS)}",
+                f"options: {', '.join(OPTIONS)}",
+            )
         if not options.get("path"):
             raise CheckError("reward", "reward_model needs a path (a model folder or a cached hub id)")
         path = os.path.expanduser(str(options.pop("path")))
@@ -49,8 +54,13 @@ class RewardModelScorer:
         return cls(path, **{k: v for k, v in options.items() if v is not None})
 
     def to_spec(self) -> dict[str, Any]:
-        return {"path": self.path, "batch_size": self.batch_size, "max_length": self.max_length,
-                "device": self.device, "name": self.name}
+        return {
+            "path": self.path,
+            "batch_size": self.batch_size,
+            "max_length": self.max_length,
+            "device": self.device,
+            "name": self.name,
+        }
 
     def _check_config(self) -> None:
         from transformers import AutoConfig
@@ -58,14 +68,19 @@ class RewardModelScorer:
         try:
             config = AutoConfig.from_pretrained(self.path, local_files_only=True)
         except Exception as e:  # noqa: BLE001
-            raise CheckError("reward", f"reward model '{self.path}' is neither a model folder nor a model in the "
-                             f"local Hugging Face cache: {type(e).__name__}: {str(e)[:200]}",
-                             "point at a folder made by save_pretrained (nothing is downloaded here)")
+            raise CheckError(
+                "reward",
+                f"reward model '{self.path}' is neither a model folder nor a model in the "
+                f"local Hugging Face cache: {type(e).__name__}: {str(e)[:200]}",
+                "point at a folder made by save_pretrained (nothing is downloaded here)",
+            )
         archs = getattr(config, "architectures", None) or []
         if archs and not any(a.endswith("ForSequenceClassification") for a in archs):
-            raise CheckError("reward", f"reward model '{self.path}' is a {', '.join(archs)}, not a "
-                             "sequence-classification model", "use AutoModelForSequenceClassification with "
-                             "num_labels=1 (its logit is the reward)")
+            raise CheckError(
+                "reward",
+                f"reward model '{self.path}' is a {', '.join(archs)}, not a sequence-classification model",
+                "use AutoModelForSequenceClassification with num_labels=1 (its logit is the reward)",
+            )
 
     # -- scoring -----------------------------------------------------------------------------------
     def _load(self):
@@ -91,8 +106,11 @@ class RewardModelScorer:
         out = []
         for prompt, completion in zip(batch.prompt_list(), batch.completions):
             if is_messages(prompt) and getattr(tok, "chat_template", None):
-                reply = completion if is_messages(completion) else [{"role": "assistant",
-                                                                     "content": message_text(completion)}]
+                reply = (
+                    completion
+                    if is_messages(completion)
+                    else [{"role": "assistant", "content": message_text(completion)}]
+                )
                 out.append(tok.apply_chat_template(list(prompt) + list(reply), tokenize=False))
             else:
                 text = "".join(f"{m['content']}" for m in prompt) if is_messages(prompt) else (prompt or "")
@@ -101,8 +119,11 @@ class RewardModelScorer:
 
     def describe_inputs(self, batch: Batch) -> dict[str, Any]:
         texts = self.texts(batch)
-        return {"texts": f"list[{len(texts)}] of str (prompt + completion through the reward model's chat "
-                         f"template), e.g. {texts[0][-60:]!r}", "model": self.path}
+        return {
+            "texts": f"list[{len(texts)}] of str (prompt + completion through the reward model's chat "
+            f"template), e.g. {texts[0][-60:]!r}",
+            "model": self.path,
+        }
 
     def score_batch(self, batch: Batch) -> list[float]:
         import torch
@@ -112,8 +133,15 @@ class RewardModelScorer:
         scores: list[float] = []
         t0 = time.perf_counter()
         for start in range(0, len(texts), self.batch_size):
-            enc = tok(texts[start:start + self.batch_size], return_tensors="pt", padding=True, padding_side="right",
-                      truncation=True, max_length=self.max_length, add_special_tokens=False).to(model.device)
+            enc = tok(
+                texts[start : start + self.batch_size],
+                return_tensors="pt",
+                padding=True,
+                padding_side="right",
+                truncation=True,
+                max_length=self.max_length,
+                add_special_tokens=False,
+            ).to(model.device)
             with torch.inference_mode():
                 scores += model(**enc).logits[:, 0].float().tolist()
         log_metric = batch.extras.get("log_metric")

@@ -6,6 +6,7 @@ Items are separated by commas and new lines outside brackets; a factory's argume
 and an inline YAML mapping ``{judge: {url: ..., model: ...}}`` keep theirs. A text longer than
 :data:`MAX_REWARD_TEXT` characters, or with more than :data:`MAX_ITEMS` items, is refused before it is read.
 """
+
 from __future__ import annotations
 
 import math
@@ -24,9 +25,11 @@ class RewardTextError(ValueError):
 
 def check_size(text: str) -> None:
     if len(text) > MAX_REWARD_TEXT:
-        raise RewardTextError(f"the reward text is {len(text):,} characters; at most {MAX_REWARD_TEXT:,} are read — "
-                              "name the rewards (NAME@WEIGHT, file.py:fn@WEIGHT), or put long settings in a reward "
-                              ".yaml file")
+        raise RewardTextError(
+            f"the reward text is {len(text):,} characters; at most {MAX_REWARD_TEXT:,} are read — "
+            "name the rewards (NAME@WEIGHT, file.py:fn@WEIGHT), or put long settings in a reward "
+            ".yaml file"
+        )
 
 
 def split_items(text: str) -> list[str]:
@@ -41,9 +44,9 @@ def split_items(text: str) -> list[str]:
             if ch == quote:
                 quote = ""
             elif ch == "\n":
-                quote = ""   # a quote never spans lines here: an unclosed one ends with its line
+                quote = ""  # a quote never spans lines here: an unclosed one ends with its line
             continue
-        if ch in "'\"" and depth:   # quotes matter inside brackets only (YAML values, factory arguments)
+        if ch in "'\"" and depth:  # quotes matter inside brackets only (YAML values, factory arguments)
             quote = ch
         elif ch in _OPEN:
             depth.append(ch)
@@ -52,18 +55,20 @@ def split_items(text: str) -> list[str]:
                 depth.pop()
         elif ch == "\n" or (ch == "," and not depth):
             if ch == "\n" and depth and depth[0] == "{":
-                continue     # an inline mapping may span lines
+                continue  # an inline mapping may span lines
             items.append(text[start:i])
             start = i + 1
             depth.clear()
-        if len(items) > MAX_ITEMS * 4:   # (empty items included) stop early on a flood of separators
+        if len(items) > MAX_ITEMS * 4:  # (empty items included) stop early on a flood of separators
             break
     else:
         items.append((text or "")[start:])
     out = [s.strip() for s in items if s.strip()]
     if len(out) > MAX_ITEMS or len(items) > MAX_ITEMS * 4:
-        raise RewardTextError(f"the reward text names more than {MAX_ITEMS} rewards (or holds a flood of commas); "
-                              f"a mix has at most {MAX_ITEMS} terms")
+        raise RewardTextError(
+            f"the reward text names more than {MAX_ITEMS} rewards (or holds a flood of commas); "
+            f"a mix has at most {MAX_ITEMS} terms"
+        )
     return out
 
 
@@ -74,6 +79,8 @@ def checked_weight(value: float | str, item: str) -> float:
     except (TypeError, ValueError):
         raise RewardTextError(f"reward weight in '{item[:80]}' is not a number (write NAME@0.5)")
     if not math.isfinite(weight) or abs(weight) > MAX_WEIGHT:
-        raise RewardTextError(f"reward weight {value} in '{item[:80]}' is out of range: a weight is a number between "
-                              f"-{MAX_WEIGHT:g} and {MAX_WEIGHT:g} (e.g. NAME@0.5)")
+        raise RewardTextError(
+            f"reward weight {value} in '{item[:80]}' is out of range: a weight is a number between "
+            f"-{MAX_WEIGHT:g} and {MAX_WEIGHT:g} (e.g. NAME@0.5)"
+        )
     return weight

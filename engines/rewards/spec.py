@@ -16,6 +16,7 @@ A spec entry (Python, run.yaml, the studio) is one of::
 ``REF(k=v, ...)`` binds arguments: a factory (a callable that does not take what a reward takes)
 is called with them to build the reward; any other reward gets them as call kwargs.
 """
+
 from __future__ import annotations
 
 import ast
@@ -47,9 +48,12 @@ def parse_call(text: str) -> tuple[str, dict[str, Any] | None]:
             raise ValueError("write key=value pairs")
         args = {kw.arg: ast.literal_eval(kw.value) for kw in call.keywords if kw.arg}
     except (SyntaxError, ValueError) as e:
-        raise CheckError("reward", f"cannot read the arguments of reward '{text}': {e}",
-                         "write REF(key=value, ...) with Python literals, e.g. "
-                         "trl.rewards:get_soft_overlong_punishment(max_completion_len=512, soft_punish_cache=64)")
+        raise CheckError(
+            "reward",
+            f"cannot read the arguments of reward '{text}': {e}",
+            "write REF(key=value, ...) with Python literals, e.g. "
+            "trl.rewards:get_soft_overlong_punishment(max_completion_len=512, soft_punish_cache=64)",
+        )
     return ref.strip(), args
 
 
@@ -79,13 +83,16 @@ def parse_cli_reward(value: str) -> list[dict[str, Any]]:
         if text.startswith("{"):
             head, at, tail = text.rpartition("@")
             weight = None
-            if at and head.rstrip().endswith("}"):       # {judge: {...}}@0.5
+            if at and head.rstrip().endswith("}"):  # {judge: {...}}@0.5
                 text, weight = head.rstrip(), checked_weight(tail, text)
-            try:   # the guarded loader: caps on size, nesting and aliases
+            try:  # the guarded loader: caps on size, nesting and aliases
                 loaded = load_yaml_text(text, module="reward", where=f"the inline reward {text[:60]!r}")
             except CheckError as e:
-                raise CheckError("reward", f"the reward {text[:60]!r} is not a valid YAML mapping: {e.result.message}",
-                                 "write it as {judge: {url: http://host/v1, model: NAME, prompt: ...}}")
+                raise CheckError(
+                    "reward",
+                    f"the reward {text[:60]!r} is not a valid YAML mapping: {e.result.message}",
+                    "write it as {judge: {url: http://host/v1, model: NAME, prompt: ...}}",
+                )
             return [{**loaded, "weight": weight} if weight is not None and isinstance(loaded, dict) else loaded]
         ref, weight = text, 1.0
         head, at, tail = text.rpartition("@")
@@ -106,8 +113,12 @@ def entry_weight(item: dict) -> float:
     from .reward_text import MAX_WEIGHT
 
     if not math.isfinite(weight) or abs(weight) > MAX_WEIGHT:
-        raise CheckError("reward", f"reward weight {weight:g} is out of range: a weight is a number between "
-                         f"-{MAX_WEIGHT:g} and {MAX_WEIGHT:g}", "e.g. NAME@0.5")
+        raise CheckError(
+            "reward",
+            f"reward weight {weight:g} is out of range: a weight is a number between "
+            f"-{MAX_WEIGHT:g} and {MAX_WEIGHT:g}",
+            "e.g. NAME@0.5",
+        )
     return weight
 
 
@@ -130,17 +141,18 @@ def inline_entry(value: Any) -> dict | None:
         return None
     from ..inputs.yaml_input import load_yaml_text
 
-    loaded = load_yaml_text(value, module="reward", where=f"reward {value[:60]!r}")   # guarded: user text
+    loaded = load_yaml_text(value, module="reward", where=f"reward {value[:60]!r}")  # guarded: user text
     if not isinstance(loaded, dict):
-        raise CheckError("reward", f"reward {value[:60]!r} is not a mapping",
-                         "write {judge: {...}} or {reward_model: PATH}")
+        raise CheckError(
+            "reward", f"reward {value[:60]!r} is not a mapping", "write {judge: {...}} or {reward_model: PATH}"
+        )
     return loaded
 
 
 def _term_from(item: Any, base_dir: str | os.PathLike | None) -> RewardTerm:
     weight, kwargs, args, explicit_factory = 1.0, {}, None, False
     inline = inline_entry(item.get("ref") if isinstance(item, dict) else item)
-    if inline is not None:          # {ref: "{judge: ...}", weight: 0.5} (the studio) or "{judge: ...}"
+    if inline is not None:  # {ref: "{judge: ...}", weight: 0.5} (the studio) or "{judge: ...}"
         item = {**inline, **{k: v for k, v in item.items() if k != "ref"}} if isinstance(item, dict) else inline
     if isinstance(item, dict):
         weight = entry_weight(item)
@@ -159,15 +171,19 @@ def _term_from(item: Any, base_dir: str | os.PathLike | None) -> RewardTerm:
             explicit_factory, args = True, dict(item.get("args") or {})
         item = item.get("factory") or item.get("name") or item.get("ref") or item.get("func")
         if item is None:
-            raise CheckError("reward", "a reward entry needs `name` (built-in), `ref` ('file.py:function'), "
-                             "`factory`, `reward_model` or `judge`")
+            raise CheckError(
+                "reward",
+                "a reward entry needs `name` (built-in), `ref` ('file.py:function'), "
+                "`factory`, `reward_model` or `judge`",
+            )
     if callable(item):
         name = getattr(item, "__name__", None) or type(item).__name__
         _check_signature(item, name)
         return RewardTerm(name, item, weight, kwargs, ref=object_ref(item))
     if not isinstance(item, str) or not item.strip():
-        raise CheckError("reward", f"reward {item!r} must be a built-in name, 'file.py:function', "
-                         "'module:function' or a callable")
+        raise CheckError(
+            "reward", f"reward {item!r} must be a built-in name, 'file.py:function', 'module:function' or a callable"
+        )
     if native_name(item) is not None:
         raise refusal(item)
     item, call_args = parse_call(item)
@@ -180,16 +196,22 @@ def _term_from(item: Any, base_dir: str | os.PathLike | None) -> RewardTerm:
     if ":" not in item:
         from .catalog import builtin_names
 
-        raise CheckError("reward", f"unknown reward '{item}'{did_you_mean(item, BUILTIN_REWARDS)}",
-                         f"built-ins: {', '.join(builtin_names())}; or give 'file.py:function' or 'module:function'")
+        raise CheckError(
+            "reward",
+            f"unknown reward '{item}'{did_you_mean(item, BUILTIN_REWARDS)}",
+            f"built-ins: {', '.join(builtin_names())}; or give 'file.py:function' or 'module:function'",
+        )
     target, _, attr = item.rpartition(":")
     if target.endswith(".py"):
         item = f"{resolve_path(target, base_dir)}:{attr}"
     missing = missing_requirements(item)
     if missing:
-        raise CheckError("reward", f"reward '{item}' needs {', '.join(p for p, _ in missing)}, which "
-                         f"{'is' if len(missing) == 1 else 'are'} not installed",
-                         "pip install " + " ".join(p for p, _ in missing))
+        raise CheckError(
+            "reward",
+            f"reward '{item}' needs {', '.join(p for p, _ in missing)}, which "
+            f"{'is' if len(missing) == 1 else 'are'} not installed",
+            "pip install " + " ".join(p for p, _ in missing),
+        )
     try:
         obj = load_object(item, base_dir)
     except ReferenceError_ as e:
@@ -215,16 +237,26 @@ def _build(factory: Callable, ref: str, args: dict[str, Any]) -> Callable:
     try:
         fn = factory(**args)
     except TypeError as e:
-        params = ", ".join(f"{n}={p.default!r}" if p.default is not p.empty else n
-                           for n, p in params_of(factory).items() if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL))
-        raise CheckError("reward", f"reward factory '{ref}' rejected its arguments {args}: {e}",
-                         f"its parameters: {params}")
+        params = ", ".join(
+            f"{n}={p.default!r}" if p.default is not p.empty else n
+            for n, p in params_of(factory).items()
+            if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)
+        )
+        raise CheckError(
+            "reward", f"reward factory '{ref}' rejected its arguments {args}: {e}", f"its parameters: {params}"
+        )
     except Exception as e:  # noqa: BLE001 - user code
-        raise CheckError("reward", f"reward factory '{format_call(ref, args)}' raised {type(e).__name__}: {e}",
-                         "fix the factory's arguments")
+        raise CheckError(
+            "reward",
+            f"reward factory '{format_call(ref, args)}' raised {type(e).__name__}: {e}",
+            "fix the factory's arguments",
+        )
     if not callable(fn):
-        raise CheckError("reward", f"'{ref}' called with {args} returned {short(fn, 80)}, not a reward function",
-                         "point at a factory that returns a function, or drop the arguments")
+        raise CheckError(
+            "reward",
+            f"'{ref}' called with {args} returned {short(fn, 80)}, not a reward function",
+            "point at a factory that returns a function, or drop the arguments",
+        )
     return fn
 
 
@@ -232,18 +264,23 @@ def _check_signature(fn: Callable, name: str) -> None:
     if hasattr(fn, "score_batch"):
         return
     if not params_of(fn):
-        raise CheckError("reward", f"reward '{name}' takes no arguments",
-                         "accept at least the completion: def reward(completion, answer, **kwargs) -> float")
+        raise CheckError(
+            "reward",
+            f"reward '{name}' takes no arguments",
+            "accept at least the completion: def reward(completion, answer, **kwargs) -> float",
+        )
 
 
 def load_reward(spec: Any, base_dir: str | os.PathLike | None = None) -> Reward:
     if isinstance(spec, Reward):
         return spec
     if spec is None or (isinstance(spec, (str, list, tuple, dict)) and len(spec) == 0):
-        raise CheckError("reward", "no reward function given",
-                         f"pick a built-in ({', '.join(BUILTIN_REWARDS)}) or give 'file.py:function'")
+        raise CheckError(
+            "reward",
+            "no reward function given",
+            f"pick a built-in ({', '.join(BUILTIN_REWARDS)}) or give 'file.py:function'",
+        )
     if isinstance(spec, dict) and "mix" in spec:
         spec = spec["mix"]
     items = list(spec) if isinstance(spec, (list, tuple)) else [spec]
     return Reward([_term_from(i, base_dir) for i in items])
-

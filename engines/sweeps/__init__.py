@@ -5,6 +5,7 @@ check), ``sweep_dir`` (``<runs>/sweeps/<id>/``), ``driver`` (the detached proces
 and tells), ``summary`` (summary.json, importances), ``launch`` (prepare, start, stop, resume), ``api``
 (:class:`AgentSweep`), ``cli`` (``aworld-train sweep`` ...). Optuna is imported only when a sweep is used.
 """
+
 from .api import AgentSweep
 
 __all__ = ["AgentSweep"]

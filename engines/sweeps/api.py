@@ -10,6 +10,7 @@ beside :class:`~engines.core.agent_trainer.AgentTrainer` and with its arguments:
     sweep.run()            # here, until its trials are done; or sweep.start() to run it detached
     sweep.best()           # {number, run_id, params, value}
 """
+
 from __future__ import annotations
 
 import os
@@ -26,15 +27,34 @@ class AgentSweep:
     """Checks the setup and every param's range at construction (a :class:`CheckError` says what is wrong),
     then creates ``<run_path>/sweeps/<id>/``."""
 
-    def __init__(self, agent: Any, train_dataset: Any = None, test_dataset: Any = None, reward_func: Any = None,
-                 config: Any = None, sweep: Any = None, run_path: str = "runs",
-                 train_engine_name: str = DEFAULT_ENGINE, *, name: str | None = None,
-                 check_timeout_s: float | None = None):
+    def __init__(
+        self,
+        agent: Any,
+        train_dataset: Any = None,
+        test_dataset: Any = None,
+        reward_func: Any = None,
+        config: Any = None,
+        sweep: Any = None,
+        run_path: str = "runs",
+        train_engine_name: str = DEFAULT_ENGINE,
+        *,
+        name: str | None = None,
+        check_timeout_s: float | None = None,
+    ):
         if sweep is None:
             raise ValueError("sweep is empty — pass a sweep.yaml path or a dict {trials, params, ...}")
-        self.sweep_dir: SweepDir = prepare_sweep(sweep, agent, train_dataset, test_dataset, reward_func, config,
-                                                 train_engine_name, runs_dir=run_path, name=name,
-                                                 timeout_s=check_timeout_s)
+        self.sweep_dir: SweepDir = prepare_sweep(
+            sweep,
+            agent,
+            train_dataset,
+            test_dataset,
+            reward_func,
+            config,
+            train_engine_name,
+            runs_dir=run_path,
+            name=name,
+            timeout_s=check_timeout_s,
+        )
 
     @classmethod
     def open(cls, sweep_dir: str | os.PathLike) -> "AgentSweep":

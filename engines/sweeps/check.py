@@ -3,6 +3,7 @@ ends, every choice; their combinations while there are few) through the engine's
 — the same check a run gets, with the data fit and the memory estimate — all in one isolated,
 time-limited child (:mod:`engines.isolation.sandbox`), as every check of user code is.
 """
+
 from __future__ import annotations
 
 import shutil
@@ -27,10 +28,12 @@ def check_ranges(spec: SweepSpec, inputs: dict[str, Any], on_module=None) -> lis
     try:
         p = get_processor_class(inputs["train_engine_name"])(scratch)
         base = load_config_input(inputs.get("config"))
-        steps = (("agent", lambda: p.check_agent(inputs["agent"])),
-                 ("dataset", lambda: p.check_dataset(inputs.get("train_dataset"), inputs.get("test_dataset"))),
-                 ("reward", lambda: p.check_reward(inputs.get("reward_func"))),
-                 ("config", lambda: p.check_config(base)))
+        steps = (
+            ("agent", lambda: p.check_agent(inputs["agent"])),
+            ("dataset", lambda: p.check_dataset(inputs.get("train_dataset"), inputs.get("test_dataset"))),
+            ("reward", lambda: p.check_reward(inputs.get("reward_func"))),
+            ("config", lambda: p.check_config(base)),
+        )
         results: list[CheckResult] = []
         for module, step in steps:
             if on_module is not None:
@@ -54,13 +57,24 @@ def check_ranges(spec: SweepSpec, inputs: dict[str, Any], on_module=None) -> lis
             except CheckError as e:
                 name = next(iter(values)) if len(values) == 1 else "the params"
                 text = e.result.message
-                return results + [CheckResult(
-                    "sweep", ERROR, f"params: {_describe(values)} fails the {inputs['train_engine_name']} engine's "
-                    f"config check: {text} — narrow {name}'s range or choices in the sweep",
-                    details={"values": values, "engine_message": text})]
-        return results + [CheckResult("sweep", OK, f"{len(spec.params)} param(s) × {spec.trials} trial(s), "
-                                      f"{len(corners)} setting(s) at the ends of the ranges checked",
-                                      details={"checked": corners})]
+                return results + [
+                    CheckResult(
+                        "sweep",
+                        ERROR,
+                        f"params: {_describe(values)} fails the {inputs['train_engine_name']} engine's "
+                        f"config check: {text} — narrow {name}'s range or choices in the sweep",
+                        details={"values": values, "engine_message": text},
+                    )
+                ]
+        return results + [
+            CheckResult(
+                "sweep",
+                OK,
+                f"{len(spec.params)} param(s) × {spec.trials} trial(s), "
+                f"{len(corners)} setting(s) at the ends of the ranges checked",
+                details={"checked": corners},
+            )
+        ]
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
@@ -80,8 +94,7 @@ def check_sweep_isolated(spec: SweepSpec, inputs: dict[str, Any], timeout_s: flo
 
     env = user_code_env(allow=referenced_names(inputs.get("agent"), inputs.get("reward_func"), inputs.get("config")))
     _preload(inputs.get("train_engine_name"))
-    outcome = run_isolated(_check_ranges, {"spec_dict": spec.to_dict(), "inputs": inputs}, timeout_s=timeout_s,
-                           env=env)
+    outcome = run_isolated(_check_ranges, {"spec_dict": spec.to_dict(), "inputs": inputs}, timeout_s=timeout_s, env=env)
     if outcome.ok:
         return name_input_files(outcome.value, inputs)
     stage = outcome.stage if outcome.stage in CHECKED_MODULES else None
@@ -97,4 +110,3 @@ def first_sweep_error(results: list[CheckResult]) -> CheckError | None:
         if r.status == ERROR:
             return CheckError.from_result(r)
     return None
-

@@ -7,6 +7,7 @@
     aworld-train sweep-resume runs/sweeps/<id> [--detach]
     aworld-train sweeps [--runs-dir runs]         # list sweeps with their best trial
 """
+
 from __future__ import annotations
 
 import argparse
@@ -22,9 +23,18 @@ def cmd_sweep(a: argparse.Namespace) -> int:
 
     kw = module_kwargs(a)
     try:
-        sd = prepare_sweep(a.sweep, kw["agent"], kw["train_dataset"], kw["test_dataset"], kw["reward_func"],
-                           kw["config"], kw["train_engine_name"], runs_dir=a.run_path, name=a.name,
-                           timeout_s=a.check_timeout)
+        sd = prepare_sweep(
+            a.sweep,
+            kw["agent"],
+            kw["train_dataset"],
+            kw["test_dataset"],
+            kw["reward_func"],
+            kw["config"],
+            kw["train_engine_name"],
+            runs_dir=a.run_path,
+            name=a.name,
+            timeout_s=a.check_timeout,
+        )
     except CheckError as e:
         print(format_table([e.result]), file=sys.stderr)
         print(f"error: {e}", file=sys.stderr)
@@ -90,8 +100,10 @@ def cmd_sweeps(a: argparse.Namespace) -> int:
         summary, st = sd.read_summary(), effective_status(sd)
         best = summary.get("best") or {}
         done = sum(1 for t in summary.get("trials", []) if t.get("state") in ("complete", "pruned", "failed"))
-        print(f"{sd.run_id}  {st.get('state', '?'):9s} {done}/{st.get('trials', '?')} trials  "
-              f"best: {best.get('value', '-')} {json.dumps(best.get('params') or {})}")
+        print(
+            f"{sd.run_id}  {st.get('state', '?'):9s} {done}/{st.get('trials', '?')} trials  "
+            f"best: {best.get('value', '-')} {json.dumps(best.get('params') or {})}"
+        )
     return 0
 
 

@@ -14,6 +14,7 @@ Everything it knows lives in the sweep directory and the study, so a driver kill
 resumed by starting it again: a trial whose run is still training is followed again, one whose run ended
 is told, one whose run was lost is marked ``interrupted`` and its params are queued to run again.
 """
+
 from __future__ import annotations
 
 import logging
@@ -50,8 +51,17 @@ def _prepare_trial(inputs: dict[str, Any], config: dict[str, Any], runs_dir: str
     """In the isolated child: the trial's run directory (its checks run here, once)."""
     from ..runs.prepare import prepare_run
 
-    run = prepare_run(inputs["agent"], inputs.get("train_dataset"), inputs.get("test_dataset"), inputs.get("reward_func"),
-                      config, train_engine_name=inputs["train_engine_name"], runs_dir=runs_dir, name=name, note=note)
+    run = prepare_run(
+        inputs["agent"],
+        inputs.get("train_dataset"),
+        inputs.get("test_dataset"),
+        inputs.get("reward_func"),
+        config,
+        train_engine_name=inputs["train_engine_name"],
+        runs_dir=runs_dir,
+        name=name,
+        note=note,
+    )
     return str(run.path)
 
 
@@ -59,14 +69,14 @@ def _prepare_trial(inputs: dict[str, Any], config: dict[str, Any], runs_dir: str
 class Follower:
     """One trial being trained: its Optuna trial, its run, what of its metrics was read."""
 
-    trial: Any                     # optuna.trial.Trial
+    trial: Any  # optuna.trial.Trial
     run: RunDir
     tail: JsonlTail
     reported: set[int] = field(default_factory=set)
     last_value: float | None = None
     prune_asked: bool = False
     stop_asked_at: float | None = None
-    pid: int | None = None         # the run's process when this driver started it (reaped when it ends)
+    pid: int | None = None  # the run's process when this driver started it (reaped when it ends)
 
 
 class SweepDriver:
@@ -82,12 +92,16 @@ class SweepDriver:
         self.base_config: dict[str, Any] = dict(doc.get("base_config") or {})
         storage = optuna.storages.RDBStorage(self.sweep.storage_url)
         so_far = len(storage.get_all_trials(storage.get_study_id_from_name(self.sweep.study_name), deepcopy=False))
-        self.study = optuna.load_study(study_name=self.sweep.study_name, storage=storage,
-                                       sampler=self.spec.make_sampler(so_far), pruner=self.spec.make_pruner())
+        self.study = optuna.load_study(
+            study_name=self.sweep.study_name,
+            storage=storage,
+            sampler=self.spec.make_sampler(so_far),
+            pruner=self.spec.make_pruner(),
+        )
         self.active: dict[int, Follower] = {}
-        self.gpus: dict[int, str] = {}     # trial number → the GPU it was given (parallel > 1)
+        self.gpus: dict[int, str] = {}  # trial number → the GPU it was given (parallel > 1)
         self._last_heartbeat = 0.0
-        self._ended_pids: set[int] = set()   # trial runs this driver started that ended: reaped when they exit
+        self._ended_pids: set[int] = set()  # trial runs this driver started that ended: reaped when they exit
 
     # -- the study ----------------------------------------------------------------------------
     def _trial(self, number: int):
@@ -100,9 +114,13 @@ class SweepDriver:
         """Trials that used up one of ``trials``: complete, pruned, failed (not an interrupted one)."""
         from optuna.trial import TrialState
 
-        return sum(1 for t in self.study.get_trials(deepcopy=False)
-                   if t.state in (TrialState.COMPLETE, TrialState.PRUNED)
-                   or t.state == TrialState.FAIL and not t.user_attrs.get("interrupted"))
+        return sum(
+            1
+            for t in self.study.get_trials(deepcopy=False)
+            if t.state in (TrialState.COMPLETE, TrialState.PRUNED)
+            or t.state == TrialState.FAIL
+            and not t.user_attrs.get("interrupted")
+        )
 
     def _summary(self) -> None:
         write_summary(self.sweep, self.study, self.spec)
@@ -125,11 +143,21 @@ class SweepDriver:
         name = _trial_name(self.sweep, trial.number)
         note = f"sweep {self.sweep.run_id}, trial {trial.number}: " + ", ".join(f"{k}={v}" for k, v in params.items())
         self.sweep.event("trial_preparing", trial=trial.number, params=params)
-        env = user_code_env(allow=referenced_names(self.inputs.get("agent"), self.inputs.get("reward_func"),
-                                                   self.base_config))
-        outcome = run_isolated(_prepare_trial, {"inputs": self.inputs, "config": {**self.base_config, **params},
-                                                "runs_dir": str(self.sweep.runs_dir), "name": name, "note": note},
-                               timeout_s=PREPARE_TIMEOUT_S, env=env)
+        env = user_code_env(
+            allow=referenced_names(self.inputs.get("agent"), self.inputs.get("reward_func"), self.base_config)
+        )
+        outcome = run_isolated(
+            _prepare_trial,
+            {
+                "inputs": self.inputs,
+                "config": {**self.base_config, **params},
+                "runs_dir": str(self.sweep.runs_dir),
+                "name": name,
+                "note": note,
+            },
+            timeout_s=PREPARE_TIMEOUT_S,
+            env=env,
+        )
         if not outcome.ok:
             message = describe(outcome)
             trial.set_user_attr("error", message)
@@ -146,7 +174,7 @@ class SweepDriver:
         env_extra = None
         if gpu is not None:
             spec = run.read_spec()
-            spec["machine_slot"] = False     # one GPU each, side by side: not the one-at-a-time slot
+            spec["machine_slot"] = False  # one GPU each, side by side: not the one-at-a-time slot
             run.write_spec(spec)
             env_extra = {"CUDA_VISIBLE_DEVICES": gpu}
             self.gpus[trial.number] = gpu
@@ -173,13 +201,15 @@ class SweepDriver:
                 f.prune_asked = True
                 f.trial.set_user_attr("pruned_at", step)
                 f.run.request_stop(PRUNED_REASON)
-                self.sweep.event("trial_pruned", trial=f.trial.number, run_id=f.run.run_id, step=step,
-                                 value=f.last_value)
-                logger.info("trial %s pruned at step %s (%s = %s)", f.trial.number, step, self.spec.metric,
-                            f.last_value)
+                self.sweep.event(
+                    "trial_pruned", trial=f.trial.number, run_id=f.run.run_id, step=step, value=f.last_value
+                )
+                logger.info(
+                    "trial %s pruned at step %s (%s = %s)", f.trial.number, step, self.spec.metric, f.last_value
+                )
         status = effective_status(f.run)
         if status.get("state") in TERMINAL_STATES:
-            for row in f.tail.read_new():   # the last lines written before the end
+            for row in f.tail.read_new():  # the last lines written before the end
                 value = row.get(self.spec.metric)
                 if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
                     f.last_value = float(value)
@@ -206,8 +236,10 @@ class SweepDriver:
             outcome = "interrupted"
         else:
             if state == FINISHED:
-                error = (f"the run finished without logging `{self.spec.metric}` — pick a metric the run writes to "
-                         f"metrics.jsonl (eval/reward needs a test set; loss, reward are logged every step)")
+                error = (
+                    f"the run finished without logging `{self.spec.metric}` — pick a metric the run writes to "
+                    f"metrics.jsonl (eval/reward needs a test set; loss, reward are logged every step)"
+                )
             else:
                 error = status.get("error") or f"the run ended {state}" + (f" ({reason})" if reason else "")
             f.trial.set_user_attr("error", error)
@@ -237,8 +269,13 @@ class SweepDriver:
                 self.sweep.event("trial_ended", trial=frozen.number, state="interrupted")
                 continue
             run = RunDir(run_dir)
-            f = Follower(trial, run, JsonlTail(run.file(METRICS_FILE)), reported=set(frozen.intermediate_values),
-                         prune_asked=bool(frozen.user_attrs.get("pruned_at") is not None))
+            f = Follower(
+                trial,
+                run,
+                JsonlTail(run.file(METRICS_FILE)),
+                reported=set(frozen.intermediate_values),
+                prune_asked=bool(frozen.user_attrs.get("pruned_at") is not None),
+            )
             state = effective_status(run).get("state")
             if state == FAILED and effective_status(run).get("lost"):
                 self._interrupt(trial, "the trial's run was lost while the sweep driver was down")
@@ -278,7 +315,7 @@ class SweepDriver:
         try:
             from ..core.isolated_checks import _preload
 
-            _preload(self.inputs.get("train_engine_name"))   # once here: each trial's prepare forks with it
+            _preload(self.inputs.get("train_engine_name"))  # once here: each trial's prepare forks with it
             self.reattach()
             stopping = False
             while True:
@@ -291,8 +328,12 @@ class SweepDriver:
                     del self.active[number]
                 if stopping and not self.active:
                     break
-                while not stopping and len(self.active) < self.spec.parallel \
-                        and self.counted() + len(self.active) < self.spec.trials and not sweep.stop_requested():
+                while (
+                    not stopping
+                    and len(self.active) < self.spec.parallel
+                    and self.counted() + len(self.active) < self.spec.trials
+                    and not sweep.stop_requested()
+                ):
                     self.start_trial()
                 if not stopping and not self.active and self.counted() >= self.spec.trials:
                     break

@@ -1,6 +1,7 @@
 """Sweeps made, started, stopped and resumed: the sweep directory and its Optuna study are created only
 after the whole sweep passed its checks; the driver runs detached (``python -m engines sweep-run``) or in
 the caller's process."""
+
 from __future__ import annotations
 
 import os
@@ -34,22 +35,42 @@ def _absolute(value: Any) -> Any:
     return value
 
 
-def sweep_inputs(agent: Any, train_dataset: Any = None, test_dataset: Any = None, reward_func: Any = None,
-                 train_engine_name: str = DEFAULT_ENGINE) -> dict[str, Any]:
+def sweep_inputs(
+    agent: Any,
+    train_dataset: Any = None,
+    test_dataset: Any = None,
+    reward_func: Any = None,
+    train_engine_name: str = DEFAULT_ENGINE,
+) -> dict[str, Any]:
     """The base setup as sweep.yaml records it: files and references (absolute), not Python objects."""
-    inputs = {"agent": agent, "train_dataset": train_dataset, "test_dataset": test_dataset, "reward_func": reward_func,
-              "train_engine_name": train_engine_name or DEFAULT_ENGINE}
+    inputs = {
+        "agent": agent,
+        "train_dataset": train_dataset,
+        "test_dataset": test_dataset,
+        "reward_func": reward_func,
+        "train_engine_name": train_engine_name or DEFAULT_ENGINE,
+    }
     for key, value in inputs.items():
         if not (value is None or isinstance(value, (str, int, float, bool, list, dict))):
-            raise CheckError("sweep", f"{key} is a {type(value).__name__}: a sweep's trials are separate processes "
-                             "that read the setup from sweep.yaml", "give it as a file path or a reference "
-                             "(file.py:fn), as the CLI takes it")
+            raise CheckError(
+                "sweep",
+                f"{key} is a {type(value).__name__}: a sweep's trials are separate processes "
+                "that read the setup from sweep.yaml",
+                "give it as a file path or a reference (file.py:fn), as the CLI takes it",
+            )
     return {k: _absolute(v) for k, v in inputs.items()}
 
 
-def check_sweep(sweep: Any, agent: Any, train_dataset: Any = None, test_dataset: Any = None, reward_func: Any = None,
-                config: Any = None, train_engine_name: str = DEFAULT_ENGINE,
-                timeout_s: float | None = None) -> tuple[SweepSpec | None, list[CheckResult]]:
+def check_sweep(
+    sweep: Any,
+    agent: Any,
+    train_dataset: Any = None,
+    test_dataset: Any = None,
+    reward_func: Any = None,
+    config: Any = None,
+    train_engine_name: str = DEFAULT_ENGINE,
+    timeout_s: float | None = None,
+) -> tuple[SweepSpec | None, list[CheckResult]]:
     """(the parsed sweep, every check's result) — the setup's modules, then each param's range against the
     engine's config check. Never raises for bad input: a sweep.yaml error is the ``sweep`` result."""
     from ..inputs.config import load_config_input
@@ -63,17 +84,27 @@ def check_sweep(sweep: Any, agent: Any, train_dataset: Any = None, test_dataset:
     return spec, check_sweep_isolated(spec, inputs, timeout_s=timeout_s)
 
 
-def prepare_sweep(sweep: Any, agent: Any, train_dataset: Any = None, test_dataset: Any = None, reward_func: Any = None,
-                  config: Any = None, train_engine_name: str = DEFAULT_ENGINE, runs_dir: str | os.PathLike = "runs",
-                  name: str | None = None, timeout_s: float | None = None) -> SweepDir:
+def prepare_sweep(
+    sweep: Any,
+    agent: Any,
+    train_dataset: Any = None,
+    test_dataset: Any = None,
+    reward_func: Any = None,
+    config: Any = None,
+    train_engine_name: str = DEFAULT_ENGINE,
+    runs_dir: str | os.PathLike = "runs",
+    name: str | None = None,
+    timeout_s: float | None = None,
+) -> SweepDir:
     """Check everything, then create ``<runs>/sweeps/<id>/`` with sweep.yaml and the Optuna study (state
     ``queued``). Raises :class:`CheckError` (nothing is created) when a check fails."""
     import optuna
 
     from ..inputs.config import load_config_input
 
-    spec, results = check_sweep(sweep, agent, train_dataset, test_dataset, reward_func, config, train_engine_name,
-                                timeout_s)
+    spec, results = check_sweep(
+        sweep, agent, train_dataset, test_dataset, reward_func, config, train_engine_name, timeout_s
+    )
     error = first_sweep_error(results)
     if error is not None:
         raise error
@@ -81,9 +112,10 @@ def prepare_sweep(sweep: Any, agent: Any, train_dataset: Any = None, test_datase
     spec.name = (name or "").strip() or spec.name
     base = sweep_inputs(agent, train_dataset, test_dataset, reward_func, train_engine_name)
     sd = SweepDir.create_sweep(runs_dir, label=spec.name)
-    spec.name = spec.name or f"sweep-{sd.run_id.rsplit('-', 1)[-1]}"   # short: it is part of each trial's run id
-    sd.write_sweep({"sweep": spec.to_dict(), "base": base, "base_config": load_config_input(config),
-                    "created": time.time()})
+    spec.name = spec.name or f"sweep-{sd.run_id.rsplit('-', 1)[-1]}"  # short: it is part of each trial's run id
+    sd.write_sweep(
+        {"sweep": spec.to_dict(), "base": base, "base_config": load_config_input(config), "created": time.time()}
+    )
     optuna.create_study(study_name=sd.study_name, storage=sd.storage_url, direction=spec.direction)
     sd.write_status(state=QUEUED, created=time.time(), trials=spec.trials)
     sd.event("created", trials=spec.trials, params=list(spec.params))
@@ -102,8 +134,12 @@ def spawn_sweep(sweep_dir: str | os.PathLike, env: dict[str, str] | None = None)
     full_env.update(env or {})
     full_env["PYTHONUNBUFFERED"] = "1"
     proc = spawn_detached([sys.executable, "-m", "engines", "sweep-run", str(sd.path)], sd.log_path, env=full_env)
-    sd.write_status(state=QUEUED if status.get("state") != RUNNING else RUNNING, pid=proc.pid,
-                    pid_create_time=psutil.Process(proc.pid).create_time(), launched=time.time())
+    sd.write_status(
+        state=QUEUED if status.get("state") != RUNNING else RUNNING,
+        pid=proc.pid,
+        pid_create_time=psutil.Process(proc.pid).create_time(),
+        launched=time.time(),
+    )
     return proc.pid
 
 

@@ -16,6 +16,7 @@ with ``step``, ``low > 0`` with ``log``) apply; every param's values are then ch
 own config checks (:mod:`engines.sweeps.check`) before anything runs. Errors are :class:`CheckError` of
 module ``sweep`` naming the key and the fix.
 """
+
 from __future__ import annotations
 
 import inspect
@@ -56,7 +57,7 @@ def _is_number(v: Any) -> bool:
 
 @dataclass
 class SweepSpec:
-    params: dict[str, Any]                 # name → optuna distribution
+    params: dict[str, Any]  # name → optuna distribution
     trials: int
     sampler: str = "tpe"
     pruner: str = "median"
@@ -124,9 +125,16 @@ class SweepSpec:
             else:
                 params[name] = {"low": d.low, "high": d.high, "log": d.log, **({"step": d.step} if d.step else {})}
         pruner: Any = self.pruner if not self.pruner_args else {"type": self.pruner, **self.pruner_args}
-        return {"name": self.name, "trials": self.trials, "sampler": self.sampler, "pruner": pruner,
-                "objective": {"metric": self.metric, "direction": self.direction}, "params": params,
-                "parallel": self.parallel, "seed": self.seed}
+        return {
+            "name": self.name,
+            "trials": self.trials,
+            "sampler": self.sampler,
+            "pruner": pruner,
+            "objective": {"metric": self.metric, "direction": self.direction},
+            "params": params,
+            "parallel": self.parallel,
+            "seed": self.seed,
+        }
 
 
 def _ask_tell_grid_sampler():
@@ -148,9 +156,10 @@ def grid_values(name: str, d: Any) -> list[Any]:
     if isinstance(d, CategoricalDistribution):
         return list(d.choices)
     if d.step is None:
-        raise _err(f"params.{name}: the grid sampler needs values to try, and a range without a step has "
-                   "infinitely many", f"give {name} a list (e.g. [{d.low}, {d.high}]) or a step, or use "
-                   "sampler: random / tpe")
+        raise _err(
+            f"params.{name}: the grid sampler needs values to try, and a range without a step has infinitely many",
+            f"give {name} a list (e.g. [{d.low}, {d.high}]) or a step, or use sampler: random / tpe",
+        )
     n = int(round((d.high - d.low) / d.step)) + 1
     values = [d.low + i * d.step for i in range(n)]
     return [int(v) for v in values] if _is_int(d.low) else [round(v, 12) for v in values]
@@ -164,37 +173,46 @@ def _distribution(name: str, value: Any):
             raise _err(f"params.{name} is an empty list", f"give the values to try, e.g. {name}: [0.0, 0.04]")
         bad = [v for v in value if not (v is None or isinstance(v, (bool, int, float, str)))]
         if bad:
-            raise _err(f"params.{name}: {bad[0]!r} is not a number, text, true/false or null",
-                       "a list holds plain values, one of which each trial uses")
+            raise _err(
+                f"params.{name}: {bad[0]!r} is not a number, text, true/false or null",
+                "a list holds plain values, one of which each trial uses",
+            )
         if len(set(map(repr, value))) != len(value):
             raise _err(f"params.{name} lists a value twice", "give each value once")
         return CategoricalDistribution(value)
     if not isinstance(value, dict):
-        raise _err(f"params.{name} must be a range {{low, high}} or a list of values, not {value!r}",
-                   f"e.g. {name}: {{low: 1.0e-4, high: 1.0e-2, log: true}} or {name}: [0.0, 0.04]")
+        raise _err(
+            f"params.{name} must be a range {{low, high}} or a list of values, not {value!r}",
+            f"e.g. {name}: {{low: 1.0e-4, high: 1.0e-2, log: true}} or {name}: [0.0, 0.04]",
+        )
     unknown = [k for k in value if k not in RANGE_KEYS]
     if unknown:
-        raise _err(f"params.{name}: unknown key '{unknown[0]}'{did_you_mean(str(unknown[0]), RANGE_KEYS)}",
-                   f"a range has {', '.join(RANGE_KEYS)}")
+        raise _err(
+            f"params.{name}: unknown key '{unknown[0]}'{did_you_mean(str(unknown[0]), RANGE_KEYS)}",
+            f"a range has {', '.join(RANGE_KEYS)}",
+        )
     for key in ("low", "high"):
         if key not in value:
-            raise _err(f"params.{name} has no `{key}`", f"a range needs low and high, e.g. {{low: 1.0e-4, high: 1.0e-2}}")
+            raise _err(f"params.{name} has no `{key}`", "a range needs low and high, e.g. {low: 1.0e-4, high: 1.0e-2}")
         if not _is_number(value[key]):
-            raise _err(f"params.{name}.{key} = {value[key]!r} is not a finite number",
-                       "write numbers like 0.0001 or 1.0e-4 (YAML reads 1e-4 without a dot as text)")
+            raise _err(
+                f"params.{name}.{key} = {value[key]!r} is not a finite number",
+                "write numbers like 0.0001 or 1.0e-4 (YAML reads 1e-4 without a dot as text)",
+            )
     low, high, step, log = value["low"], value["high"], value.get("step"), value.get("log", False)
     if not isinstance(log, bool):
         raise _err(f"params.{name}.log = {log!r} must be true or false")
     if step is not None and not _is_number(step):
         raise _err(f"params.{name}.step = {step!r} is not a finite number")
     as_int = _is_int(low) and _is_int(high) and (step is None or _is_int(step))
-    try:   # Optuna's own checks: low <= high, log needs low > 0, log and step exclude each other
+    try:  # Optuna's own checks: low <= high, log needs low > 0, log and step exclude each other
         if as_int:
             return IntDistribution(low, high, log=log, step=step or 1)
         return FloatDistribution(float(low), float(high), log=log, step=None if step is None else float(step))
     except ValueError as e:
-        raise _err(f"params.{name}: {e}", "Optuna's rules: low <= high; log needs low > 0; log and step "
-                   "cannot be combined") from None
+        raise _err(
+            f"params.{name}: {e}", "Optuna's rules: low <= high; log needs low > 0; log and step cannot be combined"
+        ) from None
 
 
 def _objective(value: Any) -> tuple[str, str]:
@@ -203,8 +221,10 @@ def _objective(value: Any) -> tuple[str, str]:
     if isinstance(value, str):
         return value, "maximize"
     if not isinstance(value, dict):
-        raise _err(f"objective must be {{metric, direction}}, not {value!r}",
-                   "e.g. objective: {metric: eval/reward, direction: maximize}")
+        raise _err(
+            f"objective must be {{metric, direction}}, not {value!r}",
+            "e.g. objective: {metric: eval/reward, direction: maximize}",
+        )
     unknown = [k for k in value if k not in ("metric", "direction")]
     if unknown:
         raise _err(f"objective: unknown key '{unknown[0]}'", "objective has metric and direction")
@@ -213,7 +233,9 @@ def _objective(value: Any) -> tuple[str, str]:
     if not isinstance(metric, str):
         raise _err(f"objective.metric = {metric!r} must be a metric name, e.g. eval/reward or loss")
     if direction not in DIRECTIONS:
-        raise _err(f"objective.direction = {direction!r} is not maximize or minimize{did_you_mean(direction, DIRECTIONS)}")
+        raise _err(
+            f"objective.direction = {direction!r} is not maximize or minimize{did_you_mean(direction, DIRECTIONS)}"
+        )
     return metric, direction
 
 
@@ -226,8 +248,10 @@ def _pruner(value: Any) -> tuple[str, dict[str, Any]]:
         value = args.pop("type", "median")
     kind = str(value).lower()
     if kind not in PRUNERS:
-        raise _err(f"pruner = {value!r} is not one of {', '.join(PRUNERS)}{did_you_mean(kind, PRUNERS)}",
-                   "pruner: median (Optuna's MedianPruner on the trial's evaluations) or none")
+        raise _err(
+            f"pruner = {value!r} is not one of {', '.join(PRUNERS)}{did_you_mean(kind, PRUNERS)}",
+            "pruner: median (Optuna's MedianPruner on the trial's evaluations) or none",
+        )
     if kind == "none":
         if args:
             raise _err("pruner none takes no settings")
@@ -237,8 +261,10 @@ def _pruner(value: Any) -> tuple[str, dict[str, Any]]:
     allowed = [p for p in inspect.signature(optuna.pruners.MedianPruner).parameters]
     for key in args:
         if key not in allowed:
-            raise _err(f"pruner: unknown setting '{key}' of Optuna's MedianPruner{did_you_mean(key, allowed)}",
-                       f"its settings: {', '.join(allowed)}")
+            raise _err(
+                f"pruner: unknown setting '{key}' of Optuna's MedianPruner{did_you_mean(key, allowed)}",
+                f"its settings: {', '.join(allowed)}",
+            )
     try:
         optuna.pruners.MedianPruner(**{**MEDIAN_DEFAULTS, **args})
     except (ValueError, TypeError) as e:
@@ -284,20 +310,26 @@ def parse_sweep(source: Any, gpus: int | None = None) -> SweepSpec:
     else:
         data = source
     if not isinstance(data, dict):
-        raise _err(f"a sweep must be a mapping, not {type(data).__name__}",
-                   "e.g. {trials: 6, params: {learning_rate: {low: 1.0e-4, high: 1.0e-2, log: true}}}")
+        raise _err(
+            f"a sweep must be a mapping, not {type(data).__name__}",
+            "e.g. {trials: 6, params: {learning_rate: {low: 1.0e-4, high: 1.0e-2, log: true}}}",
+        )
     for key in data:
         if key not in KEYS:
             raise _err(f"unknown sweep key '{key}'{did_you_mean(str(key), KEYS)}", f"known keys: {', '.join(KEYS)}")
     raw_params = data.get("params")
     if not isinstance(raw_params, dict) or not raw_params:
-        raise _err("the sweep has no params", "name the settings to search, e.g. params: {learning_rate: "
-                   "{low: 1.0e-4, high: 1.0e-2, log: true}, beta: [0.0, 0.04]}")
+        raise _err(
+            "the sweep has no params",
+            "name the settings to search, e.g. params: {learning_rate: "
+            "{low: 1.0e-4, high: 1.0e-2, log: true}, beta: [0.0, 0.04]}",
+        )
     params = {str(name): _distribution(str(name), value) for name, value in raw_params.items()}
     sampler = str(data.get("sampler") or "tpe").lower()
     if sampler not in SAMPLERS:
-        raise _err(f"sampler = {data.get('sampler')!r} is not one of {', '.join(SAMPLERS)}"
-                   f"{did_you_mean(sampler, SAMPLERS)}")
+        raise _err(
+            f"sampler = {data.get('sampler')!r} is not one of {', '.join(SAMPLERS)}{did_you_mean(sampler, SAMPLERS)}"
+        )
     metric, direction = _objective(data.get("objective"))
     pruner, pruner_args = _pruner(data.get("pruner"))
     seed = data.get("seed")
@@ -307,18 +339,31 @@ def parse_sweep(source: Any, gpus: int | None = None) -> SweepSpec:
     if parallel > 1:
         have = visible_gpus() if gpus is None else gpus
         if parallel > have:
-            raise _err(f"parallel = {parallel} needs {parallel} GPUs (one per trial) and {have} "
-                       f"{'is' if have == 1 else 'are'} visible", "use parallel: 1: trials then queue through "
-                       "the machine's training slot")
-    spec = SweepSpec(params=params, trials=1, sampler=sampler, pruner=pruner, pruner_args=pruner_args, metric=metric,
-                     direction=direction, parallel=parallel, seed=seed,
-                     name=str(data["name"]).strip() if data.get("name") else None)
+            raise _err(
+                f"parallel = {parallel} needs {parallel} GPUs (one per trial) and {have} "
+                f"{'is' if have == 1 else 'are'} visible",
+                "use parallel: 1: trials then queue through the machine's training slot",
+            )
+    spec = SweepSpec(
+        params=params,
+        trials=1,
+        sampler=sampler,
+        pruner=pruner,
+        pruner_args=pruner_args,
+        metric=metric,
+        direction=direction,
+        parallel=parallel,
+        seed=seed,
+        name=str(data["name"]).strip() if data.get("name") else None,
+    )
     if sampler == "grid":
         size = math.prod(len(v) for v in spec.grid().values())
         spec.trials = _count(data.get("trials"), "trials", size)
         if spec.trials > size:
-            raise _err(f"trials = {spec.trials} but the grid has only {size} point(s)",
-                       f"use trials: {size} (or fewer), or add values to the grid")
+            raise _err(
+                f"trials = {spec.trials} but the grid has only {size} point(s)",
+                f"use trials: {size} (or fewer), or add values to the grid",
+            )
     else:
         spec.trials = _count(data.get("trials"), "trials", None)
         if spec.trials is None:

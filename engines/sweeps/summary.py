@@ -1,6 +1,7 @@
 """``summary.json`` from the Optuna study (its one source): every trial with its run, params, value and
 state, and the best complete trial. Optuna's best trial is the best of the *complete* trials (a pruned
 trial's value is its last evaluation before it stopped, and is listed but never best)."""
+
 from __future__ import annotations
 
 import warnings
@@ -15,16 +16,25 @@ def trial_state(t: Any) -> str:
 
     if t.state == TrialState.FAIL and t.user_attrs.get("interrupted"):
         return INTERRUPTED
-    return {TrialState.COMPLETE: COMPLETE, TrialState.PRUNED: PRUNED, TrialState.FAIL: FAILED_TRIAL,
-            TrialState.RUNNING: RUNNING_TRIAL}.get(t.state, t.state.name.lower())
+    return {
+        TrialState.COMPLETE: COMPLETE,
+        TrialState.PRUNED: PRUNED,
+        TrialState.FAIL: FAILED_TRIAL,
+        TrialState.RUNNING: RUNNING_TRIAL,
+    }.get(t.state, t.state.name.lower())
 
 
 def trial_row(t: Any) -> dict[str, Any]:
     value = t.value if t.values else None
     if value is None and t.intermediate_values:
         value = t.intermediate_values[max(t.intermediate_values)]
-    row = {"number": t.number, "run_id": t.user_attrs.get("run_id"), "params": dict(t.params), "value": value,
-           "state": trial_state(t)}
+    row = {
+        "number": t.number,
+        "run_id": t.user_attrs.get("run_id"),
+        "params": dict(t.params),
+        "value": value,
+        "state": trial_state(t),
+    }
     if t.user_attrs.get("error"):
         row["error"] = t.user_attrs["error"]
     if t.user_attrs.get("pruned_at") is not None:
@@ -40,8 +50,12 @@ def summarize_study(study: Any, spec: SweepSpec) -> dict[str, Any]:
     if any(t.state == TrialState.COMPLETE for t in trials):
         b = study.best_trial
         best = {"number": b.number, "run_id": b.user_attrs.get("run_id"), "params": dict(b.params), "value": b.value}
-    return {"objective": {"metric": spec.metric, "direction": spec.direction}, "trials_planned": spec.trials,
-            "trials": [trial_row(t) for t in trials], "best": best}
+    return {
+        "objective": {"metric": spec.metric, "direction": spec.direction},
+        "trials_planned": spec.trials,
+        "trials": [trial_row(t) for t in trials],
+        "best": best,
+    }
 
 
 def write_summary(sweep: SweepDir, study: Any, spec: SweepSpec) -> dict[str, Any]:
@@ -59,9 +73,9 @@ def importances(study: Any) -> dict[str, float] | None:
     if sum(1 for t in study.get_trials(deepcopy=False) if t.state == TrialState.COMPLETE) < 4:
         return None
     try:
-        with warnings.catch_warnings():   # "experimental" in Optuna 4: pinned to <5 in requirements.txt
+        with warnings.catch_warnings():  # "experimental" in Optuna 4: pinned to <5 in requirements.txt
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
             evaluator = optuna.importance.PedAnovaImportanceEvaluator()
         return {k: float(v) for k, v in optuna.importance.get_param_importances(study, evaluator=evaluator).items()}
-    except (RuntimeError, ValueError, ZeroDivisionError):   # e.g. every trial had the same params
+    except (RuntimeError, ValueError, ZeroDivisionError):  # e.g. every trial had the same params
         return None

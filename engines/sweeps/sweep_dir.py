@@ -11,6 +11,7 @@
 Each trial is an ordinary run directory under ``<runs>/`` (listed in Runs with every other run); its
 status.json carries ``sweep: {id, trial}``.
 """
+
 from __future__ import annotations
 
 import json
@@ -74,8 +75,10 @@ class SweepDir(RunDir):
         return yaml.safe_load(p.read_text(encoding="utf-8")) or {}
 
     def write_summary(self, summary: dict[str, Any]) -> None:
-        atomic_write_text(self.path / SUMMARY_FILE, json.dumps(dict(summary, updated=time.time()), indent=1,
-                                                             ensure_ascii=False, default=str))
+        atomic_write_text(
+            self.path / SUMMARY_FILE,
+            json.dumps(dict(summary, updated=time.time()), indent=1, ensure_ascii=False, default=str),
+        )
 
     def read_summary(self) -> dict[str, Any]:
         try:
@@ -100,5 +103,6 @@ def list_sweeps(runs_dir: str | os.PathLike) -> list[SweepDir]:
     root = sweeps_root(runs_dir)
     if not root.is_dir():
         return []
-    return sorted((SweepDir(p) for p in root.iterdir() if (p / SWEEP_FILE).exists()), key=lambda s: s.run_id,
-                  reverse=True)
+    return sorted(
+        (SweepDir(p) for p in root.iterdir() if (p / SWEEP_FILE).exists()), key=lambda s: s.run_id, reverse=True
+    )

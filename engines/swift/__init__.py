@@ -3,6 +3,7 @@ swift``) and is only ever run as a process.
 
 Importing this package imports neither ms-swift nor torch (the registry and the studio stay light).
 """
+
 from .processor import SwiftProcessor
 
 __all__ = ["SwiftProcessor"]

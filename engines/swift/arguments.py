@@ -9,6 +9,7 @@ keys (:data:`FIELDS`): ``mode`` (grpo → ``swift rlhf --rlhf_type grpo``, sft �
 (a misspelling gets a "did you mean"); values by ms-swift's own parser, run in its environment; an error it
 raises is mapped back to the key that caused it.
 """
+
 from __future__ import annotations
 
 import ast
@@ -35,42 +36,115 @@ FORCED = {
     "logging_dir": "TensorBoard events go to the run directory's tensorboard/",
 }
 #: ms-swift's environment variables for several processes (see docs/SWIFT.md)
-ENV_VARS = ("NPROC_PER_NODE", "NNODES", "NODE_RANK", "MASTER_ADDR", "MASTER_PORT", "CUDA_VISIBLE_DEVICES",
-            "ASCEND_RT_VISIBLE_DEVICES", "USE_HF", "MODELSCOPE_CACHE", "HF_ENDPOINT", "WANDB_API_KEY",
-            "PYTORCH_CUDA_ALLOC_CONF", "OMP_NUM_THREADS")
+ENV_VARS = (
+    "NPROC_PER_NODE",
+    "NNODES",
+    "NODE_RANK",
+    "MASTER_ADDR",
+    "MASTER_PORT",
+    "CUDA_VISIBLE_DEVICES",
+    "ASCEND_RT_VISIBLE_DEVICES",
+    "USE_HF",
+    "MODELSCOPE_CACHE",
+    "HF_ENDPOINT",
+    "WANDB_API_KEY",
+    "PYTORCH_CUDA_ALLOC_CONF",
+    "OMP_NUM_THREADS",
+)
 INT_ENV = ("NPROC_PER_NODE", "NNODES", "NODE_RANK", "MASTER_PORT")
 
 FIELDS: list[ConfigField] = [
-    ConfigField("mode", str, GRPO, "grpo (swift rlhf --rlhf_type grpo) or sft (swift sft)", choices=(GRPO, SFT),
-                main=True),
-    ConfigField("max_steps", int, None, "optimizer steps (ms-swift's max_steps; empty: num_train_epochs decides)",
-                min=1, nullable=True, main=True),
-    ConfigField("learning_rate", float, None, "peak learning rate (empty: ms-swift's 1e-5 full / 1e-4 LoRA)",
-                min=0.0, max=1.0, nullable=True, main=True),
-    ConfigField("prompts_per_step", int, 1, "prompts per device and step (per_device_train_batch_size = this × "
-                "num_generations in GRPO)", min=1, max=100_000, main=True),
-    ConfigField("num_generations", int, None, "GRPO: completions per prompt (ms-swift's default 8)", min=2,
-                max=1024, nullable=True, main=True),
-    ConfigField("beta", float, None, "GRPO: KL coefficient (ms-swift's default 0.04)", min=0.0, max=100.0,
-                nullable=True, main=True),
-    ConfigField("max_completion_length", int, None, "GRPO: tokens per completion (the agent's max_tokens when "
-                "empty)", min=1, nullable=True, main=True),
-    ConfigField("tuner_type", str, "lora", "full (fine-tune every weight) or an adapter: lora, adalora, longlora, "
-                "llamapro, adapter, vera, boft, fourierft, reft, bone (ms-swift checks the name)", main=True),
-    ConfigField("template", str, None, "a named ms-swift chat template (empty: the one that renders exactly like "
-                "the model's own chat template)", nullable=True),
+    ConfigField(
+        "mode", str, GRPO, "grpo (swift rlhf --rlhf_type grpo) or sft (swift sft)", choices=(GRPO, SFT), main=True
+    ),
+    ConfigField(
+        "max_steps",
+        int,
+        None,
+        "optimizer steps (ms-swift's max_steps; empty: num_train_epochs decides)",
+        min=1,
+        nullable=True,
+        main=True,
+    ),
+    ConfigField(
+        "learning_rate",
+        float,
+        None,
+        "peak learning rate (empty: ms-swift's 1e-5 full / 1e-4 LoRA)",
+        min=0.0,
+        max=1.0,
+        nullable=True,
+        main=True,
+    ),
+    ConfigField(
+        "prompts_per_step",
+        int,
+        1,
+        "prompts per device and step (per_device_train_batch_size = this × num_generations in GRPO)",
+        min=1,
+        max=100_000,
+        main=True,
+    ),
+    ConfigField(
+        "num_generations",
+        int,
+        None,
+        "GRPO: completions per prompt (ms-swift's default 8)",
+        min=2,
+        max=1024,
+        nullable=True,
+        main=True,
+    ),
+    ConfigField(
+        "beta",
+        float,
+        None,
+        "GRPO: KL coefficient (ms-swift's default 0.04)",
+        min=0.0,
+        max=100.0,
+        nullable=True,
+        main=True,
+    ),
+    ConfigField(
+        "max_completion_length",
+        int,
+        None,
+        "GRPO: tokens per completion (the agent's max_tokens when empty)",
+        min=1,
+        nullable=True,
+        main=True,
+    ),
+    ConfigField(
+        "tuner_type",
+        str,
+        "lora",
+        "full (fine-tune every weight) or an adapter: lora, adalora, longlora, "
+        "llamapro, adapter, vera, boft, fourierft, reft, bone (ms-swift checks the name)",
+        main=True,
+    ),
+    ConfigField(
+        "template",
+        str,
+        None,
+        "a named ms-swift chat template (empty: the one that renders exactly like the model's own chat template)",
+        nullable=True,
+    ),
     ConfigField("epochs", float, None, "passes over the training set (num_train_epochs)", min=0.0, nullable=True),
     ConfigField("samples_per_step", int, 2, "GRPO: rollouts copied to samples.jsonl per step", min=0, max=1000),
-    ConfigField("env", dict, None, "ms-swift's environment variables: NPROC_PER_NODE, NNODES, NODE_RANK, "
-                "MASTER_ADDR, MASTER_PORT, CUDA_VISIBLE_DEVICES, ...", nullable=True),
+    ConfigField(
+        "env",
+        dict,
+        None,
+        "ms-swift's environment variables: NPROC_PER_NODE, NNODES, NODE_RANK, "
+        "MASTER_ADDR, MASTER_PORT, CUDA_VISIBLE_DEVICES, ...",
+        nullable=True,
+    ),
 ]
 FIELD_NAMES = {f.name for f in FIELDS}
 #: our key → the ms-swift argument it sets (a user may not give both)
-ALIASES = {"prompts_per_step": "per_device_train_batch_size", "epochs": "num_train_epochs",
-           "mode": "rlhf_type"}
+ALIASES = {"prompts_per_step": "per_device_train_batch_size", "epochs": "num_train_epochs", "mode": "rlhf_type"}
 #: our keys that are ms-swift arguments under the same name
-PASSED = ("max_steps", "learning_rate", "num_generations", "beta", "max_completion_length", "tuner_type",
-          "template")
+PASSED = ("max_steps", "learning_rate", "num_generations", "beta", "max_completion_length", "tuner_type", "template")
 GRPO_ONLY = ("num_generations", "beta", "max_completion_length", "temperature", "top_p", "reward_funcs")
 
 
@@ -124,17 +198,21 @@ def split_config(user: dict[str, Any], known: dict[str, Any], where: str = "the 
     theirs = {k: v for k, v in user.items() if k not in FIELD_NAMES}
     for key in theirs:
         if not isinstance(key, str) or key not in known:
-            raise CheckError("config", f"unknown setting '{key}' in {where}"
-                             f"{did_you_mean(str(key), [*known, *FIELD_NAMES])}",
-                             "use ms-swift's argument names (swift rlhf --help) or this engine's keys: "
-                             f"{', '.join(sorted(FIELD_NAMES))}")
+            raise CheckError(
+                "config",
+                f"unknown setting '{key}' in {where}{did_you_mean(str(key), [*known, *FIELD_NAMES])}",
+                "use ms-swift's argument names (swift rlhf --help) or this engine's keys: "
+                f"{', '.join(sorted(FIELD_NAMES))}",
+            )
         if key in FORCED:
-            raise CheckError("config", f"`{key}` in {where} is set by the engine: {FORCED[key]}",
-                             f"remove `{key}`")
+            raise CheckError("config", f"`{key}` in {where} is set by the engine: {FORCED[key]}", f"remove `{key}`")
     for ours, swift_key in ALIASES.items():
         if ours in ours_in and swift_key in theirs:
-            raise CheckError("config", f"`{ours}` and `{swift_key}` in {where} set the same ms-swift argument",
-                             f"keep one of them ({ours} is this engine's name for {swift_key})")
+            raise CheckError(
+                "config",
+                f"`{ours}` and `{swift_key}` in {where} set the same ms-swift argument",
+                f"keep one of them ({ours} is this engine's name for {swift_key})",
+            )
     effective, _ = validate_config(ours_in, FIELDS)
     env = effective.get("env") or {}
     check_env(env, where)
@@ -145,8 +223,11 @@ def check_env(env: dict[str, Any], where: str) -> None:
     """ms-swift's multi-process variables: names known, integers where integers, ranks in range."""
     for k, v in env.items():
         if k not in ENV_VARS:
-            raise CheckError("config", f"`env.{k}` in {where} is not one of ms-swift's environment variables"
-                             f"{did_you_mean(str(k), ENV_VARS)}", f"known: {', '.join(ENV_VARS)}")
+            raise CheckError(
+                "config",
+                f"`env.{k}` in {where} is not one of ms-swift's environment variables{did_you_mean(str(k), ENV_VARS)}",
+                f"known: {', '.join(ENV_VARS)}",
+            )
         if k in INT_ENV:
             try:
                 n = int(str(v))
@@ -157,18 +238,25 @@ def check_env(env: dict[str, Any], where: str) -> None:
     nnodes = int(str(env.get("NNODES", 1)))
     if nnodes > 1:
         if "MASTER_ADDR" not in env:
-            raise CheckError("config", f"`env.NNODES` = {nnodes} in {where} needs `env.MASTER_ADDR` (the address of "
-                             "node 0)", "set MASTER_ADDR (and MASTER_PORT) to where node rank 0 listens")
+            raise CheckError(
+                "config",
+                f"`env.NNODES` = {nnodes} in {where} needs `env.MASTER_ADDR` (the address of node 0)",
+                "set MASTER_ADDR (and MASTER_PORT) to where node rank 0 listens",
+            )
         if int(str(env.get("NODE_RANK", 0))) >= nnodes:
-            raise CheckError("config", f"`env.NODE_RANK` = {env['NODE_RANK']} in {where} must be below NNODES "
-                             f"({nnodes})")
+            raise CheckError(
+                "config", f"`env.NODE_RANK` = {env['NODE_RANK']} in {where} must be below NNODES ({nnodes})"
+            )
     gpus = env.get("CUDA_VISIBLE_DEVICES")
     if gpus not in (None, "") and "NPROC_PER_NODE" in env:
         count = len([g for g in str(gpus).split(",") if g.strip()])
         if int(str(env["NPROC_PER_NODE"])) > count:
-            raise CheckError("config", f"`env.NPROC_PER_NODE` = {env['NPROC_PER_NODE']} in {where} is more than the "
-                             f"{count} device(s) CUDA_VISIBLE_DEVICES={gpus} shows",
-                             "one process per GPU: lower NPROC_PER_NODE or list more devices")
+            raise CheckError(
+                "config",
+                f"`env.NPROC_PER_NODE` = {env['NPROC_PER_NODE']} in {where} is more than the "
+                f"{count} device(s) CUDA_VISIBLE_DEVICES={gpus} shows",
+                "one process per GPU: lower NPROC_PER_NODE or list more devices",
+            )
 
 
 # -- ms-swift's errors → the key ------------------------------------------------------------------------
@@ -178,6 +266,7 @@ _LIST_RE = re.compile(r"\[(?:'[^']*'(?:,\s*)?)+\]|\((?:'[^']*'(?:,\s*)?)+\)")
 def blame(error: str, argv_keys: list[str], user_keys: list[str]) -> str | None:
     """The argument an ms-swift error is about: the first user key it names (``--key``, ```key```, ``key``),
     else any key of the command line it names."""
+
     def named(key: str) -> bool:
         return re.search(rf"(?<![\w.])-?-?{re.escape(key)}(?![\w])", error) is not None
 

@@ -10,6 +10,7 @@ One line per prompt::
 For supervised fine-tuning (``swift sft``) the reference answer is appended as the assistant's message. Both
 splits are written; the test split becomes ``--val_dataset``.
 """
+
 from __future__ import annotations
 
 import json
@@ -24,16 +25,60 @@ SOLUTION = "solution"
 #: columns ms-swift 4.6 reads or renames itself (RowPreprocessor.standard_keys and the keys its
 #: MessagesPreprocessor maps to ``messages``/``system``); the row's own columns of these names are not
 #: passed on. tests/test_swift_env.py checks this list against the installed ms-swift.
-SWIFT_RESERVED = frozenset({
-    "messages", "images", "videos", "audios", "tools", "objects",
-    "rejected_messages", "rejected_images", "rejected_videos", "rejected_audios", "rejected_tools",
-    "rejected_objects", "positive_messages", "positive_images", "positive_videos", "positive_audios",
-    "positive_tools", "positive_objects", "negative_messages", "negative_images", "negative_videos",
-    "negative_audios", "negative_tools", "negative_objects", "rejected_response", "label", "channel", "margin",
-    "teacher_prompt", "teacher_images", "chat_template_kwargs", "ref_audios", "audio_codes", "questions", "kinds",
-    "options", "target_probs", "state", "question_ids", "criteria", "omnijev_column_keys", "omnijev_video",
-    "conversation", "conversations", "system", "system_prompt", "image", "video", "audio", SOLUTION,
-})
+SWIFT_RESERVED = frozenset(
+    {
+        "messages",
+        "images",
+        "videos",
+        "audios",
+        "tools",
+        "objects",
+        "rejected_messages",
+        "rejected_images",
+        "rejected_videos",
+        "rejected_audios",
+        "rejected_tools",
+        "rejected_objects",
+        "positive_messages",
+        "positive_images",
+        "positive_videos",
+        "positive_audios",
+        "positive_tools",
+        "positive_objects",
+        "negative_messages",
+        "negative_images",
+        "negative_videos",
+        "negative_audios",
+        "negative_tools",
+        "negative_objects",
+        "rejected_response",
+        "label",
+        "channel",
+        "margin",
+        "teacher_prompt",
+        "teacher_images",
+        "chat_template_kwargs",
+        "ref_audios",
+        "audio_codes",
+        "questions",
+        "kinds",
+        "options",
+        "target_probs",
+        "state",
+        "question_ids",
+        "criteria",
+        "omnijev_column_keys",
+        "omnijev_video",
+        "conversation",
+        "conversations",
+        "system",
+        "system_prompt",
+        "image",
+        "video",
+        "audio",
+        SOLUTION,
+    }
+)
 
 
 def _plain(value: Any) -> Any:
@@ -63,8 +108,9 @@ def passed_columns(column_names: list[str], columns: ColumnMap) -> tuple[list[st
     return keep, dropped
 
 
-def to_row(row: dict, columns: ColumnMap, system: str | None, keep: list[str], tools_json: str | None,
-           sft: bool) -> dict | None:
+def to_row(
+    row: dict, columns: ColumnMap, system: str | None, keep: list[str], tools_json: str | None, sft: bool
+) -> dict | None:
     """One dataset row → one ms-swift line (None for an empty prompt, which the dataset check reported)."""
     if not prompt_text(row[columns.prompt]).strip():
         return None
@@ -80,8 +126,9 @@ def to_row(row: dict, columns: ColumnMap, system: str | None, keep: list[str], t
     return out
 
 
-def write_split(ds, path: Path, columns: ColumnMap, system: str | None, tools: list[dict] | None,
-                sft: bool = False) -> dict[str, Any]:
+def write_split(
+    ds, path: Path, columns: ColumnMap, system: str | None, tools: list[dict] | None, sft: bool = False
+) -> dict[str, Any]:
     """Write one split; returns what the dataset check reports about it."""
     keep, dropped = passed_columns(list(ds.column_names), columns)
     tools_json = json.dumps(tools, ensure_ascii=False) if tools else None
@@ -101,10 +148,18 @@ def write_split(ds, path: Path, columns: ColumnMap, system: str | None, tools: l
             written += 1
     tmp.replace(path)
     if written == 0:
-        raise CheckError("dataset", f"no row of {path.stem} has a prompt{' and an answer' if sft else ''}",
-                         "fill the prompt column" + (" and the answer column (SFT learns from it)" if sft else ""))
-    return {"path": str(path), "rows": written, "skipped": skipped, "reward_columns": [SOLUTION, *keep],
-            "not_passed": dropped}
+        raise CheckError(
+            "dataset",
+            f"no row of {path.stem} has a prompt{' and an answer' if sft else ''}",
+            "fill the prompt column" + (" and the answer column (SFT learns from it)" if sft else ""),
+        )
+    return {
+        "path": str(path),
+        "rows": written,
+        "skipped": skipped,
+        "reward_columns": [SOLUTION, *keep],
+        "not_passed": dropped,
+    }
 
 
 def first_messages(path: Path) -> list[dict]:

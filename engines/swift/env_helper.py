@@ -11,6 +11,7 @@ ms-swift template that renders exactly like the model's own chat template, tools
 training renders it), ``dry_run`` (the generated reward plugin's ORMs on sample rows), ``validate``
 (ms-swift's own argument parsing of a command line).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -126,8 +127,14 @@ def _render(template, processor, messages, tools=None, train: bool = False) -> s
     return processor.decode(encoded["input_ids"])
 
 
-def model(model: str, model_type: str | None = None, template: str | None = None, probes: list | None = None,
-          tools: list | None = None, agent_template: str | None = None) -> dict:
+def model(
+    model: str,
+    model_type: str | None = None,
+    template: str | None = None,
+    probes: list | None = None,
+    tools: list | None = None,
+    agent_template: str | None = None,
+) -> dict:
     """The model's type and the ms-swift template to train it with: ``template`` when given, else the first
     candidate whose rendering of every probe conversation equals the model's own chat template's."""
     from swift.model import get_processor
@@ -136,11 +143,21 @@ def model(model: str, model_type: str | None = None, template: str | None = None
     processor = get_processor(info.model_dir, model_type=info.model_type)
     tokenizer = getattr(processor, "tokenizer", processor)
     own = getattr(tokenizer, "chat_template", None)
-    candidates = [template] if template else list(dict.fromkeys(
-        [c for c in ([meta.template] + list(meta.candidate_templates or [])) if c]))
-    report = {"model_type": info.model_type, "model_dir": info.model_dir, "has_chat_template": bool(own),
-              "candidates": candidates, "template": None, "matched": False, "mismatch": None,
-              "max_model_len": info.max_model_len}
+    candidates = (
+        [template]
+        if template
+        else list(dict.fromkeys([c for c in ([meta.template] + list(meta.candidate_templates or [])) if c]))
+    )
+    report = {
+        "model_type": info.model_type,
+        "model_dir": info.model_dir,
+        "has_chat_template": bool(own),
+        "candidates": candidates,
+        "template": None,
+        "matched": False,
+        "mismatch": None,
+        "max_model_len": info.max_model_len,
+    }
     probes = probes or []
     for name in candidates:
         try:
@@ -175,8 +192,14 @@ def model(model: str, model_type: str | None = None, template: str | None = None
     return report
 
 
-def render(model: str, model_type: str, template: str, messages: list, tools: list | None = None,
-           agent_template: str | None = None) -> dict:
+def render(
+    model: str,
+    model_type: str,
+    template: str,
+    messages: list,
+    tools: list | None = None,
+    agent_template: str | None = None,
+) -> dict:
     from swift.model import get_processor
 
     processor = get_processor(model, model_type=model_type)
@@ -221,8 +244,8 @@ def _dry_run(plugin: str, rewards: list, batch: dict) -> dict:
             out[key] = [float(v) for v in orms[key](args=None)(**batch)]
         except Exception as e:  # noqa: BLE001 - ms-swift's own ORMs: reported as not dry-run, with the reason
             if key.startswith("aworld_"):
-                raise   # our reward's error is the check's error
-            not_run[key] = f"{type(e).__name__}: {e}"[:300]   # some are built from the training arguments
+                raise  # our reward's error is the check's error
+            not_run[key] = f"{type(e).__name__}: {e}"[:300]  # some are built from the training arguments
     return {"values": out, "not_run": not_run}
 
 
@@ -248,16 +271,46 @@ def validate(command: str, argv: list) -> dict:
     tuners = sorted(set(get_supported_tuners()) | set(tuners_map))
     if args.tuner_type not in tuners:
         raise ArgumentError(f"argument --tuner_type: invalid choice: {args.tuner_type!r} (choose from {tuners})")
-    keys = ("model_type", "template", "tuner_type", "torch_dtype", "learning_rate", "max_steps", "num_train_epochs",
-            "per_device_train_batch_size", "gradient_accumulation_steps", "num_generations", "generation_batch_size",
-            "steps_per_generation", "max_completion_length", "temperature", "top_p", "beta", "save_steps",
-            "logging_steps", "eval_strategy", "eval_steps", "lr_scheduler_type", "seed", "system", "agent_template",
-            "max_length", "loss_type", "rlhf_type")
+    keys = (
+        "model_type",
+        "template",
+        "tuner_type",
+        "torch_dtype",
+        "learning_rate",
+        "max_steps",
+        "num_train_epochs",
+        "per_device_train_batch_size",
+        "gradient_accumulation_steps",
+        "num_generations",
+        "generation_batch_size",
+        "steps_per_generation",
+        "max_completion_length",
+        "temperature",
+        "top_p",
+        "beta",
+        "save_steps",
+        "logging_steps",
+        "eval_strategy",
+        "eval_steps",
+        "lr_scheduler_type",
+        "seed",
+        "system",
+        "agent_template",
+        "max_length",
+        "loss_type",
+        "rlhf_type",
+    )
     return {k: _jsonable(getattr(args, k)) for k in keys if hasattr(args, k)}
 
 
-TASKS = {"hello": hello, "arg_names": arg_names, "model": model, "render": render, "dry_run": dry_run,
-         "validate": validate}
+TASKS = {
+    "hello": hello,
+    "arg_names": arg_names,
+    "model": model,
+    "render": render,
+    "dry_run": dry_run,
+    "validate": validate,
+}
 
 
 def reply(obj: dict) -> None:
@@ -268,17 +321,24 @@ def reply(obj: dict) -> None:
 def main() -> int:
     global PROTOCOL_OUT
     PROTOCOL_OUT = os.fdopen(os.dup(1), "w", encoding="utf-8")
-    os.dup2(2, 1)   # anything printed from here on (ms-swift's logging) goes to the log file, not the protocol
+    os.dup2(2, 1)  # anything printed from here on (ms-swift's logging) goes to the log file, not the protocol
     sys.stdout = os.fdopen(1, "w", encoding="utf-8", buffering=1)
     try:  # the imports every task needs, paid once
         import swift.arguments  # noqa: F401
         import swift.model  # noqa: F401
         import swift.rewards  # noqa: F401
         import swift.template  # noqa: F401
+
         reply({"ok": True, "result": hello()})
     except BaseException as e:  # noqa: BLE001 - say why, then leave
-        reply({"ok": False, "error": f"{type(e).__name__}: {e}", "kind": "import",
-               "traceback": traceback.format_exc()[-3000:]})
+        reply(
+            {
+                "ok": False,
+                "error": f"{type(e).__name__}: {e}",
+                "kind": "import",
+                "traceback": traceback.format_exc()[-3000:],
+            }
+        )
         return 1
     for line in sys.stdin:
         if not line.strip():
@@ -290,8 +350,14 @@ def main() -> int:
         except ArgumentError as e:
             reply({"ok": False, "error": str(e), "kind": "arguments"})
         except BaseException as e:  # noqa: BLE001 - every failure is the caller's to report
-            reply({"ok": False, "error": f"{type(e).__name__}: {e}", "kind": "exception",
-                   "traceback": traceback.format_exc()[-3000:]})
+            reply(
+                {
+                    "ok": False,
+                    "error": f"{type(e).__name__}: {e}",
+                    "kind": "exception",
+                    "traceback": traceback.format_exc()[-3000:],
+                }
+            )
     return 0
 
 

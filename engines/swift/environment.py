@@ -13,6 +13,7 @@ to a JSON-lines file that any reader (the studio's setup button) polls — never
 
 Importing this module imports neither torch nor ms-swift.
 """
+
 from __future__ import annotations
 
 import fcntl
@@ -37,21 +38,39 @@ SETUP_LOG = "aworld-setup.log"
 #: what the environment gets (versions this engine is tested with). msgspec is imported by ms-swift's GRPO
 #: trainer but not declared by ms-swift; cloudpickle and pyyaml load the studio's rewards in the plugin;
 #: math-verify scores TRL's accuracy rewards (and ms-swift's own `accuracy`) there. ms-swift brings openai (judges).
-PINS = ("torch==2.13.0", "ms-swift==4.6.0", "msgspec==0.22.0", "transformers==5.19.0", "trl==0.29.1",
-        "peft==0.20.0", "datasets==4.8.4", "accelerate==1.15.0", "cloudpickle==3.1.2", "pyyaml==6.0.3",
-        "math-verify==0.9.0")
+PINS = (
+    "torch==2.13.0",
+    "ms-swift==4.6.0",
+    "msgspec==0.22.0",
+    "transformers==5.19.0",
+    "trl==0.29.1",
+    "peft==0.20.0",
+    "datasets==4.8.4",
+    "accelerate==1.15.0",
+    "cloudpickle==3.1.2",
+    "pyyaml==6.0.3",
+    "math-verify==0.9.0",
+)
 #: modules training needs, as the availability probe checks them (import name → the pip name to install)
-REQUIRED = {"swift": "ms-swift", "torch": "torch==2.13.0", "msgspec": "msgspec", "trl": "trl<1.0",
-            "cloudpickle": "cloudpickle", "yaml": "pyyaml"}
+REQUIRED = {
+    "swift": "ms-swift",
+    "torch": "torch==2.13.0",
+    "msgspec": "msgspec",
+    "trl": "trl<1.0",
+    "cloudpickle": "cloudpickle",
+    "yaml": "pyyaml",
+}
 SETUP_COMMAND = "python -m engines setup swift"
-PROBE = ("import importlib.util as u, importlib.metadata as m, json, sys\n"
-         "def v(d):\n    try:\n        return m.version(d)\n    except Exception:\n        return None\n"
-         f"out = {{'modules': {{k: u.find_spec(k) is not None for k in {sorted(REQUIRED)!r}}},\n"
-         "       'versions': {d: v(d) for d in ('ms-swift', 'torch', 'transformers', 'trl', 'msgspec')},\n"
-         "       'python': sys.version.split()[0],\n"
-         "       'swift_dir': (list(u.find_spec('swift').submodule_search_locations or [None])[0]\n"
-         "                     if u.find_spec('swift') else None)}\n"
-         "print(json.dumps(out))\n")
+PROBE = (
+    "import importlib.util as u, importlib.metadata as m, json, sys\n"
+    "def v(d):\n    try:\n        return m.version(d)\n    except Exception:\n        return None\n"
+    f"out = {{'modules': {{k: u.find_spec(k) is not None for k in {sorted(REQUIRED)!r}}},\n"
+    "       'versions': {d: v(d) for d in ('ms-swift', 'torch', 'transformers', 'trl', 'msgspec')},\n"
+    "       'python': sys.version.split()[0],\n"
+    "       'swift_dir': (list(u.find_spec('swift').submodule_search_locations or [None])[0]\n"
+    "                     if u.find_spec('swift') else None)}\n"
+    "print(json.dumps(out))\n"
+)
 
 _PROBES: dict[str, dict[str, Any]] = {}
 
@@ -131,27 +150,33 @@ def availability() -> tuple[bool, str]:
     if not override:
         venv = default_venv()
         if not Path(python).exists():
-            return False, (f"not set up — run: {SETUP_COMMAND} (builds ms-swift's environment in {venv}; or set "
-                           f"${PYTHON_ENV} to a Python that has ms-swift)")
+            return False, (
+                f"not set up — run: {SETUP_COMMAND} (builds ms-swift's environment in {venv}; or set "
+                f"${PYTHON_ENV} to a Python that has ms-swift)"
+            )
         marker = read_marker(venv)
         if marker is None:
             return False, f"setup did not finish — run: {SETUP_COMMAND} (ms-swift's environment {venv} is incomplete)"
         if list(marker.get("pins") or []) != list(PINS):
-            return False, (f"set up with other versions ({', '.join(marker.get('pins') or [])}) — run: "
-                           f"{SETUP_COMMAND}")
+            return False, (f"set up with other versions ({', '.join(marker.get('pins') or [])}) — run: {SETUP_COMMAND}")
         versions = marker.get("versions") or {}
         return True, f"ms-swift {versions.get('ms-swift', '?')}, torch {versions.get('torch', '?')} ({venv})"
     if not Path(python).exists():
-        return False, f"${PYTHON_ENV}={override} does not exist — point it at a Python with ms-swift, or unset it " \
-                      f"and run: {SETUP_COMMAND}"
+        return (
+            False,
+            f"${PYTHON_ENV}={override} does not exist — point it at a Python with ms-swift, or unset it "
+            f"and run: {SETUP_COMMAND}",
+        )
     found = probe(python)
     if "error" in found:
         return False, f"cannot run ${PYTHON_ENV}={python}: {found['error']}"
     missing = [REQUIRED[m] for m, ok in sorted(found.get("modules", {}).items()) if not ok]
     if missing:
-        return False, (f"{python} lacks {', '.join(missing)} — run: {python} -m pip install "
-                       f"{' '.join(repr(m) if '<' in m else m for m in missing)} (or unset ${PYTHON_ENV} and run: "
-                       f"{SETUP_COMMAND})")
+        return False, (
+            f"{python} lacks {', '.join(missing)} — run: {python} -m pip install "
+            f"{' '.join(repr(m) if '<' in m else m for m in missing)} (or unset ${PYTHON_ENV} and run: "
+            f"{SETUP_COMMAND})"
+        )
     v = found.get("versions") or {}
     return True, f"ms-swift {v.get('ms-swift')}, torch {v.get('torch')} ({python})"
 
@@ -164,10 +189,18 @@ class Progress:
     path: Path | None = None
     state: dict[str, Any] = field(default_factory=dict)
 
-    def __call__(self, stage: str, message: str, fraction: float | None = None, state: str = "running",
-                 **extra: Any) -> None:
-        self.state = {"time": time.time(), "state": state, "stage": stage, "message": message,
-                      "fraction": fraction, "pid": os.getpid(), **extra}
+    def __call__(
+        self, stage: str, message: str, fraction: float | None = None, state: str = "running", **extra: Any
+    ) -> None:
+        self.state = {
+            "time": time.time(),
+            "state": state,
+            "stage": stage,
+            "message": message,
+            "fraction": fraction,
+            "pid": os.getpid(),
+            **extra,
+        }
         line = json.dumps(self.state)
         if self.path is None:
             print(f"[{stage}] {message}", flush=True)
@@ -182,8 +215,10 @@ def read_progress(path: str | os.PathLike) -> dict[str, Any] | None:
     return last_json_line(path)
 
 
-_PIP_STEP = re.compile(r"^(Collecting|Downloading|Using cached|Installing collected packages|Successfully installed)"
-                       r"\s*:?\s*(\S*)")
+_PIP_STEP = re.compile(
+    r"^(Collecting|Downloading|Using cached|Installing collected packages|Successfully installed)"
+    r"\s*:?\s*(\S*)"
+)
 
 
 def _pip_line_progress(line: str, seen: int) -> tuple[str, float] | None:
@@ -240,8 +275,13 @@ def _run_logged(argv: list[str], log_path: Path, progress: Progress | None, time
         raise SetupError(f"`{' '.join(argv[:4])} …` failed with exit code {proc.returncode}:\n" + "\n".join(tail))
 
 
-def setup(venv: str | os.PathLike | None = None, progress: Progress | None = None, force: bool = False,
-          timeout_s: float = 3600.0, torch_index_url: str | None = None) -> dict[str, Any]:
+def setup(
+    venv: str | os.PathLike | None = None,
+    progress: Progress | None = None,
+    force: bool = False,
+    timeout_s: float = 3600.0,
+    torch_index_url: str | None = None,
+) -> dict[str, Any]:
     """Create (or complete) the ms-swift virtualenv with :data:`PINS`; returns its marker.
 
     Idempotent: when the marker records the same pins it returns at once. Two setups of one folder never
@@ -285,8 +325,7 @@ def _build(venv: Path, progress: Progress, timeout_s: float, torch_index_url: st
         progress("venv", f"creating the virtualenv {venv}", 0.02)
         base = getattr(sys, "_base_executable", None) or sys.executable
         _run_logged([base, "-m", "venv", "--clear", str(venv)], log_path, None, 600)
-    progress("install", f"installing {', '.join(PINS[:3])} and their dependencies (about 2 GB; log: {log_path})",
-             0.05)
+    progress("install", f"installing {', '.join(PINS[:3])} and their dependencies (about 2 GB; log: {log_path})", 0.05)
     for argv in install_commands(str(python), torch_index_url):
         _run_logged(argv, log_path, progress, timeout_s)
     progress("verify", "checking that ms-swift imports", 0.92)
@@ -295,11 +334,16 @@ def _build(venv: Path, progress: Progress, timeout_s: float, torch_index_url: st
     missing = [m for m, ok in (found.get("modules") or {}).items() if not ok]
     if "error" in found or missing:
         raise SetupError(f"the environment was built but {found.get('error') or 'lacks ' + ', '.join(missing)}")
-    marker = {"pins": list(PINS), "versions": found.get("versions"), "python": found.get("python"),
-              "created": time.time()}
+    marker = {
+        "pins": list(PINS),
+        "versions": found.get("versions"),
+        "python": found.get("python"),
+        "created": time.time(),
+    }
     (venv / MARKER).write_text(json.dumps(marker, indent=1), encoding="utf-8")
-    progress("done", f"ms-swift {found['versions'].get('ms-swift')} is ready in {venv}", 1.0, state="done",
-             venv=str(venv))
+    progress(
+        "done", f"ms-swift {found['versions'].get('ms-swift')} is ready in {venv}", 1.0, state="done", venv=str(venv)
+    )
     return marker
 
 
@@ -311,9 +355,12 @@ def setup_command_line(args: list[str]) -> int:
     p.add_argument("--progress-file", help="append progress as JSON lines here (the studio reads it)")
     p.add_argument("--venv", help=f"where to build it (default: {default_venv()})")
     p.add_argument("--force", action="store_true", help="reinstall even when the marker says it is ready")
-    p.add_argument("--torch-index-url", help="install torch from this index first, e.g. "
-                   f"https://download.pytorch.org/whl/cpu for the CPU build (default: ${TORCH_INDEX_ENV}, else the "
-                   "configured index)")
+    p.add_argument(
+        "--torch-index-url",
+        help="install torch from this index first, e.g. "
+        f"https://download.pytorch.org/whl/cpu for the CPU build (default: ${TORCH_INDEX_ENV}, else the "
+        "configured index)",
+    )
     a = p.parse_args(args)
     if os.environ.get(PYTHON_ENV) and not a.venv:
         ok, reason = availability()

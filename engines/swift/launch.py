@@ -14,6 +14,7 @@ appended to ``train.log`` — never a pipe — and watches it to its end:
 An exit code other than 0 raises :class:`SwiftRunError` carrying ms-swift's last error line, which the run's
 failure cause is read from (reward error, missing dependency, out of memory, bad data, killed).
 """
+
 from __future__ import annotations
 
 import os
@@ -83,7 +84,7 @@ class SwiftWatcher:
         self.metrics_tail = JsonlTail(self.output_dir / "logging.jsonl")
         self.completions_tail = JsonlTail(self.output_dir / "completions.jsonl")
         self.last_step: int | None = None
-        self.first_step: int | None = None     # the first step this run logged (the summary's steps count from it)
+        self.first_step: int | None = None  # the first step this run logged (the summary's steps count from it)
         self.rows = 0
         self.checkpoints: set[int] = set()
         self._lookup: PromptLookup | None = None
@@ -100,7 +101,7 @@ class SwiftWatcher:
 
     def _metrics(self, record: dict) -> None:
         if is_summary(record):
-            if "train_runtime" in record:      # measured figures only (engines/runs/run_summary.py)
+            if "train_runtime" in record:  # measured figures only (engines/runs/run_summary.py)
                 steps = None if self.first_step is None else self.last_step - self.first_step + 1
                 self.run.event("summary", **measured_summary(record, steps, record.get("train_runtime")))
             return
@@ -146,7 +147,7 @@ class SwiftWatcher:
             m = _CKPT_RE.match(p.name)
             if not m or p.is_symlink() or not p.is_dir() or int(m.group(1)) in self.checkpoints:
                 continue
-            if not (p / "trainer_state.json").exists():   # still being written
+            if not (p / "trainer_state.json").exists():  # still being written
                 continue
             step = int(m.group(1))
             self.checkpoints.add(step)
@@ -160,7 +161,7 @@ class SwiftJob:
 
     run: RunDir
     python: str
-    command: str                 # rlhf | sft
+    command: str  # rlhf | sft
     argv: list[str]
     env_vars: dict[str, str]
     watcher: SwiftWatcher
@@ -170,10 +171,16 @@ class SwiftJob:
 
     def environment(self) -> dict[str, str]:
         env = dict(os.environ)
-        for key in ("RANK", "LOCAL_RANK", "WORLD_SIZE"):   # never inherit a launcher's distributed settings
+        for key in ("RANK", "LOCAL_RANK", "WORLD_SIZE"):  # never inherit a launcher's distributed settings
             env.pop(key, None)
-        env.update({"PYTHONUNBUFFERED": "1", "TOKENIZERS_PARALLELISM": "false", RUN_DIR_ENV: str(self.run.path),
-                    WATCH_PID_ENV: str(os.getpid())})
+        env.update(
+            {
+                "PYTHONUNBUFFERED": "1",
+                "TOKENIZERS_PARALLELISM": "false",
+                RUN_DIR_ENV: str(self.run.path),
+                WATCH_PID_ENV: str(os.getpid()),
+            }
+        )
         env.update({k: str(v) for k, v in self.env_vars.items()})
         return env
 
@@ -181,17 +188,20 @@ class SwiftJob:
         """The exact command, to run on another node (NNODES > 1: set NODE_RANK there) or by hand."""
         env = " ".join(f"{k}={shlex.quote(str(v))}" for k, v in self.env_vars.items())
         line = " ".join(shlex.quote(a) for a in self.full_command())
-        path.write_text(f"#!/bin/sh\n# ms-swift command of run {self.run.run_id} (written by engines/swift)\n"
-                        f"cd {shlex.quote(str(self.run.path))}\n{(env + ' ') if env else ''}exec {line}\n",
-                        encoding="utf-8")
+        path.write_text(
+            f"#!/bin/sh\n# ms-swift command of run {self.run.run_id} (written by engines/swift)\n"
+            f"cd {shlex.quote(str(self.run.path))}\n{(env + ' ') if env else ''}exec {line}\n",
+            encoding="utf-8",
+        )
         path.chmod(0o755)
 
     def train(self) -> str:
         run = self.run
         proc = spawn_detached(self.full_command(), run.log_path, env=self.environment(), cwd=run.path)
         run.write_status(swift_pid=proc.pid)
-        run.event("launched", engine="swift", pid=proc.pid,
-                  command=" ".join(shlex.quote(a) for a in self.full_command()))
+        run.event(
+            "launched", engine="swift", pid=proc.pid, command=" ".join(shlex.quote(a) for a in self.full_command())
+        )
         stopping = False
         while proc.poll() is None:
             self.watcher.poll()
@@ -199,7 +209,7 @@ class SwiftJob:
                 stopping = True
                 run.write_status(state=STOPPING)
                 run.event("stop_requested", step=self.watcher.last_step)
-            run.write_status(durable=False)    # heartbeat
+            run.write_status(durable=False)  # heartbeat
             time.sleep(POLL_S)
         self.watcher.poll()
         code = proc.returncode

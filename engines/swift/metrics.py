@@ -9,6 +9,7 @@
   ``prompt`` (rendered text), ``completion``, one list per reward function (named after its class),
   ``advantages``, ``solution``.
 """
+
 from __future__ import annotations
 
 import time
@@ -54,16 +55,17 @@ def normalize(record: dict) -> tuple[int, int | None, dict[str, Any]] | None:
         if key in CANONICAL:
             out[CANONICAL[key]] = value
         elif key.startswith("rewards/") and key.endswith("/mean"):
-            out[REWARD_TERM_PREFIX + key[len("rewards/"):-len("/mean")]] = value
+            out[REWARD_TERM_PREFIX + key[len("rewards/") : -len("/mean")]] = value
         elif key.startswith("eval_rewards/") and key.endswith("/mean"):
-            out["eval/" + key[len("eval_"):-len("/mean")]] = value
+            out["eval/" + key[len("eval_") : -len("/mean")]] = value
     if not out:
         return None
     return step, total, out
 
 
-def samples_from_completions(record: dict, reward_terms: list[tuple[str, float]], limit: int,
-                             prompt_lookup=None) -> list[dict]:
+def samples_from_completions(
+    record: dict, reward_terms: list[tuple[str, float]], limit: int, prompt_lookup=None
+) -> list[dict]:
     """The first ``limit`` rollouts of a completions.jsonl record as samples.jsonl rows. ``reward_terms``:
     (name, weight) in order; the total is their weighted sum, as ms-swift computes ``reward``.
     ``prompt_lookup(text)`` may turn the rendered prompt back into the row's messages."""
@@ -85,9 +87,15 @@ def samples_from_completions(record: dict, reward_terms: list[tuple[str, float]]
             step = None
         prompt_text = prompts[i] if i < len(prompts) else None
         messages = prompt_lookup(prompt_text) if prompt_lookup and prompt_text else None
-        sample = {"step": step, "time": time.time(), "prompt": messages or prompt_text,
-                  "completion": [{"role": "assistant", "content": completions[i]}],
-                  "answer": solutions[i] if i < len(solutions) else None, "rewards": terms, "reward": total}
+        sample = {
+            "step": step,
+            "time": time.time(),
+            "prompt": messages or prompt_text,
+            "completion": [{"role": "assistant", "content": completions[i]}],
+            "answer": solutions[i] if i < len(solutions) else None,
+            "rewards": terms,
+            "reward": total,
+        }
         if messages:
             sample["rendered_prompt"] = prompt_text
         advantages = record.get("advantages")

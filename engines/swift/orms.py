@@ -7,6 +7,7 @@ ORMs the installed ms-swift has from its source (``swift/rewards/orm.py``'s ``or
 it, for the checks and the reward catalog. Other engines refuse them (:mod:`engines.rewards.spec`), naming a
 counterpart that runs everywhere where one exists.
 """
+
 from __future__ import annotations
 
 import ast
@@ -20,9 +21,14 @@ from . import environment
 
 ORM_FILE = Path("rewards") / "orm.py"
 #: what an ORM reads besides the completions (the dataset's answer column reaches it as ``solution``)
-READS = {"accuracy": "solution (the answer column)", "cosine": "solution; cosine_* arguments",
-         "soft_overlong": "soft_max_length, soft_cache_length arguments", "repetition": "repetition_* arguments",
-         "toolbench": "solution (ToolBench trajectories)", "math": "ground_truths (MathORM's own convention)"}
+READS = {
+    "accuracy": "solution (the answer column)",
+    "cosine": "solution; cosine_* arguments",
+    "soft_overlong": "soft_max_length, soft_cache_length arguments",
+    "repetition": "repetition_* arguments",
+    "toolbench": "solution (ToolBench trajectories)",
+    "math": "ground_truths (MathORM's own convention)",
+}
 
 
 @functools.lru_cache(maxsize=4)
@@ -31,12 +37,26 @@ def _parse(orm_file: str) -> dict[str, dict[str, str]]:
     docs: dict[str, str] = {}
     for node in tree.body:
         if isinstance(node, ast.ClassDef):
-            call = next((n for n in node.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
-                         and n.name == "__call__"), None)
+            call = next(
+                (
+                    n
+                    for n in node.body
+                    if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == "__call__"
+                ),
+                None,
+            )
             doc = ast.get_docstring(node) or (ast.get_docstring(call) if call else None) or ""
             docs[node.name] = " ".join(doc.split("\n\n")[0].split())
-    table = next((n.value for n in tree.body if isinstance(n, ast.Assign) and isinstance(n.value, ast.Dict)
-                  and any(isinstance(t, ast.Name) and t.id == "orms" for t in n.targets)), None)
+    table = next(
+        (
+            n.value
+            for n in tree.body
+            if isinstance(n, ast.Assign)
+            and isinstance(n.value, ast.Dict)
+            and any(isinstance(t, ast.Name) and t.id == "orms" for t in n.targets)
+        ),
+        None,
+    )
     out: dict[str, dict[str, str]] = {}
     for k, v in zip(table.keys if table else [], table.values if table else []):
         if isinstance(k, ast.Constant) and isinstance(v, ast.Name):
@@ -57,11 +77,17 @@ def resolve(name: str, weight: float, python: str | None = None) -> dict[str, An
     """One ``swift:<name>`` term checked against the installed ms-swift: {"name", "class", "weight"}."""
     orms, _ = installed_orms(python)
     if not orms:
-        raise CheckError("reward", f"'{PREFIX}{name}' is one of ms-swift's rewards, and ms-swift's environment "
-                         "cannot be read", f"run: {environment.SETUP_COMMAND}")
+        raise CheckError(
+            "reward",
+            f"'{PREFIX}{name}' is one of ms-swift's rewards, and ms-swift's environment cannot be read",
+            f"run: {environment.SETUP_COMMAND}",
+        )
     if name not in orms:
-        raise CheckError("reward", f"ms-swift has no reward '{name}'{did_you_mean(name, orms)}",
-                         f"its rewards: {', '.join(PREFIX + n for n in sorted(orms))}")
+        raise CheckError(
+            "reward",
+            f"ms-swift has no reward '{name}'{did_you_mean(name, orms)}",
+            f"its rewards: {', '.join(PREFIX + n for n in sorted(orms))}",
+        )
     return {"name": name, "class": orms[name]["class"], "weight": weight}
 
 
@@ -71,12 +97,27 @@ def catalog_entries() -> list[dict[str, Any]]:
     out = []
     for name, orm in sorted(orms.items()):
         counterpart = COUNTERPARTS.get(name)
-        desc = (orm["doc"] or f"ms-swift's {orm['class']}") + " — on the swift engine only" + \
-            (f"; elsewhere use {counterpart}" if counterpart else "")
+        desc = (
+            (orm["doc"] or f"ms-swift's {orm['class']}")
+            + " — on the swift engine only"
+            + (f"; elsewhere use {counterpart}" if counterpart else "")
+        )
         if name in READS:
             desc += f"; reads {READS[name]}"
-        out.append({"key": PREFIX + name, "label": f"ms-swift · {name}", "source": f"ms-swift {version}",
-                    "description": desc, "requires": ["ms-swift (its own environment)"], "missing": [],
-                    "factory": False, "args": {}, "data_sources": [], "example": None, "aspect": "answer",
-                    "engines": ["swift"]})
+        out.append(
+            {
+                "key": PREFIX + name,
+                "label": f"ms-swift · {name}",
+                "source": f"ms-swift {version}",
+                "description": desc,
+                "requires": ["ms-swift (its own environment)"],
+                "missing": [],
+                "factory": False,
+                "args": {},
+                "data_sources": [],
+                "example": None,
+                "aspect": "answer",
+                "engines": ["swift"],
+            }
+        )
     return out

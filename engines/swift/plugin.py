@@ -7,6 +7,7 @@ installed there, never on the studio. User reward files are copied into the run 
 the original path is not there. Its text holds no absolute run-dir path, so the same setup gives the same
 file (its checks are cached by content).
 """
+
 from __future__ import annotations
 
 import json
@@ -236,11 +237,19 @@ def write_plugin(folder: Path, spec: list[dict], names: list[str], columns: list
     snapshot_engines(folder)
     items = [_relocate(e, folder, i) for i, e in enumerate(spec)]
     terms = ", ".join(f"{n}×{e.get('weight', 1.0):g}" for n, e in zip(names, items)) or "none"
-    text = TEMPLATE.format(terms=terms, orm_names=" ".join(ORM_PREFIX + n for n in names) or "none",
-                           snapshot=SNAPSHOT_DIR, columns=", ".join(columns) or "none", callback=CALLBACK,
-                           run_env=RUN_DIR_ENV, watch_env=WATCH_PID_ENV, prefix=ORM_PREFIX,
-                           spec=json.dumps(items, sort_keys=True), names=json.dumps(names),
-                           columns_json=json.dumps(columns))
+    text = TEMPLATE.format(
+        terms=terms,
+        orm_names=" ".join(ORM_PREFIX + n for n in names) or "none",
+        snapshot=SNAPSHOT_DIR,
+        columns=", ".join(columns) or "none",
+        callback=CALLBACK,
+        run_env=RUN_DIR_ENV,
+        watch_env=WATCH_PID_ENV,
+        prefix=ORM_PREFIX,
+        spec=json.dumps(items, sort_keys=True),
+        names=json.dumps(names),
+        columns_json=json.dumps(columns),
+    )
     path = folder / PLUGIN_FILE
     path.write_text(text, encoding="utf-8")
     return path

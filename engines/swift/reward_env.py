@@ -6,6 +6,7 @@ pins add ``math-verify`` (TRL's accuracy rewards, ms-swift's own ``accuracy``); 
 transformers, which it has. verl's scorers need ``verl``, which cannot be installed beside ms-swift (verl 0.9.1
 pins ``transformers<5.11``, ms-swift's environment has 5.19): they are refused before anything runs.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -15,10 +16,11 @@ from ..rewards.native import native_name
 
 #: reward modules that cannot run in ms-swift's environment → why, and what scores the same there
 UNRUNNABLE = {
-    "verl": ("verl cannot be installed in ms-swift's environment (verl 0.9.1 pins transformers<5.11; "
-             "ms-swift's has 5.19)",
-             "train it on the trl or verl engine; on swift, score the answer with math_match (the last number, "
-             "'#### 7' included) or trl.rewards:accuracy_reward (\\boxed{} answers, math-verify)"),
+    "verl": (
+        "verl cannot be installed in ms-swift's environment (verl 0.9.1 pins transformers<5.11; ms-swift's has 5.19)",
+        "train it on the trl or verl engine; on swift, score the answer with math_match (the last number, "
+        "'#### 7' included) or trl.rewards:accuracy_reward (\\boxed{} answers, math-verify)",
+    ),
 }
 
 
@@ -40,5 +42,9 @@ def refuse_unrunnable(spec: Any) -> None:
             continue
         why = UNRUNNABLE.get(module.split(".")[0])
         if why:
-            raise CheckError("reward", f"reward '{ref.partition('(')[0]}' cannot run on the swift engine: it needs "
-                             f"{module.split('.')[0]}, and {why[0]}", why[1])
+            raise CheckError(
+                "reward",
+                f"reward '{ref.partition('(')[0]}' cannot run on the swift engine: it needs "
+                f"{module.split('.')[0]}, and {why[0]}",
+                why[1],
+            )

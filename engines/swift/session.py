@@ -5,6 +5,7 @@ edit, a run re-checks its spec before training — costs no process at all.
 
 Importing ms-swift takes ~10–20 s on a busy 2-core machine; one helper per check pays it once.
 """
+
 from __future__ import annotations
 
 import atexit
@@ -23,11 +24,11 @@ from ..isolation.processes import terminate_tree
 from . import environment
 
 HELPER = Path(__file__).resolve().parent / "env_helper.py"
-START_TIMEOUT_S = 240.0     # importing torch + ms-swift on a cold, loaded machine
+START_TIMEOUT_S = 240.0  # importing torch + ms-swift on a cold, loaded machine
 CALL_TIMEOUT_S = 120.0
-IDLE_S = 90.0               # a released helper waits this long for the next check before it ends
+IDLE_S = 90.0  # a released helper waits this long for the next check before it ends
 CACHE_ENV = "AWORLD_SWIFT_CACHE"
-CACHE_VERSION = 1           # bump when a task's answer changes shape
+CACHE_VERSION = 1  # bump when a task's answer changes shape
 
 
 class SwiftEnvError(RuntimeError):
@@ -46,8 +47,11 @@ def file_digest(path: str | os.PathLike) -> str:
     h = hashlib.sha256()
     if p.is_dir():
         for child in sorted(p.rglob("*")):
-            if child.is_file() and child.suffix in (".json", ".jinja", ".txt", ".model", ".py", ".tiktoken") \
-                    and "__pycache__" not in child.parts:
+            if (
+                child.is_file()
+                and child.suffix in (".json", ".jinja", ".txt", ".model", ".py", ".tiktoken")
+                and "__pycache__" not in child.parts
+            ):
                 h.update(child.relative_to(p).as_posix().encode())
                 h.update(child.read_bytes())
     elif p.is_file():
@@ -62,13 +66,15 @@ class CheckCache:
     environment's fingerprint). Only answers are kept — failures to answer (timeouts, crashes) never are."""
 
     def __init__(self, folder: str | os.PathLike | None = None):
-        base = folder or os.environ.get(CACHE_ENV) or \
-            Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "aworld-trainer" / "swift-checks"
+        base = (
+            folder
+            or os.environ.get(CACHE_ENV)
+            or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "aworld-trainer" / "swift-checks"
+        )
         self.folder = Path(base)
 
     def key(self, task: str, question: Any, python: str) -> str:
-        text = json.dumps([CACHE_VERSION, task, environment.fingerprint(python), question], sort_keys=True,
-                          default=str)
+        text = json.dumps([CACHE_VERSION, task, environment.fingerprint(python), question], sort_keys=True, default=str)
         return hashlib.sha256(text.encode()).hexdigest()[:40]
 
     def get(self, key: str) -> dict | None:
@@ -84,41 +90,53 @@ class CheckCache:
             with os.fdopen(fd, "w", encoding="utf-8") as f:
                 json.dump(reply, f)
             os.replace(tmp, self.folder / f"{key}.json")
-        except OSError:   # a read-only home: checks still work, only slower
+        except OSError:  # a read-only home: checks still work, only slower
             pass
 
 
 class SwiftHelper:
     """One :mod:`.env_helper` process in the swift Python; its log goes to ``log_path`` (a file)."""
 
-    def __init__(self, python: str | None = None, log_path: str | os.PathLike | None = None,
-                 cache: CheckCache | None = None):
+    def __init__(
+        self, python: str | None = None, log_path: str | os.PathLike | None = None, cache: CheckCache | None = None
+    ):
         self.python = python or environment.swift_python()
         self.log_path = Path(log_path) if log_path else Path(tempfile.gettempdir()) / "aworld-swift-helper.log"
         self.cache = cache if cache is not None else CheckCache()
         self.proc: subprocess.Popen | None = None
         self.versions: dict[str, Any] | None = None
-        self.calls = 0          # answered by the process (not the cache): tests and logs read it
+        self.calls = 0  # answered by the process (not the cache): tests and logs read it
         self._lock = threading.RLock()
         self._idle: threading.Timer | None = None
 
     # -- process ---------------------------------------------------------------------------------------
     def _start(self) -> None:
         if not Path(self.python).exists():
-            raise SwiftEnvError(f"ms-swift's Python {self.python} does not exist — run: "
-                                f"{environment.SETUP_COMMAND}", "import")
+            raise SwiftEnvError(
+                f"ms-swift's Python {self.python} does not exist — run: {environment.SETUP_COMMAND}", "import"
+            )
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         # PYTHONSAFEPATH: the helper's own folder (engines/swift/*.py) is not put first on the import path,
         # so none of its modules shadows one that ms-swift imports
         env = dict(os.environ, PYTHONUNBUFFERED="1", TOKENIZERS_PARALLELISM="false", PYTHONSAFEPATH="1")
         with open(self.log_path, "ab") as log:
-            self.proc = subprocess.Popen([self.python, str(HELPER)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                         stderr=log, cwd=tempfile.gettempdir(), env=env, start_new_session=True)
+            self.proc = subprocess.Popen(
+                [self.python, str(HELPER)],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=log,
+                cwd=tempfile.gettempdir(),
+                env=env,
+                start_new_session=True,
+            )
         hello = self._read(START_TIMEOUT_S, "start")
         if not hello.get("ok"):
             self._close()
-            raise SwiftEnvError(f"ms-swift does not import in {self.python}: {hello.get('error')} — run: "
-                                f"{environment.SETUP_COMMAND}", "import", hello.get("traceback"))
+            raise SwiftEnvError(
+                f"ms-swift does not import in {self.python}: {hello.get('error')} — run: {environment.SETUP_COMMAND}",
+                "import",
+                hello.get("traceback"),
+            )
         self.versions = hello["result"]
 
     def _read(self, timeout_s: float, what: str) -> dict:
@@ -131,8 +149,10 @@ class SwiftHelper:
             ready = select.select([fd], [], [], max(0.0, left))[0] if left > 0 else []
             if not ready:
                 self._close()
-                raise SwiftEnvError(f"ms-swift's environment did not answer '{what}' within {timeout_s:.0f} s "
-                                    f"(see {self.log_path})", "timeout")
+                raise SwiftEnvError(
+                    f"ms-swift's environment did not answer '{what}' within {timeout_s:.0f} s (see {self.log_path})",
+                    "timeout",
+                )
             chunk = os.read(fd, 65536)
             if not chunk:
                 code = self.proc.wait()
@@ -194,8 +214,9 @@ class SwiftHelper:
             if key:
                 self.cache.put(key, reply)
         if not reply.get("ok"):
-            raise SwiftEnvError(reply.get("error") or "unknown error", reply.get("kind") or "exception",
-                                reply.get("traceback"))
+            raise SwiftEnvError(
+                reply.get("error") or "unknown error", reply.get("kind") or "exception", reply.get("traceback")
+            )
         return reply["result"]
 
     def _ask(self, task: str, args: dict, timeout_s: float) -> dict:

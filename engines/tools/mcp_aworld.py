@@ -10,6 +10,7 @@
   server written for mcp 2.x started by this interpreter, which has AWorld's mcp 1.x) gets a hint that
   names the fix: start it with an interpreter that has its SDK (``command: /path/to/venv/bin/python``).
 """
+
 from __future__ import annotations
 
 import os
@@ -35,8 +36,7 @@ def _module_arg(args: list) -> str | None:
 
 def _resolves(folder: Path, module: str) -> bool:
     base = folder.joinpath(*module.split("."))
-    return (base.with_suffix(".py").is_file() or (base / "__main__.py").is_file()
-            or (base / "__init__.py").is_file())
+    return base.with_suffix(".py").is_file() or (base / "__main__.py").is_file() or (base / "__init__.py").is_file()
 
 
 def module_root(command: str, args: list, start_dirs: list[Path]) -> tuple[Path, str] | None:
@@ -56,8 +56,10 @@ def module_root(command: str, args: list, start_dirs: list[Path]) -> tuple[Path,
                 break
             seen.add(folder)
             if _resolves(folder, module):
-                return folder, (f"runs from {folder} (`-m {module}` resolves there; found walking up from "
-                                f"{Path(start).resolve()}; set `cwd` to choose another folder)")
+                return folder, (
+                    f"runs from {folder} (`-m {module}` resolves there; found walking up from "
+                    f"{Path(start).resolve()}; set `cwd` to choose another folder)"
+                )
             if folder.parent == folder:
                 break
             folder = folder.parent
@@ -69,10 +71,13 @@ def require_launcher(name: str, command: str) -> None:
     program = Path(command).name
     if program not in NODE_LAUNCHERS or os.sep in command or shutil.which(command):
         return
-    raise CheckError("agent", f"MCP server '{name}' is started with `{command}`, a Node.js program, but Node.js "
-                     f"is not installed here (`{command}` is not on PATH)",
-                     "install Node.js (e.g. apt-get install nodejs npm), or remove the server from mcp_servers",
-                     mcp_server=name)
+    raise CheckError(
+        "agent",
+        f"MCP server '{name}' is started with `{command}`, a Node.js program, but Node.js "
+        f"is not installed here (`{command}` is not on PATH)",
+        "install Node.js (e.g. apt-get install nodejs npm), or remove the server from mcp_servers",
+        mcp_server=name,
+    )
 
 
 _IMPORT_2X = ("mcp.server.mcpserver", "mcp_types", "httpx2", "MCPServer")
@@ -90,10 +95,14 @@ def sdk_mismatch_hint(stderr_tail: str) -> str | None:
     except Exception:  # noqa: BLE001 - no SDK installed: nothing to compare with
         return None
     if here.startswith("1.") and any(m in stderr_tail for m in _IMPORT_2X):
-        return (f"this server is written for mcp 2.x, and the interpreter that started it has mcp {here} (the SDK "
-                "AWorld pins): start it with a Python that has mcp 2.x — set `command` to that interpreter, e.g. "
-                "/path/to/venv-mcp2/bin/python (docs/AWORLD.md)")
+        return (
+            f"this server is written for mcp 2.x, and the interpreter that started it has mcp {here} (the SDK "
+            "AWorld pins): start it with a Python that has mcp 2.x — set `command` to that interpreter, e.g. "
+            "/path/to/venv-mcp2/bin/python (docs/AWORLD.md)"
+        )
     if not here.startswith("1.") and any(m in stderr_tail for m in _IMPORT_1X):
-        return (f"this server is written for mcp 1.x (FastMCP), and the interpreter that started it has mcp {here}: "
-                "set `command` to a Python that has mcp 1.x (docs/AWORLD.md)")
+        return (
+            f"this server is written for mcp 1.x (FastMCP), and the interpreter that started it has mcp {here}: "
+            "set `command` to a Python that has mcp 1.x (docs/AWORLD.md)"
+        )
     return None

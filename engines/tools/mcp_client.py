@@ -15,8 +15,10 @@ The ``mcp`` package is imported only when a server is reached (``import engines`
 SDK's major version 1 (the one AWorld runs on, see requirements.txt); the client speaks the protocol, so
 servers written for either SDK major answer it (a server's own imports need an interpreter that has its SDK).
 """
+
 from __future__ import annotations
 
+import builtins
 import asyncio
 import atexit
 import os
@@ -56,9 +58,13 @@ class ToolServerError(RuntimeError):
     cause = "tool server error"
 
 
+#: Python 3.11's exception groups (anyio's backport on 3.10)
+_GROUP = getattr(builtins, "BaseExceptionGroup", None) or __import__("exceptiongroup").BaseExceptionGroup
+
+
 def _leaf(exc: BaseException) -> BaseException:
     """The first real exception inside anyio's exception groups."""
-    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+    while isinstance(exc, _GROUP) and exc.exceptions:
         exc = exc.exceptions[0]
     return exc
 
@@ -76,33 +82,51 @@ def _tail(errlog) -> str:
     return text[-STDERR_TAIL_CHARS:] if text else ""
 
 
-def describe_failure(server: McpServer, exc: BaseException, errlog=None, waited_s: float | None = None,
-                     seen: dict[str, Any] | None = None) -> McpServerError:
+def describe_failure(
+    server: McpServer,
+    exc: BaseException,
+    errlog=None,
+    waited_s: float | None = None,
+    seen: dict[str, Any] | None = None,
+) -> McpServerError:
     """The failure of reaching ``server`` as a message a user can act on (``seen``: what
     :func:`open_session` observed, such as an HTTP error status the SDK does not pass on)."""
     exc = _leaf(exc)
     tail = _tail(errlog)
-    stderr = f"; its stderr ends with: {tail}" if tail else ("; it wrote nothing to stderr"
-                                                          if server.transport == STDIO else "")
+    stderr = (
+        f"; its stderr ends with: {tail}"
+        if tail
+        else ("; it wrote nothing to stderr" if server.transport == STDIO else "")
+    )
     target = server.target()
     name = type(exc).__name__
     if isinstance(exc, (TimeoutError, asyncio.TimeoutError)):
         waited = f"{waited_s:g} s" if waited_s else "its time limit"
         how = f"started with `{target}`" if server.transport == STDIO else f"at {target}"
-        return McpServerError(server, f"did not answer within {waited} ({how}){stderr}",
-                              "check that it starts and speaks MCP on its own (run the command in a terminal), "
-                              "or raise its startup_timeout")
+        return McpServerError(
+            server,
+            f"did not answer within {waited} ({how}){stderr}",
+            "check that it starts and speaks MCP on its own (run the command in a terminal), "
+            "or raise its startup_timeout",
+        )
     if isinstance(exc, (FileNotFoundError, PermissionError)) and server.transport == STDIO:
-        return McpServerError(server, f"cannot be started: `{server.command}`: {exc.strerror or exc}",
-                              "check `command` (installed? on PATH? executable?)")
+        return McpServerError(
+            server,
+            f"cannot be started: `{server.command}`: {exc.strerror or exc}",
+            "check `command` (installed? on PATH? executable?)",
+        )
     if server.transport == STDIO and (_is_closed(exc) or name in ("EndOfStream", "BrokenResourceError")):
         from .mcp_aworld import sdk_mismatch_hint
 
-        return McpServerError(server, f"exited before answering (started with `{target}`){stderr}",
-                              sdk_mismatch_hint(tail) or "run the command in a terminal to see why it stops")
+        return McpServerError(
+            server,
+            f"exited before answering (started with `{target}`){stderr}",
+            sdk_mismatch_hint(tail) or "run the command in a terminal to see why it stops",
+        )
     if name in ("ConnectError", "ConnectTimeout", "RemoteProtocolError") or isinstance(exc, ConnectionError):
-        return McpServerError(server, f"cannot be reached at {target}: {exc or name}",
-                              "is the server running? check `url`")
+        return McpServerError(
+            server, f"cannot be reached at {target}: {exc or name}", "is the server running? check `url`"
+        )
     status = getattr(getattr(exc, "response", None), "status_code", None) or (seen or {}).get("http_status")
     if status is not None:
         hint = "check `headers` (a missing or wrong token?)" if status in (401, 403) else "check `url`"
@@ -131,8 +155,9 @@ async def open_session(server: McpServer, stack: AsyncExitStack, errlog=None, se
     if server.transport == STDIO:
         from mcp.client.stdio import StdioServerParameters, stdio_client
 
-        params = StdioServerParameters(command=server.executable(), args=list(server.args),
-                                       env=dict(server.env) or None, cwd=server.cwd)
+        params = StdioServerParameters(
+            command=server.executable(), args=list(server.args), env=dict(server.env) or None, cwd=server.cwd
+        )
         read, write = await stack.enter_async_context(stdio_client(params, errlog=errlog))
     else:
         from mcp.shared._httpx_utils import create_mcp_http_client
@@ -146,14 +171,26 @@ async def open_session(server: McpServer, stack: AsyncExitStack, errlog=None, se
             from mcp.client.sse import sse_client
 
             read, write = await stack.enter_async_context(
-                sse_client(server.url, headers=dict(server.headers) or None, timeout=server.timeout,
-                           sse_read_timeout=server.sse_read_timeout, httpx_client_factory=http_client))
+                sse_client(
+                    server.url,
+                    headers=dict(server.headers) or None,
+                    timeout=server.timeout,
+                    sse_read_timeout=server.sse_read_timeout,
+                    httpx_client_factory=http_client,
+                )
+            )
         else:
             from mcp.client.streamable_http import streamablehttp_client
 
-            read, write, _ = await stack.enter_async_context(streamablehttp_client(
-                server.url, headers=dict(server.headers) or None, timeout=server.timeout,
-                sse_read_timeout=server.sse_read_timeout, httpx_client_factory=http_client))
+            read, write, _ = await stack.enter_async_context(
+                streamablehttp_client(
+                    server.url,
+                    headers=dict(server.headers) or None,
+                    timeout=server.timeout,
+                    sse_read_timeout=server.sse_read_timeout,
+                    httpx_client_factory=http_client,
+                )
+            )
     # AWorld's client_session_timeout_seconds bounds each tool call (server.timeout); starting, initializing and
     # listing tools are bounded by startup_timeout (a server slow to import must not fail a short call limit)
     session = await stack.enter_async_context(ClientSession(read, write))
@@ -189,9 +226,11 @@ async def _list_one(server: McpServer) -> list[dict[str, Any]]:
                 raise
             raise describe_failure(server, e, errlog, server.startup_timeout, seen) from None
         if not tools:
-            raise McpServerError(server, f"lists no tools ({server.target()}, answered in "
-                                 f"{time.monotonic() - t0:.1f} s)",
-                                 "check that the server registers its tools, or remove it from mcp_servers")
+            raise McpServerError(
+                server,
+                f"lists no tools ({server.target()}, answered in {time.monotonic() - t0:.1f} s)",
+                "check that the server registers its tools, or remove it from mcp_servers",
+            )
         return tools
     finally:
         if errlog is not None:
@@ -207,7 +246,7 @@ def list_server_tools(servers: Iterable[McpServer]) -> dict[str, list[dict[str, 
         return await asyncio.gather(*(_list_one(s) for s in servers), return_exceptions=True)
 
     results = _run_blocking(all_of)
-    for server, result in zip(servers, results):
+    for _server, result in zip(servers, results):
         if isinstance(result, BaseException):
             raise result
     return {s.name: r for s, r in zip(servers, results)}
@@ -332,8 +371,9 @@ class McpPool:
         stale: _Connection | None = None
         for attempt in (1, 2):
             conn = await self._connection(server, stale)
-            call = asyncio.ensure_future(conn.ready.result().call_tool(
-                tool, arguments, read_timeout_seconds=timedelta(seconds=server.timeout)))
+            call = asyncio.ensure_future(
+                conn.ready.result().call_tool(tool, arguments, read_timeout_seconds=timedelta(seconds=server.timeout))
+            )
             conn.calls.add(call)
             try:
                 if server.transport != STDIO:
@@ -341,8 +381,12 @@ class McpPool:
                     if not call.done():  # an HTTP error answered the call: the session is gone
                         call.cancel()
                         if attempt == 2:
-                            raise self._fail(server, McpServerError(
-                                server, f"answered HTTP {conn.seen.get('http_status')} at {server.target()}")) from None
+                            raise self._fail(
+                                server,
+                                McpServerError(
+                                    server, f"answered HTTP {conn.seen.get('http_status')} at {server.target()}"
+                                ),
+                            ) from None
                         stale = conn
                         self._event("tool_server_died", server=server.name, tool=tool)
                         continue
@@ -357,13 +401,15 @@ class McpPool:
                 continue
             except McpError as e:
                 if e.error.code == REQUEST_TIMEOUT:
-                    raise McpToolError(f"tool '{tool}' of MCP server '{server.name}' did not answer within "
-                                       f"{server.timeout:g} s") from None
+                    raise McpToolError(
+                        f"tool '{tool}' of MCP server '{server.name}' did not answer within {server.timeout:g} s"
+                    ) from None
                 # HTTP 404 on a session: the server forgot it (it restarted); MCP says: start a new session
                 session_lost = conn.seen.get("http_status") == 404 and server.transport != STDIO
                 if not (_is_closed(e) or session_lost):
-                    raise McpToolError(server.redact(f"MCP server '{server.name}' refused the call: {e.error.message}")
-                                       ) from None
+                    raise McpToolError(
+                        server.redact(f"MCP server '{server.name}' refused the call: {e.error.message}")
+                    ) from None
                 if attempt == 2:
                     raise self._fail(server, e) from None
             except (McpToolError, ToolServerError):
@@ -414,8 +460,11 @@ class McpPool:
                         continue
                     raise self._fail(server, error)
             self._connections[server.name] = conn
-            self._event("tool_server_restarted" if restart else "tool_server_started", server=server.name,
-                        target=server.target())
+            self._event(
+                "tool_server_restarted" if restart else "tool_server_started",
+                server=server.name,
+                target=server.target(),
+            )
             return conn
 
     def _fail(self, server: McpServer, error: BaseException) -> ToolServerError:

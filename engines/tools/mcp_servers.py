@@ -17,6 +17,7 @@ without ``cwd`` runs from the project root its config lives in (found by walking
 resolves), ``client_session_timeout_seconds`` is the session's read timeout, and a Node.js launcher
 (``npx``) that is not installed is a clear error before anything starts.
 """
+
 from __future__ import annotations
 
 import json
@@ -31,12 +32,25 @@ import yaml
 from ..core.check_result import CheckError, did_you_mean
 from ..inputs.loading import resolve_path
 from .mcp_aworld import module_root, require_launcher
-from ..inputs.secret_values import (MASK, is_secret_key, literal_secrets, public_mapping, public_url, references_env,
-                            substitute_env)
+from ..inputs.secret_values import (
+    MASK,
+    is_secret_key,
+    literal_secrets,
+    public_mapping,
+    public_url,
+    references_env,
+    substitute_env,
+)
 
 STDIO, STREAMABLE_HTTP, SSE = "stdio", "streamable-http", "sse"
-TRANSPORTS = {"stdio": STDIO, "streamable-http": STREAMABLE_HTTP, "streamable_http": STREAMABLE_HTTP,
-              "streamablehttp": STREAMABLE_HTTP, "http": STREAMABLE_HTTP, "sse": SSE}
+TRANSPORTS = {
+    "stdio": STDIO,
+    "streamable-http": STREAMABLE_HTTP,
+    "streamable_http": STREAMABLE_HTTP,
+    "streamablehttp": STREAMABLE_HTTP,
+    "http": STREAMABLE_HTTP,
+    "sse": SSE,
+}
 STDIO_KEYS = {"command", "args", "env", "cwd"}
 HTTP_KEYS = {"url", "headers", "sse_read_timeout"}
 COMMON_KEYS = {"type", "timeout", "startup_timeout", "disabled", "description", "client_session_timeout_seconds"}
@@ -55,7 +69,7 @@ class McpServer:
 
     name: str
     transport: str
-    raw: dict[str, Any] = field(repr=False)      # may hold a literal secret: never in a repr
+    raw: dict[str, Any] = field(repr=False)  # may hold a literal secret: never in a repr
     command: str | None = None
     args: list[str] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict, repr=False)
@@ -121,8 +135,10 @@ class McpSelection:
 
     def to_dict(self) -> dict[str, Any]:
         """Public form for AgentSpec.to_dict (only the servers used)."""
-        d: dict[str, Any] = {"mcp_config": {"mcpServers": {s.name: s.public() for s in self.servers}},
-                             "mcp_servers": [s.name for s in self.servers]}
+        d: dict[str, Any] = {
+            "mcp_config": {"mcpServers": {s.name: s.public() for s in self.servers}},
+            "mcp_servers": [s.name for s in self.servers],
+        }
         if self.hidden:
             d["black_tool_actions"] = {k: list(v) for k, v in self.hidden.items()}
         if self.prefix:
@@ -141,14 +157,18 @@ def _error(message: str, hint: str | None = None) -> CheckError:
 def _read_config_file(value: str, base_dir: Path | None) -> tuple[Any, Path]:
     path = resolve_path(value, base_dir)
     if not path.is_file():
-        raise _error(f"mcp_config file '{value}' does not exist (looked at {path})",
-                     "give the path of a JSON file holding {\"mcpServers\": {...}}, relative to the agent YAML")
+        raise _error(
+            f"mcp_config file '{value}' does not exist (looked at {path})",
+            'give the path of a JSON file holding {"mcpServers": {...}}, relative to the agent YAML',
+        )
     text = path.read_text(encoding="utf-8")
     try:
         data = json.loads(text) if path.suffix.lower() == ".json" else yaml.safe_load(text)
     except json.JSONDecodeError as e:
-        raise _error(f"mcp_config file {path.name} is not valid JSON at line {e.lineno}, column {e.colno}: {e.msg}",
-                     "fix the JSON syntax (quotes, commas, braces)")
+        raise _error(
+            f"mcp_config file {path.name} is not valid JSON at line {e.lineno}, column {e.colno}: {e.msg}",
+            "fix the JSON syntax (quotes, commas, braces)",
+        )
     except yaml.YAMLError as e:
         raise _error(f"mcp_config file {path.name} is not valid YAML: {e}")
     return data, path.parent
@@ -190,16 +210,21 @@ def _resolve_local(value: str, base_dirs: list[Path]) -> str:
 
 def _server(name: str, entry: Any, base_dirs: list[Path], warnings: list[str], missing: list[str]) -> McpServer:
     if not isinstance(entry, dict):
-        raise _error(f"MCP server '{name}' must be a mapping (command/args/env or type/url/headers), "
-                     f"not {type(entry).__name__}")
+        raise _error(
+            f"MCP server '{name}' must be a mapping (command/args/env or type/url/headers), not {type(entry).__name__}"
+        )
     kind = str(entry.get("type") or (STDIO if "command" in entry else STREAMABLE_HTTP if "url" in entry else ""))
     transport = TRANSPORTS.get(kind.lower().strip())
     if transport is None:
         if not kind:
-            raise _error(f"MCP server '{name}' has neither `command` (a stdio server) nor `url` (an HTTP server)",
-                         "write command: ... args: [...] to start one, or type: streamable-http and url: ...")
-        raise _error(f"MCP server '{name}': unknown type '{kind}'{did_you_mean(kind, TRANSPORTS)}",
-                     "use stdio, streamable-http or sse")
+            raise _error(
+                f"MCP server '{name}' has neither `command` (a stdio server) nor `url` (an HTTP server)",
+                "write command: ... args: [...] to start one, or type: streamable-http and url: ...",
+            )
+        raise _error(
+            f"MCP server '{name}': unknown type '{kind}'{did_you_mean(kind, TRANSPORTS)}",
+            "use stdio, streamable-http or sse",
+        )
     allowed = COMMON_KEYS | (STDIO_KEYS if transport == STDIO else HTTP_KEYS)
     for key in entry:
         if key not in allowed:
@@ -209,18 +234,27 @@ def _server(name: str, entry: Any, base_dirs: list[Path], warnings: list[str], m
         what = "header" if key == "headers" else "env variable"
         for k, v in mapping.items():
             if str(v) == MASK or f":{MASK}@" in str(v):
-                raise _error(f"MCP server '{name}': {what} '{k}' is masked ({MASK}): its secret was written "
-                             "literally in the agent config, so it was not stored",
-                             "write it as ${ENV_VAR} in the agent config and set the variable")
+                raise _error(
+                    f"MCP server '{name}': {what} '{k}' is masked ({MASK}): its secret was written "
+                    "literally in the agent config, so it was not stored",
+                    "write it as ${ENV_VAR} in the agent config and set the variable",
+                )
         for k in literal_secrets(mapping):
-            warnings.append(f"MCP server '{name}': {what} '{k}' holds a secret written literally; it is masked in "
-                            "run.yaml, so a run started from run.yaml cannot use it — write ${ENV_VAR} instead")
+            warnings.append(
+                f"MCP server '{name}': {what} '{k}' holds a secret written literally; it is masked in "
+                "run.yaml, so a run started from run.yaml cannot use it — write ${ENV_VAR} instead"
+            )
     if MASK in str(entry.get("url", "")) or quote_mask(entry.get("url")):
-        raise _error(f"MCP server '{name}': its url holds a masked secret ({MASK}): it was written literally in the "
-                     "agent config, so it was not stored", "write the secret as ${ENV_VAR} in the url")
+        raise _error(
+            f"MCP server '{name}': its url holds a masked secret ({MASK}): it was written literally in the "
+            "agent config, so it was not stored",
+            "write the secret as ${ENV_VAR} in the url",
+        )
     if isinstance(entry.get("url"), str) and public_url(entry["url"]) != entry["url"]:
-        warnings.append(f"MCP server '{name}': its url holds a secret written literally; it is masked in run.yaml, "
-                        "so a run started from run.yaml cannot use it — write ${ENV_VAR} instead")
+        warnings.append(
+            f"MCP server '{name}': its url holds a secret written literally; it is masked in run.yaml, "
+            "so a run started from run.yaml cannot use it — write ${ENV_VAR} instead"
+        )
     raw = dict(entry)
     if transport == STDIO:  # local paths made absolute before substitution: run.yaml is read elsewhere
         if isinstance(raw.get("command"), str) and "/" in raw["command"] and not references_env(raw["command"]):
@@ -230,12 +264,15 @@ def _server(name: str, entry: Any, base_dirs: list[Path], warnings: list[str], m
         if isinstance(raw.get("cwd"), str) and not references_env(raw["cwd"]):
             raw["cwd"] = _resolve_local(raw["cwd"], base_dirs)
     value = substitute_env(raw, missing)
-    timeouts = dict(timeout=_number(name, value, "timeout", DEFAULT_CALL_TIMEOUT_S),
-                    startup_timeout=_number(name, value, "startup_timeout", DEFAULT_STARTUP_TIMEOUT_S))
+    timeouts = dict(
+        timeout=_number(name, value, "timeout", DEFAULT_CALL_TIMEOUT_S),
+        startup_timeout=_number(name, value, "startup_timeout", DEFAULT_STARTUP_TIMEOUT_S),
+    )
     if value.get("client_session_timeout_seconds") not in (None, ""):
         # AWorld passes it to the ClientSession as the read timeout of every request: a tool call waits as long
-        timeouts["session_timeout"] = timeouts["timeout"] = _number(name, value, "client_session_timeout_seconds",
-                                                                   DEFAULT_CALL_TIMEOUT_S)
+        timeouts["session_timeout"] = timeouts["timeout"] = _number(
+            name, value, "client_session_timeout_seconds", DEFAULT_CALL_TIMEOUT_S
+        )
     if transport == STDIO:
         command = value.get("command")
         if not isinstance(command, str) or not command.strip():
@@ -255,50 +292,79 @@ def _server(name: str, entry: Any, base_dirs: list[Path], warnings: list[str], m
         cwd = value.get("cwd")
         if cwd is not None and not os.path.isdir(str(cwd)):
             raise _error(f"MCP server '{name}': `cwd` '{cwd}' is not a folder")
-        return McpServer(name, STDIO, raw, command=command.strip(), args=[str(a) for a in args],
-                         env=_string_map(name, value, "env"), cwd=None if cwd is None else str(cwd),
-                         cwd_note=cwd_note, **timeouts)
+        return McpServer(
+            name,
+            STDIO,
+            raw,
+            command=command.strip(),
+            args=[str(a) for a in args],
+            env=_string_map(name, value, "env"),
+            cwd=None if cwd is None else str(cwd),
+            cwd_note=cwd_note,
+            **timeouts,
+        )
     url = value.get("url")
     if not isinstance(url, str) or not url.strip().startswith(("http://", "https://")):
-        raise _error(f"MCP server '{name}': `url` must be an http(s) URL, got {url!r}",
-                     "e.g. url: http://localhost:8080/mcp")
-    return McpServer(name, transport, raw, url=url.strip(), headers=_string_map(name, value, "headers"),
-                     sse_read_timeout=_number(name, value, "sse_read_timeout", 300.0), **timeouts)
+        raise _error(
+            f"MCP server '{name}': `url` must be an http(s) URL, got {url!r}", "e.g. url: http://localhost:8080/mcp"
+        )
+    return McpServer(
+        name,
+        transport,
+        raw,
+        url=url.strip(),
+        headers=_string_map(name, value, "headers"),
+        sse_read_timeout=_number(name, value, "sse_read_timeout", 300.0),
+        **timeouts,
+    )
 
 
-def parse_mcp(flat: dict[str, Any], base_dir: Path | None, warnings: list[str],
-              missing: list[str]) -> McpSelection | None:
+def parse_mcp(
+    flat: dict[str, Any], base_dir: Path | None, warnings: list[str], missing: list[str]
+) -> McpSelection | None:
     """The agent's MCP servers from its (unsubstituted) settings; None when it uses none."""
     config = flat.get("mcp_config")
     wanted = flat.get("mcp_servers")
     if config in (None, "", {}) and not wanted:
         return None
     if config in (None, "", {}):
-        raise _error(f"mcp_servers names {wanted!r} but the agent has no mcp_config",
-                     "add mcp_config: {mcpServers: {<name>: {command: ..., args: [...]}}} (or a JSON file path)")
+        raise _error(
+            f"mcp_servers names {wanted!r} but the agent has no mcp_config",
+            "add mcp_config: {mcpServers: {<name>: {command: ..., args: [...]}}} (or a JSON file path)",
+        )
     base_dirs = ([base_dir] if base_dir is not None else []) + [Path.cwd()]
     if isinstance(config, (str, os.PathLike)):
         config, folder = _read_config_file(str(config), base_dir)
         base_dirs.insert(0, folder)
     if not isinstance(config, dict) or not isinstance(config.get("mcpServers"), dict):
-        raise _error("mcp_config must hold an `mcpServers` mapping of server name → settings",
-                     "write mcp_config: {mcpServers: {calculator: {command: python, args: [server.py]}}}")
+        raise _error(
+            "mcp_config must hold an `mcpServers` mapping of server name → settings",
+            "write mcp_config: {mcpServers: {calculator: {command: python, args: [server.py]}}}",
+        )
     defined: dict[str, Any] = config["mcpServers"]
     if not defined:
         raise _error("mcp_config.mcpServers is empty", "define at least one server")
     if wanted is None or wanted == []:
         names = [n for n, e in defined.items() if not (isinstance(e, dict) and e.get("disabled"))]
-        warnings.append(f"mcp_servers is not set: the agent uses every enabled server of mcp_config "
-                        f"({', '.join(names) or 'none'})")
+        warnings.append(
+            f"mcp_servers is not set: the agent uses every enabled server of mcp_config ({', '.join(names) or 'none'})"
+        )
     else:
-        names = [wanted] if isinstance(wanted, str) else \
-            list(wanted) if isinstance(wanted, (list, tuple, set)) or type(wanted).__name__ == "dict_keys" else wanted
+        names = (
+            [wanted]
+            if isinstance(wanted, str)
+            else list(wanted)
+            if isinstance(wanted, (list, tuple, set)) or type(wanted).__name__ == "dict_keys"
+            else wanted
+        )
         if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
             raise _error("mcp_servers must be a list of server names from mcp_config")
         for n in names:
             if n not in defined:
-                raise _error(f"mcp_servers names '{n}', which mcp_config does not define{did_you_mean(n, defined)}",
-                             f"servers defined: {', '.join(defined)}")
+                raise _error(
+                    f"mcp_servers names '{n}', which mcp_config does not define{did_you_mean(n, defined)}",
+                    f"servers defined: {', '.join(defined)}",
+                )
         names = list(dict.fromkeys(names))
     servers = []
     for n in names:
@@ -309,8 +375,10 @@ def parse_mcp(flat: dict[str, Any], base_dir: Path | None, warnings: list[str],
         servers.append(_server(n, entry, base_dirs, warnings, missing))
     hidden = flat.get("black_tool_actions") or {}
     if not isinstance(hidden, dict) or not all(isinstance(v, list) for v in hidden.values()):
-        raise _error("black_tool_actions must map a server name to the list of its tools to hide",
-                     "e.g. black_tool_actions: {calculator: [multiply]}")
+        raise _error(
+            "black_tool_actions must map a server name to the list of its tools to hide",
+            "e.g. black_tool_actions: {calculator: [multiply]}",
+        )
     prefix = flat.get("mcp_tool_prefix", False)
     if not isinstance(prefix, bool):
         raise _error(f"mcp_tool_prefix must be true or false, got {prefix!r}")

@@ -7,6 +7,7 @@ and verl's ``@function_tool`` accept it exactly as they accept a Python function
 ``mcp_server`` (the server's name) and ``mcp_tool`` (the tool's name on that server); calling it calls
 the server through this process's :class:`engines.tools.mcp_client.McpPool`.
 """
+
 from __future__ import annotations
 
 import inspect
@@ -20,8 +21,15 @@ from .mcp_client import McpToolError, default_pool
 from .mcp_servers import McpSelection, McpServer
 from .tool_schema import check_tool
 
-JSON_TYPES: dict[str, Any] = {"string": str, "integer": int, "number": float, "boolean": bool,
-                              "array": list, "object": dict, "null": type(None)}
+JSON_TYPES: dict[str, Any] = {
+    "string": str,
+    "integer": int,
+    "number": float,
+    "boolean": bool,
+    "array": list,
+    "object": dict,
+    "null": type(None),
+}
 
 
 @dataclass
@@ -29,8 +37,8 @@ class McpTool:
     """One tool of one server, as listed at check time."""
 
     server: str
-    name: str                   # what the model calls it
-    remote_name: str            # what the server calls it
+    name: str  # what the model calls it
+    remote_name: str  # what the server calls it
     description: str
     input_schema: dict[str, Any]
     output_schema: dict[str, Any] | None = None
@@ -39,8 +47,9 @@ class McpTool:
         return asdict(self)
 
 
-def tools_from_listing(selection: McpSelection, listing: dict[str, list[dict[str, Any]]],
-                       warnings: list[str]) -> list[McpTool]:
+def tools_from_listing(
+    selection: McpSelection, listing: dict[str, list[dict[str, Any]]], warnings: list[str]
+) -> list[McpTool]:
     """The tools an agent uses: every listed tool of its servers, minus ``black_tool_actions``."""
     out = []
     for server in selection.servers:
@@ -54,12 +63,22 @@ def tools_from_listing(selection: McpSelection, listing: dict[str, list[dict[str
             schema = t.get("inputSchema") or t.get("input_schema") or {"type": "object", "properties": {}}
             bad = [p for p in (schema.get("properties") or {}) if not p.isidentifier() or keyword.iskeyword(p)]
             if bad:
-                warnings.append(f"tool '{t['name']}' of MCP server '{server.name}' is left out: its parameter(s) "
-                                f"{', '.join(bad)} cannot be Python parameter names, which tool calling needs")
+                warnings.append(
+                    f"tool '{t['name']}' of MCP server '{server.name}' is left out: its parameter(s) "
+                    f"{', '.join(bad)} cannot be Python parameter names, which tool calling needs"
+                )
                 continue
             exposed = f"{server.name}__{t['name']}" if selection.prefix else t["name"]
-            out.append(McpTool(server.name, exposed, t["name"], t.get("description") or "", schema,
-                               t.get("outputSchema") or t.get("output_schema")))
+            out.append(
+                McpTool(
+                    server.name,
+                    exposed,
+                    t["name"],
+                    t.get("description") or "",
+                    schema,
+                    t.get("outputSchema") or t.get("output_schema"),
+                )
+            )
     return out
 
 
@@ -69,9 +88,12 @@ def check_unique_names(tools: list[McpTool], python_names: list[str]) -> None:
     for t in tools:
         where = f"MCP server '{t.server}'"
         if t.name in seen:
-            raise CheckError("agent", f"two tools are named '{t.name}': one from {seen[t.name]}, one from {where}",
-                             f"hide one with black_tool_actions: {{{t.server}: [{t.remote_name}]}}, or set "
-                             "mcp_tool_prefix: true to name MCP tools <server>__<tool>")
+            raise CheckError(
+                "agent",
+                f"two tools are named '{t.name}': one from {seen[t.name]}, one from {where}",
+                f"hide one with black_tool_actions: {{{t.server}: [{t.remote_name}]}}, or set "
+                "mcp_tool_prefix: true to name MCP tools <server>__<tool>",
+            )
         seen[t.name] = where
 
 
@@ -152,8 +174,12 @@ def signature_of(tool: McpTool) -> tuple[inspect.Signature, dict[str, Any], str]
         params.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=ann))
         annotations[name] = ann
         title = prop.get("title")
-        described = (prop.get("description") or arg_docs.get(name)
-                     or (title if title and title.lower() != name.lower() else None) or f"The {name} argument.")
+        described = (
+            prop.get("description")
+            or arg_docs.get(name)
+            or (title if title and title.lower() != name.lower() else None)
+            or f"The {name} argument."
+        )
         arg_lines.append(f"    {name}: {_one_line(described)}")
     ret = _return_annotation(tool.output_schema)
     if ret is not inspect.Signature.empty:
@@ -219,8 +245,9 @@ def callables(tools: list[McpTool], selection: McpSelection) -> list[Callable[..
     return [make_callable(t, servers[t.server]) for t in tools]
 
 
-def discover(selection: McpSelection, python_names: list[str], warnings: list[str]
-             ) -> tuple[list[McpTool], list[dict[str, Any]]]:
+def discover(
+    selection: McpSelection, python_names: list[str], warnings: list[str]
+) -> tuple[list[McpTool], list[dict[str, Any]]]:
     """The check: list every server's tools (each server started or reached, then closed, within its
     time limit) and describe each tool to the model as a Python tool is described."""
     from .mcp_client import McpServerError, list_server_tools
@@ -230,8 +257,11 @@ def discover(selection: McpSelection, python_names: list[str], warnings: list[st
     except McpServerError as e:
         raise CheckError("agent", str(e), e.hint, mcp_server=e.server) from None
     except ImportError as e:
-        raise CheckError("agent", f"MCP servers need the official MCP SDK: {e}", "pip install -r requirements.txt "
-                         "(or pip install mcp)") from None
+        raise CheckError(
+            "agent",
+            f"MCP servers need the official MCP SDK: {e}",
+            "pip install -r requirements.txt (or pip install mcp)",
+        ) from None
     tools = tools_from_listing(selection, listing, warnings)
     for server in selection.servers:
         if not any(t.server == server.name for t in tools):

@@ -1,6 +1,7 @@
 """A tool function described to the model: its JSON schema as tool-calling chat templates consume it (transformers'
 ``get_json_schema``), with a fix-it error where a hint or a docstring is missing. A leaf: Python tools
 (``engines.inputs.agents``) and MCP tools (``engines.tools.mcp_tools``) are both described here."""
+
 from __future__ import annotations
 
 import inspect
@@ -16,9 +17,12 @@ def check_tool(fn: Callable, ref: str) -> dict:
     name = getattr(fn, "__name__", ref)
     doc = inspect.getdoc(fn)
     if not doc:
-        raise CheckError("agent", f"tool '{name}' ({ref}) has no docstring",
-                         "add a Google-style docstring with a summary line and an `Args:` section — "
-                         "the chat template shows it to the model")
+        raise CheckError(
+            "agent",
+            f"tool '{name}' ({ref}) has no docstring",
+            "add a Google-style docstring with a summary line and an `Args:` section — "
+            "the chat template shows it to the model",
+        )
     sig = inspect.signature(fn)
     try:
         hints = inspect.get_annotations(fn, eval_str=True)
@@ -28,8 +32,11 @@ def check_tool(fn: Callable, ref: str) -> dict:
         if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
             continue
         if p.name not in hints:
-            raise CheckError("agent", f"tool '{name}' ({ref}) has no type hint for parameter '{p.name}'",
-                             f"annotate it, e.g. `{p.name}: int`")
+            raise CheckError(
+                "agent",
+                f"tool '{name}' ({ref}) has no type hint for parameter '{p.name}'",
+                f"annotate it, e.g. `{p.name}: int`",
+            )
     try:
         from transformers.utils import get_json_schema  # what tool-calling chat templates consume
 
@@ -37,6 +44,9 @@ def check_tool(fn: Callable, ref: str) -> dict:
     except ImportError:  # pragma: no cover - transformers is a requirement
         schema = {"type": "function", "function": {"name": name, "description": doc.splitlines()[0]}}
     except Exception as e:
-        raise CheckError("agent", f"tool '{name}' ({ref}) cannot be described to the model: {e}",
-                         "document every argument under `Args:` in the docstring")
+        raise CheckError(
+            "agent",
+            f"tool '{name}' ({ref}) cannot be described to the model: {e}",
+            "document every argument under `Args:` in the docstring",
+        )
     return schema

@@ -3,6 +3,7 @@
 ``ModelConfig`` (model and PEFT settings). Constructing them is the validation: TRL's
 ``__post_init__`` errors come back as a CheckError naming the key they are about.
 """
+
 from __future__ import annotations
 
 import re
@@ -37,20 +38,39 @@ def user_settings(cfg: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     return trl, model
 
 
-def trainer_kwargs(cfg: dict[str, Any], output_dir: str, *, reward_weights: list[float] | None = None,
-                   tool_iterations: int | None = None, report_to: Any = "none",
-                   run_name: str | None = None) -> dict[str, Any]:
+def trainer_kwargs(
+    cfg: dict[str, Any],
+    output_dir: str,
+    *,
+    reward_weights: list[float] | None = None,
+    tool_iterations: int | None = None,
+    report_to: Any = "none",
+    run_name: str | None = None,
+) -> dict[str, Any]:
     """Keyword arguments of the mode's TRL config: the engine's keys under TRL's names, then the
     user's TRL keys (which win: they are what the user wrote)."""
     use_cpu, bf16, fp16 = device_flags(cfg)
     kw: dict[str, Any] = dict(
-        output_dir=output_dir, max_steps=cfg["max_steps"], learning_rate=cfg["learning_rate"],
-        lr_scheduler_type=cfg["lr_scheduler_type"], warmup_steps=cfg["warmup_steps"],
-        gradient_accumulation_steps=cfg["gradient_accumulation_steps"], weight_decay=cfg["weight_decay"],
-        max_grad_norm=cfg["max_grad_norm"], seed=cfg["seed"], use_cpu=use_cpu, bf16=bf16, fp16=fp16,
-        gradient_checkpointing=cfg["gradient_checkpointing"], logging_steps=cfg["logging_steps"],
-        save_strategy="steps", save_steps=cfg["save_steps"], save_total_limit=cfg["save_total_limit"],
-        report_to=report_to, disable_tqdm=True, dataloader_num_workers=0,
+        output_dir=output_dir,
+        max_steps=cfg["max_steps"],
+        learning_rate=cfg["learning_rate"],
+        lr_scheduler_type=cfg["lr_scheduler_type"],
+        warmup_steps=cfg["warmup_steps"],
+        gradient_accumulation_steps=cfg["gradient_accumulation_steps"],
+        weight_decay=cfg["weight_decay"],
+        max_grad_norm=cfg["max_grad_norm"],
+        seed=cfg["seed"],
+        use_cpu=use_cpu,
+        bf16=bf16,
+        fp16=fp16,
+        gradient_checkpointing=cfg["gradient_checkpointing"],
+        logging_steps=cfg["logging_steps"],
+        save_strategy="steps",
+        save_steps=cfg["save_steps"],
+        save_total_limit=cfg["save_total_limit"],
+        report_to=report_to,
+        disable_tqdm=True,
+        dataloader_num_workers=0,
         ddp_find_unused_parameters=False,  # every weight (or adapter) gets a gradient: skip DDP's extra graph walk
     )
     if run_name:
@@ -59,9 +79,13 @@ def trainer_kwargs(cfg: dict[str, Any], output_dir: str, *, reward_weights: list
     if cfg["mode"] == GRPO:
         kw.update(
             per_device_train_batch_size=(cfg["prompts_per_step"] or 1) * cfg["num_generations"],
-            num_generations=cfg["num_generations"], max_completion_length=cfg["max_completion_length"],
-            temperature=cfg["temperature"], top_p=cfg["top_p"], beta=cfg["beta"],
-            disable_dropout=cfg["disable_dropout"], mask_truncated_completions=cfg["mask_truncated_completions"],
+            num_generations=cfg["num_generations"],
+            max_completion_length=cfg["max_completion_length"],
+            temperature=cfg["temperature"],
+            top_p=cfg["top_p"],
+            beta=cfg["beta"],
+            disable_dropout=cfg["disable_dropout"],
+            mask_truncated_completions=cfg["mask_truncated_completions"],
         )
         if reward_weights is not None:
             kw["reward_weights"] = reward_weights
@@ -74,29 +98,40 @@ def trainer_kwargs(cfg: dict[str, Any], output_dir: str, *, reward_weights: list
     extra = {MODEL_INIT_KEYS[k]: v for k, v in model.items() if k in MODEL_INIT_KEYS and v is not None}
     if extra:
         if init is None and kw.get("model_init_kwargs") is not None:
-            raise CheckError("config", "`model_init_kwargs` must be a mapping when dtype / attn_implementation / "
-                             "model_revision are set", "write model_init_kwargs as a mapping, or drop it")
+            raise CheckError(
+                "config",
+                "`model_init_kwargs` must be a mapping when dtype / attn_implementation / model_revision are set",
+                "write model_init_kwargs as a mapping, or drop it",
+            )
         kw["model_init_kwargs"] = {**extra, **(init or {})}
     return kw
 
 
 def _keys_named(message: str, keys: list[str]) -> list[str]:
-    return [k for k in sorted(keys, key=len, reverse=True) if re.search(rf"(?<![A-Za-z_]){re.escape(k)}(?![A-Za-z_])",
-                                                                        message)]
+    return [
+        k
+        for k in sorted(keys, key=len, reverse=True)
+        if re.search(rf"(?<![A-Za-z_]){re.escape(k)}(?![A-Za-z_])", message)
+    ]
 
 
 def _rejected(cls_name: str, e: Exception, user_keys: set[str], all_keys: list[str]) -> CheckError:
     text = " ".join(str(e).split())
     if isinstance(e, ImportError):
-        return CheckError("config", f"{cls_name} needs a package that is not installed: {text[:400]}",
-                          "install it (pip install ...) or drop the setting that needs it")
+        return CheckError(
+            "config",
+            f"{cls_name} needs a package that is not installed: {text[:400]}",
+            "install it (pip install ...) or drop the setting that needs it",
+        )
     named = _keys_named(text, all_keys)
     mine = [k for k in named if k in user_keys]
     key = (mine or named or [None])[0]
     hint = f"fix `{key}`" if key else "fix the settings it names"
     if key in ("per_device_train_batch_size", "num_generations", "generation_batch_size", "steps_per_generation"):
-        hint += (" — per_device_train_batch_size (= prompts_per_step × num_generations) × num_processes × "
-                 "steps_per_generation must be a multiple of num_generations")
+        hint += (
+            " — per_device_train_batch_size (= prompts_per_step × num_generations) × num_processes × "
+            "steps_per_generation must be a multiple of num_generations"
+        )
     return CheckError("config", f"TRL's {cls_name} rejected the settings: {text[:600]}", hint, key=key)
 
 
@@ -109,10 +144,15 @@ def trainer_config(cfg: dict[str, Any], output_dir: str, world_size: int = 1, **
 
     cls_name = TRAINER_CONFIG[cfg["mode"]]
     kwargs = trainer_kwargs(cfg, output_dir, **kw)
-    if cfg["mode"] == GRPO and world_size > 1 and kwargs.get("generation_batch_size") is None \
-            and kwargs.get("steps_per_generation") is None:
-        kwargs["generation_batch_size"] = (kwargs["per_device_train_batch_size"] * world_size
-                                           * kwargs.get("gradient_accumulation_steps", 1))
+    if (
+        cfg["mode"] == GRPO
+        and world_size > 1
+        and kwargs.get("generation_batch_size") is None
+        and kwargs.get("steps_per_generation") is None
+    ):
+        kwargs["generation_batch_size"] = (
+            kwargs["per_device_train_batch_size"] * world_size * kwargs.get("gradient_accumulation_steps", 1)
+        )
     try:
         return getattr(trl, cls_name)(**kwargs)
     except (ValueError, TypeError, ImportError, AssertionError) as e:

@@ -1,6 +1,7 @@
 """Build TRL's trainer from what a checked ``TrlProcessor`` hands over (:class:`TrainerInputs`): the mode's config
 (every TRL setting), the model by path, LoRA / quantization from TRL's ModelConfig helpers, the reward functions
 wrapped to record samples, the agent's tools, and the run-directory callback."""
+
 from __future__ import annotations
 
 import os
@@ -13,19 +14,18 @@ from .callbacks import ANSWER_COLUMN, RunDirCallback, SampleRecorder, ToolServer
 from .peft_setup import peft_and_quantization
 
 
-
 @dataclass(frozen=True)
 class TrainerInputs:
     """Everything :func:`build_trainer` needs of a checked run: its effective config, run directory, agent,
     reward, model, tokenizer, the training rows in TRL's shape, and the held-out scoring during training."""
 
     cfg: dict[str, Any]
-    run: Any                      # engines.runs.rundir.RunDir
-    agent: Any                    # engines.inputs.agents.AgentSpec
-    reward: Any                   # engines.rewards.Reward | None
+    run: Any  # engines.runs.rundir.RunDir
+    agent: Any  # engines.inputs.agents.AgentSpec
+    reward: Any  # engines.rewards.Reward | None
     model_path: str
     tokenizer: Any
-    rows: Callable[[str], Any]    # mode ("grpo" | "sft") -> the training dataset in TRL's shape
+    rows: Callable[[str], Any]  # mode ("grpo" | "sft") -> the training dataset in TRL's shape
     tool_iterations: int | None
     evaluate: Callable[[Any], dict[str, float]] | None
 
@@ -43,9 +43,13 @@ def build_trainer(p: TrainerInputs, tracker_names: list[str]) -> tuple[Any, RunD
     main = is_main_rank()
     grpo = cfg["mode"] == "grpo"
     args = arguments.trainer_config(
-        cfg, str(run.checkpoints_dir), reward_weights=p.reward.weights if grpo else None,
+        cfg,
+        str(run.checkpoints_dir),
+        reward_weights=p.reward.weights if grpo else None,
         tool_iterations=p.tool_iterations if grpo else None,
-        report_to=trackers.library_report_to(tracker_names) if main else "none", run_name=run.run_id)
+        report_to=trackers.library_report_to(tracker_names) if main else "none",
+        run_name=run.run_id,
+    )
     peft_config, quantization_config = peft_and_quantization(arguments.model_config(cfg, p.model_path))
     evaluate = p.evaluate if main else None
     extra = dict(peft_config=peft_config, quantization_config=quantization_config)
@@ -60,14 +64,29 @@ def build_trainer(p: TrainerInputs, tracker_names: list[str]) -> tuple[Any, RunD
         tools = agent.tool_callables() if agent.has_tools else None
         recorder = SampleRecorder(run, p.reward, cfg["samples_per_step"] if main else 0, agent.tool_servers)
         funcs = recorder.wrap(p.reward.trl_functions(ANSWER_COLUMN))
-        callback = RunDirCallback(run, recorder, evaluate, cfg["eval_steps"], tracker_names=tracker_names,
-                                  best=tracker_from_config(cfg))
-        trainer = GRPOTrainer(model=p.model_path, reward_funcs=funcs, args=args,
-                              train_dataset=p.rows("grpo"), processing_class=p.tokenizer,
-                              callbacks=[callback, *callbacks], tools=tools, **extra)
+        callback = RunDirCallback(
+            run, recorder, evaluate, cfg["eval_steps"], tracker_names=tracker_names, best=tracker_from_config(cfg)
+        )
+        trainer = GRPOTrainer(
+            model=p.model_path,
+            reward_funcs=funcs,
+            args=args,
+            train_dataset=p.rows("grpo"),
+            processing_class=p.tokenizer,
+            callbacks=[callback, *callbacks],
+            tools=tools,
+            **extra,
+        )
     else:
-        callback = RunDirCallback(run, None, evaluate, cfg["eval_steps"], tracker_names=tracker_names,
-                                  best=tracker_from_config(cfg))
-        trainer = SFTTrainer(model=p.model_path, args=args, train_dataset=p.rows("sft"),
-                             processing_class=p.tokenizer, callbacks=[callback], **extra)
+        callback = RunDirCallback(
+            run, None, evaluate, cfg["eval_steps"], tracker_names=tracker_names, best=tracker_from_config(cfg)
+        )
+        trainer = SFTTrainer(
+            model=p.model_path,
+            args=args,
+            train_dataset=p.rows("sft"),
+            processing_class=p.tokenizer,
+            callbacks=[callback],
+            **extra,
+        )
     return trainer, callback

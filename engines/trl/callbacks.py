@@ -1,4 +1,5 @@
 """TRL callbacks and reward wrappers that write the run directory while training runs."""
+
 from __future__ import annotations
 
 import os
@@ -31,10 +32,12 @@ class SampleRecorder:
     def wrap(self, funcs: list[Callable]) -> list[Callable]:
         wrapped = []
         for term, fn in zip(self.reward.terms, funcs):
+
             def scored(prompts, completions, _fn=fn, _name=term.name, **kwargs):
                 values = _fn(prompts, completions, **kwargs)
                 self._collect(_name, prompts, completions, values, kwargs)
                 return values
+
             scored.__name__ = fn.__name__
             wrapped.append(scored)
         return wrapped
@@ -51,9 +54,17 @@ class SampleRecorder:
         for i in range(min(self.per_step, len(completions))):
             terms = {n: batch[n][i] for n in batch}
             total = sum(t.weight * (terms[t.name] or 0.0) for t in self.reward.terms)
-            self.run.append_sample({"step": self.step, "time": time.time(), "prompt": prompts[i],
-                                    "completion": label_servers(completions[i], self.tool_servers),
-                                    "answer": answers[i], "rewards": terms, "reward": total})
+            self.run.append_sample(
+                {
+                    "step": self.step,
+                    "time": time.time(),
+                    "prompt": prompts[i],
+                    "completion": label_servers(completions[i], self.tool_servers),
+                    "answer": answers[i],
+                    "rewards": terms,
+                    "reward": total,
+                }
+            )
 
 
 def label_servers(messages: Any, servers: dict[str, str]) -> Any:
@@ -110,12 +121,18 @@ class RunDirCallback(TrainerCallback):
     all of them read the STOP file and agree on it. :meth:`close` ends the TensorBoard file (the
     processor calls it whatever way training ends)."""
 
-    def __init__(self, run: RunDir, recorder: SampleRecorder | None = None,
-                 evaluate: Callable[[Any], dict[str, float]] | None = None, eval_steps: int = 0,
-                 tracker_names: list[str] | None = None, best: BestTracker | None = None):
+    def __init__(
+        self,
+        run: RunDir,
+        recorder: SampleRecorder | None = None,
+        evaluate: Callable[[Any], dict[str, float]] | None = None,
+        eval_steps: int = 0,
+        tracker_names: list[str] | None = None,
+        best: BestTracker | None = None,
+    ):
         self.run, self.recorder = run, recorder
         self.best = best or BestTracker()
-        self._best_pending: int | None = None     # the step of an improving evaluation, until its checkpoint
+        self._best_pending: int | None = None  # the step of an improving evaluation, until its checkpoint
         self.early_stopped = False
         self._tensorboard: ScalarWriter | None = None
         self.evaluate, self.eval_steps = evaluate, eval_steps
@@ -163,8 +180,9 @@ class RunDirCallback(TrainerCallback):
             return
         logs = logs or {}
         if "train_runtime" in logs:  # the trainer's closing summary: what this process measured (run_summary.py)
-            self.run.event("summary", **measured_summary(logs, state.global_step - self._first_step,
-                                                         time.time() - self._t0))
+            self.run.event(
+                "summary", **measured_summary(logs, state.global_step - self._first_step, time.time() - self._t0)
+            )
             return
         now = time.time()
         values = canonical_metrics(logs)
@@ -176,16 +194,24 @@ class RunDirCallback(TrainerCallback):
         self.run.append_metrics(state.global_step, values, when=now)
         self.tensorboard.add(state.global_step, logs, when=now)
         step_time = values.get("step_time")
-        print(step_log_line(state.global_step, state.max_steps, values, 1.0 / step_time if step_time else None),
-              flush=True)
-        self.run.write_status(step=state.global_step, total_steps=state.max_steps, elapsed=now - self._t0,
-                              last_reward=values.get("reward"), last_loss=values.get("loss"), durable=False)
+        print(
+            step_log_line(state.global_step, state.max_steps, values, 1.0 / step_time if step_time else None),
+            flush=True,
+        )
+        self.run.write_status(
+            step=state.global_step,
+            total_steps=state.max_steps,
+            elapsed=now - self._t0,
+            last_reward=values.get("reward"),
+            last_loss=values.get("loss"),
+            durable=False,
+        )
 
     def on_step_end(self, args, state, control, **kw):
         if self.evaluate is not None and self.eval_steps and state.global_step % self.eval_steps == 0:
             self._eval(state, kw.get("model"))
             if self._best_pending == state.global_step:
-                control.should_save = True          # the best model so far gets its checkpoint now
+                control.should_save = True  # the best model so far gets its checkpoint now
         early = self.best.exhausted and not self.early_stopped
         if not self.stopped and not self.early_stopped and stop_agreed(self.run.stop_requested() or early, args.device):
             control.should_training_stop = True
@@ -193,9 +219,14 @@ class RunDirCallback(TrainerCallback):
             if early:
                 self.early_stopped = True
                 self.run.write_status(cause=EARLY_STOPPED, step=state.global_step)
-                self.run.event("early_stopped", step=state.global_step, metric=self.best.metric,
-                               best_value=self.best.best_value, best_step=self.best.best_step,
-                               patience=self.best.patience)
+                self.run.event(
+                    "early_stopped",
+                    step=state.global_step,
+                    metric=self.best.metric,
+                    best_value=self.best.best_value,
+                    best_step=self.best.best_step,
+                    patience=self.best.patience,
+                )
             else:
                 self.stopped = True
                 if state.is_world_process_zero:
@@ -217,7 +248,7 @@ class RunDirCallback(TrainerCallback):
         if self.evaluate is not None and not (self.eval_steps and state.global_step % self.eval_steps == 0):
             self._eval(state, kw.get("model"))
             path = f"{args.output_dir}/checkpoint-{state.global_step}"
-            if self._best_pending == state.global_step and os.path.isdir(path):   # the final save is this step's
+            if self._best_pending == state.global_step and os.path.isdir(path):  # the final save is this step's
                 self._record_best(state, path)
 
     def _record_best(self, state, path: str) -> None:

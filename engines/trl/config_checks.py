@@ -1,5 +1,6 @@
 """Checks of a ``trl`` config against this machine that need more than the settings themselves:
 vLLM (installed? a GPU? the server reachable?) and the memory estimate of the run."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -16,12 +17,16 @@ def vllm(cfg: dict[str, Any], cuda: bool, world: int) -> list[str]:
     if cfg["mode"] != "grpo" or not cfg.get("use_vllm"):
         return []
     if importlib.util.find_spec("vllm") is None:
-        raise CheckError("config", "`use_vllm: true` needs vLLM, which is not installed",
-                         f"{VLLM_INSTALL} on a Linux machine with a CUDA GPU (vLLM does not install or run on a "
-                         "CPU-only machine), or drop use_vllm: generation then uses transformers' generate()")
+        raise CheckError(
+            "config",
+            "`use_vllm: true` needs vLLM, which is not installed",
+            f"{VLLM_INSTALL} on a Linux machine with a CUDA GPU (vLLM does not install or run on a "
+            "CPU-only machine), or drop use_vllm: generation then uses transformers' generate()",
+        )
     if not cuda:
-        raise CheckError("config", "`use_vllm: true` needs a CUDA GPU: vLLM generates on GPUs only",
-                         "drop use_vllm on this machine")
+        raise CheckError(
+            "config", "`use_vllm: true` needs a CUDA GPU: vLLM generates on GPUs only", "drop use_vllm on this machine"
+        )
     warnings: list[str] = []
     if cfg.get("vllm_mode", "colocate") == "server" and not cfg.get("vllm_server_base_url"):
         host, port = cfg.get("vllm_server_host", "0.0.0.0"), int(cfg.get("vllm_server_port", 8000))
@@ -29,8 +34,10 @@ def vllm(cfg: dict[str, Any], cuda: bool, world: int) -> list[str]:
             with socket.create_connection(("127.0.0.1" if host == "0.0.0.0" else host, port), timeout=2):
                 pass
         except OSError:
-            warnings.append(f"no vLLM server answers at {host}:{port} yet: start it before launching "
-                            "(`trl vllm-serve --model <model>` on GPUs the training does not use)")
+            warnings.append(
+                f"no vLLM server answers at {host}:{port} yet: start it before launching "
+                "(`trl vllm-serve --model <model>` on GPUs the training does not use)"
+            )
     return warnings
 
 
@@ -39,19 +46,21 @@ def _weight_bytes(dtype: Any, model_config) -> float:
 
     name = str(dtype or "float32").replace("torch.", "")
     if name == "auto":
-        name = str(getattr(model_config, "dtype", None) or getattr(model_config, "torch_dtype", None)
-                   or "float32").replace("torch.", "")
+        name = str(
+            getattr(model_config, "dtype", None) or getattr(model_config, "torch_dtype", None) or "float32"
+        ).replace("torch.", "")
     return DTYPE_BYTES.get(name, 4)
 
 
-def memory(cfg: dict[str, Any], args, model_cfg, model_path: str | None, prompt_tokens: int, world: int,
-           cuda: bool) -> tuple[dict | None, list[str]]:
+def memory(
+    cfg: dict[str, Any], args, model_cfg, model_path: str | None, prompt_tokens: int, world: int, cuda: bool
+) -> tuple[dict | None, list[str]]:
     """The run's memory estimate (``details["memory"]``) and its warning; a CheckError when it does
     not fit. Never fails the check for its own reasons (an unreadable config → a warning)."""
     from ..fit.memory_estimate import count_parameters, estimate, judge, shape_of
     from .peft_setup import peft_and_quantization
 
-    if not model_path:   # the agent check failed: no model to estimate (and no hub lookup of "None")
+    if not model_path:  # the agent check failed: no model to estimate (and no hub lookup of "None")
         return None, []
     try:
         from transformers import AutoConfig
@@ -70,15 +79,25 @@ def memory(cfg: dict[str, Any], args, model_cfg, model_path: str | None, prompt_
 
             gpu_total = torch.cuda.get_device_properties(0).total_memory
         shape = shape_of(
-            mconf, mode=cfg["mode"], weight_bytes=weight_bytes, compute_bytes=compute,
+            mconf,
+            mode=cfg["mode"],
+            weight_bytes=weight_bytes,
+            compute_bytes=compute,
             quant_bits=4 if cfg.get("load_in_4bit") else 8 if cfg.get("load_in_8bit") else None,
-            optimizer=str(getattr(args.optim, "value", args.optim)), beta=float(getattr(args, "beta", 0.0) or 0.0),
-            train_batch=args.per_device_train_batch_size, generation_batch=max(1, generation),
-            prompt_tokens=max(1, prompt_tokens), completion_tokens=cfg["max_completion_length"],
-            gradient_checkpointing=bool(args.gradient_checkpointing), num_processes=world, shard=cfg["distributed"],
+            optimizer=str(getattr(args.optim, "value", args.optim)),
+            beta=float(getattr(args, "beta", 0.0) or 0.0),
+            train_batch=args.per_device_train_batch_size,
+            generation_batch=max(1, generation),
+            prompt_tokens=max(1, prompt_tokens),
+            completion_tokens=cfg["max_completion_length"],
+            gradient_checkpointing=bool(args.gradient_checkpointing),
+            num_processes=world,
+            shard=cfg["distributed"],
             device="cuda" if cuda else "cpu",
             vllm=getattr(args, "vllm_mode", None) if grpo and getattr(args, "use_vllm", False) else None,
-            vllm_fraction=float(getattr(args, "vllm_gpu_memory_utilization", 0.0) or 0.0), gpu_bytes=gpu_total)
+            vllm_fraction=float(getattr(args, "vllm_gpu_memory_utilization", 0.0) or 0.0),
+            gpu_bytes=gpu_total,
+        )
         result = judge(estimate(counts, shape), world, shape.device)
     except CheckError:
         raise
@@ -87,10 +106,13 @@ def memory(cfg: dict[str, Any], args, model_cfg, model_path: str | None, prompt_
     details = result.to_dict()
     details.update(total_params=counts.total, trainable_params=counts.trainable)
     if result.status == "error":
-        raise CheckError("config", f"the run would not fit in memory: {result.summary()}; "
-                         + "; ".join(result.notes),
-                         "use_peft: true (LoRA), gradient_checkpointing: true, fewer completions per step "
-                         "(per_device_train_batch_size) or shorter ones (max_completion_length), dtype: bfloat16, "
-                         "or share the model across processes (distributed: zero3)", memory=details)
+        raise CheckError(
+            "config",
+            f"the run would not fit in memory: {result.summary()}; " + "; ".join(result.notes),
+            "use_peft: true (LoRA), gradient_checkpointing: true, fewer completions per step "
+            "(per_device_train_batch_size) or shorter ones (max_completion_length), dtype: bfloat16, "
+            "or share the model across processes (distributed: zero3)",
+            memory=details,
+        )
     warnings = [f"memory near the limit: {result.summary()}"] if result.status == "warning" else []
     return details, warnings

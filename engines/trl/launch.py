@@ -11,6 +11,7 @@ files (``trl/accelerate_configs``), the same ones the ``trl`` CLI's ``--accelera
 On CPU the ranks talk over gloo: ``--multi_gpu`` picks accelerate's torchrun-based launcher (the
 only one that starts several local processes) and TRL's ``use_cpu`` makes each rank a CPU process.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -28,7 +29,7 @@ from ..runs.rundir import FINISHED, STOPPED
 
 DEEPSPEED_PRESETS = ("zero1", "zero2", "zero3")
 FSDP_PRESETS = ("fsdp1", "fsdp2")
-RANK_FAILED = "rank_failed"       # the event a failing rank writes before it exits
+RANK_FAILED = "rank_failed"  # the event a failing rank writes before it exits
 
 
 def world_size(cfg: dict[str, Any]) -> int:
@@ -57,33 +58,57 @@ def check(cfg: dict[str, Any], world: int, cuda: bool) -> list[str]:
     warnings: list[str] = []
     preset = cfg["distributed"]
     if preset in DEEPSPEED_PRESETS + FSDP_PRESETS and not cuda:
-        raise CheckError("config", f"`distributed: {preset}` shards the model across GPUs, and this machine has no "
-                         "CUDA GPU", "use distributed: ddp (each process holds the model) on CPU")
+        raise CheckError(
+            "config",
+            f"`distributed: {preset}` shards the model across GPUs, and this machine has no CUDA GPU",
+            "use distributed: ddp (each process holds the model) on CPU",
+        )
     if preset in DEEPSPEED_PRESETS and importlib.util.find_spec("deepspeed") is None:
-        raise CheckError("config", f"`distributed: {preset}` needs DeepSpeed, which is not installed",
-                         "pip install deepspeed (in the environment that trains), or use distributed: fsdp2")
+        raise CheckError(
+            "config",
+            f"`distributed: {preset}` needs DeepSpeed, which is not installed",
+            "pip install deepspeed (in the environment that trains), or use distributed: fsdp2",
+        )
     if cuda:
         import torch
 
         gpus = torch.cuda.device_count()
         if world > gpus:
-            raise CheckError("config", f"`num_processes: {world}` but {gpus} GPU{'s' if gpus != 1 else ''} "
-                             "visible (one process per GPU)", f"use num_processes: {gpus} or auto")
+            raise CheckError(
+                "config",
+                f"`num_processes: {world}` but {gpus} GPU{'s' if gpus != 1 else ''} visible (one process per GPU)",
+                f"use num_processes: {gpus} or auto",
+            )
     else:
         cores = os.cpu_count() or 1
         if world > cores:
-            raise CheckError("config", f"`num_processes: {world}` on a CPU with {cores} cores",
-                             f"use at most {cores} processes on CPU")
+            raise CheckError(
+                "config",
+                f"`num_processes: {world}` on a CPU with {cores} cores",
+                f"use at most {cores} processes on CPU",
+            )
         if world > 1:
-            warnings.append(f"{world} CPU processes share {cores} cores: each trains on its slice of every step's "
-                            "batch and they synchronise gradients over gloo (see docs/TRL.md for what it gains)")
+            warnings.append(
+                f"{world} CPU processes share {cores} cores: each trains on its slice of every step's "
+                "batch and they synchronise gradients over gloo (see docs/TRL.md for what it gains)"
+            )
     return warnings
 
 
 def command(run_dir: str, cfg: dict[str, Any], world: int, mixed_precision: str) -> list[str]:
     """``python -m accelerate.commands.launch ... -m engines.trl.rank_main <run_dir>``."""
-    args = ["--num_processes", str(world), "--num_machines", "1", "--main_process_port", str(free_port()),
-            "--mixed_precision", mixed_precision, "--dynamo_backend", "no"]
+    args = [
+        "--num_processes",
+        str(world),
+        "--num_machines",
+        "1",
+        "--main_process_port",
+        str(free_port()),
+        "--mixed_precision",
+        mixed_precision,
+        "--dynamo_backend",
+        "no",
+    ]
     if cfg["distributed"] != "ddp":
         from trl.cli.accelerate_config import resolve_accelerate_config_argument
 
@@ -125,8 +150,10 @@ def run_ranks(cfg: dict[str, Any], run: Any, world: int) -> str:
         if failed:
             first = failed[0]
             raise RankFailure(f"rank {first.get('rank')}: {first.get('message')}", first.get("cause") or "unknown")
-        raise RankFailure(f"accelerate launch exited with status {proc.returncode} (see train.log)",
-                          "killed" if proc.returncode < 0 or run.stop_requested() else "unknown")
+        raise RankFailure(
+            f"accelerate launch exited with status {proc.returncode} (see train.log)",
+            "killed" if proc.returncode < 0 or run.stop_requested() else "unknown",
+        )
     events = {e.get("event") for e in run.read_jsonl("events.jsonl")}
     return STOPPED if "stop_requested" in events else FINISHED
 

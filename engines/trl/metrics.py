@@ -1,4 +1,5 @@
 """TRL log keys → the run directory's canonical metric names (originals are kept too)."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -19,7 +20,7 @@ def canonical_metrics(logs: dict[str, Any]) -> dict[str, Any]:
         if key in CANONICAL:
             out[CANONICAL[key]] = value
         elif key.startswith("rewards/") and key.endswith("/mean"):
-            out[REWARD_TERM_PREFIX + key[len("rewards/"):-len("/mean")]] = value
+            out[REWARD_TERM_PREFIX + key[len("rewards/") : -len("/mean")]] = value
     return out
 
 
@@ -27,17 +28,22 @@ def memory_metrics(device: Any) -> dict[str, float]:
     """``memory/peak_gb`` (the step's peak: CUDA's allocator peak since the last log, else this process's
     resident memory) and ``memory/limit_gb`` (the GPU's or the machine's memory), for the memory_rising
     diagnosis."""
-    gib = float(2 ** 30)
+    gib = float(2**30)
     try:
         import torch
 
         if getattr(device, "type", str(device)) == "cuda" and torch.cuda.is_available():
             peak = torch.cuda.max_memory_allocated(device) / gib
             torch.cuda.reset_peak_memory_stats(device)
-            return {"memory/peak_gb": peak, "memory/limit_gb": torch.cuda.get_device_properties(device).total_memory / gib}
+            return {
+                "memory/peak_gb": peak,
+                "memory/limit_gb": torch.cuda.get_device_properties(device).total_memory / gib,
+            }
         import psutil
 
-        return {"memory/peak_gb": psutil.Process().memory_info().rss / gib,
-                "memory/limit_gb": psutil.virtual_memory().total / gib}
+        return {
+            "memory/peak_gb": psutil.Process().memory_info().rss / gib,
+            "memory/limit_gb": psutil.virtual_memory().total / gib,
+        }
     except Exception:  # noqa: BLE001 - a missing reading is no reason to stop logging
         return {}

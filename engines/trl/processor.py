@@ -2,6 +2,7 @@
 ``_train`` runs TRL's GRPOTrainer or SFTTrainer in this process, or — with several processes or a
 DeepSpeed/FSDP preset — starts them through ``accelerate launch`` (:mod:`engines.trl.launch`), each
 rank running :meth:`TrlProcessor.train_here`."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -26,17 +27,19 @@ PROMPT_ROWS_MEASURED = 64
 
 
 class TrlProcessor(StandardProcessor):
-    description = ("Hugging Face TRL on this machine (CPU, or one or several CUDA GPUs through accelerate): "
-                   "GRPO and SFT, every TRL setting, LoRA/QLoRA, tool-using agents")
+    description = (
+        "Hugging Face TRL on this machine (CPU, or one or several CUDA GPUs through accelerate): "
+        "GRPO and SFT, every TRL setting, LoRA/QLoRA, tool-using agents"
+    )
     config_fields = FIELDS
     reward_required = False  # SFT trains without one; check_config requires it for GRPO
 
     def __init__(self, run_path: str = "runs"):
         super().__init__(run_path)
         self.tokenizer = None
-        self.model_path: str | None = None    # what the trainer loads (the agent's model, or config `model`)
-        self.prompt_tokens = 0                # longest rendered prompt among the measured rows
-        self.trainer = None                   # the TRL trainer of the last train_here() (tests read its args)
+        self.model_path: str | None = None  # what the trainer loads (the agent's model, or config `model`)
+        self.prompt_tokens = 0  # longest rendered prompt among the measured rows
+        self.trainer = None  # the TRL trainer of the last train_here() (tests read its args)
         self._config_details: dict[str, Any] = {}
         self._memory_inputs: tuple = ()
 
@@ -78,20 +81,32 @@ class TrlProcessor(StandardProcessor):
         try:
             tok = AutoTokenizer.from_pretrained(model)
         except Exception as e:
-            raise CheckError(module, f"cannot load the tokenizer of model '{model}': {type(e).__name__}: "
-                             f"{str(e)[:300]}", f"point `{key}` at a folder with tokenizer files (save_pretrained)")
+            raise CheckError(
+                module,
+                f"cannot load the tokenizer of model '{model}': {type(e).__name__}: {str(e)[:300]}",
+                f"point `{key}` at a folder with tokenizer files (save_pretrained)",
+            )
         if not tok.chat_template:
-            raise CheckError(module, f"the tokenizer of '{model}' has no chat template",
-                             "training renders chat prompts; set one (e.g. TRL's chat_templates/qwen2_5.jinja)")
+            raise CheckError(
+                module,
+                f"the tokenizer of '{model}' has no chat template",
+                "training renders chat prompts; set one (e.g. TRL's chat_templates/qwen2_5.jinja)",
+            )
         if tools:
             from trl.chat_template_utils import supports_tool_calling
 
             if importlib.util.find_spec("jmespath") is None:
-                raise CheckError(module, "tool calling needs the jmespath package (TRL parses tool calls with it "
-                                 "on transformers < 5.13)", "pip install -r requirements.txt (or pip install jmespath)")
+                raise CheckError(
+                    module,
+                    "tool calling needs the jmespath package (TRL parses tool calls with it on transformers < 5.13)",
+                    "pip install -r requirements.txt (or pip install jmespath)",
+                )
             if not supports_tool_calling(tok):
-                raise CheckError(module, "the model's chat template cannot render tool calls",
-                                 "use a tool-calling template such as TRL's chat_templates/qwen2_5.jinja")
+                raise CheckError(
+                    module,
+                    "the model's chat template cannot render tool calls",
+                    "use a tool-calling template such as TRL's chat_templates/qwen2_5.jinja",
+                )
         if tok.pad_token is None:
             tok.pad_token = tok.eos_token
         return tok
@@ -102,7 +117,7 @@ class TrlProcessor(StandardProcessor):
             spec.warnings.append(source.warning)
         self.tokenizer = self._load_tokenizer(source.path, "agent", "model", spec.has_tools)
         self.model_path = source.path
-        if self.model_folder is None:   # a hub id found in the local cache: its folder there
+        if self.model_folder is None:  # a hub id found in the local cache: its folder there
             self.model_folder = require_model_folder(source.path)
 
     def convert_dataset(self, bundle: DataBundle) -> dict | None:
@@ -111,14 +126,18 @@ class TrlProcessor(StandardProcessor):
         rendered = self._render(bundle.train[0], bundle)
         n_tokens = len(self.tokenizer(rendered, add_special_tokens=False)["input_ids"])
         self.prompt_tokens = self._longest_prompt(bundle, n_tokens)
-        return {"rendered_prompt": preview_text(rendered), "prompt_tokens": n_tokens,
-                "longest_prompt_tokens": self.prompt_tokens}
+        return {
+            "rendered_prompt": preview_text(rendered),
+            "prompt_tokens": n_tokens,
+            "longest_prompt_tokens": self.prompt_tokens,
+        }
 
     def _render(self, row: dict, bundle: DataBundle) -> str:
         msgs = prompt_messages(row, bundle.columns, self.agent_spec.system_prompt)
         try:
-            return self.tokenizer.apply_chat_template(msgs, tools=self.agent_spec.tool_schemas or None,
-                                                      add_generation_prompt=True, tokenize=False)
+            return self.tokenizer.apply_chat_template(
+                msgs, tools=self.agent_spec.tool_schemas or None, add_generation_prompt=True, tokenize=False
+            )
         except Exception as e:
             raise CheckError("dataset", f"the first prompt cannot be rendered by the model's chat template: {e}")
 
@@ -138,9 +157,14 @@ class TrlProcessor(StandardProcessor):
         tok, cols, agent = self.tokenizer, self.data.columns, self.agent_spec
 
         def count(row: dict) -> int:
-            text = tok.apply_chat_template(prompt_messages(row, cols, agent.system_prompt),
-                                           tools=agent.tool_schemas or None, add_generation_prompt=True, tokenize=False)
+            text = tok.apply_chat_template(
+                prompt_messages(row, cols, agent.system_prompt),
+                tools=agent.tool_schemas or None,
+                add_generation_prompt=True,
+                tokenize=False,
+            )
             return len(tok(text, add_special_tokens=False)["input_ids"])
+
         return count
 
     def data_fit(self, cfg: dict[str, Any]):
@@ -151,8 +175,7 @@ class TrlProcessor(StandardProcessor):
         memory, where = (gpu, "the GPU") if gpu else (psutil.virtual_memory().total, "this machine's memory")
         group = int(cfg["num_generations"]) if cfg["mode"] == "grpo" else 1
         prompts = cfg["prompts_per_step"] or max(1, int(cfg.get("per_device_train_batch_size") or 1) // group)
-        return trl_data_fit({**cfg, "prompts_per_step": prompts}, folder.vocab_size if folder else None, memory,
-                            where)
+        return trl_data_fit({**cfg, "prompts_per_step": prompts}, folder.vocab_size if folder else None, memory, where)
 
     def derived_config(self) -> dict[str, Any]:
         a = self.agent_spec
@@ -183,12 +206,20 @@ class TrlProcessor(StandardProcessor):
         warnings += trackers.check(names, cfg["tracker_mode"])
         output_dir = str(self.run.checkpoints_dir)
         reward_weights = self.reward.weights if self.reward is not None and cfg["mode"] == "grpo" else None
-        args = arguments.trainer_config(cfg, output_dir, world_size=world, reward_weights=reward_weights,
-                                        tool_iterations=self._tool_iterations(),
-                                        report_to=trackers.library_report_to(names))
+        args = arguments.trainer_config(
+            cfg,
+            output_dir,
+            world_size=world,
+            reward_weights=reward_weights,
+            tool_iterations=self._tool_iterations(),
+            report_to=trackers.library_report_to(names),
+        )
         model_cfg = arguments.model_config(cfg, self.model_path or "")
-        details.update(world_size=world, launcher=launch.describe(cfg, world),
-                       trl_settings=len([k for k in cfg if k not in {f.name for f in FIELDS}]))
+        details.update(
+            world_size=world,
+            launcher=launch.describe(cfg, world),
+            trl_settings=len([k for k in cfg if k not in {f.name for f in FIELDS}]),
+        )
         self._config_details = details
         self._memory_inputs = (args, model_cfg, world, cuda)
         return cfg, warnings
@@ -198,8 +229,7 @@ class TrlProcessor(StandardProcessor):
         from . import config_checks
 
         args, model_cfg, world, cuda = self._memory_inputs
-        memory, warnings = config_checks.memory(cfg, args, model_cfg, self.model_path, self.prompt_tokens, world,
-                                                cuda)
+        memory, warnings = config_checks.memory(cfg, args, model_cfg, self.model_path, self.prompt_tokens, world, cuda)
         return ({"memory": memory} if memory is not None else {}), warnings
 
     def _use_config_model(self, name: str) -> tuple[dict, str | None]:
@@ -211,7 +241,8 @@ class TrlProcessor(StandardProcessor):
         if self.data is not None and self.agent_spec is not None:
             first = self._render(self.data.train[0], self.data)
             self.prompt_tokens = self._longest_prompt(
-                self.data, len(self.tokenizer(first, add_special_tokens=False)["input_ids"]))
+                self.data, len(self.tokenizer(first, add_special_tokens=False)["input_ids"])
+            )
         return source.to_dict(), source.warning
 
     def _tool_iterations(self) -> int | None:
@@ -223,14 +254,20 @@ class TrlProcessor(StandardProcessor):
         if cfg["mode"] == "grpo" and self.reward is None:
             raise CheckError("config", "GRPO needs a reward function", "pick a reward, or set mode: sft")
         if cfg["mode"] == "sft" and self.data is not None and not self.data.columns.answer:
-            raise CheckError("config", "SFT needs a reference-answer column to learn from",
-                             "add an answer/solution column, or use mode: grpo")
+            raise CheckError(
+                "config",
+                "SFT needs a reference-answer column to learn from",
+                "add an answer/solution column, or use mode: grpo",
+            )
         if cfg["mode"] == "sft" and self.agent_spec is not None and self.agent_spec.has_tools:
             warnings.append("SFT trains on the answer text only; tools are not called")
         ckpt = cfg.get("resume_from_checkpoint")
         if ckpt and not os.path.isfile(os.path.join(ckpt, "trainer_state.json")):
-            raise CheckError("config", f"resume_from_checkpoint '{ckpt}' is not a checkpoint folder",
-                             "point at a checkpoints/checkpoint-<step> folder of an earlier run")
+            raise CheckError(
+                "config",
+                f"resume_from_checkpoint '{ckpt}' is not a checkpoint folder",
+                "point at a checkpoints/checkpoint-<step> folder of an earlier run",
+            )
         return warnings
 
     def convert_config(self, cfg: dict[str, Any]) -> dict | None:
@@ -242,7 +279,7 @@ class TrlProcessor(StandardProcessor):
         names = trackers.normalize(cfg["report_to"])
         env = trackers.environment(names, run.path, cfg["tracker_project"], cfg["tracker_mode"])
         saved = {k: os.environ.get(k) for k in env}
-        os.environ.update(env)   # the trackers (and launched ranks) read these; put back afterwards
+        os.environ.update(env)  # the trackers (and launched ranks) read these; put back afterwards
         try:
             world = launch.world_size(cfg)
             if launch.needs_launch(cfg, world):
@@ -265,10 +302,17 @@ class TrlProcessor(StandardProcessor):
 
         cfg, run = self.effective_config, self.run
         names = trackers.normalize(cfg["report_to"])
-        inputs = TrainerInputs(cfg=cfg, run=run, agent=self.agent_spec, reward=self.reward, model_path=self.model_path,
-                               tokenizer=self.tokenizer, rows=lambda mode: self._rows(self.data.train, mode),
-                               tool_iterations=self._tool_iterations(),
-                               evaluate=self._evaluator() if is_main_rank() else None)
+        inputs = TrainerInputs(
+            cfg=cfg,
+            run=run,
+            agent=self.agent_spec,
+            reward=self.reward,
+            model_path=self.model_path,
+            tokenizer=self.tokenizer,
+            rows=lambda mode: self._rows(self.data.train, mode),
+            tool_iterations=self._tool_iterations(),
+            evaluate=self._evaluator() if is_main_rank() else None,
+        )
         trainer, callback = build_trainer(inputs, names)
         self.trainer = trainer
         trainer.remove_callback(transformers.PrinterCallback)
@@ -276,13 +320,14 @@ class TrlProcessor(StandardProcessor):
         if trainer.is_world_process_zero():
             counts = peft_setup.parameter_counts(trainer.model)
             use_cpu = trainer.args.use_cpu
-            run.write_status(device="cpu" if use_cpu else "cuda", mode=cfg["mode"], peft=bool(cfg["use_peft"]),
-                             **counts)
+            run.write_status(
+                device="cpu" if use_cpu else "cuda", mode=cfg["mode"], peft=bool(cfg["use_peft"]), **counts
+            )
             run.event("model", path=self.model_path, peft=bool(cfg["use_peft"]), **counts)
         try:
             trainer.train(resume_from_checkpoint=cfg["resume_from_checkpoint"])
         finally:
-            callback.close()   # TensorBoard's writer thread: flush what it holds
+            callback.close()  # TensorBoard's writer thread: flush what it holds
             trackers.finish(names)
             if self.agent_spec.mcp_tools:
                 from ..tools.mcp_client import close_default_pool
@@ -330,9 +375,15 @@ class TrlProcessor(StandardProcessor):
             model.eval()
             try:
                 generator = AgentGenerator(model, self.tokenizer, tools, agent.tool_schemas, agent.max_steps)
-                predictions = evaluate_model(ModelRef("training", "", ""), agent, rows, self.data.columns,
-                                             self.reward, max_new_tokens=cfg["max_completion_length"],
-                                             generator=generator)
+                predictions = evaluate_model(
+                    ModelRef("training", "", ""),
+                    agent,
+                    rows,
+                    self.data.columns,
+                    self.reward,
+                    max_new_tokens=cfg["max_completion_length"],
+                    generator=generator,
+                )
             finally:
                 if was_training:
                     model.train()

@@ -5,6 +5,7 @@ Rebuilds the run from its ``run.yaml`` (the same checks the run process made) an
 boundary). A rank that fails records the cause as a ``rank_failed`` event before it exits, so the
 run process can report it.
 """
+
 from __future__ import annotations
 
 import logging
@@ -24,8 +25,9 @@ def main(argv: list[str] | None = None) -> int:
     if len(argv) != 1:
         print("usage: accelerate launch ... -m engines.trl.rank_main <run_dir>", file=sys.stderr)
         return 2
-    logging.basicConfig(level=logging.INFO, format=f"%(asctime)s rank{os.environ.get('RANK', '0')} "
-                                                   "%(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.INFO, format=f"%(asctime)s rank{os.environ.get('RANK', '0')} %(levelname)s %(name)s: %(message)s"
+    )
     run = RunDir(argv[0])
     signal.signal(signal.SIGTERM, lambda signum, frame: run.request_stop("SIGTERM"))
     try:
@@ -35,9 +37,13 @@ def main(argv: list[str] | None = None) -> int:
         trainer = trainer_from_run_dir(run.path, isolated_checks=False)
         trainer.train_processor.train_here()
     except BaseException as e:  # noqa: BLE001 - recorded for the run process, then re-raised
-        run.event(RANK_FAILED, rank=int(os.environ.get("RANK", "0")), cause=failure_cause(e),
-                  message=f"{type(e).__name__}: {e}",
-                  traceback="".join(traceback.format_exception(type(e), e, e.__traceback__))[-4000:])
+        run.event(
+            RANK_FAILED,
+            rank=int(os.environ.get("RANK", "0")),
+            cause=failure_cause(e),
+            message=f"{type(e).__name__}: {e}",
+            traceback="".join(traceback.format_exception(type(e), e, e.__traceback__))[-4000:],
+        )
         raise
     return 0
 

@@ -10,6 +10,7 @@ has the field's type (:func:`coerce`). Building and constructing the dataclasses
 
 TRL is imported only when one of these functions is called (``import engines`` stays light).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -31,7 +32,7 @@ MODEL_CONFIG = "ModelConfig"
 #: keys the engine sets itself: refused, with the reason (and what to use instead)
 OWNED: dict[str, str] = {
     "output_dir": "the engine writes checkpoints to the run directory's checkpoints/ folder "
-                  "(each run has its own; see `aworld-train runs`)",
+    "(each run has its own; see `aworld-train runs`)",
     "overwrite_output_dir": "each run writes a fresh run directory",
     "logging_dir": "the engine writes TensorBoard event files to the run directory's tensorboard/ folder",
     "logging_strategy": "the engine logs every `logging_steps` steps to metrics.jsonl; set logging_steps",
@@ -63,7 +64,7 @@ class TrlField:
     annotation: Any
     default: Any
     help: str
-    source: str                    # GRPOConfig / SFTConfig / ModelConfig
+    source: str  # GRPOConfig / SFTConfig / ModelConfig
     choices: tuple | None = None
 
     @property
@@ -71,8 +72,14 @@ class TrlField:
         return type_name(self.annotation)
 
     def describe(self) -> dict[str, Any]:
-        return {"name": self.name, "type": self.type_name, "default": plain(self.default), "help": self.help,
-                "choices": [plain(c) for c in self.choices] if self.choices else None, "source": self.source}
+        return {
+            "name": self.name,
+            "type": self.type_name,
+            "default": plain(self.default),
+            "help": self.help,
+            "choices": [plain(c) for c in self.choices] if self.choices else None,
+            "source": self.source,
+        }
 
 
 # -- the catalog --------------------------------------------------------------------------------
@@ -101,8 +108,14 @@ def _fields_of(cls: type, source: str, mode: str | None) -> dict[str, TrlField]:
         if choices is None:
             enum_cls = _enum_in(ann)
             choices = tuple(e.value for e in enum_cls) if enum_cls is not None else None
-        out[f.name] = TrlField(f.name, ann, default, " ".join(str(f.metadata.get("help", "")).split()), source,
-                               tuple(choices) if choices is not None else None)
+        out[f.name] = TrlField(
+            f.name,
+            ann,
+            default,
+            " ".join(str(f.metadata.get("help", "")).split()),
+            source,
+            tuple(choices) if choices is not None else None,
+        )
     return out
 
 
@@ -134,12 +147,18 @@ def classify_key(key: str, mode: str, engine_keys: set[str]) -> str:
         return "model" if fields[key].source == MODEL_CONFIG else "trl"
     other = SFT if mode == GRPO else GRPO
     if key in trl_fields(other):
-        raise CheckError("config", f"`{key}` is a {TRAINER_CONFIG[other]} setting, but mode is {mode}",
-                         f"remove it, or set mode: {other}")
+        raise CheckError(
+            "config",
+            f"`{key}` is a {TRAINER_CONFIG[other]} setting, but mode is {mode}",
+            f"remove it, or set mode: {other}",
+        )
     known = set(engine_keys) | set(fields)
-    raise CheckError("config", f"unknown config key '{key}'{did_you_mean(key, known)}",
-                     f"the trl engine takes TRL's {TRAINER_CONFIG[mode]} and ModelConfig settings under their own "
-                     "names plus its own keys (docs/TRL.md); the studio's full-settings editor lists them all")
+    raise CheckError(
+        "config",
+        f"unknown config key '{key}'{did_you_mean(key, known)}",
+        f"the trl engine takes TRL's {TRAINER_CONFIG[mode]} and ModelConfig settings under their own "
+        "names plus its own keys (docs/TRL.md); the studio's full-settings editor lists them all",
+    )
 
 
 # -- types --------------------------------------------------------------------------------------
@@ -152,7 +171,7 @@ def _is_union(ann: Any) -> bool:
 
 
 def _enum_in(ann: Any) -> type | None:
-    for a in (_args(ann) if _is_union(ann) else (ann,)):
+    for a in _args(ann) if _is_union(ann) else (ann,):
         if isinstance(a, type) and issubclass(a, enum.Enum):
             return a
     return None
@@ -283,8 +302,11 @@ def _as(value: Any, ann: Any) -> Any:
 def coerce(f: TrlField, value: Any) -> Any:
     """``value`` converted to the field's type (YAML's ``1e-4`` text → float, ``5.0`` → int, ...);
     CheckError naming the key, the expected type and an example otherwise."""
-    example = f"e.g. {f.name}: {json.dumps(plain(f.default))}" if f.default is not None else \
-        f"see {f.source}'s help for `{f.name}`"
+    example = (
+        f"e.g. {f.name}: {json.dumps(plain(f.default))}"
+        if f.default is not None
+        else f"see {f.source}'s help for `{f.name}`"
+    )
     try:
         out = _as(value, f.annotation)
     except _Mismatch:
@@ -295,8 +317,12 @@ def coerce(f: TrlField, value: Any) -> Any:
         allowed = [plain(c) for c in f.choices]
         for v in values:
             if v not in allowed:
-                shown = ", ".join(map(str, allowed[:12])) + (f", … ({len(allowed)} in all)" if len(allowed) > 12 else "")
-                raise CheckError("config", f"`{f.name}` = {v!r} is not one of {shown}"
-                                 f"{did_you_mean(str(v), map(str, allowed))} ({f.source})",
-                                 f"set {f.name} to one of: {shown}")
+                shown = ", ".join(map(str, allowed[:12])) + (
+                    f", … ({len(allowed)} in all)" if len(allowed) > 12 else ""
+                )
+                raise CheckError(
+                    "config",
+                    f"`{f.name}` = {v!r} is not one of {shown}{did_you_mean(str(v), map(str, allowed))} ({f.source})",
+                    f"set {f.name} to one of: {shown}",
+                )
     return out

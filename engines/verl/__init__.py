@@ -2,6 +2,7 @@
 
 Importing this package imports neither verl, torch nor ray (the registry and the studio stay light).
 """
+
 from .processor import VerlProcessor
 
 __all__ = ["VerlProcessor"]

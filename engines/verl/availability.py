@@ -4,6 +4,7 @@ extras), the engine's availability line with the install hint, and whether a Ray
 Importing this module imports neither verl, torch nor ray; :func:`probe` runs another interpreter in a
 child process (this one only through ``importlib.util.find_spec`` and ``nvidia-smi``).
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -17,14 +18,18 @@ from typing import Any
 from .compose import ROLLOUT_BACKENDS
 
 PYTHON_ENV = "AWORLD_VERL_PYTHON"
-INSTALL_HINT = ("on a CUDA machine, in an environment of its own: python -m venv .venv-verl && "
-                ".venv-verl/bin/pip install 'verl[vllm]==0.9.1' cloudpickle, then "
-                f"export {PYTHON_ENV}=$PWD/.venv-verl/bin/python (see docs/VERL.md)")
+INSTALL_HINT = (
+    "on a CUDA machine, in an environment of its own: python -m venv .venv-verl && "
+    ".venv-verl/bin/pip install 'verl[vllm]==0.9.1' cloudpickle, then "
+    f"export {PYTHON_ENV}=$PWD/.venv-verl/bin/python (see docs/VERL.md)"
+)
 PROBED_MODULES = ("verl", "vllm", "sglang", "transfer_queue", "cloudpickle", "flash_attn")
-PROBE = ("import importlib.util as u, json\n"
-         f"out = {{m: u.find_spec(m) is not None for m in {PROBED_MODULES!r}}}\n"
-         "try:\n    import torch; out['gpus'] = torch.cuda.device_count()\nexcept Exception:\n    out['gpus'] = 0\n"
-         "print(json.dumps(out))\n")
+PROBE = (
+    "import importlib.util as u, json\n"
+    f"out = {{m: u.find_spec(m) is not None for m in {PROBED_MODULES!r}}}\n"
+    "try:\n    import torch; out['gpus'] = torch.cuda.device_count()\nexcept Exception:\n    out['gpus'] = 0\n"
+    "print(json.dumps(out))\n"
+)
 
 _PROBES: dict[str, dict[str, Any]] = {}
 
@@ -95,8 +100,9 @@ def availability() -> tuple[bool, str]:
     if not found.get("transfer_queue"):
         problems.append("verl's trainer dependencies are missing (transfer_queue: extra verl-core)")
     if problems:
-        return False, "; ".join(problems) + f" — {INSTALL_HINT}; or set ray_address / RAY_ADDRESS to a " \
-                                            "Ray cluster that has them"
+        return False, "; ".join(
+            problems
+        ) + f" — {INSTALL_HINT}; or set ray_address / RAY_ADDRESS to a Ray cluster that has them"
     return True, f"{found['gpus']} CUDA GPU(s), rollout backend {backend} ({python})"
 
 
@@ -109,8 +115,9 @@ def unreachable(address: str, timeout_s: float = 3.0) -> str | None:
     if url.scheme not in ("http", "https") or not url.hostname:
         return None  # "auto", a GCS address, ray://: Ray resolves those itself
     try:
-        with socket.create_connection((url.hostname, url.port or (443 if url.scheme == "https" else 80)),
-                                      timeout=timeout_s):
+        with socket.create_connection(
+            (url.hostname, url.port or (443 if url.scheme == "https" else 80)), timeout=timeout_s
+        ):
             return None
     except OSError as e:
         return f"{type(e).__name__}: {e}"

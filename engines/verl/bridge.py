@@ -7,6 +7,7 @@ modules copied next to them (``aworld_engines/``) — never on the studio's GUI 
 repository being installed. User files they reference are copied into the run dir too and used
 when the original path does not exist on the node.
 """
+
 from __future__ import annotations
 
 import json
@@ -193,8 +194,14 @@ for _item in _TOOLS:
 '''
 
 
-def write_reward_bridge(run_dir: Path, verl_dir: Path, spec: list[dict], columns: list[str],
-                        final_answer_only: bool, tokenizer_path: str | None = None) -> Path:
+def write_reward_bridge(
+    run_dir: Path,
+    verl_dir: Path,
+    spec: list[dict],
+    columns: list[str],
+    final_answer_only: bool,
+    tokenizer_path: str | None = None,
+) -> Path:
     """The bridge file exposing ``compute_score`` for ``spec`` (a Reward.to_spec() list); rewards that
     read completion_ids get them from ``tokenizer_path`` (the model's folder) on the node."""
     snapshot_engines(verl_dir)
@@ -214,10 +221,17 @@ def write_reward_bridge(run_dir: Path, verl_dir: Path, spec: list[dict], columns
             entry.update(_relocatable(entry["ref"], run_dir, verl_dir, "reward_files", i))
         items.append(entry)
     terms = ", ".join(f"{e.get('name') or e.get('ref')}×{e.get('weight', 1.0):g}" for e in items)
-    text = REWARD_TEMPLATE.format(run_id=run_dir.name, fn=REWARD_FN, snapshot=SNAPSHOT_DIR, terms=terms,
-                                  common=_COMMON.replace("{snapshot}", SNAPSHOT_DIR), spec=json.dumps(items),
-                                  columns=json.dumps(columns), final_only=bool(final_answer_only),
-                                  tokenizer=tokenizer_path)
+    text = REWARD_TEMPLATE.format(
+        run_id=run_dir.name,
+        fn=REWARD_FN,
+        snapshot=SNAPSHOT_DIR,
+        terms=terms,
+        common=_COMMON.replace("{snapshot}", SNAPSHOT_DIR),
+        spec=json.dumps(items),
+        columns=json.dumps(columns),
+        final_only=bool(final_answer_only),
+        tokenizer=tokenizer_path,
+    )
     path = verl_dir / REWARD_FILE
     path.write_text(text, encoding="utf-8")
     return path
@@ -229,9 +243,12 @@ def write_function_tools(run_dir: Path, verl_dir: Path, tools: list[tuple[str, s
     items = []
     for i, (name, ref) in enumerate(tools):
         items.append({"name": name, **_relocatable(ref, run_dir, verl_dir, "tool_files", i)})
-    text = TOOLS_TEMPLATE.format(run_id=run_dir.name, names=", ".join(n for n, _ in tools),
-                                 common=_COMMON.replace("{snapshot}", SNAPSHOT_DIR),
-                                 tools=json.dumps(items))
+    text = TOOLS_TEMPLATE.format(
+        run_id=run_dir.name,
+        names=", ".join(n for n, _ in tools),
+        common=_COMMON.replace("{snapshot}", SNAPSHOT_DIR),
+        tools=json.dumps(items),
+    )
     path = verl_dir / TOOLS_FILE
     path.write_text(text, encoding="utf-8")
     return path

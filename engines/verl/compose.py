@@ -16,6 +16,7 @@ dataclass conversion, and any error comes back as a :class:`CheckError` naming t
 
 Importing this module is cheap; Hydra, OmegaConf and verl are imported inside the functions.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -58,8 +59,12 @@ ALIASES = {
 }
 #: verl messages that name no key, and the keys they are about
 MESSAGE_KEYS = {
-    "real_train_batch_size": ("data.train_batch_size", "actor_rollout_ref.rollout.n", "trainer.n_gpus_per_node",
-                              "trainer.nnodes"),
+    "real_train_batch_size": (
+        "data.train_batch_size",
+        "actor_rollout_ref.rollout.n",
+        "trainer.n_gpus_per_node",
+        "trainer.nnodes",
+    ),
     "minimal possible batch size": ("trainer.n_gpus_per_node", "trainer.nnodes"),
     "n_gpus": ("trainer.n_gpus_per_node", "trainer.nnodes"),
 }
@@ -162,7 +167,9 @@ def split_user_config(raw: dict[str, Any], verl_roots: Iterable[str]) -> UserCon
             warnings.append("the `hydra:` section is ignored (the run directory decides where outputs go)")
         elif key in ADAPTER_KEYS:
             adapter[key] = value
-        elif key in ALIASES and not (key in roots and isinstance(value, dict)):  # `algorithm: grpo` vs `algorithm: {..}`
+        elif key in ALIASES and not (
+            key in roots and isinstance(value, dict)
+        ):  # `algorithm: grpo` vs `algorithm: {..}`
             set_path(nested, ALIASES[key], value)
         elif key in roots or ("." in key and key.split(".")[0] in roots):
             set_path(nested, key, value)
@@ -170,10 +177,13 @@ def split_user_config(raw: dict[str, Any], verl_roots: Iterable[str]) -> UserCon
             unknown.append(key)
     if unknown:
         names = sorted(roots | set(ALIASES) | set(ADAPTER_KEYS))
-        raise CheckError("config", "unknown config key(s): " + ", ".join(
-            f"'{k}'{did_you_mean(k, names)}" for k in unknown),
+        raise CheckError(
+            "config",
+            "unknown config key(s): " + ", ".join(f"'{k}'{did_you_mean(k, names)}" for k in unknown),
             f"verl sections: {', '.join(sorted(roots))}; short names: {', '.join(sorted(ALIASES))}; "
-            f"also {', '.join(sorted(ADAPTER_KEYS))}", keys=unknown)
+            f"also {', '.join(sorted(ADAPTER_KEYS))}",
+            keys=unknown,
+        )
     kept = {**copy.deepcopy(nested), **adapter, **({"defaults": raw["defaults"]} if "defaults" in raw else {})}
     return UserConfig(nested=drop_empty(nested), groups=groups, adapter=adapter, raw=kept, warnings=warnings)
 
@@ -213,9 +223,12 @@ def _compose(groups: list[str]):
     except HydraException as e:
         first = str(e).strip().splitlines()[0]
         options = [ln.strip() for ln in str(e).splitlines() if ln.startswith("\t")]
-        raise CheckError("config", f"verl's config has no such option: {first}",
-                         "fix the `defaults:` entry" + (f" (options: {', '.join(options)})" if options else ""),
-                         keys=[g.split("=")[0] for g in groups])
+        raise CheckError(
+            "config",
+            f"verl's config has no such option: {first}",
+            "fix the `defaults:` entry" + (f" (options: {', '.join(options)})" if options else ""),
+            keys=[g.split("=")[0] for g in groups],
+        )
 
 
 def root_keys() -> list[str]:
@@ -276,8 +289,12 @@ def merge_user(base, user: UserConfig):
         cfg = OmegaConf.merge(cfg, user.nested)
     except Exception as e:  # a value of the wrong shape, e.g. a mapping where verl has a list
         key = getattr(e, "full_key", None) or ""
-        raise CheckError("config", f"cannot apply the setting {key or ''}: {e}".strip(),
-                         "compare the value's shape with verl's default", keys=[key] if key else [])
+        raise CheckError(
+            "config",
+            f"cannot apply the setting {key or ''}: {e}".strip(),
+            "compare the value's shape with verl's default",
+            keys=[key] if key else [],
+        )
     OmegaConf.set_struct(cfg, True)
     return cfg
 
@@ -400,8 +417,12 @@ def run_verl_checks(cfg) -> list[str]:
 
     missing = [k for k in OmegaConf.missing_keys(cfg) if not _in_disabled_section(cfg, k)]
     if missing:
-        raise CheckError("config", f"required verl setting(s) not set: {', '.join(sorted(missing))}",
-                         "set them in the config YAML", keys=sorted(missing))
+        raise CheckError(
+            "config",
+            f"required verl setting(s) not set: {', '.join(sorted(missing))}",
+            "set them in the config YAML",
+            keys=sorted(missing),
+        )
     try:
         OmegaConf.to_container(cfg, resolve=True, throw_on_missing=False)
     except Exception as e:
@@ -412,9 +433,12 @@ def run_verl_checks(cfg) -> list[str]:
     name = select(cfg, "actor_rollout_ref.rollout.name")
     names = sorted({n for n, _ in _ROLLOUT_REGISTRY})
     if name not in names:
-        raise CheckError("config", f"actor_rollout_ref.rollout.name={name!r} is not a verl rollout backend"
-                         f"{did_you_mean(str(name), names)}", f"use one of {', '.join(names)}",
-                         keys=["actor_rollout_ref.rollout.name"])
+        raise CheckError(
+            "config",
+            f"actor_rollout_ref.rollout.name={name!r} is not a verl rollout backend{did_you_mean(str(name), names)}",
+            f"use one of {', '.join(names)}",
+            keys=["actor_rollout_ref.rollout.name"],
+        )
 
     from verl.trainer.ppo.core_algos import get_adv_estimator_fn
 
@@ -424,9 +448,13 @@ def run_verl_checks(cfg) -> list[str]:
     except ValueError:
         from verl.trainer.ppo.core_algos import ADV_ESTIMATOR_REGISTRY
 
-        raise CheckError("config", f"algorithm.adv_estimator={est!r} is not a verl advantage estimator"
-                         f"{did_you_mean(str(est), ADV_ESTIMATOR_REGISTRY)}",
-                         f"use one of {', '.join(sorted(ADV_ESTIMATOR_REGISTRY))}", keys=["algorithm.adv_estimator"])
+        raise CheckError(
+            "config",
+            f"algorithm.adv_estimator={est!r} is not a verl advantage estimator"
+            f"{did_you_mean(str(est), ADV_ESTIMATOR_REGISTRY)}",
+            f"use one of {', '.join(sorted(ADV_ESTIMATOR_REGISTRY))}",
+            keys=["algorithm.adv_estimator"],
+        )
 
     from verl.trainer.ppo.utils import need_critic, need_reference_policy
     from verl.utils.config import omega_conf_to_dataclass, validate_config
@@ -440,8 +468,9 @@ def run_verl_checks(cfg) -> list[str]:
             omega_conf_to_dataclass(cfg.algorithm)
     except Exception as e:
         raise verl_error(e, cfg)
-    notes = [ln.strip() for ln in out.getvalue().splitlines()
-             if ln.strip() and "All configuration checks passed" not in ln]
+    notes = [
+        ln.strip() for ln in out.getvalue().splitlines() if ln.strip() and "All configuration checks passed" not in ln
+    ]
     return notes
 
 

@@ -12,6 +12,7 @@ One row per prompt, as in verl's own preprocessing examples (``examples/data_pre
 A parquet that already has verl's columns (``prompt`` as chat messages, ``data_source``,
 ``reward_model``) is taken as is (copied byte for byte into the run dir).
 """
+
 from __future__ import annotations
 
 import os
@@ -26,8 +27,15 @@ NATIVE_COLUMNS = ("prompt", "data_source", "reward_model")
 TOOL_AGENT_LOOP = "tool_agent"  # verl's built-in multi-turn tool loop (verl.experimental.agent_loop)
 DEFAULT_ABILITY = "aworld"
 #: extra_info keys verl itself reads or writes; dataset columns never go there under these names
-RESERVED_EXTRA = ("index", "split", "tools_kwargs", "interaction_kwargs", "need_tools_kwargs", "num_turns",
-                  "rollout_reward_scores")
+RESERVED_EXTRA = (
+    "index",
+    "split",
+    "tools_kwargs",
+    "interaction_kwargs",
+    "need_tools_kwargs",
+    "num_turns",
+    "rollout_reward_scores",
+)
 
 
 def is_verl_native(ds, columns: ColumnMap) -> bool:
@@ -71,13 +79,14 @@ def _jsonable(value: Any) -> Any:
     return str(value)
 
 
-def convert_table(ds, columns: ColumnMap, system_prompt: str | None, data_source: str, split: str,
-                  tools: bool, out_path: Path) -> dict[str, Any]:
+def convert_table(
+    ds, columns: ColumnMap, system_prompt: str | None, data_source: str, split: str, tools: bool, out_path: Path
+) -> dict[str, Any]:
     """Write ``ds`` as verl rows to ``out_path``; returns counts for the check report."""
     import datasets
 
     extras = extra_columns(ds, columns)
-    as_text = set(mixed_type_columns(ds))   # a parquet column has one type: mixed values go as text (the check said so)
+    as_text = set(mixed_type_columns(ds))  # a parquet column has one type: mixed values go as text (the check said so)
     has_source = "data_source" in ds.column_names
     has_ability = "ability" in ds.column_names
     has_extra = "extra_info" in ds.column_names
@@ -86,8 +95,12 @@ def convert_table(ds, columns: ColumnMap, system_prompt: str | None, data_source
         extra: dict[str, Any] = {}
         if has_extra and isinstance(row.get("extra_info"), dict):
             extra.update(_jsonable(row["extra_info"]))
-        extra.update({c: (None if row.get(c) is None else str(row.get(c))) if c in as_text else _jsonable(row.get(c))
-                      for c in extras})
+        extra.update(
+            {
+                c: (None if row.get(c) is None else str(row.get(c))) if c in as_text else _jsonable(row.get(c))
+                for c in extras
+            }
+        )
         extra["index"] = index
         extra["split"] = split
         out = {
@@ -108,8 +121,7 @@ def convert_table(ds, columns: ColumnMap, system_prompt: str | None, data_source
     table = datasets.Dataset.from_list(rows)
     out_path.parent.mkdir(parents=True, exist_ok=True)
     table.to_parquet(str(out_path))
-    return {"rows": len(rows), "skipped_empty": total - len(rows), "path": str(out_path),
-            "extra_columns": extras}
+    return {"rows": len(rows), "skipped_empty": total - len(rows), "path": str(out_path), "extra_columns": extras}
 
 
 def place_native(source: str | None, ds, out_path: Path) -> dict[str, Any]:

@@ -15,6 +15,7 @@ In order:
 
 Importing this module is cheap; OmegaConf, verl, pyarrow and transformers are imported inside the functions.
 """
+
 from __future__ import annotations
 
 import math
@@ -39,11 +40,15 @@ from .layout import ROLLOUTS_DIR
 #: bytes: more than any one node of a cluster has (its size is not known here)
 HOST_MEMORY_BOUND = 2 << 40
 #: file paths a user's config may hold, made absolute before verl sees them
-PATH_KEYS = ("actor_rollout_ref.rollout.multi_turn.tool_config_path",
-             "actor_rollout_ref.rollout.multi_turn.function_tool_path",
-             "actor_rollout_ref.rollout.agent.agent_loop_config_path",
-             "reward.custom_reward_function.path", "custom_reward_function.path",
-             "data.train_files", "data.val_files")
+PATH_KEYS = (
+    "actor_rollout_ref.rollout.multi_turn.tool_config_path",
+    "actor_rollout_ref.rollout.multi_turn.function_tool_path",
+    "actor_rollout_ref.rollout.agent.agent_loop_config_path",
+    "reward.custom_reward_function.path",
+    "custom_reward_function.path",
+    "data.train_files",
+    "data.val_files",
+)
 
 
 @dataclass
@@ -58,7 +63,7 @@ class CheckedInputs:
     bridge_file: Path | None = None
     tool_file: Path | None = None
     train_source: str | None = None  # the training file the user gave (rows are named in its numbering)
-    native_data: bool = False        # the training file is verl's own parquet (rows are numbered from 1)
+    native_data: bool = False  # the training file is verl's own parquet (rows are numbered from 1)
 
 
 @dataclass
@@ -106,9 +111,12 @@ class _Derivation:
         base = C.compose_base(user.groups)
         bad = C.unknown_keys(user.nested, base)
         if bad:
-            raise CheckError("config", "unknown verl key(s): " + ", ".join(f"'{k}'{hint}" for k, hint in bad),
-                             "fix the spelling; verl's keys are in verl/trainer/config/_generated_ppo_trainer.yaml",
-                             keys=[k for k, _ in bad])
+            raise CheckError(
+                "config",
+                "unknown verl key(s): " + ", ".join(f"'{k}'{hint}" for k, hint in bad),
+                "fix the spelling; verl's keys are in verl/trainer/config/_generated_ppo_trainer.yaml",
+                keys=[k for k, _ in bad],
+            )
         cfg = C.merge_user(base, user)
         warnings += C.migrate_reward_key(cfg, user)
         filled: dict[str, Any] = {}
@@ -117,8 +125,7 @@ class _Derivation:
             if user.sets(path):
                 mine = C.select(cfg, path)
                 if studio_input and value is not None and _norm(mine) != _norm(value):
-                    warnings.append(f"the config sets {path}={mine!r}: it is used instead of the studio's "
-                                    f"{value!r}")
+                    warnings.append(f"the config sets {path}={mine!r}: it is used instead of the studio's {value!r}")
                 return
             C.set_value(cfg, path, value)
             filled[path] = value
@@ -129,17 +136,27 @@ class _Derivation:
         notes = C.run_verl_checks(cfg)
         warnings += [f"verl: {n}" for n in notes]
         warnings += self._check_against_data(cfg)
-        return DerivedConfig(cfg=cfg, user=user, filled=filled, warnings=warnings,
-                             cluster_address=self.cluster_address, env_vars=self.env_vars, python=self.python,
-                             total_steps=self.total_steps)
+        return DerivedConfig(
+            cfg=cfg,
+            user=user,
+            filled=filled,
+            warnings=warnings,
+            cluster_address=self.cluster_address,
+            env_vars=self.env_vars,
+            python=self.python,
+            total_steps=self.total_steps,
+        )
 
     # -- the user's settings ------------------------------------------------------------------------
     def _checked_short_names(self, raw: dict[str, Any]) -> dict[str, Any]:
         """The studio's short names (``batch_size``, ``ray_address``, ...): types and ranges as declared."""
         fields = {f.name for f in self.config_fields}
         # (a mapping under `algorithm` is verl's section of that name, not the short name)
-        flat = {k: v for k, v in raw.items()
-                if k in fields and v is not None and (k == "env_vars" or not isinstance(v, dict))}
+        flat = {
+            k: v
+            for k, v in raw.items()
+            if k in fields and v is not None and (k == "env_vars" or not isinstance(v, dict))
+        }
         if not flat:
             return raw
         checked, _ = validate_config(flat, [f for f in self.config_fields if f.name in flat])
@@ -151,16 +168,23 @@ class _Derivation:
         env = user.adapter.get("env_vars") or {}
         if not isinstance(env, dict):
             raise CheckError("config", "`env_vars` must be a mapping of NAME: value", keys=["env_vars"])
-        missing: list[str] = []   # ${NAME} values come from the environment (a secret is never written in run.yaml)
+        missing: list[str] = []  # ${NAME} values come from the environment (a secret is never written in run.yaml)
         self.env_vars = {str(k): substitute_env(str(v), missing) for k, v in env.items()}
         if missing:
-            raise CheckError("config", f"env_vars refers to environment variable(s) that are not set: "
-                             f"{', '.join(sorted(set(missing)))}", "export them before starting", keys=["env_vars"])
+            raise CheckError(
+                "config",
+                f"env_vars refers to environment variable(s) that are not set: {', '.join(sorted(set(missing)))}",
+                "export them before starting",
+                keys=["env_vars"],
+            )
         self.python = verl_python(user.adapter.get("verl_python"))
         if not os.path.isfile(self.python) and shutil.which(self.python) is None:
-            raise CheckError("config", f"verl_python '{self.python}' does not exist",
-                             f"point it (or ${PYTHON_ENV}) at the python of an environment with verl[vllm]",
-                             keys=["verl_python"])
+            raise CheckError(
+                "config",
+                f"verl_python '{self.python}' does not exist",
+                f"point it (or ${PYTHON_ENV}) at the python of an environment with verl[vllm]",
+                keys=["verl_python"],
+            )
 
     # -- fills --------------------------------------------------------------------------------------
     def _fill(self, cfg, fill, warnings: list[str]) -> None:
@@ -227,32 +251,49 @@ class _Derivation:
         response = int(C.select(cfg, "data.max_response_length") or 0)
         where = self.longest_where
         if context and longest is not None and longest < context <= longest + response:
-            raise CheckError("config", f"data.max_response_length={response:,} plus the longest prompt ({longest:,} "
-                             f"tokens, {where}) exceeds the model's context of {context:,} tokens "
-                             "(max_position_embeddings)", f"set max_completion_length (data.max_response_length) to "
-                             f"at most {context - longest:,}", keys=["data.max_response_length"])
+            raise CheckError(
+                "config",
+                f"data.max_response_length={response:,} plus the longest prompt ({longest:,} "
+                f"tokens, {where}) exceeds the model's context of {context:,} tokens "
+                "(max_position_embeddings)",
+                f"set max_completion_length (data.max_response_length) to at most {context - longest:,}",
+                keys=["data.max_response_length"],
+            )
         if context and int(C.select(cfg, "data.max_prompt_length") or 0) + response > context:
             fill("data.max_prompt_length", max(1, context - response))
         prompt = int(C.select(cfg, "data.max_prompt_length") or 0)
         if longest is not None and context and longest >= context:
-            raise CheckError("config", f"the longest training prompt ({where}) has {longest:,} tokens: "
-                             f"more than the model's context of {context:,} tokens (max_position_embeddings)",
-                             "shorten or drop that row", keys=["data.max_prompt_length"])
+            raise CheckError(
+                "config",
+                f"the longest training prompt ({where}) has {longest:,} tokens: "
+                f"more than the model's context of {context:,} tokens (max_position_embeddings)",
+                "shorten or drop that row",
+                keys=["data.max_prompt_length"],
+            )
         if longest is not None and longest > prompt:
             if C.select(cfg, "data.truncation") == "error":
-                raise CheckError("config", f"the longest training prompt ({where}) has {longest:,} tokens "
-                                 f"but data.max_prompt_length={prompt:,}: verl stops on it (data.truncation=error)",
-                                 f"raise data.max_prompt_length to at least {longest:,}, shorten the row, or set "
-                                 "data.truncation: left", keys=["data.max_prompt_length", "data.truncation"])
-            warnings.append(f"the longest prompt ({where}) has {longest} tokens but "
-                            f"data.max_prompt_length={prompt}: verl truncates it (data.truncation="
-                            f"{C.select(cfg, 'data.truncation')})")
+                raise CheckError(
+                    "config",
+                    f"the longest training prompt ({where}) has {longest:,} tokens "
+                    f"but data.max_prompt_length={prompt:,}: verl stops on it (data.truncation=error)",
+                    f"raise data.max_prompt_length to at least {longest:,}, shorten the row, or set "
+                    "data.truncation: left",
+                    keys=["data.max_prompt_length", "data.truncation"],
+                )
+            warnings.append(
+                f"the longest prompt ({where}) has {longest} tokens but "
+                f"data.max_prompt_length={prompt}: verl truncates it (data.truncation="
+                f"{C.select(cfg, 'data.truncation')})"
+            )
         if context and prompt + response > context:
-            raise CheckError("config", f"data.max_prompt_length + data.max_response_length = {prompt + response:,} "
-                             f"exceeds the model's context of {context:,} tokens (max_position_embeddings): vLLM "
-                             "refuses it",
-                             "lower data.max_prompt_length or max_completion_length (data.max_response_length)",
-                             keys=["data.max_prompt_length", "data.max_response_length"])
+            raise CheckError(
+                "config",
+                f"data.max_prompt_length + data.max_response_length = {prompt + response:,} "
+                f"exceeds the model's context of {context:,} tokens (max_position_embeddings): vLLM "
+                "refuses it",
+                "lower data.max_prompt_length or max_completion_length (data.max_response_length)",
+                keys=["data.max_prompt_length", "data.max_response_length"],
+            )
 
     def _fill_batches(self, cfg, fill, gpus: int) -> None:
         """Batch sizes that fit the data and the GPUs, where the user set none (verl checks them)."""
@@ -271,9 +312,11 @@ class _Derivation:
         mini = C.select(cfg, "actor_rollout_ref.actor.ppo_mini_batch_size")
         if isinstance(mini, int) and mini > tbs:
             fill("actor_rollout_ref.actor.ppo_mini_batch_size", tbs)
-        for section, name in (("actor_rollout_ref.actor", "ppo_micro_batch_size"),
-                              ("actor_rollout_ref.rollout", "log_prob_micro_batch_size"),
-                              ("actor_rollout_ref.ref", "log_prob_micro_batch_size")):
+        for section, name in (
+            ("actor_rollout_ref.actor", "ppo_micro_batch_size"),
+            ("actor_rollout_ref.rollout", "log_prob_micro_batch_size"),
+            ("actor_rollout_ref.ref", "log_prob_micro_batch_size"),
+        ):
             if C.select(cfg, f"{section}.{name}") is None:
                 fill(f"{section}.{name}_per_gpu", C.MICRO_BATCH_PER_GPU)
 
@@ -292,13 +335,17 @@ class _Derivation:
         if "wandb" in loggers and not os.environ.get("WANDB_API_KEY"):
             warnings.append("trainer.logger has wandb but WANDB_API_KEY is not set")
         if self.cluster_address and not user.sets("trainer.default_local_dir"):
-            warnings.append(f"checkpoints go to {C.select(cfg, 'trainer.default_local_dir')} on the node that runs "
-                            "verl's trainer: set trainer.default_local_dir to shared storage to keep them")
+            warnings.append(
+                f"checkpoints go to {C.select(cfg, 'trainer.default_local_dir')} on the node that runs "
+                "verl's trainer: set trainer.default_local_dir to shared storage to keep them"
+            )
         if self.cluster_address:
             problem = unreachable(self.cluster_address)
             if problem:
-                warnings.append(f"cannot reach the Ray cluster at {self.cluster_address} ({problem}): the run will "
-                                "fail to submit unless it is up by then")
+                warnings.append(
+                    f"cannot reach the Ray cluster at {self.cluster_address} ({problem}): the run will "
+                    "fail to submit unless it is up by then"
+                )
         outside = self._outside_run_dir(cfg) if self.cluster_address else []
         if outside:
             warnings.append("on a multi-node cluster these files must exist on every node: " + ", ".join(outside))
@@ -308,8 +355,12 @@ class _Derivation:
         for key in PATH_KEYS + ("actor_rollout_ref.model.path",):
             value = _norm(C.select(cfg, key))
             for v in value if isinstance(value, list) else [value]:
-                if isinstance(v, str) and os.path.isabs(v) and os.path.exists(v) and \
-                        not Path(v).resolve().is_relative_to(self.run_dir.path):
+                if (
+                    isinstance(v, str)
+                    and os.path.isabs(v)
+                    and os.path.exists(v)
+                    and not Path(v).resolve().is_relative_to(self.run_dir.path)
+                ):
                     out.append(f"{key}={v}")
         return out
 
@@ -324,14 +375,18 @@ class _Derivation:
         if rows is not None:
             per_epoch = rows // tbs
             if per_epoch == 0:
-                raise CheckError("config", f"data.train_batch_size={tbs} is larger than the training set "
-                                 f"({rows} rows): verl would train 0 steps",
-                                 f"set data.train_batch_size (batch_size) to at most {rows}",
-                                 keys=["data.train_batch_size"])
+                raise CheckError(
+                    "config",
+                    f"data.train_batch_size={tbs} is larger than the training set "
+                    f"({rows} rows): verl would train 0 steps",
+                    f"set data.train_batch_size (batch_size) to at most {rows}",
+                    keys=["data.train_batch_size"],
+                )
             self.total_steps = int(fixed) if fixed else per_epoch * epochs
             if rows % tbs:
-                warnings.append(f"{rows % tbs} training row(s) per epoch are dropped (verl drops the last partial "
-                                f"batch of {tbs})")
+                warnings.append(
+                    f"{rows % tbs} training row(s) per epoch are dropped (verl drops the last partial batch of {tbs})"
+                )
         elif fixed:
             self.total_steps = int(fixed)
         # a floor on the driver's memory: the step's batch (ids, attention mask, positions: 8 bytes each per token)
@@ -339,11 +394,16 @@ class _Derivation:
 
         n = int(C.select(cfg, "actor_rollout_ref.rollout.n") or 1)
         tokens = int(C.select(cfg, "data.max_prompt_length") or 0) + int(C.select(cfg, "data.max_response_length") or 0)
-        check_memory_floor(tbs * n, tokens, 24, HOST_MEMORY_BOUND if self.cluster_address else
-                           psutil.virtual_memory().total, f"data.train_batch_size={tbs} × rollout.n={n:,}",
-                           "24 bytes (input_ids, attention_mask, position_ids)",
-                           "any node" if self.cluster_address else "this machine",
-                           ["actor_rollout_ref.rollout.n", "data.train_batch_size"])
+        check_memory_floor(
+            tbs * n,
+            tokens,
+            24,
+            HOST_MEMORY_BOUND if self.cluster_address else psutil.virtual_memory().total,
+            f"data.train_batch_size={tbs} × rollout.n={n:,}",
+            "24 bytes (input_ids, attention_mask, position_ids)",
+            "any node" if self.cluster_address else "this machine",
+            ["actor_rollout_ref.rollout.n", "data.train_batch_size"],
+        )
         key = C.reward_function_key(cfg)
         if not C.select(cfg, f"{key}.path"):
             self._check_builtin_scorer()
@@ -355,8 +415,9 @@ class _Derivation:
             return
         import pyarrow.parquet as pq
 
-        sources = set(pq.read_table(str(self.inputs.parquets["train"]), columns=["data_source"]).column(
-            "data_source").to_pylist())
+        sources = set(
+            pq.read_table(str(self.inputs.parquets["train"]), columns=["data_source"]).column("data_source").to_pylist()
+        )
         from verl.utils.reward_score import default_compute_score
 
         unknown = []
@@ -368,10 +429,13 @@ class _Derivation:
             except Exception:  # it knows the source (and failed on the dummy answer)
                 pass
         if unknown:
-            raise CheckError("config", f"no reward function, and verl has no built-in scorer for data_source "
-                             f"{', '.join(repr(u) for u in unknown)}",
-                             "pick a reward (a built-in such as exact_match, or file.py:function)",
-                             keys=["reward.custom_reward_function.path"])
+            raise CheckError(
+                "config",
+                f"no reward function, and verl has no built-in scorer for data_source "
+                f"{', '.join(repr(u) for u in unknown)}",
+                "pick a reward (a built-in such as exact_match, or file.py:function)",
+                keys=["reward.custom_reward_function.path"],
+            )
 
     # -- measurements -------------------------------------------------------------------------------
     def _rows(self, split: str) -> int | None:
@@ -396,8 +460,11 @@ class _Derivation:
         longest, at = 0, 0
         for i, messages in enumerate(prompts[:limit]):
             try:
-                ids = normalize_token_ids(tokenizer.apply_chat_template(
-                    messages, tools=schemas or None, add_generation_prompt=True, tokenize=True))
+                ids = normalize_token_ids(
+                    tokenizer.apply_chat_template(
+                        messages, tools=schemas or None, add_generation_prompt=True, tokenize=True
+                    )
+                )
             except Exception:
                 return None
             if len(ids) > longest:
@@ -431,18 +498,22 @@ def _absolutize(user: C.UserConfig, base_dir: Path | None) -> None:
             continue
         value = paths[key]
         out = []
-        for item in (value if isinstance(value, list) else [value]):
+        for item in value if isinstance(value, list) else [value]:
             item = os.path.expanduser(str(item))
             if "://" in item:  # hdfs://, s3://: verl fetches it
                 out.append(item)
                 continue
-            candidates = [Path(item)] if os.path.isabs(item) else \
-                [Path.cwd() / item] + ([base_dir / item] if base_dir else [])
+            candidates = (
+                [Path(item)] if os.path.isabs(item) else [Path.cwd() / item] + ([base_dir / item] if base_dir else [])
+            )
             found = next((c for c in candidates if c.exists()), None)
             if found is None:
-                raise CheckError("config", f"{key}: file '{item}' not found (looked at "
-                                 f"{', '.join(str(c) for c in candidates)})",
-                                 "give an absolute path, or one relative to the config file", keys=[key])
+                raise CheckError(
+                    "config",
+                    f"{key}: file '{item}' not found (looked at {', '.join(str(c) for c in candidates)})",
+                    "give an absolute path, or one relative to the config file",
+                    keys=[key],
+                )
             out.append(str(found.resolve()))
         new = out if isinstance(value, list) else out[0]
         if new != value:

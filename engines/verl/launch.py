@@ -12,6 +12,7 @@
   node, the console lines in the job's log) into ``metrics.jsonl`` with canonical names, turns
   verl's rollout dumps into ``samples.jsonl`` and its ``global_step_N`` folders into checkpoint events.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -36,9 +37,20 @@ FILE_LOGGER_RE = re.compile(r"Creating file logger at (\S+)")
 _ERROR_RE = re.compile(r"^(?:[\w.]+\.)?\w*(?:Error|Exception|Interrupt)(?:\([\w.]+\))?(?::\s.*)?$")
 _STEP_DIR_RE = re.compile(r"^global_step_(\d+)$")
 #: run-dir entries a Ray job never needs (the live files of this run, outputs)
-RAY_EXCLUDES = ["/train.log", "/metrics.jsonl", "/samples.jsonl", "/events.jsonl", "/status.json", "/STOP",
-                "/checkpoints/", "/tensorboard/", "/verl/hydra/", f"/verl/{ROLLOUTS_DIR}/", f"/verl/{METRICS_FILE}",
-                "/.*.tmp"]
+RAY_EXCLUDES = [
+    "/train.log",
+    "/metrics.jsonl",
+    "/samples.jsonl",
+    "/events.jsonl",
+    "/status.json",
+    "/STOP",
+    "/checkpoints/",
+    "/tensorboard/",
+    "/verl/hydra/",
+    f"/verl/{ROLLOUTS_DIR}/",
+    f"/verl/{METRICS_FILE}",
+    "/.*.tmp",
+]
 POLL_S = 1.0
 CLUSTER_LOST_S = 120.0
 STOP_GRACE_S = 15.0  # then SIGKILL; within runs.enforce_stop_timeout's 30 s
@@ -68,9 +80,16 @@ def log_tail(path: Path) -> str:
 class MetricsWatcher:
     """Mirrors verl's outputs into the run directory; call :meth:`poll` regularly."""
 
-    def __init__(self, run: RunDir, total_steps: int | None = None, metrics_file: str | Path | None = None,
-                 rollouts_dir: str | Path | None = None, checkpoints_dir: str | Path | None = None,
-                 samples_per_step: int = 2, decide_after_s: float = 10.0):
+    def __init__(
+        self,
+        run: RunDir,
+        total_steps: int | None = None,
+        metrics_file: str | Path | None = None,
+        rollouts_dir: str | Path | None = None,
+        checkpoints_dir: str | Path | None = None,
+        samples_per_step: int = 2,
+        decide_after_s: float = 10.0,
+    ):
         self.run = run
         self.total_steps = total_steps
         self.samples_per_step = samples_per_step
@@ -187,10 +206,16 @@ class MetricsWatcher:
 
 def sample_from_dump(row: dict, step: int) -> dict:
     """A line of verl's rollout dump (``trainer.rollout_data_dir/<step>.jsonl``) → a samples.jsonl row."""
-    terms = {k[len("reward_"):]: v for k, v in row.items() if k.startswith("reward_") and isinstance(v, (int, float))}
-    return {"step": int(row.get("step", step)), "time": time.time(), "prompt": row.get("input"),
-            "completion": row.get("output"), "answer": row.get("gts"), "rewards": terms,
-            "reward": row.get("score")}
+    terms = {k[len("reward_") :]: v for k, v in row.items() if k.startswith("reward_") and isinstance(v, (int, float))}
+    return {
+        "step": int(row.get("step", step)),
+        "time": time.time(),
+        "prompt": row.get("input"),
+        "completion": row.get("output"),
+        "answer": row.get("gts"),
+        "rewards": terms,
+        "reward": row.get("score"),
+    }
 
 
 # -- a local process ---------------------------------------------------------------------------------
@@ -218,8 +243,7 @@ def enable_ray_token_auth() -> None:
     """Ray >= 2.5x clusters may require a token; use the local one (~/.ray/auth_token, RAY_AUTH_TOKEN)
     the way Ray's own CLI does when RAY_AUTH_MODE is not set."""
     try:
-        from ray._private.authentication.authentication_token_setup import (
-            maybe_enable_token_auth_if_token_available)
+        from ray._private.authentication.authentication_token_setup import maybe_enable_token_auth_if_token_available
     except ImportError:  # older Ray: no token auth
         return
     try:
@@ -243,10 +267,12 @@ class RayJob:
         self._log_thread: threading.Thread | None = None
         self.lines: "queue.Queue[str]" = queue.Queue()
 
-    def submit(self, entrypoint: str, runtime_env: dict, metadata: dict | None = None,
-               submission_id: str | None = None) -> str:
-        self.job_id = self.client.submit_job(entrypoint=entrypoint, runtime_env=runtime_env,
-                                             metadata=metadata or {}, submission_id=submission_id)
+    def submit(
+        self, entrypoint: str, runtime_env: dict, metadata: dict | None = None, submission_id: str | None = None
+    ) -> str:
+        self.job_id = self.client.submit_job(
+            entrypoint=entrypoint, runtime_env=runtime_env, metadata=metadata or {}, submission_id=submission_id
+        )
         return self.job_id
 
     def status(self) -> str:
@@ -273,6 +299,7 @@ class RayJob:
         def run() -> None:
             sent = 0
             try:
+
                 async def follow() -> None:
                     nonlocal sent
                     async for chunk in self.client.tail_job_logs(self.job_id):
@@ -337,14 +364,33 @@ class Launcher:
         """The verl command line: ``main_entry`` (``-m verl.trainer.main_ppo``) with the saved config.
         On a cluster it runs in the job's working_dir (a copy of the run dir) with the cluster's python3."""
         if cluster:
-            return ["python3", *self.main_entry, "--config-path", "$PWD/" + VERL_DIR,
-                    "--config-name", Path(CLUSTER_CONFIG_FILE).stem, f"hydra.run.dir={VERL_DIR}/hydra"]
-        return [self.python, *self.main_entry, "--config-path", str(self.verl_dir),
-                "--config-name", Path(CONFIG_FILE).stem, f"hydra.run.dir={self.verl_dir / 'hydra'}"]
+            return [
+                "python3",
+                *self.main_entry,
+                "--config-path",
+                "$PWD/" + VERL_DIR,
+                "--config-name",
+                Path(CLUSTER_CONFIG_FILE).stem,
+                f"hydra.run.dir={VERL_DIR}/hydra",
+            ]
+        return [
+            self.python,
+            *self.main_entry,
+            "--config-path",
+            str(self.verl_dir),
+            "--config-name",
+            Path(CONFIG_FILE).stem,
+            f"hydra.run.dir={self.verl_dir / 'hydra'}",
+        ]
 
     def job_env(self, metrics_path: str) -> dict[str, str]:
-        env = {"VERL_FILE_LOGGER_PATH": metrics_path, "PYTHONUNBUFFERED": "1", "HYDRA_FULL_ERROR": "1",
-               "TENSORBOARD_DIR": str(self.run.tensorboard_dir), "WANDB_MODE": os.environ.get("WANDB_MODE", "")}
+        env = {
+            "VERL_FILE_LOGGER_PATH": metrics_path,
+            "PYTHONUNBUFFERED": "1",
+            "HYDRA_FULL_ERROR": "1",
+            "TENSORBOARD_DIR": str(self.run.tensorboard_dir),
+            "WANDB_MODE": os.environ.get("WANDB_MODE", ""),
+        }
         env = {k: v for k, v in env.items() if v}
         env.update(self.env_vars)
         return env
@@ -360,9 +406,13 @@ class Launcher:
         run.write_status(verl_pid=job.pid)
         run.event("launched", engine="verl", pid=job.pid, command=" ".join(shlex.quote(a) for a in argv))
         cfg = self.verl_config
-        watcher = MetricsWatcher(run, self.total_steps, metrics_file=env["VERL_FILE_LOGGER_PATH"],
-                                 rollouts_dir=select(cfg, "trainer.rollout_data_dir"),
-                                 checkpoints_dir=select(cfg, "trainer.default_local_dir"))
+        watcher = MetricsWatcher(
+            run,
+            self.total_steps,
+            metrics_file=env["VERL_FILE_LOGGER_PATH"],
+            rollouts_dir=select(cfg, "trainer.rollout_data_dir"),
+            checkpoints_dir=select(cfg, "trainer.default_local_dir"),
+        )
         stopping = False
         while job.poll() is None:
             watcher.poll()
@@ -413,8 +463,11 @@ class Launcher:
         job = RayJob(self.cluster_address)
         argv = self.command(cluster=True)
         entrypoint = " ".join(f'"{a}"' if a.startswith("$PWD") else shlex.quote(a) for a in argv)
-        runtime_env = {"working_dir": str(run.path), "excludes": RAY_EXCLUDES,
-                       "env_vars": self.job_env(f"{VERL_DIR}/{METRICS_FILE}")}
+        runtime_env = {
+            "working_dir": str(run.path),
+            "excludes": RAY_EXCLUDES,
+            "env_vars": self.job_env(f"{VERL_DIR}/{METRICS_FILE}"),
+        }
         runtime_env["env_vars"].pop("TENSORBOARD_DIR", None)
         job_id = job.submit(entrypoint, runtime_env, metadata={"aworld_run": run.run_id})
         run.write_status(ray_job_id=job_id, ray_address=self.cluster_address)
@@ -430,8 +483,12 @@ class Launcher:
         # filesystem (rollout dumps: a user's absolute path, else next to the file logger's JSONL)
         dump = select(self.verl_config, "trainer.rollout_data_dir")
         shared = isinstance(dump, str) and os.path.isabs(dump) and not Path(dump).is_relative_to(run.path)
-        watcher = MetricsWatcher(run, self.total_steps, rollouts_dir=dump if shared else None,
-                                 checkpoints_dir=select(self.verl_config, "trainer.default_local_dir"))
+        watcher = MetricsWatcher(
+            run,
+            self.total_steps,
+            rollouts_dir=dump if shared else None,
+            checkpoints_dir=select(self.verl_config, "trainer.default_local_dir"),
+        )
         stopping, lost_since, state = False, None, "PENDING"
         try:
             while True:
@@ -443,8 +500,10 @@ class Launcher:
                 except Exception as e:  # the dashboard restarting, a network blip: the job itself goes on
                     lost_since = lost_since or time.time()
                     if time.time() - lost_since > CLUSTER_LOST_S:
-                        raise VerlRunError(f"lost contact with the Ray cluster at {self.cluster_address} for "
-                                           f"{CLUSTER_LOST_S:.0f} s (job {job_id} may still run): {e}") from e
+                        raise VerlRunError(
+                            f"lost contact with the Ray cluster at {self.cluster_address} for "
+                            f"{CLUSTER_LOST_S:.0f} s (job {job_id} may still run): {e}"
+                        ) from e
                     time.sleep(POLL_S)
                     continue
                 if state in RayJob.TERMINAL:

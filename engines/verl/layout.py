@@ -13,6 +13,7 @@
 ``rollouts/``              verl's rollout dumps, mirrored into ``samples.jsonl``
 =========================  ======================================================================
 """
+
 VERL_DIR = "verl"
 CONFIG_FILE = "verl_config.yaml"
 CLUSTER_CONFIG_FILE = "verl_config_cluster.yaml"

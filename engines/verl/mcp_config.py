@@ -19,6 +19,7 @@ verl's tool loop turns every ``Exception`` of a tool into a tool message; a serv
 started again raises ``FatalToolServerError`` (a ``BaseException``) instead, which ends the rollout and so
 the run, its message starting with "tool server error".
 """
+
 from __future__ import annotations
 
 import json
@@ -97,12 +98,16 @@ def write_mcp_tools(run_dir: Path, verl_dir: Path, spec: AgentSpec, python_tool_
     servers = {"mcpServers": {s.name: s.public() for s in spec.mcp.servers}}
     (verl_dir / SERVERS_FILE).write_text(json.dumps(servers, indent=1), encoding="utf-8")
     tools = [t.to_dict() for t in spec.mcp_tools]
-    text = TEMPLATE.format(run_id=run_dir.name, servers_file=SERVERS_FILE, snapshot=SNAPSHOT_DIR,
-                           python_tools=", ".join(r.rpartition(":")[2] for r in spec.tools) or "none",
-                           names=", ".join(f"{t['name']} ({t['server']})" for t in tools),
-                           common=_COMMON.replace("{snapshot}", SNAPSHOT_DIR),
-                           python_file=python_tool_file.name if python_tool_file else None,
-                           tools=json.dumps(tools))
+    text = TEMPLATE.format(
+        run_id=run_dir.name,
+        servers_file=SERVERS_FILE,
+        snapshot=SNAPSHOT_DIR,
+        python_tools=", ".join(r.rpartition(":")[2] for r in spec.tools) or "none",
+        names=", ".join(f"{t['name']} ({t['server']})" for t in tools),
+        common=_COMMON.replace("{snapshot}", SNAPSHOT_DIR),
+        python_file=python_tool_file.name if python_tool_file else None,
+        tools=json.dumps(tools),
+    )
     path = verl_dir / TOOLS_FILE
     path.write_text(text, encoding="utf-8")
     return path

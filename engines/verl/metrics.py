@@ -11,6 +11,7 @@ and its ``console`` logger prints the same values as ``step:3 - actor/pg_loss:0.
 is kept and the canonical keys the studio plots (``reward``, ``loss``, ``kl``, ``lr``,
 ``completion_length``, ``step_time``, ...) are added next to them.
 """
+
 from __future__ import annotations
 
 import math
@@ -144,7 +145,7 @@ def parse_console_line(line: str) -> dict[str, Any] | None:
     if not m:
         return None
     data: dict[str, Any] = {}
-    for part in line[m.end():].split(" - "):
+    for part in line[m.end() :].split(" - "):
         key, sep, raw = part.partition(":")
         if not sep or not key.strip():
             continue

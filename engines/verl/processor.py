@@ -6,6 +6,7 @@ can run here at all is :mod:`.availability`'s to say.
 
 Importing this module imports neither verl, torch nor ray.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -25,34 +26,98 @@ from .derive import CheckedInputs, DerivedConfig, derive_config
 from .layout import CONFIG_FILE, VERL_DIR
 
 CONFIG_FIELDS = [
-    ConfigField("algorithm", str, "grpo", "advantage estimator (algorithm.adv_estimator): grpo, rloo, gae (PPO "
-                "with a critic), reinforce_plus_plus, ...", main=True),
-    ConfigField("epochs", int, None, "passes over the training set (trainer.total_epochs; verl's default 30)",
-                min=1, nullable=True, main=True),
-    ConfigField("total_steps", int, None, "stop after this many steps (trainer.total_training_steps)", min=1,
-                nullable=True, main=True),
-    ConfigField("batch_size", int, None, "prompts per step (data.train_batch_size; fitted to the data when "
-                "empty)", min=1, nullable=True, main=True),
-    ConfigField("num_generations", int, None, f"rollouts per prompt (actor_rollout_ref.rollout.n; {C.GROUP_SIZE} "
-                "for GRPO when empty)", min=1, nullable=True, main=True),
-    ConfigField("learning_rate", float, None, "actor learning rate (actor_rollout_ref.actor.optim.lr; verl's "
-                "default 1e-6)", min=0.0, nullable=True, main=True),
-    ConfigField("max_completion_length", int, None, "response tokens (data.max_response_length; the agent's "
-                "max_tokens when empty)", min=1, nullable=True),
+    ConfigField(
+        "algorithm",
+        str,
+        "grpo",
+        "advantage estimator (algorithm.adv_estimator): grpo, rloo, gae (PPO with a critic), reinforce_plus_plus, ...",
+        main=True,
+    ),
+    ConfigField(
+        "epochs",
+        int,
+        None,
+        "passes over the training set (trainer.total_epochs; verl's default 30)",
+        min=1,
+        nullable=True,
+        main=True,
+    ),
+    ConfigField(
+        "total_steps",
+        int,
+        None,
+        "stop after this many steps (trainer.total_training_steps)",
+        min=1,
+        nullable=True,
+        main=True,
+    ),
+    ConfigField(
+        "batch_size",
+        int,
+        None,
+        "prompts per step (data.train_batch_size; fitted to the data when empty)",
+        min=1,
+        nullable=True,
+        main=True,
+    ),
+    ConfigField(
+        "num_generations",
+        int,
+        None,
+        f"rollouts per prompt (actor_rollout_ref.rollout.n; {C.GROUP_SIZE} for GRPO when empty)",
+        min=1,
+        nullable=True,
+        main=True,
+    ),
+    ConfigField(
+        "learning_rate",
+        float,
+        None,
+        "actor learning rate (actor_rollout_ref.actor.optim.lr; verl's default 1e-6)",
+        min=0.0,
+        nullable=True,
+        main=True,
+    ),
+    ConfigField(
+        "max_completion_length",
+        int,
+        None,
+        "response tokens (data.max_response_length; the agent's max_tokens when empty)",
+        min=1,
+        nullable=True,
+    ),
     ConfigField("max_prompt_length", int, None, "prompt tokens (data.max_prompt_length)", min=1, nullable=True),
-    ConfigField("n_gpus_per_node", int, None, "GPUs per node (trainer.n_gpus_per_node; this machine's count "
-                "when empty)", min=1, nullable=True, main=True),
+    ConfigField(
+        "n_gpus_per_node",
+        int,
+        None,
+        "GPUs per node (trainer.n_gpus_per_node; this machine's count when empty)",
+        min=1,
+        nullable=True,
+        main=True,
+    ),
     ConfigField("nnodes", int, None, "nodes (trainer.nnodes)", min=1, nullable=True),
-    ConfigField("rollout", str, None, "rollout backend (actor_rollout_ref.rollout.name): vllm or sglang",
-                nullable=True),
-    ConfigField("save_freq", int, None, "checkpoint every N steps (trainer.save_freq; -1 = never)",
-                nullable=True),
+    ConfigField(
+        "rollout", str, None, "rollout backend (actor_rollout_ref.rollout.name): vllm or sglang", nullable=True
+    ),
+    ConfigField("save_freq", int, None, "checkpoint every N steps (trainer.save_freq; -1 = never)", nullable=True),
     ConfigField("test_freq", int, None, "validate every N steps (trainer.test_freq; -1 = never)", nullable=True),
-    ConfigField("ray_address", str, None, "submit to this Ray cluster (http://<head>:8265); RAY_ADDRESS works too",
-                nullable=True, main=True),
+    ConfigField(
+        "ray_address",
+        str,
+        None,
+        "submit to this Ray cluster (http://<head>:8265); RAY_ADDRESS works too",
+        nullable=True,
+        main=True,
+    ),
     ConfigField("env_vars", dict, None, "environment variables for the verl job", nullable=True),
-    ConfigField("verl_python", str, None, f"the Python of an environment with verl[vllm] (${A.PYTHON_ENV} works "
-                "too); this one when empty", nullable=True),
+    ConfigField(
+        "verl_python",
+        str,
+        None,
+        f"the Python of an environment with verl[vllm] (${A.PYTHON_ENV} works too); this one when empty",
+        nullable=True,
+    ),
 ]
 
 
@@ -112,11 +177,17 @@ class VerlProcessor(StandardProcessor):
             try:
                 tok = AutoTokenizer.from_pretrained(str(model))
             except Exception as e:
-                raise CheckError("agent", f"cannot load the tokenizer of model '{spec.model}': {type(e).__name__}: "
-                                 f"{str(e)[:300]}", "point `model:` at a folder with tokenizer files")
+                raise CheckError(
+                    "agent",
+                    f"cannot load the tokenizer of model '{spec.model}': {type(e).__name__}: {str(e)[:300]}",
+                    "point `model:` at a folder with tokenizer files",
+                )
             if not getattr(tok, "chat_template", None):
-                raise CheckError("agent", f"the tokenizer of '{spec.model}' has no chat template",
-                                 "verl renders chat prompts; give the model a chat template")
+                raise CheckError(
+                    "agent",
+                    f"the tokenizer of '{spec.model}' has no chat template",
+                    "verl renders chat prompts; give the model a chat template",
+                )
             self.tokenizer = tok
         if spec.tools:
             tools = []
@@ -126,8 +197,11 @@ class VerlProcessor(StandardProcessor):
             names = [n for n, _ in tools]
             dupes = sorted({n for n in names if names.count(n) > 1})
             if dupes:
-                raise CheckError("agent", f"two tools share the name {', '.join(dupes)}",
-                                 "verl registers tools by function name; rename one")
+                raise CheckError(
+                    "agent",
+                    f"two tools share the name {', '.join(dupes)}",
+                    "verl registers tools by function name; rename one",
+                )
             self.tool_file = write_function_tools(self.run.path, self.verl_dir, tools)
             if self.tokenizer is not None:
                 self._check_tool_template(spec)
@@ -142,15 +216,21 @@ class VerlProcessor(StandardProcessor):
         if not schemas:
             return
         try:
-            text = self.tokenizer.apply_chat_template([{"role": "user", "content": "hi"}], tools=schemas,
-                                                      add_generation_prompt=True, tokenize=False)
+            text = self.tokenizer.apply_chat_template(
+                [{"role": "user", "content": "hi"}], tools=schemas, add_generation_prompt=True, tokenize=False
+            )
         except Exception as e:
-            raise CheckError("agent", f"the model's chat template cannot render tools: {type(e).__name__}: {e}",
-                             "use a tool-calling chat template (e.g. Qwen2.5's)")
+            raise CheckError(
+                "agent",
+                f"the model's chat template cannot render tools: {type(e).__name__}: {e}",
+                "use a tool-calling chat template (e.g. Qwen2.5's)",
+            )
         name = schemas[0].get("function", {}).get("name", "")
         if name and name not in text:
-            spec.warnings.append("the model's chat template ignores tools: the model will not see the tool list "
-                                 "(use a tool-calling template such as Qwen2.5's, hermes format)")
+            spec.warnings.append(
+                "the model's chat template ignores tools: the model will not see the tool list "
+                "(use a tool-calling template such as Qwen2.5's, hermes format)"
+            )
 
     # -- datasets --------------------------------------------------------------------------------
     def convert_dataset(self, bundle: DataBundle) -> dict | None:
@@ -160,26 +240,33 @@ class VerlProcessor(StandardProcessor):
         details: dict[str, Any] = {}
         self.parquets = {}
         self.native_data = is_verl_native(bundle.train, bundle.columns)
-        for split, ds, source in (("train", bundle.train, bundle.train_source),
-                                  ("test", bundle.test, bundle.test_source)):
+        for split, ds, source in (
+            ("train", bundle.train, bundle.train_source),
+            ("test", bundle.test, bundle.test_source),
+        ):
             if ds is None:
                 continue
             out = self.verl_dir / f"{split}.parquet"
             if self.native_data and is_verl_native(ds, bundle.columns):
                 info = place_native(source, ds, out)
             else:
-                info = convert_table(ds, bundle.columns, system, data_source_name(bundle.train_source), split,
-                                     tools, out)
+                info = convert_table(
+                    ds, bundle.columns, system, data_source_name(bundle.train_source), split, tools, out
+                )
             self.parquets[split] = out
             details[f"verl_{split}"] = info
         if self.native_data:
             first = bundle.train[0]["prompt"]
             if system and not any(m.get("role") == "system" for m in first):
-                bundle.warnings.append("verl-native parquet used as is: its prompts have no system message, so "
-                                       "the agent's system prompt is not sent")
+                bundle.warnings.append(
+                    "verl-native parquet used as is: its prompts have no system message, so "
+                    "the agent's system prompt is not sent"
+                )
             if tools and "agent_name" not in bundle.train.column_names:
-                bundle.warnings.append(f"verl-native parquet without `agent_name`: every row runs verl's "
-                                       f"'{TOOL_AGENT_LOOP}' loop (rollout.agent.default_agent_loop)")
+                bundle.warnings.append(
+                    f"verl-native parquet without `agent_name`: every row runs verl's "
+                    f"'{TOOL_AGENT_LOOP}' loop (rollout.agent.default_agent_loop)"
+                )
         if "test" not in self.parquets:
             details["verl_test"] = "none: validation uses the training set"
         return details
@@ -190,19 +277,31 @@ class VerlProcessor(StandardProcessor):
             self.reward = None
             self.bridge_file = None
             self.spec["reward"] = []
-            self.record(CheckResult("reward", "warning", "no reward function: verl's own scorer for each row's "
-                                    "data_source", warnings=[
-                                        "no reward given: verl scores rows with its built-in scorer for their "
-                                        "data_source (gsm8k, math, ...) unless the config names "
-                                        "reward.custom_reward_function"]))
+            self.record(
+                CheckResult(
+                    "reward",
+                    "warning",
+                    "no reward function: verl's own scorer for each row's data_source",
+                    warnings=[
+                        "no reward given: verl scores rows with its built-in scorer for their "
+                        "data_source (gsm8k, math, ...) unless the config names "
+                        "reward.custom_reward_function"
+                    ],
+                )
+            )
             return None
         reward = super().check_reward(reward_func)
         try:
             columns = extra_columns(self.data.train, self.data.columns) if self.data is not None else []
             tools = bool(self.agent_spec and self.agent_spec.has_tools)
-            self.bridge_file = write_reward_bridge(self.run.path, self.verl_dir, self.spec["reward"], columns,
-                                                   final_answer_only=tools,
-                                                   tokenizer_path=self.agent_spec.model if self.agent_spec else None)
+            self.bridge_file = write_reward_bridge(
+                self.run.path,
+                self.verl_dir,
+                self.spec["reward"],
+                columns,
+                final_answer_only=tools,
+                tokenizer_path=self.agent_spec.model if self.agent_spec else None,
+            )
         except CheckError as e:
             self._fail(e)
         result = next(r for r in self.check_results if r.module == "reward")
@@ -220,10 +319,17 @@ class VerlProcessor(StandardProcessor):
 
     def checked_inputs(self) -> CheckedInputs:
         """What the agent, dataset and reward checks left for the config."""
-        return CheckedInputs(run=self.run, verl_dir=self.verl_dir, agent=self.agent_spec, tokenizer=self.tokenizer,
-                             parquets=dict(self.parquets), bridge_file=self.bridge_file, tool_file=self.tool_file,
-                             train_source=self.data.train_source if self.data is not None else None,
-                             native_data=self.native_data)
+        return CheckedInputs(
+            run=self.run,
+            verl_dir=self.verl_dir,
+            agent=self.agent_spec,
+            tokenizer=self.tokenizer,
+            parquets=dict(self.parquets),
+            bridge_file=self.bridge_file,
+            tool_file=self.tool_file,
+            train_source=self.data.train_source if self.data is not None else None,
+            native_data=self.native_data,
+        )
 
     def _adopt(self, derived: DerivedConfig) -> CheckResult:
         """Keep the derived config (saved beside the run's other verl files) and report it."""
@@ -235,26 +341,56 @@ class VerlProcessor(StandardProcessor):
         self.uses_local_slot = self.cluster_address is None
 
         self.spec["config"] = derived.user.raw
-        self.effective_config = {"user": derived.user.raw, "filled": derived.filled,
-                                 "verl_config": str(self.config_path), "cluster": self.cluster_address,
-                                 "total_steps": self.total_steps}
-        main = {k: C.select(cfg, k) for k in ("algorithm.adv_estimator", "data.train_batch_size",
-                                              "actor_rollout_ref.rollout.n", "actor_rollout_ref.rollout.name",
-                                              "trainer.n_gpus_per_node", "trainer.nnodes")}
+        self.effective_config = {
+            "user": derived.user.raw,
+            "filled": derived.filled,
+            "verl_config": str(self.config_path),
+            "cluster": self.cluster_address,
+            "total_steps": self.total_steps,
+        }
+        main = {
+            k: C.select(cfg, k)
+            for k in (
+                "algorithm.adv_estimator",
+                "data.train_batch_size",
+                "actor_rollout_ref.rollout.n",
+                "actor_rollout_ref.rollout.name",
+                "trainer.n_gpus_per_node",
+                "trainer.nnodes",
+            )
+        }
         where = f"Ray cluster {self.cluster_address}" if self.cluster_address else "this machine"
-        msg = ", ".join(f"{k.split('.')[-1]}={v}" for k, v in main.items()) + \
-            f"; {self.total_steps} step(s); on {where}; verl's validate_config passed"
-        return CheckResult("config", "warning" if derived.warnings else "ok", msg,
-                           details={"effective": self.effective_config, "filled": derived.filled,
-                                    "verl_config": str(self.config_path)}, warnings=derived.warnings)
+        msg = (
+            ", ".join(f"{k.split('.')[-1]}={v}" for k, v in main.items())
+            + f"; {self.total_steps} step(s); on {where}; verl's validate_config passed"
+        )
+        return CheckResult(
+            "config",
+            "warning" if derived.warnings else "ok",
+            msg,
+            details={
+                "effective": self.effective_config,
+                "filled": derived.filled,
+                "verl_config": str(self.config_path),
+            },
+            warnings=derived.warnings,
+        )
 
     # -- training --------------------------------------------------------------------------------
     def _train(self) -> str:
         if self.config_path is None:
             raise CheckError("config", "check_config() has not run", "run the checks before train()")
-        self.run.write_status(total_steps=self.total_steps, engine="verl", step=0,
-                              where=self.cluster_address or "local")
+        self.run.write_status(
+            total_steps=self.total_steps, engine="verl", step=0, where=self.cluster_address or "local"
+        )
         from .launch import Launcher
 
-        return Launcher(self.run, self.verl_config, self.python, self.main_entry, total_steps=self.total_steps,
-                        cluster_address=self.cluster_address, env_vars=self.env_vars).train()
+        return Launcher(
+            self.run,
+            self.verl_config,
+            self.python,
+            self.main_entry,
+            total_steps=self.total_steps,
+            cluster_address=self.cluster_address,
+            env_vars=self.env_vars,
+        ).train()

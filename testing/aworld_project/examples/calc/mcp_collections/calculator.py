@@ -7,6 +7,7 @@ imported from ``mcp.server``, started as a module from the project root::
 show the substituted value reached the server. Its ``add`` is described as the demo's (assets/tools/calculator.py):
 tiny-calc was warm-started on that description. ``CALC_DELAY_S`` makes every call sleep that long first.
 """
+
 import os
 import time
 
