@@ -7,6 +7,7 @@ secrets), ``/proc/<pid>/mem`` and ``ptrace`` (``PTRACE_SEIZE``, which does not s
 tracer's exit detaches it) of each ancestor, the capabilities held, and the file descriptors
 inherited."""
 
+import json  # noqa: F401 - used by the reward this file's text becomes (reward_source)
 import ctypes
 import os
 
