@@ -13,7 +13,16 @@ import json
 import sys
 from pathlib import Path
 
-from tests.conftest import SLOW_LIST, SLOW_SECONDS, SWIFT_ENV_FILES, TRAIN_FILES
+import importlib.util
+
+# tests/conftest.py by its path (a package named ``tests`` that some dependency installs would shadow the folder)
+_spec = importlib.util.spec_from_file_location(
+    "_aworld_conftest", Path(__file__).resolve().parent.parent / "tests" / "conftest.py"
+)
+_conftest = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_conftest)
+SLOW_LIST, SLOW_SECONDS = _conftest.SLOW_LIST, _conftest.SLOW_SECONDS
+SWIFT_ENV_FILES, TRAIN_FILES = _conftest.SWIFT_ENV_FILES, _conftest.TRAIN_FILES
 
 
 def main(argv: list[str]) -> int:
