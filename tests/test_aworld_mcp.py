@@ -36,6 +36,7 @@ def project(tmp_path) -> Path:
         "mcp_config": "../mcp.json",
         "mcp_servers": ["calculator"],
     }
+    (root / "examples/calc/agents").mkdir()  # git keeps no empty folder: a fresh clone has none
     (root / "examples/calc/agents/calc.yaml").write_text(yaml.safe_dump(agent))
     return root
 
