@@ -184,7 +184,12 @@ def parse_table(out: str) -> dict:
 
 def via_cli(case, engine, inputs, capsys) -> tuple[dict, str]:
     capsys.readouterr()
-    rc = cli_main(cli_argv(case, engine, inputs))
+    try:
+        rc = cli_main(cli_argv(case, engine, inputs))
+    except SystemExit as e:  # a --reward text refused before any check (engines/module_args.py): exit 1, the why
+        out = capsys.readouterr()
+        assert str(e.code).startswith("error: "), e.code
+        return {"reward": {"status": "error", "message": str(e.code)}}, out.out + out.err + str(e.code)
     out = capsys.readouterr()
     rows = parse_table(out.out)
     assert (rc == 1) == any(r["status"] == "error" for r in rows.values()), out.out

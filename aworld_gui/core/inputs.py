@@ -18,8 +18,10 @@ from typing import Any
 import yaml
 
 from engines.core.check_result import CheckError
-from engines.inputs.yaml_input import load_user_file, try_load_yaml
+from engines.inputs.user_files import size_text
+from engines.inputs.yaml_input import MAX_BYTES, load_user_file, try_load_yaml
 
+from ..web.upload_guard import refused_size
 from ..web.upload_secrets import mask_bytes
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -204,6 +206,12 @@ def store_upload(tmp_path: str, runs_dir: str | os.PathLike) -> str:
     it stay valid after Gradio cleans its cache. Same content → same path. An agent YAML's literal
     secrets are masked in the stored copy and in Gradio's (which Gradio serves): see upload_secrets."""
     src = Path(tmp_path)
+    refused = refused_size(src) if not src.exists() else None
+    if refused is not None:  # deleted at upload as too big to mask (web/upload_guard.py): say so, as a check would
+        raise ValueError(
+            f"the file '{src.name}' is {size_text(refused)}; at most {size_text(MAX_BYTES)} is read — "
+            "is it the right file? a config this large is usually data by mistake"
+        )
     if src.suffix.lower() in AGENT_SUFFIXES:
         size = src.stat().st_size
         if size > AGENT_UPLOAD_MAX:  # never stored, and not left in Gradio's cache (served) unmasked either

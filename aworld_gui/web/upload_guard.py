@@ -34,6 +34,19 @@ def _is_upload(scope: dict) -> bool:
     )
 
 
+def refused_note(path: Path) -> Path:
+    """Where the size of an upload deleted as too big to mask is noted (a number, nothing of the file)."""
+    return path.with_name(path.name + ".refused")
+
+
+def refused_size(path: str | os.PathLike) -> int | None:
+    """The size of an upload this guard deleted as too big to mask, or None."""
+    try:
+        return int(refused_note(Path(path)).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
 def mask_uploaded_file(path: str) -> None:
     """Mask a just-uploaded text file in place (or delete it when it is too big to read)."""
     from .upload_secrets import mask_bytes
@@ -41,8 +54,11 @@ def mask_uploaded_file(path: str) -> None:
     p = Path(path)
     if p.suffix.lower() not in TEXT_SUFFIXES or not p.is_file():
         return
-    if p.stat().st_size > MASK_LIMIT:
+    size = p.stat().st_size
+    if size > MASK_LIMIT:
         if p.suffix.lower() in (".yaml", ".yml"):
+            # too big to mask, so never served: gone, with its size noted for the check's message
+            refused_note(p).write_text(str(size), encoding="utf-8")
             p.unlink(missing_ok=True)
         return
     data = p.read_bytes()

@@ -78,7 +78,9 @@ def checked_weight(value: float | str, item: str) -> float:
         weight = float(value)
     except (TypeError, ValueError):
         raise RewardTextError(f"reward weight in '{item[:80]}' is not a number (write NAME@0.5)")
-    if not math.isfinite(weight) or abs(weight) > MAX_WEIGHT:
+    if not math.isfinite(weight):
+        raise RewardTextError(f"reward weight {value} must be finite (in '{item[:80]}'; e.g. NAME@0.5)")
+    if abs(weight) > MAX_WEIGHT:
         raise RewardTextError(
             f"reward weight {value} in '{item[:80]}' is out of range: a weight is a number between "
             f"-{MAX_WEIGHT:g} and {MAX_WEIGHT:g} (e.g. NAME@0.5)"
