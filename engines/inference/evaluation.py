@@ -303,7 +303,8 @@ def run_eval(eval_dir: str | os.PathLike) -> list[InferenceResult]:
 def _stop_tool_servers() -> None:
     """The MCP servers the evaluation's tool calls started stop with it: an in-process ``inference()`` leaves
     none running. (Only when MCP tools were used: the module is not imported otherwise.)"""
-    client = sys.modules.get(f"{__package__}.mcp_client")
+    engines = __package__.rpartition(".")[0]  # engines (or the name of a snapshot of it)
+    client = sys.modules.get(f"{engines}.tools.mcp_client")
     if client is not None:
         client.close_default_pool()
 
