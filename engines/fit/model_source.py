@@ -128,7 +128,7 @@ def local_models(extra_dirs: list[str | os.PathLike] | None = None) -> list[dict
     try:
         from huggingface_hub import scan_cache_dir
 
-        cache = scan_cache_dir()
+        cache = scan_cache_dir(hub_cache_dir())  # read now: scan_cache_dir took its default at import
     except Exception:  # noqa: BLE001 - no cache yet, or unreadable: nothing to offer
         return out
     for repo in sorted(cache.repos, key=lambda r: r.repo_id):
