@@ -51,7 +51,9 @@ def test_an_idle_chat_model_and_a_finished_setup_are_reaped(tmp_path, monkeypatc
             60,
             "the chat model exited when idle, the setup ended",
         )
-        assert {gone_or_zombie(chat_pid), gone_or_zombie(setup_pid)} == {"zombie"}  # nobody reaped them yet
+        # nobody asked for their exit code: zombies, unless another studio of this process (an earlier test's
+        # watchdog, the same reaper of every detached child) got there first — never alive
+        assert {gone_or_zombie(chat_pid), gone_or_zombie(setup_pid)} <= {"zombie", "gone"}
         # the watchdog's step, every second in the studio (a process whose threads are still ending shows as a
         # zombie a moment before it can be reaped)
         wait_for(
