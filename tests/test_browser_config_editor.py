@@ -279,6 +279,9 @@ def test_yaml_pasted_while_an_engine_switch_answers_stays_and_the_form_shows_it(
 
 def test_a_lora_run_shows_trainable_and_total_parameters_in_the_monitor(page):
     peft, steps = field("use_peft", "box"), field("max_steps")
+    # the page as the previous test left it: its last check answered and the form rendered from it (a click
+    # landing while a render replaces the box is lost — the known gap of issue 32's form, see the note)
+    wait_for(lambda: all_green(page) and form_settled(page), 60, "the form rendered from the last check")
     page.locator(peft).check()
     type_into(page, steps, "30")
     page.keyboard.press("Tab")
