@@ -46,7 +46,6 @@ from .secret_values import (
     mask_url_passwords,  # noqa: F401
     substitute_env,
 )
-from .secret_values import SECRET_RE  # noqa: F401 - re-exported: callers take it from here
 from .yaml_input import load_user_file
 
 FLAT_KEYS = {
