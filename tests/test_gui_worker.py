@@ -67,6 +67,21 @@ def test_a_dead_worker_is_restarted(worker):
     assert worker.restarts == restarts + 1
 
 
+def test_a_worker_dead_but_not_yet_reaped_is_not_sent_the_retry(worker):
+    """Its pipe closes before its exit status can be read, so ``poll()`` still says "running" for a moment: the
+    retry wrote to the dead worker (BrokenPipe) and the call failed in CI ('the check worker died; it restarts
+    with the next check'). Here that moment lasts: the dead worker's ``poll()`` answers None until the end."""
+    import os
+    import signal
+
+    dead = worker._proc
+    dead.poll = lambda: None  # the window between the pipe's end and the exit status, held open
+    restarts = worker.restarts
+    os.kill(dead.pid, signal.SIGKILL)
+    assert worker.call("echo", v=5) == {"v": 5}
+    assert worker._proc is not dead and worker.restarts == restarts + 1
+
+
 def test_a_call_whose_worker_dies_twice_fails_after_one_retry(worker):
     restarts = worker.restarts
     with pytest.raises(WorkerError) as e:

@@ -152,8 +152,13 @@ def test_stop_mid_run_checkpoints_and_resume_continues_step_count(long_run, tmp_
     assert 3 <= stopped_at < 5000
     ckpt = long_run.checkpoints()[-1]
     assert ckpt.name == f"checkpoint-{stopped_at}"
-    kinds = [e["event"] for e in long_run.read_jsonl("events.jsonl")]
-    assert kinds[-3:] == ["checkpoint", "summary", "stopped"] and "stop_requested" in kinds
+    events = long_run.read_jsonl("events.jsonl")
+    kinds = [e["event"] for e in events]
+    after_stop = kinds[kinds.index("stop_requested") + 1 :]
+    # the closing evaluation (the test set, after the last step) is the run's only one, so its checkpoint is the best
+    assert after_stop == ["checkpoint", "summary", "best_checkpoint", "stopped"], kinds
+    [best] = [e for e in events if e["event"] == "best_checkpoint"]
+    assert best["name"] == ckpt.name and long_run.read_status()["best_checkpoint"]["name"] == ckpt.name
     # the summary says what the run did (TRL's own rate divides the planned 5000 steps by the time)
     [summary] = [e for e in long_run.read_jsonl("events.jsonl") if e["event"] == "summary"]
     assert "train_steps_per_second" not in summary and summary["steps"] == stopped_at

@@ -282,6 +282,11 @@ class CheckWorker:
         if ok:
             return payload
         if payload.get("worker_died"):
+            # its pipe closed before its exit status can be read (poll() may still say "running"): the retry must
+            # not write to it, so it is dropped now and the next call starts a fresh one
+            with self._lock:
+                if self._proc is proc:
+                    self._kill(proc)
             raise _WorkerDied(payload["error"])
         raise WorkerError(
             payload.get("error", "unknown error"),
