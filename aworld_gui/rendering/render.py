@@ -12,7 +12,7 @@ import re
 import time
 from typing import Any, Iterable
 
-from .i18n import _, locale_probe
+from .i18n import _
 from ..core.run_cache import Progress
 
 CHECK_LABEL = {"ok": _("OK"), "warning": _("Warning"), "error": _("Error"), "checking": _("Checking…"), "idle": "—"}
@@ -396,7 +396,7 @@ def run_header(
         f'<div class="aw-msg aw-msg-warn" data-testid="studio-unreachable" hidden>'
         f"{_('Studio unreachable — runs keep training. The figures here are the last ones received; they resume by themselves when the studio is back.')}</div>"
         f'<div class="aw-progress"><div class="aw-bar aw-bar-{esc(state)}" style="width:{pct:.1f}%"></div></div>'
-        f'<div class="aw-stats">{stat_html}</div>{note}{fail_html}{diagnoses}{locale_probe()}</div>'
+        f'<div class="aw-stats">{stat_html}</div>{note}{fail_html}{diagnoses}</div>'
     )
 
 

@@ -52,10 +52,10 @@ function apply(r) {
   if (r.keys.b !== lastB) trigger('apply');
   lastB = r.keys.b;
 }
-function pageLocale() {            // the page's language: a locale probe Gradio (or i18n_markers.js) translated
-  for (const el of [element.querySelector('[data-aw-locale]'), document.querySelector('[data-aw-locale]')])
-    if (el && el.textContent && !el.textContent.includes('__i18n__')) return el.textContent;
-  return 'en';
+function pageLocale() {            // the page's language: the title's locale probe, which Gradio translates
+  // (one probe in the page: one the stream rendered in the header kept the old language after a switch)
+  const el = document.querySelector('[data-aw-locale]');
+  return el && el.textContent && !el.textContent.includes('__i18n__') ? el.textContent : 'en';
 }
 async function sync() {            // (re)open the stream for what the header shows, or close it
   if (!element.isConnected) { if (es) es.close(); es = null; return; }     // unmounted
