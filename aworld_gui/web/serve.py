@@ -77,14 +77,35 @@ def wait_until_interrupted(demo, stop: StopSignal) -> None:
         demo.close()
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="aworld-studio", description="AWorld Trainer Studio")
-    p.add_argument("--host", default=os.environ.get("AWORLD_STUDIO_HOST", "127.0.0.1"))
-    p.add_argument("--port", type=int, default=int(os.environ.get("AWORLD_STUDIO_PORT", "7860")))
-    p.add_argument("--runs-dir", default=os.environ.get("AWORLD_RUNS_DIR", "runs"))
+class _Help(argparse.ArgumentDefaultsHelpFormatter):
+    """Each option's help ends with its default, where it has one (never a login: --auth has none)."""
+
+    def _get_help_string(self, action):
+        return action.help if action.default is None else super()._get_help_string(action)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="aworld-studio",
+        description="AWorld Trainer Studio: set up, launch, watch, evaluate and chat with agent training runs, "
+        "in the browser. Runs keep training when the studio stops.",
+        formatter_class=_Help,
+    )
+    p.add_argument(
+        "--host",
+        default=os.environ.get("AWORLD_STUDIO_HOST", "127.0.0.1"),
+        help="the address to serve on (or AWORLD_STUDIO_HOST); 0.0.0.0 opens it to the network: set a login",
+    )
+    p.add_argument(
+        "--port", type=int, default=int(os.environ.get("AWORLD_STUDIO_PORT", "7860")), help="the port to serve on (or AWORLD_STUDIO_PORT)"
+    )
+    p.add_argument(
+        "--runs-dir",
+        default=os.environ.get("AWORLD_RUNS_DIR", "runs"),
+        help="where runs, uploads and exports are kept (or AWORLD_RUNS_DIR)",
+    )
     p.add_argument(
         "--auth",
-        default=os.environ.get("AWORLD_STUDIO_AUTH"),
         help="user:password (or set AWORLD_STUDIO_AUTH; --auth-file keeps it off the command line)",
     )
     p.add_argument("--auth-file", help="a file whose first line is user:password")
@@ -93,19 +114,23 @@ def main(argv: list[str] | None = None) -> int:
         "--stop-timeout", type=float, default=30.0, help="seconds a run gets to stop after Stop before it is killed"
     )
     p.add_argument("--check-timeout", type=float, default=60.0, help="time limit of one check in the worker")
-    p.add_argument("--share", action="store_true", help="create a public gradio.live link (off by default)")
+    p.add_argument("--share", action="store_true", help="create a public gradio.live link")
     p.add_argument(
         "--max-upload-mb",
         type=float,
         default=float(os.environ.get("AWORLD_STUDIO_MAX_UPLOAD_MB", "100")),
         help="the largest upload taken (MB); a bigger one is refused while it streams in (413)",
     )
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
-    a = p.parse_args(args)
+    a = build_parser().parse_args(args)
     if a.secrets_fd is not None:  # restarted clean: the login and credentials come from the memory file
         login = clean_start.take_secrets(a.secrets_fd)
     else:
-        login = clean_start.read_auth_file(a.auth_file) if a.auth_file else a.auth
+        login = clean_start.read_auth_file(a.auth_file) if a.auth_file else a.auth or os.environ.get(clean_start.AUTH_ENV)
         parse_auth(login)  # a malformed login is refused before anything else
         if clean_start.supported() and clean_start.needed(args, os.environ):
             clean_start.restart_clean(args, login)  # does not return
@@ -134,6 +159,7 @@ def main(argv: list[str] | None = None) -> int:
             footer_links=["api", "settings"],  # Settings holds the language (English, 中文)
             max_file_size=int(a.max_upload_mb * (1 << 20)),  # refused as it streams, never held whole
             prevent_thread_lock=True,
+            quiet=True,  # the address is printed above; Gradio's own lines suggested share=True
             **launch_kwargs(demo),
         )
         wait_until_interrupted(demo, stop)
