@@ -24,12 +24,33 @@ import os
 import re
 import secrets
 import socket
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
 import yaml
+
+_THREAD_LOCKS: dict[str, threading.Lock] = {}  # a run directory's lock, per process (RunDir.locked)
+_THREAD_LOCKS_GUARD = threading.Lock()
+_LOCAL = threading.local()
+
+
+def _after_fork_in_child() -> None:  # a lock another thread held at the fork would never be released here
+    global _THREAD_LOCKS, _THREAD_LOCKS_GUARD, _LOCAL
+    _THREAD_LOCKS, _THREAD_LOCKS_GUARD, _LOCAL = {}, threading.Lock(), threading.local()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def _held_locks() -> set[str]:
+    """The run directories whose lock this thread holds."""
+    if not hasattr(_LOCAL, "held"):
+        _LOCAL.held = set()
+    return _LOCAL.held
+
 
 SPEC_FILE = "run.yaml"
 METRICS_FILE = "metrics.jsonl"
@@ -196,27 +217,41 @@ class RunDir:
             return {}
 
     def write_status(self, durable: bool = True, **fields: Any) -> dict:
-        """Merge ``fields`` into status.json atomically; always refreshes the heartbeat. Pass
-        ``durable=False`` for progress-only updates (no fsync: see :func:`atomic_write_text`)."""
-        status = self.read_status()
-        status.update(fields)
-        status["heartbeat"] = time.time()
-        status.setdefault("run_id", self.run_id)
-        atomic_write_text(self.path / STATUS_FILE, json.dumps(_clean(status), default=_json_default, indent=1),
-                          durable=durable)
+        """Merge ``fields`` into status.json atomically, under the run directory's lock (a read-modify-write
+        by two writers at once lost one's fields: a thread's progress update put ``running`` back over the
+        ``stopping`` another had just written); always refreshes the heartbeat. Pass ``durable=False`` for
+        progress-only updates (no fsync: see :func:`atomic_write_text`)."""
+        with self.locked():
+            status = self.read_status()
+            status.update(fields)
+            status["heartbeat"] = time.time()
+            status.setdefault("run_id", self.run_id)
+            atomic_write_text(self.path / STATUS_FILE, json.dumps(_clean(status), default=_json_default, indent=1),
+                              durable=durable)
         return status
 
     @contextlib.contextmanager
     def locked(self):
         """An exclusive lock on this run directory (``.lock``): hold it to read status.json, decide and
-        write it without another process doing the same in between."""
-        fd = os.open(self.path / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+        write it without another process, or another thread of this one, doing the same in between.
+        Re-entrant within a thread (a holder may call :meth:`write_status`)."""
+        key = str(self.path.resolve())
+        held = _held_locks()
+        if key in held:
             yield self
-        finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-            os.close(fd)
+            return
+        with _THREAD_LOCKS_GUARD:
+            thread_lock = _THREAD_LOCKS.setdefault(key, threading.Lock())
+        with thread_lock:  # flock excludes other processes; within one process, this excludes other threads
+            fd = os.open(self.path / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+            held.add(key)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                yield self
+            finally:
+                held.discard(key)
+                fcntl.flock(fd, fcntl.LOCK_UN)
+                os.close(fd)
 
     def mark_process(self, state: str, **fields: Any) -> dict:
         """Record that *this* process owns the run (pid, its start time and host) in ``state``."""
