@@ -117,8 +117,9 @@ class Model:
 
     def expect_form(self, fields, effective: dict | None, defaults: dict) -> list[str]:
         """What is wrong with a form (config_form.FieldView list) for this model: each field shows the YAML's value,
-        else the effective value (``effective``: the check of this spec; None before it answers), else the
-        default; a broken YAML shows no value and locks every field."""
+        else the effective value (``effective``: the last check of this engine, of this spec or, until that answers,
+        of the spec before; None when there is none), else the default; a broken YAML shows no value and locks
+        every field."""
         wrong = []
         for f in fields:
             if self.broken:

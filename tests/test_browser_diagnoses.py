@@ -63,7 +63,7 @@ def test_a_one_score_reward_shows_no_reward_spread_in_the_monitor_and_its_button
         )
         assert run.run_id in page.inner_text("#launch-msg")
         waiting.wait_for(
-            lambda: page.evaluate("document.activeElement?.getAttribute('aria-label')") == "num_generations",
+            lambda: page.evaluate("document.activeElement?.closest('[id^=cfg-]')?.id") == "cfg-num_generations",
             30,
             "the setting to change focused",
             retry_errors=True,

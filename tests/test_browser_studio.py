@@ -223,7 +223,7 @@ def test_a_reward_upload_that_does_not_import_is_an_error_until_replaced(page, t
     page.locator("#status-reward").scroll_into_view_if_needed()
     shot(page, "02b-broken-reward-upload")
     # still an error after another check (an edit elsewhere re-runs every check)
-    page.fill('input[aria-label="max_steps"]', "401")
+    page.fill("#cfg-max_steps input", "401")
     page.keyboard.press("Tab")
     page.wait_for_timeout(2000)
     wait_for(
@@ -278,7 +278,7 @@ def test_upload_the_demo_files_launch_and_watch_the_reward_curve(page, app):
     )
     assert "letter_reward.py:letter_reward" in page.inner_text("#reward-pick")
     # a long run for this test: set max_steps in the config form (a form field writes the YAML)
-    page.fill('input[aria-label="max_steps"]', "5000")
+    page.fill("#cfg-max_steps input", "5000")
     page.keyboard.press("Tab")
     wait_for(lambda: all_green(page) and page.is_enabled("#launch-btn"), 60, "all checks green after the uploads")
     page.fill("#run-name input", "letters demo")
@@ -345,7 +345,7 @@ def test_clone_the_run_back_into_setup(page, app):
     after the clone, all green — never for something that was already true before the click (the
     demo agent's name contains "agent.yaml" too: the test used to pass its waits at once and assert
     on a page the clone had not reached yet)."""
-    max_steps = 'input[aria-label="max_steps"]'
+    max_steps = "#cfg-max_steps input"
     page.get_by_role("tab", name="Setup").click()
     shown = (page.input_value("#agent-select input"), page.input_value(max_steps))
     # the restart's reload put the demo back in Setup: what the clone must replace

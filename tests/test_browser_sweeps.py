@@ -56,7 +56,7 @@ def test_a_sweep_from_setup_survives_a_studio_restart_and_its_best_trial_is_clon
         page.goto(app.url)
         wait_for(lambda: all_green(page), 120, "the demo's checks green")
         for field, value in (("max_steps", "2"), ("prompts_per_step", "2"), ("num_generations", "4")):
-            page.fill(f'input[aria-label="{field}"]', value)
+            page.fill(f"#cfg-{field} input", value)
             page.keyboard.press("Tab")
         wait_for(lambda: all_green(page) and page.is_enabled("#launch-btn"), 60, "checks green with tiny trials")
         page.click("#sweep-panel button")  # open the Sweep panel
@@ -93,7 +93,7 @@ def test_a_sweep_from_setup_survives_a_studio_restart_and_its_best_trial_is_clon
         )
         lr = best["params"]["learning_rate"]
         wait_for(
-            lambda: abs(float(page.input_value('input[aria-label="learning_rate"]')) - lr) < 1e-12,
+            lambda: abs(float(page.input_value("#cfg-learning_rate input")) - lr) < 1e-12,
             60,
             "the best trial's learning rate in the Setup form",
         )

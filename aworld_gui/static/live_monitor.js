@@ -122,7 +122,7 @@ element.addEventListener('click', ev => {   // a diagnosis's "Clone into Setup" 
   const name = b.dataset.cloneSetting, t0 = Date.now();
   if (!name) return;
   const focus = setInterval(() => {        // once Setup shows the clone's form: the setting to change, focused
-    const f = document.querySelector(`#setup-tab input[aria-label="${name}"], input[aria-label="${name}"]`);
+    const f = document.querySelector(`#cfg-${name} input`);   // the form's field (config_form_render.py)
     if (f && f.offsetParent !== null && Date.now() - t0 > 1500) {
       clearInterval(focus); f.scrollIntoView({block: 'center'}); f.focus();
     } else if (Date.now() - t0 > 20000) clearInterval(focus);

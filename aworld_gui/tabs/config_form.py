@@ -3,9 +3,9 @@
 **One writer.** The overrides YAML (``SetupUI.config_yaml``) is the only place a config value lives. Every
 control edits it and nothing else, and every other view is computed from it:
 
-- the form (:func:`form_view`, rendered by ``@gr.render`` in setup_tab.py): a field shows the YAML's value for its
-  key, else the effective value of the check *of this very YAML* (defaults derived from the agent included), else
-  the engine's default. A YAML that does not parse shows no values and locks the fields (the note says why);
+- the form (:func:`form_view`, rendered by ``@gr.render`` in config_form_render.py): a field shows the YAML's value
+  for its key, else the effective value of the check *of this very YAML* (defaults derived from the agent included;
+  while it runs, the last check's, marked not current), else the engine's default. A YAML that does not parse shows no values and locks the fields (the note says why);
 - the check, the effective config, the memory estimate, the CLI command and, at Launch, ``run.yaml``: all take the
   YAML as their input.
 
@@ -17,9 +17,10 @@ page (:data:`SWITCH_ENGINE_JS`). The page and the server share the line rules (:
 ``_SET_LINE_JS``, :func:`switch_engine` / ``SWITCH_ENGINE_JS``; tests/test_browser_config_form.py holds each pair
 to the same results).
 
-**Why typing is never overwritten.** Each rendered field's ``key`` names the value it shows: a new value shown is
-a new field, and a render that shows the same values leaves the fields (and what is being typed into them) as they
-are. Nothing is kept in step, so nothing needs guarding: no fills, snapshots or focus rules.
+**Why typing is not overwritten.** A render puts every field's value back, so the fields render only when what
+they show changes (:func:`shown_fields`, a State: config_form_render.py), a new value shown is a new field
+(:attr:`FieldView.key`), and numbers are typed into text boxes (docs/ARCHITECTURE.md, "One spec in Setup").
+Nothing is kept in step: no fills, snapshots or focus rules.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import yaml
@@ -76,8 +77,10 @@ class FieldView:
 
     @property
     def key(self) -> tuple:
-        """The rendered component's identity: its name and the value it shows (see the module's docstring)."""
-        return (self.name, self.kind, json.dumps(self.value, default=str), self.interactive)
+        """The rendered component's identity: its name and the value it shows, and whether the YAML sets it (a key
+        emptied out of the YAML may leave the value as it was: Gradio would not refill the box; see the module's
+        docstring)."""
+        return (self.name, self.kind, json.dumps(self.value, default=str), self.interactive, self.overridden)
 
 
 @dataclass
@@ -86,7 +89,7 @@ class FormView:
     valid: bool  # the YAML parses to a mapping
     fields: list[FieldView]
     model: str  # the model picker's value
-    current: bool  # the non-overridden fields show the check of this spec (else the defaults)
+    current: bool  # the non-overridden fields show the check of this spec (else the last check's, or defaults)
 
 
 def _kind(f: dict) -> str:
@@ -123,13 +126,17 @@ def _shown(kind: str, value: Any) -> Any:
 
 def form_view(info: dict, text: str, effective: dict | None = None) -> FormView:
     """The form for the engine ``info`` (a catalog entry) and the spec ``text``: each main field's value from the
-    YAML, else from ``effective`` when it is the check of this engine and text, else the field's default. A value
+    YAML, else from ``effective`` when it is a check of this engine (of this text: ``current``; of the text before,
+    while this one is being checked), else the field's default. A value
     the field cannot show (a string under a number) is shown as text, locked: the check names the problem."""
     engine = info.get("name") or ""
     overrides = parse_overrides(text)
     eff = effective or {}
     current = eff.get("engine") == engine and (eff.get("text") or "") == (text or "")
-    values = (eff.get("values") or {}) if current else {}
+    # until this spec's check answers, the last check of this engine's values stand (marked not current): showing
+    # the defaults meanwhile changed a field's value, so its key, twice per edit, and a field replaced under the
+    # keyboard lost or mangled what was being typed into it (0.002 typed became 20.0)
+    values = (eff.get("values") or {}) if eff.get("engine") == engine else {}
     out = []
     for f in [f for f in info.get("fields") or [] if f.get("main")]:
         kind, name = _kind(f), f["name"]
@@ -163,6 +170,23 @@ def form_view(info: dict, text: str, effective: dict | None = None) -> FormView:
         model=str(model) if model else AGENT_MODEL,
         current=current,
     )
+
+
+def shown_fields(view: FormView, models: list[list[str]]) -> dict:
+    """What the rendered fields show (and only that: not whether the check is current), as plain data for a State:
+    the form is rendered again only when it changes."""
+    return {
+        "engine": view.engine,
+        "valid": view.valid,
+        "model": view.model,
+        "models": [list(m) for m in models],
+        "fields": [asdict(f) for f in view.fields],
+    }
+
+
+def fields_id(shown: dict | None) -> str:
+    """A short name of what the fields show (the state line and the rendered fields each carry it)."""
+    return hashlib.sha1(json.dumps(shown, sort_keys=True, default=str).encode("utf-8")).hexdigest()[:12]
 
 
 def yaml_value(value: Any) -> str:
@@ -271,12 +295,17 @@ _SET_LINE_JS = """
 }
 """.replace("KEEP", json.dumps(KEEP))
 
-#: yaml_line in the page for a form field's value: (key, type, value) → line or null. A float keeps a dot (PyYAML
+#: yaml_line in the page for a form field's value: (key, type, value) → line or null. A number field's text is read
+#: as a number (its box is a text box: see config_form_render._field). A float keeps a dot (PyYAML
 #: reads ``1e-05`` as a string), an int field's number is rounded (as Gradio's Number is), a string is plain when
 #: it is a name or a path YAML reads back as that string, else double-quoted (JSON's quoting is YAML's); null, NaN,
 #: an empty string and the model picker's "(the agent's model)" give null (the key goes).
 _LINE_JS = """
 (key, type, value) => {
+  if ((type === "int" || type === "float") && typeof value === "string") {
+    const t = value.trim(), n = Number(t);
+    value = t === "" ? null : Number.isFinite(n) ? n : t;  // not a number: written as typed, the check says so
+  }
   if (typeof value === "boolean") return key + ": " + value;
   if (typeof value === "number" && Number.isFinite(value)) {
     if (type === "int") return key + ": " + Math.round(value);
@@ -300,6 +329,27 @@ def edit_js(key: str, ftype: str | None) -> str:
 (value, text) => {{
   const line = ({_LINE_JS.strip()})({json.dumps(key)}, {json.dumps(ftype)}, value);
   return ({_SET_LINE_JS.strip()})(text, {json.dumps(key)}, line);
+}}
+"""
+
+
+def field_edit_js(key: str, ftype: str | None, shown: Any, box: str | None = None) -> str:
+    """:func:`edit_js` for a rendered field that showed ``shown`` (output: the overrides YAML). A number or text
+    field emptied whose key the YAML does not set changes no spec, so nothing renders it again: its box (``box``, a
+    selector) shows ``shown``, its effective value, again — not an empty box the run would not use. (Gradio does
+    not put back a value it believes the field still has, so the box is given it as if typed.)"""
+    restore = ""
+    if box is not None and shown not in (None, ""):
+        restore = f"""
+  if (emptied && next && next.__type__ === "update") setTimeout(() => {{
+    const el = document.querySelector({json.dumps(box)});
+    if (el && el.value === "") {{ el.value = {json.dumps(str(shown))}; el.dispatchEvent(new Event("input", {{bubbles: true}})); }}
+  }}, 0);"""
+    return f"""
+(value, text) => {{
+  const next = ({edit_js(key, ftype).strip()})(value, text);
+  const emptied = value === null || value === undefined || value === "" || Number.isNaN(value);{restore}
+  return next;
 }}
 """
 

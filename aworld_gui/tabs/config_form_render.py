@@ -15,41 +15,74 @@ from . import config_form
 
 
 def render_config_form(studio: Studio, engine_box, config_yaml, checked_state) -> None:
-    """The model picker and the engine's main settings, rendered from the engine, the overrides YAML and the
-    check of that YAML (config_form.form_view): re-rendered whenever one of them changes. Each field's edit
-    sets its key in the YAML in the page; the render after it shows the YAML's value."""
+    """The model picker and the engine's main settings, derived from the engine, the overrides YAML and the check
+    of that YAML (config_form.form_view). The line above the fields follows every change of the three; the fields
+    are rendered again only when what they show changes (``shown``, a State: Gradio fires its change only for a
+    new value). A render puts every field's value back, so one landing while the user types — a comment added to
+    the YAML, a check answering with the values already shown — refilled a field just emptied to type into.
+    Each field's edit sets its key in the YAML in the page; the render after it shows the YAML's value."""
 
-    @gr.render(inputs=[engine_box, config_yaml, checked_state], show_progress="hidden")
-    def config_fields(engine, text, checked):
+    def derive(engine, text, checked):
         info = studio.engine_info(engine) or {"name": engine}
         view = config_form.form_view(info, text, checked)
-        gr.HTML(_form_state(view, text), elem_id="form-state")
-        models = [config_form.AGENT_MODEL] + [
-            (f"{m['name']} · {m['source']}", m["path"]) for m in (studio.catalog().get("models") or [])
+        models = [[config_form.AGENT_MODEL, config_form.AGENT_MODEL]] + [
+            [f"{m['name']} · {m['source']}", m["path"]] for m in (studio.catalog().get("models") or [])
         ]
+        shown = config_form.shown_fields(view, models)
+        return _form_state(view, text, config_form.fields_id(shown)), shown
+
+    line, first = derive(engine_box.value, config_yaml.value, checked_state.value)
+    state_line = gr.HTML(line, elem_id="form-state")
+    shown_state = gr.State(first)
+    gr.on(
+        [engine_box.change, config_yaml.change, checked_state.change],
+        derive,
+        [engine_box, config_yaml, checked_state],
+        [state_line, shown_state],
+        concurrency_limit=None,  # queued: a State's change reaches the render only from a queued event
+        trigger_mode="always_last",
+        show_progress="hidden",
+        api_visibility="private",
+    )
+
+    @gr.render(inputs=[shown_state], show_progress="hidden")  # on load and on a change of shown_state
+    def config_fields(shown):
+        if not shown:
+            return
+        gr.HTML(
+            f'<span data-testid="form-fields" data-fields="{config_form.fields_id(shown)}" hidden></span>',
+            elem_id="form-fields",
+            container=False,
+            padding=False,
+        )
+        valid = shown["valid"]
         picker = gr.Dropdown(
-            models,
-            value=view.model,
+            [tuple(m) for m in shown["models"]],
+            value=shown["model"],
             allow_custom_value=True,
             elem_id="model-pick",
-            interactive=view.valid,
-            key=("model", view.model, view.valid),
+            interactive=valid,
+            key=("model", shown["model"], valid),
             label=_("Model (overrides the agent's: a folder or a hub id in the local cache)"),
         )
-        _edits(picker, "model", "str", config_yaml, at_once=True)
+        _edits(picker, "model", "str", config_yaml, at_once=True, shown=shown["model"])
         with gr.Row(equal_height=True):
-            for f in view.fields:
-                _edits(_field(f), f.name, f.type, config_yaml, at_once=f.kind in ("bool", "choice"))
+            for f in shown["fields"]:
+                f = config_form.FieldView(**f)
+                comp = _field(f)
+                _edits(comp, f.name, f.type, config_yaml, at_once=f.kind in ("bool", "choice"), shown=comp.value)
 
 
-def _edits(comp, key: str, ftype: str | None, config_yaml, at_once: bool) -> None:
+def _edits(comp, key: str, ftype: str | None, config_yaml, at_once: bool, shown: Any) -> None:
     """A field's edit, made in the page: a box or a choice at once, a number or a text when the user leaves it
-    or presses Enter (an edit per keystroke would re-render the field being typed into)."""
+    or presses Enter (an edit per keystroke would re-render the field being typed into). ``shown``: the value
+    the field was rendered with (config_form.field_edit_js)."""
     kw = dict(
         fn=None,
         inputs=[comp, config_yaml],
         outputs=[config_yaml],
-        js=config_form.edit_js(key, ftype),
+        # a box typed into (a number, a text) shows its value again when left empty; a box or a choice is never empty
+        js=config_form.field_edit_js(key, ftype, shown, None if at_once else f"#cfg-{key} input"),
         queue=False,
         api_visibility="private",
         show_progress="hidden",
@@ -60,20 +93,23 @@ def _edits(comp, key: str, ftype: str | None, config_yaml, at_once: bool) -> Non
         listener(**kw)
 
 
-def _form_state(view: config_form.FormView, text: str) -> str:
-    """The line above the form: what its values are (data attributes for tests: the spec it was rendered from, the
-    YAML parses, the values not set in it come from the check of this very YAML)."""
+def _form_state(view: config_form.FormView, text: str, fields: str) -> str:
+    """The line above the form: what its values are (data attributes for tests: the spec it was derived from, the
+    YAML parses, the values not set in it come from the check of this very YAML, and the fields it wants shown:
+    the rendered fields carry the same ``data-fields`` once they show them)."""
     if not view.valid:
         note = _(
             "The overrides YAML does not parse, so the form shows no values: fix it under “Advanced: config "
             "YAML” (the config card says where the error is)."
         )
-    else:
+    elif view.current:
         note = _("Fields marked • are set in the overrides YAML; the others show their effective value.")
+    else:
+        note = _("Checking… fields marked • are set in the overrides YAML; the others show the last check's values.")
     return (
         f'<div class="aw-muted aw-form-state" data-testid="form-state" data-valid="{int(view.valid)}" '
         f'data-current="{int(view.current)}" data-engine="{render.esc(view.engine)}" '
-        f'data-spec="{config_form.spec_id(text)}">{note}</div>'
+        f'data-spec="{config_form.spec_id(text)}" data-fields="{fields}">{note}</div>'
     )
 
 
@@ -92,7 +128,11 @@ def _field(f: config_form.FieldView):
     if f.kind == "choice":
         return gr.Dropdown(f.choices, allow_custom_value=True, **kw)
     if f.kind == "number":
-        return gr.Number(precision=f.precision, minimum=f.minimum, maximum=f.maximum, **kw)
+        # a text box: gr.Number writes its parsed value back into the box a moment after each keystroke, and a
+        # key typed meanwhile lands in that (0.002 typed quickly became 20, 7 times in 30 here); the edit reads
+        # the text as a number (config_form._LINE_JS) and the check validates it with the engine's own config
+        kw["value"] = "" if f.value is None else config_form.yaml_value(f.value)  # as YAML writes it: 1.0e-05
+        return gr.Textbox(lines=1, max_lines=1, **kw)  # one line: an <input>, as a number's box was
     if f.kind == "bool":
         return gr.Checkbox(**kw)
     return gr.Textbox(**kw)

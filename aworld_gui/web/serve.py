@@ -97,7 +97,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="the address to serve on (or AWORLD_STUDIO_HOST); 0.0.0.0 opens it to the network: set a login",
     )
     p.add_argument(
-        "--port", type=int, default=int(os.environ.get("AWORLD_STUDIO_PORT", "7860")), help="the port to serve on (or AWORLD_STUDIO_PORT)"
+        "--port",
+        type=int,
+        default=int(os.environ.get("AWORLD_STUDIO_PORT", "7860")),
+        help="the port to serve on (or AWORLD_STUDIO_PORT)",
     )
     p.add_argument(
         "--runs-dir",
@@ -130,7 +133,9 @@ def main(argv: list[str] | None = None) -> int:
     if a.secrets_fd is not None:  # restarted clean: the login and credentials come from the memory file
         login = clean_start.take_secrets(a.secrets_fd)
     else:
-        login = clean_start.read_auth_file(a.auth_file) if a.auth_file else a.auth or os.environ.get(clean_start.AUTH_ENV)
+        login = (
+            clean_start.read_auth_file(a.auth_file) if a.auth_file else a.auth or os.environ.get(clean_start.AUTH_ENV)
+        )
         parse_auth(login)  # a malformed login is refused before anything else
         if clean_start.supported() and clean_start.needed(args, os.environ):
             clean_start.restart_clean(args, login)  # does not return
