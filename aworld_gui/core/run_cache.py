@@ -39,6 +39,7 @@ MIN_REFRESH_S = 0.2  # sessions ticking together share one read
 BULK_BYTES = 1 << 20  # a first read bigger than this (reattaching to a long run) is parsed by Arrow
 KEEP_SAMPLES = 24  # latest sample trajectories kept
 LOG_LINES = 300  # log tail kept
+MIN_RATE_SPAN_S = 1.0  # the shortest span of metric rows a live speed is computed over
 NON_METRICS = {"step", "time", "epoch_time"}
 
 
@@ -340,14 +341,23 @@ class RunState:
         else:
             elapsed = None
         rate = None
-        if len(self._rate) >= 2:
+        summary = None if self.active else self.closing_summary()
+        if summary is not None:  # an ended run: what its process measured over the steps it trained
+            rate = summary.get("steps_per_second")
+        elif len(self._rate) >= 2:
             (t0, s0), (t1, s1) = self._rate[0], self._rate[-1]
-            if t1 > t0 and s1 > s0:
+            # a rate over less than a second is no measurement: rows written at once (a replayed or imported
+            # metrics file) gave a finished 12-step run 10122 steps/s
+            if t1 - t0 >= MIN_RATE_SPAN_S and s1 > s0:
                 rate = (s1 - s0) / (t1 - t0)
         eta = None
         if total and rate and self.state == "running":
             eta = max(0.0, (int(total) - step) / rate)
         return Progress(self.state, step, int(total) if total else None, elapsed, eta, rate)
+
+    def closing_summary(self) -> dict | None:
+        """The last ``summary`` event (engines/runs/run_summary.py: measured figures only), None before one."""
+        return next((e for e in reversed(self.events) if e.get("event") == "summary"), None)
 
     def log_text(self) -> str:
         return self._log.text()
