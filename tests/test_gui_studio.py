@@ -413,8 +413,10 @@ def test_the_form_shows_the_yaml_then_the_check_of_that_yaml_then_the_defaults()
         and view.current
         and view.valid
     )
+    # until the new YAML's check answers, the last check's values stand (not current): showing the defaults
+    # meanwhile changed a field twice per edit, each time a new field under the user's keyboard
     stale = form_view(info, text + "use_peft: true\n", checked)  # the check of the YAML before
-    assert {f.name: f.value for f in stale.fields}["max_completion_length"] == 256 and not stale.current
+    assert {f.name: f.value for f in stale.fields}["max_completion_length"] == 2 and not stale.current
     assert {f.name: f.value for f in stale.fields}["use_peft"] is True
     other = form_view(info, text, effective_for("verl", text, {"max_completion_length": 9}))
     assert {f.name: f.value for f in other.fields}["max_completion_length"] == 256
@@ -446,8 +448,8 @@ def test_a_value_the_field_cannot_show_is_shown_as_text_and_locked():
 
 
 def test_a_field_is_a_new_component_when_the_value_it_shows_changes():
-    """The rendered field's key names what it shows: a render with the same values keeps the fields (and what is
-    typed into them), another value makes a new field (Gradio would keep a user's value for an unchanged key)."""
+    """The rendered field's key names what it shows and whether the YAML sets it: another value, or the key
+    set or removed, makes a new field (an emptied box kept under an unchanged key is not refilled by Gradio)."""
     from aworld_gui.tabs.config_form import form_view
 
     info = {"name": "trl", "fields": FIELDS}
@@ -455,6 +457,7 @@ def test_a_field_is_a_new_component_when_the_value_it_shows_changes():
     a, b = keys("max_steps: 6\n"), keys("max_steps: 6\nuse_peft: true\n")
     assert a["max_steps"] == b["max_steps"] and a["use_peft"] != b["use_peft"]
     assert keys("max_steps: 7\n")["max_steps"] != a["max_steps"]
+    assert keys("use_peft: false\n")["use_peft"] != a["use_peft"]  # the same value, now set in the YAML
 
 
 def test_the_config_yaml_has_one_writer_per_kind_of_edit(studio):
