@@ -527,3 +527,20 @@ def test_runs_overlay_draws_every_run_added(page, app):
     )
     page.locator("#compare-plot").scroll_into_view_if_needed()
     shot(page, "10-runs-overlay-three-runs")
+
+
+def test_no_two_elements_of_any_tab_share_an_id(page):
+    """Issue 32 §4: an id names one element (labels, scripts and tests find it by id). Every tab, opened in turn
+    with runs in the studio, has none twice."""
+    tabs = ["tab-setup", "tab-monitor", "tab-runs", "tab-sweeps", "tab-evaluate", "tab-chat"]
+    twice = {}
+    for tab in tabs:
+        page.click(f"#{tab}-button")
+        page.wait_for_timeout(1500)
+        dup = page.evaluate(
+            "() => { const n = {}; for (const e of document.querySelectorAll('[id]')) if (e.id) n[e.id] = (n[e.id] || 0) + 1;"
+            " return Object.entries(n).filter(([, c]) => c > 1); }"
+        )
+        if dup:
+            twice[tab] = dup
+    assert not twice, twice
