@@ -179,3 +179,22 @@ def test_groups_without_spread_because_the_model_solves_them_are_not_no_reward_s
     assert "no_reward_spread" not in found(solved, ctx=Context(best_reward=1.0))
     stuck = with_(healthy(), reward=lambda s: 0.1, frac_reward_zero_std=0.8)
     assert "no_reward_spread" in found(stuck, ctx=Context(best_reward=1.0))
+
+
+def test_kl_high_holds_through_a_dip_and_clears_below_its_bound(tmp_path):
+    """Issue 33: kl_high had no hysteresis — it needs the KL rising over kl_steps to start, and cleared at the first
+    dip while the KL stayed far over the bound, then started again: an event pair per wobble. Once active it holds
+    while the KL is over the bound, and clears when the KL is back under it."""
+    run = RunDir.create(tmp_path, "fake")
+    run.write_spec({"config": {}})
+    d = Diagnoser(run, log=lambda line: None)
+    bound = T.kl_bound
+    kls = [bound * (1.5 + 0.1 * i) for i in range(T.kl_steps)]  # over the bound and rising
+    kls += [bound * 2.0, bound * 1.6, bound * 2.1, bound * 1.7]  # over it, wobbling: no longer rising overall
+    kls += [bound * 0.5]  # back under the bound
+    events = []
+    for step, kl in enumerate(kls, start=1):
+        row = {**healthy(step)[-1], "kl": kl}
+        run.append_metrics(step, row)
+        events += [(e["code"], e["state"], e["step"]) for e in d.poll() if e["code"] == "kl_high"]
+    assert events == [("kl_high", "active", T.kl_steps), ("kl_high", "cleared", len(kls))]

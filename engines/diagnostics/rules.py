@@ -35,6 +35,7 @@ class Context:
     total_steps: int | None = None
     max_completion_length: int | None = None
     memory_limit_gb: float | None = None
+    active: frozenset[str] = frozenset()  # the diagnoses active now (a rule may hold one until it has clearly gone)
 
 
 def _num(v: Any) -> float | None:
@@ -123,7 +124,11 @@ def completions_truncated(rows: Rows, evals: Rows, t, ctx: Context) -> Evidence:
 
 
 def kl_high(rows: Rows, evals: Rows, t, ctx: Context) -> Evidence:
+    """Starts when the KL stays over the bound and rises over ``kl_steps`` logged steps; once active it holds while
+    the latest KL is over the bound (a KL that levels off high is no better), so it does not flap with each dip."""
     tail = _last(rows, KL, t.kl_steps)
+    if "kl_high" in ctx.active and tail and tail[-1][1] > t.kl_bound:
+        return {"kl": _round([v for _, v in tail]), "bound": t.kl_bound}
     if len(tail) == t.kl_steps and all(v > t.kl_bound for _, v in tail) and tail[-1][1] > tail[0][1]:
         return {"kl": _round([v for _, v in tail]), "bound": t.kl_bound}
     return None

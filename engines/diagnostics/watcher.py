@@ -80,6 +80,7 @@ class Diagnoser:
     def evaluate(self) -> dict[str, dict]:
         """{code: evidence} of every diagnosis that shows now (a rule that raises is logged and skipped)."""
         rows = list(self.rows)
+        self.context.active = frozenset(self.active)
         found = {}
         for code, rule in RULES.items():
             try:
