@@ -244,6 +244,19 @@ def test_a_misspelled_ms_swift_argument_gets_did_you_mean_before_any_process_sta
     assert not any(runs.iterdir())  # no run directory, so no run process
 
 
+def test_the_diagnoses_thresholds_are_taken_and_early_stopping_is_refused_not_ignored(tmp_path):
+    """Issue 33: the run settings went to ms-swift as unknown arguments (diagnostics refused, though the watcher
+    acts on every engine's run); early stopping, which only the trl engine acts on, is refused by name."""
+    runs = tmp_path / "runs"
+    run = prepare_run(
+        AGENT, TRAIN, TEST, REWARD, {**FAST, "diagnostics": {"kl_bound": 2.0}}, "swift", runs_dir=str(runs)
+    )
+    assert run.read_spec()["config"]["diagnostics"] == {"kl_bound": 2.0}
+    with pytest.raises(CheckError) as err:
+        prepare_run(AGENT, TRAIN, TEST, REWARD, {**FAST, "early_stopping_patience": 2}, "swift", runs_dir=str(runs))
+    assert "early_stopping_patience: the swift engine does not act on this setting" in str(err.value)
+
+
 def test_values_ms_swift_rejects_are_reported_against_the_key(tmp_path):
     config = tmp_path / "swift.yaml"
     config.write_text("tuner_type: full\nmax_steps: 2\nwarmup_ratio: lots\n")

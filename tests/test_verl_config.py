@@ -390,3 +390,15 @@ def test_run_yaml_reproduces_the_same_verl_config(tmp_path, data_file):
     first = Path(p.config_path).read_text()
     again = trainer_from_run_dir(p.run.path).train_processor
     assert again.config_path == p.config_path and Path(again.config_path).read_text() == first
+
+
+@pytest.mark.parametrize("key,value", [("early_stopping_patience", 3), ("metric_for_best", "eval/reward")])
+def test_run_settings_verl_does_not_act_on_are_refused_not_ignored(tmp_path, data_file, key, value):
+    """Issue 33: the best checkpoint and early stopping follow the trl engine's evaluations; on verl they were
+    accepted and ignored (a setting shown that the run would not use). The diagnoses' thresholds are taken."""
+    err = config_error(tmp_path, data_file, {key: value})
+    assert f"{key}: the verl engine does not act on this setting" in str(err)
+    assert "train with the trl engine" in str(err) and err.result.details["keys"] == [key]
+    # the diagnoses' thresholds are taken: the watcher acts on every engine's run, and reads them from run.yaml
+    p = composed(tmp_path / "diagnoses", data_file, {"diagnostics": {"kl_bound": 2.0}})
+    assert p.spec["config"]["diagnostics"] == {"kl_bound": 2.0}

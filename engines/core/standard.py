@@ -69,6 +69,10 @@ class StandardProcessor(TrainerProcessor):
     config_fields: list[ConfigField] = []
     #: False when the engine can train without a reward (e.g. supervised fine-tuning)
     reward_required: bool = True
+    #: the run settings (engines/runs/run_settings.py) this engine acts on: another one set is refused at the
+    #: check, never accepted and ignored (the diagnoses watch every engine's run; best checkpoint and early
+    #: stopping need the engine's own evaluation loop)
+    run_settings_honored: frozenset[str] = frozenset({"diagnostics"})
 
     def __init__(self, run_path: str = "runs"):
         super().__init__(run_path)
@@ -154,9 +158,27 @@ class StandardProcessor(TrainerProcessor):
         self.record(result)
         return reward
 
+    def take_run_settings(self, config: Any) -> tuple[dict[str, Any], Any]:
+        """(the run settings given, checked — one this engine does not act on is refused —; the engine's config)."""
+        run_settings, config = split_run_settings(config)
+        self._refuse_unhonored(run_settings)
+        return run_settings, config
+
+    def _refuse_unhonored(self, run_settings: dict[str, Any]) -> None:
+        refused = sorted(k for k, v in run_settings.items() if v is not None and k not in self.run_settings_honored)
+        if refused:
+            raise CheckError(
+                "config",
+                f"{', '.join(refused)}: the {self.engine_name} engine does not act on "
+                f"{'this setting' if len(refused) == 1 else 'these settings'} (the best checkpoint and early "
+                "stopping follow the trl engine's evaluations; docs/DIAGNOSTICS.md)",
+                f"remove {' and '.join(refused)}, or train with the trl engine",
+                keys=refused,
+            )
+
     def check_config(self, config: Any = None) -> dict[str, Any]:
         try:
-            run_settings, config = split_run_settings(config)
+            run_settings, config = self.take_run_settings(config)
             effective, warnings = self.validate_settings(config)
             effective.update(run_settings)
             extra = self.convert_config(effective) or {}

@@ -362,6 +362,7 @@ class SwiftProcessor(StandardProcessor):
         return self.effective_config
 
     def _check_config(self, config: Any) -> None:
+        run_settings, config = self.take_run_settings(config)  # the diagnoses' thresholds: the watcher's
         user = load_config_input(config)
         where = (
             f"config file {Path(str(config)).name}"
@@ -422,8 +423,9 @@ class SwiftProcessor(StandardProcessor):
                 if k in ("template", "model_type", "tuner_type", "learning_rate", "max_steps")
             }
         )
+        effective.update(run_settings)
         self.effective_config = effective
-        self.spec["config"] = json.loads(json.dumps(split.raw, default=str))
+        self.spec["config"] = json.loads(json.dumps({**split.raw, **run_settings}, default=str))
         where_msg = (
             "on this machine"
             if not self.env_vars

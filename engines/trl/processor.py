@@ -17,6 +17,7 @@ from ..fit.data_fit import gpu_memory_bytes
 from ..fit.model_folder import require_model_folder
 from ..fit.model_source import resolve_model
 from ..runs.rundir import FINISHED, STOPPED
+from ..runs.run_settings import RUN_KEYS
 from ..core.standard import StandardProcessor
 from . import launch, peft_setup
 from .config import FIELDS, validate
@@ -33,6 +34,7 @@ class TrlProcessor(StandardProcessor):
     )
     config_fields = FIELDS
     reward_required = False  # SFT trains without one; check_config requires it for GRPO
+    run_settings_honored = frozenset(RUN_KEYS)  # its callbacks keep the best checkpoint and stop early
 
     def __init__(self, run_path: str = "runs"):
         super().__init__(run_path)

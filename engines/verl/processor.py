@@ -311,10 +311,11 @@ class VerlProcessor(StandardProcessor):
     # -- config ----------------------------------------------------------------------------------
     def check_config(self, config: Any = None) -> dict[str, Any]:
         try:
+            run_settings, config = self.take_run_settings(config)  # the diagnoses' thresholds: the watcher's
             derived = derive_config(config, self.checked_inputs(), self.config_fields)
         except CheckError as e:
             self._fail(e)
-        self.record(self._adopt(derived))
+        self.record(self._adopt(derived, run_settings))
         return self.effective_config
 
     def checked_inputs(self) -> CheckedInputs:
@@ -331,7 +332,7 @@ class VerlProcessor(StandardProcessor):
             native_data=self.native_data,
         )
 
-    def _adopt(self, derived: DerivedConfig) -> CheckResult:
+    def _adopt(self, derived: DerivedConfig, run_settings: dict[str, Any] | None = None) -> CheckResult:
         """Keep the derived config (saved beside the run's other verl files) and report it."""
         cfg = derived.cfg
         self.cluster_address, self.env_vars = derived.cluster_address, derived.env_vars
@@ -340,9 +341,9 @@ class VerlProcessor(StandardProcessor):
         self.config_path = C.save_config(cfg, self.verl_dir / CONFIG_FILE)
         self.uses_local_slot = self.cluster_address is None
 
-        self.spec["config"] = derived.user.raw
+        self.spec["config"] = {**derived.user.raw, **(run_settings or {})}  # run.yaml: what the watcher reads too
         self.effective_config = {
-            "user": derived.user.raw,
+            "user": self.spec["config"],
             "filled": derived.filled,
             "verl_config": str(self.config_path),
             "cluster": self.cluster_address,
