@@ -146,7 +146,19 @@ def test_the_model_picker_offers_the_shipped_models(page):
     wait_for(lambda: options.count() >= 3, 30, "the model options")
     texts = [options.nth(i).inner_text() for i in range(options.count())]
     assert any("tiny-letters" in t for t in texts) and any("tiny-calc" in t for t in texts)
-    page.keyboard.press("Escape")
+    # picked, the config's model is the one trained: the Agent card names it (it kept naming the agent's model)
+    agent_model = page.locator('#agent-spec [data-testid="agent-model"]')
+    assert agent_model.get_attribute("data-source") == "agent"
+    options.nth(next(i for i, t in enumerate(texts) if "tiny-calc" in t)).click()
+    wait_for(
+        lambda: agent_model.get_attribute("data-source") == "config" and "tiny-calc" in agent_model.inner_text(),
+        60,
+        "the Agent card naming the config's model",
+    )
+    assert "trained instead of the agent" in page.inner_text("#agent-spec")
+    page.click("#model-pick input")  # back to the agent's model, as the next tests expect
+    page.locator("ul[role='listbox'] li").nth(0).click()
+    wait_for(lambda: agent_model.get_attribute("data-source") == "agent", 60, "the agent's model again")
 
 
 def check_id(page) -> str:

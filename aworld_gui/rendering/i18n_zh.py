@@ -334,6 +334,7 @@ ZH = {
     "The agent has tools but does not call them (or most calls fail)": "智能体有工具但没有调用(或者大多数调用失败)",
     "say in the system prompt when and how to use the tools, and check the tool schemas (names, descriptions, argument types)": "在系统提示词中说明何时以及如何使用工具,并检查工具的模式定义(名称、描述、参数类型)",
     "The overrides YAML does not parse, so the form shows no values: fix it under “Advanced: config YAML” (the config card says where the error is).": "覆盖配置 YAML 无法解析,表单因此不显示任何值:请在“高级:配置 YAML”中修正(配置卡片会指出错误位置)。",
+    "the config’s model, trained instead of the agent’s:": "配置中的 model,训练时替代智能体的模型:",
     "Fields marked • are set in the overrides YAML; the others show their effective value.": "标有 • 的字段已在覆盖配置 YAML 中设置;其余字段显示其生效值。",
     "Checking… fields marked • are set in the overrides YAML; the others show the last check's values.": "检查中…标有 • 的字段已在覆盖配置 YAML 中设置;其余字段显示上次检查的值。",
 }

@@ -123,15 +123,27 @@ def tool_item(schema: dict, server: str | None = None) -> str:
     )
 
 
+def _model_row(agent_model: str | None, config_model: str | None) -> str:
+    if not config_model or config_model == agent_model:
+        return f'<code data-testid="agent-model" data-source="agent">{esc(agent_model)}</code>'
+    return (
+        f'<code data-testid="agent-model" data-source="config">{esc(config_model)}</code> '
+        f'<span class="aw-muted">{_("the config’s model, trained instead of the agent’s:")} '
+        f"<code>{esc(agent_model)}</code></span>"
+    )
+
+
 def agent_spec(
     spec: dict | None,
     schemas: list[dict] | None = None,
     tool_servers: dict[str, str] | None = None,
     mcp_servers: list[dict] | None = None,
     origins: dict[str, str] | None = None,
+    config_model: str | None = None,
 ) -> str:
     """The parsed agent. ``tool_servers`` (tool name → MCP server) and ``mcp_servers`` (name, transport,
-    target, tools) come from the agent check's details when the agent uses MCP servers."""
+    target, tools) come from the agent check's details when the agent uses MCP servers. ``config_model``: the
+    config's ``model``, which the run trains instead of the agent's (the card names the one trained)."""
     if not spec:
         return f'<div class="aw-empty">{_("The parsed agent appears here once its YAML loads.")}</div>'
     tools = schemas or []
@@ -142,7 +154,7 @@ def agent_spec(
     )
     rows = [
         (_("name"), esc(spec.get("name"))),
-        (_("model"), f"<code>{esc(spec.get('model'))}</code>"),
+        (_("model"), _model_row(spec.get("model"), config_model)),
         (_("system prompt"), f'<div class="aw-prompt">{esc(spec.get("system_prompt")) or _("none")}</div>'),
         (_("tools"), tool_html),
     ]

@@ -657,14 +657,14 @@ class SetupTab:
         res = report["results"]
         prev = report.get("preview") or {}
         train_prev, test_prev = prev.get("train") or {}, prev.get("test") or {}
-        agent = res["agent"]
-        details = agent.get("details") or {}
+        details = (agent := res["agent"]).get("details") or {}
         agent_spec = render.agent_spec(
             details.get("spec"),
             details.get("tool_schemas"),
             details.get("tool_servers"),
             details.get("mcp_servers"),
             details.get("origins"),
+            config_model=(config_form.parse_overrides(si.config_text) or {}).get("model"),
         )
         cols = (
             train_prev.get("columns") or ((res["dataset"].get("details") or {}).get("train") or {}).get("columns") or []
