@@ -71,9 +71,6 @@ class FieldView:
     interactive: bool = True
     help: str | None = None
     choices: list[str] = field(default_factory=list)
-    minimum: float | None = None
-    maximum: float | None = None
-    precision: int | None = None
 
     @property
     def key(self) -> tuple:
@@ -158,9 +155,6 @@ def form_view(info: dict, text: str, effective: dict | None = None) -> FormView:
         view = FieldView(kind=kind, value=_shown(kind, value), overridden=overridden, **base)
         if kind == "choice":
             view.choices = [str(c) for c in f["choices"]]
-        elif kind == "number":
-            view.precision = 0 if f.get("type") == "int" else None
-            view.minimum, view.maximum = f.get("min"), f.get("max")
         out.append(view)
     model = (overrides or {}).get("model")
     return FormView(

@@ -14,8 +14,7 @@ import re
 
 import yaml
 
-from engines.inputs.secret_values import MASK, SECRET_RE
-from engines.inputs.secret_values import URL_PASSWORD_RE, mask_url_passwords
+from engines.inputs.secret_values import MASK, SECRET_RE, URL_PASSWORD_RE, mask_url_passwords
 from engines.core.check_result import CheckError
 from engines.inputs.yaml_input import compose_yaml_text
 
