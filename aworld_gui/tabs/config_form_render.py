@@ -54,6 +54,7 @@ def render_config_form(studio: Studio, engine_box, config_yaml, checked_state) -
             elem_id="form-fields",
             container=False,
             padding=False,
+            visible="hidden",  # in the page (tests read it), without the gap of an empty block
         )
         valid = shown["valid"]
         picker = gr.Dropdown(
