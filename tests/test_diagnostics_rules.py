@@ -165,11 +165,10 @@ def test_a_short_answer_task_is_not_truncated_and_a_learned_plateau_is_not_flat(
 
 
 def test_a_bad_diagnostics_mapping_that_reached_a_run_falls_back_to_the_defaults(tmp_path):
-    """An engine whose own config check does not know the key (verl keeps the user's config under ``user``)
-    must not fail its run over it."""
+    """An engine whose own config check let a misspelt key through must not fail its run over it."""
     from engines.diagnostics.watcher import run_thresholds
 
-    assert run_thresholds({"config": {"user": {"diagnostics": {"kl_bound": 3}}}}).kl_bound == 3
+    assert run_thresholds({"config": {"diagnostics": {"kl_bound": 3}}}).kl_bound == 3
     assert run_thresholds({"config": {"diagnostics": {"kl_bund": 3}}}) == thresholds(None)
 
 

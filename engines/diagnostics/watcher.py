@@ -26,11 +26,9 @@ KEEP_ROWS = 400  # train rows the rules look back on (every window is far shorte
 
 
 def run_thresholds(spec: dict[str, Any]):
-    """The thresholds of a run spec's ``config.diagnostics`` (verl keeps the user's config under ``user``);
-    the defaults, with a warning in the log, when an engine's config check let a bad one through."""
+    """The thresholds of a run spec's ``config.diagnostics`` (every engine writes the user's config there,
+    verl included); the defaults, with a warning in the log, when an engine's config check let a bad one through."""
     config = spec.get("config") or {}
-    if "diagnostics" not in config and isinstance(config.get("user"), dict):
-        config = config["user"]
     try:
         return thresholds(config.get("diagnostics"))
     except CheckError as e:
