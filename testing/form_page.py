@@ -4,6 +4,8 @@ aworld_gui/tabs/config_form_render.py)."""
 
 from __future__ import annotations
 
+from aworld_gui.tabs.config_form import spec_id
+
 
 def form_state(page) -> dict:
     """The state line's data attributes: engine, spec, valid, current, fields ({} before the page has it)."""
@@ -21,3 +23,39 @@ def fields_rendered(page, state: dict | None = None) -> bool:
         "return e.length === 1 ? e[0].dataset.fields : null; }"
     )
     return bool(want) and got == want
+
+
+def overrides(page) -> str:
+    """The overrides YAML as the page's editor holds it (the editor is in the page once its accordion was opened:
+    :func:`show_overrides`)."""
+    text = page.evaluate(
+        "() => { const v = document.querySelector('#config-yaml .cm-content'); return v ? v.innerText : null; }"
+    )
+    assert text is not None, "the overrides YAML's editor is not in the page: show_overrides(page) first"
+    return text
+
+
+def show_overrides(page) -> None:
+    """Open "Advanced: config YAML (overrides)" (its editor joins the page)."""
+    if not page.locator("#config-yaml .cm-content").is_visible():
+        page.get_by_text("Advanced: config YAML (overrides)").click()
+
+
+def form_settled(page, engine: str | None = "trl") -> bool:
+    """The form shows the check of the YAML the page has now (and the engine picked; None: any engine), and its
+    fields are rendered from it. A check turning green is not enough: the render after it lands a moment later."""
+    state = form_state(page)
+    return (
+        state.get("current") == "1"
+        and (engine is None or state.get("engine") == engine)
+        and state.get("spec") == spec_id(overrides(page))
+        and fields_rendered(page, state)
+    )
+
+
+def form_report(page) -> str:
+    """What a failed wait on the form saw: the state line, the spec of the page's YAML, the rendered fields' id."""
+    got = page.evaluate(
+        "() => [...document.querySelectorAll('[data-testid=\"form-fields\"]')].map(e => e.dataset.fields)"
+    )
+    return f"state {form_state(page)}, page spec {spec_id(overrides(page))}, rendered {got}, yaml {overrides(page)!r}"

@@ -11,9 +11,8 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import sync_playwright
 
-from aworld_gui.tabs.config_form import spec_id
 from testing import waiting
-from testing.form_page import fields_rendered, form_state
+from testing.form_page import form_settled, form_state, overrides, show_overrides
 from testing.studio import CHROMIUM, StudioProcess, launch_chromium
 
 SHOTS = Path(__file__).resolve().parent.parent / "artifacts" / "screenshots"
@@ -58,12 +57,6 @@ def pick(page, name: str) -> None:
 def row_names(page) -> list[str]:
     return page.evaluate(
         "() => [...document.querySelectorAll('#settings-table tr[data-name]')].map(r => r.dataset.name)"
-    )
-
-
-def overrides(page) -> str:
-    return page.evaluate(
-        "() => { const v = document.querySelector('#config-yaml .cm-content'); return v ? v.innerText : ''; }"
     )
 
 
@@ -168,22 +161,6 @@ def check_id(page) -> str:
 
 def field(name: str, kind: str = "input") -> str:
     return f"#cfg-{name} input" if kind == "input" else f'label:has-text("{name}") input[type="checkbox"]'
-
-
-def form_settled(page, engine: str = "trl") -> bool:
-    """The form shows the check of the YAML the page has now (and the engine picked)."""
-    state = form_state(page)
-    return (
-        state.get("current") == "1"
-        and state.get("engine") == engine
-        and state.get("spec") == spec_id(overrides(page))
-        and fields_rendered(page, state)
-    )
-
-
-def show_overrides(page) -> None:
-    if not page.locator("#config-yaml .cm-content").is_visible():
-        page.get_by_text("Advanced: config YAML (overrides)").click()
 
 
 def test_form_edits_reach_the_yaml_in_the_page_and_late_checks_leave_them_alone(page):

@@ -14,6 +14,7 @@ import pytest
 from testing import waiting
 
 from aworld_gui.core import inputs as inp
+from testing.form_page import form_report, form_settled, show_overrides
 from testing.studio import CHROMIUM, StudioProcess, launch_chromium
 
 from playwright.sync_api import sync_playwright  # noqa: E402 - in requirements.txt
@@ -364,6 +365,12 @@ def test_clone_the_run_back_into_setup(page, app):
         90,
         "a check of the clone, all green",
     )
+    # the form's fields are rendered from that check a moment after it turns green (CI read 400 in between)
+    show_overrides(page)
+    try:
+        wait_for(lambda: form_settled(page, engine=None), 60, "the form rendered from the clone's check")
+    except AssertionError as e:
+        raise AssertionError(f"{e}; {form_report(page)}") from None
     # Setup holds the run's own inputs: its agent (written back from run.yaml), its data, its max_steps
     clone = app.runs_dir / inp.UPLOADS / f"clone-{run_id}" / "agent.yaml"
     assert clone.is_file() and "letters-agent" in clone.read_text(encoding="utf-8")
