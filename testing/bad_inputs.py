@@ -221,6 +221,17 @@ def corrupt_parquet(path: Path) -> None:
     _write(path, b"PAR1" + bytes(range(200)) * 4 + b"PAR1")
 
 
+def parquet_bomb(path: Path) -> None:
+    """20 million rows of one short prompt in a ~140 KB parquet (dictionary-encoded, compressed)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rows = 20_000_000
+    table = pa.table({"prompt": pa.repeat(pa.scalar("Say the letter A:"), rows), "answer": pa.repeat("A", rows)})
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(table, str(path), row_group_size=1 << 20, compression="zstd")
+
+
 def big_reward(path: Path) -> None:
     _write(path, b"def score(completion, answer, **kw):\n    return 1.0\n# " + b"x" * (3 << 20) + b"\n")
 
@@ -277,6 +288,7 @@ GENERATORS: dict[str, Callable[[Path], None]] = {
         big_prompt_jsonl,
         not_parquet,
         corrupt_parquet,
+        parquet_bomb,
         big_reward,
         model_without_weights,
         model_without_config,

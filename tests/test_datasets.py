@@ -200,3 +200,42 @@ def test_test_split_must_have_the_train_columns(tmp_path):
     (tmp_path / "empty_test.jsonl").write_text("")
     with pytest.raises(CheckError, match="test file 'empty_test.jsonl' is empty"):
         load_datasets(train, str(tmp_path / "empty_test.jsonl"))
+
+
+# -- too big to check: measured before reading (issue 29 item 10) -------------------------------------
+@pytest.mark.parametrize("name", ["train.parquet", "train.jsonl", "train.csv", "train.tsv", "train.json", "folder"])
+def test_a_dataset_over_the_row_limit_is_refused_naming_its_rows_and_the_limit(tmp_path, monkeypatch, name):
+    """Every format (the bomb itself, 20M rows in a 140 KB parquet, is in the bad-input corpus)."""
+    rows = [{"prompt": f"Say {i}:", "answer": str(i)} for i in range(6)]
+    path = tmp_path / name
+    write_table(rows, path)
+    load_datasets(str(path))  # under the default limit: fine
+    monkeypatch.setenv("AWORLD_DATASET_MAX_ROWS", "5")
+    with pytest.raises(CheckError) as err:
+        load_datasets(str(path))
+    msg = str(err.value)
+    shown = "folder" if name == "folder" else name
+    assert f"'{shown}' is too big to check and train on" in msg, msg
+    assert "over the limit of 5 rows" in msg and "$AWORLD_DATASET_MAX_ROWS" in msg, msg
+    if name == "train.parquet":
+        assert "6 rows in a" in msg and "uncompressed" in msg, msg
+    elif name != "folder" and name != "train.json":
+        assert "more than" in msg and "lines" in msg, msg
+    else:
+        assert "6 rows" in msg, msg
+
+
+def test_an_in_memory_dataset_over_the_row_limit_is_refused(monkeypatch):
+    monkeypatch.setenv("AWORLD_DATASET_MAX_ROWS", "3")
+    with pytest.raises(CheckError, match=r"train dataset \(Dataset\) is too big.*4 rows, over the limit of 3 rows"):
+        load_datasets(datasets.Dataset.from_list([{"prompt": "a"}] * 4))
+
+
+def test_a_file_over_the_byte_limit_is_refused_before_it_is_read(tmp_path, monkeypatch):
+    path = tmp_path / "train.json"
+    path.write_text(json.dumps([{"prompt": "x" * 5000}]))
+    monkeypatch.setenv("AWORLD_DATASET_MAX_BYTES", "4096")
+    with pytest.raises(CheckError, match=r"'train.json' is too big.*4.9 KB, over the limit of 4.0 KB"):
+        load_datasets(str(path))
+    monkeypatch.setenv("AWORLD_DATASET_MAX_BYTES", "not a number")  # a bad setting: the default limit
+    assert load_datasets(str(path)).report["train"]["rows"] == 1

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.check_result import CheckError, CheckResult
+from .data_size import check_parquet, check_rows, check_text
 from .row_location import describe_rows, locate_rows
 
 PROMPT_KEYS = ("prompt", "question", "query", "input", "instruction", "problem", "messages")
@@ -72,7 +73,11 @@ def _load_file(path: Path, role: str):
         )
     if path.stat().st_size == 0:
         raise CheckError("dataset", f"{role} file '{path.name}' is empty", "add rows with a prompt column")
+    if suffix != ".parquet":
+        check_text(path, role, suffix)  # (before the .json peek, which reads the file whole)
     _check_file_kind(path, role, suffix)
+    if suffix == ".parquet":
+        check_parquet(path, role)
     kwargs: dict[str, Any] = {}
     if suffix == ".tsv":
         kwargs["delimiter"] = "\t"
@@ -251,7 +256,14 @@ def _bad_json_line(path: Path, limit: int = 1_000_000) -> tuple[int, str] | None
 
 
 def load_table(source: Any, role: str = "train"):
-    """A ``datasets.Dataset`` from any accepted source."""
+    """A ``datasets.Dataset`` from any accepted source, refused when it has more rows than a check can
+    inspect (:mod:`engines.inputs.data_size`; a file is measured before it is read)."""
+    ds = _load_any(source, role)
+    check_rows(ds, role, source)
+    return ds
+
+
+def _load_any(source: Any, role: str):
     import datasets
 
     if isinstance(source, datasets.Dataset):
@@ -279,7 +291,7 @@ def load_table(source: Any, role: str = "train"):
                     f"folder '{path.name}' is not a datasets save_to_disk folder: {e}",
                     f"point at a file ({SUPPORTED_TEXT}) or a folder made by save_to_disk",
                 )
-            return load_table(loaded, role)
+            return _load_any(loaded, role)
         return _load_file(path, role)
     raise CheckError(
         "dataset",
