@@ -32,6 +32,8 @@ from typing import Any, Iterator
 
 import yaml
 
+from .append_watch import AppendWatch
+
 _THREAD_LOCKS: dict[str, threading.Lock] = {}  # a run directory's lock, per process (RunDir.locked)
 _THREAD_LOCKS_GUARD = threading.Lock()
 _LOCAL = threading.local()
@@ -161,6 +163,7 @@ class RunDir:
 
     def __init__(self, path: str | os.PathLike):
         self.path = Path(path).resolve()
+        self._appended = AppendWatch()  # the jsonl files this process appended to (one deleted is said)
 
     # -- creation -------------------------------------------------------------------------
     @classmethod
@@ -263,9 +266,15 @@ class RunDir:
 
     # -- append-only streams --------------------------------------------------------------
     def _append(self, name: str, obj: dict) -> None:
-        with open(self.path / name, "a", encoding="utf-8") as f:
+        path = self.path / name
+        lost = self._appended.lost(path)
+        if lost:  # deleted, truncated or replaced behind the writer's back: say what is gone
+            self.event("warning", **lost)
+        with open(path, "a", encoding="utf-8") as f:
+            before = os.fstat(f.fileno()).st_size
             f.write(dumps_line(obj))
             f.flush()
+            self._appended.wrote(path, f.fileno(), before, obj)
 
     def append_metrics(self, step: int, values: dict[str, Any], when: float | None = None) -> dict:
         row = {"step": int(step), "time": when if when is not None else time.time()}
@@ -370,19 +379,32 @@ def last_json_line(path: str | os.PathLike) -> dict[str, Any] | None:
 
 @dataclass
 class JsonlTail:
-    """Reads only the bytes appended since the last call; keeps a torn last line for later."""
+    """Reads only the bytes appended since the last call; keeps a torn last line for later.
+
+    A file deleted, truncated or replaced (another inode) after it was read is read again from its start,
+    and ``replaced`` counts it: what a reader built from the earlier rows no longer matches the file."""
 
     path: Path
     offset: int = 0
     _partial: bytes = b""
+    replaced: int = 0
+    _ident: tuple[int, int] | None = None  # (st_dev, st_ino) of the file read so far
+
+    def _start_over(self) -> None:
+        self.offset, self._partial, self._ident = 0, b"", None
+        self.replaced += 1
 
     def read_new(self, max_bytes: int | None = None) -> list[dict]:
         try:
-            size = os.path.getsize(self.path)
+            st = os.stat(self.path)
         except FileNotFoundError:
+            if self.offset or self._partial:  # deleted after it was read
+                self._start_over()
             return []
-        if size < self.offset:  # truncated/rewritten: start over
-            self.offset, self._partial = 0, b""
+        ident, size = (st.st_dev, st.st_ino), st.st_size
+        if (self._ident is not None and ident != self._ident) or size < self.offset:
+            self._start_over()
+        self._ident = ident
         if size == self.offset:
             return []
         with open(self.path, "rb") as f:
