@@ -182,15 +182,36 @@ class RunState:
             self._refreshed_at = now
             if self._metrics.offset == 0 and self._bulk_load():
                 self.metrics_version += 1
+            seen = (self._metrics.replaced, self._samples.replaced, self._events.replaced)
             rows = self._metrics.read_new()
+            if self._metrics.replaced != seen[0]:
+                self._notice_replaced(
+                    METRICS_FILE,
+                    f"the {self.rows} step row(s) read before (up to step {self.last_step})",
+                    "the charts now show what the file holds",
+                )
+                self._forget_metrics()
+                self.metrics_version += 1
             if rows:
                 self._ingest(rows)
                 self.metrics_version += 1
             samples = self._samples.read_new()
+            if self._samples.replaced != seen[1]:
+                self._notice_replaced(
+                    SAMPLES_FILE,
+                    f"the {len(self.samples)} sample(s) shown before",
+                    "the samples shown are what the file holds",
+                )
+                self.samples.clear()
+                self.samples_version += 1
             if samples:
                 self.samples.extend(samples)
                 self.samples_version += 1
             events = self._events.read_new()
+            if self._events.replaced != seen[2]:
+                kept = [e for e in self.events if e.get("source") == "studio"]  # the notices, never in the file
+                self.events, self.diagnoses = kept, {}
+                self._notice_replaced(EVENTS_FILE, "the events read before", "the events shown are what it holds")
             if events:
                 self.events.extend(events)
                 del self.events[:-500]
@@ -210,6 +231,27 @@ class RunState:
                 self._status_key = key
                 self.status_version += 1
         return self
+
+    def _notice_replaced(self, name: str, before: str, now: str) -> None:
+        """Say, among the run's events, that a file was deleted, truncated or replaced after the studio read
+        it. (The run's writer says so in events.jsonl too when it notices; this notice is the studio's own,
+        kept in memory: the studio only reads run directories.)"""
+        self.events.append(
+            {
+                "time": time.time(),
+                "event": "warning",
+                "message": f"{name} was deleted, truncated or replaced while the studio was reading it: "
+                f"{before} are no longer in it; {now}",
+                "code": f"{Path(name).stem}_replaced",
+                "source": "studio",
+            }
+        )
+        self.status_version += 1
+
+    def _forget_metrics(self) -> None:
+        """Drop what was built from metrics.jsonl's rows (the file no longer has them)."""
+        self.series, self.latest, self.rows, self.last_step, self.first_time = {}, {}, 0, 0, None
+        self._rate.clear()
 
     def _bulk_load(self) -> bool:
         """The whole history of a long run in one vectorized pass (pyarrow + numpy): 100k steps
