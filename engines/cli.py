@@ -265,16 +265,14 @@ def cmd_eval(a: argparse.Namespace) -> int:
         print(f"evaluation directory: {eval_dir}", file=sys.stderr)
         if a.detach:
             from .isolation.processes import spawn_detached
-            from .isolation.user_env import env_for_files
+            from .isolation.user_env import env_for_files, server_values
 
+            specs = (os.path.join(eval_dir, "eval.yaml"), os.path.join(a.run, "run.yaml") if a.run else None)
             proc = spawn_detached(
                 [sys.executable, "-m", "engines", "eval", "--dir", eval_dir],
                 os.path.join(eval_dir, "eval.log"),
-                env=env_for_files(
-                    os.path.join(eval_dir, "eval.yaml"),
-                    os.path.join(a.run, "run.yaml") if a.run else None,
-                    extra={"PYTHONUNBUFFERED": "1"},
-                ),
+                env=env_for_files(*specs, extra={"PYTHONUNBUFFERED": "1"}),
+                server_env=server_values(*[s for s in specs if s]),
             )
             prepared.write_status(pid=proc.pid, launched=time.time())
             print(json.dumps({"eval_dir": eval_dir, "pid": proc.pid}))
@@ -348,6 +346,9 @@ def main(argv: list[str] | None = None) -> int:
     from .isolation.privileges import make_undumpable
 
     make_undumpable()  # this process may hold credentials (its environment): no ptrace, no core dump
+    from .isolation import server_env
+
+    server_env.receive()  # its MCP servers' variables, handed over by whoever started it, before any user code
     setup_logging()
     parser = argparse.ArgumentParser(prog="aworld-train", description="AWorld agent training engines")
     sub = parser.add_subparsers(dest="cmd", required=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any
+from typing import Any, Mapping
 
 # "token" only as a whole word or a suffix (hf_token, access_token): max_tokens is no secret;
 # authorization/cookie: HTTP headers that carry credentials
@@ -122,14 +122,16 @@ def mask_secrets(obj: Any) -> Any:
     return mask_url_passwords(obj)
 
 
-def substitute_env(value: Any, missing: list[str]) -> Any:
-    """``${VAR}`` and ``${VAR:-default}`` replaced from the environment; unset names go to ``missing``."""
+def substitute_env(value: Any, missing: list[str], env: Mapping[str, str] | None = None) -> Any:
+    """``${VAR}`` and ``${VAR:-default}`` replaced from ``env`` (the environment by default); unset names go
+    to ``missing``."""
+    env = os.environ if env is None else env
     if isinstance(value, str):
 
         def repl(m: re.Match) -> str:
             var, default = m.group(1), m.group(2)
-            if var in os.environ:
-                return os.environ[var]
+            if var in env:
+                return env[var]
             if default is not None:
                 return default
             missing.append(var)
@@ -137,7 +139,7 @@ def substitute_env(value: Any, missing: list[str]) -> Any:
 
         return ENV_RE.sub(repl, value)
     if isinstance(value, dict):
-        return {k: substitute_env(v, missing) for k, v in value.items()}
+        return {k: substitute_env(v, missing, env) for k, v in value.items()}
     if isinstance(value, list):
-        return [substitute_env(v, missing) for v in value]
+        return [substitute_env(v, missing, env) for v in value]
     return value

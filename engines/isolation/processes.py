@@ -25,6 +25,7 @@ from typing import Mapping, Sequence
 
 import psutil
 
+from . import server_env as server_env_table
 
 _children: list[subprocess.Popen] = []  # started here and not yet reaped (reap_detached)
 _children_lock = threading.Lock()
@@ -35,22 +36,33 @@ def spawn_detached(
     log_path: str | os.PathLike,
     env: Mapping[str, str] | None = None,
     cwd: str | os.PathLike | None = None,
+    server_env: Mapping[str, str] | None = None,
 ) -> subprocess.Popen:
     """Start ``argv`` in a new session, output appended to ``log_path``; returns the Popen. A long-lived
     caller (the studio) calls :func:`reap_detached` now and then, so a child that ended never stays
     ``<defunct>`` whether or not its starter still looks at it (a chat model that exited when idle, an
-    environment's setup)."""
-    with open(Path(log_path), "ab") as log:
-        proc = subprocess.Popen(
-            list(argv),
-            cwd=None if cwd is None else str(cwd),
-            env=None if env is None else dict(env),
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            close_fds=True,
-        )
+    environment's setup). ``server_env``: the variables only the child's MCP servers may see, handed over
+    beside its environment (:mod:`engines.isolation.server_env`; a ``python -m engines`` child reads them)."""
+    handed, fd = server_env_table.handover(server_env or {})
+    child_env = None if env is None else dict(env)
+    if handed:
+        child_env = {**(os.environ if child_env is None else child_env), **handed}
+    try:
+        with open(Path(log_path), "ab") as log:
+            proc = subprocess.Popen(
+                list(argv),
+                cwd=None if cwd is None else str(cwd),
+                env=child_env,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                close_fds=True,
+                pass_fds=() if fd is None else (fd,),
+            )
+    finally:
+        if fd is not None:
+            os.close(fd)
     with _children_lock:
         _children.append(proc)
     return proc

@@ -11,7 +11,8 @@ check``/``train``, :class:`~engines.core.agent_trainer.AgentTrainer`'s checks) r
   their own included;
 * its result comes back as one length-prefixed frame on a pipe, read with a deadline, so a
   grandchild that inherited the pipe cannot keep the reader waiting for an end of file;
-* its environment is the one :mod:`engines.isolation.user_env` allows (no studio credentials);
+* its environment is the one :mod:`engines.isolation.user_env` allows (no studio credentials); the
+  variables only its MCP servers may see are in :mod:`engines.isolation.server_env`'s table, not in it;
 * what ends it is said plainly: an exception (type, message, traceback), ``sys.exit(n)``,
   ``os._exit(n)`` ("exited with status n"), a signal ("killed by signal 11 (SIGSEGV)"), the time
   limit, or a cancellation — with the last :func:`report_progress` stage of the call (e.g. the
@@ -37,6 +38,7 @@ from typing import Any, Callable, Iterable, Mapping
 
 import psutil
 
+from . import server_env as server_env_table
 from .privileges import close_inherited_fds, drop_privileges, set_parent_death_signal
 
 DEFAULT_TIMEOUT_S = 60.0
@@ -338,6 +340,7 @@ class IsolatedCall:
         *,
         timeout_s: float | None = None,
         env: Mapping[str, str] | None = None,
+        server_env: Mapping[str, str] | None = None,
     ):
         self.timeout_s = float(timeout_s or default_timeout_s())
         self.started = time.monotonic()
@@ -350,6 +353,7 @@ class IsolatedCall:
         if pid == 0:
             os.close(r)
             os.close(pr)
+            server_env_table.install(server_env)  # the call's MCP servers' variables, never in its environment
             _supervise(fn, kwargs or {}, w, pw, self._out.fileno(), env, parent, self.timeout_s)
         os.close(w)
         os.close(pw)
@@ -567,10 +571,11 @@ def run_isolated(
     *,
     timeout_s: float | None = None,
     env: Mapping[str, str] | None = None,
+    server_env: Mapping[str, str] | None = None,
 ) -> Outcome:
     """``fn(**kwargs)`` in an :class:`IsolatedCall`; blocks until it ends. Never raises for what the
     call does (see :class:`Outcome`)."""
-    return IsolatedCall(fn, kwargs, timeout_s=timeout_s, env=env).wait()
+    return IsolatedCall(fn, kwargs, timeout_s=timeout_s, env=env, server_env=server_env).wait()
 
 
 def whose(stage: str | None) -> str:

@@ -68,44 +68,114 @@ def is_credential(name: str, value: str = "") -> bool:
     return bool(_URL_PASSWORD.search(value or ""))
 
 
-def referenced_names(*sources: Any) -> set[str]:
-    """Environment variable names that configs ask for: ``${NAME}``, ``${NAME:-default}``,
-    ``${oc.env:NAME}``, ``api_key_env: NAME`` in text, nested dicts/lists, or files (paths; read up to a limit)."""
-    found: set[str] = set()
+#: the key under which an agent config's MCP servers are defined (``mcp_config: {mcpServers: {...}}``)
+SERVERS_KEY = "mcpServers"
+#: the agent key that holds the servers, or the path of a JSON/YAML file holding them
+SERVERS_CONFIG_KEY = "mcp_config"
+_STRUCTURED_SUFFIXES = (".yaml", ".yml", ".json")
 
-    def scan(obj: Any) -> None:
+
+def _load_structured(text: str) -> Any:
+    """A YAML/JSON document as data, or None when it is not a mapping or does not parse."""
+    import yaml
+
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return None
+    return data if isinstance(data, Mapping) else None
+
+
+def _scan_names(sources: Iterable[Any]) -> tuple[set[str], set[str]]:
+    """(names the process itself asks for, names asked for inside an MCP server's entry only).
+
+    A YAML/JSON file or text is read as data, so that what an ``mcpServers`` entry (or the file a
+    ``mcp_config`` names, relative to the file that names it) asks for is told apart from the rest; any other
+    text (a Python file) is scanned as a whole, for the process. The caller's strings may be file paths;
+    strings read from a file are not opened, except a ``mcp_config`` path."""
+    process: set[str] = set()
+    servers: set[str] = set()
+    seen: set[tuple[int, int]] = set()  # (container, target): YAML aliases share objects, each is walked once
+
+    def scan_text(text: str, found: set[str], structured: bool, base: Path | None) -> None:
+        data = _load_structured(text) if structured else None
+        if data is not None:
+            scan(data, found, base, opens=False)
+            return
+        found.update(_REF.findall(text))
+        found.update(_KEY_ENV_REF.findall(text))
+
+    def scan_file(text: str, found: set[str], base: Path | None) -> bool:
+        if "\n" in text or len(text) >= 4096:
+            return False
+        path = Path(os.path.expanduser(text))
+        path = path if base is None or path.is_absolute() else base / path
+        try:
+            if not path.is_file():
+                return False
+            with open(path, "rb") as f:
+                data = f.read(SCAN_LIMIT).decode("utf-8", errors="replace")
+        except OSError:
+            return False
+        scan_text(data, found, path.suffix.lower() in _STRUCTURED_SUFFIXES, path.parent)
+        return True
+
+    def scan(obj: Any, found: set[str], base: Path | None, opens: bool) -> None:
         if obj is None:
             return
         if isinstance(obj, (str, os.PathLike)):
             text = str(obj)
-            if "\n" not in text and len(text) < 4096:
-                try:
-                    p = Path(os.path.expanduser(text))
-                    if p.is_file():
-                        with open(p, "rb") as f:
-                            text = f.read(SCAN_LIMIT).decode("utf-8", errors="replace")
-                except OSError:
-                    pass
-            found.update(_REF.findall(text))
-            found.update(_KEY_ENV_REF.findall(text))
+            if not (opens and scan_file(text, found, base)):
+                scan_text(text, found, SERVERS_KEY in text, base)
+        elif isinstance(obj, (Mapping, list, tuple, set)) and (id(obj), id(found)) in seen:
+            return
         elif isinstance(obj, Mapping):
+            seen.add((id(obj), id(found)))
             if isinstance(obj.get("judge"), Mapping) and not obj["judge"].get(KEY_ENV_KEY):
                 found.add(JUDGE_DEFAULT_KEY_ENV)
             for k, v in obj.items():
                 if k == KEY_ENV_KEY and isinstance(v, str) and v.isidentifier():
                     found.add(v)
-                scan(k)
-                scan(v)
+                scan(k, found, base, opens=False)
+                if k == SERVERS_KEY:
+                    scan(v, servers, base, opens=False)  # the servers' own settings: theirs alone
+                elif k == SERVERS_CONFIG_KEY and isinstance(v, (str, os.PathLike)):
+                    scan(v, servers, base, opens=True)  # the file holding them
+                else:
+                    scan(v, found, base, opens)
         elif isinstance(obj, (list, tuple, set)):
+            seen.add((id(obj), id(found)))
             for v in obj:
-                scan(v)
+                scan(v, found, base, opens)
         else:
             for attr in ("source", "secret_refs"):  # an AgentSpec carries where its values came from
-                scan(getattr(obj, attr, None))
+                scan(getattr(obj, attr, None), found, None, opens=True)
 
     for s in sources:
-        scan(s)
-    return found
+        scan(s, process, None, opens=True)
+    return process, servers - process
+
+
+def referenced_names(*sources: Any) -> set[str]:
+    """Environment variable names that configs ask for, for the process that runs their user code:
+    ``${NAME}``, ``${NAME:-default}``, ``${oc.env:NAME}``, ``api_key_env: NAME`` in text, nested dicts/lists,
+    or files (paths; read up to a limit). A name asked for only inside an MCP server's entry is not one of
+    them: it goes to that server alone (:func:`server_names`)."""
+    return _scan_names(sources)[0]
+
+
+def server_names(*sources: Any) -> set[str]:
+    """The names asked for only inside MCP servers' entries (``env``, ``headers``, ``url``, ...), nowhere
+    else: the process that starts the servers gets their values out of its environment
+    (:mod:`engines.isolation.server_env`), and each server the ones its own entry names."""
+    return _scan_names(sources)[1]
+
+
+def server_values(*sources: Any, base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The values of :func:`server_names` that are set in ``base`` (this process's environment); the studio's
+    own variables never."""
+    base = os.environ if base is None else base
+    return {n: base[n] for n in sorted(server_names(*sources)) if n in base and not n.upper().startswith(STUDIO_PREFIX)}
 
 
 def allowed_names(extra: Iterable[str] = ()) -> set[str]:
@@ -137,7 +207,8 @@ def hidden_names(allow: Iterable[str] = (), base: Mapping[str, str] | None = Non
 
 def env_for_files(*spec_files: Any, extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """The environment of a process that runs user code from spec files (an evaluation's ``eval.yaml``
-    and its run's ``run.yaml``, a run for chat): :func:`user_code_env` with the names they ask for."""
+    and its run's ``run.yaml``, a run for chat): :func:`user_code_env` with the names they ask for (what
+    only their MCP servers ask for is :func:`server_values`, handed over beside it)."""
     env = user_code_env(allow=referenced_names(*[f for f in spec_files if f]))
     env.update(extra or {})
     return env

@@ -32,7 +32,10 @@ import yaml
 from ..core.check_result import CheckError, did_you_mean
 from ..inputs.loading import resolve_path
 from .mcp_aworld import module_root, require_launcher
+from ..isolation import server_env
+from ..isolation.user_env import is_credential
 from ..inputs.secret_values import (
+    ENV_RE,
     MASK,
     is_secret_key,
     literal_secrets,
@@ -208,6 +211,23 @@ def _resolve_local(value: str, base_dirs: list[Path]) -> str:
     return value
 
 
+def _no_secret_on_the_command_line(name: str, entry: dict[str, Any]) -> None:
+    """A credential's ``${NAME}`` in a stdio server's ``command`` or ``args`` would be on its command line,
+    which every process on the machine reads (``/proc/<pid>/cmdline``, ``ps``): refused, ``env`` carries it."""
+    args = entry.get("args")
+    words = [entry.get("command"), *(args if isinstance(args, list) else [args])]
+    for word in words:
+        for var, _default in ENV_RE.findall(str(word or "")):
+            if is_credential(var):
+                ref = "${" + var + "}"
+                raise _error(
+                    f"MCP server '{name}': its command line passes {ref}, which every process on the machine "
+                    "can read (ps, /proc/<pid>/cmdline), the reward's included",
+                    f'pass it in the server\'s env instead (env: {{{var}: "{ref}"}}) and have the server read '
+                    "it from its environment",
+                )
+
+
 def _server(name: str, entry: Any, base_dirs: list[Path], warnings: list[str], missing: list[str]) -> McpServer:
     if not isinstance(entry, dict):
         raise _error(
@@ -256,6 +276,8 @@ def _server(name: str, entry: Any, base_dirs: list[Path], warnings: list[str], m
             "so a run started from run.yaml cannot use it — write ${ENV_VAR} instead"
         )
     raw = dict(entry)
+    if transport == STDIO:
+        _no_secret_on_the_command_line(name, raw)
     if transport == STDIO:  # local paths made absolute before substitution: run.yaml is read elsewhere
         if isinstance(raw.get("command"), str) and "/" in raw["command"] and not references_env(raw["command"]):
             raw["command"] = _resolve_local(raw["command"].strip(), base_dirs)
@@ -263,7 +285,7 @@ def _server(name: str, entry: Any, base_dirs: list[Path], warnings: list[str], m
             raw["args"] = [a if references_env(a) else _resolve_local(str(a), base_dirs) for a in raw["args"]]
         if isinstance(raw.get("cwd"), str) and not references_env(raw["cwd"]):
             raw["cwd"] = _resolve_local(raw["cwd"], base_dirs)
-    value = substitute_env(raw, missing)
+    value = substitute_env(raw, missing, server_env.lookup())
     timeouts = dict(
         timeout=_number(name, value, "timeout", DEFAULT_CALL_TIMEOUT_S),
         startup_timeout=_number(name, value, "startup_timeout", DEFAULT_STARTUP_TIMEOUT_S),
