@@ -126,11 +126,13 @@ class ChatService:
                 "--idle-timeout",
                 str(self.idle_timeout_s),
             ]
-            from engines.isolation.user_env import (
-                env_for_files,
-            )  # the agent's tools run there: no credential it does not name
+            # the agent's tools run there: no credential it does not name, its MCP servers' beside its environment
+            from engines.isolation.user_env import env_for_files, server_values
 
-            self._proc = spawn_detached(cmd, self.dir / "chat.log", env=env_for_files(Path(key[0]) / "run.yaml"))
+            spec = Path(key[0]) / "run.yaml"
+            self._proc = spawn_detached(
+                cmd, self.dir / "chat.log", env=env_for_files(spec), server_env=server_values(spec)
+            )
             self._key = key
             deadline = time.monotonic() + LOAD_TIMEOUT_S
             while time.monotonic() < deadline:

@@ -29,7 +29,7 @@ from engines.core.isolated_checks import results_for_failure
 from engines.isolation.processes import reap_detached, spawn_detached
 from engines.runs.rundir import ACTIVE_STATES, QUEUED, RUNNING, STOP_FILE, STOPPING, RunDir
 from engines.isolation.sandbox import whose
-from engines.isolation.user_env import env_for_files, referenced_names
+from engines.isolation.user_env import env_for_files, referenced_names, server_names, server_values
 from engines.inputs.yaml_input import try_load_yaml
 from engines.runs.lifecycle import (
     Slot,
@@ -209,6 +209,7 @@ class Studio:
                 timeout_s=self.check_timeout_s,
                 call_id=check_id,
                 pass_env=referenced_names(inputs.agent, inputs.rewards, inputs.config_text),
+                pass_server_env=server_names(inputs.agent, inputs.rewards, inputs.config_text),
             )
         except WorkerError as e:
             report = failed_report(e)
@@ -243,6 +244,7 @@ class Studio:
                 runs_dir=str(self.runs_dir),
                 timeout_s=self.launch_timeout_s,
                 pass_env=referenced_names(inputs.agent, inputs.rewards, inputs.config_text),
+                pass_server_env=server_names(inputs.agent, inputs.rewards, inputs.config_text),
             )
         except WorkerError as e:
             return {"ok": False, "error": f"launch preparation failed: {e}", "module": None}
@@ -524,6 +526,7 @@ class Studio:
             [sys.executable, "-m", "engines", "eval", "--dir", eval_dir],
             Path(eval_dir) / "eval.log",
             env=env_for_files(Path(eval_dir) / "eval.yaml", path / "run.yaml", extra={"PYTHONUNBUFFERED": "1"}),
+            server_env=server_values(Path(eval_dir) / "eval.yaml", path / "run.yaml"),
         )
         self._spawned.add(proc.pid)
         RunDir(eval_dir).write_status(

@@ -25,7 +25,7 @@ import uuid
 from typing import Any, Iterable
 
 from engines.isolation.processes import terminate_tree
-from engines.isolation.user_env import user_code_env
+from engines.isolation.user_env import STUDIO_PREFIX, user_code_env
 
 from .zygote import TASK_MODULES_ENV, read_frame, write_frame
 
@@ -228,25 +228,33 @@ class CheckWorker:
         *,
         call_id: str | None = None,
         pass_env: Iterable[str] = (),
+        pass_server_env: Iterable[str] = (),
         **kwargs: Any,
     ) -> Any:
         """Run ``tasks.<task>(**kwargs)`` in an isolated fork of the worker; raises :class:`WorkerError`.
         ``call_id`` names the call for :meth:`cancel`; ``pass_env``: names of this process's variables
-        the call may see (those its inputs ask for by ``${NAME}``; the studio's own never)."""
+        the call may see (those its inputs ask for by ``${NAME}``; the studio's own never);
+        ``pass_server_env``: those only its MCP servers may see (:mod:`engines.isolation.server_env`: in the
+        call's process, never in its environment)."""
         timeout_s = float(timeout_s or self.default_timeout_s)
         call_id = call_id or uuid.uuid4().hex
         env = {n: os.environ[n] for n in pass_env if n in os.environ and n in user_code_env(allow=[n])}
+        server = {n: os.environ[n] for n in pass_server_env if n in os.environ and not n.startswith(STUDIO_PREFIX)}
+        envs = (env, server)
         try:
-            return self._call_once(task, timeout_s, call_id, env, kwargs)
+            return self._call_once(task, timeout_s, call_id, envs, kwargs)
         except _WorkerDied:
             # the worker itself went away (user code runs in its forks, so never because of this call): the
             # call is sent once more, to the restarted worker
             try:
-                return self._call_once(task, timeout_s, call_id, env, kwargs)
+                return self._call_once(task, timeout_s, call_id, envs, kwargs)
             except _WorkerDied as e:
                 raise WorkerError(str(e), "crash") from None
 
-    def _call_once(self, task: str, timeout_s: float, call_id: str, env: dict[str, str], kwargs: dict[str, Any]) -> Any:
+    def _call_once(
+        self, task: str, timeout_s: float, call_id: str, envs: tuple[dict, dict], kwargs: dict[str, Any]
+    ) -> Any:
+        """One call sent to the worker; ``envs``: (the call's environment additions, its servers' variables)."""
         with self._lock:
             self.calls += 1
             try:
@@ -261,7 +269,7 @@ class CheckWorker:
                 self._pending[call_id] = pending
             try:
                 assert proc.stdin is not None
-                write_frame(proc.stdin, ("call", call_id, task, kwargs, timeout_s, env))
+                write_frame(proc.stdin, ("call", call_id, task, kwargs, timeout_s, *envs))
             except (BrokenPipeError, OSError):
                 with self._pending_lock:
                     self._pending.pop(call_id, None)

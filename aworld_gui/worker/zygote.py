@@ -81,7 +81,9 @@ class Zygote:
     def reply(self, call_id: object, ok: bool, payload: object) -> None:
         write_frame(self.proto_out, (call_id, ok, payload))
 
-    def start(self, call_id: object, task: str, kwargs: dict, timeout_s: float, env: dict | None) -> None:
+    def start(
+        self, call_id: object, task: str, kwargs: dict, timeout_s: float, env: dict | None, server_env: dict | None
+    ) -> None:
         fn = self.tasks.get(task)
         if fn is None:
             self.reply(call_id, False, {"error": f"unknown worker task '{task}'", "kind": "bug", "output": ""})
@@ -90,7 +92,7 @@ class Zygote:
             self.cancel(call_id, "superseded")
         call_env = dict(os.environ)
         call_env.update(env or {})
-        self.calls[call_id] = IsolatedCall(fn, kwargs, timeout_s=timeout_s, env=call_env)
+        self.calls[call_id] = IsolatedCall(fn, kwargs, timeout_s=timeout_s, env=call_env, server_env=server_env)
 
     def cancel(self, call_id: object, reason: str = "") -> None:
         call = self.calls.get(call_id)
@@ -109,9 +111,9 @@ class Zygote:
     def handle_request(self) -> None:
         msg = read_frame(self.proto_in)
         if msg[0] == "call":
-            _, call_id, task, kwargs, timeout_s, env = msg
+            _, call_id, task, kwargs, timeout_s, env, server_env = msg
             try:
-                self.start(call_id, task, kwargs, float(timeout_s), env)
+                self.start(call_id, task, kwargs, float(timeout_s), env, server_env)
             except Exception as e:  # noqa: BLE001 - the zygote must keep serving (e.g. fork failed)
                 self.reply(
                     call_id, False, {"error": f"worker error: {type(e).__name__}: {e}", "kind": "bug", "output": ""}

@@ -22,7 +22,7 @@ import psutil
 
 from ..isolation.processes import spawn_detached, terminate_tree
 from .rundir import ACTIVE_STATES, FAILED, QUEUED, STATUS_FILE, STOPPED, RunDir
-from ..isolation.user_env import referenced_names, user_code_env
+from ..isolation.user_env import referenced_names, server_values, user_code_env
 
 SLOT_LOCK = ".slot.lock"
 HEARTBEAT_TIMEOUT_S = 120.0
@@ -88,15 +88,17 @@ def record_killed(run: RunDir, message: str, only_if=lambda st: st.get("state") 
 def spawn_run(run_dir: str | os.PathLike, extra_args: list[str] | None = None,
               env: dict[str, str] | None = None) -> int:
     """Start ``python -m engines run <run_dir>`` detached; returns its pid. The run gets the environment
-    user code may see (engines.isolation.user_env): no credentials, except those its run.yaml asks for by ``${NAME}``."""
+    user code may see (engines.isolation.user_env): no credentials, except those its run.yaml asks for by ``${NAME}``;
+    the ones only an MCP server asks for are handed to the run beside its environment (engines.isolation.server_env)."""
     run = RunDir(run_dir)
     if not run.read_status():
         run.write_status(state=QUEUED)
-    full_env = user_code_env(allow=referenced_names(run.file("run.yaml")))
+    spec = run.file("run.yaml")
+    full_env = user_code_env(allow=referenced_names(spec))
     full_env.update(env or {})
     full_env["PYTHONUNBUFFERED"] = "1"
     proc = spawn_detached([sys.executable, "-m", "engines", "run", str(run.path), *(extra_args or [])],
-                          run.log_path, env=full_env)
+                          run.log_path, env=full_env, server_env=server_values(spec))
     p = psutil.Process(proc.pid)
     run.write_status(pid=proc.pid, pid_create_time=p.create_time(), launched=time.time())
     return proc.pid

@@ -90,11 +90,18 @@ def check_sweep_isolated(spec: SweepSpec, inputs: dict[str, Any], timeout_s: flo
     """:func:`check_ranges` in an isolated child with a time limit (its environment as a check's). Never raises."""
     from ..core.isolated_checks import _preload, name_input_files, results_for_failure
     from ..isolation.sandbox import describe, run_isolated
-    from ..isolation.user_env import referenced_names, user_code_env
+    from ..isolation.user_env import referenced_names, server_values, user_code_env
 
-    env = user_code_env(allow=referenced_names(inputs.get("agent"), inputs.get("reward_func"), inputs.get("config")))
+    named = (inputs.get("agent"), inputs.get("reward_func"), inputs.get("config"))
+    env = user_code_env(allow=referenced_names(*named))
     _preload(inputs.get("train_engine_name"))
-    outcome = run_isolated(_check_ranges, {"spec_dict": spec.to_dict(), "inputs": inputs}, timeout_s=timeout_s, env=env)
+    outcome = run_isolated(
+        _check_ranges,
+        {"spec_dict": spec.to_dict(), "inputs": inputs},
+        timeout_s=timeout_s,
+        env=env,
+        server_env=server_values(*named),
+    )
     if outcome.ok:
         return name_input_files(outcome.value, inputs)
     stage = outcome.stage if outcome.stage in CHECKED_MODULES else None

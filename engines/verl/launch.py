@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from ..isolation import server_env
 from ..isolation.processes import spawn_detached, terminate_tree
 from ..runs.rundir import FINISHED, STOPPED, STOPPING, JsonlTail, RunDir, TextTail, iter_jsonl
 from .availability import with_install_hint
@@ -399,6 +400,9 @@ class Launcher:
     def train_local(self) -> str:
         run = self.run
         env = dict(os.environ)
+        # verl's rollout workers start the agent's MCP servers from mcp_servers.json, substituting from their
+        # environment: the servers' variables (engines.isolation.server_env) go there, as on a cluster env_vars
+        env.update(server_env.values())
         env.pop("RAY_ADDRESS", None)  # a bare ray.init() would join that cluster
         env.update(self.job_env(str(self.verl_dir / METRICS_FILE)))
         argv = self.command(cluster=False)
