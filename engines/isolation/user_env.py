@@ -12,6 +12,11 @@ gets :func:`user_code_env`:
   reads ``OPENAI_API_KEY``), or a name listed in ``$AWORLD_USER_ENV_ALLOW`` (comma-separated,
   set by whoever starts the studio or the CLI).
 
+A variable goes only to the process that names it: a ``${NAME}`` written only inside one MCP server's entry
+(``mcp_config: {mcpServers: {<server>: ...}}``, or the ``mcp_config`` file) is not the process's
+(:func:`referenced_names` leaves it out) but that server's (:func:`server_names`, :func:`server_values`):
+its value is handed over beside the environment (:mod:`engines.isolation.server_env`).
+
 Everything else (PATH, HOME, locale, CUDA/NCCL/HF settings, proxies without passwords) is kept.
 """
 
