@@ -11,6 +11,8 @@ its user code (the reward, the Python tools, whatever they start) must not find 
   unlinked temporary file whose descriptor the child inherits and reads once at start, before any user
   code is imported, then closes; only the descriptor's number is in the child's environment
   (``$AWORLD_SERVER_ENV_FD``);
+* :func:`handover_to_ranks` — to the ranks ``accelerate launch`` starts (it passes no descriptor on): a
+  private folder with one file per local rank, read and deleted by the rank before any user code;
 * :func:`lookup` — what :mod:`engines.tools.mcp_servers` substitutes a server's ``${NAME}`` from: this
   table first, then the environment. A stdio server then gets exactly the variables its own ``env`` names
   (the MCP SDK starts it with those and a few safe defaults, never the caller's environment).
@@ -29,6 +31,8 @@ from typing import Mapping
 
 #: the number of the inherited descriptor :func:`receive` reads the values from
 FD_ENV = "AWORLD_SERVER_ENV_FD"
+#: a private folder holding one file per local rank (``accelerate launch`` passes no descriptor on)
+DIR_ENV = "AWORLD_SERVER_ENV_DIR"
 
 _values: dict[str, str] = {}
 
@@ -63,9 +67,38 @@ def handover(values: Mapping[str, str]) -> tuple[dict[str, str], int | None]:
     return {FD_ENV: str(fd)}, fd
 
 
+def handover_to_ranks(world: int) -> tuple[dict[str, str], str | None]:
+    """This process's values for the ``world`` ranks a launcher starts (it passes no descriptor on): a private
+    folder (mode 0700) with one file per local rank, each read and deleted by its rank (:func:`receive`).
+    Returns (the ranks' environment addition, the folder — remove it once they ended). Nothing: ({}, None)."""
+    if not _values:
+        return {}, None
+    folder = tempfile.mkdtemp(prefix="aworld-server-env-")
+    for rank in range(max(1, world)):
+        fd = os.open(os.path.join(folder, str(rank)), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as f:
+            json.dump(_values, f)
+    return {DIR_ENV: folder}, folder
+
+
+def _receive_rank_file(folder: str) -> None:
+    path = os.path.join(folder, os.environ.get("LOCAL_RANK", "0"))
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+        os.unlink(path)
+    except (OSError, ValueError) as e:
+        raise RuntimeError(f"cannot read the MCP servers' variables from {path}: {e}") from None
+    install(data if isinstance(data, dict) else {})
+
+
 def receive() -> None:
-    """In a child started with :func:`handover`'s descriptor: read the values into this process's table,
-    close the descriptor and drop its number from the environment. A no-op when there is none."""
+    """In a child started with :func:`handover`'s descriptor (or a rank of :func:`handover_to_ranks`): read
+    the values into this process's table, close the descriptor (delete the rank's file) and drop its name
+    from the environment. A no-op when there is none."""
+    folder = os.environ.pop(DIR_ENV, None)
+    if folder:
+        _receive_rank_file(folder)
     number = os.environ.pop(FD_ENV, None)
     if not number:
         return

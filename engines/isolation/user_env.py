@@ -177,9 +177,11 @@ def server_names(*sources: Any) -> set[str]:
 
 
 def server_values(*sources: Any, base: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The values of :func:`server_names` that are set in ``base`` (this process's environment); the studio's
-    own variables never."""
-    base = os.environ if base is None else base
+    """The values of :func:`server_names` that are set in ``base`` (this process's servers' variables, then its
+    environment: a run process hands on what it was handed); the studio's own variables never."""
+    from .server_env import lookup
+
+    base = lookup() if base is None else base
     return {n: base[n] for n in sorted(server_names(*sources)) if n in base and not n.upper().startswith(STUDIO_PREFIX)}
 
 

@@ -17,12 +17,14 @@ from __future__ import annotations
 import importlib.util
 import os
 import signal
+import shutil
 import subprocess
 import sys
 import time
 from typing import Any
 
 from ..core.check_result import CheckError
+from ..isolation import server_env
 from ..isolation.processes import free_port
 from ..runs.rundir import FINISHED, STOPPED
 
@@ -135,16 +137,22 @@ def run_ranks(cfg: dict[str, Any], run: Any, world: int) -> str:
     cmd = command(str(run.path), cfg, world, "bf16" if bf16 else "fp16" if fp16 else "no")
     run.write_status(world_size=world, launcher="accelerate launch", distributed=cfg["distributed"])
     run.event("launch", world_size=world, command=" ".join(cmd[1:]))
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    # the MCP servers' variables reach each rank beside its environment (engines.isolation.server_env)
+    handed, folder = server_env.handover_to_ranks(world)
+    env = dict(os.environ, PYTHONUNBUFFERED="1", **handed)
     sys.stdout.flush()
     sys.stderr.flush()
-    proc = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, start_new_session=False)
     try:
-        while proc.poll() is None:
-            time.sleep(0.5)
-    except BaseException:
-        _end(proc)
-        raise
+        proc = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, start_new_session=False)
+        try:
+            while proc.poll() is None:
+                time.sleep(0.5)
+        except BaseException:
+            _end(proc)
+            raise
+    finally:
+        if folder:
+            shutil.rmtree(folder, ignore_errors=True)
     if proc.returncode != 0:
         failed = [e for e in run.read_jsonl("events.jsonl") if e.get("event") == RANK_FAILED]
         if failed:

@@ -14,6 +14,7 @@ import signal
 import sys
 import traceback
 
+from ..isolation import server_env
 from ..runs.prepare import trainer_from_run_dir
 from ..runs.rundir import RunDir
 from ..core.standard import failure_cause
@@ -28,6 +29,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(
         level=logging.INFO, format=f"%(asctime)s rank{os.environ.get('RANK', '0')} %(levelname)s %(name)s: %(message)s"
     )
+    server_env.receive()  # its MCP servers' variables, from the run process, before any user code
     run = RunDir(argv[0])
     signal.signal(signal.SIGTERM, lambda signum, frame: run.request_stop("SIGTERM"))
     try:
