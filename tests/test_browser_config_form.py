@@ -125,13 +125,18 @@ MEMORIES = [
 ]
 
 
+DEMOS = {"trl": "# trl demo\nmax_steps: 400\n", "swift": "# swift demo\ntuner_type: full\n"}
+
+
 @pytest.mark.parametrize("memory", MEMORIES)
 @pytest.mark.parametrize("engine", ["trl", "verl", "swift"])
 def test_an_engine_picked_swaps_the_overrides_in_the_page_as_the_server_would(page, memory, engine):
-    for text in (TEXT, ""):
-        got_text, got_memory = page.evaluate(
-            f"([e, t, m]) => ({switch_engine_js('trl')})(e, t, m)", [engine, text, memory]
-        )
-        want_text, want_memory = switch_engine(memory, engine, text, "trl")
-        assert (text if got_text == KEEP else got_text) == want_text
-        assert got_memory == want_memory
+    """With and without demo configs; the last engine's text its demo as shipped (blank lines aside) or not."""
+    for demos in (None, DEMOS):
+        for text in (TEXT, "", DEMOS["trl"] + "\n", DEMOS["swift"], "beta: 0.1\n" + DEMOS["trl"]):
+            got_text, got_memory = page.evaluate(
+                f"([e, t, m]) => ({switch_engine_js('trl', demos)})(e, t, m)", [engine, text, memory]
+            )
+            want_text, want_memory = switch_engine(memory, engine, text, "trl", demos)
+            assert (text if got_text == KEEP else got_text) == want_text
+            assert got_memory == want_memory

@@ -365,7 +365,7 @@ def test_each_engine_keeps_its_own_config_overrides(studio):
     tab = SetupTab(studio)
     trl_text = "learning_rate: 0.001\nbeta: 0.04\n"
     text, memory = switch_engine(fresh_memory("trl"), "verl", trl_text, "trl")
-    assert text == "" and memory == {"engine": "verl", "previous": "trl", "texts": {"trl": trl_text}}
+    assert text == "" and memory == {"engine": "verl", "previous": "trl", "texts": {"trl": trl_text}, "demo": False}
     note = localize(tab.engine_note(memory, text), "en")
     assert "trl" in note and "kept aside" in note and "starts from its defaults" in note
     text, memory = switch_engine(memory, "trl", "total_steps: 3\n", "trl")
@@ -375,6 +375,32 @@ def test_each_engine_keeps_its_own_config_overrides(studio):
     assert (
         again == trl_text and memory["texts"] == {"verl": "total_steps: 3\n"} and tab.engine_note(memory, again) == ""
     )
+
+
+def test_an_engine_picked_on_the_untouched_demo_starts_from_its_own_demo_config(studio):
+    """swift picked on the demo's trl config trained on ms-swift's defaults and stayed flat at 0.05 (issue 32 §4):
+    the demo config as shipped is swapped for swift's own; an edited one is not (swift's keys are its own), and
+    each engine's text comes back as it was left."""
+    from aworld_gui.core import inputs as inp
+    from aworld_gui.rendering.i18n import localize
+    from aworld_gui.tabs.config_form import fresh_memory, switch_engine
+    from aworld_gui.tabs.setup_tab import SetupTab
+
+    tab, demos = SetupTab(studio), inp.engine_demo_configs()
+    assert set(demos) == {"trl", "swift"} and "tuner_type: full" in demos["swift"]
+    text, memory = switch_engine(fresh_memory("trl"), "swift", demos["trl"], "trl", demos)
+    assert text == demos["swift"] and memory["demo"] is True
+    assert "own config for the demo" in localize(tab.engine_note(memory, text), "en")
+    edited = text.replace("beta: 0.04", "beta: 0.1")
+    text, memory = switch_engine(memory, "trl", edited, "trl", demos)
+    assert text == demos["trl"] and "earlier overrides" in localize(tab.engine_note(memory, text), "en")
+    text, memory = switch_engine(memory, "swift", text, "trl", demos)  # swift's edited text comes back
+    assert text == edited
+    verl, memory = switch_engine(memory, "verl", text, "trl", demos)  # no demo config of its own
+    assert verl == "" and memory["demo"] is False
+    mine = demos["trl"].replace("max_steps: 400", "max_steps: 30")
+    text, memory = switch_engine(fresh_memory("trl"), "swift", mine, "trl", demos)
+    assert text == "" and "starts from its defaults" in localize(tab.engine_note(memory, text), "en")
 
 
 FIELDS = [

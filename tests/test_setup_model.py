@@ -94,7 +94,7 @@ class Logic:
 
     def switch(self, engine):  # an engine picked (config_form.SWITCH_ENGINE_JS's twin)
         self.values["config_text"], self.memory = config_form.switch_engine(
-            self.memory, engine, self.text, inp.DEMO_ENGINE
+            self.memory, engine, self.text, inp.DEMO_ENGINE, inp.engine_demo_configs()
         )
         self.values["engine"] = engine
 

@@ -36,6 +36,9 @@ DEMO_TEST = DATASETS_DIR / "letters_test.jsonl"
 DEMO_REWARD = f"{REWARDS_DIR / 'letter_reward.py'}:letter_reward"
 DEMO_ENGINE = "trl"
 DEMO_CONFIG = ASSETS / "configs" / "letters_grpo.yaml"
+#: each engine's config for the letters demo (an engine picked while Setup holds the last engine's demo config,
+#: unchanged, starts from its own: swift on trl's demo config would have trained on ms-swift's defaults)
+ENGINE_DEMO_CONFIGS = {"trl": DEMO_CONFIG, "swift": ASSETS / "configs" / "letters_swift.yaml"}
 FALLBACK_DEMO_CONFIG = """\
 # Overrides of the engine's defaults (the effective config is shown below).
 learning_rate: 0.001
@@ -128,6 +131,18 @@ def demo_config_text() -> str:
         return DEMO_CONFIG.read_text(encoding="utf-8")
     except OSError:
         return FALLBACK_DEMO_CONFIG
+
+
+def engine_demo_configs() -> dict[str, str]:
+    """Each engine's demo config text (ENGINE_DEMO_CONFIGS), for the engines that have one."""
+    out = {}
+    for engine, path in ENGINE_DEMO_CONFIGS.items():
+        try:
+            out[engine] = path.read_text(encoding="utf-8")
+        except OSError:
+            if engine == DEMO_ENGINE:
+                out[engine] = FALLBACK_DEMO_CONFIG
+    return out
 
 
 def paired_test(train: str | None, test: str | None) -> bool:

@@ -107,6 +107,7 @@ ZH = {
     "(they come back if you switch back);": "(切换回来时会恢复);",
     "starts from its earlier overrides.": "从它之前的覆盖项开始。",
     "starts from its defaults.": "从默认值开始。",
+    "starts from its own config for the demo.": "从它自己的演示配置开始。",
     # -- glossary --------------------------------------------------------------------------------------
     "Group Relative Policy Optimization: for each prompt the model writes a group of completions, the reward "
     "scores each, and the model is pushed toward the completions that scored above their group's mean. No value "

@@ -188,9 +188,13 @@ def yaml_value(value: Any) -> str:
     return yaml.safe_dump(value, default_flow_style=True).strip().removesuffix("...").strip()
 
 
-def switch_engine(memory: dict | None, engine: str, text: str, default_engine: str) -> tuple[str, dict]:
+def switch_engine(
+    memory: dict | None, engine: str, text: str, default_engine: str, demos: dict[str, str] | None = None
+) -> tuple[str, dict]:
     """Another engine picked: each engine keeps its own overrides (one engine's keys mean nothing to another), so
-    the last engine's are put aside and this one's come back. (text, memory); the page's twin is
+    the last engine's are put aside and this one's come back. An engine picked for the first time starts from its
+    defaults, or from its own demo config (``demos``: engine → text) when the last engine's overrides are that
+    engine's demo config as shipped (``demo`` in the memory then). (text, memory); the page's twin is
     :data:`SWITCH_ENGINE_JS`."""
     memory = memory if isinstance(memory, dict) and isinstance(memory.get("texts"), dict) else {}
     previous = memory.get("engine") or default_engine
@@ -198,7 +202,11 @@ def switch_engine(memory: dict | None, engine: str, text: str, default_engine: s
         return text or "", dict(memory, engine=engine, previous=previous, texts=dict(memory.get("texts") or {}))
     texts = dict(memory.get("texts") or {})
     texts[previous] = text or ""
-    return texts.pop(engine, ""), {"engine": engine, "previous": previous, "texts": texts}
+    if engine in texts:
+        return texts.pop(engine), {"engine": engine, "previous": previous, "texts": texts}
+    demos = demos or {}
+    demo = engine in demos and previous in demos and (text or "").strip() == demos[previous].strip()
+    return (demos[engine] if demo else ""), {"engine": engine, "previous": previous, "texts": texts, "demo": demo}
 
 
 def fresh_memory(engine: str) -> dict:
@@ -214,15 +222,25 @@ SWITCH_ENGINE_JS = """
   const texts = Object.assign({}, m.texts || {});
   if (previous === engine) return [KEEP, Object.assign({}, m, {engine, previous, texts})];
   texts[previous] = text || "";
-  const next = texts[engine] ?? "";
-  delete texts[engine];
-  return [next, {engine, previous, texts}];
+  if (Object.prototype.hasOwnProperty.call(texts, engine)) {
+    const next = texts[engine];
+    delete texts[engine];
+    return [next, {engine, previous, texts}];
+  }
+  const demos = DEMOS;
+  const has = e => Object.prototype.hasOwnProperty.call(demos, e);
+  const demo = has(engine) && has(previous) && (text || "").trim() === demos[previous].trim();
+  return [demo ? demos[engine] : "", {engine, previous, texts, demo}];
 }
 """
 
 
-def switch_engine_js(default_engine: str) -> str:
-    return SWITCH_ENGINE_JS.replace("DEFAULT", json.dumps(default_engine)).replace("KEEP", json.dumps(KEEP))
+def switch_engine_js(default_engine: str, demos: dict[str, str] | None = None) -> str:
+    return (
+        SWITCH_ENGINE_JS.replace("DEFAULT", json.dumps(default_engine))
+        .replace("KEEP", json.dumps(KEEP))
+        .replace("DEMOS", json.dumps(demos or {}))
+    )
 
 
 # -- edits of the spec ---------------------------------------------------------------------------------------

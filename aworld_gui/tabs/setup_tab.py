@@ -492,7 +492,7 @@ class SetupTab:
             None,
             [ui.engine, ui.config_yaml, ui.config_memory],
             [ui.config_yaml, ui.config_memory],
-            js=config_form.switch_engine_js(inp.DEMO_ENGINE),
+            js=config_form.switch_engine_js(inp.DEMO_ENGINE, inp.engine_demo_configs()),
             queue=False,
             **private,
         ).then(self.engine_note, [ui.config_memory, ui.config_yaml], [ui.config_note], **private)
@@ -826,10 +826,15 @@ class SetupTab:
         previous, engine = memory.get("previous"), memory.get("engine")
         if not previous or previous == engine:
             return ""
+        if memory.get("demo"):
+            start = _("starts from its own config for the demo.")
+        elif (config_text or "").strip():
+            start = _("starts from its earlier overrides.")
+        else:
+            start = _("starts from its defaults.")
         return (
             f"{_('Each engine keeps its own config overrides: these are kept aside for')} **{previous}** "
-            f"{_('(they come back if you switch back);')} **{engine}** "
-            f"{_('starts from its earlier overrides.') if (config_text or '').strip() else _('starts from its defaults.')}"
+            f"{_('(they come back if you switch back);')} **{engine}** {start}"
         )
 
 
