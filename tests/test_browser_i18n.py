@@ -24,6 +24,16 @@ def untranslated(page) -> bool:
     return "__i18n__" in text or "translation_metadata" in text
 
 
+def pick_language(page, name: str) -> list[str]:
+    """Pick ``name`` in Gradio's Settings (the footer's link, in either language); return what the picker offered."""
+    page.locator("footer").get_by_text("Settings").or_(page.locator("footer").get_by_text("设置")).first.click()
+    page.get_by_label("Language").or_(page.get_by_label("语言")).first.click()
+    offered = [o.replace("✓", "").strip() for o in page.get_by_role("option").all_inner_texts()]  # ✓: the current one
+    page.get_by_role("option", name=name, exact=True).click()
+    page.locator("[role=dialog] .backdrop").click(position={"x": 5, "y": 5})  # closes the Settings
+    return offered
+
+
 @pytest.fixture(scope="module")
 def app(tmp_path_factory):
     studio = StudioProcess(tmp_path_factory.mktemp("studio-i18n") / "runs").start()
@@ -94,10 +104,7 @@ def test_the_studio_in_chinese_and_back_to_english(app):
             assert page.locator("[data-aw-locale]").count() == 1
             page.screenshot(path=str(SHOTS / "14-monitor-chinese.png"), full_page=True)
             # Gradio's Settings (the footer) switch the language
-            page.locator("footer").get_by_text("设置").click()
-            page.get_by_label("Language").or_(page.get_by_label("语言")).first.click()
-            page.get_by_role("option", name="English").click()
-            page.locator("[role=dialog] .backdrop").click(position={"x": 5, "y": 5})  # closes the Settings
+            pick_language(page, "English")
             wait_for(lambda: page.get_by_role("tab", name="Monitor").is_visible(), 30, "the English tabs")
             wait_for(
                 lambda: "Step" in page.text_content("#run-header") and "步数" not in page.text_content("#run-header"),
@@ -112,6 +119,33 @@ def test_the_studio_in_chinese_and_back_to_english(app):
             assert "runs:" in page.inner_text(".aw-title")
             page.get_by_role("tab", name="Setup").click()
             assert page.locator("#tab-test-rows-button").text_content().strip() == "Test rows"
+            # the pick outlives a reload, though the browser's language is Chinese
+            page.reload()
+            wait_for(lambda: page.get_by_role("tab", name="Monitor").is_visible(), 60, "English after the reload")
+            assert page.text_content("[data-aw-locale]") == "en"
             browser.close()
     finally:
         end_process_group(pid)
+
+
+def test_the_language_picked_is_kept_across_reloads_and_only_ours_are_offered(app):
+    """A French browser: the studio has no French, so the page opens in English (not Gradio's French around English
+    text) and Settings offer English and 简体中文 only (Gradio's list has some thirty). A pick outlives a reload,
+    the second pick too."""
+    with sync_playwright() as p:
+        browser = launch_chromium(p)
+        page = browser.new_context(locale="fr-FR", viewport={"width": 1440, "height": 1000}).new_page()
+        page.goto(app.url)
+        wait_for(lambda: page.get_by_role("tab", name="Setup").is_visible(), 60, "the English tabs")
+        assert page.text_content("[data-aw-locale]") == "en" and page.locator("footer").get_by_text("Settings").count()
+        assert pick_language(page, "简体中文") == ["English", "简体中文"]
+        wait_for(lambda: page.get_by_role("tab", name="配置").is_visible(), 30, "the Chinese tabs")
+        for want, tab in (("zh", "配置"), ("en", "Setup"), ("en", "Setup")):
+            page.reload()
+            wait_for(lambda tab=tab: page.get_by_role("tab", name=tab).is_visible(), 60, f"{want} after the reload")
+            assert page.text_content("[data-aw-locale]") == want
+            assert not untranslated(page)
+            if want == "zh":
+                assert pick_language(page, "English") == ["English", "简体中文"]
+                wait_for(lambda: page.get_by_role("tab", name="Setup").is_visible(), 30, "the English tabs")
+        browser.close()

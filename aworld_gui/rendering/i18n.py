@@ -22,6 +22,8 @@ from gradio.i18n import I18n, I18nData
 from .i18n_zh import ZH
 
 LOCALES = ("en", "zh")
+#: each of LOCALES as Gradio's language picker names it (static/language.js offers only these)
+PICKER_CODES = {"en": "en", "zh": "zh-CN"}
 #: a marker whose translation is the page's current language (the Monitor's stream is localized with it)
 LOCALE_TEXT = "__locale__"
 _MARKER = re.compile(r"__i18n__(\{\"__type__\": \"translation_metadata\", \"key\": \"(t[0-9a-f]{12})\"\})")
@@ -74,6 +76,16 @@ def markers_js(tabs: dict[str, str] | None = None) -> str:
     )
 
 
+def language_js() -> str:
+    """The page's script that opens it in the language last picked on this browser, else the nearest of LOCALES,
+    and has the picker in Settings offer only LOCALES (static/language.js; run with the title's js_on_load)."""
+    import json
+    from pathlib import Path
+
+    js = (Path(__file__).parents[1] / "static" / "language.js").read_text(encoding="utf-8")
+    return js.replace("__AW_LANGUAGES__", json.dumps([PICKER_CODES[locale] for locale in LOCALES]))
+
+
 def markdown_safe(text: str) -> str:
     """``text`` with its translation markers escaped for Markdown: unescaped, Markdown reads a marker's
     ``__`` as bold and the marker is lost; escaped, the page's script (markers_js) translates every one."""
@@ -99,6 +111,7 @@ __all__ = [
     "_",
     "i18n",
     "key",
+    "language_js",
     "localize",
     "locale_probe",
     "markdown_safe",

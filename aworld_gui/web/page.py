@@ -8,7 +8,7 @@ from typing import Any
 
 import gradio as gr
 
-from ..rendering.i18n import _, i18n, locale_probe, markers_js
+from ..rendering.i18n import _, i18n, language_js, locale_probe, markers_js
 from . import gradio_patches
 from ..rendering import render
 from ..tabs.chat_tab import ChatTab
@@ -51,7 +51,7 @@ def build_app(runs_dir: str | os.PathLike = "runs", studio: Studio | None = None
             f"{_('bring an agent, data and a reward · check every module · train in the background · watch it learn')}"
             f'</span><span class="aw-sub aw-runs" title="{render.esc(studio.runs_dir)}">{_("runs:")} '
             f"<code>{render.esc(studio.runs_dir)}</code></span></div>",
-            js_on_load=markers_js(TABS),
+            js_on_load=markers_js(TABS) + "\n" + language_js(),
         )
         with gr.Tabs(selected="setup", elem_id="tabs") as tabs:
             with gr.Tab(_("Setup"), id="setup", elem_id="tab-setup") as setup_tab:
