@@ -105,7 +105,7 @@ def test_a_clone_keeps_every_reward_term_with_its_settings(studio, tmp_path):
     Setup's CLI command, they load as the very terms the run had."""
     import cloudpickle
 
-    from aworld_gui.tabs.setup_tab import collect
+    from aworld_gui.tabs.setup_inputs import collect
     from engines.rewards import load_reward
     from engines.rewards.spec import parse_cli_reward
     from testing.reward_model import build_reward_model

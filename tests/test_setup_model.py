@@ -17,7 +17,8 @@ import yaml
 from aworld_gui.tabs import config_form
 from aworld_gui.core import inputs as inp
 from aworld_gui.core.run_cache import RunCache
-from aworld_gui.tabs.setup_tab import SetupTab, collect
+from aworld_gui.tabs.setup_inputs import collect
+from aworld_gui.tabs.setup_tab import SetupTab
 from aworld_gui.core.studio import Studio
 from testing.setup_model import (
     BOX,
@@ -185,7 +186,7 @@ class Logic:
             self.edit("model", None if step.value is None else self.models[step.value])
         elif k == "reward_upload":
             v = self.values
-            picks, table, self.docs, _, v["problems"] = self.tab.on_reward_upload(
+            picks, table, self.docs, _, v["problems"] = self.tab.files.on_reward_upload(
                 self.upload, v["picks"], v["weights"], self.docs, v["problems"]
             )
             v["picks"], v["weights"] = picks["value"], table

@@ -21,14 +21,11 @@ from pathlib import Path
 from typing import Any
 
 import psutil
-import yaml
 
-from engines.core.check_result import CHECKED_MODULES, MODULES
+from engines.core.check_result import MODULES
 from engines.cli import shell_command
-from engines.core.isolated_checks import results_for_failure
 from engines.isolation.processes import reap_detached, spawn_detached
 from engines.runs.rundir import ACTIVE_STATES, QUEUED, RUNNING, STOP_FILE, STOPPING, RunDir
-from engines.isolation.sandbox import whose
 from engines.isolation.user_env import env_for_files, referenced_names, server_names, server_values
 from engines.inputs.yaml_input import try_load_yaml
 from engines.runs.lifecycle import (
@@ -43,8 +40,9 @@ from engines.runs.lifecycle import (
 )
 
 from . import inputs as inp
-from ..tabs import reward_card
 from .chat_client import ChatService
+from .check_report import failed_report
+from .run_clone import clone_inputs
 from ..rendering.i18n import _
 from .queue_note import queue_note
 from .run_cache import CACHE, RunCache, RunState
@@ -412,28 +410,10 @@ class Studio:
         )
 
     def clone_inputs(self, run_id: str) -> inp.SetupInputs:
-        """Setup inputs that reproduce a run (its agent is written back to a YAML file)."""
+        """Setup inputs that reproduce a run (run_clone.py; its agent is written back to a YAML file)."""
         spec = try_load_yaml(self.spec_text(run_id), default={}) or {}  # secrets masked
-        agent = dict(spec.get("agent") or {})
-        agent.pop("extra", None)
-        agent_file = self.runs_dir / inp.UPLOADS / f"clone-{run_id}" / "agent.yaml"
-        agent_file.parent.mkdir(parents=True, exist_ok=True)
-        agent_file.write_text(yaml.safe_dump(agent, sort_keys=False, allow_unicode=True), encoding="utf-8")
-        data = spec.get("data") or {}
-        rewards = [clone_reward(r) for r in spec.get("reward") or [] if isinstance(r, dict)]
-        engine = spec.get("engine") or inp.DEMO_ENGINE
-        info = self.engine_info(engine) or {}
-        defaults = info.get("defaults") or {}
-        overrides = {k: v for k, v in (spec.get("config") or {}).items() if defaults.get(k, object()) != v}
-        return inp.SetupInputs(
-            agent=str(agent_file),
-            train=data.get("train"),
-            test=data.get("test"),
-            rewards=rewards,
-            config_text=yaml.safe_dump(overrides, sort_keys=False) if overrides else "",
-            engine=engine,
-            columns=dict(data.get("columns") or {}),
-        )
+        info = self.engine_info(spec.get("engine") or inp.DEMO_ENGINE) or {}
+        return clone_inputs(spec, self.runs_dir / inp.UPLOADS / f"clone-{run_id}" / "agent.yaml", info)
 
     def checkpoints(self, run_id: str) -> list[str]:
         return [p.name for p in RunDir(self.run_path(run_id)).checkpoints()]
@@ -596,55 +576,3 @@ class Studio:
     # -- uploads -------------------------------------------------------------------------------
     def store_upload(self, tmp_path: str) -> str:
         return inp.store_upload(tmp_path, self.runs_dir)
-
-
-def clone_reward(entry: dict[str, Any]) -> dict[str, Any]:
-    """A run.yaml reward entry as the Setup's reward picker holds it: a built-in by name, a function by its
-    reference (a factory with its arguments: ``module:factory(k=v)``), and any other term — a reward model,
-    an LLM judge, a pickled callable, a reward with call kwargs — as its inline YAML (``{judge: {url: ...}}``,
-    the form the CLI's ``--reward`` takes), so a clone keeps every term with its settings."""
-    simple = (
-        ("name" in entry or "ref" in entry)
-        and not entry.get("kwargs")
-        and not any(k in entry for k in ("pickle", "judge", "reward_model"))
-    )
-    if simple:
-        out = {k: v for k, v in entry.items() if k in ("name", "ref", "weight")}
-        if entry.get("args") is not None:
-            out["ref"] = reward_card.with_args(entry["ref"], entry["args"])
-        return out
-    inline = {k: v for k, v in entry.items() if k != "weight"}
-    return {
-        "ref": yaml.safe_dump(
-            inline, default_flow_style=True, sort_keys=False, allow_unicode=True, width=10**9
-        ).strip(),
-        "weight": entry.get("weight", 1.0),
-    }
-
-
-def failed_report(e: WorkerError) -> dict[str, Any]:
-    """A check report for a worker failure: the module being checked gets the error (naming whose
-    code it was), the ones after it are 'not checked' (see engines.core.isolated_checks)."""
-    if e.kind == "cancelled":
-        results = {
-            m: {
-                "module": m,
-                "status": "warning",
-                "message": "check cancelled: a newer check replaced it",
-                "details": {},
-                "warnings": [],
-            }
-            for m in MODULES
-        }
-        return {
-            "results": results,
-            "cancelled": True,
-            "worker_error": {"kind": e.kind, "message": str(e), "output": ""},
-        }
-    message = str(e)
-    if e.kind in ("exit", "crash"):
-        message = f"{whose(e.stage)} {message}"
-    elif e.kind == "timeout" and e.stage in CHECKED_MODULES:
-        message = f"the {e.stage} check {message}"
-    results = {r.module: r.to_dict() for r in results_for_failure(e.kind, message, e.stage)}
-    return {"results": results, "worker_error": {"kind": e.kind, "message": str(e), "output": e.output[-2000:]}}

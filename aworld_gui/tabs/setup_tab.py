@@ -9,13 +9,10 @@ estimate and the run's ``run.yaml`` are computed from it.
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import gradio as gr
-import yaml
 
 
 from ..rendering import glossary, render
@@ -27,128 +24,17 @@ from .config_editor import ConfigEditor
 from . import config_form
 from .config_form_render import render_config_form
 from .engine_setup import EngineSetupPanel
+from . import setup_check_view
+from .setup_files import SetupFiles
+from .setup_inputs import AUTO, NONE, SetupUI, collect
 from ..core.studio import MODULE_TITLES, Studio
-from ..worker.check_worker import WorkerError
-
-AUTO = "(auto-detect)"
-NONE = "(none)"
-
-
-@dataclass
-class SetupUI:
-    strip: Any = None
-    launch_btn: Any = None
-    launch_msg: Any = None
-    agent: Any = None
-    agent_upload: Any = None
-    agent_note: Any = None
-    agent_status: Any = None
-    agent_spec: Any = None
-    train: Any = None
-    train_upload: Any = None
-    test: Any = None
-    test_upload: Any = None
-    prompt_col: Any = None
-    answer_col: Any = None
-    data_status: Any = None
-    train_preview: Any = None
-    test_preview: Any = None
-    rendered: Any = None
-    reward_pick: Any = None
-    reward_upload: Any = None
-    reward_note: Any = None
-    reward_weights: Any = None
-    reward_status: Any = None
-    reward_preview: Any = None
-    reward_calls: Any = None
-    engine: Any = None
-    engines_table: Any = None
-    config_status: Any = None
-    config_yaml: Any = None
-    effective: Any = None
-    memory_estimate: Any = None  # the config check's memory estimate (HTML)
-    checked: Any = None  # gr.State: the last check's effective config, tagged with its spec
-    reward_docs: Any = None  # gr.State: {key: (label, description)}
-    cli: Any = None
-    problems: Any = None  # gr.State: {module: why its upload cannot be used}
-    run_name: Any = None
-    run_note: Any = None
-    preset: Any = None
-    preset_load: Any = None
-    preset_name: Any = None
-    preset_save: Any = None
-    preset_msg: Any = None
-    config_memory: Any = None
-    config_note: Any = None
-    data_note: Any = None
-
-    def inputs(self) -> list:
-        return [
-            self.agent,
-            self.train,
-            self.test,
-            self.prompt_col,
-            self.answer_col,
-            self.reward_pick,
-            self.reward_weights,
-            self.config_yaml,
-            self.engine,
-            self.problems,
-            self.run_name,
-            self.run_note,
-        ]
-
-
-def collect(
-    agent, train, test, prompt_col, answer_col, picks, weights, config_text, engine, problems=None, name="", note=""
-) -> inp.SetupInputs:
-    """The SetupInputs the components describe."""
-    weights_by_row = _weights(weights)
-    rewards = []
-    for i, key in enumerate(picks or []):
-        w = weights_by_row[i] if i < len(weights_by_row) else 1.0
-        rewards.append({"ref": key, "weight": w} if ":" in key else {"name": key, "weight": w})
-    columns = {k: v for k, v in (("prompt", prompt_col), ("answer", answer_col)) if v and v != AUTO}
-    return inp.SetupInputs(
-        agent=agent or None,
-        train=train or None,
-        test=None if (not test or test == NONE) else test,
-        rewards=rewards,
-        config_text=config_text or "",
-        engine=engine or inp.DEMO_ENGINE,
-        columns=columns,
-        problems=dict(problems or {}),
-        name=(name or "").strip(),
-        note=(note or "").strip(),
-    )
-
-
-def _weights(table: Any) -> list[float]:
-    rows = _rows(table)
-    out = []
-    for r in rows:
-        try:
-            w = float(r[1])
-            out.append(w if math.isfinite(w) else 1.0)
-        except (TypeError, ValueError, IndexError):
-            out.append(1.0)
-    return out
-
-
-def _rows(table: Any) -> list[list]:
-    if table is None:
-        return []
-    if hasattr(table, "values") and hasattr(table, "columns"):  # pandas
-        return table.values.tolist()
-    if isinstance(table, dict) and "data" in table:
-        return table["data"]
-    return list(table)
 
 
 class SetupTab:
     def __init__(self, studio: Studio):
         self.studio = studio
         self.editor = ConfigEditor(studio)
+        self.files = SetupFiles(studio)  # uploads, the test set's pairing, the rewards offered
 
     # -- layout ------------------------------------------------------------------------------------
     def build(self) -> SetupUI:
@@ -376,28 +262,7 @@ class SetupTab:
         return self.ui.inputs()
 
     def check_outputs(self) -> list:
-        ui = self.ui
-        return [
-            ui.strip,
-            ui.agent_status,
-            ui.agent_spec,
-            ui.data_status,
-            ui.train_preview,
-            ui.test_preview,
-            ui.rendered,
-            ui.prompt_col,
-            ui.answer_col,
-            ui.reward_status,
-            ui.reward_preview,
-            ui.reward_calls,
-            ui.config_status,
-            ui.effective,
-            ui.launch_btn,
-            ui.engines_table,
-            ui.cli,
-            ui.memory_estimate,
-            ui.checked,
-        ]
+        return setup_check_view.check_outputs(self.ui)
 
     def check_kw(self) -> dict:
         """The check of the Setup. "multiple": a newer check starts at once and cancels this page's older one
@@ -440,7 +305,7 @@ class SetupTab:
         check_on(ui.agent.input)
         then_check(
             ui.train.input(
-                self.on_train_changed,
+                self.files.on_train_changed,
                 [ui.train, ui.test],
                 [ui.prompt_col, ui.answer_col, ui.test, ui.data_note],
                 **private,
@@ -452,12 +317,15 @@ class SetupTab:
         # uploads
         then_check(
             ui.agent_upload.upload(
-                self.on_agent_upload, [ui.agent_upload, ui.agent], [ui.agent, ui.agent_note], api_visibility="private"
+                self.files.on_agent_upload,
+                [ui.agent_upload, ui.agent],
+                [ui.agent, ui.agent_note],
+                api_visibility="private",
             )
         )
         then_check(
             ui.train_upload.upload(
-                self.on_data_upload,
+                self.files.on_data_upload,
                 [ui.train_upload, ui.test],
                 [ui.train, ui.prompt_col, ui.answer_col, ui.test, ui.data_note],
                 api_visibility="private",
@@ -465,13 +333,13 @@ class SetupTab:
         )
         then_check(
             ui.test_upload.upload(
-                self.on_test_upload, [ui.test_upload, ui.test], [ui.test, ui.data_note], api_visibility="private"
+                self.files.on_test_upload, [ui.test_upload, ui.test], [ui.test, ui.data_note], api_visibility="private"
             )
         )
         # rewards
         then_check(
             ui.reward_pick.input(
-                self.on_rewards_picked,
+                self.files.on_rewards_picked,
                 [ui.reward_pick, ui.reward_weights, ui.reward_docs, ui.problems],
                 [ui.reward_weights, ui.problems],
                 **private,
@@ -480,7 +348,7 @@ class SetupTab:
         check_on(ui.reward_weights.input)
         then_check(
             ui.reward_upload.upload(
-                self.on_reward_upload,
+                self.files.on_reward_upload,
                 [ui.reward_upload, ui.reward_pick, ui.reward_weights, ui.reward_docs, ui.problems],
                 [ui.reward_pick, ui.reward_weights, ui.reward_docs, ui.reward_note, ui.problems],
                 api_visibility="private",
@@ -549,7 +417,7 @@ class SetupTab:
         """Updates that put ``si`` into the Setup components (e.g. a run cloned from the Runs tab)."""
         picks = [r.get("name") or r.get("ref") for r in si.rewards]
         files = sorted({k.rpartition(":")[0] for k in picks if ".py:" in k})
-        docs = self.reward_registry(extra_files=[f for f in files if Path(f).is_file()])
+        docs = self.files.reward_registry(extra_files=[f for f in files if Path(f).is_file()])
         for key in picks:
             docs.setdefault(key, (inp.reward_label(key), ""))
         table = [[docs[k][0], r.get("weight", 1.0), docs[k][1]] for k, r in zip(picks, si.rewards)]
@@ -580,10 +448,10 @@ class SetupTab:
     def on_load(self, engine: str, picks: list[str], weights: Any):
         """Page load: engines and the reward registry from the worker."""
         engine_choices = self.engine_choices()
-        docs = self.reward_registry()
+        docs = self.files.reward_registry()
         picks = [p for p in (picks or []) if p in docs] or ([inp.DEMO_REWARD] if inp.DEMO_REWARD in docs else [])
         choices = [(label, key) for key, (label, _) in docs.items()]
-        table = self._weights_table(picks, weights, docs)
+        table = self.files.weights_table(picks, weights, docs)
         return (
             gr.update(choices=engine_choices or [(engine, engine)], value=engine),
             gr.update(choices=choices, value=picks),
@@ -604,26 +472,6 @@ class SetupTab:
             gr.update(choices=choices or [(engine, engine)], value=engine),
             render.engines_table(self.studio.catalog().get("engines", []), engine),
         )
-
-    def reward_registry(self, extra_files: list[str] | None = None) -> dict[str, tuple[str, str]]:
-        """{key: (label, description)}: built-ins, the ecosystem's rewards (catalog), then the functions of
-        shipped and extra reward files."""
-        docs = reward_card.registry(self.studio.catalog())
-        for path in [*inp.shipped_reward_files(), *(extra_files or [])]:
-            try:
-                for fn in self.studio.reward_functions(path):
-                    docs[fn["ref"]] = (inp.reward_label(fn["ref"]), fn.get("doc", ""))
-            except WorkerError:
-                continue
-        return docs
-
-    def _weights_table(self, picks: list[str], weights: Any, docs: dict) -> list[list]:
-        old = {r[0]: r[1] for r in _rows(weights) if r}
-        out = []
-        for key in picks or []:
-            label, desc = docs.get(key, (inp.reward_label(key), ""))
-            out.append([label, old.get(label, 1.0), desc])
-        return out
 
     def on_check(
         self,
@@ -651,173 +499,10 @@ class SetupTab:
         if report.get("cancelled"):
             return [gr.update()] * len(self.check_outputs())
         effective = (report["results"]["config"].get("details") or {}).get("effective")
-        return [*self.check_updates(si, report), config_form.effective_for(si.engine, si.config_text, effective)]
-
-    def check_updates(self, si: inp.SetupInputs, report: dict) -> list:
-        res = report["results"]
-        prev = report.get("preview") or {}
-        train_prev, test_prev = prev.get("train") or {}, prev.get("test") or {}
-        details = (agent := res["agent"]).get("details") or {}
-        agent_spec = render.agent_spec(
-            details.get("spec"),
-            details.get("tool_schemas"),
-            details.get("tool_servers"),
-            details.get("mcp_servers"),
-            details.get("origins"),
-            config_model=(config_form.parse_overrides(si.config_text) or {}).get("model"),
-        )
-        cols = (
-            train_prev.get("columns") or ((res["dataset"].get("details") or {}).get("train") or {}).get("columns") or []
-        )
-        mapped = (res["dataset"].get("details") or {}).get("columns") or {}
-        p_val = si.columns.get("prompt") or AUTO
-        a_val = si.columns.get("answer") or AUTO
-        prompt_dd = gr.update(
-            choices=[AUTO, *cols],
-            value=p_val if p_val in [AUTO, *cols] else AUTO,
-            info=f"detected: {mapped.get('prompt')}" if mapped.get("prompt") else "",
-        )
-        answer_dd = gr.update(
-            choices=[AUTO, *cols],
-            value=a_val if a_val in [AUTO, *cols] else AUTO,
-            info=f"detected: {mapped.get('answer')}" if mapped.get("answer") else "",
-        )
-        # config card: engine + config
-        eng, cfg = res["engine"], res["config"]
-        worst = max((eng, cfg), key=lambda r: {"error": 2, "warning": 1}.get(r["status"], 0))
-        combined = {
-            "status": worst["status"],
-            "message": (cfg["message"] if eng["status"] != "error" else eng["message"]),
-            "warnings": [*eng.get("warnings", []), *cfg.get("warnings", [])],
-        }
-        if eng["status"] == "error" and cfg["status"] == "error" and cfg["message"] != eng["message"]:
-            combined["message"] = f"{eng['message']} · {cfg['message']}"
-        effective = (cfg.get("details") or {}).get("effective")
-        cat = self.studio.catalog()
         return [
-            render.checks_strip(res, MODULE_TITLES, seconds=report.get("wall_s"), check_id=report.get("check_id")),
-            render.module_status("agent", _("Agent"), agent),
-            agent_spec,
-            render.module_status("dataset", _("Datasets"), res["dataset"]),
-            _frame(train_prev),
-            _frame(test_prev),
-            render.prompt_block(report.get("prompt")),
-            prompt_dd,
-            answer_dd,
-            render.module_status("reward", _("Reward"), res["reward"]),
-            reward_card.reward_preview_frame(res["reward"]),
-            reward_card.calls_html(res["reward"]),
-            render.module_status("config", _("Engine & config"), combined),
-            yaml.safe_dump(effective, sort_keys=False)
-            if effective
-            else "# fix the errors above to see the effective config",
-            gr.update(interactive=bool(report.get("ok"))),
-            render.engines_table(cat.get("engines", []), si.engine),
-            si.cli_command()
-            + ("  \\\n  --config config.yaml   # the overrides YAML" if si.config_text.strip() else ""),
-            render.memory_estimate((cfg.get("details") or {}).get("memory"), cfg["status"]),
+            *setup_check_view.check_updates(self.studio, si, report),
+            config_form.effective_for(si.engine, si.config_text, effective),
         ]
-
-    def on_train_changed(self, train, test):
-        """A new train set: column mappings back to auto-detect, and a shipped test set that belongs to
-        another train set cleared (evaluation would score the wrong task), with a note saying so."""
-        test_update, note = self._test_for(train, test)
-        return gr.update(value=AUTO), gr.update(value=AUTO), test_update, note
-
-    @staticmethod
-    def _test_for(train, test) -> tuple[Any, str]:
-        if not test or test == NONE or inp.paired_test(train, test):
-            return gr.update(), ""
-        return (
-            gr.update(value=NONE),
-            f"{_('The test set belongs to another training set, so it was cleared:')} **{Path(test).name}** — "
-            f"{_('upload or pick a test set for this data, or train without one.')}",
-        )
-
-    def on_agent_upload(self, file, current):
-        if not file:
-            return gr.update(), ""
-        stored = self.studio.store_upload(file if isinstance(file, str) else file.name)
-        path, notes = inp.resolve_agent_upload(stored)
-        choices = inp.file_choices(inp.shipped_agents(), [path])
-        note = (
-            (f"{_('Relative paths in the upload:')} " + "; ".join(notes))
-            if notes
-            else f"{_('Uploaded')} {Path(stored).name}"
-        )
-        masked = inp.masked_secrets(stored)
-        if masked:
-            note += (
-                f". {_('Secrets written in it were not stored:')} {', '.join(masked)} {_('now read')} `****`; "
-                f"{_('pass them as')} `${{ENV_VAR}}` (docs/SECURITY.md)"
-            )
-        return gr.update(choices=choices, value=path), note
-
-    def on_data_upload(self, file, test):
-        if not file:
-            return gr.update(), gr.update(), gr.update(), gr.update(), gr.update()
-        stored = self.studio.store_upload(file if isinstance(file, str) else file.name)
-        test_update, note = self._test_for(stored, test)
-        return (
-            gr.update(choices=inp.file_choices(inp.shipped_datasets(), [stored]), value=stored),
-            gr.update(value=AUTO),
-            gr.update(value=AUTO),
-            test_update,
-            note,
-        )
-
-    def on_test_upload(self, file, current):
-        if not file:
-            return gr.update(), gr.update()
-        stored = self.studio.store_upload(file if isinstance(file, str) else file.name)
-        return (
-            gr.update(choices=[(NONE, NONE)] + inp.file_choices(inp.shipped_datasets(), [stored]), value=stored),
-            "",
-        )
-
-    def on_rewards_picked(self, picks, weights, docs, problems):
-        """A new choice of rewards replaces a failed upload's error (the user moved on from it)."""
-        problems = {k: v for k, v in (problems or {}).items() if k != "reward"}
-        return self._weights_table(picks, weights, docs or {}), problems
-
-    def on_reward_upload(self, file, picks, weights, docs, problems):
-        """An uploaded reward file's functions join the picks. One that cannot be imported (or defines
-        no function) puts the Reward card in error until it is replaced or another reward is picked
-        — the previous reward must not train silently in its place."""
-        problems = {k: v for k, v in (problems or {}).items() if k != "reward"}
-        if not file:
-            return gr.update(), gr.update(), docs, "", problems
-        stored = self.studio.store_upload(file if isinstance(file, str) else file.name)
-        name = Path(stored).name
-        try:
-            fns = self.studio.reward_functions(stored)
-            why = None if fns else "it defines no public function"
-        except WorkerError as e:
-            why = str(e)
-        if why:
-            problems["reward"] = (
-                f"the uploaded reward file {name} cannot be used: {why} — fix it and upload it "
-                "again, or pick another reward"
-            )
-            return gr.update(), gr.update(), docs, f"**{_('Cannot use')} {name}:** {why}", problems
-        docs = dict(docs or {})
-        for fn in fns:
-            docs[fn["ref"]] = (inp.reward_label(fn["ref"]), fn.get("doc", ""))
-        # the upload replaces a picked function of the same file name (a new version of it);
-        # otherwise its first function is added
-        same = {f"{Path(stored).name}:{fn['name']}": fn["ref"] for fn in fns}
-        picks = [same.get(_file_fn(p), p) for p in picks or []]
-        if not any(fn["ref"] in picks for fn in fns):
-            picks.append(fns[0]["ref"])
-        choices = [(label, key) for key, (label, _) in docs.items()]
-        names = ", ".join(f["name"] for f in fns)
-        return (
-            gr.update(choices=choices, value=picks),
-            self._weights_table(picks, weights, docs),
-            docs,
-            f"{_('Loaded')} {Path(stored).name}: {names} ({_('checked in the worker')})",
-            problems,
-        )
 
     # -- engine & config -------------------------------------------------------------------------------
     def engine_note(self, memory: dict, config_text: str) -> str:
@@ -836,19 +521,3 @@ class SetupTab:
             f"{_('Each engine keeps its own config overrides: these are kept aside for')} **{previous}** "
             f"{_('(they come back if you switch back);')} **{engine}** {start}"
         )
-
-
-def _file_fn(key: str) -> str:
-    """``/x/y/letter_reward.py:letter_reward`` → ``letter_reward.py:letter_reward``."""
-    target, _, attr = key.rpartition(":")
-    return f"{Path(target).name}:{attr}" if target.endswith(".py") else key
-
-
-def _frame(preview: dict | None):
-    import pandas as pd
-
-    if not preview:
-        return pd.DataFrame()
-    if preview.get("error"):
-        return pd.DataFrame({"error": [preview["error"]]})
-    return pd.DataFrame(preview.get("rows") or [], columns=preview.get("columns"))

@@ -16,7 +16,8 @@ from .client_api import build_api
 from ..tabs.evaluate_tab import EvaluateTab
 from ..tabs.monitor_tab import MonitorTab
 from ..tabs.runs_tab import RunsTab
-from ..tabs.setup_tab import SetupTab, collect
+from ..tabs.setup_inputs import collect
+from ..tabs.setup_tab import SetupTab
 from ..core.studio import Studio
 from ..core.sweep_core import SweepsCore
 from ..tabs.sweep_panel import SweepPanel, SweepsTab
