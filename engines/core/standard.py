@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import threading
 import time
 import traceback
@@ -21,7 +22,7 @@ from ..inputs.data import DataBundle, load_datasets, save_for_spec
 from ..fit.data_fit import DataFit, check_data_fit
 from ..fit.model_folder import ModelFolder, require_model_folder
 from ..rewards import Reward, RewardError, dry_run_reward, load_reward
-from ..runs.rundir import FAILED, FINISHED, RUNNING, STOPPED, classify_failure
+from ..runs.rundir import FAILED, FINISHED, RUNNING, STOPPED, classify_failure, run_dir_write_error
 from ..runs.lifecycle import Slot, wait_for_slot
 from ..diagnostics.watcher import start_diagnoses
 
@@ -309,21 +310,31 @@ class StandardProcessor(TrainerProcessor):
                 self._record_failure(e)
                 raise
             watcher.stop()
-            # the event first: whoever waits for the final state then finds the event written too
+            # the event first: whoever waits for the final state then finds the event written too (run.end: in
+            # the fallback place when the run directory refuses the status)
+            step = run.read_status().get("step")
             if outcome == STOPPED and watcher.fatal:
                 message = "the loss or the gradient norm is not finite (NaN/inf)"
-                run.event("failed", cause=watcher.fatal, message=message, step=run.read_status().get("step"))
-                run.write_status(state=FAILED, cause=watcher.fatal, error=message, ended=time.time())
+                run.end(
+                    "failed",
+                    dict(cause=watcher.fatal, message=message, step=step),
+                    state=FAILED,
+                    cause=watcher.fatal,
+                    error=message,
+                    ended=time.time(),
+                )
                 return FAILED
             if outcome == STOPPED:
                 cause = run.stop_reason()  # who asked: the user, a sweep's pruner (``pruned``), SIGTERM
-                run.event(
-                    "stopped", message="stopped at a step boundary", step=run.read_status().get("step"), cause=cause
+                run.end(
+                    "stopped",
+                    dict(message="stopped at a step boundary", step=step, cause=cause),
+                    state=STOPPED,
+                    ended=time.time(),
+                    cause=cause,
                 )
-                run.write_status(state=STOPPED, ended=time.time(), cause=cause)
             else:
-                run.event("finished", step=run.read_status().get("step"))
-                run.write_status(state=FINISHED, ended=time.time())
+                run.end("finished", dict(step=step), state=FINISHED, ended=time.time())
             return outcome
         finally:
             if slot is not None:
@@ -331,12 +342,73 @@ class StandardProcessor(TrainerProcessor):
             restore()
 
     def _record_failure(self, e: BaseException) -> None:
+        """The run ends ``failed`` with its cause. A write the run directory refused is the cause ("cannot write
+        metrics.jsonl: [Errno 1] Operation not permitted"): the engine then saves what it trained where it can
+        (:meth:`save_elsewhere`) and the status goes to the fallback place when status.json refuses it too."""
         text = "".join(traceback.format_exception(type(e), e, e.__traceback__))
-        cause = failure_cause(e)
-        message = f"{type(e).__name__}: {e}"
-        self.run.event("failed", cause=cause, message=message, traceback=text[-4000:])
-        self.run.write_status(state=FAILED, cause=cause, error=message, ended=time.time())
+        refused = run_dir_write_error(e, self.run.path)
+        extra: dict[str, Any] = {}
+        if refused is not None:
+            cause, message = str(refused), refused.detail
+            saved = self._save_elsewhere(refused)
+            extra = {"fallback_checkpoint": saved[0]} if saved[0] else {}
+            message += f"; {saved[1]}"
+        else:
+            cause, message = failure_cause(e), f"{type(e).__name__}: {e}"
+        step = self.run.read_status().get("step")
+        try:
+            self.run.end(
+                "failed",
+                dict(cause=cause, message=message, traceback=text[-4000:], step=step, **extra),
+                state=FAILED,
+                cause=cause,
+                error=message,
+                ended=time.time(),
+                **extra,
+            )
+        except OSError as nowhere:  # neither the run directory nor the fallback place takes it: say so in the log
+            logger.error(
+                "run %s: the final status could not be written to %s nor to %s (%s)",
+                self.run.run_id,
+                self.run.path,
+                self.run.fallback_dir,
+                nowhere,
+            )
         logger.error("run %s failed (%s): %s", self.run.run_id, cause, message)
+
+    def _save_elsewhere(self, refused: BaseException) -> tuple[str | None, str]:
+        """(the folder the model was saved to, or None; what to say about it) after the run directory refused a write."""
+        target = self.run.fallback_dir / "checkpoints"
+        try:
+            self._output_elsewhere()
+            saved = self.save_elsewhere(target)
+        except Exception as e:  # noqa: BLE001 - the run already failed: say why its model is not saved too
+            logger.warning("run %s: saving the model to %s failed", self.run.run_id, target, exc_info=True)
+            return None, f"the model could not be saved to {target} either ({type(e).__name__}: {e})"
+        if saved is None:
+            return None, "the steps since the last checkpoint are not saved"
+        return str(saved), f"the model at this step was saved to {saved}"
+
+    def _output_elsewhere(self) -> None:
+        """This process's stdout and stderr go on in the fallback place's train.log when the run's train.log refuses
+        them (a progress bar written there would fail the save too)."""
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os.write(2, b"\n")
+            return
+        except OSError:
+            pass
+        self.run.fallback_dir.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.run.fallback_dir / "train.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        os.dup2(fd, 1)
+        os.dup2(fd, 2)
+        os.close(fd)
+
+    def save_elsewhere(self, folder) -> Any:
+        """Save the model being trained under ``folder`` (a checkpoint the run directory refused); returns the
+        checkpoint's path, or None when the engine cannot (its weights live in another process)."""
+        return None
 
     def _install_sigterm(self) -> Callable[[], None]:
         """SIGTERM → a stop request, so training ends at the next step boundary with a checkpoint."""

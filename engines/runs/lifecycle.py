@@ -279,3 +279,4 @@ def delete_run(run_dir: str | os.PathLike) -> None:
     if process_alive(run.read_status()):
         raise ValueError(f"run {run.run_id} is still running — stop it before deleting it")
     shutil.rmtree(run.path)
+    shutil.rmtree(run.fallback_dir, ignore_errors=True)  # what the run wrote where its directory refused it

@@ -13,6 +13,13 @@ Layout of ``<runs>/<run_id>/`` (written by the training process, append-only, fl
 - ``checkpoints/``  checkpoints;  ``tensorboard/`` TensorBoard event files
 - ``STOP``          a stop request: any process may create it; training stops at the next step boundary
 - ``label.json``    the run's name and note, the user's to set and change (studio, CLI); engines never read it
+
+A write the run directory refuses (an immutable file, a read-only mount, a full disk, a file replaced by a
+directory) raises :class:`RunDirWriteError` ("cannot write metrics.jsonl: [Errno 1] Operation not permitted"):
+the training process ends the run ``failed`` with that cause. When status.json itself refuses the final status,
+the run process writes it to ``<runs>/.fallback/<run_id>/status.json`` (and a checkpoint it could not save in the
+run directory to ``.../checkpoints/``): the run process stays the one writer of its status, and every reader of
+:meth:`RunDir.read_status` (the studio, ``aworld-train runs``) sees the newer of the two.
 """
 from __future__ import annotations
 
@@ -24,6 +31,7 @@ import os
 import re
 import secrets
 import socket
+import stat
 import threading
 import time
 from dataclasses import dataclass, field
@@ -63,6 +71,7 @@ LOG_FILE = "train.log"
 STOP_FILE = "STOP"
 LABEL_FILE = "label.json"
 LOCK_FILE = ".lock"        # serializes read-modify-write of status.json between processes
+FALLBACK_DIR = ".fallback"  # <runs>/.fallback/<run_id>/: the final status (and checkpoint) a refusing run dir did not take
 CHECKPOINTS_DIR = "checkpoints"
 TENSORBOARD_DIR = "tensorboard"
 
@@ -148,14 +157,60 @@ def dumps_line(obj: dict) -> str:
 
 def atomic_write_text(path: Path, text: str, durable: bool = True) -> None:
     """Readers see the old or the new text, never a mix. ``durable`` also syncs it to disk first
-    (survives a power cut); a per-step heartbeat skips that."""
+    (survives a power cut); a per-step heartbeat skips that. A failed write leaves no temporary file."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-        f.flush()
-        if durable:
-            os.fsync(f.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            if durable:
+                os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+class RunDirWriteError(OSError):
+    """A write the run directory refused: ``str()`` is "cannot write <file>: [Errno N] <reason>" (the file
+    relative to the run directory), the run's failure cause; :attr:`detail` adds where and how to fix it."""
+
+    def __init__(self, name: str, error: OSError, run_path: Path):
+        super().__init__(error.errno, error.strerror or str(error))
+        self.file, self.error, self.run_path = name, error, run_path
+
+    def __str__(self) -> str:
+        why = f"[Errno {self.errno}] {self.strerror}" if self.errno is not None else str(self.error)
+        return f"cannot write {self.file}: {why}"
+
+    @property
+    def detail(self) -> str:
+        return (
+            f"{self} (in {self.run_path}): the run directory stopped taking writes — an immutable flag "
+            "(lsattr, chattr -i), a read-only mount, a full disk (df) or a file replaced by a folder; make it "
+            "writable, then resume from the last checkpoint"
+        )
+
+
+def run_dir_write_error(e: BaseException | None, run_path: Path) -> RunDirWriteError | None:
+    """The refused run-directory write behind ``e`` (itself, its cause or context): a :class:`RunDirWriteError`,
+    or an OSError naming a file inside ``run_path`` (a checkpoint the trainer could not save); None otherwise."""
+    seen = set()
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        if isinstance(e, RunDirWriteError):
+            return e
+        name = getattr(e, "filename", None) if isinstance(e, OSError) else None
+        if name:
+            try:
+                rel = Path(os.fsdecode(name)).resolve().relative_to(run_path)
+            except ValueError:
+                rel = None
+            if rel is not None:
+                return RunDirWriteError(str(rel), e, run_path)
+        e = e.__cause__ or e.__context__
+    return None
 
 
 class RunDir:
@@ -212,12 +267,20 @@ class RunDir:
         return yaml.safe_load(p.read_text(encoding="utf-8")) or {}
 
     # -- status ---------------------------------------------------------------------------
+    @property
+    def fallback_dir(self) -> Path:
+        """``<runs>/.fallback/<run_id>/``: where the run process puts the final status (and a checkpoint) its
+        run directory refused."""
+        return self.path.parent / FALLBACK_DIR / self.run_id
+
     def read_status(self) -> dict:
-        p = self.path / STATUS_FILE
-        try:
-            return json.loads(p.read_text(encoding="utf-8"))
-        except (FileNotFoundError, json.JSONDecodeError):
-            return {}
+        """status.json, or the fallback status the run process wrote when status.json refused it (the newer of
+        the two by heartbeat, merged over the other)."""
+        status = _read_json(self.path / STATUS_FILE)
+        fallback = _read_json(self.fallback_dir / STATUS_FILE)
+        if fallback and (fallback.get("heartbeat") or 0) >= (status.get("heartbeat") or 0):
+            return {**status, **fallback}
+        return status
 
     def write_status(self, durable: bool = True, **fields: Any) -> dict:
         """Merge ``fields`` into status.json atomically, under the run directory's lock (a read-modify-write
@@ -229,9 +292,40 @@ class RunDir:
             status.update(fields)
             status["heartbeat"] = time.time()
             status.setdefault("run_id", self.run_id)
-            atomic_write_text(self.path / STATUS_FILE, json.dumps(_clean(status), default=_json_default, indent=1),
-                              durable=durable)
+            with self._writing(STATUS_FILE):
+                atomic_write_text(self.path / STATUS_FILE,
+                                  json.dumps(_clean(status), default=_json_default, indent=1), durable=durable)
         return status
+
+    def end(self, kind: str, event: dict[str, Any] | None = None, **fields: Any) -> dict:
+        """Record how the run ended, by its own process: the ``kind`` event, then ``fields`` in status.json. When
+        status.json refuses them, the status goes to :attr:`fallback_dir` (with ``fallback_reason``), which
+        :meth:`read_status` reads; an events.jsonl that refuses the event is named there too. Raises only when
+        neither place takes the status."""
+        refused: list[str] = []
+        try:
+            self.event(kind, **(event or {}))
+        except RunDirWriteError as e:
+            refused.append(str(e))
+        try:
+            return self.write_status(**fields)
+        except RunDirWriteError as e:
+            refused.append(str(e))
+        status = {**self.read_status(), **fields, "heartbeat": time.time(), "fallback_reason": "; ".join(refused)}
+        status.setdefault("run_id", self.run_id)
+        self.fallback_dir.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(self.fallback_dir / STATUS_FILE, json.dumps(_clean(status), default=_json_default, indent=1))
+        return status
+
+    @contextlib.contextmanager
+    def _writing(self, name: str):
+        """A refused write of ``name`` (in this run directory) raised as :class:`RunDirWriteError`."""
+        try:
+            yield
+        except RunDirWriteError:
+            raise
+        except OSError as e:
+            raise RunDirWriteError(name, e, self.path) from e
 
     @contextlib.contextmanager
     def locked(self):
@@ -246,7 +340,15 @@ class RunDir:
         with _THREAD_LOCKS_GUARD:
             thread_lock = _THREAD_LOCKS.setdefault(key, threading.Lock())
         with thread_lock:  # flock excludes other processes; within one process, this excludes other threads
-            fd = os.open(self.path / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fd = os.open(self.path / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+            except FileNotFoundError:
+                raise
+            except OSError as e:  # an immutable or read-only .lock still locks (flock needs no write access)
+                try:
+                    fd = os.open(self.path / LOCK_FILE, os.O_RDONLY)
+                except OSError:
+                    raise RunDirWriteError(LOCK_FILE, e, self.path) from e
             held.add(key)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX)
@@ -270,7 +372,7 @@ class RunDir:
         lost = self._appended.lost(path)
         if lost:  # deleted, truncated or replaced behind the writer's back: say what is gone
             self.event("warning", **lost)
-        with open(path, "a", encoding="utf-8") as f:
+        with self._writing(name), open(path, "a", encoding="utf-8") as f:
             before = os.fstat(f.fileno()).st_size
             f.write(dumps_line(obj))
             f.flush()
@@ -349,6 +451,15 @@ class RunDir:
         return sorted((p for p in self.checkpoints_dir.iterdir() if p.is_dir() and not p.is_symlink()), key=step_of)
 
 
+def _read_json(path: Path) -> dict:
+    """A JSON object file; {} when it is missing, unreadable (a folder in its place) or torn."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
 def iter_jsonl(path: Path) -> Iterator[dict]:
     try:
         with open(path, encoding="utf-8") as f:
@@ -359,7 +470,7 @@ def iter_jsonl(path: Path) -> Iterator[dict]:
                         yield json.loads(line)
                     except json.JSONDecodeError:
                         continue  # a torn last line while the writer is mid-write
-    except FileNotFoundError:
+    except (FileNotFoundError, IsADirectoryError):  # none, or a folder in its place: no rows
         return
 
 
@@ -397,6 +508,8 @@ class JsonlTail:
     def read_new(self, max_bytes: int | None = None) -> list[dict]:
         try:
             st = os.stat(self.path)
+            if not stat.S_ISREG(st.st_mode):  # a folder (or else) in its place: nothing to read, as if deleted
+                raise FileNotFoundError(self.path)
         except FileNotFoundError:
             if self.offset or self._partial:  # deleted after it was read
                 self._start_over()
@@ -436,9 +549,12 @@ class TextTail:
 
     def read_new(self) -> list[str]:
         try:
-            size = os.path.getsize(self.path)
+            st = os.stat(self.path)
         except FileNotFoundError:
             return []
+        if not stat.S_ISREG(st.st_mode):  # a folder in its place: nothing to read
+            return []
+        size = st.st_size
         if size < self.offset:
             self.offset, self.lines, self._partial = 0, [], ""
         if size == self.offset:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+from pathlib import Path
 from typing import Any
 
 from ..runs import trackers
@@ -336,6 +337,17 @@ class TrlProcessor(StandardProcessor):
 
                 close_default_pool()  # stdio servers stopped, sessions closed
         return STOPPED if callback.stopped else FINISHED
+
+    def save_elsewhere(self, folder):
+        """The model in memory (and its tokenizer and trainer state) as ``folder/checkpoint-<step>``, when this
+        process trained it (one process: a launched run's ranks hold theirs)."""
+        trainer = getattr(self, "trainer", None)
+        if trainer is None or trainer.args.world_size > 1:
+            return None
+        path = Path(folder) / f"checkpoint-{trainer.state.global_step}"
+        trainer.save_model(str(path))
+        trainer.state.save_to_json(str(path / "trainer_state.json"))
+        return path
 
     # -- evaluation during training ----------------------------------------------------------
     def _rows(self, ds, mode: str):
