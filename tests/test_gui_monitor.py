@@ -229,6 +229,25 @@ def test_axis_labels_write_every_gridline_exactly():
     assert len(set(labels)) == len(labels)  # no two gridlines with the same label
 
 
+def test_the_y_axis_is_titled_and_the_step_axis_shows_whole_steps_from_the_first_draw():
+    """The first draw (one logged step) labelled steps -1..1 and 5.5; the y axis had no title (issue 32 §4)."""
+    import re
+
+    from aworld_gui.rendering.charts import Line, svg_chart
+    from aworld_gui.rendering.i18n import _, localize
+
+    def step_labels(html: str) -> list[str]:
+        return re.findall(r'class="aw-tick" text-anchor="middle">([^<]+)<', html)
+
+    first = svg_chart([Line("reward", [1], [0.25], "#000", markers=True)], _("reward"))
+    assert step_labels(first) == ["0", "1", "2"]
+    for n in (2, 3, 4, 7):
+        labels = step_labels(svg_chart([Line("reward", list(range(1, n + 1)), [0.1] * n, "#000")], "reward"))
+        assert labels and all(x.isdigit() for x in labels), (n, labels)
+    titles = re.findall(r"rotate\(-90[^>]*>([^<]+)<", localize(first, "zh"))
+    assert titles == ["奖励"]
+
+
 def test_a_run_deleted_while_watched_is_reported_once(tmp_path):
     import shutil
 

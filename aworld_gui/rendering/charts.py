@@ -11,7 +11,7 @@ from .i18n import _
 from .render import esc, fmt_num
 
 W, H = 640, 250
-ML, MR, MT, MB = 54, 14, 10, 30  # plot margins: left (y labels), right, top, bottom (x labels)
+ML, MR, MT, MB = 68, 14, 10, 30  # plot margins: left (y title and labels), right, top, bottom (x labels)
 
 PALETTE = ["#4f46e5", "#e11d48", "#059669", "#d97706", "#0891b2", "#7c3aed", "#db2777", "#65a30d"]
 
@@ -41,8 +41,10 @@ def nice_step(span: float, target: int) -> float:
     return 10 * mag
 
 
-def ticks(lo: float, hi: float, target: int) -> list[float]:
-    step = nice_step(hi - lo, target)
+def ticks(lo: float, hi: float, target: int, min_step: float = 0.0) -> list[float]:
+    """Round values from ``lo`` to ``hi``, about ``target`` of them, at least ``min_step`` apart (1 for steps:
+    a training step is a whole number)."""
+    step = max(nice_step(hi - lo, target), min_step)
     first = math.ceil(lo / step - 1e-9)
     out = []
     while len(out) < 50:
@@ -90,8 +92,8 @@ def svg_chart(
     x0, x1 = min(xs_all), max(xs_all)
     last_step = x1
     y0, y1 = min(ys_all), max(ys_all)
-    if x1 == x0:
-        x0, x1 = x0 - 1, x1 + 1
+    if x1 == x0:  # one step so far: the axis spans real steps around it (no step -1 or 0.5)
+        x0, x1 = max(0.0, x0 - 1), x1 + 1
     pad = (y1 - y0) * 0.06 or (abs(y0) * 0.1 or 1.0)
     y0, y1 = y0 - pad, y1 + pad
     pw, ph = width - ML - MR, H - MT - MB
@@ -111,8 +113,8 @@ def svg_chart(
             f'<line x1="{ML}" x2="{width - MR}" y1="{y:.1f}" y2="{y:.1f}" class="aw-grid"/>'
             f'<text x="{ML - 6}" y="{y + 4:.1f}" class="aw-tick" text-anchor="end">{tick_label(v, ystep)}</text>'
         )
-    xstep = nice_step(x1 - x0, 6)
-    for v in ticks(x0, x1, 6):
+    xstep = max(nice_step(x1 - x0, 6), 1.0)
+    for v in ticks(x0, x1, 6, min_step=1.0):
         x = sx(v)
         parts.append(
             f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{MT}" y2="{H - MB}" class="aw-grid"/>'
@@ -121,6 +123,12 @@ def svg_chart(
         )
     parts.append(f'<rect x="{ML}" y="{MT}" width="{pw}" height="{ph}" class="aw-frame"/>')
     parts.append(f'<text x="{width - MR}" y="{H - 4}" class="aw-axis" text-anchor="end">{_("step")}</text>')
+    if y_title:  # along the y axis, left of its labels
+        mid = MT + ph / 2
+        parts.append(
+            f'<text x="12" y="{mid:.1f}" class="aw-axis" text-anchor="middle" transform="rotate(-90 12 {mid:.1f})">'
+            f"{esc(y_title)}</text>"
+        )
     for ln in lines:
         pts = " ".join(f"{sx(x):.1f},{sy(y):.1f}" for x, y in zip(ln.xs, ln.ys))
         parts.append(

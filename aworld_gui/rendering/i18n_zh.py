@@ -155,6 +155,8 @@ ZH = {
     "Loss": "损失",
     "train": "训练",
     "loss": "损失",
+    "reward": "奖励",
+    "value": "数值",
     "latest": "最新",
     "smoothed": "平滑",
     "eval": "评估",

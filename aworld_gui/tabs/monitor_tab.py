@@ -319,12 +319,12 @@ class MonitorTab:
                 '<div class="aw-chart-box"><div class="aw-chart-title">'
                 + render.esc(", ".join(picks))
                 + "</div>"
-                + svg_chart(custom_lines, "value", _("none of these metrics has values yet"), "custom", width=1320)
+                + svg_chart(custom_lines, _("value"), _("none of these metrics has values yet"), "custom", width=1320)
                 + "</div>"
             )
         return {
-            "reward": svg_chart(reward, "reward", chart_id="reward"),
-            "loss": svg_chart(loss, "loss", chart_id="loss"),
+            "reward": svg_chart(reward, _("reward"), chart_id="reward"),
+            "loss": svg_chart(loss, _("loss"), chart_id="loss"),
             "custom": custom,
         }
 
