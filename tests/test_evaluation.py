@@ -97,6 +97,10 @@ def test_a_tool_using_agents_tools_run_during_evaluation(tmp_path):
     )
     result = asyncio.run(trainer.inference(max_samples=6))  # not trained: the base (warm-started) model
     assert result.model == "base" and result.metrics["tool_calls"] >= 1
+    # the model's load is timed apart from generating and scoring (a big model's load is not its speed)
+    m = result.metrics
+    assert m["load_seconds"] > 0 and m["generate_seconds"] > 0
+    assert abs(m["load_seconds"] + m["generate_seconds"] - m["seconds"]) <= 0.02
     executed = [p for p in result.predictions if any(m["role"] == "tool" for m in p["trajectory"])]
     assert executed, result.predictions[0]
     p = executed[0]
@@ -213,6 +217,10 @@ def test_evaluating_an_mcp_agent_labels_its_calls_and_results_with_the_server(tm
     )
     result = asyncio.run(trainer.inference(max_samples=6))  # the base model, its tool on the MCP server
     assert result.model == "base" and result.metrics["tool_calls"] >= 1
+    # the model's load is timed apart from generating and scoring (a big model's load is not its speed)
+    m = result.metrics
+    assert m["load_seconds"] > 0 and m["generate_seconds"] > 0
+    assert abs(m["load_seconds"] + m["generate_seconds"] - m["seconds"]) <= 0.02
     executed = [p for p in result.predictions if any(m["role"] == "tool" for m in p["trajectory"])]
     assert executed, result.predictions[0]
     for p in executed:  # every call went to the calculator server, which computed the result
@@ -325,3 +333,17 @@ def test_the_list_of_evaluations_names_what_each_compared_not_a_state_that_goes_
         == EvaluateTab._eval_choices([finished])
         == [("20261125-021338-eval-4873 · base, checkpoint-300 · letters_test.jsonl", "20261125-021338-eval-4873")]
     )
+
+
+def test_the_evaluate_tables_show_a_whitespace_or_empty_completion_as_such():
+    """A completion of spaces showed as a blank cell, read as a missing answer (issue 32 §4)."""
+    from aworld_gui.tabs.evaluate_tab import sample_rows, summary_html
+
+    preds = [
+        {"model": m, "index": 0, "sample": 0, "prompt": "hi", "answer": "a", "completion": c, "reward": 0.0}
+        for m, c in (("base", " \n"), ("checkpoint-2", ""), ("best", "a"))
+    ]
+    rows, headers = sample_rows(preds)
+    assert rows[0][4:] == ["(whitespace ' \\n')", 0.0, "(empty)", 0.0, "a", 0.0], (rows, headers)
+    table = summary_html({"base": {"reward": 0.5, "load_seconds": 1.5, "generate_seconds": 3.0, "seconds": 4.5}})
+    assert table.index("load_seconds") < table.index("generate_seconds") < table.index("<th>seconds")

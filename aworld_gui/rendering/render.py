@@ -28,6 +28,14 @@ RUN_LABEL = {
 _MARKER = re.compile(r'(__i18n__\{"__type__": "translation_metadata", "key": "t[0-9a-f]{12}"\})')
 
 
+def visible_text(text: str) -> str:
+    """``text``, or what it is when there is nothing to see: a completion of spaces or newlines reads
+    ``(whitespace '\\n ')``, an empty one ``(empty)`` (a blank cell read as a missing answer)."""
+    if text.strip():
+        return text
+    return f"(whitespace {text!r})" if text else "(empty)"
+
+
 def esc(value: Any) -> str:
     """HTML-escaped text; Gradio's translation markers in it (aworld_gui/rendering/i18n.py) are kept whole."""
     text = "" if value is None else str(value)
@@ -445,7 +453,7 @@ def trajectory(sample: dict) -> str:
         body = (
             esc(content)
             if content.strip()
-            else (f'<i class="aw-muted">(whitespace {esc(repr(content))})</i>' if content else "")
+            else (f'<i class="aw-muted">{esc(visible_text(content))}</i>' if content else "")
         )
         calls = ""
         for tc in m.get("tool_calls") or []:

@@ -60,7 +60,8 @@ def read_predictions(eval_dir: str | Path) -> list[dict]:
 
 
 def summary_html(metrics: dict[str, dict]) -> str:
-    """One column per model: mean reward, each reward term, pass@k, tool calls, samples, seconds."""
+    """One column per model: mean reward, each reward term, pass@k, tool calls, samples, and seconds: loading the
+    model, generating and scoring, the whole."""
     if not metrics:
         return f'<div class="aw-muted">{_("No results yet.")}</div>'
     models = list(metrics)
@@ -71,7 +72,7 @@ def summary_html(metrics: dict[str, dict]) -> str:
         ["reward"]
         + sorted(k for k in keys if k.startswith("rewards/"))
         + sorted(k for k in keys if k.startswith("pass@"))
-        + [k for k in ("tool_calls", "samples", "prompts", "seconds") if k in keys]
+        + [k for k in ("tool_calls", "samples", "prompts", "load_seconds", "generate_seconds", "seconds") if k in keys]
     )
     best = max(models, key=lambda m: metrics[m].get("reward") or 0.0)
     head = "".join(
@@ -108,7 +109,7 @@ def sample_rows(predictions: list[dict], which: str = FILTERS[0], threshold: flo
         row = [index, sample, _last_user(first["prompt"])[:300], first.get("answer")]
         for m in models:
             p = per.get(m)
-            row += [p["completion"][:300] if p else "", round(p["reward"], 4) if p else None]
+            row += [render.visible_text(p["completion"])[:300] if p else "", round(p["reward"], 4) if p else None]
         rows.append(row)
     headers = ["#", "sample", "prompt", "answer"] + [h for m in models for h in (f"{m}: completion", f"{m}: reward")]
     return rows, headers

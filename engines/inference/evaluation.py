@@ -86,6 +86,17 @@ def metrics_of(predictions: list[dict], reward_names: list[str], samples: int, t
 
 
 # -- the core ----------------------------------------------------------------------------------------------
+def load_generator(ref: ModelRef, agent: AgentSpec):
+    """The model of ``ref`` loaded, with the agent's loop (its tools) around it: an ``AgentGenerator``."""
+    from .checkpoints import load
+    from .rollout import AgentGenerator
+
+    model, tokenizer = load(ref)
+    return AgentGenerator(
+        model, tokenizer, agent.tool_callables() if agent.has_tools else [], agent.tool_schemas, agent.max_steps
+    )
+
+
 def evaluate_model(
     ref: ModelRef,
     agent: AgentSpec,
@@ -102,16 +113,11 @@ def evaluate_model(
 ) -> list[dict]:
     """Generate ``samples`` completions per row with the agent's loop and score them; returns the
     predictions. ``generator``: an already loaded ``AgentGenerator`` (else the model is loaded here)."""
-    from .checkpoints import load
     from ..rewards.calling import Batch
-    from .rollout import AgentGenerator
 
     own = generator is None
     if own:
-        model, tokenizer = load(ref)
-        generator = AgentGenerator(
-            model, tokenizer, agent.tool_callables() if agent.has_tools else [], agent.tool_schemas, agent.max_steps
-        )
+        generator = load_generator(ref, agent)
     reward.tokenizer = generator.tokenizer
     max_new = int(max_new_tokens or agent.max_tokens)
     prompts = [prompt_messages(r, columns, agent.system_prompt) for r in rows]
@@ -330,6 +336,8 @@ def _evaluate_doc(doc: dict, out: RunDir) -> list[InferenceResult]:
             out.write_status(step=base + done, total_steps=total, model=ref.label, durable=False)  # noqa: B023
 
         t0 = time.time()
+        generator = load_generator(ref, agent)  # timed apart: a big model's load is not its generation
+        t_loaded = time.time()
         preds = evaluate_model(
             ref,
             agent,
@@ -340,12 +348,18 @@ def _evaluate_doc(doc: dict, out: RunDir) -> list[InferenceResult]:
             doc["temperature"],
             max_new_tokens=doc.get("max_new_tokens"),
             progress=progress,
+            generator=generator,
         )
+        del generator  # one model in memory at a time
+        gc.collect()
         with open(out.file(PREDICTIONS), "a", encoding="utf-8") as f:
             for p in preds:
                 f.write(json.dumps(p, ensure_ascii=False, default=str) + "\n")
         metrics = metrics_of(preds, reward.names, doc["samples"], doc.get("pass_threshold", 1.0))
-        metrics["seconds"] = round(time.time() - t0, 2)
+        t_end = time.time()
+        metrics["load_seconds"] = round(t_loaded - t0, 2)
+        metrics["generate_seconds"] = round(t_end - t_loaded, 2)  # the agent's loop and the reward, every sample
+        metrics["seconds"] = round(t_end - t0, 2)
         all_metrics[ref.label] = metrics
         atomic_write_text(out.file(METRICS), json.dumps({"models": all_metrics}, indent=1, default=str))
         out.event("model_done", model=ref.label, reward=metrics["reward"])
