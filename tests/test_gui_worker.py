@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 
@@ -108,6 +109,56 @@ def test_a_hanging_reward_marks_the_reward_module_and_never_runs_in_this_process
     # the next check (a fine reward) works at once
     report = studio.check(inp.demo_inputs())
     assert report["ok"], report["results"]
+
+
+def _marked(marker: str) -> list[int]:
+    out = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/cmdline", "rb") as f:
+                    if marker.encode() in f.read():
+                        out.append(int(name))
+            except OSError:
+                pass
+    return out
+
+
+def test_a_reward_that_forks_300_processes_is_stopped_blamed_and_leaves_the_worker_well(worker, tmp_path):
+    """Issue 29 item 8: 300 forks that setsid() away took the worker down (72.7 s, "the check worker did not
+    answer" on every module, the next check 53 s). Now: the reward gets the error, naming the count and the
+    limit, the other modules their own results, nothing is left running, and the next check is quick."""
+    marker = f"aworld-forkbomb-{os.getpid()}-{tmp_path.name}"
+    bomb = tmp_path / "forky.py"
+    bomb.write_text(
+        "import os, time\n\n"
+        "def forky(completion, answer, **kw):\n"
+        "    for _ in range(300):\n"
+        "        if os.fork() == 0:\n"
+        "            os.setsid()\n"
+        f"            os.execv('/bin/sleep', [{marker!r}, '600'])\n"
+        "    time.sleep(1)\n"
+        "    return 1.0\n"
+    )
+    studio = Studio(tmp_path / "runs", worker=worker, check_timeout_s=30)  # not started: no watchdog
+    si = inp.demo_inputs()
+    si.rewards = [{"ref": f"{bomb}:forky", "weight": 1.0}]
+    t0 = time.perf_counter()
+    report = studio.check(si)
+    elapsed = time.perf_counter() - t0
+    res = report["results"]
+    message = res["reward"]["message"]
+    assert res["reward"]["status"] == "error", res
+    assert "forky" in message and "started" in message and "more than the limit of 128" in message, message
+    assert {m: res[m]["status"] for m in ("agent", "dataset", "engine")} == {
+        m: "ok" for m in ("agent", "dataset", "engine")
+    }
+    assert elapsed < 20, f"the check took {elapsed:.1f} s"
+    wait_for(lambda: not _marked(marker), 5, "every process the reward forked to be killed")
+    t0 = time.perf_counter()
+    report = studio.check(inp.demo_inputs())
+    assert report["ok"], report["results"]
+    assert time.perf_counter() - t0 < 5, "the next check was slow: the worker was left wedged"
 
 
 def test_reward_file_functions_are_listed_from_the_worker(worker):

@@ -236,3 +236,63 @@ def test_torch_works_in_a_call_from_a_process_that_already_used_torch(tmp_path):
     assert out.returncode == 0, out.stderr[-2000:]
     result = out.stdout.split("RESULT", 1)[1]
     assert result.split() == ["True", "256"], result  # each softmax row sums to 1
+
+
+def _marked(marker: str) -> list[int]:
+    """Processes whose command line holds ``marker`` (scanned in /proc: also those that left with setsid)."""
+    out = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/cmdline", "rb") as f:
+                    if marker.encode() in f.read():
+                        out.append(int(name))
+            except OSError:
+                pass
+    return out
+
+
+def fork_many(n, marker, deaf=False):
+    """Fork ``n`` children that leave the call's session (setsid) and sleep as ``marker``; ``deaf``: ignore
+    the signal that raises the process limit's error, and go on forking."""
+    import signal
+
+    report_progress("reward")
+    if deaf:
+        signal.signal(signal.SIGUSR1, signal.SIG_IGN)
+    for _ in range(n):
+        if os.fork() == 0:
+            os.setsid()
+            os.execv("/bin/sleep", [marker, "600"])
+    return "forked"
+
+
+def test_a_call_that_forks_past_the_process_limit_gets_an_error_and_leaves_nothing(monkeypatch):
+    """Issue 29 item 8: 300 forks that setsid() away; root ignores RLIMIT_NPROC, so the supervisor counts."""
+    monkeypatch.setenv("AWORLD_USER_CODE_MAX_PROCESSES", "40")
+    marker = f"aworld-forkbomb-{os.getpid()}-a"
+    t0 = time.monotonic()
+    out = run_isolated(fork_many, {"n": 300, "marker": marker}, timeout_s=60)
+    assert time.monotonic() - t0 < 20
+    assert not out.ok and out.kind == "exception", out
+    assert "TooManyProcesses: started" in out.error and "more than the limit of 40" in out.error
+    assert "AWORLD_USER_CODE_MAX_PROCESSES" in out.error
+    wait_for(lambda: not _marked(marker), 10, "every forked process to be killed")
+
+
+def test_a_call_deaf_to_the_process_limit_error_is_killed(monkeypatch):
+    monkeypatch.setenv("AWORLD_USER_CODE_MAX_PROCESSES", "20")
+    marker = f"aworld-forkbomb-{os.getpid()}-b"
+    out = run_isolated(fork_many, {"n": 3000, "marker": marker, "deaf": True}, timeout_s=60)
+    assert not out.ok and out.kind == "processes", out
+    assert describe(out).startswith("the reward module's code started ")
+    assert "it went on after 3 such errors, so it was killed" in out.error
+    wait_for(lambda: not _marked(marker), 10, "every forked process to be killed")
+
+
+def test_a_call_under_the_process_limit_runs_as_before(monkeypatch):
+    monkeypatch.setenv("AWORLD_USER_CODE_MAX_PROCESSES", "20")
+    marker = f"aworld-forkbomb-{os.getpid()}-c"
+    out = run_isolated(fork_many, {"n": 10, "marker": marker}, timeout_s=60)
+    assert out.ok and out.value == "forked", out
+    wait_for(lambda: not _marked(marker), 10, "the call's processes to be killed when it ended")

@@ -32,7 +32,7 @@ def failed_report(e: WorkerError) -> dict[str, Any]:
             "worker_error": {"kind": e.kind, "message": str(e), "output": ""},
         }
     message = str(e)
-    if e.kind in ("exit", "crash"):
+    if e.kind in ("exit", "crash", "processes"):
         message = f"{whose(e.stage)} {message}"
     elif e.kind == "timeout" and e.stage in CHECKED_MODULES:
         message = f"the {e.stage} check {message}"

@@ -14,7 +14,13 @@ from .check_result import CHECKED_MODULES, ERROR, WARNING, CheckError, CheckResu
 from ..isolation.sandbox import Outcome, describe, run_isolated
 from ..isolation.user_env import referenced_names, server_values, user_code_env
 
-WHAT = {"timeout": "timed out", "crash": "crashed", "exit": "exited", "cancelled": "was cancelled"}
+WHAT = {
+    "timeout": "timed out",
+    "crash": "crashed",
+    "exit": "exited",
+    "cancelled": "was cancelled",
+    "processes": "started too many processes",
+}
 HINTS = {
     "timeout": "a tool or reward that loops, sleeps or waits (on import or when called) is the usual cause; "
     "make it return promptly",
