@@ -66,6 +66,20 @@ def test_check_uploaded_demo_files_all_green(client):
     assert "Say the letter A:" in res["rendered_prompt"]
 
 
+def test_concurrent_checks_from_one_client_each_get_their_result(studio):
+    """Issue 29 item 9: 200 concurrent /check calls from one gradio_client got 198 "cancelled" (they share the
+    client's session, and a page's newer check cancels its older one). An API call is never cancelled by another."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    one = Client(studio[0].url, verbose=False)
+    files = demo_files()
+    jobs = [one.submit(*files, LONG_CONFIG, "trl", api_name="/check") for _ in range(20)]
+    with ThreadPoolExecutor(20) as pool:
+        results = list(pool.map(lambda job: job.result(timeout=240), jobs))
+    summary = [(r["ok"], r.get("cancelled"), r["modules"]["reward"]["message"][:120]) for r in results]
+    assert all(r["ok"] is True and not r.get("cancelled") for r in results), summary
+
+
 def test_check_bad_dataset_reports_its_error(client, tmp_path):
     bad = tmp_path / "broken_train.jsonl"
     bad.write_text('{"prompt": "Say A", "answer": "A"}\n{"prompt": oops\n')

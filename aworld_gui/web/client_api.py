@@ -192,13 +192,16 @@ def build_api(studio: Studio) -> None:
         )
     files = [agent, train, test, reward_file, rewards, config, engine]
 
-    def check(a, t, te, rf, rw, cfg, eng, request: gr.Request = None):
+    def check(a, t, te, rf, rw, cfg, eng):
         """Check every module (agent, dataset, reward, config, engine) without launching."""
         try:
             si = build_inputs(studio, a, t, te, rf, rw, cfg, eng)
         except ApiError as e:
             return input_error(e)
-        return summarize_report(studio.check(si, client=getattr(request, "session_hash", None)))
+        # no ``client``: a page's newer check replaces its older one (typing re-checks), but every API call is
+        # one the caller waits for — one gradio_client's concurrent calls share a session and must not cancel
+        # each other (issue 29 item 9); they queue (4 at once, concurrency_id "checks") and each gets its result
+        return summarize_report(studio.check(si))
 
     def launch(a, t, te, rf, rw, cfg, eng):
         """Check, write the run directory and start training in its own process (queued when busy)."""
