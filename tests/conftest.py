@@ -30,6 +30,7 @@ SWIFT_ENV_FILES = {"test_swift_engine.py", "test_browser_swift.py"}
 #: the files whose tests train (besides every test that uses the trained demo)
 TRAIN_FILES = {
     "test_trl_engine.py",
+    "test_grpo_groups_trl.py",
     "test_trl_peft.py",
     "test_trl_processes.py",
     "test_trl_tools.py",

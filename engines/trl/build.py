@@ -77,6 +77,9 @@ def build_trainer(p: TrainerInputs, tracker_names: list[str]) -> tuple[Any, RunD
             tools=tools,
             **extra,
         )
+        # whole prompt groups with TRL's own advantages (callbacks.SampleRecorder); TRL 1.16's scoring step
+        recorder.group_size = trainer.num_generations
+        trainer._generate_and_score_completions = recorder.wrap_scoring(trainer._generate_and_score_completions)
     else:
         callback = RunDirCallback(
             run, None, evaluate, cfg["eval_steps"], tracker_names=tracker_names, best=tracker_from_config(cfg)

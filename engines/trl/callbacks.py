@@ -11,6 +11,7 @@ from transformers import TrainerCallback
 from ..runs.run_summary import measured_summary
 from ..rewards import Reward
 from ..runs.best_checkpoint import BestTracker, record_best
+from ..runs.sample_groups import grouped_rows, step_summary
 from ..runs.rundir import EARLY_STOPPED, STOPPING, RunDir, step_log_line
 from ..runs.tensorboard_log import ScalarWriter
 from .metrics import canonical_metrics, memory_metrics
@@ -19,14 +20,27 @@ ANSWER_COLUMN = "_ref_answer"
 
 
 class SampleRecorder:
-    """Wraps the per-term TRL reward functions so that, once every term has scored a batch,
-    the first few rollouts (prompt, full trajectory, each reward's value) go to samples.jsonl."""
+    """Wraps the per-term TRL reward functions and TRL's scoring so that, once a step's batch is scored, the
+    first ``per_step`` prompt groups go whole to samples.jsonl (:mod:`..runs.sample_groups`): every
+    completion (prompt, full trajectory, each reward term, the total, TRL's own advantage, the group id), and
+    the whole step's group statistics. The advantages are those TRL computed (``scale_rewards``,
+    ``multi_objective_aggregation``), read from its scoring's output; on the main process its slice is the
+    batch's first completions, so group ``i // num_generations`` is TRL's group."""
 
-    def __init__(self, run: RunDir, reward: Reward, per_step: int, tool_servers: dict[str, str] | None = None):
+    def __init__(
+        self,
+        run: RunDir,
+        reward: Reward,
+        per_step: int,
+        tool_servers: dict[str, str] | None = None,
+        group_size: int = 1,
+    ):
         self.run, self.reward, self.per_step = run, reward, per_step
+        self.group_size = group_size  # TRL's num_generations (build.py sets it from the trainer)
         self.tool_servers = dict(tool_servers or {})  # MCP tool name -> server: labelled in trajectories
         self.step = 0
         self._batch: dict[str, list[float]] = {}
+        self._pending: dict | None = None  # the scored batch, until TRL's advantages for it are known
         self._written_step = -1
 
     def wrap(self, funcs: list[Callable]) -> list[Callable]:
@@ -42,6 +56,19 @@ class SampleRecorder:
             wrapped.append(scored)
         return wrapped
 
+    def wrap_scoring(self, score: Callable) -> Callable:
+        """TRL's ``_generate_and_score_completions``, writing the pending batch with the advantages it returns."""
+
+        def generate_and_score(*args, **kwargs):
+            out = score(*args, **kwargs)
+            if self._pending is not None:
+                pending, self._pending = self._pending, None
+                advantages = out.get("advantages") if isinstance(out, dict) else None
+                self._write(pending, advantages.detach().float().cpu().tolist() if advantages is not None else None)
+            return out
+
+        return generate_and_score
+
     def _collect(self, name, prompts, completions, values, kwargs) -> None:
         self._batch[name] = list(values)
         if len(self._batch) < len(self.reward.terms):
@@ -51,20 +78,36 @@ class SampleRecorder:
             return
         self._written_step = self.step
         answers = kwargs.get(ANSWER_COLUMN) or [None] * len(completions)
-        for i in range(min(self.per_step, len(completions))):
-            terms = {n: batch[n][i] for n in batch}
-            total = sum(t.weight * (terms[t.name] or 0.0) for t in self.reward.terms)
-            self.run.append_sample(
-                {
-                    "step": self.step,
-                    "time": time.time(),
-                    "prompt": prompts[i],
-                    "completion": label_servers(completions[i], self.tool_servers),
-                    "answer": answers[i],
-                    "rewards": terms,
-                    "reward": total,
-                }
-            )
+        self._pending = {"step": self.step, "batch": batch, "prompts": prompts, "completions": completions}
+        self._pending["answers"] = answers
+
+    def _write(self, pending: dict, advantages: list | None) -> None:
+        batch, prompts, completions = pending["batch"], pending["prompts"], pending["completions"]
+        totals = []
+        for i in range(len(completions)):
+            terms = [batch[t.name][i] for t in self.reward.terms]
+            scored = [v for v in terms if v is not None]
+            totals.append(sum(t.weight * (v or 0.0) for t, v in zip(self.reward.terms, terms)) if scored else None)
+        size = max(1, self.group_size)
+        keep = min(self.per_step, len(completions) // size) * size
+        now = time.time()
+        rows = []
+        for i in range(keep):
+            row = {
+                "step": pending["step"],
+                "time": now,
+                "prompt": prompts[i],
+                "completion": label_servers(completions[i], self.tool_servers),
+                "answer": pending["answers"][i],
+                "rewards": {n: batch[n][i] for n in batch},
+                "reward": totals[i],
+            }
+            if advantages is not None and i < len(advantages):
+                a = advantages[i]
+                row["advantage"] = a[0] if isinstance(a, list) else a  # (B, T) in subclasses: one per completion
+            rows.append(row)
+        for row in grouped_rows(rows, size, self.per_step, step_summary(totals, size)):
+            self.run.append_sample(row)
 
 
 def label_servers(messages: Any, servers: dict[str, str]) -> Any:

@@ -123,7 +123,14 @@ FIELDS: list[ConfigField] = [
         "save_steps", int, 50, "checkpoint every N steps (and always at the end or on stop)", min=1, max=10_000_000
     ),
     ConfigField("save_total_limit", int, 2, "checkpoints kept", min=1, max=1000),
-    ConfigField("samples_per_step", int, 2, "rollouts written to samples.jsonl per step", min=0, max=1000),
+    ConfigField(
+        "samples_per_step",
+        int,
+        2,
+        "prompt groups written whole to samples.jsonl per step (each: num_generations rows, with advantages)",
+        min=0,
+        max=1000,
+    ),
     ConfigField(
         "eval_steps",
         int,
