@@ -256,3 +256,18 @@ def test_verls_scorers_are_refused_on_swift_naming_the_reward_and_what_to_do(tmp
     from engines.rewards.builtins import math_match
 
     assert math_match("3 + 4 = 7\n#### 7", "7") == 1.0  # the counterpart named scores verl's gsm8k format
+
+
+def test_recorded_completions_become_whole_groups_with_ms_swifts_advantages():
+    record = json.loads(COMPLETIONS)  # one prompt's 4 completions (num_generations 4)
+    samples = samples_from_completions(record, [("letter_reward", 1.0)], 2, None, group_size=4)
+    assert [s["group"] for s in samples] == [0, 0, 0, 0] and {s["group_size"] for s in samples} == {4}
+    assert [s["advantage"] for s in samples] == pytest.approx([0.8653, 0.8653, -0.8653, -0.8653], abs=1e-4)
+    assert samples[0]["step_groups"] == {
+        "groups": 1,
+        "zero_spread": 0,
+        "group_size": 4,
+        "rewards": [0.2, 0.2, 0.0, 0.0],
+    }
+    assert "step_groups" not in samples[1]
+    assert samples_from_completions(record, [("letter_reward", 1.0)], 2, None, group_size=8) == []  # no whole group

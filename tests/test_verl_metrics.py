@@ -149,3 +149,27 @@ def test_last_error_finds_verls_own_error_line():
     )
     assert last_error(log) == "ModuleNotFoundError: No module named 'transfer_queue'"
     assert last_error("all good\n") is None
+
+
+def test_a_rollout_dump_becomes_groups_by_prompt_without_advantages(tmp_path):
+    """verl's dump rows carry no group id (the batch may be reordered by balance_batch): rows of one prompt."""
+    run = RunDir(tmp_path / "run")
+    run.path.mkdir()
+    dumps = tmp_path / "rollouts"
+    dumps.mkdir()
+    rows = [
+        {"input": p, "output": o, "gts": "A", "score": s, "step": 1}
+        for p, o, s in [("Say A", "A", 1.0), ("Say B", "B", 1.0), ("Say A", "x", 0.0), ("Say B", "B", 1.0)]
+    ]
+    (dumps / "1.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    watcher = MetricsWatcher(run, rollouts_dir=dumps, samples_per_step=1)
+    watcher.poll(final=True)
+    samples = run.read_jsonl("samples.jsonl")
+    assert [(s["prompt"], s["completion"], s["group"]) for s in samples] == [("Say A", "A", 0), ("Say A", "x", 0)]
+    assert samples[0]["step_groups"] == {
+        "groups": 2,
+        "zero_spread": 1,
+        "group_size": 2,
+        "rewards": [1.0, 0.0, 1.0, 1.0],
+    }
+    assert all("advantage" not in s for s in samples)

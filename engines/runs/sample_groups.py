@@ -44,16 +44,29 @@ def zero_spread(values: Iterable[Any]) -> bool:
     return std is None or std <= ZERO_STD
 
 
-def step_summary(totals: list[Any], group_size: int) -> dict:
-    """The step's statistics over all its whole groups (``totals`` in batch order, ``group_size`` each)."""
-    size = max(1, int(group_size))
-    groups = [totals[i : i + size] for i in range(0, len(totals) - size + 1, size)]
+def groups_summary(groups: list[list[Any]]) -> dict:
+    """The statistics of a step's groups (each its completions' totals)."""
     return {
         "groups": len(groups),
         "zero_spread": sum(1 for g in groups if zero_spread(g)),
-        "group_size": size,
-        "rewards": [round(x, HISTOGRAM_DIGITS) for x in _finite(totals)],
+        "group_size": max((len(g) for g in groups), default=0),
+        "rewards": [round(x, HISTOGRAM_DIGITS) for g in groups for x in _finite(g)],
     }
+
+
+def step_summary(totals: list[Any], group_size: int) -> dict:
+    """The step's statistics over all its whole groups (``totals`` in batch order, ``group_size`` each)."""
+    size = max(1, int(group_size))
+    return {**groups_summary([totals[i : i + size] for i in range(0, len(totals) - size + 1, size)]), "group_size": size}
+
+
+def groups_by_prompt(rows: list[dict], key: str = "prompt") -> list[list[dict]]:
+    """Rows grouped by their prompt, in order of first appearance (for an engine whose rows carry no group
+    id and may be reordered: two dataset rows with the same prompt text fall into one group)."""
+    groups: dict[str, list[dict]] = {}
+    for row in rows:
+        groups.setdefault(json.dumps(row.get(key), sort_keys=True, default=str), []).append(row)
+    return list(groups.values())
 
 
 def grouped_rows(rows: list[dict], group_size: int, limit: int, summary: dict | None = None) -> list[dict]:
@@ -106,11 +119,4 @@ def summary_of(groups: list[list[dict]]) -> tuple[dict, bool]:
         for row in rows:
             if isinstance(row.get("step_groups"), dict):
                 return row["step_groups"], True
-    totals = [row.get("reward") for rows in groups for row in rows]
-    size = max((len(rows) for rows in groups), default=1)
-    return {
-        "groups": len(groups),
-        "zero_spread": sum(1 for rows in groups if zero_spread(r.get("reward") for r in rows)),
-        "group_size": size,
-        "rewards": [round(x, HISTOGRAM_DIGITS) for x in _finite(totals)],
-    }, False
+    return groups_summary([[r.get("reward") for r in rows] for rows in groups]), False

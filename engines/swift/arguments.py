@@ -130,7 +130,9 @@ FIELDS: list[ConfigField] = [
         nullable=True,
     ),
     ConfigField("epochs", float, None, "passes over the training set (num_train_epochs)", min=0.0, nullable=True),
-    ConfigField("samples_per_step", int, 2, "GRPO: rollouts copied to samples.jsonl per step", min=0, max=1000),
+    ConfigField(
+        "samples_per_step", int, 2, "GRPO: prompt groups copied whole to samples.jsonl per step", min=0, max=1000
+    ),
     ConfigField(
         "env",
         dict,

@@ -75,7 +75,8 @@ class SwiftWatcher:
     run: RunDir
     output_dir: Path
     reward_terms: list[tuple[str, float]] = field(default_factory=list)
-    samples_per_step: int = 2
+    samples_per_step: int = 2  # prompt groups when group_size is known, else rollouts
+    group_size: int = 0  # num_generations (GRPO)
     total_steps: int | None = None
     dataset_path: Path | None = None
     tensorboard: Any = None
@@ -137,7 +138,9 @@ class SwiftWatcher:
         self._sampled_steps.add(steps[0])
         if self._lookup is None:
             self._lookup = PromptLookup.from_jsonl(self.dataset_path) if self.dataset_path else PromptLookup([])
-        for sample in samples_from_completions(record, self.reward_terms, self.samples_per_step, self._lookup):
+        for sample in samples_from_completions(
+            record, self.reward_terms, self.samples_per_step, self._lookup, self.group_size
+        ):
             self.run.append_sample(sample)
 
     def _checkpoints(self) -> None:

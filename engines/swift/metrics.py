@@ -7,7 +7,8 @@
   and the final line (``last_model_checkpoint``) are not steps.
 * ``completions.jsonl`` (``--log_completions true``): one object per logged step holding lists — ``step``,
   ``prompt`` (rendered text), ``completion``, one list per reward function (named after its class),
-  ``advantages``, ``solution``.
+  ``advantages``, ``solution``. It holds no group id: the groups are taken as ``num_generations`` rollouts in
+  a row (the order TRL's sampler gives, which ms-swift's GRPO trainer extends).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from ..runs.sample_groups import grouped_rows, step_summary
 from ..runs.rundir import EVAL_REWARD, REWARD_TERM_PREFIX, TRAINER_LOG_KEYS
 
 #: ms-swift logs through Transformers' Trainer and TRL's GRPO: their keys, and its evaluation's
@@ -63,24 +65,37 @@ def normalize(record: dict) -> tuple[int, int | None, dict[str, Any]] | None:
     return step, total, out
 
 
+def _terms(record: dict, reward_terms: list[tuple[str, float]], i: int) -> dict[str, float]:
+    terms = {}
+    for name, _ in reward_terms:
+        values = record.get(name)
+        if isinstance(values, list) and i < len(values) and isinstance(values[i], (int, float)):
+            terms[name] = float(values[i])
+    return terms
+
+
+def _total(terms: dict[str, float], reward_terms: list[tuple[str, float]]) -> float | None:
+    return sum(w * terms[n] for n, w in reward_terms if n in terms) if terms else None
+
+
 def samples_from_completions(
-    record: dict, reward_terms: list[tuple[str, float]], limit: int, prompt_lookup=None
+    record: dict, reward_terms: list[tuple[str, float]], limit: int, prompt_lookup=None, group_size: int = 0
 ) -> list[dict]:
-    """The first ``limit`` rollouts of a completions.jsonl record as samples.jsonl rows. ``reward_terms``:
-    (name, weight) in order; the total is their weighted sum, as ms-swift computes ``reward``.
-    ``prompt_lookup(text)`` may turn the rendered prompt back into the row's messages."""
+    """A completions.jsonl record as samples.jsonl rows. ``reward_terms``: (name, weight) in order; the total
+    is their weighted sum, as ms-swift computes ``reward``. ``prompt_lookup(text)`` may turn the rendered
+    prompt back into the row's messages. With ``group_size`` (``num_generations``), the first ``limit``
+    prompt groups whole (ms-swift orders the batch as TRL does: each prompt's completions in a row), with
+    ms-swift's advantages and the step's group statistics (:mod:`..runs.sample_groups`); else the first
+    ``limit`` rollouts."""
     completions = record.get("completion") or []
     steps = record.get("step") or []
     prompts = record.get("prompt") or []
     solutions = record.get("solution") or []
+    advantages = record.get("advantages")
+    n = min(limit * group_size if group_size > 0 else limit, len(completions))
     out = []
-    for i in range(min(limit, len(completions))):
-        terms = {}
-        for name, _ in reward_terms:
-            values = record.get(name)
-            if isinstance(values, list) and i < len(values) and isinstance(values[i], (int, float)):
-                terms[name] = float(values[i])
-        total = sum(w * terms[n] for n, w in reward_terms if n in terms) if terms else None
+    for i in range(n):
+        terms = _terms(record, reward_terms, i)
         try:
             step = int(steps[i]) if i < len(steps) else None
         except (TypeError, ValueError):
@@ -94,14 +109,16 @@ def samples_from_completions(
             "completion": [{"role": "assistant", "content": completions[i]}],
             "answer": solutions[i] if i < len(solutions) else None,
             "rewards": terms,
-            "reward": total,
+            "reward": _total(terms, reward_terms),
         }
         if messages:
             sample["rendered_prompt"] = prompt_text
-        advantages = record.get("advantages")
         if isinstance(advantages, list) and i < len(advantages):
             sample["advantage"] = advantages[i]
         out.append(sample)
+    if group_size > 0:
+        totals = [_total(_terms(record, reward_terms, i), reward_terms) for i in range(len(completions))]
+        out = grouped_rows(out, group_size, limit, step_summary(totals, group_size))
     return out
 
 

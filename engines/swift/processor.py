@@ -584,6 +584,7 @@ class SwiftProcessor(StandardProcessor):
             run.checkpoints_dir,
             reward_terms=terms,
             samples_per_step=self.effective_config.get("samples_per_step", 2),
+            group_size=int(self.effective_config.get("num_generations") or 0) if self.command == "rlhf" else 0,
             total_steps=max_steps if max_steps > 0 else None,
             dataset_path=self.data_files.get("train"),
             tensorboard=tensorboard,

@@ -29,6 +29,7 @@ from typing import Any, Callable
 from ..isolation import server_env
 from ..isolation.processes import spawn_detached, terminate_tree
 from ..runs.rundir import FINISHED, STOPPED, STOPPING, JsonlTail, RunDir, TextTail, iter_jsonl
+from ..runs.sample_groups import groups_by_prompt, groups_summary
 from .availability import with_install_hint
 from .compose import select
 from .layout import CLUSTER_CONFIG_FILE, CONFIG_FILE, METRICS_FILE, ROLLOUTS_DIR, VERL_DIR
@@ -188,10 +189,21 @@ class MetricsWatcher:
             if step in self._samples_done or not (final or (self.last_step is not None and self.last_step > step)):
                 continue
             self._samples_done.add(step)
-            for i, row in enumerate(iter_jsonl(path)):
-                if i >= self.samples_per_step:
-                    break
-                self.run.append_sample(sample_from_dump(row, step))
+            self._write_groups([sample_from_dump(row, step) for row in iter_jsonl(path)])
+
+    def _write_groups(self, samples: list[dict]) -> None:
+        """The first ``samples_per_step`` prompt groups of a step's dump, whole. verl's dump has no group id
+        and no advantage, and verl may reorder the batch (``trainer.balance_batch``): a group is the rows
+        with the same prompt."""
+        groups = groups_by_prompt(samples)
+        summary = groups_summary([[s.get("reward") for s in g] for g in groups])
+        first = True
+        for gid, rows in enumerate(groups[: self.samples_per_step]):
+            for row in rows:
+                row.update(group=gid, group_size=len(rows))
+                if first:
+                    row["step_groups"], first = summary, False
+                self.run.append_sample(row)
 
     def _scan_checkpoints(self) -> None:
         if self.checkpoints_dir is None or not self.checkpoints_dir.is_dir():
