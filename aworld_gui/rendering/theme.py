@@ -143,6 +143,15 @@ footer { opacity: .75; }   /* API and Settings (the language) */
 .aw-sample-head { display:flex; flex-wrap: wrap; gap: 10px; align-items: center; font-size: 12.5px;
                   color: var(--body-text-color-subdued); margin-bottom: 6px; }
 .aw-total b { color: var(--body-text-color); }
+.aw-groups-stats { display:flex; flex-wrap: wrap; align-items: flex-end; gap: 6px 18px; margin-bottom: 8px; }
+.aw-group-grid { display:grid; grid-template-columns: repeat(auto-fill, minmax(420px, 1fr)); gap: 10px; }
+.aw-group { border: 1px solid var(--border-color-primary); border-radius: 8px; padding: 8px; font-size: 13px; }
+.aw-group-head { display:flex; gap: 10px; align-items: baseline; }
+.aw-group-flat { color: #b45309; font-weight: 600; }
+.aw-group-prompt { color: var(--body-text-color-subdued); margin: 2px 0 6px; }
+.aw-group-table { width:100%; border-collapse: collapse; }
+.aw-group-table th, .aw-group-table td { text-align:left; padding: 2px 6px; border-bottom: 1px solid var(--border-color-primary); }
+.aw-group-text { max-width: 260px; overflow-wrap: anywhere; }
 .aw-rchip { background: var(--background-fill-secondary); border-radius: 6px; padding: 1px 7px; }
 .aw-turn { border-left: 3px solid #cbd5e1; padding: 3px 8px; margin: 4px 0; font-size: 13px; }
 .aw-role { font-size: 11px; text-transform: uppercase; letter-spacing: .05em; color: var(--body-text-color-subdued); }

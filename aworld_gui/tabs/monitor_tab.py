@@ -35,6 +35,7 @@ from engines.runs.rundir import EVAL_REWARD, EVAL_TRAIN_REWARD, LOSS, REWARD
 from ..rendering import glossary, render
 from ..rendering.i18n import Markdown, _, localize
 from ..rendering.charts import PALETTE, Line, svg_chart
+from .groups_panel import GroupsPanel
 from .diagnoses_panel import CLONE_ELEM, SETTING_ELEM, diagnoses_html
 from ..core.queue_note import queue_note
 from ..web.live_stream import HEAVY as HEAVY_PARTS, LiveStreams
@@ -76,6 +77,7 @@ def _placeholder(dom_id: str, inner: str = "", cls: str = "") -> str:
 class MonitorTab:
     def __init__(self, studio: Studio):
         self.studio = studio
+        self.groups = GroupsPanel(studio)  # a step's GRPO groups: read on user actions, never streamed
         self.streams = LiveStreams(self.live, POLL_S, {"charts": CHART_S, "log": LOG_S, "samples": SAMPLES_S})
 
     def build(self) -> MonitorUI:
@@ -143,6 +145,7 @@ class MonitorTab:
                 gr.HTML(f'<div class="aw-section-title">{_("Log")}</div>')
                 ui.log = gr.HTML('<pre id="aw-log" class="aw-logtail"></pre>', elem_id="log-tail")
                 ui.events = gr.HTML(_placeholder("aw-events"), elem_id="events")
+        self.groups.build()
         self.ui = ui
         return ui
 
@@ -157,6 +160,7 @@ class MonitorTab:
         ui.picker.change(**show)
         ui.smoothing.release(**show)
         ui.header.apply(**buttons)
+        self.groups.wire(ui.run)
         ui.stop_btn.click(self.on_stop, [ui.run], [ui.stop_btn], api_visibility="private").then(**show).then(**buttons)
         ui.kill_btn.click(self.on_kill, [ui.run], [ui.kill_btn], api_visibility="private").then(**show).then(**buttons)
 
