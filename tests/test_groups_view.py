@@ -37,7 +37,9 @@ def test_a_steps_groups_render_side_by_side_with_terms_total_and_advantage(tmp_p
     assert html.count('data-testid="group"') == 2 and html.count('data-testid="group-row"') == 8
     assert "<th>letter_reward</th><th>short</th>" in html
     assert html.count('data-zero-spread="true"') == 1
-    first = html.split('data-testid="group-row"')[1]  # group 0, completion "A": terms 0, 0.5 (weight 0.5); total 0.25; advantage 0
+    first = html.split('data-testid="group-row"')[
+        1
+    ]  # group 0, completion "A": terms 0, 0.5 (weight 0.5); total 0.25; advantage 0
     assert [c for c in re.findall(r"<td[^>]*>(?:<b>)?([^<]*)", first)[:5]] == ["A", "0.000", "0.500", "0.250", "0.000"]
     assert 'data-testid="groups-histogram"' in html and html.count("<rect") == 10
 
