@@ -9,14 +9,10 @@ check``/``train``, :class:`~engines.core.agent_trainer.AgentTrainer`'s checks) r
   "child subreaper" of whatever it starts, so nothing it forks can slip away: when the call ends,
   times out or is cancelled, every descendant is killed (SIGKILL), those that started sessions of
   their own included;
-* it may have at most :func:`max_processes` processes at once (``$AWORLD_USER_CODE_MAX_PROCESSES``,
-  128). ``RLIMIT_NPROC`` cannot say so for root (the kernel never applies it to uid 0) and a pids
-  cgroup is not writable in most containers, so the supervisor counts the call's descendants itself
-  (through ``/proc/<pid>/task/<tid>/children``, every :data:`WATCH_S`): over the limit, it freezes the
-  call's worker, kills every other descendant and raises :class:`TooManyProcesses` in the worker
-  (the module being checked gets that error, naming the count and the limit; the other modules are
-  checked as usual). User code that swallows it and goes on forking is killed outright at the
-  :data:`MAX_VIOLATIONS`-th time (``kind`` "processes");
+* it may have at most :func:`~engines.isolation.process_tree.max_processes` processes at once
+  (``$AWORLD_USER_CODE_MAX_PROCESSES``, 128), counted by its supervisor (:mod:`engines.isolation.process_tree`):
+  over the limit, every other descendant is killed and ``TooManyProcesses`` raised in the user code; code
+  that swallows it and goes on forking is killed outright (``kind`` "processes");
 * its result comes back as one length-prefixed frame on a pipe, read with a deadline, so a
   grandchild that inherited the pipe cannot keep the reader waiting for an end of file;
 * its environment is the one :mod:`engines.isolation.user_env` allows (no studio credentials); the
@@ -45,9 +41,9 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping
 
-import psutil
 
-from . import server_env as server_env_table
+from . import process_tree, server_env as server_env_table
+from .process_tree import TooManyProcesses, max_processes  # noqa: F401 - re-exported
 from .privileges import close_inherited_fds, drop_privileges, set_parent_death_signal
 
 DEFAULT_TIMEOUT_S = 60.0
@@ -58,16 +54,6 @@ _HDR = struct.Struct(">Q")
 #: the supervisor keeps the deadline itself this long after the caller's (whose timeout is reported first)
 SUPERVISOR_GRACE_S = 2.0
 _PR_SET_CHILD_SUBREAPER = 36
-DEFAULT_MAX_PROCESSES = 128
-#: how many processes one isolated call (all its descendants together) may have at once
-MAX_PROCESSES_ENV = "AWORLD_USER_CODE_MAX_PROCESSES"
-#: seconds between two counts of a call's processes by its supervisor
-WATCH_S = 0.02
-#: the call is killed outright the time it goes over the process limit this often (it swallowed the error)
-MAX_VIOLATIONS = 3
-# shared between the caller, the supervisor and the worker (an anonymous shared mapping made before the
-# forks): the processes counted at the last violation, how many violations, 1 once the call was killed for it
-_SHM = struct.Struct("<iii")
 
 _progress_fd: int | None = None  # in a call's child: where report_progress writes
 _stage: str | None = None  # in a call's child: the stage last reported
@@ -81,28 +67,6 @@ def default_timeout_s() -> float:
     except ValueError:
         return DEFAULT_TIMEOUT_S
     return value if value > 0 else DEFAULT_TIMEOUT_S
-
-
-def max_processes() -> int:
-    """How many processes an isolated call may have at once: ``$AWORLD_USER_CODE_MAX_PROCESSES``, else 128
-    (0: no limit)."""
-    try:
-        value = int(os.environ.get(MAX_PROCESSES_ENV, "") or DEFAULT_MAX_PROCESSES)
-    except ValueError:
-        return DEFAULT_MAX_PROCESSES
-    return max(0, value)
-
-
-class TooManyProcesses(RuntimeError):
-    """Raised in user code (by its call's supervisor, through SIGUSR1) when the call went over its process
-    limit; every process it had started was killed by then."""
-
-
-def _too_many(count: int, limit: int) -> str:
-    return (
-        f"started {count} processes at once (more than the limit of {limit}, ${MAX_PROCESSES_ENV}); all of them "
-        "were killed, including those that left with setsid() — start fewer (a small pool), or raise the limit"
-    )
 
 
 def inside() -> bool:
@@ -177,162 +141,10 @@ def _set_subreaper() -> None:
         pass
 
 
-def _descendants(pid: int) -> list[psutil.Process]:
-    try:
-        return psutil.Process(pid).children(recursive=True)
-    except psutil.Error:
-        return []
-
-
-def _kill_all(procs: Iterable[psutil.Process]) -> list[int]:
-    killed = []
-    for p in procs:
-        try:
-            p.kill()
-            killed.append(p.pid)
-        except psutil.Error:
-            pass
-    return killed
-
-
-def _reap(procs: Iterable[psutil.Process]) -> None:
-    """Wait for killed processes that are our children (a subreaper inherits orphans)."""
-    for p in procs:
-        try:
-            os.waitpid(p.pid, os.WNOHANG)
-        except (ChildProcessError, OSError):
-            pass
-
-
-def _kill_descendants(pid: int, rounds: int = 20) -> list[int]:
-    """SIGKILL every descendant of ``pid`` (frozen first, so none forks away), until none is left."""
-    killed: list[int] = []
-    for _ in range(rounds):
-        procs = _descendants(pid)
-        if not procs:
-            break
-        for p in procs:
-            try:
-                p.suspend()
-            except psutil.Error:
-                pass
-        killed += _kill_all(procs + _descendants(pid))
-    return killed
-
-
-def _live_tree(root: int) -> list[int]:
-    """The live (not zombie) descendants of ``root``, through ``/proc/<pid>/task/<tid>/children`` (only the
-    call's own tree is read, not all of ``/proc``); psutil where the kernel lacks that file."""
-    out: list[int] = []
-    todo = [root]
-    seen = {root}
-    while todo:
-        pid = todo.pop()
-        try:
-            tids = os.listdir(f"/proc/{pid}/task")
-        except OSError:
-            continue
-        kids: list[int] = []
-        for tid in tids:
-            try:
-                with open(f"/proc/{pid}/task/{tid}/children") as f:
-                    kids += [int(k) for k in f.read().split()]
-            except FileNotFoundError:
-                if not os.path.exists(f"/proc/{pid}/task/{tid}"):
-                    continue
-                return [p.pid for p in _descendants(root) if _alive_pid(p.pid)]  # no such file: older kernel
-            except (OSError, ValueError):
-                continue
-        for k in kids:
-            if k not in seen:
-                seen.add(k)
-                todo.append(k)
-                if _alive_pid(k):
-                    out.append(k)
-    return out
-
-
-def _alive_pid(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            state = f.read().rpartition(b")")[2].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state not in (b"Z", b"X")
-
-
-def _signal(pid: int, sig: int) -> None:
-    try:
-        os.kill(pid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-def _kill_all_but(worker: int, rounds: int = 50) -> int:
-    """SIGKILL every live descendant of this process but ``worker`` (stopped by then), each round's frozen
-    first so none forks away; returns how many were killed."""
-    killed: set[int] = set()
-    me = os.getpid()
-    for _ in range(rounds):
-        procs = [p for p in _live_tree(me) if p != worker]
-        if not procs:
-            break
-        for p in procs:
-            _signal(p, signal.SIGSTOP)
-        for p in procs:
-            _signal(p, signal.SIGKILL)
-        killed.update(procs)
-        _reap_orphans(worker)
-    return len(killed)
-
-
-_worker_status: int | None = None  # in the supervisor: the worker's wait status once reaped
-
-
-def _reap_orphans(worker: int) -> bool:
-    """Reap what has ended below the supervisor (orphans are re-parented to it); True once ``worker`` has."""
-    global _worker_status
-    while True:
-        try:
-            pid, status = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            if _worker_status is None:
-                _worker_status = 0
-            return True
-        if pid == 0:
-            return _worker_status is not None
-        if pid == worker:
-            _worker_status = status
-
-
-def _watch(worker: int, limit: int, shm: mmap.mmap | None) -> int:
-    """Wait for ``worker`` to end, reaping orphans; every :data:`WATCH_S` count the call's processes and
-    act on a call over ``limit``. Returns the worker's wait status."""
-    while not _reap_orphans(worker):
-        if limit and shm is not None:
-            live = [p for p in _live_tree(os.getpid()) if p != worker]
-            if len(live) > limit:
-                _signal(worker, signal.SIGSTOP)
-                count = max(len(live), _kill_all_but(worker))
-                violations = _SHM.unpack_from(shm)[1]
-                violations += 1
-                hard = violations >= MAX_VIOLATIONS
-                _SHM.pack_into(shm, 0, count, violations, int(hard))
-                if hard:  # it swallowed TooManyProcesses and went on
-                    _signal(worker, signal.SIGKILL)
-                else:
-                    _signal(worker, signal.SIGUSR1)
-                _signal(worker, signal.SIGCONT)
-                continue
-        time.sleep(WATCH_S)
-    assert _worker_status is not None
-    return _worker_status
-
-
 def _end_everything(signum, frame) -> None:  # noqa: ARG001 - a signal handler
     """The supervisor's caller died (parent-death signal), its deadline passed (SIGALRM) or it was told
     to stop: nothing it supervises outlives it."""
-    _kill_descendants(os.getpid())
+    process_tree.kill_descendants(os.getpid())
     os._exit(128 + signum)
 
 
@@ -369,9 +181,9 @@ def _supervise(
             _work(fn, kwargs, w, pw, out_fd, env, limit, shm)
         os.close(w)
         os.close(pw)
-        status = _watch(worker, limit, shm)  # orphans re-parented to us are reaped there too
+        status = process_tree.watch(worker, limit, shm)  # orphans re-parented to us are reaped there too
         signal.setitimer(signal.ITIMER_REAL, 0)
-        _kill_descendants(os.getpid())
+        process_tree.kill_descendants(os.getpid())
         while True:
             try:
                 os.waitpid(-1, 0)
@@ -443,42 +255,12 @@ def _work(
         drop_privileges()
         _after_fork_torch()
 
-        def over_limit(signum, frame) -> None:  # noqa: ARG001 - the supervisor killed what it had started
-            while True:  # their zombies (the supervisor reaps those re-parented to it)
-                try:
-                    if os.waitpid(-1, os.WNOHANG)[0] == 0:
-                        break
-                except ChildProcessError:
-                    break
-            most = _SHM.unpack_from(shm)[0] if shm is not None else 0
-            raise TooManyProcesses(_too_many(most, limit))
-
-        def unraisable(info, default=sys.unraisablehook) -> None:
-            # raised where Python cannot raise it (in os.fork's at-fork hooks, where a fork loop mostly is when
-            # the signal comes): raised again at the next line that runs in a frame below (the user code's)
-            if not isinstance(info.exc_value, TooManyProcesses):
-                return default(info)
-            message = str(info.exc_value)
-
-            def again(frame, event, arg):  # noqa: ARG001 - a trace function
-                if event == "line":
-                    sys.settrace(None)
-                    raise TooManyProcesses(message)
-                return again
-
-            f = sys._getframe(1)
-            while f is not None:
-                f.f_trace, f.f_trace_lines = again, True
-                f = f.f_back
-            sys.settrace(again)
-
-        sys.unraisablehook = unraisable
-        signal.signal(signal.SIGUSR1, over_limit)
+        process_tree.raise_in_worker(limit, shm)  # TooManyProcesses in the user code, over the limit
         try:
             try:
                 result: tuple[bool, Any] = (True, fn(**dict(kwargs)))
             finally:
-                signal.signal(signal.SIGUSR1, signal.SIG_IGN)
+                signal.signal(signal.SIGUSR1, signal.SIG_IGN)  # the limit ends with the user code
         except SystemExit as e:
             result = (
                 False,
@@ -534,8 +316,8 @@ class IsolatedCall:
         self.started = time.monotonic()
         self.deadline = self.started + self.timeout_s
         self._out = tempfile.TemporaryFile()
-        self.max_processes = max_processes()
-        self._shm = mmap.mmap(-1, _SHM.size)  # shared with the supervisor and the worker (MAP_SHARED)
+        self.max_processes = process_tree.max_processes()
+        self._shm = process_tree.shared()  # the supervisor says there what it found (MAP_SHARED)
         r, w = os.pipe()
         pr, pw = os.pipe()
         parent = os.getpid()
@@ -660,7 +442,7 @@ class IsolatedCall:
             os.killpg(self.pid, signal.SIGSTOP)
         except (ProcessLookupError, PermissionError):
             pass
-        self._killed += _kill_descendants(self.pid)
+        self._killed += process_tree.kill_descendants(self.pid)
         for kill in (lambda: os.killpg(self.pid, signal.SIGKILL), lambda: os.kill(self.pid, signal.SIGKILL)):
             try:
                 kill()
@@ -706,13 +488,14 @@ class IsolatedCall:
         seconds = round(time.monotonic() - self.started, 3)
         base = dict(stage=self.stage, output=output, seconds=seconds, killed=sorted(set(self._killed)))
         doing = f" while {self.doing}" if self.doing else ""
-        most, _, hard = _SHM.unpack_from(self._shm)
+        most, _, hard = process_tree.read(self._shm)
         self._shm.close()
         if hard and self._frame is None and self._ended is None:
             self._outcome = Outcome(
                 False,
                 kind="processes",
-                error=f"{_too_many(most, self.max_processes)}; it went on after {MAX_VIOLATIONS} such errors, "
+                error=f"{process_tree.too_many(most, self.max_processes)}; it went on after {process_tree.MAX_VIOLATIONS} "
+                "such errors, "
                 f"so it was killed{doing}",
                 **base,
             )
