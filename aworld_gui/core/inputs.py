@@ -11,6 +11,7 @@ import hashlib
 import os
 import re
 import shutil
+import threading
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -254,14 +255,23 @@ def store_upload(tmp_path: str, runs_dir: str | os.PathLike) -> str:
     dest_dir = Path(runs_dir) / UPLOADS / digest
     dest_dir.mkdir(parents=True, exist_ok=True)
     dest = dest_dir / _safe_name(src.name)
-    if not dest.exists():
-        tmp = dest.with_name(dest.name + ".part")
-        if chunks is None:
-            shutil.copyfile(src, tmp)
-        else:
-            tmp.write_bytes(chunks[0])
-        os.replace(tmp, dest)
+    if not dest.exists():  # callers storing the same upload at once each write their own part, then replace
+        tmp = _own_part(dest)
+        try:
+            if chunks is None:
+                shutil.copyfile(src, tmp)
+            else:
+                tmp.write_bytes(chunks[0])
+            os.replace(tmp, dest)
+        finally:
+            tmp.unlink(missing_ok=True)
     return str(dest.resolve())
+
+
+def _own_part(dest: Path) -> Path:
+    """A temporary name beside ``dest`` that no other writer (process or thread) uses: a reader of ``dest`` sees
+    a whole file or none (one name per process let two of one client's concurrent checks write the same part)."""
+    return dest.with_name(f".{dest.name}.{os.getpid()}.{threading.get_ident()}.part")
 
 
 def masked_secrets(path: str) -> list[str]:
@@ -372,7 +382,12 @@ def resolve_agent_upload(path: str, search_dirs: list[Path] | None = None) -> tu
     if not notes:
         return path, []
     out = p.with_name(p.stem + ".resolved" + p.suffix)
-    out.write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True), encoding="utf-8")
+    tmp = _own_part(out)  # the same upload resolved by several callers at once: each reads a whole file
+    try:
+        tmp.write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True), encoding="utf-8")
+        os.replace(tmp, out)
+    finally:
+        tmp.unlink(missing_ok=True)
     return str(out), notes
 
 

@@ -158,7 +158,7 @@ def dumps_line(obj: dict) -> str:
 def atomic_write_text(path: Path, text: str, durable: bool = True) -> None:
     """Readers see the old or the new text, never a mix. ``durable`` also syncs it to disk first
     (survives a power cut); a per-step heartbeat skips that. A failed write leaves no temporary file."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")  # one per writer, threads too
     try:
         with open(tmp, "w", encoding="utf-8") as f:
             f.write(text)
