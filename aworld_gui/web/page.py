@@ -38,6 +38,22 @@ TABS = {
 }
 
 
+#: a page opened while a run trains opens the Monitor once it has loaded, unless the user picked a tab meanwhile (the
+#: switch, answered seconds later under load, pulled a user who had clicked Runs back to the Monitor); TAB_CHOICE_JS
+#: (the title's js_on_load) notes a tab picked by hand
+TAB_CHOICE_JS = """
+document.addEventListener('click', e => {
+  if (e.isTrusted && e.target.closest && e.target.closest('#tabs [role="tab"]')) window.awTabPicked = true;
+}, true);
+"""
+OPEN_MONITOR_JS = """
+(training) => {
+  window.awLoadAnswered = true;  // (tests wait on it)
+  return training && !window.awTabPicked ? {"__type__": "update", "selected": "monitor"} : {"__type__": "update"};
+}
+"""
+
+
 def build_app(runs_dir: str | os.PathLike = "runs", studio: Studio | None = None) -> gr.Blocks:
     studio = studio or Studio(runs_dir)
     studio.start()
@@ -52,7 +68,7 @@ def build_app(runs_dir: str | os.PathLike = "runs", studio: Studio | None = None
             f"{_('bring an agent, data and a reward · check every module · train in the background · watch it learn')}"
             f'</span><span class="aw-sub aw-runs" title="{render.esc(studio.runs_dir)}">{_("runs:")} '
             f"<code>{render.esc(studio.runs_dir)}</code></span></div>",
-            js_on_load=markers_js(TABS) + "\n" + language_js(),
+            js_on_load="\n".join([markers_js(TABS), language_js(), TAB_CHOICE_JS]),
         )
         with gr.Tabs(selected="setup", elem_id="tabs") as tabs:
             with gr.Tab(_("Setup"), id="setup", elem_id="tab-setup") as setup_tab:
@@ -166,15 +182,15 @@ def build_app(runs_dir: str | os.PathLike = "runs", studio: Studio | None = None
 
         # page load: catalog-dependent choices, first check, the run to monitor (live first)
         def on_load_monitor():
-            """The run to watch (the one training first); a page opened while a run trains opens on it."""
+            """The run to watch (the one training first), and whether one trains."""
             training = studio.training_run()
-            return (
-                gr.update(choices=studio.run_ids(), value=training or studio.latest_run()),
-                gr.Tabs(selected="monitor") if training else gr.update(),
-            )
+            return gr.update(choices=studio.run_ids(), value=training or studio.latest_run()), bool(training)
 
         demo.load(**runs.refresh_kw)
-        demo.load(on_load_monitor, [], [mui.run, tabs], api_visibility="private")
+        training_now = gr.JSON(False, visible=False)  # in the page (a State is not: the js below reads it)
+        demo.load(on_load_monitor, [], [mui.run, training_now], api_visibility="private").then(
+            None, [training_now], [tabs], js=OPEN_MONITOR_JS, queue=False, api_visibility="private"
+        )
         setup.then_check(
             demo.load(
                 setup.on_load,

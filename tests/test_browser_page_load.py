@@ -1,0 +1,62 @@
+"""A page opened while a run trains: it opens on the Monitor once it has loaded, unless the user picked a tab while it
+loaded. The switch used to land seconds later under load and pulled a user who had clicked Runs back to the Monitor
+(issue 32 §2). The page's load is held at the network here, so the click always comes first."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from playwright.sync_api import sync_playwright
+
+from testing import waiting
+from testing.studio import CHROMIUM, StudioProcess, end_process_group, launch_chromium, start_fake_run
+
+
+def wait_for(fn, timeout_s, what):
+    return waiting.wait_for(fn, timeout_s, what, retry_errors=True)
+
+
+def selected(page) -> str:
+    return page.get_attribute('#tabs [role="tab"][aria-selected="true"]', "id") or ""
+
+
+@pytest.fixture(scope="module")
+def training(tmp_path_factory):
+    assert os.path.exists(CHROMIUM), f"{CHROMIUM} is missing: apt-get update && apt-get install -y chromium"
+    studio = StudioProcess(tmp_path_factory.mktemp("studio-load") / "runs").start()
+    run, pid = start_fake_run(studio.runs_dir, "--steps", "100000", "--rate", "5")
+    try:
+        yield studio, run
+    finally:
+        end_process_group(pid)
+        studio.stop()
+
+
+def test_a_tab_picked_while_the_page_loads_stays_picked_and_an_untouched_page_opens_the_monitor(training):
+    studio, run = training
+    with sync_playwright() as p:
+        browser = launch_chromium(p)
+        page = browser.new_context(viewport={"width": 1440, "height": 1000}).new_page()
+        held, holding = [], [True]
+        page.route("**/gradio_api/queue/join*", lambda route: held.append(route) if holding[0] else route.continue_())
+        page.goto(studio.url)
+        wait_for(lambda: page.get_by_role("tab", name="Runs").is_visible(), 60, "the tabs")
+        wait_for(lambda: (page.wait_for_timeout(50), held)[1], 30, "the page's load events sent")  # routes run in waits
+        assert selected(page) == "tab-setup-button"
+        page.get_by_role("tab", name="Runs").click()
+        holding[0] = False
+        for route in held:  # in the order they were sent
+            route.continue_()
+        wait_for(lambda: page.evaluate("() => window.awLoadAnswered === true"), 60, "the load's answer")
+        page.wait_for_timeout(1000)
+        assert selected(page) == "tab-runs-button", "the user's tab was taken away"
+        page.get_by_role("tab", name="Monitor").click()  # the load picked the run that trains
+        wait_for(lambda: page.input_value("#monitor-run input") == run.run_id, 30, "the training run in the Monitor")
+
+        # the same page reloaded and left alone: it opens on the Monitor, watching the training run
+        page.unroute("**/gradio_api/queue/join*")
+        page.reload()
+        wait_for(lambda: selected(page) == "tab-monitor-button", 60, "the Monitor opened for the training run")
+        assert page.input_value("#monitor-run input") == run.run_id
+        browser.close()
