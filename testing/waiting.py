@@ -1,4 +1,4 @@
-"""Polling helper shared by tests that watch a run directory, a live app or a browser page."""
+"""Polling helpers shared by tests that watch a run directory, a live app, a browser page or processes."""
 
 import time
 
@@ -22,3 +22,19 @@ def wait_for(
             return last
         time.sleep(every)
     raise AssertionError(f"{what} not met within {timeout:.0f} s; last: {last!r}")
+
+
+def processes_marked(marker: str) -> list[int]:
+    """Processes whose command line holds ``marker`` (scanned in /proc: also those that left with setsid)."""
+    import os
+
+    out = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/cmdline", "rb") as f:
+                    if marker.encode() in f.read():
+                        out.append(int(name))
+            except OSError:
+                pass
+    return out

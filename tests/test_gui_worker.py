@@ -7,7 +7,7 @@ import sys
 import time
 
 import pytest
-from testing.waiting import wait_for
+from testing.waiting import processes_marked, wait_for
 
 from aworld_gui.core import inputs as inp
 from aworld_gui.core.studio import Studio
@@ -111,19 +111,6 @@ def test_a_hanging_reward_marks_the_reward_module_and_never_runs_in_this_process
     assert report["ok"], report["results"]
 
 
-def _marked(marker: str) -> list[int]:
-    out = []
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            try:
-                with open(f"/proc/{name}/cmdline", "rb") as f:
-                    if marker.encode() in f.read():
-                        out.append(int(name))
-            except OSError:
-                pass
-    return out
-
-
 def test_a_reward_that_forks_300_processes_is_stopped_blamed_and_leaves_the_worker_well(worker, tmp_path):
     """Issue 29 item 8: 300 forks that setsid() away took the worker down (72.7 s, "the check worker did not
     answer" on every module, the next check 53 s). Now: the reward gets the error, naming the count and the
@@ -154,7 +141,7 @@ def test_a_reward_that_forks_300_processes_is_stopped_blamed_and_leaves_the_work
         m: "ok" for m in ("agent", "dataset", "engine")
     }
     assert elapsed < 20, f"the check took {elapsed:.1f} s"
-    wait_for(lambda: not _marked(marker), 5, "every process the reward forked to be killed")
+    wait_for(lambda: not processes_marked(marker), 5, "every process the reward forked to be killed")
     t0 = time.perf_counter()
     report = studio.check(inp.demo_inputs())
     assert report["ok"], report["results"]

@@ -10,7 +10,7 @@ import pytest
 
 from engines.isolation.sandbox import IsolatedCall, describe, report_progress, run_isolated
 from engines.isolation.user_env import is_credential, referenced_names, user_code_env
-from testing.waiting import wait_for
+from testing.waiting import processes_marked, wait_for
 
 
 def _alive(pid: int) -> bool:
@@ -238,20 +238,6 @@ def test_torch_works_in_a_call_from_a_process_that_already_used_torch(tmp_path):
     assert result.split() == ["True", "256"], result  # each softmax row sums to 1
 
 
-def _marked(marker: str) -> list[int]:
-    """Processes whose command line holds ``marker`` (scanned in /proc: also those that left with setsid)."""
-    out = []
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            try:
-                with open(f"/proc/{name}/cmdline", "rb") as f:
-                    if marker.encode() in f.read():
-                        out.append(int(name))
-            except OSError:
-                pass
-    return out
-
-
 def fork_many(n, marker, deaf=False):
     """Fork ``n`` children that leave the call's session (setsid) and sleep as ``marker``; ``deaf``: ignore
     the signal that raises the process limit's error, and go on forking."""
@@ -277,7 +263,7 @@ def test_a_call_that_forks_past_the_process_limit_gets_an_error_and_leaves_nothi
     assert not out.ok and out.kind == "exception", out
     assert "TooManyProcesses: started" in out.error and "more than the limit of 40" in out.error
     assert "AWORLD_USER_CODE_MAX_PROCESSES" in out.error
-    wait_for(lambda: not _marked(marker), 10, "every forked process to be killed")
+    wait_for(lambda: not processes_marked(marker), 10, "every forked process to be killed")
 
 
 def test_a_call_deaf_to_the_process_limit_error_is_killed(monkeypatch):
@@ -287,7 +273,7 @@ def test_a_call_deaf_to_the_process_limit_error_is_killed(monkeypatch):
     assert not out.ok and out.kind == "processes", out
     assert describe(out).startswith("the reward module's code started ")
     assert "it went on after 3 such errors, so it was killed" in out.error
-    wait_for(lambda: not _marked(marker), 10, "every forked process to be killed")
+    wait_for(lambda: not processes_marked(marker), 10, "every forked process to be killed")
 
 
 def test_a_call_under_the_process_limit_runs_as_before(monkeypatch):
@@ -295,4 +281,4 @@ def test_a_call_under_the_process_limit_runs_as_before(monkeypatch):
     marker = f"aworld-forkbomb-{os.getpid()}-c"
     out = run_isolated(fork_many, {"n": 10, "marker": marker}, timeout_s=60)
     assert out.ok and out.value == "forked", out
-    wait_for(lambda: not _marked(marker), 10, "the call's processes to be killed when it ended")
+    wait_for(lambda: not processes_marked(marker), 10, "the call's processes to be killed when it ended")
