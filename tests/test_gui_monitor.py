@@ -248,6 +248,32 @@ def test_the_y_axis_is_titled_and_the_step_axis_shows_whole_steps_from_the_first
     assert titles == ["奖励"]
 
 
+def test_the_overlay_names_runs_by_their_names_with_the_live_run_first_and_on_top():
+    """The overlay's legend listed run ids in the order picked, the training run among them (issue 32 §4)."""
+    import re
+
+    from aworld_gui.core.run_cache import Series
+    from aworld_gui.rendering.i18n import localize
+
+    def series(ys):
+        s = Series()
+        for i, y in enumerate(ys, 1):
+            s.add(i, y)
+        return s
+
+    chart = overlay_chart(
+        {"r-old": series([0.1, 0.2]), "r-live": series([0.3, 0.4]), "r-unnamed": series([0.5, 0.6])},
+        "reward",
+        names={"r-old": "baseline", "r-live": "lr 3e-3", "r-unnamed": ""},
+        live="r-live",
+    )
+    chart = localize(chart, "en")
+    legend = re.findall(r'<span class="aw-key">.*?</i>([^<]*?) <b>', chart)
+    assert legend == ["lr 3e-3 · live", "baseline", "r-unnamed"], legend
+    drawn = re.findall(r"<polyline[^>]*><title>([^<]*)</title>", chart)
+    assert drawn[-1] == "lr 3e-3 · live" and drawn[:2] == ["baseline", "r-unnamed"]
+
+
 def test_a_run_deleted_while_watched_is_reported_once(tmp_path):
     import shutil
 

@@ -27,6 +27,7 @@ class Line:
     markers: bool = False
     legend: bool = True
     latest: float | None = None  # the value shown next to the name (default: last y)
+    on_top: bool = False  # drawn after the others (the live run among finished ones)
     extra: dict = field(default_factory=dict)
 
 
@@ -129,7 +130,7 @@ def svg_chart(
             f'<text x="12" y="{mid:.1f}" class="aw-axis" text-anchor="middle" transform="rotate(-90 12 {mid:.1f})">'
             f"{esc(y_title)}</text>"
         )
-    for ln in lines:
+    for ln in sorted(lines, key=lambda ln: ln.on_top):  # (stable: the others keep their order)
         pts = " ".join(f"{sx(x):.1f},{sy(y):.1f}" for x, y in zip(ln.xs, ln.ys))
         parts.append(
             f'<polyline points="{pts}" fill="none" stroke="{ln.color}" stroke-width="{ln.width}" '

@@ -157,6 +157,7 @@ ZH = {
     "loss": "损失",
     "reward": "奖励",
     "value": "数值",
+    "live": "训练中",
     "latest": "最新",
     "smoothed": "平滑",
     "eval": "评估",

@@ -71,14 +71,26 @@ def table_rows(runs: list[dict]) -> list[list]:
     return rows
 
 
-def overlay_chart(series: dict[str, Series], metric: str, smoothing: float = 0.0) -> str:
-    """One metric of several runs in one SVG chart, a colour and a legend entry per run (each
-    redraw is a whole new chart: nothing of an earlier set of runs stays in the page)."""
+def overlay_chart(
+    series: dict[str, Series],
+    metric: str,
+    smoothing: float = 0.0,
+    names: dict[str, str] | None = None,
+    live: str | None = None,
+) -> str:
+    """One metric of several runs in one SVG chart, a colour and a legend entry per run, named by the run's name
+    where it has one (``names``: run id → name); the ``live`` run (training now) first in the legend and drawn on
+    top of the others. Each redraw is a whole new chart: nothing of an earlier set of runs stays in the page."""
+    names = names or {}
     lines = []
     for i, (run_id, s) in enumerate(series.items()):
         if s is not None and s.xs:
             xs, ys = s.points(smoothing)
-            lines.append(Line(run_id, xs, ys, PALETTE[i % len(PALETTE)], latest=ys[-1]))
+            name = names.get(run_id) or run_id
+            if run_id == live:
+                name = f"{name} · {_('live')}"
+            lines.append(Line(name, xs, ys, PALETTE[i % len(PALETTE)], latest=ys[-1], on_top=run_id == live))
+    lines.sort(key=lambda ln: not ln.on_top)  # the legend lists the live run first; svg_chart draws it last
     return svg_chart(lines, metric, f"none of these runs has logged '{metric}' yet", chart_id="compare", width=1320)
 
 
@@ -485,4 +497,6 @@ class RunsTab:
             if metric in st.series:
                 series[rid] = st.series[metric]
         choices = sorted(names | {"reward", "loss"})
-        return overlay_chart(series, metric, float(smoothing or 0)), gr.update(choices=choices)
+        labels = {r["run_id"]: r.get("name") for r in self.studio.list_runs() if r["run_id"] in series}
+        chart = overlay_chart(series, metric, float(smoothing or 0), labels, self.studio.training_run())
+        return chart, gr.update(choices=choices)
