@@ -24,6 +24,19 @@ def untranslated(page) -> bool:
     return "__i18n__" in text or "translation_metadata" in text
 
 
+def chinese_font() -> bool:
+    """Whether fontconfig (what Chromium draws with here) has a font for Chinese (without its ``fc-list``: whether
+    a known Chinese font is installed)."""
+    import shutil
+    import subprocess
+    from pathlib import Path
+
+    if shutil.which("fc-list"):
+        return bool(subprocess.run(["fc-list", ":lang=zh"], capture_output=True, text=True).stdout.strip())
+    names = ("wqy", "cjk", "droidsansfallback", "arphic", "uming", "ukai")
+    return any(any(n in f.name.lower() for n in names) for f in Path("/usr/share/fonts").rglob("*"))
+
+
 def pick_language(page, name: str) -> list[str]:
     """Pick ``name`` in Gradio's Settings (the footer's link, in either language); return what the picker offered."""
     page.locator("footer").get_by_text("Settings").or_(page.locator("footer").get_by_text("设置")).first.click()
@@ -140,6 +153,13 @@ def test_the_language_picked_is_kept_across_reloads_and_only_ours_are_offered(ap
         assert page.text_content("[data-aw-locale]") == "en" and page.locator("footer").get_by_text("Settings").count()
         assert pick_language(page, "简体中文") == ["English", "简体中文"]
         wait_for(lambda: page.get_by_role("tab", name="配置").is_visible(), 30, "the Chinese tabs")
+        # the note on a missing Chinese font agrees with fontconfig; a character no font has is what a machine
+        # without one sees for every Chinese character: the note, in English
+        assert page.locator("#aw-font-note").count() == (0 if chinese_font() else 1)
+        page.evaluate("() => window.awFontNote('\\u{10FFFE}')")
+        assert "no Chinese font" in page.inner_text("#aw-font-note")
+        page.evaluate("() => window.awFontNote()")
+        assert page.locator("#aw-font-note").count() == (0 if chinese_font() else 1)
         for want, tab in (("zh", "配置"), ("en", "Setup"), ("en", "Setup")):
             page.reload()
             wait_for(lambda tab=tab: page.get_by_role("tab", name=tab).is_visible(), 60, f"{want} after the reload")

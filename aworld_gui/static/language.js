@@ -27,12 +27,40 @@
     if (want !== navigator.language || shown() !== want) core.changeLocale(want);
   }).catch(e => console.warn('aworld: the page keeps Gradio\'s language handling:', e));
 
+  // A machine without a Chinese font draws every Chinese character as the same empty box: the page says so, in
+  // English (readable there), with the fix. A glyph is missing when it draws like a character no font has.
+  function drawn(ch) {
+    const c = document.createElement('canvas');
+    c.width = c.height = 32;
+    const g = c.getContext('2d');
+    g.font = '24px sans-serif';
+    g.fillText(ch, 2, 26);
+    return g.getImageData(0, 0, 32, 32).data.join(',');
+  }
+  function fontNote(ch = '\u4e2d') {             // 中; tests give a character no font has
+    const missing = shown() === 'zh-CN' && drawn(ch) === drawn('\u{10FFFD}');
+    let note = document.getElementById('aw-font-note');
+    if (missing && !note) {
+      note = document.createElement('div');
+      note.id = 'aw-font-note';
+      note.className = 'aw-msg aw-msg-warn';
+      note.textContent = 'This machine has no Chinese font, so Chinese text shows as empty boxes. Install one '
+        + '(Debian/Ubuntu: apt-get install fonts-wqy-microhei, or fonts-noto-cjk) and reload, or pick English '
+        + 'in Settings (the footer).';
+      const title = document.querySelector('.aw-title');
+      if (title) title.after(note);
+    } else if (!missing && note) note.remove();
+  }
+  window.awFontNote = fontNote;
+
   let last = shown();
+  fontNote();
   new MutationObserver(() => {
     const now = shown();
     if (!now || now === last) return;
     const first = last === null;                  // the probe just rendered: the page's start, not a pick
     last = now;
+    fontNote();
     if (first) return;
     try { localStorage.setItem(KEY, now); } catch (e) { /* not kept: the next load starts from the browser */ }
   }).observe(document.body, {subtree: true, childList: true, characterData: true});
