@@ -68,6 +68,52 @@ def test_the_calc_agents_chat_runs_its_tool(tmp_path):
         service.stop()
 
 
+def test_a_tool_call_shows_folded_as_json_from_its_first_token():
+    """The calc model's tokens, as it streams them: the raw ``<tool_call>`` markup showed until its turn ended."""
+    from aworld_gui.tabs.chat_tab import streaming_reply
+
+    tokens = ["<tool", "_call>\n", '{"name": ', '"add", ', '"arguments": ', '{"a": 3, "b": 4}}\n', "</tool_call>"]
+    shown = [streaming_reply("".join(tokens[: i + 1])) for i in range(len(tokens))]
+    assert all(v["metadata"]["title"] == "🛠 calling a tool…" for v in shown)
+    assert all("<tool_call>" not in v["content"] and "</tool_call>" not in v["content"] for v in shown)
+    assert shown[-1]["content"] == '```json\n{"name": "add", "arguments": {"a": 3, "b": 4}}\n```'
+    assert streaming_reply("The answer") == {"content": "The answer"}
+    said = streaming_reply('Let me add.<tool_call>\n{"name": ')
+    assert said["content"].startswith('Let me add.\n\n```json\n{"name":')
+
+
+def test_the_chat_tab_shows_the_calc_agents_call_folded_while_it_streams(tmp_path):
+    """Every view of the reply the tab yields while the calc agent calls its tool: never the raw markup."""
+    from aworld_gui.core.studio import Studio
+    from aworld_gui.tabs.chat_tab import ChatTab
+    from aworld_gui.worker.check_worker import CheckWorker
+
+    studio = Studio(tmp_path / "runs", worker=CheckWorker())  # not started: chat needs no check worker
+    run = prepare_run(
+        str(A / "agents/calc_agent.yaml"),
+        str(A / "datasets/calc_train.jsonl"),
+        None,
+        str(A / "rewards/calc_reward.py") + ":calc_reward",
+        {"max_steps": 2},
+        train_engine_name="trl",
+        runs_dir=str(studio.runs_dir),
+    )
+    tab = ChatTab(studio)
+    try:
+        views = [
+            [dict(m) for m in history] for history, *_ in tab.on_send("What is 3 + 4?", [], [], run.run_id, "base", 0.0)
+        ]
+        shown = [m for history in views for m in history if m["role"] == "assistant"]
+        assert not [m for m in shown if "<tool_call>" in m["content"]], "the raw markup was shown"
+        assert any(m.get("metadata", {}).get("title") == "🛠 calling a tool…" for m in shown)  # while it streamed
+        final = views[-1]
+        assert final[1]["metadata"]["title"].startswith("🛠 add(")  # the turn's parsed call
+        assert final[2]["metadata"]["title"] == "⚙ result of add" and final[2]["content"] == "7"
+        assert "7" in final[3]["content"]
+    finally:
+        studio.chat.stop()
+
+
 def test_the_model_is_freed_after_its_idle_time(tmp_path, demo):
     run = prepare_run(
         demo["agent"],

@@ -36,6 +36,23 @@ def _call_text(call: dict) -> str:
     return f"{fn.get('name', '?')}({args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)})"
 
 
+TOOL_CALL_OPEN, TOOL_CALL_CLOSE = "<tool_call>", "</tool_call>"  # how the chat templates here write a call
+
+
+def streaming_reply(text: str) -> dict:
+    """A reply as it streams in (``text``: the tokens so far): as written, or, from the first token of a tool call
+    on, folded under a tool line with the call so far as JSON (the raw ``<tool_call>`` markup showed until the turn
+    ended). The turn's parsed message replaces it when it ends."""
+    before, opened, call = text.partition(TOOL_CALL_OPEN)
+    if not opened:
+        if TOOL_CALL_OPEN.startswith(text.strip()) and text.strip():  # the opening tag still coming in
+            return {"content": "", "metadata": {"title": "🛠 calling a tool…"}}
+        return {"content": text}
+    call = call.split(TOOL_CALL_CLOSE, 1)[0].strip()
+    said = f"{before.strip()}\n\n" if before.strip() else ""
+    return {"content": f"{said}```json\n{call}\n```", "metadata": {"title": "🛠 calling a tool…"}}
+
+
 def restart_note(cause: str) -> dict:
     """The folded line that leads a reply when the model's process had stopped and was started again: the
     cause (its first line) in the title, all of it inside."""
@@ -156,7 +173,7 @@ class ChatTab:
         reply = {"role": "assistant", "content": ""}
         history.append(reply)
         status = f'<span class="aw-muted">{render.esc(model)} of {render.esc(run_id)}</span>'
-        restarted, restarts_before, context = None, self.service.restarts, ""
+        restarted, restarts_before, context, raw = None, self.service.restarts, "", ""
         yield history, "", status + f' <span class="aw-muted">— {_("loading the model…")}</span>', conversation
         try:
             path = str(self.studio.run_path(run_id))
@@ -170,10 +187,14 @@ class ChatTab:
                     context = context_note(event)
                     yield history, "", status + context, conversation
                 elif kind == "token":
-                    reply["content"] += event["text"]
+                    raw += event["text"]
+                    reply.pop("metadata", None)
+                    reply.update(streaming_reply(raw))
                     yield history, "", status + context, conversation
                 elif kind == "message":
-                    msg = event["message"]
+                    msg, raw = event["message"], ""
+                    reply.pop("metadata", None)
+                    reply["content"] = msg.get("content") or ""
                     if msg.get("tool_calls"):  # this turn called tools: fold it, the answer comes after
                         reply["content"] = msg.get("content") or ""
                         reply["metadata"] = {"title": "🛠 " + ", ".join(_call_text(c) for c in msg["tool_calls"])}
