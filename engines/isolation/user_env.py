@@ -81,13 +81,12 @@ _STRUCTURED_SUFFIXES = (".yaml", ".yml", ".json")
 
 
 def _load_structured(text: str) -> Any:
-    """A YAML/JSON document as data, or None when it is not a mapping or does not parse."""
-    import yaml
+    """A YAML/JSON document as data, or None when it is not a mapping or is not safe YAML (read with the one
+    loader for user YAML: its depth, size and alias caps; PyYAML's own recursed past Python's limit on a deeply
+    nested file, and the check crashed on it instead of saying what is wrong)."""
+    from ..inputs.yaml_input import try_load_yaml
 
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError:
-        return None
+    data = try_load_yaml(text)
     return data if isinstance(data, Mapping) else None
 
 
