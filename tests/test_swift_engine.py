@@ -6,6 +6,8 @@ tests fail, they do not skip."""
 
 from __future__ import annotations
 
+from engines.runs.sample_groups import step_groups
+
 import json
 import shutil
 from pathlib import Path
@@ -72,7 +74,11 @@ def test_grpo_trains_the_letters_demo_and_writes_the_run_directory(tmp_path):
     # the test split, scored every save_steps (ms-swift's eval_steps default) and at the end
     assert [r["step"] for r in run.read_jsonl("metrics.jsonl") if "eval/reward" in r] == [2, 3]
     samples = run.read_jsonl("samples.jsonl")
-    assert {s["step"] for s in samples} == {1, 2, 3} and len(samples) == 6
+    assert {s["step"] for s in samples} == {1, 2, 3}
+    for step in (1, 2, 3):  # whole GRPO groups (samples_per_step: 2 of them), every completion of each
+        groups = step_groups(run.file("samples.jsonl"), step)
+        assert 1 <= len(groups) <= 2 and all(len(g) == g[0]["group_size"] for g in groups), groups
+        assert sum(map(len, groups)) == sum(s["step"] == step for s in samples)
     s = samples[0]
     assert s["prompt"][0] == {"role": "system", "content": "Reply with one capital letter."}
     assert set(s["rewards"]) == {"letter_reward"} and s["reward"] == s["rewards"]["letter_reward"]

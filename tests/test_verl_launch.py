@@ -18,6 +18,8 @@ import pandas as pd
 import psutil
 import pytest
 
+from engines.runs.sample_groups import step_groups
+
 from engines import AgentTrainer
 from engines.runs.rundir import RunDir
 from engines.runs.lifecycle import effective_status, spawn_run, stop_run
@@ -99,7 +101,11 @@ def test_a_run_process_mirrors_verls_metrics_and_finishes(tmp_path, data_file):
     assert rows[0]["eval/reward"] == pytest.approx(0.1)
     assert status["step"] == 3 and status["total_steps"] == 60 and status["last_reward"] == pytest.approx(0.3)
     samples = run.read_jsonl("samples.jsonl")
-    assert {s["step"] for s in samples} == {1, 2, 3} and len(samples) == 6  # 2 per step
+    assert {s["step"] for s in samples} == {1, 2, 3}
+    for step in (1, 2, 3):  # whole groups, by prompt (verl's dump has no group id): at most samples_per_step (2)
+        groups = step_groups(run.file("samples.jsonl"), step)
+        assert 1 <= len(groups) <= 2 and all(len({r["prompt"] for r in g}) == 1 for g in groups), groups
+        assert sum(map(len, groups)) == sum(s["step"] == step for s in samples)
     assert samples[0]["completion"] == "C" and samples[0]["rewards"] == {"letter_reward": 1.0}
     events = run.read_jsonl("events.jsonl")
     assert any(e["event"] == "checkpoint" and e["step"] == 3 for e in events)
