@@ -36,11 +36,24 @@ def _gone(pid: int) -> bool:
         return True
 
 
+def _sigint_as_in_a_terminal() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _start(tmp_path, argv, **kw) -> tuple[subprocess.Popen, int, int]:
     """A process that runs a looping user function in an isolated call; (it, the worker's pid, the supervisor's)."""
     pidfile = tmp_path / "worker.pid"
     proc = subprocess.Popen(
-        argv, cwd=ROOT, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, **kw
+        argv,
+        cwd=ROOT,
+        start_new_session=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        # as a terminal's foreground job has it: a test runner started in the background (`cmd &`, no job
+        # control) ignores SIGINT, every child inherits that, and Python then leaves Ctrl-C ignored (the
+        # README's test command run as a background job failed the Ctrl-C test in two fresh-clone runs)
+        preexec_fn=_sigint_as_in_a_terminal,
+        **kw,
     )
     wait_for(lambda: pidfile.exists() and pidfile.read_text().strip(), 120, "the user code to start")
     worker = int(pidfile.read_text())
