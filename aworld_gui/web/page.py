@@ -187,7 +187,7 @@ def build_app(runs_dir: str | os.PathLike = "runs", studio: Studio | None = None
             return gr.update(choices=studio.run_ids(), value=training or studio.latest_run()), bool(training)
 
         demo.load(**runs.refresh_kw)
-        training_now = gr.JSON(False, visible=False)  # in the page (a State is not: the js below reads it)
+        training_now = gr.Checkbox(False, visible=False)  # in the page (a State is not: the js below reads it)
         demo.load(on_load_monitor, [], [mui.run, training_now], api_visibility="private").then(
             None, [training_now], [tabs], js=OPEN_MONITOR_JS, queue=False, api_visibility="private"
         )
