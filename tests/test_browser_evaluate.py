@@ -11,11 +11,10 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import sync_playwright
 
-from engines.runs.prepare import prepare_run
 from testing import waiting
+from testing.calc_run import calc_run
 from testing.studio import CHROMIUM, StudioProcess, launch_chromium
 
-A = Path(__file__).resolve().parent.parent / "assets"
 SHOTS = Path(__file__).resolve().parent.parent / "artifacts" / "screenshots"
 
 
@@ -36,15 +35,7 @@ def studio(trained_letters, tmp_path_factory):
     runs = tmp_path_factory.mktemp("studio-eval") / "runs"
     src = trained_letters.train_processor.run.path
     shutil.copytree(src, runs / src.name, ignore=shutil.ignore_patterns("evals"))
-    calc = prepare_run(
-        str(A / "agents/calc_agent.yaml"),
-        str(A / "datasets/calc_train.jsonl"),
-        None,
-        str(A / "rewards/calc_reward.py") + ":calc_reward",
-        {"max_steps": 2},
-        train_engine_name="trl",
-        runs_dir=str(runs),
-    )
+    calc = calc_run(runs)
     app = StudioProcess(runs).start()
     app.letters, app.calc = src.name, calc.run_id
     yield app

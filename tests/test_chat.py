@@ -6,16 +6,14 @@ from __future__ import annotations
 
 import os
 import signal
-from pathlib import Path
 
 import psutil
 import pytest
 
 from aworld_gui.core.chat_client import ChatService
 from engines.runs.prepare import prepare_run
+from testing.calc_run import calc_run
 from testing.waiting import wait_for
-
-A = Path(__file__).resolve().parent.parent / "assets"
 
 
 def reply(service, run_dir, model, text):
@@ -41,15 +39,7 @@ def test_the_trained_checkpoint_answers_with_its_letter(trained_letters, tmp_pat
 
 
 def test_the_calc_agents_chat_runs_its_tool(tmp_path):
-    run = prepare_run(
-        str(A / "agents/calc_agent.yaml"),
-        str(A / "datasets/calc_train.jsonl"),
-        None,
-        str(A / "rewards/calc_reward.py") + ":calc_reward",
-        {"max_steps": 2},
-        train_engine_name="trl",
-        runs_dir=str(tmp_path / "runs"),
-    )
+    run = calc_run(tmp_path / "runs")
     service = ChatService(tmp_path / "runs", idle_timeout_s=120)
     try:
         events = reply(service, run.path, "base", "What is 3 + 4?")
@@ -89,15 +79,7 @@ def test_the_chat_tab_shows_the_calc_agents_call_folded_while_it_streams(tmp_pat
     from aworld_gui.worker.check_worker import CheckWorker
 
     studio = Studio(tmp_path / "runs", worker=CheckWorker())  # not started: chat needs no check worker
-    run = prepare_run(
-        str(A / "agents/calc_agent.yaml"),
-        str(A / "datasets/calc_train.jsonl"),
-        None,
-        str(A / "rewards/calc_reward.py") + ":calc_reward",
-        {"max_steps": 2},
-        train_engine_name="trl",
-        runs_dir=str(studio.runs_dir),
-    )
+    run = calc_run(studio.runs_dir)
     tab = ChatTab(studio)
     try:
         views = [

@@ -8,6 +8,8 @@ model's prompt holds the earlier turns until the context is full — then the ol
 
 from __future__ import annotations
 
+from testing.calc_run import calc_run
+
 import json
 import os
 import random
@@ -146,15 +148,7 @@ def test_random_sessions_keep_the_conversation_until_the_context_is_full(tmp_pat
 def test_a_conversation_with_tool_calls_carries_them_into_the_next_message(tmp_path, studio):
     """The calc agent calls add(); the second message is sent with the first turn's call and result (the
     template renders them) and answered; a third after the model's process died still has all of it."""
-    run = prepare_run(
-        str(A / "agents/calc_agent.yaml"),
-        str(A / "datasets/calc_train.jsonl"),
-        None,
-        str(A / "rewards/calc_reward.py") + ":calc_reward",
-        {"max_steps": 2},
-        train_engine_name="trl",
-        runs_dir=str(studio.runs_dir),
-    )
+    run = calc_run(studio.runs_dir)
     s = Session(studio, run.run_id)
     s.send("What is 3 + 4?")
     roles = [m["role"] for m in s.conversation]
