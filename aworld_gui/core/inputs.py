@@ -21,6 +21,7 @@ import yaml
 from engines.core.check_result import CheckError
 from engines.inputs.user_files import size_text
 from engines.inputs.yaml_input import MAX_BYTES, load_user_file, try_load_yaml
+from engines.runs.rundir import atomic_write_text
 
 from ..web.upload_guard import refused_size
 from ..web.upload_secrets import mask_bytes
@@ -382,12 +383,8 @@ def resolve_agent_upload(path: str, search_dirs: list[Path] | None = None) -> tu
     if not notes:
         return path, []
     out = p.with_name(p.stem + ".resolved" + p.suffix)
-    tmp = _own_part(out)  # the same upload resolved by several callers at once: each reads a whole file
-    try:
-        tmp.write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True), encoding="utf-8")
-        os.replace(tmp, out)
-    finally:
-        tmp.unlink(missing_ok=True)
+    # the same upload resolved by several callers at once: each reads a whole file
+    atomic_write_text(out, yaml.safe_dump(data, sort_keys=False, allow_unicode=True))
     return str(out), notes
 
 
