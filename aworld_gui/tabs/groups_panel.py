@@ -12,7 +12,7 @@ from typing import Any
 import gradio as gr
 
 from engines.runs.rundir import SAMPLES_FILE
-from engines.runs.sample_groups import logged_group_steps, step_groups, summary_of
+from engines.runs.sample_groups import logged_groups, step_groups, summary_of
 
 from ..core.studio import Studio
 from ..rendering.groups_view import groups_html
@@ -61,12 +61,12 @@ class GroupsPanel:
             return None
 
     def steps(self, run_id: str | None, zero_only: bool):
-        """The run's logged steps with groups, the latest picked and shown."""
+        """The run's logged steps with groups, the latest picked and shown (one read of samples.jsonl)."""
         path = self._path(run_id)
-        found = logged_group_steps(path) if path is not None else []
+        found, groups = logged_groups(path) if path is not None else ([], [])
         if not found:
             return gr.update(choices=[], value=None), f'<div class="aw-muted">{EMPTY}</div>'
-        return gr.update(choices=found, value=found[-1]), self.show(run_id, found[-1], zero_only)
+        return gr.update(choices=found, value=found[-1]), self._html(found[-1], groups, zero_only)
 
     def show(self, run_id: str | None, step: Any, zero_only: bool) -> str:
         path = self._path(run_id)
@@ -74,6 +74,9 @@ class GroupsPanel:
             step = int(step)
         except (TypeError, ValueError):
             return f'<div class="aw-muted">{EMPTY}</div>'
-        groups = step_groups(path, step) if path is not None else []
+        return self._html(step, step_groups(path, step) if path is not None else [], zero_only)
+
+    @staticmethod
+    def _html(step: int, groups: list[list[dict]], zero_only: bool) -> str:
         summary, from_engine = summary_of(groups)
         return groups_html(step, groups, summary, from_engine, bool(zero_only))

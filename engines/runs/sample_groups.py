@@ -73,8 +73,14 @@ def grouped_rows(rows: list[dict], group_size: int, limit: int, summary: dict | 
     """The rows of the first ``limit`` whole groups (``rows``: one per completion, in batch order), each with
     ``group`` and ``group_size``; the first also carries ``summary`` as ``step_groups``."""
     size = max(1, int(group_size))
-    n = min(max(0, limit), len(rows) // size) * size
-    out = [{**row, "group": i // size, "group_size": size} for i, row in enumerate(rows[:n])]
+    n = min(max(0, limit), len(rows) // size)
+    return marked_groups([rows[g * size : (g + 1) * size] for g in range(n)], summary)
+
+
+def marked_groups(groups: list[list[dict]], summary: dict | None = None) -> list[dict]:
+    """The rows of ``groups`` in order, each with ``group`` (its group's index) and ``group_size``; the first
+    also carries ``summary`` as ``step_groups``."""
+    out = [{**row, "group": g, "group_size": len(rows)} for g, rows in enumerate(groups) for row in rows]
     if out and summary is not None:
         out[0]["step_groups"] = summary
     return out
@@ -98,18 +104,29 @@ def _rows(path: Path) -> Iterable[dict]:
         return
 
 
+def logged_groups(path: str | Path, step: int | None = None) -> tuple[list[int], list[list[dict]]]:
+    """One read of a samples.jsonl: (the steps with groups, in order; the groups of ``step`` — the last such
+    step when None —, each its rows in order, by group id)."""
+    steps: set[int] = set()
+    kept: dict[int, list[dict]] = {}
+    kept_step = step
+    for row in _rows(Path(path)):
+        steps.add(row["step"])
+        if step is None and (kept_step is None or row["step"] > kept_step):
+            kept_step, kept = row["step"], {}
+        if row["step"] == kept_step:
+            kept.setdefault(row["group"], []).append(row)
+    return sorted(steps), [kept[g] for g in sorted(kept)]
+
+
 def logged_group_steps(path: str | Path) -> list[int]:
     """The steps with groups in a samples.jsonl, in order."""
-    return sorted({row["step"] for row in _rows(Path(path))})
+    return logged_groups(path)[0]
 
 
 def step_groups(path: str | Path, step: int) -> list[list[dict]]:
     """The groups logged for ``step``, each its rows in order, by group id."""
-    groups: dict[int, list[dict]] = {}
-    for row in _rows(Path(path)):
-        if row["step"] == step:
-            groups.setdefault(row["group"], []).append(row)
-    return [groups[g] for g in sorted(groups)]
+    return logged_groups(path, step)[1]
 
 
 def summary_of(groups: list[list[dict]]) -> tuple[dict, bool]:

@@ -93,9 +93,12 @@ def samples_from_completions(
     solutions = record.get("solution") or []
     advantages = record.get("advantages")
     n = min(limit * group_size if group_size > 0 else limit, len(completions))
+    # every completion's terms and total when the step's group statistics need them, else the rows' only
+    terms_of = [_terms(record, reward_terms, i) for i in range(len(completions) if group_size > 0 else n)]
+    totals = [_total(terms, reward_terms) for terms in terms_of]
     out = []
     for i in range(n):
-        terms = _terms(record, reward_terms, i)
+        terms = terms_of[i]
         try:
             step = int(steps[i]) if i < len(steps) else None
         except (TypeError, ValueError):
@@ -109,7 +112,7 @@ def samples_from_completions(
             "completion": [{"role": "assistant", "content": completions[i]}],
             "answer": solutions[i] if i < len(solutions) else None,
             "rewards": terms,
-            "reward": _total(terms, reward_terms),
+            "reward": totals[i],
         }
         if messages:
             sample["rendered_prompt"] = prompt_text
@@ -117,7 +120,6 @@ def samples_from_completions(
             sample["advantage"] = advantages[i]
         out.append(sample)
     if group_size > 0:
-        totals = [_total(_terms(record, reward_terms, i), reward_terms) for i in range(len(completions))]
         out = grouped_rows(out, group_size, limit, step_summary(totals, group_size))
     return out
 

@@ -29,7 +29,7 @@ from typing import Any, Callable
 from ..isolation import server_env
 from ..isolation.processes import spawn_detached, terminate_tree
 from ..runs.rundir import FINISHED, STOPPED, STOPPING, JsonlTail, RunDir, TextTail, iter_jsonl
-from ..runs.sample_groups import groups_by_prompt, groups_summary
+from ..runs.sample_groups import groups_by_prompt, groups_summary, marked_groups
 from .availability import with_install_hint
 from .compose import select
 from .layout import CLUSTER_CONFIG_FILE, CONFIG_FILE, METRICS_FILE, ROLLOUTS_DIR, VERL_DIR
@@ -197,13 +197,8 @@ class MetricsWatcher:
         with the same prompt."""
         groups = groups_by_prompt(samples)
         summary = groups_summary([[s.get("reward") for s in g] for g in groups])
-        first = True
-        for gid, rows in enumerate(groups[: self.samples_per_step]):
-            for row in rows:
-                row.update(group=gid, group_size=len(rows))
-                if first:
-                    row["step_groups"], first = summary, False
-                self.run.append_sample(row)
+        for row in marked_groups(groups[: self.samples_per_step], summary):
+            self.run.append_sample(row)
 
     def _scan_checkpoints(self) -> None:
         if self.checkpoints_dir is None or not self.checkpoints_dir.is_dir():
