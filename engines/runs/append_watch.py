@@ -67,16 +67,17 @@ class AppendWatch:
             "steps": steps,
         }
 
-    def wrote(self, path: Path, fd: int, size_before: int, row: dict) -> None:
-        """Record one row appended to ``path`` through the open descriptor ``fd`` (which held
-        ``size_before`` bytes before the append)."""
+    def wrote(self, path: Path, fd: int, size_before: int, rows: list[dict]) -> None:
+        """Record ``rows`` appended to ``path`` through the open descriptor ``fd`` (which held ``size_before``
+        bytes before the append)."""
         st = os.fstat(fd)
         w = self._files.get(path)
         if w is None:
             w = self._files[path] = _Written((st.st_dev, st.st_ino), st.st_size, before=size_before)
         w.ident, w.size = (st.st_dev, st.st_ino), st.st_size
-        w.rows += 1
-        step = row.get("step")
-        if isinstance(step, int) and not isinstance(step, bool):
-            w.first_step = step if w.first_step is None else w.first_step
-            w.last_step = step
+        w.rows += len(rows)
+        for row in rows:
+            step = row.get("step")
+            if isinstance(step, int) and not isinstance(step, bool):
+                w.first_step = step if w.first_step is None else w.first_step
+                w.last_step = step

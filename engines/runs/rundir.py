@@ -367,16 +367,17 @@ class RunDir:
                                  host=socket.gethostname(), **fields)
 
     # -- append-only streams --------------------------------------------------------------
-    def _append(self, name: str, obj: dict) -> None:
+    def _append(self, name: str, *rows: dict) -> None:
+        """``rows`` appended to ``name`` in one write (a step's sample groups: one open, not one per row)."""
         path = self.path / name
         lost = self._appended.lost(path)
         if lost:  # deleted, truncated or replaced behind the writer's back: say what is gone
             self.event("warning", **lost)
         with self._writing(name), open(path, "a", encoding="utf-8") as f:
             before = os.fstat(f.fileno()).st_size
-            f.write(dumps_line(obj))
+            f.write("".join(dumps_line(row) for row in rows))
             f.flush()
-            self._appended.wrote(path, f.fileno(), before, obj)
+            self._appended.wrote(path, f.fileno(), before, list(rows))
 
     def append_metrics(self, step: int, values: dict[str, Any], when: float | None = None) -> dict:
         row = {"step": int(step), "time": when if when is not None else time.time()}
@@ -386,6 +387,11 @@ class RunDir:
 
     def append_sample(self, sample: dict) -> None:
         self._append(SAMPLES_FILE, sample)
+
+    def append_samples(self, samples: list[dict]) -> None:
+        """Several samples (a step's prompt groups) in one write."""
+        if samples:
+            self._append(SAMPLES_FILE, *samples)
 
     def event(self, kind: str, **fields: Any) -> dict:
         row = {"time": time.time(), "event": kind, **fields}

@@ -138,10 +138,9 @@ class SwiftWatcher:
         self._sampled_steps.add(steps[0])
         if self._lookup is None:
             self._lookup = PromptLookup.from_jsonl(self.dataset_path) if self.dataset_path else PromptLookup([])
-        for sample in samples_from_completions(
-            record, self.reward_terms, self.samples_per_step, self._lookup, self.group_size
-        ):
-            self.run.append_sample(sample)
+        self.run.append_samples(
+            samples_from_completions(record, self.reward_terms, self.samples_per_step, self._lookup, self.group_size)
+        )
 
     def _checkpoints(self) -> None:
         if not self.output_dir.is_dir():

@@ -106,8 +106,7 @@ class SampleRecorder:
                 a = advantages[i]
                 row["advantage"] = a[0] if isinstance(a, list) else a  # (B, T) in subclasses: one per completion
             rows.append(row)
-        for row in grouped_rows(rows, size, self.per_step, step_summary(totals, size)):
-            self.run.append_sample(row)
+        self.run.append_samples(grouped_rows(rows, size, self.per_step, step_summary(totals, size)))
 
 
 def label_servers(messages: Any, servers: dict[str, str]) -> Any:

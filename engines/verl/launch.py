@@ -197,8 +197,7 @@ class MetricsWatcher:
         with the same prompt."""
         groups = groups_by_prompt(samples)
         summary = groups_summary([[s.get("reward") for s in g] for g in groups])
-        for row in marked_groups(groups[: self.samples_per_step], summary):
-            self.run.append_sample(row)
+        self.run.append_samples(marked_groups(groups[: self.samples_per_step], summary))
 
     def _scan_checkpoints(self) -> None:
         if self.checkpoints_dir is None or not self.checkpoints_dir.is_dir():
