@@ -265,14 +265,15 @@ def cmd_eval(a: argparse.Namespace) -> int:
         print(f"evaluation directory: {eval_dir}", file=sys.stderr)
         if a.detach:
             from .isolation.processes import spawn_detached
-            from .isolation.user_env import env_for_files, server_values
+            from .isolation.user_env import user_code_envs
 
             specs = (os.path.join(eval_dir, "eval.yaml"), os.path.join(a.run, "run.yaml") if a.run else None)
+            env, servers = user_code_envs(*specs, extra={"PYTHONUNBUFFERED": "1"})
             proc = spawn_detached(
                 [sys.executable, "-m", "engines", "eval", "--dir", eval_dir],
                 os.path.join(eval_dir, "eval.log"),
-                env=env_for_files(*specs, extra={"PYTHONUNBUFFERED": "1"}),
-                server_env=server_values(*[s for s in specs if s]),
+                env=env,
+                server_env=servers,
             )
             prepared.write_status(pid=proc.pid, launched=time.time())
             print(json.dumps({"eval_dir": eval_dir, "pid": proc.pid}))

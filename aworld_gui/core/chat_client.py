@@ -127,12 +127,10 @@ class ChatService:
                 str(self.idle_timeout_s),
             ]
             # the agent's tools run there: no credential it does not name, its MCP servers' beside its environment
-            from engines.isolation.user_env import env_for_files, server_values
+            from engines.isolation.user_env import user_code_envs
 
-            spec = Path(key[0]) / "run.yaml"
-            self._proc = spawn_detached(
-                cmd, self.dir / "chat.log", env=env_for_files(spec), server_env=server_values(spec)
-            )
+            env, servers = user_code_envs(Path(key[0]) / "run.yaml")
+            self._proc = spawn_detached(cmd, self.dir / "chat.log", env=env, server_env=servers)
             self._key = key
             deadline = time.monotonic() + LOAD_TIMEOUT_S
             while time.monotonic() < deadline:

@@ -26,7 +26,7 @@ from engines.core.check_result import MODULES
 from engines.cli import shell_command
 from engines.isolation.processes import reap_detached, spawn_detached
 from engines.runs.rundir import ACTIVE_STATES, QUEUED, RUNNING, STOP_FILE, STOPPING, RunDir
-from engines.isolation.user_env import env_for_files, referenced_names, server_names, server_values
+from engines.isolation.user_env import referenced_names, server_names, user_code_envs
 from engines.inputs.yaml_input import try_load_yaml
 from engines.runs.lifecycle import (
     Slot,
@@ -502,11 +502,12 @@ class Studio:
         if not res.get("ok"):
             return res
         eval_dir = res["eval_dir"]
+        env, servers = user_code_envs(Path(eval_dir) / "eval.yaml", path / "run.yaml", extra={"PYTHONUNBUFFERED": "1"})
         proc = spawn_detached(
             [sys.executable, "-m", "engines", "eval", "--dir", eval_dir],
             Path(eval_dir) / "eval.log",
-            env=env_for_files(Path(eval_dir) / "eval.yaml", path / "run.yaml", extra={"PYTHONUNBUFFERED": "1"}),
-            server_env=server_values(Path(eval_dir) / "eval.yaml", path / "run.yaml"),
+            env=env,
+            server_env=servers,
         )
         self._spawned.add(proc.pid)
         RunDir(eval_dir).write_status(

@@ -12,7 +12,7 @@ from typing import Any
 
 from .check_result import CHECKED_MODULES, ERROR, WARNING, CheckError, CheckResult
 from ..isolation.sandbox import Outcome, describe, run_isolated
-from ..isolation.user_env import referenced_names, server_values, user_code_env
+from ..isolation.user_env import user_code_envs
 
 WHAT = {
     "timeout": "timed out",
@@ -64,11 +64,9 @@ def check_all_isolated(timeout_s: float | None = None, **kwargs: Any) -> list[Ch
     without credentials, except those the agent or config asks for by ``${NAME}``; the variables only an
     MCP server asks for go to its servers alone, :mod:`engines.isolation.server_env`). Never raises."""
     inputs = (kwargs.get("agent"), kwargs.get("reward_func"), kwargs.get("config"))
-    env = user_code_env(allow=referenced_names(*inputs))
+    env, servers = user_code_envs(*inputs)
     _preload(kwargs.get("train_engine_name"))
-    outcome: Outcome = run_isolated(
-        _check_all, {"kwargs": kwargs}, timeout_s=timeout_s, env=env, server_env=server_values(*inputs)
-    )
+    outcome: Outcome = run_isolated(_check_all, {"kwargs": kwargs}, timeout_s=timeout_s, env=env, server_env=servers)
     if outcome.ok:
         return name_input_files(outcome.value, kwargs)
     return name_input_files(results_for_failure(outcome.kind, describe(outcome), outcome.stage), kwargs)

@@ -178,10 +178,24 @@ def server_names(*sources: Any) -> set[str]:
 def server_values(*sources: Any, base: Mapping[str, str] | None = None) -> dict[str, str]:
     """The values of :func:`server_names` that are set in ``base`` (this process's servers' variables, then its
     environment: a run process hands on what it was handed); the studio's own variables never."""
+    return _values_of(server_names(*sources), base)
+
+
+def _values_of(names: Iterable[str], base: Mapping[str, str] | None = None) -> dict[str, str]:
     from .server_env import lookup
 
     base = lookup() if base is None else base
-    return {n: base[n] for n in sorted(server_names(*sources)) if n in base and not n.upper().startswith(STUDIO_PREFIX)}
+    return {n: base[n] for n in sorted(names) if n in base and not n.upper().startswith(STUDIO_PREFIX)}
+
+
+def user_code_envs(*sources: Any, extra: Mapping[str, str] | None = None) -> tuple[dict[str, str], dict[str, str]]:
+    """For a process that runs the user code of ``sources`` (configs, spec files): (its environment,
+    :func:`user_code_env` with the names they ask for and ``extra``; the variables only their MCP servers ask
+    for, handed over beside it: :func:`server_values`), from one read of the sources."""
+    process, servers = _scan_names([s for s in sources if s])
+    env = user_code_env(allow=process)
+    env.update(extra or {})
+    return env, _values_of(servers)
 
 
 def allowed_names(extra: Iterable[str] = ()) -> set[str]:
@@ -215,6 +229,4 @@ def env_for_files(*spec_files: Any, extra: Mapping[str, str] | None = None) -> d
     """The environment of a process that runs user code from spec files (an evaluation's ``eval.yaml``
     and its run's ``run.yaml``, a run for chat): :func:`user_code_env` with the names they ask for (what
     only their MCP servers ask for is :func:`server_values`, handed over beside it)."""
-    env = user_code_env(allow=referenced_names(*[f for f in spec_files if f]))
-    env.update(extra or {})
-    return env
+    return user_code_envs(*spec_files, extra=extra)[0]

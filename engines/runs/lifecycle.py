@@ -22,7 +22,7 @@ import psutil
 
 from ..isolation.processes import spawn_detached, terminate_tree
 from .rundir import ACTIVE_STATES, FAILED, QUEUED, STATUS_FILE, STOPPED, RunDir
-from ..isolation.user_env import referenced_names, server_values, user_code_env
+from ..isolation.user_env import user_code_envs
 
 SLOT_LOCK = ".slot.lock"
 HEARTBEAT_TIMEOUT_S = 120.0
@@ -94,11 +94,9 @@ def spawn_run(run_dir: str | os.PathLike, extra_args: list[str] | None = None,
     if not run.read_status():
         run.write_status(state=QUEUED)
     spec = run.file("run.yaml")
-    full_env = user_code_env(allow=referenced_names(spec))
-    full_env.update(env or {})
-    full_env["PYTHONUNBUFFERED"] = "1"
+    full_env, servers = user_code_envs(spec, extra={**(env or {}), "PYTHONUNBUFFERED": "1"})
     proc = spawn_detached([sys.executable, "-m", "engines", "run", str(run.path), *(extra_args or [])],
-                          run.log_path, env=full_env, server_env=server_values(spec))
+                          run.log_path, env=full_env, server_env=servers)
     p = psutil.Process(proc.pid)
     run.write_status(pid=proc.pid, pid_create_time=p.create_time(), launched=time.time())
     return proc.pid

@@ -90,17 +90,17 @@ def check_sweep_isolated(spec: SweepSpec, inputs: dict[str, Any], timeout_s: flo
     """:func:`check_ranges` in an isolated child with a time limit (its environment as a check's). Never raises."""
     from ..core.isolated_checks import _preload, name_input_files, results_for_failure
     from ..isolation.sandbox import describe, run_isolated
-    from ..isolation.user_env import referenced_names, server_values, user_code_env
+    from ..isolation.user_env import user_code_envs
 
     named = (inputs.get("agent"), inputs.get("reward_func"), inputs.get("config"))
-    env = user_code_env(allow=referenced_names(*named))
+    env, servers = user_code_envs(*named)
     _preload(inputs.get("train_engine_name"))
     outcome = run_isolated(
         _check_ranges,
         {"spec_dict": spec.to_dict(), "inputs": inputs},
         timeout_s=timeout_s,
         env=env,
-        server_env=server_values(*named),
+        server_env=servers,
     )
     if outcome.ok:
         return name_input_files(outcome.value, inputs)

@@ -136,7 +136,7 @@ class SweepDriver:
 
     def start_trial(self) -> None:
         from ..isolation.sandbox import describe, run_isolated
-        from ..isolation.user_env import referenced_names, server_values, user_code_env
+        from ..isolation.user_env import user_code_envs
 
         trial = self.study.ask(fixed_distributions=dict(self.spec.params))
         params = dict(trial.params)
@@ -144,7 +144,7 @@ class SweepDriver:
         note = f"sweep {self.sweep.run_id}, trial {trial.number}: " + ", ".join(f"{k}={v}" for k, v in params.items())
         self.sweep.event("trial_preparing", trial=trial.number, params=params)
         named = (self.inputs.get("agent"), self.inputs.get("reward_func"), self.base_config)
-        env = user_code_env(allow=referenced_names(*named))
+        env, servers = user_code_envs(*named)
         outcome = run_isolated(
             _prepare_trial,
             {
@@ -156,7 +156,7 @@ class SweepDriver:
             },
             timeout_s=PREPARE_TIMEOUT_S,
             env=env,
-            server_env=server_values(*named),
+            server_env=servers,
         )
         if not outcome.ok:
             message = describe(outcome)
