@@ -24,3 +24,10 @@ def test_the_summary_says_the_steps_done_and_their_rate_not_the_planned_ones():
         "steps_per_second": 0.2801,
     }
     assert measured_summary({"train_runtime": 1.0}, steps=None, seconds=None) == {"train_runtime": 1.0}
+
+
+def test_a_short_run_keeps_seconds_precise_enough_for_its_rate():
+    # 3 steps in 0.1522 s: seconds rounded to 0.15 made the pair read 20 steps/s beside a rate of 19.71
+    out = measured_summary({}, steps=3, seconds=0.1522)
+    assert out == {"steps": 3, "seconds": 0.152, "steps_per_second": 19.7109}
+    assert abs(out["seconds"] * out["steps_per_second"] - out["steps"]) < 0.01

@@ -22,7 +22,7 @@ def measured_summary(logs: dict[str, Any], steps: int | None, seconds: float | N
     if steps is not None:
         out["steps"] = int(steps)
     if seconds is not None and seconds > 0:
-        out["seconds"] = round(float(seconds), 2)
+        out["seconds"] = round(float(seconds), 3)  # to the millisecond: 3 steps can take 0.15 s
         if steps is not None:
             out["steps_per_second"] = round(steps / seconds, 4)
     return out
