@@ -273,7 +273,7 @@ def test_a_missing_command_and_a_server_without_tools():
 
 
 def test_an_http_server_that_is_not_there(tmp_path):
-    from testing.verl_fakes import free_port
+    from testing import free_port
 
     url = f"http://127.0.0.1:{free_port()}/mcp"
     with pytest.raises(CheckError) as err:

@@ -126,7 +126,7 @@ def test_concurrent_calls_to_a_dead_server_restart_it_once(tmp_path, pool):
 
 def test_an_http_server_that_comes_back_is_reconnected(pool):
     from engines.tools.mcp_servers import parse_mcp
-    from testing.verl_fakes import free_port
+    from testing import free_port
 
     port = free_port()
     with mcp_servers.calculator_over_http("streamable-http", port=port) as url:

@@ -129,6 +129,6 @@ def test_a_dead_server_that_cannot_restart_ends_verls_rollout(tmp_path, data_fil
     kind, message, is_exception = got["calls"][1]
     assert kind == "FatalToolServerError" and not is_exception  # not caught by verl's `except Exception`
     assert message.startswith("tool server error: MCP server 'flaky'") and "refusing to start" in message
-    from engines.runs.rundir import classify_failure
+    from engines.runs.causes import classify_failure
 
     assert classify_failure(f"verl exited with code 1: {kind}: {message}") == "tool server error"

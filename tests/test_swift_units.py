@@ -16,7 +16,7 @@ from engines.swift.dataset import SOLUTION, write_split
 from engines.swift.launch import SwiftWatcher, explain_exit, last_error
 from engines.swift.metrics import PromptLookup, normalize, samples_from_completions
 from engines.swift.plugin import write_plugin
-from engines.runs.rundir import classify_failure
+from engines.runs.causes import classify_failure
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -355,7 +355,7 @@ def test_tools_become_verl_function_tools_with_the_tool_agent_loop(tmp_path, dat
 
 
 def test_cluster_address_turns_off_the_local_slot(tmp_path, data_file, monkeypatch):
-    from testing.verl_fakes import free_port
+    from testing import free_port
 
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
     address = f"http://127.0.0.1:{free_port()}"  # nothing listens there
@@ -402,3 +402,13 @@ def test_run_settings_verl_does_not_act_on_are_refused_not_ignored(tmp_path, dat
     # the diagnoses' thresholds are taken: the watcher acts on every engine's run, and reads them from run.yaml
     p = composed(tmp_path / "diagnoses", data_file, {"diagnostics": {"kl_bound": 2.0}})
     assert p.spec["config"]["diagnostics"] == {"kl_bound": 2.0}
+
+
+def test_verl_submits_its_own_driver_so_the_cluster_run_settings_for_other_engines_are_refused(tmp_path, data_file):
+    """ray_address is verl's own setting (its driver becomes the job); ray_resources and ray_storage, which size and
+    place the job of every other engine's cluster run, would be accepted and ignored: refused, saying why."""
+    p = composed(tmp_path / "address", data_file, {"ray_address": "http://head:8265", "batch_size": 4})
+    assert p.cluster_address == "http://head:8265" and p.uses_local_slot is False
+    err = config_error(tmp_path / "resources", data_file, {"ray_resources": {"num_gpus": 1}})
+    assert "ray_resources: the verl engine does not act on this setting" in str(err)
+    assert "trainer.n_gpus_per_node" in str(err) and "train with the trl engine" not in str(err)

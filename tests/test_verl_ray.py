@@ -13,7 +13,8 @@ import pandas as pd
 import pytest
 
 from engines import AgentTrainer
-from testing.verl_fakes import RayHead, write_fake_main_ppo
+from testing.ray_head import RayHead
+from testing.verl_fakes import write_fake_main_ppo
 
 ROOT = Path(__file__).resolve().parent.parent
 LETTERS_AGENT = str(ROOT / "assets/agents/letters_agent.yaml")
@@ -52,7 +53,7 @@ def cluster_trainer(tmp_path, data_file, head, steps: int, pause: float, monkeyp
 
 
 def job_client(head):
-    from engines.verl.launch import enable_ray_token_auth
+    from engines.cluster.ray_jobs import enable_ray_token_auth
 
     enable_ray_token_auth()
     from ray.job_submission import JobSubmissionClient

@@ -17,14 +17,22 @@ from ..inputs.agents import AgentSpec, agent_result, load_agent
 from .trainer_processor import TrainerProcessor, logger
 from .check_result import CheckError, CheckResult
 from ..inputs.config import ConfigField, validate_config
-from ..runs.run_settings import split_run_settings
+from ..runs.run_settings import (
+    BEST_CHECKPOINT_WHY,
+    CLUSTER_KEYS,
+    REFUSED_WHY,
+    cluster_address,
+    environment_cluster_address,
+    split_run_settings,
+)
 from ..inputs.data import DataBundle, load_datasets, save_for_spec
 from ..fit.data_fit import DataFit, check_data_fit
 from ..fit.model_folder import ModelFolder, require_model_folder
 from ..rewards import Reward, RewardError, dry_run_reward, load_reward
-from ..runs.rundir import FAILED, FINISHED, RUNNING, STOPPED, classify_failure, run_dir_write_error
+from ..runs.causes import classify_failure
+from ..runs.rundir import FAILED, FINISHED, RUNNING, STOPPED, run_dir_write_error
 from ..runs.lifecycle import Slot, wait_for_slot
-from ..diagnostics.watcher import start_diagnoses
+from ..diagnostics.watcher import NO_DIAGNOSES, start_diagnoses
 
 MODULE_CAUSE = {"dataset": "bad data", "reward": "reward error"}
 
@@ -45,7 +53,7 @@ def _split_dataset_arg(value: Any) -> tuple[Any, dict | None]:
 
 
 def failure_cause(e: BaseException) -> str:
-    """One of :data:`engines.runs.rundir.CAUSES` for an exception raised while training."""
+    """One of :data:`engines.runs.causes.CAUSES` for an exception raised while training."""
     if getattr(e, "failure_cause", None):  # already classified where it happened (e.g. another process)
         return e.failure_cause  # type: ignore[attr-defined]
     from ..tools.mcp_client import ToolServerError
@@ -73,7 +81,7 @@ class StandardProcessor(TrainerProcessor):
     #: the run settings (engines/runs/run_settings.py) this engine acts on: another one set is refused at the
     #: check, never accepted and ignored (the diagnoses watch every engine's run; best checkpoint and early
     #: stopping need the engine's own evaluation loop)
-    run_settings_honored: frozenset[str] = frozenset({"diagnostics"})
+    run_settings_honored: frozenset[str] = frozenset({"diagnostics"}) | CLUSTER_KEYS
 
     def __init__(self, run_path: str = "runs"):
         super().__init__(run_path)
@@ -168,12 +176,13 @@ class StandardProcessor(TrainerProcessor):
     def _refuse_unhonored(self, run_settings: dict[str, Any]) -> None:
         refused = sorted(k for k, v in run_settings.items() if v is not None and k not in self.run_settings_honored)
         if refused:
+            why = sorted({REFUSED_WHY.get(k, BEST_CHECKPOINT_WHY) for k in refused})
             raise CheckError(
                 "config",
                 f"{', '.join(refused)}: the {self.engine_name} engine does not act on "
-                f"{'this setting' if len(refused) == 1 else 'these settings'} (the best checkpoint and early "
-                "stopping follow the trl engine's evaluations; docs/DIAGNOSTICS.md)",
-                f"remove {' and '.join(refused)}, or train with the trl engine",
+                f"{'this setting' if len(refused) == 1 else 'these settings'} ({'; '.join(why)})",
+                f"remove {' and '.join(refused)}"
+                + ("" if CLUSTER_KEYS.issuperset(refused) else ", or train with the trl engine"),
                 keys=refused,
             )
 
@@ -182,6 +191,7 @@ class StandardProcessor(TrainerProcessor):
             run_settings, config = self.take_run_settings(config)
             effective, warnings = self.validate_settings(config)
             effective.update(run_settings)
+            warnings = warnings + self.adopt_cluster(effective)
             extra = self.convert_config(effective) or {}
             fit = self.data_fit(effective)
             if fit is not None:
@@ -211,6 +221,33 @@ class StandardProcessor(TrainerProcessor):
             )
         )
         return effective
+
+    def adopt_cluster(self, effective: dict[str, Any]) -> list[str]:
+        """Where the run trains, decided at the check and kept in run.yaml: a Ray cluster (``ray_address``, else
+        ``RAY_ADDRESS`` — said in a warning, as the config does not show it) or this machine's training slot."""
+        warnings = []
+        if not effective.get("ray_address") and (address := environment_cluster_address()):
+            effective["ray_address"] = address
+            warnings.append(f"this run is submitted to the Ray cluster at {address} (RAY_ADDRESS); docs/CLUSTER.md")
+        address = effective.get("ray_address")
+        if address:
+            from ..cluster.ray_jobs import unreachable
+            from ..cluster.ray_run import outside_paths
+
+            self.uses_local_slot = False
+            problem = unreachable(address)
+            if problem:
+                warnings.append(
+                    f"cannot reach the Ray cluster at {address} ({problem}): the run will fail to "
+                    "submit unless it is up by then"
+                )
+            outside = outside_paths(self.spec, self.run.path)
+            if outside:
+                warnings.append(
+                    "the job reads these files at the same paths on the cluster (shared storage; "
+                    f"docs/CLUSTER.md): {', '.join(outside)}"
+                )
+        return warnings
 
     # -- inference --------------------------------------------------------------------------------
     def inference(self, dataset: Any = None, checkpoint: str | None = None, **kwargs: Any):
@@ -302,9 +339,11 @@ class StandardProcessor(TrainerProcessor):
                 return STOPPED
             run.mark_process(RUNNING, started=time.time(), engine=self.engine_name)
             run.event("started", engine=self.engine_name, pid=os.getpid())
-            watcher = start_diagnoses(run)
+            address = cluster_address(self.effective_config or {})
+            # on a cluster the job watches its own run (its diagnoses come back with its events)
+            watcher = start_diagnoses(run) if address is None else NO_DIAGNOSES
             try:
-                outcome = self._train()
+                outcome, ended_by = self._train_here_or_on_cluster(address)
             except BaseException as e:  # noqa: BLE001 - every failure is recorded, then re-raised
                 watcher.stop()
                 self._record_failure(e)
@@ -325,7 +364,8 @@ class StandardProcessor(TrainerProcessor):
                 )
                 return FAILED
             if outcome == STOPPED:
-                cause = run.stop_reason()  # who asked: the user, a sweep's pruner (``pruned``), SIGTERM
+                # who asked: the user, a sweep's pruner (``pruned``), SIGTERM; or the cluster job's own stop
+                cause = run.stop_reason() or ended_by
                 run.end(
                     "stopped",
                     dict(message="stopped at a step boundary", step=step, cause=cause),
@@ -340,6 +380,15 @@ class StandardProcessor(TrainerProcessor):
             if slot is not None:
                 slot.release()
             restore()
+
+    def _train_here_or_on_cluster(self, address: str | None) -> tuple[str, str | None]:
+        """(``"finished"`` or ``"stopped"``, the cause a cluster job stopped with) — trained here, or as a job on the
+        Ray cluster at ``address`` with its run directory mirrored back (engines/cluster/ray_run.py)."""
+        if address is None:
+            return self._train(), None
+        from ..cluster.ray_run import train_as_ray_job
+
+        return train_as_ray_job(self.run, address, self.effective_config or {})
 
     def _record_failure(self, e: BaseException) -> None:
         """The run ends ``failed`` with its cause. A write the run directory refused is the cause ("cannot write

@@ -166,6 +166,18 @@ class DiagnosisWatcher:
         self._poll()
 
 
+class NoDiagnoses:
+    """The watcher of a run whose diagnoses are made elsewhere (a cluster job makes its own)."""
+
+    fatal: str | None = None
+
+    def stop(self) -> None:
+        pass
+
+
+NO_DIAGNOSES = NoDiagnoses()
+
+
 def start_diagnoses(run: RunDir) -> DiagnosisWatcher:
     """The watcher of a run that starts training now (a thread only when the run's config enables it)."""
     return DiagnosisWatcher(run).start()

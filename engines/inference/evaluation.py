@@ -33,7 +33,8 @@ from .checkpoints import ModelRef, resolve
 from ..inputs.data import ColumnMap, load_datasets, prompt_messages, row_answer, save_for_spec
 from ..rewards import Reward, load_reward
 from ..rewards.native import COUNTERPARTS, PREFIX, split_native
-from ..runs.rundir import FAILED, FINISHED, QUEUED, RUNNING, RunDir, atomic_write_text, classify_failure, new_run_id
+from ..runs.causes import classify_failure
+from ..runs.rundir import FAILED, FINISHED, QUEUED, RUNNING, RunDir, atomic_write_text, new_run_id
 
 EVALS_DIR = "evals"
 EVAL_SPEC = "eval.yaml"

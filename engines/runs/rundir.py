@@ -109,13 +109,6 @@ def step_log_line(step: int, total: int | None, values: dict[str, Any], steps_pe
     return " · ".join(parts)
 
 
-# Failure causes (events.jsonl "failed" events and status.json "cause").
-CAUSES = ("out of memory", "bad data", "reward error", "tool server error", "missing dependency", "killed",
-          "unknown", "loss_not_finite")
-#: why a run ended early on its own (status.json "cause" of a finished run): no improvement for a while
-EARLY_STOPPED = "early_stopped"
-
-
 def new_run_id(engine: str, label: str | None = None) -> str:
     stamp = time.strftime("%Y%m%d-%H%M%S")
     parts = [stamp, engine]
@@ -393,6 +386,13 @@ class RunDir:
         if samples:
             self._append(SAMPLES_FILE, *samples)
 
+    def append_rows(self, name: str, rows: list[dict]) -> None:
+        """Rows written elsewhere (a cluster job's copy of this run) appended as they are, in one write."""
+        if name not in (METRICS_FILE, SAMPLES_FILE, EVENTS_FILE):
+            raise ValueError(f"{name} is not one of the run's row files")
+        if rows:
+            self._append(name, *rows)
+
     def event(self, kind: str, **fields: Any) -> dict:
         row = {"time": time.time(), "event": kind, **fields}
         self._append(EVENTS_FILE, row)
@@ -579,22 +579,3 @@ class TextTail:
 
     def text(self) -> str:
         return "\n".join(self.lines + ([self._partial] if self._partial else []))
-
-
-def classify_failure(text: str) -> str:
-    """Map an exception text or log tail to one of :data:`CAUSES`."""
-    t = text.lower()
-    if "out of memory" in t or "outofmemory" in t or "cuda oom" in t or "memoryerror" in t or "cannot allocate memory" in t:
-        return "out of memory"
-    if "rewarderror" in t or "reward function" in t or "reward_func" in t:
-        return "reward error"
-    if "tool server error" in t or "toolservererror" in t:
-        return "tool server error"
-    if "modulenotfounderror" in t or "no module named" in t or "importerror" in t or "missing dependency" in t:
-        return "missing dependency"
-    if "killed" in t or "sigkill" in t or "signal 9" in t:
-        return "killed"
-    if ("dataset" in t or "column" in t or "datasetgenerationerror" in t or "arrowinvalid" in t
-            or "keyerror" in t or "bad data" in t):
-        return "bad data"
-    return "unknown"

@@ -12,7 +12,8 @@ from ..runs.run_summary import measured_summary
 from ..rewards import Reward
 from ..runs.best_checkpoint import BestTracker, record_best
 from ..runs.sample_groups import grouped_rows, step_summary
-from ..runs.rundir import EARLY_STOPPED, STOPPING, RunDir, step_log_line
+from ..runs.causes import EARLY_STOPPED
+from ..runs.rundir import STOPPING, RunDir, step_log_line
 from ..runs.tensorboard_log import ScalarWriter
 from .metrics import canonical_metrics, memory_metrics
 

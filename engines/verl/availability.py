@@ -106,23 +106,6 @@ def availability() -> tuple[bool, str]:
     return True, f"{found['gpus']} CUDA GPU(s), rollout backend {backend} ({python})"
 
 
-def unreachable(address: str, timeout_s: float = 3.0) -> str | None:
-    """Why the dashboard of ``http(s)://host:port`` does not accept a connection, or None."""
-    import socket
-    from urllib.parse import urlparse
-
-    url = urlparse(address)
-    if url.scheme not in ("http", "https") or not url.hostname:
-        return None  # "auto", a GCS address, ray://: Ray resolves those itself
-    try:
-        with socket.create_connection(
-            (url.hostname, url.port or (443 if url.scheme == "https" else 80)), timeout=timeout_s
-        ):
-            return None
-    except OSError as e:
-        return f"{type(e).__name__}: {e}"
-
-
 def with_install_hint(error: str) -> str:
     """verl's error line, with the install hint when it is a missing module."""
     if "No module named" in error or "ModuleNotFoundError" in error:

@@ -32,7 +32,8 @@ from ..fit.data_fit import check_memory_floor
 from ..inputs.row_location import locate_rows
 from ..runs.rundir import RunDir
 from . import compose as C
-from .availability import PYTHON_ENV, probe, unreachable, verl_python
+from ..cluster.ray_jobs import unreachable
+from .availability import PYTHON_ENV, probe, verl_python
 from .bridge import REWARD_FN
 from .dataset import TOOL_AGENT_LOOP
 from .layout import ROLLOUTS_DIR

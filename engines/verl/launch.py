@@ -6,8 +6,9 @@
   watched until verl ends or the run's STOP file asks for a stop.
 * :class:`LocalJob` — ``python -m verl.trainer.main_ppo`` in its own process session, its output
   appended to ``train.log`` (never a pipe); stopped by signalling its whole session.
-* :class:`RayJob` — Ray's ``JobSubmissionClient``: the run dir is the job's ``working_dir``,
-  status/logs/stop map to the run dir's status, ``train.log`` and STOP file.
+* :class:`~engines.cluster.ray_jobs.RayJob` — Ray's ``JobSubmissionClient`` (shared with every engine's
+  cluster runs): the run dir is the job's ``working_dir``, status/logs/stop map to the run dir's status,
+  ``train.log`` and STOP file.
 * :class:`MetricsWatcher` — tails verl's ``file`` logger JSONL (or, when that file is on another
   node, the console lines in the job's log) into ``metrics.jsonl`` with canonical names, turns
   verl's rollout dumps into ``samples.jsonl`` and its ``global_step_N`` folders into checkpoint events.
@@ -15,17 +16,15 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
-import queue
 import re
 import shlex
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
+from ..cluster.ray_jobs import RayJob
 from ..isolation import server_env
 from ..isolation.processes import spawn_detached, terminate_tree
 from ..runs.rundir import FINISHED, STOPPED, STOPPING, JsonlTail, RunDir, TextTail, iter_jsonl
@@ -243,107 +242,6 @@ class LocalJob:
         terminate_tree(self.pid, grace_s=grace_s)
         self.proc.wait(timeout=5)
         self.poll()
-
-
-# -- a Ray job ---------------------------------------------------------------------------------------
-def enable_ray_token_auth() -> None:
-    """Ray >= 2.5x clusters may require a token; use the local one (~/.ray/auth_token, RAY_AUTH_TOKEN)
-    the way Ray's own CLI does when RAY_AUTH_MODE is not set."""
-    try:
-        from ray._private.authentication.authentication_token_setup import maybe_enable_token_auth_if_token_available
-    except ImportError:  # older Ray: no token auth
-        return
-    try:
-        maybe_enable_token_auth_if_token_available(warn_if_disabled=False)
-    except Exception:  # never let the probe take the launcher down
-        pass
-
-
-class RayJob:
-    """One Ray job: submit, status, live logs, stop."""
-
-    TERMINAL = ("SUCCEEDED", "FAILED", "STOPPED")
-
-    def __init__(self, address: str | None):
-        enable_ray_token_auth()
-        from ray.job_submission import JobSubmissionClient
-
-        self.address = address
-        self.client = JobSubmissionClient(address)
-        self.job_id: str | None = None
-        self._log_thread: threading.Thread | None = None
-        self.lines: "queue.Queue[str]" = queue.Queue()
-
-    def submit(
-        self, entrypoint: str, runtime_env: dict, metadata: dict | None = None, submission_id: str | None = None
-    ) -> str:
-        self.job_id = self.client.submit_job(
-            entrypoint=entrypoint, runtime_env=runtime_env, metadata=metadata or {}, submission_id=submission_id
-        )
-        return self.job_id
-
-    def status(self) -> str:
-        status = self.client.get_job_status(self.job_id)
-        return getattr(status, "value", str(status))
-
-    def info(self):
-        return self.client.get_job_info(self.job_id)
-
-    def logs(self) -> str:
-        return self.client.get_job_logs(self.job_id)
-
-    def stop(self) -> bool:
-        return bool(self.client.stop_job(self.job_id))
-
-    def follow_logs(self, sink: Callable[[str], None]) -> None:
-        """A daemon thread streaming the job's log into ``sink`` (text chunks) and :attr:`lines`."""
-
-        def emit(chunk: str) -> None:
-            sink(chunk)
-            for line in chunk.splitlines():
-                self.lines.put(line)
-
-        def run() -> None:
-            sent = 0
-            try:
-
-                async def follow() -> None:
-                    nonlocal sent
-                    async for chunk in self.client.tail_job_logs(self.job_id):
-                        sent += len(chunk)
-                        emit(chunk)
-
-                asyncio.run(follow())
-            except Exception:  # the websocket failed: fall back to polling the whole log
-                while True:
-                    try:
-                        text = self.logs()
-                        if len(text) > sent:
-                            emit(text[sent:])
-                            sent = len(text)
-                        if self.status() in self.TERMINAL:
-                            text = self.logs()
-                            if len(text) > sent:
-                                emit(text[sent:])
-                            return
-                    except Exception:
-                        return
-                    time.sleep(2.0)
-
-        self._log_thread = threading.Thread(target=run, name=f"ray-logs-{self.job_id}", daemon=True)
-        self._log_thread.start()
-
-    def join_logs(self, timeout: float = 10.0) -> None:
-        if self._log_thread is not None:
-            self._log_thread.join(timeout)
-
-    def drain_lines(self) -> list[str]:
-        out = []
-        while True:
-            try:
-                out.append(self.lines.get_nowait())
-            except queue.Empty:
-                return out
 
 
 # -- a run's verl job ----------------------------------------------------------------------------------

@@ -126,6 +126,8 @@ class VerlProcessor(StandardProcessor):
     description = "verl on Ray: GRPO/PPO across GPUs and nodes (vLLM or SGLang rollouts), local or on a cluster"
     config_fields = CONFIG_FIELDS
     reward_required = False  # without one, verl scores rows by data_source with its built-in scorers
+    # verl is Ray's own: with ray_address its driver is the job (engines/verl/launch.py), its workers Ray actors
+    run_settings_honored = frozenset({"diagnostics", "ray_address"})
 
     def __init__(self, run_path: str = "runs"):
         super().__init__(run_path)
@@ -312,6 +314,8 @@ class VerlProcessor(StandardProcessor):
     def check_config(self, config: Any = None) -> dict[str, Any]:
         try:
             run_settings, config = self.take_run_settings(config)  # the diagnoses' thresholds: the watcher's
+            if run_settings.get("ray_address"):  # one of verl's own settings (derive.py): it submits verl's driver
+                config = {**config, "ray_address": run_settings.pop("ray_address")}
             derived = derive_config(config, self.checked_inputs(), self.config_fields)
         except CheckError as e:
             self._fail(e)

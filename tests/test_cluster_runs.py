@@ -1,0 +1,121 @@
+"""Any engine's run on a Ray cluster (engines/cluster/): a real Ray head started here on 127.0.0.1 (CPU), the run
+submitted as a Ray job through Ray's JobSubmissionClient, trained there by the same ``run`` command, and mirrored
+back through the job's log into the run directory the studio reads; Stop reaches the job at a step boundary."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+
+from engines import AgentTrainer
+from engines.cluster.mirror import TAG
+from engines.cluster.ray_jobs import job_client, stop_marker_id
+from engines.runs.rundir import RunDir
+from testing.ray_head import RayHead
+from testing.waiting import wait_for
+
+ROOT = Path(__file__).resolve().parent.parent
+AGENT = str(ROOT / "assets/agents/letters_agent.yaml")
+TRAIN = str(ROOT / "assets/datasets/letters_train.jsonl")
+TEST = str(ROOT / "assets/datasets/letters_test.jsonl")
+REWARD = str(ROOT / "assets/rewards/letter_reward.py") + ":letter_reward"
+FAST = {
+    "max_steps": 4,
+    "learning_rate": 1e-3,
+    "prompts_per_step": 2,
+    "num_generations": 4,
+    "save_steps": 2,
+    "eval_steps": 2,
+    "eval_samples": 4,
+}
+LIFE = {"started", "submitted", "finished", "stopped", "failed"}
+
+
+@pytest.fixture(scope="module")
+def head():
+    with RayHead(num_cpus=2) as h:
+        yield h
+
+
+def cluster_trainer(tmp_path, head, monkeypatch, storage, **config) -> AgentTrainer:
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    cfg = {**FAST, "ray_address": head.address, "ray_storage": str(storage), **config}
+    return AgentTrainer(AGENT, TRAIN, TEST, REWARD, cfg, run_path=str(tmp_path / "runs"), train_engine_name="trl")
+
+
+def job_side(run: RunDir) -> RunDir:
+    """The job's copy of the run on the cluster (this machine here), from ``ray_run_dir`` (host:path)."""
+    return RunDir(run.read_status()["ray_run_dir"].split(":", 1)[1])
+
+
+def test_a_trl_run_trains_as_a_ray_job_and_its_run_dir_mirrors_the_jobs(tmp_path, head, monkeypatch):
+    t = cluster_trainer(tmp_path, head, monkeypatch, tmp_path / "cluster")
+    assert t.train_processor.uses_local_slot is False and t.train_processor.run_spec()["machine_slot"] is False
+    run = t.train_processor.run
+    assert t.train() == "finished", run.log_path.read_text()[-3000:]
+    status = run.read_status()
+    assert status["state"] == "finished" and status["ray_job_status"] == "SUCCEEDED"
+    assert status["step"] == 4 and status["total_steps"] == 4 and "last_reward" in status
+    info = job_client(head.address).get_job_info(status["ray_job_id"])
+    assert info.status == "SUCCEEDED" and info.metadata == {"aworld_run": run.run_id}
+    assert info.entrypoint == "python3 -m engines.cluster.job_main"
+    # the job trained in its own copy, kept in ray_storage with its checkpoints
+    there = job_side(run)
+    assert there.path.parent == tmp_path / "cluster" and there.path.name == run.run_id
+    assert [p.name for p in there.checkpoints()] == ["checkpoint-2", "checkpoint-4"] and run.checkpoints() == []
+    assert status["last_checkpoint"] == str(there.path / "checkpoints/checkpoint-4")
+    # every row the engine wrote there is here, as written; the run's life is this machine's
+    for name in ("metrics.jsonl", "samples.jsonl"):
+        assert run.read_jsonl(name) == there.read_jsonl(name) and run.read_jsonl(name)
+    assert [r["step"] for r in run.read_jsonl("metrics.jsonl") if "eval/reward" in r] == [0, 2, 4]
+    here = run.read_jsonl("events.jsonl")
+    assert [e for e in here if e["event"] not in LIFE] == [
+        e for e in there.read_jsonl("events.jsonl") if e["event"] not in LIFE
+    ]
+    kinds = [e["event"] for e in here]
+    assert kinds[:2] == ["started", "submitted"] and kinds[-1] == "finished" and kinds.count("finished") == 1
+    assert "checkpoint" in kinds and "summary" in kinds
+    [submitted] = [e for e in here if e["event"] == "submitted"]
+    assert REWARD.split(":")[0] in submitted["reads_on_cluster"]  # read at the same path there
+    log = run.log_path.read_text()
+    assert "step 4/4" in log and TAG not in log  # the job's output, without the mirror's lines
+
+
+def test_a_second_job_stops_at_a_step_boundary_when_the_studio_asks(tmp_path, head, monkeypatch):
+    t = cluster_trainer(tmp_path, head, monkeypatch, tmp_path / "cluster", max_steps=5000, eval_steps=0)
+    run = t.train_processor.run
+    outcome = {}
+    thread = threading.Thread(target=lambda: outcome.setdefault("value", t.train()), daemon=True)
+    thread.start()
+    wait_for(lambda: len(run.read_jsonl("metrics.jsonl")) >= 3, timeout=240, what="three steps mirrored")
+    run.request_stop("user")  # what the studio's Stop button writes
+    thread.join(120)
+    assert outcome.get("value") == "stopped", run.log_path.read_text()[-3000:]
+    status = run.read_status()
+    assert status["state"] == "stopped" and status["cause"] == "user"
+    # the job ended by itself after its checkpoint (Ray's stop signal was not needed)
+    assert status["ray_job_status"] == "SUCCEEDED"
+    client = job_client(head.address)
+    assert client.get_job_info(stop_marker_id(status["ray_job_id"])).metadata == {"reason": "user"}
+    there = job_side(run)
+    assert there.stop_reason() == "user" and there.read_status()["state"] == "stopped"
+    stopped_at = status["step"]
+    assert 3 <= stopped_at < 5000 and [p.name for p in there.checkpoints()][-1] == f"checkpoint-{stopped_at}"
+    kinds = [e["event"] for e in run.read_jsonl("events.jsonl")]
+    assert kinds[-1] == "stopped" and "stop_requested" in kinds and kinds.count("stopped") == 1
+
+
+def test_a_run_whose_files_are_not_on_the_cluster_fails_naming_them(tmp_path, head, monkeypatch):
+    from engines.cluster import ray_run
+
+    t = cluster_trainer(tmp_path, head, monkeypatch, tmp_path / "cluster")
+    run = t.train_processor.run
+    real = ray_run.outside_paths
+    monkeypatch.setattr(ray_run, "outside_paths", lambda spec, root: [*real(spec, root), "/nowhere/model"])
+    with pytest.raises(Exception, match="/nowhere/model"):
+        t.train()
+    status = run.read_status()
+    assert status["state"] == "failed" and status["cause"] == "missing dependency"
+    assert "/nowhere/model" in status["error"] and "docs/CLUSTER.md" in status["error"]

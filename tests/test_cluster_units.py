@@ -1,0 +1,154 @@
+"""The pieces of a cluster run without a cluster: the mirror's lines, what is mirrored and what is this machine's,
+the cluster settings' checks, where a run trains, and what the job needs on the cluster."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from engines import AgentTrainer, CheckError
+from engines.cluster import job_main
+from engines.cluster.mirror import TAG, JobMirror, LocalMirror, parse
+from engines.cluster.ray_jobs import LineBuffer
+from engines.cluster.ray_run import outside_paths, submission
+from engines.runs.rundir import RunDir
+from testing import free_port
+
+ROOT = Path(__file__).resolve().parent.parent
+NOWHERE = f"http://127.0.0.1:{free_port()}"  # nothing listens there
+AGENT = str(ROOT / "assets/agents/letters_agent.yaml")
+TRAIN = str(ROOT / "assets/datasets/letters_train.jsonl")
+REWARD = str(ROOT / "assets/rewards/letter_reward.py") + ":letter_reward"
+
+
+def test_log_chunks_become_whole_lines_even_when_a_chunk_ends_inside_one():
+    buf = LineBuffer()
+    assert buf.feed('one\n@aworld-mirror {"file": "metr') == ["one"]
+    assert buf.feed('ics.jsonl", "rows": []}\r\ntwo') == ['@aworld-mirror {"file": "metrics.jsonl", "rows": []}']
+    assert buf.flush() == ["two"] and buf.flush() == []
+
+
+def test_a_mirror_line_is_found_behind_a_progress_bar_and_other_output_is_not_one():
+    assert parse("Loading weights: 100%|██| " + TAG + '{"end": {"state": "finished"}}') == {
+        "end": {"state": "finished"}
+    }
+    assert parse("step 3/4 · reward 0.05") is None and parse(TAG + "{not json") is None and parse(TAG + "[1]") is None
+
+
+def test_the_job_mirror_carries_rows_and_progress_and_leaves_the_runs_life_to_this_machine(tmp_path):
+    job, here = RunDir(tmp_path / "job"), RunDir(tmp_path / "here")
+    job.path.mkdir()
+    here.path.mkdir()
+    lines: list[str] = []
+    mirror = JobMirror(job.path, lines.append)
+    job.mark_process("running", started=1.0)
+    job.event("started", engine="trl")
+    job.append_metrics(1, {"reward": 0.5})
+    job.append_samples([{"step": 1, "reward": 0.5}, {"step": 1, "reward": 0.0}])
+    job.write_status(step=1, last_reward=0.5)
+    mirror.poll()
+    job.append_metrics(2, {"reward": 0.75})
+    job.event("checkpoint", step=2, path="/there/checkpoints/checkpoint-2")
+    job.end("finished", dict(step=2), state="finished", ended=2.0)
+    mirror.poll()
+    mirror.poll()  # nothing new: nothing sent twice
+    mirror.close()
+    here.write_status(state="running", pid=4242)
+    local = LocalMirror(here)
+    for text in lines:
+        local.apply(parse(text))
+    assert here.read_jsonl("metrics.jsonl") == job.read_jsonl("metrics.jsonl")
+    assert here.read_jsonl("samples.jsonl") == job.read_jsonl("samples.jsonl")
+    assert [e["event"] for e in here.read_jsonl("events.jsonl")] == ["checkpoint"]  # started/finished: this machine's
+    status = here.read_status()
+    assert status["state"] == "running" and status["pid"] == 4242 and status["step"] == 1
+    assert status["last_reward"] == 0.5 and "ended" not in status
+    assert local.end == {"state": "finished", "cause": None, "error": None, "step": 1}
+    # metrics, samples, status; then metrics, the checkpoint event; the end: nothing sent twice, nothing empty
+    assert sum(TAG in t for t in lines) == len(lines) == 6
+
+
+def test_cluster_settings_are_checked_and_a_run_with_an_address_leaves_the_machine_slot(tmp_path, monkeypatch):
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+
+    def trainer(**cfg):
+        return AgentTrainer(
+            AGENT,
+            TRAIN,
+            None,
+            REWARD,
+            {"max_steps": 2, **cfg},
+            run_path=str(tmp_path / "runs"),
+            train_engine_name="trl",
+        )
+
+    with pytest.raises(CheckError, match=r"ray_resources: unknown key 'gpus' — use num_cpus, num_gpus, memory"):
+        trainer(ray_address=NOWHERE, ray_resources={"gpus": 1})
+    with pytest.raises(CheckError, match=r"ray_resources.num_gpus must be a number >= 0, not -1"):
+        trainer(ray_address=NOWHERE, ray_resources={"num_gpus": -1})
+    here = trainer()
+    assert here.train_processor.uses_local_slot and here.train_processor.effective_config.get("ray_address") is None
+    # RAY_ADDRESS sends a run without ray_address to that cluster: the check says so, run.yaml records it
+    monkeypatch.setenv("RAY_ADDRESS", NOWHERE)
+    there = trainer(ray_resources={"num_gpus": 1, "num_cpus": 4})
+    p = there.train_processor
+    assert p.uses_local_slot is False and p.run_spec()["machine_slot"] is False
+    assert p.spec["config"]["ray_address"] == NOWHERE
+    [config] = [r for r in there.check_results if r.module == "config"]
+    assert any(f"Ray cluster at {NOWHERE} (RAY_ADDRESS)" in w for w in config.warnings)
+    assert any(f"cannot reach the Ray cluster at {NOWHERE}" in w for w in config.warnings)
+    [outside] = [w for w in config.warnings if "same paths on the cluster" in w]
+    assert AGENT not in outside and str(ROOT / "assets/rewards/letter_reward.py") in outside
+    # inside the job the run trains where it is: the job's own RAY_ADDRESS (Ray sets it) sends nothing on
+    monkeypatch.setenv("AWORLD_IN_RAY_JOB", "1")
+    assert trainer().train_processor.uses_local_slot is True
+
+
+def test_the_submission_ships_the_run_dir_and_studio_code_asks_for_resources_and_lists_outside_files(
+    tmp_path, monkeypatch
+):
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    monkeypatch.setenv("LETTERS_TOKEN", "t0ken")
+    monkeypatch.setenv("AWORLD_STUDIO_SECRET", "never")
+    t = AgentTrainer(
+        AGENT,
+        TRAIN,
+        None,
+        REWARD,
+        {
+            "max_steps": 2,
+            "ray_address": NOWHERE,
+            "ray_resources": {"num_gpus": 1, "memory": 2e9},
+            "ray_storage": "/shared/runs",
+            "report_to": "none",
+        },
+        run_path=str(tmp_path / "runs"),
+        train_engine_name="trl",
+    )
+    p = t.train_processor
+    p.write_run_spec()
+    spec_text = p.run.file("run.yaml").read_text()
+    p.run.file("run.yaml").write_text(spec_text + "\nextra: ${LETTERS_TOKEN}\n")  # a credential the run asks for
+    sub = submission(p.run, NOWHERE, p.effective_config)
+    env = sub["runtime_env"]["env_vars"]
+    assert sub["runtime_env"]["working_dir"] == str(p.run.path)
+    assert sub["runtime_env"]["py_modules"] == [str(ROOT / "engines")]
+    assert {"/metrics.jsonl", "/status.json", "/STOP", "/checkpoints/"} <= set(sub["runtime_env"]["excludes"])
+    assert (sub["entrypoint_num_cpus"], sub["entrypoint_num_gpus"], sub["entrypoint_memory"]) == (1, 1, 2_000_000_000)
+    assert env["AWORLD_IN_RAY_JOB"] == "1" and env[job_main.STORAGE] == "/shared/runs"
+    assert env[job_main.RUN_ID] == p.run.run_id and env[job_main.SUBMISSION_ID] == sub["submission_id"]
+    assert env["LETTERS_TOKEN"] == "t0ken" and "AWORLD_STUDIO_SECRET" not in env
+    needs = json.loads(env[job_main.NEEDS])
+    assert str(ROOT / "assets/rewards/letter_reward.py") in needs and TRAIN in needs
+    assert not any(n.startswith(str(p.run.path)) for n in needs)
+    assert outside_paths({"a": [str(p.run.path / "run.yaml")], "b": "/nowhere/x"}, p.run.path) == []
+
+
+def test_the_job_finds_a_folder_of_its_own_and_names_what_the_node_lacks(tmp_path):
+    env = {job_main.RUN_ID: "r1", job_main.STORAGE: str(tmp_path), job_main.NEEDS: json.dumps([str(tmp_path), "/no"])}
+    assert job_main.run_folder(env) == tmp_path / "r1"
+    (tmp_path / "r1").mkdir()
+    assert job_main.run_folder(env) == tmp_path / "r1.2"  # submitted again: beside the first
+    assert job_main.missing_paths(env) == ["/no"]
