@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from aworld_gui.rendering import engine_text
 from aworld_gui.rendering.i18n import _, key, localize, translations
 from aworld_gui.rendering.i18n_zh import ZH
 
@@ -26,7 +27,26 @@ def ui_strings() -> dict[str, str]:
     for code, advice in ADVICE.items():
         found.setdefault(advice.title, f"engines/diagnostics/advice.py:{code}")
         found.setdefault(advice.advice, f"engines/diagnostics/advice.py:{code}")
+    for word in [*engine_text.words(), *engine_text.FIXED]:  # what engines say, as the studio shows it
+        found.setdefault(word, "aworld_gui/rendering/engine_text.py")
+    for name, text in engine_texts().items():
+        found.setdefault(text, name)
     return found
+
+
+def engine_texts() -> dict[str, str]:
+    """The fixed texts of this project's engines the studio shows through engine_text.known: each engine's
+    description and its own settings' help (TRL's help of its fields is TRL's documentation, shown as written)."""
+    from engines.core.registry import get_processor_class
+
+    out = {}
+    for engine in ("trl", "swift", "verl"):
+        cls = get_processor_class(engine)
+        out[f"{engine}.description"] = cls.description
+        for f in cls.describe_config():
+            if f.get("group") == "engine" or engine != "trl":
+                out[f"{engine}.{f['name']}"] = f.get("help")
+    return {k: v for k, v in out.items() if v}
 
 
 def test_every_ui_string_has_its_chinese():
@@ -34,7 +54,7 @@ def test_every_ui_string_has_its_chinese():
     assert len(strings) > 150
     missing = {text: where for text, where in strings.items() if text not in ZH}
     assert missing == {}, f"add these to aworld_gui/rendering/i18n_zh.py: {missing}"
-    assert all(ZH[t].strip() and ZH[t] != t for t in strings if t not in ("OK", "CLI"))
+    assert all(ZH[t].strip() and ZH[t] != t for t in strings if t not in ("OK", "CLI", "logits"))
     unused = sorted(set(ZH) - set(strings))
     assert unused == [], f"entries no code uses: {unused}"
 
@@ -123,3 +143,35 @@ def test_a_charts_label_and_axis_are_in_the_pages_language():
         page = Svg()
         page.feed(localize(html, locale))
         assert page.attrs["aria-label"] == label and step in page.texts and f"run-a @ {step} 2: 0.400" in page.texts
+
+
+def test_engine_messages_are_shown_in_the_pages_language():
+    """A check's summary stays English for the CLI and the API; the studio shows it through engine_text's
+    templates: no English word left in Chinese (testing.english_text's finder), the English page unchanged."""
+    from engines.fit.memory_estimate import MemoryEstimate
+    from engines.trl.processor import TrlProcessor
+    from testing.english_text import english_runs
+
+    gb = 2**30
+    memory = [
+        MemoryEstimate(parts={}, per_process=gb // 2, processes=1, limit=22 * gb, limit_name="available RAM"),
+        MemoryEstimate(parts={}, per_process=gb // 2, processes=2, limit=22 * gb, limit_name="available RAM"),
+    ]
+    messages = [
+        "'letters-agent' on tiny-letters; tools: none; max turns 1",  # engines/inputs/agents.py
+        "'calc-agent' on tiny-calc; tools: calc_add, calc_mul (mcp_calc); max turns 4",
+        "train 24 rows, test 16 rows; prompt='prompt' (text), answer='answer'",  # engines/inputs/data.py
+        "train 24 rows; prompt='messages' (messages), no answer column",
+        "letter_reward×1; dry run on 3 row(s): reference → 1.00, 1.00; wrong → 0.20, 0.20",  # rewards/dry_run.py
+        *(m.summary() for m in memory),
+        TrlProcessor.availability()[1] if "CPU" in TrlProcessor.availability()[1] else "CPU (no CUDA GPU found; "
+        "small models only)",
+        "verl: no CUDA GPU found; no rollout backend (vllm or sglang) importable",  # verl/availability.py
+        "trl: available",  # core/checks.py
+    ]
+    for text in messages:
+        shown = engine_text.message(text)
+        assert localize(shown, "en") == text
+        assert english_runs(localize(shown, "zh")) == [], (text, localize(shown, "zh"))
+    assert engine_text.message("a message no template knows") == "a message no template knows"
+    assert localize(str(engine_text.known(TrlProcessor.description)), "zh").startswith("在本机运行 Hugging Face TRL")

@@ -361,6 +361,8 @@ ZH = {
     "The engine logged no advantages for these groups (verl dumps none).": "引擎没有为这些组记录优势值(verl 不导出优势值)。",
 }
 
+from .i18n_zh_engines import ZH_ENGINES  # noqa: E402 - what engines say, kept beside its templates
 from .i18n_zh_sweeps import ZH_SWEEPS  # noqa: E402 - the Sweeps strings, kept beside their module
 
 ZH.update(ZH_SWEEPS)
+ZH.update(ZH_ENGINES)

@@ -12,6 +12,7 @@ import re
 import time
 from typing import Any, Iterable
 
+from . import engine_text
 from .i18n import _
 from ..core.run_cache import Progress
 
@@ -83,13 +84,13 @@ def module_status(module: str, title: str, result: dict | None, checking: bool =
     if details.get("studio_hint"):  # the fix as the studio offers it, not as Python would write it
         r = dict(r, message=f"{details.get('problem') or r.get('message', '')} — {details['studio_hint']}")
     status = r.get("status", "idle")
-    warnings = "".join(f"<li>{esc(w)}</li>" for w in r.get("warnings") or [])
+    warnings = "".join(f"<li>{esc(engine_text.message(w))}</li>" for w in r.get("warnings") or [])
     warn_html = f'<ul class="aw-warnings">{warnings}</ul>' if warnings else ""
     return (
         f'<div class="aw-mod" data-module="{esc(module)}" data-status="{esc(status)}">'
         f'<div class="aw-mod-head"><span class="aw-mod-title">{esc(title)}</span>'
         f"{badge(status, elem=f'badge-{module}')}</div>"
-        f'<div class="aw-msg aw-msg-{esc(status)}">{esc(r.get("message", ""))}</div>{warn_html}</div>'
+        f'<div class="aw-msg aw-msg-{esc(status)}">{esc(engine_text.message(r.get("message")))}</div>{warn_html}</div>'
     )
 
 
@@ -225,7 +226,7 @@ def engines_table(engines: list[dict], selected: str | None) -> str:
         rows.append(
             f"<tr{sel}><td><b>{esc(e['name'])}</b></td>"
             f"<td>{badge('ok' if ok else 'error', _('available') if ok else _('unavailable'))}</td>"
-            f'<td>{_reason(e.get("reason") or "")}<div class="aw-muted">{esc(e.get("description") or "")}</div></td></tr>'
+            f'<td>{_reason(e.get("reason") or "")}<div class="aw-muted">{esc(engine_text.known(e.get("description")))}</div></td></tr>'
         )
     return f'<table class="aw-table aw-engines"><tbody>{"".join(rows)}</tbody></table>'
 
@@ -233,10 +234,11 @@ def engines_table(engines: list[dict], selected: str | None) -> str:
 def _reason(text: str, limit: int = 90) -> str:
     """A long unavailability reason folds into a <details> after its first sentence."""
     if len(text) <= limit:
-        return esc(text)
+        return esc(engine_text.message(text))
     cut = text.find(";")
     cut = cut if 0 < cut <= limit else text.rfind(" ", 0, limit)
-    return f"<details><summary>{esc(text[:cut])} …</summary>{esc(text[cut:].lstrip('; '))}</details>"
+    first, rest = engine_text.message(text[:cut]), engine_text.message(text[cut:].lstrip("; "))
+    return f"<details><summary>{esc(first)} …</summary>{esc(rest)}</details>"
 
 
 def prompt_block(prompt: dict | None) -> str:
@@ -246,7 +248,7 @@ def prompt_block(prompt: dict | None) -> str:
         return f'<div class="aw-empty">{esc(prompt["error"])}</div>'
     meta = []
     if prompt.get("tokens") is not None:
-        meta.append(f"{prompt['tokens']} tokens")
+        meta.append(f"{prompt['tokens']} {_('tokens')}")
     if prompt.get("source"):
         meta.append(f"{_('rendered by the engine, exactly as training sees it')} ({esc(prompt['source'])})")
     if prompt.get("note"):
@@ -265,7 +267,7 @@ def memory_estimate(memory: dict | None, config_status: str | None = None) -> st
     status = memory.get("status") or "ok"
     parts = memory.get("parts") or {}
     chips = "".join(
-        f'<span class="aw-part" data-part="{esc(k)}"><b>{esc(k.replace("_", " "))}</b> {fmt_bytes(v)}</span>'
+        f'<span class="aw-part" data-part="{esc(k)}"><b>{esc(engine_text.known(k.replace("_", " ")))}</b> {fmt_bytes(v)}</span>'
         for k, v in parts.items()
         if v
     )
@@ -279,7 +281,7 @@ def memory_estimate(memory: dict | None, config_status: str | None = None) -> st
     return (
         f'<div class="aw-memory" data-testid="memory-estimate" data-status="{esc(status)}" '
         f'data-gb="{(memory.get("per_process") or 0) / 2**30:.3f}">'
-        f"<div><b>{_('Memory estimate')}</b> {badge(status, label)} {esc(memory.get('summary'))}</div>"
+        f"<div><b>{_('Memory estimate')}</b> {badge(status, label)} {esc(engine_text.message(memory.get('summary')))}</div>"
         f'<div class="aw-parts">{chips}</div>{params}</div>'
     )
 

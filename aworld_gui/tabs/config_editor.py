@@ -13,7 +13,7 @@ from __future__ import annotations
 import gradio as gr
 import yaml
 
-from ..rendering import render
+from ..rendering import engine_text, render
 from . import config_form
 from .config_form import set_yaml_key
 from ..rendering.i18n import _
@@ -55,7 +55,7 @@ def settings_table(fields: list[dict], query: str, overrides: dict) -> str:
             else ""
         )
         default = render.esc(f.get("default"))
-        helps = render.esc(f.get("help") or "")
+        helps = render.esc(engine_text.known(f.get("help")))
         if f.get("trl_help"):
             helps += f'<div class="aw-muted">TRL: {render.esc(f["trl_help"])}</div>'
         if f.get("alias_of"):

@@ -9,7 +9,7 @@ from typing import Any
 import gradio as gr
 
 from ..core.studio import Studio
-from ..rendering import render
+from ..rendering import engine_text, render
 from ..rendering.i18n import _
 from . import config_form
 
@@ -25,7 +25,7 @@ def render_config_form(studio: Studio, engine_box, config_yaml, checked_state) -
     def derive(engine, text, checked):
         info = studio.engine_info(engine) or {"name": engine}
         view = config_form.form_view(info, text, checked)
-        models = [[config_form.AGENT_MODEL, config_form.AGENT_MODEL]] + [
+        models = [[str(_("(the agent's model)")), config_form.AGENT_MODEL]] + [
             [f"{m['name']} · {m['source']}", m["path"]] for m in (studio.catalog().get("models") or [])
         ]
         shown = config_form.shown_fields(view, models)
@@ -118,7 +118,7 @@ def _field(f: config_form.FieldView):
     """The component that shows one field of the form (config_form.FieldView); its key names what it shows."""
     kw: dict[str, Any] = dict(
         label=f.name,
-        info=f.help,
+        info=engine_text.known(f.help) or None,
         value=f.value,
         interactive=f.interactive,
         min_width=150,

@@ -9,6 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..core import inputs as inp
+from ..rendering import engine_text
+from ..rendering.i18n import _
 from ..rendering.render import esc
 
 
@@ -66,8 +68,8 @@ def calls_html(result: dict[str, Any] | None) -> str:
     terms = {k: v for k, v in calls.items() if not k.startswith("_")}
     if not terms:
         return (
-            '<div class="aw-empty" data-testid="reward-calls">What each reward receives and returns on the '
-            "sample rows appears here after the check.</div>"
+            '<div class="aw-empty" data-testid="reward-calls">'
+            f'{_("What each reward receives and returns on the sample rows appears here after the check.")}</div>'
         )
     template = ((result or {}).get("details") or {}).get("completion_template")
     rows = []
@@ -77,32 +79,33 @@ def calls_html(result: dict[str, Any] | None) -> str:
                 f'<div><code>{esc(k)}</code> <span class="aw-muted">{esc(v)}</span></div>'
                 for k, v in (call.get("args") or {}).items()
             )
-            or '<span class="aw-muted">not called</span>'
+            or f'<span class="aw-muted">{_("not called")}</span>'
         )
         returned = call.get("returned") or []
         shown = "".join(f"<div><code>{esc(r)}</code></div>" for r in returned[:6])
         if len(returned) > 6:
-            shown += f'<div class="aw-muted">… {len(returned) - 6} more</div>'
+            shown += f'<div class="aw-muted">… {len(returned) - 6} {_("more")}</div>'
         logged = "".join(f"<div><code>{esc(k)}</code> {esc(v)}</div>" for k, v in (call.get("logged") or {}).items())
         rows.append(
             f'<tr data-term="{esc(name)}"><td><b>{esc(name)}</b><div class="aw-muted">'
-            f"{esc(call.get('style', ''))} convention</div></td><td>{args}</td>"
+            f"{esc(engine_text.known(call.get('style', '')))} {_('convention')}</div></td><td>{args}</td>"
             f"<td>{shown or '—'}{logged}</td></tr>"
         )
     note = (
-        f'<div class="aw-muted">Sample completions written as <code>{esc(template)}</code> (the format these '
-        f"rewards expect).</div>"
+        f'<div class="aw-muted">{_("Sample completions written as")} <code>{esc(template)}</code> '
+        f"{_('(the format these rewards expect).')}</div>"
         if template
         else ""
     )
     extra = ""
     if logged_all:
-        extra = '<div class="aw-muted">Logged: ' + ", ".join(f"<code>{esc(k)}</code>" for k in logged_all) + "</div>"
+        extra = f'<div class="aw-muted">{_("Logged:")} ' + ", ".join(f"<code>{esc(k)}</code>" for k in logged_all) + "</div>"
     return (
         f'<div class="aw-reward-calls" data-testid="reward-calls">'
-        f'<div class="aw-muted"><b>What each reward received and returned</b> on the sample rows '
-        f"(reference and wrong completions, in the call its framework makes).</div>{note}"
-        f'<table class="aw-table"><thead><tr><th>reward</th><th>received</th><th>returned</th></tr></thead>'
+        f'<div class="aw-muted"><b>{_("What each reward received and returned")}</b> '
+        f"{_('on the sample rows (reference and wrong completions, in the call its framework makes).')}</div>{note}"
+        f'<table class="aw-table"><thead><tr><th>{_("reward")}</th><th>{_("received")}</th>'
+        f"<th>{_('returned')}</th></tr></thead>"
         f"<tbody>{''.join(rows)}</tbody></table>{extra}</div>"
     )
 

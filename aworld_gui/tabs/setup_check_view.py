@@ -11,7 +11,7 @@ from ..core.studio import MODULE_TITLES, Studio
 from ..rendering import render
 from ..rendering.i18n import _
 from . import config_form, reward_card
-from .setup_inputs import AUTO, SetupUI
+from .setup_inputs import AUTO, AUTO_CHOICE, SetupUI
 
 
 def check_outputs(ui: SetupUI) -> list:
@@ -58,14 +58,14 @@ def check_updates(studio: Studio, si: inp.SetupInputs, report: dict) -> list:
     p_val = si.columns.get("prompt") or AUTO
     a_val = si.columns.get("answer") or AUTO
     prompt_dd = gr.update(
-        choices=[AUTO, *cols],
+        choices=[AUTO_CHOICE, *cols],
         value=p_val if p_val in [AUTO, *cols] else AUTO,
-        info=f"detected: {mapped.get('prompt')}" if mapped.get("prompt") else "",
+        info=f"{_('detected:')} {mapped.get('prompt')}" if mapped.get("prompt") else "",
     )
     answer_dd = gr.update(
-        choices=[AUTO, *cols],
+        choices=[AUTO_CHOICE, *cols],
         value=a_val if a_val in [AUTO, *cols] else AUTO,
-        info=f"detected: {mapped.get('answer')}" if mapped.get("answer") else "",
+        info=f"{_('detected:')} {mapped.get('answer')}" if mapped.get("answer") else "",
     )
     # config card: engine + config
     eng, cfg = res["engine"], res["config"]

@@ -13,7 +13,7 @@ from ..core.studio import Studio
 from ..rendering.i18n import _
 from ..worker.check_worker import WorkerError
 from . import reward_card
-from .setup_inputs import AUTO, NONE, table_rows
+from .setup_inputs import AUTO, NONE, NONE_CHOICE, table_rows
 
 
 class SetupFiles:
@@ -95,7 +95,7 @@ class SetupFiles:
             return gr.update(), gr.update()
         stored = self.studio.store_upload(file if isinstance(file, str) else file.name)
         return (
-            gr.update(choices=[(NONE, NONE)] + inp.file_choices(inp.shipped_datasets(), [stored]), value=stored),
+            gr.update(choices=[NONE_CHOICE] + inp.file_choices(inp.shipped_datasets(), [stored]), value=stored),
             "",
         )
 

@@ -7,9 +7,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core import inputs as inp
+from ..rendering.i18n import _
 
 AUTO = "(auto-detect)"
 NONE = "(none)"
+#: the dropdowns' choices for them: the value as above, the label in the page's language
+AUTO_CHOICE = (str(_("(auto-detect)")), AUTO)
+NONE_CHOICE = (str(_("(none)")), NONE)
 
 
 @dataclass

@@ -26,7 +26,7 @@ from .config_form_render import render_config_form
 from .engine_setup import EngineSetupPanel
 from . import setup_check_view
 from .setup_files import SetupFiles
-from .setup_inputs import AUTO, NONE, SetupUI, collect
+from .setup_inputs import AUTO, AUTO_CHOICE, NONE, NONE_CHOICE, SetupUI, collect
 from ..core.studio import MODULE_TITLES, Studio
 
 
@@ -129,7 +129,7 @@ class SetupTab:
                     )
                 with gr.Row(equal_height=False, elem_classes="aw-runbar"):
                     ui.test = gr.Dropdown(
-                        [(NONE, NONE)] + inp.file_choices(inp.shipped_datasets(), [demo.test]),
+                        [NONE_CHOICE] + inp.file_choices(inp.shipped_datasets(), [demo.test]),
                         value=demo.test,
                         label=_("Test set (optional)"),
                         allow_custom_value=True,
@@ -146,9 +146,9 @@ class SetupTab:
                     )
                 ui.data_note = Markdown("", elem_classes="aw-muted", elem_id="data-note")
                 with gr.Row():
-                    ui.prompt_col = gr.Dropdown([AUTO], value=AUTO, label=_("Prompt column"), elem_id="prompt-col")
+                    ui.prompt_col = gr.Dropdown([AUTO_CHOICE], value=AUTO, label=_("Prompt column"), elem_id="prompt-col")
                     ui.answer_col = gr.Dropdown(
-                        [AUTO], value=AUTO, label=_("Reference-answer column"), elem_id="answer-col"
+                        [AUTO_CHOICE], value=AUTO, label=_("Reference-answer column"), elem_id="answer-col"
                     )
                 with gr.Tabs():
                     with gr.Tab(_("Train rows"), elem_id="tab-train-rows"):
@@ -425,9 +425,9 @@ class SetupTab:
         return [
             gr.update(choices=inp.file_choices(inp.shipped_agents(), [si.agent]), value=si.agent),
             gr.update(choices=inp.file_choices(inp.shipped_datasets(), [si.train]), value=si.train),
-            gr.update(choices=[(NONE, NONE)] + inp.file_choices(inp.shipped_datasets(), tests), value=si.test or NONE),
+            gr.update(choices=[NONE_CHOICE] + inp.file_choices(inp.shipped_datasets(), tests), value=si.test or NONE),
             *(
-                gr.update(choices=[AUTO, *([col] if col else [])], value=col or AUTO)
+                gr.update(choices=[AUTO_CHOICE, *([col] if col else [])], value=col or AUTO)
                 for col in (si.columns.get("prompt"), si.columns.get("answer"))
             ),
             gr.update(choices=[(label, key) for key, (label, _) in docs.items()], value=picks),

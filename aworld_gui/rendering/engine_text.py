@@ -1,0 +1,124 @@
+"""What engines say, shown in the page's language.
+
+Engines write English: the CLI, the logs, ``--json`` and the API show their messages as written. The studio shows
+them through ``_()`` like its own strings: a fixed text of an engine (an engine's description, its settings' help,
+a diagnosis's words) by :func:`known`, and a check's summary, which carries values (names, counts, paths), by
+:func:`message`: the message is cut into its parts (``"; "``, ``" — "``) and each part matched whole against
+:data:`TEMPLATES`, whose words go through ``_()`` while the values they capture stay as written. A part no template
+matches is shown as the engine wrote it. Every word here has its Chinese in ``i18n_zh`` (tests/test_i18n.py).
+
+Template syntax: ``[words]`` is translated (``[a|b]``: either one, translated), ``{}`` is a value kept as written,
+everything else is matched and kept literally.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+
+from .i18n import _
+from .i18n_zh import ZH
+
+#: whole messages, tried before a message is cut into parts
+WHOLE = [
+    "CPU ([no CUDA GPU found]; [small models only])",
+]
+#: one part of a message each (engines/inputs/agents.py, data.py, rewards/dry_run.py, fit/memory_estimate.py,
+#: the engines' availability, core/checks.py)
+TEMPLATES = [
+    # agent: "'letters-agent' on tiny-letters; tools: none; max turns 1"
+    "'{}' [on] {}",
+    "[tools:] [none]",
+    "[tools:] {}",
+    "[max turns] {}",
+    # dataset: "train 24 rows, test 16 rows; prompt='prompt' (text), answer='answer'"
+    "[train] {} [rows], [test] {} [rows]",
+    "[train] {} [rows]",
+    "prompt='{}' ([text|messages]), answer='{}'",
+    "prompt='{}' ([text|messages]), [no answer column]",
+    # reward: "letter_reward×1; dry run on 3 row(s): reference → 1.00, 1.00; wrong → 0.20, 0.20"
+    "[dry run on] {} [row(s)]: [reference] → {}",
+    "[wrong] → {}",
+    # memory: "≈ 0.58 GB peak per process of 22.0 GB available RAM (3 %)"
+    "≈ {} GB [peak per process] [of] {} GB [available RAM] ({} %)",
+    "≈ {} GB [peak per process], {} GB [for] {} [processes] [of] {} GB [available RAM] ({} %)",
+    "≈ {} GB [peak per process] [of] {} GB [free on each GPU] ({}) ({} %)",
+    "≈ {} GB [peak per process]",
+    # the engines' availability
+    "{}: [available]",
+    "{}: [no CUDA GPU found]",
+    "[no CUDA GPU found]",
+    "[no rollout backend (vllm or sglang) importable]",
+    "[verl's trainer dependencies are missing] (transfer_queue: extra verl-core)",
+    "[verl is not installed in] {}",
+]
+#: fixed words of engines shown through :func:`known` besides the engines' descriptions and settings' help: the
+#: memory estimate's parts (engines/fit/memory_estimate.py, "_" read as a space) and a reward's calling convention
+FIXED = ["weights", "gradients", "optimizer", "reference model", "kv cache", "logits", "activations", "runtime",
+         "per sample"]
+_TOKEN = re.compile(r"\[([^\]]+)\]|\{\}")
+_SPLIT = re.compile(r"(; | — )")
+
+
+@functools.cache
+def _compiled(template: str) -> tuple[re.Pattern, tuple[str, ...]]:
+    """The template's regex and its groups' kinds (``w``: words to translate, ``v``: a value)."""
+    pattern, kinds, at = [], [], 0
+    for m in _TOKEN.finditer(template):
+        pattern.append(re.escape(template[at : m.start()]))
+        if m.group(1):
+            pattern.append("(" + "|".join(re.escape(w) for w in m.group(1).split("|")) + ")")
+            kinds.append("w")
+        else:
+            pattern.append("(.+?)")
+            kinds.append("v")
+        at = m.end()
+    pattern.append(re.escape(template[at:]))
+    return re.compile("".join(pattern) + r"\Z", re.S), tuple(kinds)
+
+
+def words() -> list[str]:
+    """Every word of the templates (what i18n_zh must translate)."""
+    return list(dict.fromkeys(w for t in [*WHOLE, *TEMPLATES] for m in _TOKEN.finditer(t) if m.group(1)
+                              for w in m.group(1).split("|")))
+
+
+def _apply(template: str, text: str) -> str | None:
+    regex, kinds = _compiled(template)
+    m = regex.match(text)
+    if not m:
+        return None
+    out, at = [], 0
+    for i, kind in enumerate(kinds, 1):
+        out.append(text[at : m.start(i)])
+        out.append(str(_(m.group(i))) if kind == "w" else m.group(i))
+        at = m.end(i)
+    out.append(text[at:])
+    return "".join(out)
+
+
+def _part(text: str, templates: list[str]) -> str:
+    for template in templates:
+        done = _apply(template, text)
+        if done is not None:
+            return done
+    return text
+
+
+def message(text: str | None) -> str:
+    """An engine's message with its known words marked for translation (the values kept as written)."""
+    if not text or "__i18n__" in text:
+        return text or ""
+    whole = _part(text, WHOLE)
+    if whole != text:
+        return whole
+    return "".join(p if i % 2 else _part(p, TEMPLATES) for i, p in enumerate(_SPLIT.split(text)))
+
+
+def known(text: str | None):
+    """A fixed text of an engine (a description, a setting's help): marked for translation when it has its
+    Chinese, else as written (a plugin engine's own words)."""
+    return _(text) if text and text in ZH else (text or "")
+
+
+__all__ = ["FIXED", "TEMPLATES", "WHOLE", "known", "message", "words"]
