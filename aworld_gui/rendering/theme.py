@@ -177,5 +177,10 @@ footer { opacity: .75; }   /* API and Settings (the language) */
 .aw-settings td.aw-help { font-size: 12.5px; line-height: 1.4; }
 .aw-settings tr.aw-set td { background: var(--color-accent-soft); }
 .aw-cfg-set [data-testid="block-info"]::after { content: " •"; color: var(--color-accent); font-weight: 700; }
+/* a setting's name is one long word (max_completion_length): it breaks at the column's edge instead of being cut, and
+   a table's header wraps instead of ending in "…" (the Runs table's "last reward", Chinese headers) */
+[id^="cfg-"] [data-testid="block-info"] { overflow-wrap: anywhere; white-space: normal; overflow: visible; }
+.gradio-dataframe th .header-content, .gradio-dataframe th .cell-wrap, .gradio-dataframe th span {
+  white-space: normal !important; overflow: visible !important; text-overflow: clip !important; }
 .aw-trackers { margin-top: 8px; font-size: 13px; word-break: break-all; }
 """
