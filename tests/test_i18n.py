@@ -164,8 +164,9 @@ def test_engine_messages_are_shown_in_the_pages_language():
         "train 24 rows; prompt='messages' (messages), no answer column",
         "letter_reward×1; dry run on 3 row(s): reference → 1.00, 1.00; wrong → 0.20, 0.20",  # rewards/dry_run.py
         *(m.summary() for m in memory),
-        TrlProcessor.availability()[1] if "CPU" in TrlProcessor.availability()[1] else "CPU (no CUDA GPU found; "
-        "small models only)",
+        TrlProcessor.availability()[1]
+        if "CPU" in TrlProcessor.availability()[1]
+        else "CPU (no CUDA GPU found; small models only)",
         "verl: no CUDA GPU found; no rollout backend (vllm or sglang) importable",  # verl/availability.py
         "trl: available",  # core/checks.py
     ]

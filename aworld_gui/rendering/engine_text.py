@@ -54,8 +54,17 @@ TEMPLATES = [
 ]
 #: fixed words of engines shown through :func:`known` besides the engines' descriptions and settings' help: the
 #: memory estimate's parts (engines/fit/memory_estimate.py, "_" read as a space) and a reward's calling convention
-FIXED = ["weights", "gradients", "optimizer", "reference model", "kv cache", "logits", "activations", "runtime",
-         "per sample"]
+FIXED = [
+    "weights",
+    "gradients",
+    "optimizer",
+    "reference model",
+    "kv cache",
+    "logits",
+    "activations",
+    "runtime",
+    "per sample",
+]
 _TOKEN = re.compile(r"\[([^\]]+)\]|\{\}")
 _SPLIT = re.compile(r"(; | — )")
 
@@ -79,8 +88,11 @@ def _compiled(template: str) -> tuple[re.Pattern, tuple[str, ...]]:
 
 def words() -> list[str]:
     """Every word of the templates (what i18n_zh must translate)."""
-    return list(dict.fromkeys(w for t in [*WHOLE, *TEMPLATES] for m in _TOKEN.finditer(t) if m.group(1)
-                              for w in m.group(1).split("|")))
+    return list(
+        dict.fromkeys(
+            w for t in [*WHOLE, *TEMPLATES] for m in _TOKEN.finditer(t) if m.group(1) for w in m.group(1).split("|")
+        )
+    )
 
 
 def _apply(template: str, text: str) -> str | None:

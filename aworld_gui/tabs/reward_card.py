@@ -69,7 +69,7 @@ def calls_html(result: dict[str, Any] | None) -> str:
     if not terms:
         return (
             '<div class="aw-empty" data-testid="reward-calls">'
-            f'{_("What each reward receives and returns on the sample rows appears here after the check.")}</div>'
+            f"{_('What each reward receives and returns on the sample rows appears here after the check.')}</div>"
         )
     template = ((result or {}).get("details") or {}).get("completion_template")
     rows = []
@@ -99,7 +99,11 @@ def calls_html(result: dict[str, Any] | None) -> str:
     )
     extra = ""
     if logged_all:
-        extra = f'<div class="aw-muted">{_("Logged:")} ' + ", ".join(f"<code>{esc(k)}</code>" for k in logged_all) + "</div>"
+        extra = (
+            f'<div class="aw-muted">{_("Logged:")} '
+            + ", ".join(f"<code>{esc(k)}</code>" for k in logged_all)
+            + "</div>"
+        )
     return (
         f'<div class="aw-reward-calls" data-testid="reward-calls">'
         f'<div class="aw-muted"><b>{_("What each reward received and returned")}</b> '

@@ -146,7 +146,9 @@ class SetupTab:
                     )
                 ui.data_note = Markdown("", elem_classes="aw-muted", elem_id="data-note")
                 with gr.Row():
-                    ui.prompt_col = gr.Dropdown([AUTO_CHOICE], value=AUTO, label=_("Prompt column"), elem_id="prompt-col")
+                    ui.prompt_col = gr.Dropdown(
+                        [AUTO_CHOICE], value=AUTO, label=_("Prompt column"), elem_id="prompt-col"
+                    )
                     ui.answer_col = gr.Dropdown(
                         [AUTO_CHOICE], value=AUTO, label=_("Reference-answer column"), elem_id="answer-col"
                     )
