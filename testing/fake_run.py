@@ -1,6 +1,6 @@
 """A stand-in run process for the studio's tests and benchmarks (no torch, starts in ~0.1 s).
 
-    python -m testing.fake_run <runs_dir> [--steps 200] [--rate 20] [--history 0] [--fail-at N]
+    python -m testing.fake_run <runs_dir> [--steps 200] [--rate 20] [--history 0] [--fail-at N] [--stopping-s 0]
 
 It writes a run directory exactly as an engine does (run.yaml, status.json with its pid,
 metrics.jsonl, samples.jsonl, events.jsonl, train.log), one step every ``1/rate`` seconds,
@@ -17,7 +17,7 @@ import random
 import sys
 import time
 
-from engines.runs.rundir import FAILED, FINISHED, RUNNING, STOPPED, RunDir
+from engines.runs.rundir import FAILED, FINISHED, RUNNING, STOPPED, STOPPING, RunDir
 
 
 def write_history(run: RunDir, steps: int, t0: float | None = None) -> None:
@@ -55,6 +55,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--history", type=int, default=0)
     p.add_argument("--fail-at", type=int, default=0)
     p.add_argument("--ignore-stop", action="store_true", help="a hung run: never honours STOP")
+    p.add_argument(
+        "--stopping-s",
+        type=float,
+        default=0.0,
+        help="on STOP, stay in state stopping this long first (as an engine saving its checkpoint)",
+    )
     p.add_argument("--print-dir", action="store_true")
     a = p.parse_args(argv)
     run = RunDir(a.run_dir) if a.run_dir else RunDir.create(a.runs_dir, "fake")
@@ -79,6 +85,10 @@ def main(argv: list[str] | None = None) -> int:
     print("fake run started", flush=True)
     for step in range(a.history + 1, total + 1):
         if run.stop_requested() and not a.ignore_stop:
+            if a.stopping_s:
+                run.write_status(state=STOPPING, step=step - 1)
+                run.event("stop_requested", step=step - 1)
+                time.sleep(a.stopping_s)
             run.write_status(state=STOPPED, ended=time.time(), step=step - 1)
             run.event("stopped", step=step - 1)
             print("stopped at a step boundary", flush=True)

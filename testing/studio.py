@@ -36,12 +36,20 @@ def _env() -> dict[str, str]:
 
 class StudioProcess:
     """``aworld-studio`` (``python -m aworld_gui.web.serve``) on 127.0.0.1:<free port>, output to
-    ``<runs>/../studio-<port>.log``."""
+    ``<runs>/../studio-<port>.log``. ``launcher`` replaces ``-m aworld_gui.web.serve`` (e.g.
+    ``["-m", "testing.late_answers", "3"]``: every Gradio answer 3 s late)."""
 
-    def __init__(self, runs_dir: str | os.PathLike, port: int | None = None, extra: list[str] | None = None):
+    def __init__(
+        self,
+        runs_dir: str | os.PathLike,
+        port: int | None = None,
+        extra: list[str] | None = None,
+        launcher: list[str] | None = None,
+    ):
         self.runs_dir = Path(runs_dir)
         self.port = port or free_port()
         self.extra = extra or []
+        self.launcher = launcher or ["-m", "aworld_gui.web.serve"]
         self.proc: subprocess.Popen | None = None
         self.log_path = self.runs_dir.parent / f"studio-{self.port}.log"
 
@@ -54,8 +62,7 @@ class StudioProcess:
         self.proc = spawn_detached(
             [
                 sys.executable,
-                "-m",
-                "aworld_gui.web.serve",
+                *self.launcher,
                 "--port",
                 str(self.port),
                 "--runs-dir",

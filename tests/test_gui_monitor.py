@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import time
 
 import pytest
@@ -390,3 +391,106 @@ def test_unused_tickets_expire(tmp_path):
     time.sleep(0.01)
     streams.ticket("r", "g", [], 0.0)  # issuing a ticket forgets those unused for ttl_s
     assert streams.watch(old) is None
+
+
+class CatalogWorker(NoWorker):
+    """Answers the catalog the page is built with: one engine, no rewards."""
+
+    def close(self):
+        pass
+
+    def call(self, task, **kw):
+        assert task == "catalog"
+        engine = {"name": "trl", "available": True, "reason": "", "fields": [], "defaults": {"max_steps": 10}}
+        return {"engines": [engine], "rewards": {}}
+
+
+class HeaderPage:
+    """The run header as the page (static/live_monitor.js) keeps it: a Gradio answer replaces it, and a new
+    view (``gen``) starts a new stream, its keys empty; the page reads only the shown view's stream. ``states``
+    is what the header said after each write."""
+
+    def __init__(self, tab, run_id: str):
+        self.tab, self.run_id, self.gen, self.keys, self.states = tab, run_id, None, {}, []
+
+    def _show(self, html: str) -> None:
+        gen, state = (re.search(rf'data-{k}="([^"]*)"', html).group(1) for k in ("gen", "state"))
+        if gen != self.gen:
+            self.gen, self.keys = gen, {}
+        label = "stop requested" if state == "running" and "Stop requested" in html else state
+        if not self.states or self.states[-1] != label:
+            self.states.append(label)
+
+    def answer(self, html: str) -> None:
+        from aworld_gui.rendering.i18n import localize
+
+        self._show(localize(html, "en"))  # Gradio translates an answer's markers in the page
+
+    def tick(self) -> None:
+        time.sleep(0.25)  # past the run cache's shared-read window
+        out = self.tab.live(self.run_id, self.gen, [], 0.6, self.keys)
+        self.keys = out["keys"]
+        if out["header"]:
+            self._show(out["header"])
+
+
+def test_a_stop_in_the_monitor_never_shows_an_older_state_than_the_stream_showed(tmp_path):
+    """Stop pressed, handled as the page handles it: every handler the Stop click chains runs at the press, the
+    run moves on (stopping, then stopped), the view's stream reads it and shows it at once, and only then do the
+    chain's answers land (they come through Gradio's queue, the stream on its own connection: under load the
+    answer comes last). The header has one writer per view, so nothing the Stop click answers can put an older
+    state back: its chain re-rendered the header and the page showed stopping → running → stopped (issue 32 §2).
+    Kill's chain writes no header either."""
+    import warnings
+
+    import psutil
+
+    from aworld_gui.core.studio import Studio
+    from aworld_gui.web.page import build_app
+
+    studio = Studio(tmp_path / "runs", worker=CatalogWorker(), cache=RunCache())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        demo = build_app(studio=studio)
+    try:
+        fns = list(demo.fns.values())
+        tab = next(f.fn.__self__ for f in fns if getattr(f.fn, "__name__", "") == "show")
+        ui = tab.ui
+
+        def chain(button) -> list:
+            first = next(f for f in fns if (button._id, "click") in f.targets)
+            out = [first]
+            while nxt := [f for f in fns if f.trigger_after == out[-1]._id]:
+                out.append(nxt[0])
+            return out
+
+        header = ui.header._id
+
+        me = psutil.Process()
+        run = RunDir.create(studio.runs_dir, "fake")
+        run.write_spec({"engine": "fake", "run_id": run.run_id})
+        run.write_status(state="running", pid=me.pid, pid_create_time=me.create_time(), step=2, total_steps=9)
+        for s in (1, 2):
+            run.append_metrics(s, {"loss": 1.0 / s, "reward": s / 3})
+        page = HeaderPage(tab, run.run_id)
+        page.answer(tab.show(run.run_id, [], 0.6))  # the run picked: its view, then its stream
+        page.tick()
+        values = {ui.run._id: run.run_id, ui.picker._id: [], ui.smoothing._id: 0.6}
+        answers = []
+        for f in chain(ui.stop_btn):  # the press: each handler in order, as the page triggers them
+            out = f.fn(*[values[c._id] for c in f.inputs])
+            ids = [c._id for c in f.outputs]
+            if header in ids:
+                answers.append(out if len(ids) == 1 else out[ids.index(header)])
+        page.tick()  # the stream reads the stop request
+        run.write_status(state="stopping")  # the run at its step boundary, saving its checkpoint
+        page.tick()
+        for html in answers:  # the chain's answers land after the stream's message
+            page.answer(html)
+        page.tick()
+        run.write_status(state="stopped", ended=time.time())
+        page.tick()
+        assert page.states == ["running", "stop requested", "stopping", "stopped"], page.states
+        assert not [f.fn.__name__ for f in chain(ui.kill_btn) if header in {c._id for c in f.outputs}]
+    finally:
+        studio.close()

@@ -150,8 +150,13 @@ class MonitorTab:
         return ui
 
     def wire(self) -> None:
-        """User actions re-render the header (a new ``gen``: the page script starts over and pulls
-        everything); state changes refresh the buttons."""
+        """The header has one writer per view: picking another run, metrics or smoothing renders a new
+        view's header (``show``, a new ``gen``: the page script starts a new stream, which pulls everything
+        and drops the old stream's messages); every later header of that view comes from its stream alone.
+        Stop and Kill therefore render no header — the stream says "Stop requested" at its next read. (They
+        did: a Stop's header read before the run moved on could land after the stream had shown the newer
+        state, and the page showed stopping → running → stopped; issue 32 §2.) State changes refresh the
+        buttons."""
         ui = self.ui
         common = dict(show_progress="hidden", api_visibility="private", concurrency_limit=None)
         show = dict(fn=self.show, inputs=[ui.run, ui.picker, ui.smoothing], outputs=[ui.header], **common)
@@ -161,8 +166,8 @@ class MonitorTab:
         ui.smoothing.release(**show)
         ui.header.apply(**buttons)
         self.groups.wire(ui.run)
-        ui.stop_btn.click(self.on_stop, [ui.run], [ui.stop_btn], api_visibility="private").then(**show).then(**buttons)
-        ui.kill_btn.click(self.on_kill, [ui.run], [ui.kill_btn], api_visibility="private").then(**show).then(**buttons)
+        ui.stop_btn.click(self.on_stop, [ui.run], [ui.stop_btn], api_visibility="private").then(**buttons)
+        ui.kill_btn.click(self.on_kill, [ui.run], [ui.kill_btn], api_visibility="private").then(**buttons)
 
     def _state(self, run_id: str | None) -> RunState | str | None:
         if not run_id:

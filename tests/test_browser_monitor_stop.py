@@ -1,0 +1,63 @@
+"""Stop in the Monitor: the run header's state only moves forward — running, stop requested, stopping, stopped —
+never back. The studio answers every Gradio event 3 s late (testing/late_answers.py) while the header's stream
+keeps delivering, as under load: the Stop click's chain re-rendered the header from a read made before the run
+had moved on, and that answer, landing after the stream had shown the newer state, put the older one back
+(stopping → running → stopped; issue 32 §2). The header's state is recorded in the page at every change."""
+
+from __future__ import annotations
+
+import os
+
+from playwright.sync_api import sync_playwright
+
+from testing import waiting
+from testing.studio import CHROMIUM, StudioProcess, end_process_group, launch_chromium, start_fake_run
+
+LATE_S = 3.0  # every Gradio answer this late; the run stays stopping a second longer, so a Stop's answer
+STOPPING_S = LATE_S + 1.0  # read while it is stopping lands after the stream has shown it stopped
+ORDER = {"running": 0, "stopping": 1, "stopped": 2}
+RECORD_JS = """() => {
+  window.awStates = [];
+  const note = () => {
+    const el = document.querySelector('#run-header [data-testid="run-header"]');
+    const s = el && el.dataset.state;
+    if (s && s !== window.awStates[window.awStates.length - 1]) window.awStates.push(s);
+  };
+  note();
+  new MutationObserver(note).observe(document.getElementById('run-header'),
+                                     {subtree: true, childList: true, attributes: true});
+}"""
+
+
+def test_a_stopped_run_s_header_never_goes_back_to_an_earlier_state(tmp_path):
+    assert os.path.exists(CHROMIUM), f"{CHROMIUM} is missing: apt-get update && apt-get install -y chromium"
+    studio = StudioProcess(tmp_path / "runs", launcher=["-m", "testing.late_answers", str(LATE_S)]).start()
+    run, pid = start_fake_run(studio.runs_dir, "--steps", "100000", "--rate", "10", "--stopping-s", str(STOPPING_S))
+    try:
+        with sync_playwright() as p:
+            browser = launch_chromium(p)
+            page = browser.new_context(viewport={"width": 1440, "height": 1000}).new_page()
+            page.goto(studio.url)  # a run trains: the page opens on the Monitor, watching it
+            waiting.wait_for(
+                lambda: page.evaluate(
+                    """(run) => { const el = document.querySelector('#run-header [data-testid="run-header"]');
+                                  return !!el && el.dataset.run === run && +el.dataset.step > 2
+                                         && el.offsetParent !== null; }""",
+                    run.run_id,
+                ),
+                90,
+                "the training run streaming in the Monitor",
+                retry_errors=True,
+            )
+            page.wait_for_timeout(2 * LATE_S * 1000)  # the page's load answered whole
+            page.evaluate(RECORD_JS)
+            page.click("#stop-btn")
+            waiting.wait_for(lambda: run.read_status().get("state") == "stopped", 30, "the run stopped")
+            page.wait_for_timeout(3 * LATE_S * 1000)  # every answer of the Stop click's chain landed
+            states = page.evaluate("window.awStates")
+            browser.close()
+    finally:
+        end_process_group(pid)
+        studio.stop()
+    assert states[-1] == "stopped" and "stopping" in states, states
+    assert [ORDER[s] for s in states] == sorted(ORDER[s] for s in states), f"the header went back: {states}"
