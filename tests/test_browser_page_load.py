@@ -1,6 +1,7 @@
-"""A page opened while a run trains: it opens on the Monitor once it has loaded, unless the user picked a tab while it
-loaded. The switch used to land seconds later under load and pulled a user who had clicked Runs back to the Monitor
-(issue 32 §2). The page's load is held at the network here, so the click always comes first."""
+"""A page opened while a run trains opens on the Monitor once it has loaded, and a launch opens the Monitor once it is
+answered — unless the user picked a tab meanwhile. Both switches used to land seconds later under load and pulled a
+user who had clicked Runs back to the Monitor (issue 32 §2). The page's load and the launch are held at the network
+here, so the click always comes first."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import os
 import pytest
 from playwright.sync_api import sync_playwright
 
+from engines.runs.lifecycle import list_run_dirs
 from testing import waiting
 from testing.studio import CHROMIUM, StudioProcess, end_process_group, launch_chromium, start_fake_run
 
@@ -60,3 +62,43 @@ def test_a_tab_picked_while_the_page_loads_stays_picked_and_an_untouched_page_op
         wait_for(lambda: selected(page) == "tab-monitor-button", 60, "the Monitor opened for the training run")
         assert page.input_value("#monitor-run input") == run.run_id
         browser.close()
+
+
+def test_a_tab_picked_while_a_launch_is_answered_stays_picked_and_a_launch_left_alone_opens_the_monitor(training):
+    studio, training_run = training
+    try:
+        with sync_playwright() as p:
+            browser = launch_chromium(p)
+            page = browser.new_context(viewport={"width": 1440, "height": 1000}).new_page()
+            page.goto(studio.url)
+            wait_for(lambda: page.evaluate("() => window.awLoadAnswered === true"), 60, "the load's answer")
+            page.get_by_role("tab", name="Setup").click()
+            wait_for(lambda: page.is_enabled("#launch-btn"), 120, "the demo checked, Launch enabled")
+            held, holding = [], [True]
+            page.route(
+                "**/gradio_api/queue/join*", lambda route: held.append(route) if holding[0] else route.continue_()
+            )
+            page.click("#launch-btn")
+            wait_for(lambda: (page.wait_for_timeout(50), held)[1], 30, "the launch sent")
+            page.get_by_role("tab", name="Runs").click()
+            holding[0] = False
+            for route in held:
+                route.continue_()
+            page.unroute("**/gradio_api/queue/join*")
+            wait_for(lambda: len(list_run_dirs(studio.runs_dir)) == 2, 120, "the launched run")
+            wait_for(lambda: "started" in page.inner_text("#launch-msg"), 60, "the launch's answer")
+            page.wait_for_timeout(1500)
+            assert selected(page) == "tab-runs-button", "the user's tab was taken away"
+
+            page.get_by_role("tab", name="Setup").click()  # a launch left alone opens the Monitor on its run
+            page.evaluate("() => { window.awLaunchAnswered = false; }")
+            page.click("#launch-btn")
+            wait_for(lambda: page.evaluate("() => window.awLaunchAnswered === true"), 120, "the second launch's answer")
+            wait_for(lambda: selected(page) == "tab-monitor-button", 10, "the Monitor opened")
+            assert page.input_value("#monitor-run input")  # the launched run, or the one training if it queued
+            browser.close()
+    finally:
+        for run in list_run_dirs(studio.runs_dir):  # the launched runs (the demo on trl) are not needed
+            pid = run.read_status().get("pid")
+            if run.run_id != training_run.run_id and pid:
+                end_process_group(int(pid))

@@ -38,20 +38,33 @@ TABS = {
 }
 
 
-#: a page opened while a run trains opens the Monitor once it has loaded, unless the user picked a tab meanwhile (the
-#: switch, answered seconds later under load, pulled a user who had clicked Runs back to the Monitor); TAB_CHOICE_JS
-#: (the title's js_on_load) notes a tab picked by hand
+#: The Monitor opens by itself when a page opened while a run trains has loaded, and when a launch is answered — unless
+#: the user picked a tab meanwhile: those answers come seconds later under load, and pulled a user who had clicked Runs
+#: back to the Monitor (issue 32 §2). The page decides: TAB_CHOICE_JS (the title's js_on_load) notes when a tab was
+#: last picked by hand and when Launch was pressed; OPEN_MONITOR_JS switches only if no tab was picked since.
 TAB_CHOICE_JS = """
 document.addEventListener('click', e => {
-  if (e.isTrusted && e.target.closest && e.target.closest('#tabs [role="tab"]')) window.awTabPicked = true;
+  const at = e.isTrusted && e.target.closest ? e.target.closest('#tabs [role="tab"], #launch-btn') : null;
+  if (at) window[at.id === 'launch-btn' ? 'awLaunchAt' : 'awTabPickedAt'] = performance.now();
 }, true);
 """
-OPEN_MONITOR_JS = """
-(training) => {
-  window.awLoadAnswered = true;  // (tests wait on it)
-  return training && !window.awTabPicked ? {"__type__": "update", "selected": "monitor"} : {"__type__": "update"};
-}
+
+
+def open_monitor_js(since: str, answered: str) -> str:
+    """The page's step after an answer that asks for the Monitor (its one input, a flag): the switch, unless a tab was
+    picked by hand after ``since`` (a page-side expression: a time of ``performance.now()``); sets ``answered``
+    (tests wait on it)."""
+    return f"""
+(wanted) => {{
+  window.{answered} = true;
+  const picked = window.awTabPickedAt !== undefined && window.awTabPickedAt >= ({since});
+  return wanted && !picked ? {{"__type__": "update", "selected": "monitor"}} : {{"__type__": "update"}};
+}}
 """
+
+
+OPEN_MONITOR_JS = open_monitor_js("0", "awLoadAnswered")  # since the page opened
+OPEN_MONITOR_AFTER_LAUNCH_JS = open_monitor_js("window.awLaunchAt || 0", "awLaunchAnswered")  # since Launch
 
 
 def build_app(runs_dir: str | os.PathLike = "runs", studio: Studio | None = None) -> gr.Blocks:
@@ -106,7 +119,7 @@ def build_app(runs_dir: str | os.PathLike = "runs", studio: Studio | None = None
             res = studio.launch(si)
             if not res.get("ok"):
                 msg = f'<div class="aw-msg aw-msg-error">{_("Launch refused:")} {render.esc(res.get("error"))}</div>'
-                return msg, gr.update(), gr.update()
+                return msg, gr.update(), False
             note = _("queued — it starts when the running job ends") if res.get("queued") else _("started")
             msg = (
                 f'<div class="aw-msg">{render.badge("queued" if res.get("queued") else "running", note)} '
@@ -115,11 +128,12 @@ def build_app(runs_dir: str | os.PathLike = "runs", studio: Studio | None = None
             )
             # a queued launch: the Monitor keeps showing the run that trains (the queued one is a pick away)
             watch = (studio.training_run() or res["run_id"]) if res.get("queued") else res["run_id"]
-            return msg, gr.update(choices=studio.run_ids(), value=watch), gr.Tabs(selected="monitor")
+            return msg, gr.update(choices=studio.run_ids(), value=watch), True
 
+        launched = gr.Checkbox(False, visible=False)  # in the page: the js below reads it
         sui.launch_btn.click(
-            on_launch, sui.inputs(), [sui.launch_msg, mui.run, tabs], api_visibility="private", concurrency_limit=1
-        )
+            on_launch, sui.inputs(), [sui.launch_msg, mui.run, launched], api_visibility="private", concurrency_limit=1
+        ).then(None, [launched], [tabs], js=OPEN_MONITOR_AFTER_LAUNCH_JS, queue=False, api_visibility="private")
 
         # runs → monitor / setup
         def open_in_monitor(run_id):
