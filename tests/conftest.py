@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SLOW_LIST = Path(__file__).with_name("slow_tests.txt")
 SLOW_SECONDS = 5.0
 #: the files whose tests need ms-swift's own virtualenv
-SWIFT_ENV_FILES = {"test_swift_engine.py", "test_browser_swift.py"}
+SWIFT_ENV_FILES = {"test_swift_engine.py", "test_browser_swift.py", "test_cluster_runs.py"}
 #: the files whose tests train (besides every test that uses the trained demo)
 TRAIN_FILES = {
     "test_trl_engine.py",
@@ -38,6 +38,7 @@ TRAIN_FILES = {
     "test_swift_engine.py",
     "test_run_queue.py",
     "test_cli_runs.py",
+    "test_cluster_runs.py",
 }
 TRAINED_FIXTURES = {"trained_letters"}
 #: where the session's test durations are written (``python -m testing.slow_tests`` reads it)

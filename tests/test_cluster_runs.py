@@ -119,3 +119,106 @@ def test_a_run_whose_files_are_not_on_the_cluster_fails_naming_them(tmp_path, he
     status = run.read_status()
     assert status["state"] == "failed" and status["cause"] == "missing dependency"
     assert "/nowhere/model" in status["error"] and "docs/CLUSTER.md" in status["error"]
+
+
+def test_a_swift_run_on_the_cluster_is_mirrored_and_stops_at_a_step_boundary(tmp_path, head, monkeypatch):
+    """The same path for the swift engine: its own environment (.venv-swift, at the same path on this cluster)
+    and its own watcher of ms-swift's output, inside the job; this machine sees the rows and stops it."""
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    cfg = {
+        "tuner_type": "full",
+        "max_steps": 1000,
+        "learning_rate": 1e-3,
+        "prompts_per_step": 1,
+        "num_generations": 4,
+        "save_steps": 1000,
+        "max_completion_length": 2,
+        "ray_address": head.address,
+        "ray_storage": str(tmp_path / "cluster"),
+    }
+    t = AgentTrainer(AGENT, TRAIN, TEST, REWARD, cfg, run_path=str(tmp_path / "runs"), train_engine_name="swift")
+    run = t.train_processor.run
+    assert t.train_processor.run_spec()["machine_slot"] is False
+    outcome = {}
+    thread = threading.Thread(target=lambda: outcome.setdefault("value", t.train()), daemon=True)
+    thread.start()
+    wait_for(
+        lambda: len([r for r in run.read_jsonl("metrics.jsonl") if "loss" in r]) >= 2,
+        timeout=300,
+        what="two swift steps mirrored",
+    )
+    run.request_stop("user")
+    thread.join(180)
+    assert outcome.get("value") == "stopped", run.log_path.read_text()[-3000:]
+    status = run.read_status()
+    assert status["state"] == "stopped" and status["cause"] == "user" and status["ray_job_status"] == "SUCCEEDED"
+    there = job_side(run)
+    assert run.read_jsonl("metrics.jsonl") == there.read_jsonl("metrics.jsonl")
+    assert run.read_jsonl("samples.jsonl") == there.read_jsonl("samples.jsonl") != []
+    stopped_at = status["step"]
+    assert [p.name for p in there.checkpoints()][-1] == f"checkpoint-{stopped_at}" and 2 <= stopped_at < 1000
+    [submitted] = [e for e in run.read_jsonl("events.jsonl") if e["event"] == "submitted"]
+    assert any(p.endswith("/bin/python") for p in submitted["reads_on_cluster"])  # ms-swift's interpreter
+
+
+def test_a_sweep_runs_its_trials_as_ray_jobs_two_at_a_time(tmp_path, head, monkeypatch):
+    """A sweep whose base config names a cluster: each trial is a run submitted there; parallel trials are jobs the
+    cluster schedules (not one per GPU of this machine, which has none)."""
+    from engines.sweeps import AgentSweep
+
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    runs = tmp_path / "runs"
+    tiny = {
+        "max_steps": 2,
+        "prompts_per_step": 2,
+        "num_generations": 4,
+        "eval_steps": 0,
+        "eval_samples": 4,
+        "save_steps": 100,
+        "samples_per_step": 0,
+        "ray_address": head.address,
+        "ray_storage": str(tmp_path / "cluster"),
+    }
+    sweep = AgentSweep(
+        agent=AGENT,
+        train_dataset=TRAIN,
+        test_dataset=TEST,
+        reward_func=REWARD,
+        config=tiny,
+        run_path=str(runs),
+        train_engine_name="trl",
+        name="on-ray",
+        sweep={
+            "trials": 4,
+            "parallel": 2,
+            "sampler": "random",
+            "seed": 0,
+            "pruner": "none",
+            "objective": {"metric": "eval/reward", "direction": "maximize"},
+            "params": {"learning_rate": {"low": 1e-4, "high": 1e-2, "log": True}},
+        },
+    )
+    sweep.start()
+    summary = wait_for(
+        lambda: (
+            (s := sweep.summary())
+            and len(s.get("trials") or []) == 4
+            and all(t["state"] != "running" for t in s["trials"])
+            and s
+        ),
+        timeout=600,
+        what="four trials ended",
+    )
+    assert [t["state"] for t in summary["trials"]] == ["complete"] * 4, summary
+    jobs = {j.submission_id: j for j in job_client(head.address).list_jobs()}
+    starts = []
+    for t in summary["trials"]:
+        run = RunDir(runs / t["run_id"])
+        status = run.read_status()
+        assert status["state"] == "finished" and jobs[status["ray_job_id"]].status == "SUCCEEDED"
+        evals = [r["eval/reward"] for r in run.read_jsonl("metrics.jsonl") if "eval/reward" in r]
+        assert evals[-1] == t["value"]  # the objective, from the mirrored metrics
+        starts.append((status["started"], status["ended"]))
+    assert summary["best"]["value"] == max(t["value"] for t in summary["trials"])
+    # two at a time: some trial started before another one ended
+    assert any(a[0] < b[1] and b[0] < a[1] for i, a in enumerate(starts) for b in starts[i + 1 :]), starts

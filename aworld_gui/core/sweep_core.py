@@ -18,8 +18,9 @@ from typing import Any
 import yaml
 
 from engines.core.check_result import CheckError
+from engines.inputs.yaml_input import try_load_yaml
 from engines.runs.lifecycle import effective_status
-from engines.sweeps.spec import parse_sweep
+from engines.sweeps.spec import cluster_of, parse_sweep
 from engines.sweeps.sweep_dir import SweepDir, list_sweeps, sweeps_root
 
 from . import inputs as inp
@@ -55,7 +56,8 @@ class SweepsCore:
         if si.problems:
             return {"ok": False, "error": next(iter(si.problems.values()))}
         try:
-            parse_sweep(sweep, gpus=None)  # the sweep's own errors, at once and in plain words
+            # the sweep's own errors, at once and in plain words (parallel trials on the config's Ray cluster)
+            parse_sweep(sweep, gpus=None, cluster=cluster_of(try_load_yaml(si.config_text)))
         except CheckError as e:
             return {"ok": False, "error": e.result.message}
         except yaml.YAMLError as e:

@@ -3,8 +3,11 @@
 Ray extracted the run directory (without its live files) as the job's working directory. The job copies it to
 ``<storage>/<run_id>`` (``ray_storage``, default ``~/aworld-runs`` on the node, where the checkpoints stay), checks
 that the files the run reads outside its directory are there, says where it is, then trains the run there with
-the same ``run`` command as on the studio's machine — its output is the job's log — while :class:`JobMirror`
-prints what the engine writes and a thread watches for the studio's Stop (:func:`ray_jobs.stop_requested`).
+the same ``run`` command as on the studio's machine, as a child process whose output is the job's log (this
+process has threads; the run forks for its checks, which a process with threads must not do), while
+:class:`JobMirror` prints what the engine writes and a thread watches for the studio's Stop
+(:func:`ray_jobs.stop_requested`). Ray's own stop signal reaches the child too, which stops at a step boundary;
+this process waits for it, then sends the end.
 """
 
 from __future__ import annotations
@@ -12,11 +15,14 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import socket
+import subprocess
 import sys
 import threading
 from pathlib import Path
 
+from ..isolation.privileges import set_parent_death_signal
 from ..runs.rundir import RunDir
 from .mirror import JobMirror
 from .ray_jobs import job_client, stop_requested
@@ -86,18 +92,20 @@ def main() -> int:
         print(error, file=sys.stderr, flush=True)
         mirror.send({"end": {"state": "failed", "cause": "missing dependency", "error": error}})
         return 2
+    # Ray's stop signal goes to every process of the job: the run stops at a step boundary, this one waits for it
+    signal.signal(signal.SIGTERM, lambda signum, frame: None)
+    child = subprocess.Popen(
+        [sys.executable, "-m", "engines", "run", str(target)],
+        preexec_fn=lambda: set_parent_death_signal(signal.SIGKILL),  # never outlives the job's process
+    )
     done = threading.Event()
-    watcher = threading.Thread(target=watch_for_stop, args=(RunDir(target), done), daemon=True)
-    watcher.start()
+    threading.Thread(target=watch_for_stop, args=(RunDir(target), done), daemon=True).start()
     mirror.start()
-    from ..cli import main as cli_main
-
     try:
-        code = cli_main(["run", str(target)])
+        return child.wait()
     finally:
         done.set()
         mirror.close()
-    return code
 
 
 if __name__ == "__main__":

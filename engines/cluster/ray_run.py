@@ -92,16 +92,19 @@ def job_variables(spec_file: Path) -> dict[str, str]:
     return {n: base[n] for n in sorted(names) if n in base and not n.upper().startswith(STUDIO_PREFIX)}
 
 
-def submission(run: RunDir, address: str, cfg: dict[str, Any]) -> dict[str, Any]:
-    """What :meth:`RayJob.submit` gets for this run."""
+def submission(run: RunDir, address: str, cfg: dict[str, Any], engine_env: dict[str, str] | None = None) -> dict:
+    """What :meth:`RayJob.submit` gets for this run (``engine_env``: the engine's own, its paths read there too)."""
     submission_id = f"aworld-{run.run_id}-{secrets.token_hex(3)}"
+    engine_env = engine_env or {}
+    needs = sorted({*outside_paths(run.read_spec(), run.path), *(v for v in engine_env.values() if v.startswith("/"))})
     env = {
         **job_variables(run.file(SPEC_FILE)),
+        **engine_env,
         IN_RAY_JOB: "1",
         job_main.RUN_ID: run.run_id,
         job_main.DASHBOARD: address,
         job_main.SUBMISSION_ID: submission_id,
-        job_main.NEEDS: json.dumps(outside_paths(run.read_spec(), run.path)),
+        job_main.NEEDS: json.dumps(needs),
         "PYTHONUNBUFFERED": "1",
         "RAY_JOB_STOP_WAIT_TIME_S": str(FORCE_GRACE_S),  # read by the job's supervisor: SIGTERM, then SIGKILL
     }
@@ -124,11 +127,13 @@ def submission(run: RunDir, address: str, cfg: dict[str, Any]) -> dict[str, Any]
     }
 
 
-def train_as_ray_job(run: RunDir, address: str, cfg: dict[str, Any]) -> tuple[str, str | None]:
+def train_as_ray_job(
+    run: RunDir, address: str, cfg: dict[str, Any], engine_env: dict[str, str] | None = None
+) -> tuple[str, str | None]:
     """Train ``run`` as a Ray job on the cluster at ``address``: (``"finished"`` or ``"stopped"``, the cause the
     job stopped with); :class:`ClusterRunError` when it failed there."""
     job = RayJob(address)
-    sub = submission(run, address, cfg)
+    sub = submission(run, address, cfg, engine_env)
     job_id = job.submit(**sub)
     run.write_status(ray_job_id=job_id, ray_address=address)
     run.event(
@@ -190,7 +195,8 @@ def job_outcome(job: RayJob, state: str, end: dict[str, Any] | None, stop_sent: 
     if end and end.get("state") == STOPPED:
         return STOPPED, end.get("cause")
     if end and end.get("error"):
-        raise ClusterRunError(f"on the Ray cluster (job {job.job_id}): {end['error']}", end.get("cause") or "unknown")
+        cause = end.get("cause") or classify_failure(end["error"])
+        raise ClusterRunError(f"on the Ray cluster (job {job.job_id}): {end['error']}", cause)
     if state == "STOPPED" and stop_sent:
         return STOPPED, None
     if state == "STOPPED":

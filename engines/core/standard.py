@@ -388,7 +388,12 @@ class StandardProcessor(TrainerProcessor):
             return self._train(), None
         from ..cluster.ray_run import train_as_ray_job
 
-        return train_as_ray_job(self.run, address, self.effective_config or {})
+        return train_as_ray_job(self.run, address, self.effective_config or {}, self.cluster_job_env())
+
+    def cluster_job_env(self) -> dict[str, str]:
+        """Variables a cluster job of this engine needs beyond the run's (where an engine's own environment is);
+        a value that is a path is read at the same path on the cluster."""
+        return {}
 
     def _record_failure(self, e: BaseException) -> None:
         """The run ends ``failed`` with its cause. A write the run directory refused is the cause ("cannot write

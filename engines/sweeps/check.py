@@ -81,9 +81,11 @@ def check_ranges(spec: SweepSpec, inputs: dict[str, Any], on_module=None) -> lis
 
 def _check_ranges(spec_dict: dict[str, Any], inputs: dict[str, Any]) -> list[CheckResult]:
     from ..isolation.sandbox import report_progress
-    from .spec import parse_sweep
+    from .spec import cluster_of, parse_sweep
 
-    return check_ranges(parse_sweep(spec_dict), inputs, on_module=report_progress)
+    return check_ranges(
+        parse_sweep(spec_dict, cluster=cluster_of(inputs.get("config"))), inputs, on_module=report_progress
+    )
 
 
 def check_sweep_isolated(spec: SweepSpec, inputs: dict[str, Any], timeout_s: float | None = None) -> list[CheckResult]:

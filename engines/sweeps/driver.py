@@ -29,7 +29,7 @@ from typing import Any
 
 from ..runs.rundir import FAILED, FINISHED, METRICS_FILE, RUNNING, STOPPED, STOPPING, TERMINAL_STATES, JsonlTail, RunDir
 from ..runs.lifecycle import effective_status, enforce_stop_timeout, spawn_run
-from .spec import SweepSpec, parse_sweep
+from .spec import SweepSpec, cluster_of, parse_sweep
 from .summary import write_summary
 from .sweep_dir import SweepDir
 
@@ -87,9 +87,9 @@ class SweepDriver:
         doc = self.sweep.read_sweep()
         if not doc:
             raise ValueError(f"{self.sweep.path} has no sweep.yaml — prepare the sweep first")
-        self.spec: SweepSpec = parse_sweep(doc["sweep"], gpus=None)
         self.inputs: dict[str, Any] = doc["base"]
         self.base_config: dict[str, Any] = dict(doc.get("base_config") or {})
+        self.spec: SweepSpec = parse_sweep(doc["sweep"], gpus=None, cluster=cluster_of(self.base_config))
         storage = optuna.storages.RDBStorage(self.sweep.storage_url)
         so_far = len(storage.get_all_trials(storage.get_study_id_from_name(self.sweep.study_name), deepcopy=False))
         self.study = optuna.load_study(
@@ -127,7 +127,7 @@ class SweepDriver:
 
     # -- starting trials ------------------------------------------------------------------------
     def _free_gpu(self) -> str | None:
-        if self.spec.parallel <= 1:
+        if self.spec.parallel <= 1 or cluster_of(self.base_config):  # a cluster's trials: Ray gives the GPUs
             return None
         listed = os.environ.get("CUDA_VISIBLE_DEVICES")
         gpus = [g.strip() for g in listed.split(",")] if listed else [str(i) for i in range(self.spec.parallel)]

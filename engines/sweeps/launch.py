@@ -16,7 +16,7 @@ from ..core.registry import DEFAULT_ENGINE
 from ..runs.rundir import ACTIVE_STATES, FINISHED, QUEUED, RUNNING
 from ..runs.lifecycle import effective_status, process_alive
 from .check import check_sweep_isolated, first_sweep_error
-from .spec import SweepSpec, parse_sweep
+from .spec import SweepSpec, cluster_of, parse_sweep
 from .sweep_dir import SweepDir
 
 
@@ -76,9 +76,10 @@ def check_sweep(
     from ..inputs.config import load_config_input
 
     try:
-        spec = parse_sweep(sweep)
+        base_config = load_config_input(config)
+        spec = parse_sweep(sweep, cluster=cluster_of(base_config))
         inputs = sweep_inputs(agent, train_dataset, test_dataset, reward_func, train_engine_name)
-        inputs["config"] = load_config_input(config)
+        inputs["config"] = base_config
     except CheckError as e:
         return None, [e.result]
     return spec, check_sweep_isolated(spec, inputs, timeout_s=timeout_s)

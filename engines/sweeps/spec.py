@@ -295,8 +295,10 @@ def visible_gpus() -> int:
         return 0
 
 
-def parse_sweep(source: Any, gpus: int | None = None) -> SweepSpec:
-    """A :class:`SweepSpec` from a sweep.yaml path, YAML text or a dict. Raises CheckError (module ``sweep``)."""
+def parse_sweep(source: Any, gpus: int | None = None, cluster: str | None = None) -> SweepSpec:
+    """A :class:`SweepSpec` from a sweep.yaml path, YAML text or a dict. Raises CheckError (module ``sweep``).
+    ``cluster``: the Ray cluster the trials are submitted to (the base config's ``ray_address``): ``parallel``
+    trials are then jobs there, which the cluster schedules, not one per GPU of this machine."""
     if isinstance(source, SweepSpec):
         return source
     if isinstance(source, (str, os.PathLike)):
@@ -336,13 +338,14 @@ def parse_sweep(source: Any, gpus: int | None = None) -> SweepSpec:
     if seed is not None and not _is_int(seed):
         raise _err(f"seed = {seed!r} must be a whole number")
     parallel = _count(data.get("parallel"), "parallel", 1)
-    if parallel > 1:
+    if parallel > 1 and not cluster:
         have = visible_gpus() if gpus is None else gpus
         if parallel > have:
             raise _err(
                 f"parallel = {parallel} needs {parallel} GPUs (one per trial) and {have} "
                 f"{'is' if have == 1 else 'are'} visible",
-                "use parallel: 1: trials then queue through the machine's training slot",
+                "use parallel: 1: trials then queue through the machine's training slot; or set ray_address in "
+                "the config: trials are then Ray jobs on that cluster (docs/CLUSTER.md)",
             )
     spec = SweepSpec(
         params=params,
@@ -369,3 +372,8 @@ def parse_sweep(source: Any, gpus: int | None = None) -> SweepSpec:
         if spec.trials is None:
             raise _err("the sweep does not say how many trials to run", "e.g. trials: 6")
     return spec
+
+
+def cluster_of(base_config: Any) -> str | None:
+    """The Ray cluster a sweep's trials are submitted to: its base config's ``ray_address``."""
+    return base_config.get("ray_address") or None if isinstance(base_config, dict) else None

@@ -86,6 +86,11 @@ class SwiftProcessor(StandardProcessor):
         """``python -m engines setup swift``: see :func:`.environment.setup`."""
         return environment.setup_command_line(argv)
 
+    def cluster_job_env(self) -> dict[str, str]:
+        """ms-swift's interpreter, at the same path on the cluster (a node prepared with ``python -m engines setup
+        swift`` in the same place, or ``AWORLD_SWIFT_PYTHON`` pointing there)."""
+        return {environment.PYTHON_ENV: environment.swift_python()}
+
     @property
     def swift_dir(self) -> Path:
         d = self.run.path / SWIFT_DIR
@@ -424,6 +429,7 @@ class SwiftProcessor(StandardProcessor):
             }
         )
         effective.update(run_settings)
+        cluster_warnings = self.adopt_cluster(effective)
         self.effective_config = effective
         self.spec["config"] = json.loads(json.dumps({**split.raw, **run_settings}, default=str))
         where_msg = (
@@ -438,7 +444,7 @@ class SwiftProcessor(StandardProcessor):
             f"{'max_steps ' + str(r.get('max_steps')) if (r.get('max_steps') or -1) > 0 else 'epochs ' + str(r.get('num_train_epochs'))}, "
             f"batch {r.get('per_device_train_batch_size')}; {where_msg}; ms-swift's argument parser accepted it"
         )
-        warnings = list(split.warnings)
+        warnings = list(split.warnings) + cluster_warnings
         if self.env_vars.get("NNODES", "1") != "1":
             warnings.append(
                 f"NNODES={self.env_vars['NNODES']}: start the other nodes with {SWIFT_DIR}/command.sh "
