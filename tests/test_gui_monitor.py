@@ -63,6 +63,58 @@ def test_run_state_reads_only_new_lines_and_torn_lines(tmp_path):
     assert st.metrics_version == v  # nothing new, nothing changed
 
 
+def test_the_runs_tables_status_read_never_puts_an_older_status_back(tmp_path, monkeypatch):
+    """``refresh_status_only`` (the Runs table) read and wrote ``status`` outside the run cache's lock: its read,
+    made before a stream's newer one and kept after it, put the older status back. The interleaving is forced:
+    the table's read is held between reading status.json and keeping it while the run ends and the stream reads
+    it again — the stream then has to wait for the table's read, or (without the lock) is done before it."""
+    import threading
+
+    from aworld_gui.core import run_cache
+
+    truth = {"state": "stopping"}  # what status.json says now
+    table_read, go, stream_waits_or_is_done = threading.Event(), threading.Event(), threading.Event()
+
+    def effective_status(run):
+        seen = dict(truth)
+        if threading.current_thread().name == "runs-table":
+            table_read.set()
+            assert go.wait(10)
+        return seen
+
+    class WatchedLock:
+        """A lock that says when a thread has to wait for it."""
+
+        def __init__(self):
+            self.lock = threading.Lock()
+
+        def __enter__(self):
+            if not self.lock.acquire(blocking=False):
+                stream_waits_or_is_done.set()
+                self.lock.acquire()
+
+        def __exit__(self, *exc):
+            self.lock.release()
+
+    def stream():
+        st.refresh(force=True)
+        stream_waits_or_is_done.set()
+
+    monkeypatch.setattr(run_cache, "effective_status", effective_status)
+    st = RunState(RunDir.create(tmp_path, "fake").path)
+    st._lock = WatchedLock()
+    threads = [threading.Thread(target=st.refresh_status_only, name="runs-table"), threading.Thread(target=stream)]
+    threads[0].start()
+    assert table_read.wait(10)  # the table has read "stopping"...
+    truth["state"] = "stopped"  # ...the run ends...
+    threads[1].start()  # ...and the stream reads it
+    assert stream_waits_or_is_done.wait(10)
+    go.set()  # the table keeps what it read
+    for t in threads:
+        t.join(10)
+    assert st.status["state"] == "stopped" and st.state == "stopped"
+
+
 def test_non_numeric_and_nan_values_are_skipped(tmp_path):
     run = RunDir.create(tmp_path, "fake")
     with open(run.file("metrics.jsonl"), "w") as f:

@@ -219,18 +219,23 @@ class RunState:
                 self.status_version += 1
             if self._log.read_new():
                 self.log_version += 1
-            self.status = effective_status(self.run)
-            key = (
-                self.status.get("state"),
-                self.status.get("step"),
-                self.status.get("cause"),
-                self.status.get("error"),
-                self.status.get("heartbeat"),
-            )
-            if key != self._status_key:
-                self._status_key = key
-                self.status_version += 1
+            self._read_status()
         return self
+
+    def _read_status(self) -> None:
+        """The one writer of ``status`` (and its version), called with ``_lock`` held: reads of it are taken
+        one at a time, so the status kept is always the latest read."""
+        self.status = effective_status(self.run)
+        key = (
+            self.status.get("state"),
+            self.status.get("step"),
+            self.status.get("cause"),
+            self.status.get("error"),
+            self.status.get("heartbeat"),
+        )
+        if key != self._status_key:
+            self._status_key = key
+            self.status_version += 1
 
     def _notice_replaced(self, name: str, before: str, now: str) -> None:
         """Say, among the run's events, that a file was deleted, truncated or replaced after the studio read
@@ -318,9 +323,12 @@ class RunState:
             self.latest[name] = float(values[mask][-1])
 
     def refresh_status_only(self) -> dict:
-        """status.json only (the Runs table needs no metrics)."""
-        self.status = effective_status(self.run)
-        return self.status
+        """status.json only (the Runs table needs no metrics). Read under the lock like a full refresh: it was
+        read and written outside it, and a read made before a stream's newer one could land after it and put
+        the older status back (with no new ``status_version``, so the Monitor never re-read it)."""
+        with self._lock:
+            self._read_status()
+            return self.status
 
     def _ingest(self, rows: Iterable[dict]) -> None:
         series = self.series

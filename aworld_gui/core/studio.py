@@ -357,8 +357,7 @@ class Studio:
         out = []
         for r in list_run_dirs(self.runs_dir):
             st = self.cache.get(r.path)
-            st.refresh_status_only()
-            status, spec = st.status, st.read_spec()
+            status, spec = st.refresh_status_only(), st.read_spec()
             out.append(
                 {
                     "run_id": r.run_id,
