@@ -405,34 +405,39 @@ def test_the_live_stream_sends_what_changed_and_nothing_else(tmp_path):
 
 def test_the_stream_sends_each_heavy_part_at_its_own_pace():
     """The curves at most every ``every["charts"]``, the trajectories every ``every["samples"]``, a
-    part without a pace (the log here) and the header on every poll that changed them."""
+    part without a pace (the log here) and the header on every poll that changed them.
+
+    The pace is kept on the stream's clock, read when it decides what is due, before the poll runs in a worker
+    thread. This test measured it in that thread instead: under load the thread started a few ms later for one
+    poll than for the next, and a gap of 0.196 s failed the 0.2 s pace the stream had kept. The clock is injected
+    here — each poll moves it 0.05 s — so the pace is checked exactly, and the stream is read for a number of
+    messages, not for a time (a read cut off by a timeout could leave a poll counted with its message unread)."""
     from aworld_gui.web.live_stream import HEAVY, LiveStreams
 
-    sent: dict[str, list[float]] = {part: [] for part in HEAVY}
-    ticks: list[float] = []
+    now = [0.0]
+    polls: list[tuple[float, set[str]]] = []  # when each poll ran, on the stream's clock, and what was due
 
     def live(run_id, gen, picks, smoothing, keys, due, locale="en"):  # a run whose every part changes on every poll
-        now = time.monotonic()
-        ticks.append(now)
-        for part in due:
-            sent[part].append(now)
+        polls.append((now[0], set(due)))
+        n = len(polls)
+        now[0] += 0.05
         return {
             "keys": {},
-            "header": f"h{len(ticks)}",
+            "header": f"h{n}",
             "events": None,
-            **{part: (f"{part}{len(ticks)}" if part in due else None) for part in HEAVY},
+            **{part: (f"{part}{n}" if part in due else None) for part in HEAVY},
         }
 
-    streams = LiveStreams(live, poll_s=0.02, every={"charts": 0.2, "samples": 60.0})
+    streams = LiveStreams(live, poll_s=0.0, every={"charts": 0.2, "samples": 60.0}, clock=lambda: now[0])
     w = streams.watch(streams.ticket("r", "g", [], 0.0))
 
-    got = read_stream(streams, w, 1.2)
-    assert len(got) == len(ticks) >= 5 and all(m["header"] for m in got)  # the header: every poll
-    assert [m["log"] is not None for m in got] == [True] * len(got)
-    assert len(sent["samples"]) == 1 and got[0]["samples"] and not any(m["samples"] for m in got[1:])
-    gaps = [b - a for a, b in zip(sent["charts"], sent["charts"][1:])]
-    assert got[0]["charts"] and len(sent["charts"]) >= 2 and min(gaps) >= 0.2 - 2e-3, gaps
-    assert len(sent["charts"]) < len(ticks)
+    got = read_stream(streams, w, 60.0, n_messages=13)
+    assert len(got) == len(polls) == 13 and all(m["header"] for m in got)  # the header: every poll
+    assert all(m["log"] is not None and "log" in due for m, (_, due) in zip(got, polls))  # no pace: every poll
+    assert [bool(m["samples"]) for m in got] == [True] + [False] * 12
+    charts = [round(t, 6) for t, due in polls if "charts" in due]
+    assert charts == [0.0, 0.2, 0.4, 0.6], charts  # every fourth poll of 0.05 s: at most every 0.2 s, never later
+    assert [bool(m["charts"]) for m in got] == [i % 4 == 0 for i in range(13)]
 
 
 def test_unused_tickets_expire(tmp_path):

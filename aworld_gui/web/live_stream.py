@@ -25,7 +25,7 @@ import json
 import secrets
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable
 
 PARTS = ("header", "charts", "samples", "log", "events")
@@ -40,19 +40,25 @@ class Watch:
     smoothing: float
     locale: str = "en"  # the page's language: what the stream's HTML is translated to
     streams: int = 0
-    last_used: float = field(default_factory=time.monotonic)
+    last_used: float = 0.0  # on the streams' clock
 
 
 class LiveStreams:
     """Tickets and the ``/aworld/live/{ticket}`` route. ``live`` is :meth:`MonitorTab.live`;
-    ``every`` the least seconds between two sends of each heavy part (default: every poll)."""
+    ``every`` the least seconds between two sends of each heavy part (default: every poll), on ``clock``:
+    a part's pace is kept between the stream's decisions to send it, read on this clock before each poll."""
 
     PATH = "/aworld/live/{ticket}"
 
     def __init__(
-        self, live: Callable[..., dict], poll_s: float, every: dict[str, float] | None = None, ttl_s: float = 600.0
+        self,
+        live: Callable[..., dict],
+        poll_s: float,
+        every: dict[str, float] | None = None,
+        ttl_s: float = 600.0,
+        clock: Callable[[], float] = time.monotonic,
     ):
-        self.live, self.poll_s, self.ttl_s = live, poll_s, ttl_s
+        self.live, self.poll_s, self.ttl_s, self.clock = live, poll_s, ttl_s, clock
         self.every = {part: float((every or {}).get(part, 0.0)) for part in HEAVY}
         self._watches: dict[str, Watch] = {}
         self._lock = threading.Lock()
@@ -60,7 +66,7 @@ class LiveStreams:
     def ticket(
         self, run_id: str, gen: str, picks: list[str] | None, smoothing: float | None, locale: str | None = None
     ) -> str:
-        now = time.monotonic()
+        now = self.clock()
         with self._lock:
             for t, w in list(self._watches.items()):  # forget tickets nobody has streamed for a while
                 if w.streams == 0 and now - w.last_used > self.ttl_s:
@@ -72,6 +78,7 @@ class LiveStreams:
                 [str(p) for p in (picks or []) if p],
                 float(smoothing or 0.0),
                 locale=str(locale or "en"),
+                last_used=now,
             )
         return t
 
@@ -88,7 +95,7 @@ class LiveStreams:
         try:
             yield "retry: 2000\n\n"  # EventSource's reconnect delay (ms)
             while True:
-                now = time.monotonic()
+                now = self.clock()
                 due = {part for part, every in self.every.items() if now - last_sent[part] >= every - 1e-3}
                 out = await asyncio.to_thread(self.live, w.run_id, w.gen, w.picks, w.smoothing, keys, due, w.locale)
                 for part in HEAVY:
@@ -101,7 +108,7 @@ class LiveStreams:
         finally:
             with self._lock:
                 w.streams -= 1
-                w.last_used = time.monotonic()
+                w.last_used = self.clock()
 
     def route(self):
         """The stream's route, served ahead of Gradio's catch-all routes (see ``page.launch_kwargs``)."""
