@@ -2,7 +2,10 @@
 never back. The studio answers every Gradio event 3 s late (testing/late_answers.py) while the header's stream
 keeps delivering, as under load: the Stop click's chain re-rendered the header from a read made before the run
 had moved on, and that answer, landing after the stream had shown the newer state, put the older one back
-(stopping → running → stopped; issue 32 §2). The header's state is recorded in the page at every change."""
+(stopping → running → stopped; issue 32 §2). The header's state is recorded in the page at every change, and so
+are the Stop and Kill buttons shown: Stop, then Kill, then none — the click's chain and the header's ``apply`` wrote
+them, and an older answer landing last left Kill on the stopped run. The pressed Stop reads "Stopping…" at once,
+seconds before any answer."""
 
 from __future__ import annotations
 
@@ -17,7 +20,7 @@ LATE_S = 3.0  # every Gradio answer this late; the run stays stopping a second l
 STOPPING_S = LATE_S + 1.0  # read while it is stopping lands after the stream has shown it stopped
 ORDER = {"running": 0, "stopping": 1, "stopped": 2}
 RECORD_JS = """() => {
-  window.awStates = [];
+  window.awStates = []; window.awButtons = [];
   const note = () => {
     const el = document.querySelector('#run-header [data-testid="run-header"]');
     const s = el && el.dataset.state;
@@ -26,6 +29,13 @@ RECORD_JS = """() => {
   note();
   new MutationObserver(note).observe(document.getElementById('run-header'),
                                      {subtree: true, childList: true, attributes: true});
+  const shown = id => { const b = document.getElementById(id); return !!b && b.offsetParent !== null; };
+  const frame = () => {       // the buttons as painted: one answer hides Stop and mounts Kill a few ms apart
+    const b = ['stop-btn', 'kill-btn'].filter(shown).join(' ');
+    if (b !== window.awButtons[window.awButtons.length - 1]) window.awButtons.push(b);
+    requestAnimationFrame(frame);
+  };
+  frame();
 }"""
 
 
@@ -52,12 +62,15 @@ def test_a_stopped_run_s_header_never_goes_back_to_an_earlier_state(tmp_path):
             page.wait_for_timeout(2 * LATE_S * 1000)  # the page's load answered whole
             page.evaluate(RECORD_JS)
             page.click("#stop-btn")
+            pending = page.evaluate("document.getElementById('stop-btn').dataset.awPending")  # at once
             waiting.wait_for(lambda: run.read_status().get("state") == "stopped", 30, "the run stopped")
             page.wait_for_timeout(3 * LATE_S * 1000)  # every answer of the Stop click's chain landed
-            states = page.evaluate("window.awStates")
+            states, buttons = page.evaluate("[window.awStates, window.awButtons]")
             browser.close()
     finally:
         end_process_group(pid)
         studio.stop()
     assert states[-1] == "stopped" and "stopping" in states, states
     assert [ORDER[s] for s in states] == sorted(ORDER[s] for s in states), f"the header went back: {states}"
+    assert pending == "Stopping…", pending
+    assert buttons == ["stop-btn", "kill-btn", ""], f"the buttons went back: {buttons}"

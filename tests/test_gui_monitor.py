@@ -551,3 +551,104 @@ def test_a_stop_in_the_monitor_never_shows_an_older_state_than_the_stream_showed
         assert not [f.fn.__name__ for f in chain(ui.kill_btn) if header in {c._id for c in f.outputs}]
     finally:
         studio.close()
+
+
+class ButtonsPage:
+    """The Stop and Kill buttons as the page keeps them, under Gradio's front-end rules for a dependency
+    (``trigger_mode``): a trigger while its answer is in flight is dropped (``once``), kept to run once that answer
+    lands (``always_last``) or run (``multiple``); a ``.then`` runs when its predecessor's answer lands. A handler
+    runs when triggered and its answer lands ``late`` seconds later (as testing/late_answers.py does it), on a
+    virtual clock. ``shown`` is what the buttons showed, after each change."""
+
+    def __init__(self, fns, values: dict, buttons: dict, late: float):
+        self.fns, self.values, self.buttons, self.late = fns, values, buttons, late
+        self.visible = dict.fromkeys(buttons.values(), False)
+        self.shown: list[tuple] = [()]
+        self.now, self.flight, self.deferred = 0.0, [], set()
+
+    def trigger(self, f) -> None:
+        if any(g is f for _, _, g, _ in self.flight) and f.trigger_mode != "multiple":
+            if f.trigger_mode == "always_last":
+                self.deferred.add(f._id)
+            return
+        out = f.fn(*[self.values[c._id] for c in f.inputs])
+        self.flight.append((self.now + self.late, len(self.shown) + len(self.flight) * 1e-6, f, out))
+
+    def until(self, t: float) -> None:
+        while due := sorted((x for x in self.flight if x[0] <= t), key=lambda x: x[:2]):
+            self.flight.remove(due[0])
+            self.now, _, f, out = due[0]
+            ids = [c._id for c in f.outputs]
+            for cid, update in zip(ids, out if len(ids) > 1 else [out]):
+                if cid in self.buttons and "visible" in update:
+                    self.visible[self.buttons[cid]] = update["visible"]
+            state = tuple(name for name, v in self.visible.items() if v)
+            if state != self.shown[-1]:
+                self.shown.append(state)
+            for g in [g for g in self.fns if g.trigger_after == f._id]:
+                self.trigger(g)
+            if f._id in self.deferred:
+                self.deferred.discard(f._id)
+                self.trigger(f)
+        self.now = t
+
+
+def test_the_stop_and_kill_buttons_never_go_back_to_an_older_state(tmp_path, monkeypatch):
+    """Stop pressed on a run that stops in about two seconds, every Gradio answer landing 2 s late (as under load)
+    while the stream, on its own connection, sees each change at its next poll: the buttons go Stop → Kill →
+    none, never back. They had several writers — the Stop click's answer, the ``buttons`` it chained, and the
+    header's ``apply`` on each state change with Gradio's default ``once``, which drops a trigger while an answer is
+    in flight — and the page kept Kill on the stopped run: the chain's read, made while it was stopping, landed
+    last, and the stream's ``apply`` for "stopped" was dropped. Now ``buttons`` is their one writer, fired by
+    ``apply`` alone, ``always_last``: its answers land in order, the last read after the last change."""
+    import warnings
+
+    import psutil
+
+    from aworld_gui.core import run_cache
+    from aworld_gui.core.studio import Studio
+    from aworld_gui.web.page import build_app
+
+    monkeypatch.setattr(run_cache, "MIN_REFRESH_S", 0.0)  # each poll reads the run (no wall-clock sleeps)
+    studio = Studio(tmp_path / "runs", worker=CatalogWorker(), cache=RunCache())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        demo = build_app(studio=studio)
+    try:
+        fns = list(demo.fns.values())
+        tab = next(f.fn.__self__ for f in fns if getattr(f.fn, "__name__", "") == "show")
+        ui = tab.ui
+        buttons = {ui.stop_btn._id: "stop", ui.kill_btn._id: "kill"}
+        writers = [f for f in fns if buttons.keys() & {c._id for c in f.outputs}]
+        assert [f.fn.__name__ for f in writers] == ["buttons"], [f.fn.__name__ for f in writers]  # one writer
+
+        me = psutil.Process()
+        run = RunDir.create(studio.runs_dir, "fake")
+        run.write_spec({"engine": "fake", "run_id": run.run_id})
+        run.write_status(state="running", pid=me.pid, pid_create_time=me.create_time(), step=2, total_steps=9)
+        values = {ui.run._id: run.run_id, ui.picker._id: [], ui.smoothing._id: 0.6}
+        page = ButtonsPage(fns, values, buttons, late=2.0)
+        apply = next(f for f in fns if (ui.header._id, "apply") in f.targets)
+        click = next(f for f in fns if (ui.stop_btn._id, "click") in f.targets)
+        gen, keys, last_b = tab.show(run.run_id, [], 0.6), {}, object()
+
+        def tick():  # the stream's poll; a changed state (or its first message) fires the header's ``apply``
+            nonlocal keys, last_b
+            keys = tab.live(run.run_id, gen, [], 0.6, keys)["keys"]
+            if keys.get("b") != last_b:
+                page.trigger(apply)
+            last_b = keys.get("b")
+
+        timeline = [(t, tick) for t in (0.0, 0.8, 1.6, 4.0, 4.8, 5.6, 6.4, 7.2, 8.0, 8.8)]
+        timeline += [
+            (3.0, lambda: page.trigger(click)),  # Stop pressed: the run is asked to stop
+            (4.1, lambda: run.write_status(state="stopping")),  # its step boundary: saving a checkpoint
+            (5.3, lambda: run.write_status(state="stopped", ended=time.time())),
+        ]
+        for t, action in sorted(timeline, key=lambda x: x[0]):
+            page.until(t)
+            action()
+        page.until(60.0)
+        assert page.shown == [(), ("stop",), ("kill",), ()], page.shown
+    finally:
+        studio.close()

@@ -60,7 +60,9 @@ function pageLocale() {            // the page's language: the title's locale pr
 async function sync() {            // (re)open the stream for what the header shows, or close it
   if (!element.isConnected) { if (es) es.close(); es = null; return; }     // unmounted
   const head = element.querySelector('[data-run]');
-  if (!head && shown !== null) { shown = shownRun = null; clear(); }     // no run shown any more
+  if (!head && shown !== null) {                  // no run shown any more: nothing of it, nor its buttons
+    shown = shownRun = null; clear(); dropPending(); trigger('apply');
+  }
   const want = head && !document.hidden && element.offsetParent !== null
     ? [head.dataset.run, head.dataset.gen, JSON.parse(head.dataset.picks || '[]'), parseFloat(head.dataset.smoothing || '0'),
        pageLocale()]
@@ -72,7 +74,7 @@ async function sync() {            // (re)open the stream for what the header sh
   if (!want) return;
   if (want[1] !== shown) {
     if (want[0] !== shownRun) clear();            // another run: nothing of the last one under its header
-    shown = want[1]; shownRun = want[0]; lastB = undefined;
+    shown = want[1]; shownRun = want[0]; lastB = undefined; dropPending();
   }
   try {
     const ticket = await server.live_ticket(...want);
@@ -103,6 +105,20 @@ function reachable(ok) {
     }, 4000);
   }
 }
+// A Stop or Kill press shows at once: the pressed button is marked pending in the page (aworld_gui/rendering/
+// theme.py: dimmed, not clickable; Stop reads the header's "Stopping…"). The mark is the page's, not the run's
+// state: whether each button shows has one writer, the header's ``apply`` (monitor_tab.py ``buttons``, its
+// answers in order), which hides a pressed Stop once the stream has seen the request; a new view drops the mark.
+function dropPending() {
+  document.querySelectorAll('#stop-btn[data-aw-pending], #kill-btn[data-aw-pending]')
+    .forEach(b => { delete b.dataset.awPending; });
+}
+document.addEventListener('click', ev => {
+  const b = element.isConnected && ev.target instanceof Element && ev.target.closest('#stop-btn, #kill-btn');
+  if (!b || shown === null) return;
+  const label = element.querySelector('[data-stopping]')?.dataset.stopping || '';
+  b.dataset.awPending = b.id === 'stop-btn' && !label.includes('__i18n__') ? label : '';
+}, true);
 new MutationObserver(sync).observe(element, {childList: true, subtree: true, attributes: true,
                                              attributeFilter: ['data-run', 'data-gen']});
 new IntersectionObserver(sync).observe(element);  // the Monitor tab shown / hidden

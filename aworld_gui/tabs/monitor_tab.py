@@ -13,7 +13,7 @@ How it stays live without loading the browser (which may share the training mach
   new lines and drops the ones that left it), not re-rendered.
 * Curves are inline SVG (:mod:`aworld_gui.rendering.charts`), a few hundred points each.
 * Gradio events happen only on user actions (run, metrics, smoothing, Stop) and when the run's state
-  changes (the header fires ``apply`` to refresh the Stop/Kill buttons).
+  changes (the header fires ``apply`` to refresh the Stop/Kill buttons: their one writer).
 * The stream is closed while the Monitor tab or the browser tab is hidden; a closed page costs nothing.
 
 Why each part has its own pace, with the measurements behind it: docs/STUDIO.md ("Live updates").
@@ -155,19 +155,29 @@ class MonitorTab:
         and drops the old stream's messages); every later header of that view comes from its stream alone.
         Stop and Kill therefore render no header — the stream says "Stop requested" at its next read. (They
         did: a Stop's header read before the run moved on could land after the stream had shown the newer
-        state, and the page showed stopping → running → stopped; issue 32 §2.) State changes refresh the
-        buttons."""
+        state, and the page showed stopping → running → stopped; issue 32 §2.)
+
+        The Stop and Kill buttons have one writer too: ``buttons``, fired only by the header's ``apply`` — the
+        stream's message that the run's state changed, and a new stream's first message (a new view, another
+        run), or the page dropping a run (static/live_monitor.js) — and with ``trigger_mode="always_last"``: the
+        page has one such call in flight, and a change while it runs is answered after it, so the answers land
+        in order and the last reads the state after the last change. (The Stop and Kill clicks and the pick of a
+        run each chained their own ``buttons``, and the clicks set the buttons too: answered late and out of
+        order they showed Kill on a stopped run or Stop back on a stopping one; and with Gradio's default
+        ``once`` an ``apply`` fired while one was in flight was dropped.) A click's feedback is the page's:
+        the pressed button is marked pending at once (dimmed, "Stopping…") until the view changes."""
         ui = self.ui
         common = dict(show_progress="hidden", api_visibility="private", concurrency_limit=None)
         show = dict(fn=self.show, inputs=[ui.run, ui.picker, ui.smoothing], outputs=[ui.header], **common)
-        buttons = dict(fn=self.buttons, inputs=[ui.run], outputs=[ui.stop_btn, ui.kill_btn, ui.picker], **common)
-        ui.run.change(**show).then(**buttons)
+        ui.run.change(**show)
         ui.picker.change(**show)
         ui.smoothing.release(**show)
-        ui.header.apply(**buttons)
+        ui.header.apply(
+            self.buttons, [ui.run], [ui.stop_btn, ui.kill_btn, ui.picker], trigger_mode="always_last", **common
+        )
         self.groups.wire(ui.run)
-        ui.stop_btn.click(self.on_stop, [ui.run], [ui.stop_btn], api_visibility="private").then(**buttons)
-        ui.kill_btn.click(self.on_kill, [ui.run], [ui.kill_btn], api_visibility="private").then(**buttons)
+        ui.stop_btn.click(self.on_stop, [ui.run], None, api_visibility="private")
+        ui.kill_btn.click(self.on_kill, [ui.run], None, api_visibility="private")
 
     def _state(self, run_id: str | None) -> RunState | str | None:
         if not run_id:
@@ -189,27 +199,26 @@ class MonitorTab:
         return self.header_html(run_id, st, secrets.token_hex(4), picks or [], float(smoothing or 0.0))
 
     def buttons(self, run_id: str | None):
-        """Stop while active, Kill once stopping; the metric names for the picker."""
+        """Stop while active, Kill once stopping; the metric names for the picker. The buttons' one writer."""
         st = self._state(run_id)
         if not isinstance(st, RunState):
             return gr.update(visible=False), gr.update(visible=False), gr.update(choices=[])
         st.refresh(force=True)  # the state now, not the last stream tick's (a stop may just have ended)
         stopping = st.state == "stopping" or (st.active and st.run.stop_requested())
         return (
-            gr.update(visible=st.active and not stopping, interactive=True, value=_("Stop")),
-            gr.update(visible=stopping, interactive=True),
+            gr.update(visible=st.active and not stopping),
+            gr.update(visible=stopping),
             gr.update(choices=st.metric_names()),
         )
 
-    def on_stop(self, run_id):
+    def on_stop(self, run_id) -> None:
+        """Asks the run to stop; the stream shows it, and its ``apply`` swaps Stop for Kill."""
         if run_id:
             self.studio.stop(run_id)
-        return gr.update(interactive=False, value=_("Stopping…"))
 
-    def on_kill(self, run_id):
+    def on_kill(self, run_id) -> None:
         if run_id:
             self.studio.stop(run_id, kill=True)
-        return gr.update(interactive=False)
 
     # -- the page's poll --------------------------------------------------------------------------
     def live(self, run_id, gen, picks, smoothing, keys, due=HEAVY_PARTS, locale: str = "en") -> dict:
@@ -291,7 +300,12 @@ class MonitorTab:
                 f"{self.studio.stop_timeout_s:.0f}"
             )
         reward = st.series.get(REWARD)
-        attrs = {"gen": gen or "", "picks": json.dumps(picks), "smoothing": f"{smoothing:g}"}
+        attrs = {
+            "gen": gen or "",
+            "picks": json.dumps(picks),
+            "smoothing": f"{smoothing:g}",
+            "stopping": str(_("Stopping…")),  # a pressed Stop's label in the page (static/live_monitor.js)
+        }
         return render.run_header(
             run_id,
             st.progress(),
