@@ -408,6 +408,7 @@ def run_header(
             )
             + "</div>"
         )
+    note += cluster_note(status)
     extra = "".join(f' data-{k}="{esc(v)}"' for k, v in (attrs or {}).items())
     return (
         f'<div class="aw-run" data-testid="run-header" data-state="{esc(state)}" data-run="{esc(run_id)}" '
@@ -419,6 +420,19 @@ def run_header(
         f"{_('Studio unreachable — runs keep training. The figures here are the last ones received; they resume by themselves when the studio is back.')}</div>"
         f'<div class="aw-progress"><div class="aw-bar aw-bar-{esc(state)}" style="width:{pct:.1f}%"></div></div>'
         f'<div class="aw-stats">{stat_html}</div>{note}{fail_html}{diagnoses}</div>'
+    )
+
+
+def cluster_note(status: dict) -> str:
+    """Where a run on a Ray cluster trains and keeps its checkpoints (docs/CLUSTER.md)."""
+    if not status.get("ray_address") or not status.get("ray_job_id"):
+        return ""
+    where = status.get("ray_run_dir")
+    return (
+        f'<div class="aw-note" data-testid="cluster-note">{_("On the Ray cluster")} <code>{esc(status["ray_address"])}'
+        f"</code> · {_('job')} <code>{esc(status['ray_job_id'])}</code> ({esc(status.get('ray_job_status') or '')})"
+        + (f" · {_('checkpoints there in')} <code>{esc(where)}</code>" if where else "")
+        + "</div>"
     )
 
 
