@@ -43,3 +43,38 @@ def test_an_aworld_trl_config_checks_on_a_cpu_machine_with_a_note_for_fp16(tmp_p
     assert any("`fp16: true` (AWorld form" in w and "fp32" in w for w in notes), notes
     assert "16" in results["dataset"].message, results["dataset"].message  # every row of the JSON array read
     assert results["reward"].status == "ok", results["reward"]
+
+
+def test_with_no_reward_function_the_configs_reward_model_is_the_reward_as_aworld_reads_it(tmp_path):
+    """AWorld's TRL trainer, given reward_func None, builds the reward from the config's reward_model
+    (trl_trainer.check_config → build_reward_model_fn): the same inputs train the same way here, the reward check
+    says where the reward came from, and run.yaml holds it as the reward, not in the config."""
+    from engines import AgentTrainer
+    from testing.reward_model import build_reward_model
+
+    rm = build_reward_model(tmp_path / "tiny-rm", good="B")
+    agent = str(ROOT / "assets/agents/letters_agent.yaml")
+    data = str(ROOT / "assets/datasets/letters_train.jsonl")
+    config = {"reward_model": rm, "max_steps": 2, "prompts_per_step": 2, "num_generations": 4}
+    results = {r.module: r for r in check_all(agent, data, None, None, config, train_engine_name="trl")}
+    assert all(r.status != "error" for r in results.values()), {m: r.message for m, r in results.items()}
+    assert any(f"the config's reward_model {rm} (AWorld form" in w for w in results["reward"].warnings)
+    assert "reward_model" not in results["config"].details["effective"]
+
+    t = AgentTrainer(agent, data, None, None, config, run_path=str(tmp_path / "runs"), train_engine_name="trl")
+    p = t.train_processor
+    p.write_run_spec()
+    spec = p.run.read_spec()
+    [term] = spec["reward"]
+    assert term["reward_model"]["path"] == rm and term["weight"] == 1.0
+    assert "reward_model" not in spec["config"]
+    [reward] = [r for r in t.check_results if r.module == "reward"]
+    assert reward.status == "warning" and "AWorld form" in reward.warnings[0]
+    assert t.train() == "finished"
+    last = [r for r in p.run.read_jsonl("metrics.jsonl") if "reward" in r][-1]
+    assert last["step"] == 2 and any(k.startswith("rewards/rm_tiny_rm") for k in last)  # the model scored it
+    # beside a reward function, reward_model in the config is refused, saying how to add the model to the reward
+    bad = {r.module: r for r in check_all(agent, data, None, "exact_match", config, train_engine_name="trl")}
+    assert bad["config"].status == "error" and "reward_func=[<your reward>, {reward_model: <folder>}]" in (
+        bad["config"].message
+    )

@@ -77,6 +77,8 @@ class AgentTrainer:
             self.train_processor.attach_run_dir(run_dir)
         # 4. module validation, in the spec's order
         p = self.train_processor
+        if hasattr(p, "take_aworld_inputs"):  # an engine reading an AWorld trainer's input forms
+            reward_func, config = p.take_aworld_inputs(reward_func, config)
         p.check_agent(agent)
         p.check_dataset(train_dataset, test_dataset)
         p.check_reward(reward_func)

@@ -90,6 +90,7 @@ class StandardProcessor(TrainerProcessor):
         self.reward: Reward | None = None
         self.effective_config: dict[str, Any] | None = None
         self.model_folder: ModelFolder | None = None
+        self.aworld_notes: dict[str, str] = {}  # module → how an AWorld input form was read (take_aworld_inputs)
 
     @classmethod
     def describe_config(cls) -> list[dict]:
@@ -221,6 +222,25 @@ class StandardProcessor(TrainerProcessor):
             )
         )
         return effective
+
+    def aworld_inputs(self, reward_func: Any, config: Any) -> tuple[Any, Any, str | None]:
+        """(reward, config, a note on what was moved) — an AWorld trainer's input form this engine reads as the
+        AWorld trainer does (trl: the config's ``reward_model`` as the reward when none is given)."""
+        return reward_func, config, None
+
+    def take_aworld_inputs(self, reward_func: Any, config: Any) -> tuple[Any, Any]:
+        """:meth:`aworld_inputs`, its note kept for the reward check's result (which says where its reward came from)."""
+        reward_func, config, note = self.aworld_inputs(reward_func, config)
+        if note:
+            self.aworld_notes["reward"] = note
+        return reward_func, config
+
+    def record(self, result: CheckResult) -> CheckResult:
+        note = self.aworld_notes.get(result.module)
+        if note and note not in result.warnings:
+            result.warnings = [note, *result.warnings]
+            result.status = "warning" if result.status == "ok" else result.status
+        return super().record(result)
 
     def adopt_cluster(self, effective: dict[str, Any]) -> list[str]:
         """Where the run trains, decided at the check and kept in run.yaml: a Ray cluster (``ray_address``, else

@@ -37,6 +37,11 @@ class TrlProcessor(StandardProcessor):
     reward_required = False  # SFT trains without one; check_config requires it for GRPO
     run_settings_honored = frozenset(RUN_KEYS)  # its callbacks keep the best checkpoint and stop early
 
+    def aworld_inputs(self, reward_func: Any, config: Any) -> tuple[Any, Any, str | None]:
+        from ..rewards.config_reward_model import reward_from_config
+
+        return reward_from_config(reward_func, config)
+
     def __init__(self, run_path: str = "runs"):
         super().__init__(run_path)
         self.tokenizer = None

@@ -44,7 +44,8 @@ OWNED: dict[str, str] = {
     "do_train": "the engine always trains",
     "do_predict": "use the engine's inference (evaluation) instead",
     "model_name_or_path": "write `model:` (AWorld's name for the policy model)",
-    "reward_model": "give a reward model as the reward (reward_func), not in the config",
+    "reward_model": "the config's reward_model is the reward only when no reward is given (AWorld form); beside a "
+    "reward, add the model to it: reward_func=[<your reward>, {reward_model: <folder>}]",
 }
 
 #: string fields TRL accepts without checking them until training starts: their valid values
