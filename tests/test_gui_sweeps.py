@@ -74,6 +74,14 @@ def test_the_view_sorts_trials_by_the_objective_and_draws_each_setting(tmp_path)
     assert re.findall(r'data-param="(\w+)"', charts) == ["learning_rate", "beta"]
     assert charts.count("<circle") == 10 and "(log)" in charts  # 5 trials × 2 settings; lr spans 100×
     assert 'data-state="pruned"' in charts
+    # parallel coordinates: a line per trial across learning_rate, beta and the objective, the best bold and on top
+    assert 'data-lines="5" data-axes="3"' in charts and charts.count("<polyline") == 5
+    lines = re.findall(r'<polyline points="([^"]+)"[^>]*data-trial="(\d+)"', charts)
+    assert [n for _p, n in lines][-1] == "1" and 'data-trial="1" data-state="complete" data-best' in charts
+    assert all(len(pts.split()) == 3 for pts, _n in lines)  # 2 params + the value (the pruned one has its last report)
+    assert (
+        sweep_render.parallel_coordinates(d["trials"], ["beta"], "eval/reward") == ""
+    )  # one param: the scatter says it
     head = sweep_render.headline(d)
     assert "4/5" in head or "5/5" in head
     # Optuna's importances once 4 trials are complete, for each setting

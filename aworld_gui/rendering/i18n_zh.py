@@ -146,6 +146,7 @@ ZH = {
     "Stopping…": "正在停止…",
     "Stop requested": "已请求停止",
     "On the Ray cluster": "在 Ray 集群上",
+    "parallel coordinates": "平行坐标",
     "job": "作业",
     "checkpoints there in": "检查点保存在",
     "More metrics": "更多指标",

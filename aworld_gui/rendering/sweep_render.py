@@ -1,5 +1,6 @@
 """The Sweeps view's fragments: the sweep's headline, its trials as table rows, the objective against each
-param as an SVG scatter (the look of :mod:`aworld_gui.rendering.charts`), Optuna's importances as bars."""
+param as an SVG scatter (the look of :mod:`aworld_gui.rendering.charts`), all params and the objective at once as
+parallel coordinates (two params or more), Optuna's importances as bars."""
 
 from __future__ import annotations
 
@@ -133,10 +134,91 @@ def scatter(trials: list[dict], param: str, metric: str) -> str:
     )
 
 
+def _axis(values: list[Any]):
+    """(position in 0..1 of a value, tick labels at their positions) for one parallel-coordinates axis: numbers on
+    a linear or log scale (as :func:`scatter`), text values evenly spaced."""
+    if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+        xs = [float(v) for v in values]
+        log = min(xs) > 0 and max(xs) / min(xs) > 20
+        lo, hi = _scale(min(xs), max(xs), log)
+
+        def pos(v: Any) -> float:
+            x = math.log10(float(v)) if log else float(v)
+            return (x - lo) / (hi - lo)
+
+        shown = sorted(set(xs))
+        shown = shown if len(shown) <= 5 else [shown[0], shown[len(shown) // 2], shown[-1]]
+        return pos, [(fmt(v), pos(v)) for v in shown], log
+    cats = sorted({str(v) for v in values})
+    return (
+        (lambda v: (cats.index(str(v)) + 0.5) / len(cats)),
+        [(c, (i + 0.5) / len(cats)) for i, c in enumerate(cats)],
+        False,
+    )
+
+
+def parallel_coordinates(trials: list[dict], params: list[str], metric: str, best: int | None = None) -> str:
+    """Every trial as a line across one vertical axis per param and one for the objective (right): which settings
+    go together with a good value. Lines coloured by value (low light, high dark), the best one on top and bold,
+    trials without a value (pruned early, failed) dashed and grey."""
+    lines = [t for t in trials if all(p in (t.get("params") or {}) for p in params)]
+    if len(params) < 2 or len(lines) < 2:
+        return ""
+    axes = [*params, metric]
+    values = [t.get("value") for t in lines if t.get("value") is not None]
+    scales = [_axis([t["params"][p] for t in lines]) for p in params] + [_axis(values or [0.0])]
+    w, h, top, bottom, side = 760, 240, 22, 34, 70
+    gap = (w - 2 * side) / (len(axes) - 1)
+
+    def point(i: int, v: Any) -> tuple[float, float]:
+        return side + i * gap, top + (1 - scales[i][0](v)) * (h - top - bottom)
+
+    v_lo, v_hi = (min(values), max(values)) if values else (0.0, 1.0)
+    parts = [f'<svg viewBox="0 0 {w} {h}" class="aw-svg" role="img" aria-label="{esc(_("parallel coordinates"))}">']
+    labels: list[str] = []  # drawn over the lines
+    for i, name in enumerate(axes):
+        x = side + i * gap
+        parts.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{top}" y2="{h - bottom}" class="aw-grid"/>')
+        for text, at in scales[i][1]:
+            y = top + (1 - at) * (h - top - bottom)
+            labels.append(  # a halo: the label stays legible over the lines that meet the axis there
+                f'<text x="{x - 5:.1f}" y="{y + 4:.1f}" text-anchor="end" class="aw-tick" paint-order="stroke" '
+                f'stroke="#fff" stroke-width="3">{esc(text)}</text>'
+            )
+        label = f"{name}{' (log)' if scales[i][2] else ''}"
+        parts.append(f'<text x="{x:.1f}" y="{h - 10}" text-anchor="middle" class="aw-tick">{esc(label)}</text>')
+    ordered = sorted(lines, key=lambda t: (t.get("number") == best, t.get("value") is not None, t.get("value") or 0))
+    for t in ordered:
+        value = t.get("value")
+        coords = [point(i, t["params"][p]) for i, p in enumerate(params)]
+        if value is not None:
+            coords.append(point(len(params), value))
+            share = (value - v_lo) / (v_hi - v_lo) if v_hi > v_lo else 1.0
+            style = f'stroke="{PALETTE[0]}" stroke-opacity="{0.25 + 0.75 * share:.2f}"'
+        else:
+            style = 'stroke="#9ca3af" stroke-dasharray="4 3"'
+        is_best = t.get("number") == best
+        path = " ".join(f"{x:.1f},{y:.1f}" for x, y in coords)
+        settings = ", ".join(f"{p}={fmt(t['params'][p])}" for p in params)
+        parts.append(
+            f'<polyline points="{path}" fill="none" {style} stroke-width="{3 if is_best else 1.5}" '
+            f'data-trial="{t.get("number")}" data-state="{esc(t.get("state"))}"{" data-best" if is_best else ""}>'
+            f"<title>{_('trial')} {t.get('number')}: "
+            f"{esc(settings)} → {esc(fmt(value))}</title></polyline>"
+        )
+    parts += [*labels, "</svg>"]
+    return (
+        f'<div class="aw-chart" id="sweep-parallel" data-lines="{len(lines)}" data-axes="{len(axes)}">'
+        f'<div class="aw-muted">{_("parallel coordinates")} · {esc(metric)}</div>{"".join(parts)}</div>'
+    )
+
+
 def charts(d: dict[str, Any]) -> str:
     metric = (d.get("objective") or {}).get("metric", "")
+    best = (d.get("best") or {}).get("number")
     return (
-        '<div class="aw-sweep-charts" style="display:grid;grid-template-columns:repeat(auto-fill,minmax(360px,1fr));'
+        parallel_coordinates(d["trials"], list(d["params"]), metric, best)
+        + '<div class="aw-sweep-charts" style="display:grid;grid-template-columns:repeat(auto-fill,minmax(360px,1fr));'
         'gap:12px">' + "".join(scatter(d["trials"], p, metric) for p in d["params"]) + "</div>"
     )
 
