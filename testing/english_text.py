@@ -138,25 +138,30 @@ _WORD = re.compile(r"^[A-Za-z][A-Za-z]*(?:['’-][A-Za-z]+)*$")
 _IDENTIFIER = re.compile(r"^[A-Za-z]+[a-z][A-Z][A-Za-z]*$")  # CamelCase: a class (ModelConfig), not a word
 _EDGES = "()[]{}<>,;:.!?\"'“”‘’…—–·•×→=*"
 
-#: page script: the visible text of an element, node by node, without code and the user's data
+#: page script: the visible text of an element, node by node, without code and the user's data; each text with where
+#: it is (the id of its nearest element that has one)
 COLLECT_JS = r"""
 root => {
   const SKIP = 'pre, code, textarea, .cm-editor, .aw-rendered, [data-testid="rendered-prompt"], '
     + '.aw-settings-scroll, #setting-help, script, style';  // the full-settings editor: TRL's own help
   const out = [];
+  const where = el => { const owner = el.closest('[id]'); return owner ? owner.id : ''; };
   const visible = el => el && el.checkVisibility && el.checkVisibility({visibilityProperty: true});
   const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
   for (let n = walker.nextNode(); n; n = walker.nextNode()) {
     const el = n.parentElement;
     const text = n.nodeValue.trim();
     if (!text || !visible(el) || el.closest(SKIP)) continue;
+    // a trajectory's message is the user's prompt or the model's words (the turn's own text; what our markup
+    // adds inside it, as '(empty)', is ours)
+    if (el.matches('.aw-content')) continue;
     // a data preview's cells are the user's data; its column headers are ours (or the data's column names)
     const cell = el.closest('td, [role="gridcell"]');
     if (cell && cell.closest('.table-wrap, [data-testid="dataframe"], .gradio-dataframe')) continue;
-    out.push(text);
+    out.push([text, where(el)]);
   }
   for (const input of root.querySelectorAll('input[role="listbox"], .wrap-inner input, input[type="button"]')) {
-    if (visible(input) && input.value.trim()) out.push(input.value.trim());
+    if (visible(input) && input.value.trim()) out.push([input.value.trim(), where(input)]);
   }
   return out;
 }
@@ -184,17 +189,19 @@ def english_runs(text: str) -> list[str]:
     return runs
 
 
-def page_texts(page, selector: str) -> list[str]:
-    """The visible texts under ``selector`` (see COLLECT_JS)."""
-    return page.eval_on_selector(selector, COLLECT_JS)
+def page_texts(page, selector: str) -> list[tuple[str, str]]:
+    """The visible texts under ``selector``, each with the id of its nearest element that has one (see COLLECT_JS)."""
+    return [(text, where) for text, where in page.eval_on_selector(selector, COLLECT_JS)]
 
 
-def english_in(page, selector: str) -> dict[str, int]:
-    """Each English run under ``selector`` with how often it shows."""
+def english_in(page, selector: str, where: dict[str, set[str]] | None = None) -> dict[str, int]:
+    """Each English run under ``selector`` with how often it shows; ``where`` gets the ids it shows under."""
     found: dict[str, int] = {}
-    for text in page_texts(page, selector):
+    for text, owner in page_texts(page, selector):
         for run in english_runs(text):
             found[run] = found.get(run, 0) + 1
+            if where is not None:
+                where.setdefault(run, set()).add(owner)
     return found
 
 
@@ -226,6 +233,7 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     t0 = time.monotonic()
     total: dict[str, dict[str, int]] = {}
+    where: dict[str, dict[str, set[str]]] = {}
     with tempfile.TemporaryDirectory() as tmp, StudioProcess(Path(tmp) / "runs", port=a.port) as app:
         with sync_playwright() as p:
             browser = launch_chromium(p)
@@ -235,7 +243,7 @@ def main(argv: list[str] | None = None) -> int:
             page.wait_for_timeout(1500)
             open_everything(page, "#tab-setup")
             page.wait_for_timeout(1500)
-            total["setup"] = english_in(page, "#tab-setup")
+            total["setup"] = english_in(page, "#tab-setup", where.setdefault("setup", {}))
             if not a.no_launch:
                 page.click("#launch-btn")
                 waiting.wait_for(
@@ -264,13 +272,13 @@ def main(argv: list[str] | None = None) -> int:
                         page.wait_for_timeout(2000)
                 open_everything(page, f"#tab-{tab}")
                 page.wait_for_timeout(1500)
-                total[tab] = english_in(page, f"#tab-{tab}")
+                total[tab] = english_in(page, f"#tab-{tab}", where.setdefault(tab, {}))
             browser.close()
     n = 0
     for tab, found in total.items():
         print(f"== {tab}: {len(found)} English strings")
         for run, count in sorted(found.items()):
-            print(f"  {count:>3} × {run}")
+            print(f"  {count:>3} × {run}    [{', '.join(sorted(where[tab].get(run, ())))}]")
         n += len(found)
     print(f"total {n} English strings in {time.monotonic() - t0:.0f} s")
     return 0
