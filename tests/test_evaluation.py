@@ -249,6 +249,7 @@ def test_the_studio_offers_and_evaluates_checkpoints_of_other_runs(tmp_path, dem
     from aworld_gui.worker.check_worker import CheckWorker
     from aworld_gui.core.run_cache import RunCache
     from aworld_gui.core.studio import Studio
+    from aworld_gui.rendering.i18n import localize
     from engines.runs.lifecycle import effective_status
     from testing.waiting import wait_for
 
@@ -289,7 +290,10 @@ def test_the_studio_offers_and_evaluates_checkpoints_of_other_runs(tmp_path, dem
     ):
         shutil.copytree(A / "models" / model, run.checkpoints_dir / name)  # real weights
     choices = studio.model_choices(mine.run_id)
-    assert choices[:2] == [("base", "base"), ("checkpoint-1", "checkpoint-1")]
+    assert [(localize(label, "en"), value) for label, value in choices[:2]] == [
+        ("base", "base"),
+        ("checkpoint-1", "checkpoint-1"),
+    ]
     assert ("letters again / checkpoint-2", f"{other.run_id}/checkpoint-2") in choices
     assert (f"{calc.run_id} / checkpoint-3", f"{calc.run_id}/checkpoint-3") in choices
     assert len(choices) == 4
@@ -319,6 +323,7 @@ def test_the_studio_offers_and_evaluates_checkpoints_of_other_runs(tmp_path, dem
 def test_the_list_of_evaluations_names_what_each_compared_not_a_state_that_goes_stale():
     """The list is filled when a run is picked or an evaluation launched, not as one runs: its label said
     "queued" beside the badge's "Finished" (seen in the browser walkthrough). The badge carries the state."""
+    from aworld_gui.rendering.i18n import localize
     from aworld_gui.tabs.evaluate_tab import EvaluateTab
 
     queued = {
@@ -328,15 +333,16 @@ def test_the_list_of_evaluations_names_what_each_compared_not_a_state_that_goes_
         "dataset": "letters_test.jsonl",
     }
     finished = {**queued, "state": "finished"}
-    assert (
-        EvaluateTab._eval_choices([queued])
-        == EvaluateTab._eval_choices([finished])
-        == [("20261125-021338-eval-4873 · base, checkpoint-300 · letters_test.jsonl", "20261125-021338-eval-4873")]
-    )
+    assert EvaluateTab._eval_choices([queued]) == EvaluateTab._eval_choices([finished])
+    [(label, value)] = EvaluateTab._eval_choices([finished])
+    assert value == "20261125-021338-eval-4873"
+    assert localize(label, "en") == "20261125-021338-eval-4873 · base, checkpoint-300 · letters_test.jsonl"
+    assert localize(label, "zh") == "20261125-021338-eval-4873 · 基座模型, checkpoint-300 · letters_test.jsonl"
 
 
 def test_the_evaluate_tables_show_a_whitespace_or_empty_completion_as_such():
     """A completion of spaces showed as a blank cell, read as a missing answer (issue 32 §4)."""
+    from aworld_gui.rendering.i18n import localize
     from aworld_gui.tabs.evaluate_tab import sample_rows, summary_html
 
     preds = [
@@ -344,6 +350,8 @@ def test_the_evaluate_tables_show_a_whitespace_or_empty_completion_as_such():
         for m, c in (("base", " \n"), ("checkpoint-2", ""), ("best", "a"))
     ]
     rows, headers = sample_rows(preds)
-    assert rows[0][4:] == ["(whitespace ' \\n')", 0.0, "(empty)", 0.0, "a", 0.0], (rows, headers)
+    shown = [localize(c, "en") if isinstance(c, str) else c for c in rows[0][4:]]
+    assert shown == ["(whitespace ' \\n')", 0.0, "(empty)", 0.0, "a", 0.0], (rows, headers)
+    assert [localize(c, "zh") for c in rows[0][4::2]] == ["(空白 ' \\n')", "(空)", "a"]  # as the Chinese page shows
     table = summary_html({"base": {"reward": 0.5, "load_seconds": 1.5, "generate_seconds": 3.0, "seconds": 4.5}})
     assert table.index("load_seconds") < table.index("generate_seconds") < table.index("<th>seconds")

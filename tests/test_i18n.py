@@ -14,14 +14,15 @@ GUI = Path(__file__).resolve().parent.parent / "aworld_gui"
 
 
 def ui_strings() -> dict[str, str]:
-    """Every literal passed to ``_()`` in the studio's code, with where it is."""
+    """Every literal passed to ``_()`` (or to ``headers()``, a Dataframe's headers) in the studio's code, with where
+    it is."""
     found = {}
     for path in sorted(GUI.rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "_" and node.args:
-                arg = node.args[0]
-                if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
-                    found.setdefault(arg.value, f"{path.name}:{node.lineno}")
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("_", "headers"):
+                for arg in node.args if node.func.id == "headers" else node.args[:1]:
+                    if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+                        found.setdefault(arg.value, f"{path.name}:{node.lineno}")
     from engines.diagnostics.advice import ADVICE  # the diagnoses' words, which the Monitor passes to _()
 
     for code, advice in ADVICE.items():
@@ -176,3 +177,41 @@ def test_engine_messages_are_shown_in_the_pages_language():
         assert english_runs(localize(shown, "zh")) == [], (text, localize(shown, "zh"))
     assert engine_text.message("a message no template knows") == "a message no template knows"
     assert localize(str(engine_text.known(TrlProcessor.description)), "zh").startswith("在本机运行 Hugging Face TRL")
+
+
+def test_engine_setup_hints_show_their_commands_as_code_and_the_rest_in_the_pages_language():
+    """The swift and verl engines' unavailability reasons (what to install, the command that sets it up): their words
+    in the page's language, their commands, paths and variables as code (shown as written), the English page the
+    engine's own text; a long reason folds after its first part, each part read whole."""
+    import html
+    import re
+
+    from aworld_gui.rendering import render
+    from aworld_gui.tabs.reward_card import shape_html
+    from engines.verl.availability import INSTALL_HINT
+    from testing.english_text import english_runs
+
+    reasons = [
+        "not set up — run: python -m engines setup swift (builds ms-swift's environment in /w/.venv-swift; or set "
+        "$AWORLD_SWIFT_PYTHON to a Python that has ms-swift)",  # engines/swift/environment.py
+        "setup did not finish — run: python -m engines setup swift (ms-swift's environment /w/.venv-swift is incomplete)",
+        "no CUDA GPU found; no rollout backend (vllm or sglang) importable; verl's trainer dependencies are missing "
+        f"(transfer_queue: extra verl-core) — {INSTALL_HINT}; or set ray_address / RAY_ADDRESS to a Ray cluster that "
+        "has them",  # engines/verl/availability.py
+        "verl is not installed in /usr/bin/python3; no CUDA GPU found",
+    ]
+
+    def text(shown: str, code: bool = True) -> str:
+        shown = re.sub(r"<code>.*?</code>", " ", shown) if not code else shown
+        return html.unescape(re.sub(r"<[^>]+>", "", shown))
+
+    for reason in reasons:
+        for shown in (render.engine_html(reason), render._reason(reason)):
+            assert english_runs(text(localize(shown, "zh"), code=False)) == [], localize(shown, "zh")
+        assert text(localize(render.engine_html(reason), "en")) == reason
+    folded = localize(render._reason(reasons[0]), "zh")
+    assert folded.startswith("<details><summary>未安装 …</summary>运行: <code>python -m engines setup swift</code>")
+    shape = "list[6] of list[1] of {role, content}"  # engines/rewards/calling.shape
+    assert text(localize(shape_html(shape), "en")) == shape  # its types and keys as code, its "of" translated
+    assert text(localize(shape_html(shape), "zh")) == "list[6] 每项为 list[1] 每项为 {role, content}"
+    assert text(localize(shape_html(shape), "zh"), code=False).split() == ["每项为", "每项为"]

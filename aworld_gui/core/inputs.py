@@ -23,6 +23,7 @@ from engines.inputs.user_files import size_text
 from engines.inputs.yaml_input import MAX_BYTES, load_user_file, try_load_yaml
 from engines.runs.rundir import atomic_write_text
 
+from ..rendering.i18n import _
 from ..web.upload_guard import refused_size
 from ..web.upload_secrets import mask_bytes
 
@@ -205,11 +206,11 @@ def display_path(p: str) -> str:
     path = Path(p)
     try:
         path.resolve().relative_to(ASSETS)
-        return f"{path.name} · demo"
+        return f"{path.name} · {_('demo')}"
     except ValueError:
         pass
     if UPLOADS in path.parts:
-        return f"{path.name.replace('.resolved', '')} · uploaded"
+        return f"{path.name.replace('.resolved', '')} · {_('uploaded')}"
     return str(path)
 
 
@@ -392,9 +393,9 @@ def resolve_agent_upload(path: str, search_dirs: list[Path] | None = None) -> tu
 def reward_label(key: str) -> str:
     """``exact_match`` → itself; ``/abs/letter_reward.py:letter_reward`` → ``letter_reward.py:letter_reward``."""
     if ":" in key:
-        target, _, attr = key.rpartition(":")
+        target, _sep, attr = key.rpartition(":")
         if target.endswith(".py"):
-            return f"{Path(target).name}:{attr}" + (" · uploaded" if UPLOADS in Path(target).parts else "")
+            return f"{Path(target).name}:{attr}" + (f" · {_('uploaded')}" if UPLOADS in Path(target).parts else "")
     return key
 
 
@@ -423,11 +424,11 @@ def parse_reward_text(text: str, uploaded: dict[str, str] | None = None) -> list
             continue
         weight = 1.0
         if "@" in item and ")" not in item.rpartition("@")[2]:
-            item, _, w = item.rpartition("@")
+            item, _sep, w = item.rpartition("@")
             weight = checked_weight(w, raw)
         item = item.strip()
         if ":" in item:
-            target, _, attr = item.rpartition(":")
+            target, _sep, attr = item.rpartition(":")
             name = Path(target).name
             stored = (
                 uploaded and not Path(target).is_absolute() and (uploaded.get(name) or uploaded.get(upload_name(name)))

@@ -461,7 +461,7 @@ class Studio:
         engines.inference.checkpoints.resolve takes; a checkpoint of another architecture is a clear check error there)."""
         own = self.checkpoints(run_id)
         best = self.best_checkpoint(run_id)
-        out = [("base", "base"), *([(f"{_('best')} ({best})", "best")] if best else []), *((c, c) for c in own)]
+        out = [(str(_("base")), "base"), *([(f"{_('best')} ({best})", "best")] if best else []), *((c, c) for c in own)]
         for r in list_run_dirs(self.runs_dir):
             if r.run_id == run_id:
                 continue

@@ -8,7 +8,9 @@ a diagnosis's words) by :func:`known`, and a check's summary, which carries valu
 matches is shown as the engine wrote it. Every word here has its Chinese in ``i18n_zh`` (tests/test_i18n.py).
 
 Template syntax: ``[words]`` is translated (``[a|b]``: either one, translated), ``{}`` is a value kept as written,
-everything else is matched and kept literally.
+everything else is matched and kept literally; what stands between backticks is a command, a path or a variable
+(values and literal text), shown as code in HTML (:func:`pieces`, render.engine_html) and as written by
+:func:`message`.
 """
 
 from __future__ import annotations
@@ -40,17 +42,28 @@ TEMPLATES = [
     "[dry run on] {} [row(s)]: [reference] → {}",
     "[wrong] → {}",
     # memory: "≈ 0.58 GB peak per process of 22.0 GB available RAM (3 %)"
-    "≈ {} GB [peak per process] [of] {} GB [available RAM] ({} %)",
-    "≈ {} GB [peak per process], {} GB [for] {} [processes] [of] {} GB [available RAM] ({} %)",
-    "≈ {} GB [peak per process] [of] {} GB [free on each GPU] ({}) ({} %)",
+    "≈ {} GB [peak per process of] {} GB [available RAM] ({} %)",
+    "≈ {} GB [peak per process], {} GB [for] {} [processes of] {} GB [available RAM] ({} %)",
+    "≈ {} GB [peak per process of] {} GB [free on each GPU] ({}) ({} %)",
     "≈ {} GB [peak per process]",
     # the engines' availability
     "{}: [available]",
     "{}: [no CUDA GPU found]",
     "[no CUDA GPU found]",
     "[no rollout backend (vllm or sglang) importable]",
-    "[verl's trainer dependencies are missing] (transfer_queue: extra verl-core)",
-    "[verl is not installed in] {}",
+    "[verl's trainer dependencies are missing] ({}: [extra] `{}`)",
+    "[verl is not installed in] `{}`",
+    # verl's install hint (engines/verl/availability.py INSTALL_HINT) and its cluster alternative
+    "[on a CUDA machine, in an environment of its own:] `{}`[, then] `{}` ([see] {})",
+    "[or set] `{}` [to a Ray cluster that has them]",
+    # ms-swift's environment (engines/swift/environment.py)
+    "[not set up]",
+    "[setup did not finish]",
+    "[set up with other versions] ({})",
+    "[run:] `{}` ([builds ms-swift's environment in] `{}`",
+    "[run:] `{}` ([ms-swift's environment] `{}` [is incomplete])",
+    "[run:] `{}`",
+    "[or set] `{}` [to a Python that has ms-swift])",
 ]
 #: fixed words of engines shown through :func:`known` besides the engines' descriptions and settings' help: the
 #: memory estimate's parts (engines/fit/memory_estimate.py, "_" read as a space) and a reward's calling convention
@@ -65,24 +78,33 @@ FIXED = [
     "runtime",
     "per sample",
 ]
-_TOKEN = re.compile(r"\[([^\]]+)\]|\{\}")
+_TOKEN = re.compile(r"\[([^\]]+)\]|\{\}|`")
 _SPLIT = re.compile(r"(; | — )")
 
 
 @functools.cache
-def _compiled(template: str) -> tuple[re.Pattern, tuple[str, ...]]:
-    """The template's regex and its groups' kinds (``w``: words to translate, ``v``: a value)."""
-    pattern, kinds, at = [], [], 0
+def _compiled(template: str) -> tuple[re.Pattern, tuple[tuple[str, bool], ...]]:
+    """The template's regex, a group for each piece, and each piece's kind (``l``: literal, ``w``: words to
+    translate, ``v``: a value) with whether it is code (between backticks)."""
+    pattern, kinds, at, code = [], [], 0, False
+
+    def literal(text: str) -> None:
+        if text:
+            pattern.append(f"({re.escape(text)})")
+            kinds.append(("l", code))
+
     for m in _TOKEN.finditer(template):
-        pattern.append(re.escape(template[at : m.start()]))
-        if m.group(1):
+        literal(template[at : m.start()])
+        if m.group(0) == "`":
+            code = not code
+        elif m.group(1):
             pattern.append("(" + "|".join(re.escape(w) for w in m.group(1).split("|")) + ")")
-            kinds.append("w")
+            kinds.append(("w", code))
         else:
             pattern.append("(.+?)")
-            kinds.append("v")
+            kinds.append(("v", code))
         at = m.end()
-    pattern.append(re.escape(template[at:]))
+    literal(template[at:])
     return re.compile("".join(pattern) + r"\Z", re.S), tuple(kinds)
 
 
@@ -95,36 +117,39 @@ def words() -> list[str]:
     )
 
 
-def _apply(template: str, text: str) -> str | None:
+#: a message's pieces: (text, code) — text with its words marked for translation, code whether it is shown as code
+Pieces = list[tuple[str, bool]]
+
+
+def _apply(template: str, text: str) -> Pieces | None:
     regex, kinds = _compiled(template)
     m = regex.match(text)
     if not m:
         return None
-    out, at = [], 0
-    for i, kind in enumerate(kinds, 1):
-        out.append(text[at : m.start(i)])
-        out.append(str(_(m.group(i))) if kind == "w" else m.group(i))
-        at = m.end(i)
-    out.append(text[at:])
-    return "".join(out)
+    return [(str(_(m.group(i))) if kind == "w" else m.group(i), code) for i, (kind, code) in enumerate(kinds, 1)]
 
 
-def _part(text: str, templates: list[str]) -> str:
+def _part(text: str, templates: list[str]) -> Pieces:
     for template in templates:
         done = _apply(template, text)
         if done is not None:
             return done
-    return text
+    return [(text, False)]
+
+
+def pieces(text: str) -> Pieces:
+    """An engine's message as pieces: its known words marked for translation, each piece with whether it is code."""
+    whole = _part(text, WHOLE)
+    if whole != [(text, False)]:
+        return whole
+    return [q for i, p in enumerate(_SPLIT.split(text)) for q in ([(p, False)] if i % 2 else _part(p, TEMPLATES))]
 
 
 def message(text: str | None) -> str:
     """An engine's message with its known words marked for translation (the values kept as written)."""
     if not text or "__i18n__" in text:
         return text or ""
-    whole = _part(text, WHOLE)
-    if whole != text:
-        return whole
-    return "".join(p if i % 2 else _part(p, TEMPLATES) for i, p in enumerate(_SPLIT.split(text)))
+    return "".join(piece for piece, _code in pieces(text))
 
 
 def known(text: str | None):
@@ -133,4 +158,4 @@ def known(text: str | None):
     return _(text) if text and text in ZH else (text or "")
 
 
-__all__ = ["FIXED", "TEMPLATES", "WHOLE", "known", "message", "words"]
+__all__ = ["FIXED", "TEMPLATES", "WHOLE", "known", "message", "pieces", "words"]

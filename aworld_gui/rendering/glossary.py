@@ -26,7 +26,7 @@ TRAINING_TERMS = [
     ),
     ("max_steps", _("Optimizer steps to train (the trainer's steps). Not the agent's max turns.")),
     (
-        "max turns",
+        _("max turns"),
         _(
             "On the Agent card: how many model turns one rollout may take — each tool call and its result add a turn. Not the trainer's steps."
         ),
@@ -38,7 +38,7 @@ TRAINING_TERMS = [
         ),
     ),
     (
-        "rollout / trajectory",
+        _("rollout / trajectory"),
         _(
             "One attempt by the agent on one prompt: the prompt, every model turn, the tool calls and their results, the final answer, and the rewards it earned. The Monitor shows the latest ones."
         ),
@@ -47,6 +47,7 @@ TRAINING_TERMS = [
     ("SFT", _("Supervised fine-tuning: learning to reproduce reference answers, no reward needed.")),
 ]
 
+#: the metrics by the names they are logged under (metrics.jsonl, the curves' picker, the CLI): shown as code
 METRIC_TERMS = [
     ("reward", _("The mean total reward of the step's completions (weighted sum of the reward functions).")),
     (
@@ -70,5 +71,6 @@ METRIC_TERMS = [
 ]
 
 
-def as_markdown(terms: list[tuple[str, str]]) -> str:
-    return "\n".join(f"- **{term}** — {text}" for term, text in terms)
+def as_markdown(terms: list[tuple], keys: bool = False) -> str:
+    """The terms as a Markdown list; ``keys``: each term is a name as logged (shown as code, not translated)."""
+    return "\n".join(f"- **`{term}`** — {text}" if keys else f"- **{term}** — {text}" for term, text in terms)

@@ -6,8 +6,9 @@ texts and the HTML/Markdown the studio renders are translated in the browser —
 the one picked in Gradio's Settings (the footer's link). The Monitor's live stream bypasses Gradio, so it is
 translated here (:func:`localize`) for the language the page reports.
 
-What engines say (check results, failure causes, their messages with file names and keys) stays in English:
-it is the engines' own output, the same in the CLI and the logs.
+What engines say (check results, failure causes, their messages with file names and keys) stays English in the
+CLI and the logs; the studio shows it through engine_text.py (its words through ``_()``, its values as written).
+A Dataframe's headers are markers as text (:func:`headers`).
 """
 
 from __future__ import annotations
@@ -46,6 +47,14 @@ def translations() -> dict[str, dict[str, str]]:
     zh = {key(t): z for t, z in ZH.items()}
     en[key(LOCALE_TEXT)], zh[key(LOCALE_TEXT)] = "en", "zh"
     return {"en": en, "zh": zh}
+
+
+def headers(*texts: str) -> list[str]:
+    """A Dataframe's column headers in the page's language. Gradio takes headers as strings only (an ``_()`` marker
+    object does not serialize there), so each is its marker as text, which the page translates (Gradio the first
+    marker of a string, static/i18n_markers.js the rest). The studio's code reads its tables by position, never
+    by header."""
+    return [str(_(text)) for text in texts]
 
 
 def i18n() -> I18n:
@@ -109,6 +118,7 @@ __all__ = [
     "LOCALES",
     "Markdown",
     "_",
+    "headers",
     "i18n",
     "key",
     "language_js",

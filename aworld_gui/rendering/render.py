@@ -34,7 +34,7 @@ def visible_text(text: str) -> str:
     ``(whitespace '\\n ')``, an empty one ``(empty)`` (a blank cell read as a missing answer)."""
     if text.strip():
         return text
-    return f"(whitespace {text!r})" if text else "(empty)"
+    return f"({_('whitespace')} {text!r})" if text else str(_("(empty)"))
 
 
 def esc(value: Any) -> str:
@@ -43,6 +43,20 @@ def esc(value: Any) -> str:
     if "__i18n__" not in text:
         return html.escape(text, quote=True)
     return "".join(part if i % 2 else html.escape(part, quote=True) for i, part in enumerate(_MARKER.split(text)))
+
+
+def engine_html(text: str | None) -> str:
+    """An engine's message in the page's language (engine_text.message), escaped, its commands, paths and variables
+    in ``<code>``."""
+    if not text or "__i18n__" in text:
+        return esc(text)
+    out: list[str] = []
+    for piece, code in engine_text.pieces(text):
+        if code and out and out[-1].endswith("</code>"):  # adjacent code pieces: one span
+            out[-1] = out[-1][: -len("</code>")] + esc(piece) + "</code>"
+        else:
+            out.append(f"<code>{esc(piece)}</code>" if code else esc(piece))
+    return "".join(out)
 
 
 def badge(status: str, label: str | None = None, elem: str = "") -> str:
@@ -84,13 +98,13 @@ def module_status(module: str, title: str, result: dict | None, checking: bool =
     if details.get("studio_hint"):  # the fix as the studio offers it, not as Python would write it
         r = dict(r, message=f"{details.get('problem') or r.get('message', '')} — {details['studio_hint']}")
     status = r.get("status", "idle")
-    warnings = "".join(f"<li>{esc(engine_text.message(w))}</li>" for w in r.get("warnings") or [])
+    warnings = "".join(f"<li>{engine_html(w)}</li>" for w in r.get("warnings") or [])
     warn_html = f'<ul class="aw-warnings">{warnings}</ul>' if warnings else ""
     return (
         f'<div class="aw-mod" data-module="{esc(module)}" data-status="{esc(status)}">'
         f'<div class="aw-mod-head"><span class="aw-mod-title">{esc(title)}</span>'
         f"{badge(status, elem=f'badge-{module}')}</div>"
-        f'<div class="aw-msg aw-msg-{esc(status)}">{esc(engine_text.message(r.get("message")))}</div>{warn_html}</div>'
+        f'<div class="aw-msg aw-msg-{esc(status)}">{engine_html(r.get("message"))}</div>{warn_html}</div>'
     )
 
 
@@ -232,13 +246,14 @@ def engines_table(engines: list[dict], selected: str | None) -> str:
 
 
 def _reason(text: str, limit: int = 90) -> str:
-    """A long unavailability reason folds into a <details> after its first sentence."""
+    """A long unavailability reason folds into a <details> after its first part (up to its first "; " or " — ",
+    so each part is read whole in the page's language), else after its last word within ``limit``."""
     if len(text) <= limit:
-        return esc(engine_text.message(text))
-    cut = text.find(";")
-    cut = cut if 0 < cut <= limit else text.rfind(" ", 0, limit)
-    first, rest = engine_text.message(text[:cut]), engine_text.message(text[cut:].lstrip("; "))
-    return f"<details><summary>{esc(first)} …</summary>{esc(rest)}</details>"
+        return engine_html(text)
+    sep = re.search(r"; | — ", text)
+    cut, after = (sep.start(), sep.end()) if sep and sep.start() <= limit else (text.rfind(" ", 0, limit), None)
+    first, rest = text[:cut], text[after:] if after else text[cut:].lstrip()
+    return f"<details><summary>{engine_html(first)} …</summary>{engine_html(rest)}</details>"
 
 
 def prompt_block(prompt: dict | None) -> str:
@@ -458,6 +473,31 @@ def _messages(value: Any, default_role: str) -> list[dict]:
     return [{"role": default_role, "content": "" if value is None else str(value)}]
 
 
+#: a message's role as the trajectories show it (another role as written)
+ROLE_LABEL = {"user": _("user"), "assistant": _("assistant"), "tool": _("tool"), "system": _("system")}
+#: the run's events (engines/runs: events.jsonl) as the Monitor lists them (another event as written)
+EVENT_LABEL = {
+    "created": _("created"),
+    "queued": _("queued"),
+    "launched": _("launched"),
+    "submitted": _("submitted"),
+    "started": _("started"),
+    "resumed": _("resumed"),
+    "checkpoint": _("checkpoint"),
+    "best_checkpoint": _("best checkpoint"),
+    "summary": _("summary"),
+    "tracker": _("tracker"),
+    "model": _("model"),
+    "launch": _("multi-process launch"),
+    "warning": _("warning"),
+    "diagnosis": _("diagnosis"),
+    "stop_requested": _("stop requested"),
+    "stopped": _("stopped"),
+    "finished": _("finished"),
+    "failed": _("failed"),
+}
+
+
 def trajectory(sample: dict) -> str:
     """One rollout: the prompt, each turn (tool calls and results included), every reward's value."""
     msgs = _messages(sample.get("prompt"), "user") + _messages(sample.get("completion"), "assistant")
@@ -484,18 +524,20 @@ def trajectory(sample: dict) -> str:
         name = f' <span class="aw-muted">{esc(m.get("name"))}</span>' if m.get("name") else ""
         name += _server_label(m.get("server"))
         turns.append(
-            f'<div class="aw-turn aw-role-{esc(role)}"><div class="aw-role">{esc(role)}{name}</div>'
-            f'<div class="aw-content">{body or "<i class=aw-muted>(empty)</i>"}</div>{calls}</div>'
+            f'<div class="aw-turn aw-role-{esc(role)}"><div class="aw-role">{esc(ROLE_LABEL.get(role, role))}{name}</div>'
+            f'<div class="aw-content">{body or f"<i class=aw-muted>{esc(visible_text(content))}</i>"}</div>{calls}</div>'
         )
     rewards = sample.get("rewards") or {}
     chips = "".join(f'<span class="aw-rchip">{esc(k)} <b>{fmt_num(v, 2)}</b></span>' for k, v in rewards.items())
     total = sample.get("reward")
     answer = sample.get("answer")
-    head = (
-        f'<div class="aw-sample-head"><span>step {esc(sample.get("step"))}</span>'
-        f"{'<span>expected <code>' + esc(answer) + '</code></span>' if answer is not None else ''}"
-        f'<span class="aw-total">reward <b>{fmt_num(total, 2)}</b></span>{chips}</div>'
-    )
+    step = sample.get("step")
+    head = '<div class="aw-sample-head">'
+    if step is not None:
+        head += f"<span>{_('step')} {esc(step)}</span>"
+    if answer is not None:
+        head += f"<span>{_('expected')} <code>{esc(answer)}</code></span>"
+    head += f'<span class="aw-total">{_("reward")} <b>{fmt_num(total, 2)}</b></span>{chips}</div>'
     return f'<div class="aw-sample">{head}{"".join(turns)}</div>'
 
 
@@ -517,7 +559,8 @@ def events_html(events: list[dict], limit: int = 8) -> str:
         extra = {k: v for k, v in e.items() if k not in ("time", "event", "traceback")}
         detail = ", ".join(f"{k}={v}" for k, v in extra.items())
         rows.append(
-            f'<tr><td class="aw-muted">{t}</td><td><b>{esc(e.get("event"))}</b></td><td>{esc(detail[:200])}</td></tr>'
+            f'<tr><td class="aw-muted">{t}</td><td><b>{esc(EVENT_LABEL.get(e.get("event"), e.get("event")))}</b></td>'
+            f"<td>{esc(detail[:200])}</td></tr>"
         )
     if not rows:
         return ""

@@ -109,7 +109,11 @@ class ChatTab:
         ui.conversation = gr.State([])
         with gr.Row(equal_height=True):
             ui.box = gr.Textbox(
-                placeholder=_("Say something to the agent…"), show_label=False, scale=8, elem_id="chat-input"
+                placeholder=_("Say something to the agent…"),
+                label=_("Message"),  # not shown: what a screen reader says (Gradio's default was "Textbox")
+                show_label=False,
+                scale=8,
+                elem_id="chat-input",
             )
             ui.send = gr.Button(_("Send"), variant="primary", scale=1, elem_id="chat-send")
             ui.clear = gr.Button(_("Clear"), scale=1, elem_id="chat-clear")

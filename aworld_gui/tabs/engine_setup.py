@@ -83,7 +83,7 @@ def progress_html(engine: str, state: dict[str, Any] | None, reason: str = "") -
     if state is None:
         return (
             f'<div class="aw-setup" data-state="idle"><b>{render.esc(engine)}</b> '
-            f'{_("needs an environment of its own:")} {render.esc(reason)}<div class="aw-muted">'
+            f'{_("needs an environment of its own:")} {render.engine_html(reason)}<div class="aw-muted">'
             f"{_('The button runs')} <code>python -m engines setup {render.esc(engine)}</code> "
             f"{_('in the background (about 2 GB, a few minutes); you can keep working meanwhile.')}</div></div>"
         )

@@ -14,14 +14,18 @@ import gradio as gr
 
 from engines.runs.rundir import ACTIVE_STATES, RunDir
 
-from ..rendering.i18n import Markdown, _
+from ..rendering.i18n import Markdown, _, headers
 from ..core import inputs as inp
 from ..rendering import render
 from ..core.studio import Studio
 
 RUN_DATASET = "(the run's test set)"
+#: the dataset picker's first choice: the run's own test set (value RUN_DATASET), named in the page's language
+RUN_DATASET_CHOICE = (str(_("(the run's test set)")), RUN_DATASET)
 RUN_REWARD = "(the run's reward)"
 FILTERS = ["all samples", "models disagree", "a model failed"]
+#: the table's filters (values FILTERS), named in the page's language
+FILTER_CHOICES = list(zip([_("all samples"), _("models disagree"), _("a model failed")], FILTERS))
 TICK_S = 1.0
 
 
@@ -55,6 +59,11 @@ def _last_user(prompt: Any) -> str:
     return str(prompt or "")
 
 
+def model_label(model: str) -> str:
+    """A model as the page names it: the agent's base model in the page's language, a checkpoint by its name."""
+    return str(_("base")) if model == "base" else model
+
+
 def read_predictions(eval_dir: str | Path) -> list[dict]:
     return RunDir(eval_dir).read_jsonl("predictions.jsonl")
 
@@ -76,7 +85,8 @@ def summary_html(metrics: dict[str, dict]) -> str:
     )
     best = max(models, key=lambda m: metrics[m].get("reward") or 0.0)
     head = "".join(
-        f"<th{' class=aw-best' if m == best and len(models) > 1 else ''}>{render.esc(m)}</th>" for m in models
+        f"<th{' class=aw-best' if m == best and len(models) > 1 else ''}>{render.esc(model_label(m))}</th>"
+        for m in models
     )
     rows = "".join(
         f"<tr><th>{render.esc(k)}</th>"
@@ -111,8 +121,10 @@ def sample_rows(predictions: list[dict], which: str = FILTERS[0], threshold: flo
             p = per.get(m)
             row += [render.visible_text(p["completion"])[:300] if p else "", round(p["reward"], 4) if p else None]
         rows.append(row)
-    headers = ["#", "sample", "prompt", "answer"] + [h for m in models for h in (f"{m}: completion", f"{m}: reward")]
-    return rows, headers
+    shown = ["#", *headers("sample", "prompt", "answer")]
+    for m in models:
+        shown += [f"{model_label(m)}: {_('completion')}", f"{model_label(m)}: {_('reward')}"]
+    return rows, shown
 
 
 def trajectories_html(predictions: list[dict], index: int, sample: int = 0) -> str:
@@ -125,10 +137,9 @@ def trajectories_html(predictions: list[dict], index: int, sample: int = 0) -> s
                 "answer": p.get("answer"),
                 "rewards": p.get("rewards"),
                 "reward": p.get("reward"),
-                "step": p["model"],
             }
             parts.append(
-                f'<div class="aw-eval-side"><div class="aw-section-title">{render.esc(p["model"])}</div>'
+                f'<div class="aw-eval-side"><div class="aw-section-title">{render.esc(model_label(p["model"]))}</div>'
                 f"{render.trajectory(shown)}</div>"
             )
     return (
@@ -155,7 +166,7 @@ class EvaluateTab:
             ui.models = gr.CheckboxGroup([], value=[], label=_("Models to compare"), scale=6, elem_id="eval-models")
         with gr.Row(equal_height=True):
             ui.dataset = gr.Dropdown(
-                [RUN_DATASET],
+                [RUN_DATASET_CHOICE],
                 value=RUN_DATASET,
                 label=_("Dataset"),
                 allow_custom_value=True,
@@ -171,7 +182,11 @@ class EvaluateTab:
                 elem_id="eval-dataset-upload",
             )
             ui.rewards = gr.Textbox(
-                RUN_REWARD, label=_("Rewards (NAME@WEIGHT, file.py:fn@WEIGHT)"), scale=4, elem_id="eval-rewards"
+                "",
+                placeholder=_("(the run's reward)"),  # left empty: RUN_REWARD
+                label=_("Rewards (NAME@WEIGHT, file.py:fn@WEIGHT)"),
+                scale=4,
+                elem_id="eval-rewards",
             )
             ui.samples = gr.Number(
                 1, precision=0, minimum=1, maximum=64, label=_("Samples per prompt"), scale=1, elem_id="eval-samples"
@@ -194,7 +209,7 @@ class EvaluateTab:
             ui.evals = gr.Dropdown([], value=None, label=_("Evaluations of this run"), scale=6, elem_id="eval-pick")
             ui.progress = gr.HTML("", elem_id="eval-progress")
         ui.summary = gr.HTML(summary_html({}), elem_id="eval-summary")
-        ui.filter = gr.Radio(FILTERS, value=FILTERS[0], label=_("Show"), elem_id="eval-filter")
+        ui.filter = gr.Radio(FILTER_CHOICES, value=FILTERS[0], label=_("Show"), elem_id="eval-filter")
         ui.table = gr.Dataframe(
             interactive=False,
             wrap=True,
@@ -235,14 +250,14 @@ class EvaluateTab:
     def on_open(self, current):
         ids = self.studio.run_ids()
         value = current if current in ids else (self.studio.latest_run() if ids else None)
-        datasets = [RUN_DATASET] + [p for p in inp.shipped_datasets()]
+        datasets = [RUN_DATASET_CHOICE, *inp.shipped_datasets()]
         return gr.update(choices=ids, value=value), gr.update(choices=datasets)
 
     def on_upload(self, file):
         if not file:
             return gr.update()
         stored = self.studio.store_upload(file if isinstance(file, str) else file.name)
-        return gr.update(choices=[RUN_DATASET, stored, *inp.shipped_datasets()], value=stored)
+        return gr.update(choices=[RUN_DATASET_CHOICE, stored, *inp.shipped_datasets()], value=stored)
 
     def on_run(self, run_id):
         if not run_id:
@@ -265,7 +280,10 @@ class EvaluateTab:
         "queued" beside a "Finished" badge); the badge beside the list shows the live state."""
         return [
             (
-                " · ".join([e["eval_id"], ", ".join(e["models"])] + ([e["dataset"]] if e.get("dataset") else [])),
+                " · ".join(
+                    [e["eval_id"], ", ".join(map(model_label, e["models"]))]
+                    + ([e["dataset"]] if e.get("dataset") else [])
+                ),
                 e["eval_id"],
             )
             for e in evals
@@ -330,10 +348,10 @@ class EvaluateTab:
         if status.get("error"):
             progress += f'<div class="aw-msg aw-msg-error">{render.esc(status["error"])}</div>'
         predictions = read_predictions(path)
-        rows, headers = sample_rows(predictions, which)
+        rows, columns = sample_rows(predictions, which)
         import pandas as pd
 
-        table = pd.DataFrame(rows, columns=headers) if rows else pd.DataFrame({"samples": []})
+        table = pd.DataFrame(rows, columns=columns) if rows else pd.DataFrame({str(_("sample")): []})
         return (
             f'<span data-testid="eval-state" data-state="{render.esc(state)}">{progress}</span>',
             summary_html(read_metrics(path)),

@@ -136,7 +136,7 @@ class MonitorTab:
             )
         ui.custom = gr.HTML(_placeholder("aw-chart-custom"), elem_id="custom-chart")
         with gr.Accordion(_("What the curves and metrics mean"), open=False, elem_id="glossary-monitor"):
-            Markdown(glossary.as_markdown(glossary.METRIC_TERMS), elem_classes="aw-muted")
+            Markdown(glossary.as_markdown(glossary.METRIC_TERMS, keys=True), elem_classes="aw-muted")
         with gr.Row(equal_height=False):
             with gr.Column(scale=6):
                 gr.HTML(f'<div class="aw-section-title">{_("Latest trajectories")}</div>')

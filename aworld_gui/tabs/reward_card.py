@@ -6,12 +6,17 @@ studio never imports reward code.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from ..core import inputs as inp
 from ..rendering import engine_text
-from ..rendering.i18n import _
+from ..rendering.i18n import _, headers
 from ..rendering.render import esc
+
+
+#: the reward preview's own columns (Dataframe headers: see i18n.headers)
+PREVIEW, ROW, PROMPT, ANSWER, COMPLETION, TOTAL = headers("preview", "row", "prompt", "answer", "completion", "total")
 
 
 def with_args(ref: str, args: dict[str, Any]) -> str:
@@ -61,6 +66,17 @@ def label_for(key: str, docs: dict[str, tuple[str, str]]) -> str:
     return docs[key][0] if key in docs else inp.reward_label(key)
 
 
+_LISTS = re.compile(r"(?:list\[\d+\] of )*")
+
+
+def shape_html(shape: str) -> str:
+    """An argument's shape as engines/rewards/calling.shape writes it (``list[2] of {role, content}``): its types
+    and keys as code, each "of" of its leading lists in the page's language."""
+    lists = _LISTS.match(shape).group(0)
+    parts = [*lists.split(" of ")[:-1], shape[len(lists) :]]
+    return f" {_('of')} ".join(f"<code>{esc(p)}</code>" for p in parts)
+
+
 def calls_html(result: dict[str, Any] | None) -> str:
     """What each reward received (argument names and shapes) and returned on the sample rows."""
     calls = ((result or {}).get("details") or {}).get("calls") or {}
@@ -76,7 +92,7 @@ def calls_html(result: dict[str, Any] | None) -> str:
     for name, call in terms.items():
         args = (
             "".join(
-                f'<div><code>{esc(k)}</code> <span class="aw-muted">{esc(v)}</span></div>'
+                f'<div><code>{esc(k)}</code> <span class="aw-muted">{shape_html(v)}</span></div>'
                 for k, v in (call.get("args") or {}).items()
             )
             or f'<span class="aw-muted">{_("not called")}</span>'
@@ -119,27 +135,24 @@ def reward_preview_frame(result: dict):
 
     dry = (result.get("details") or {}).get("dry_run") or []
     if not dry:
-        return pd.DataFrame(
-            {
-                "preview": [
-                    result.get("message")
-                    if result.get("status") == "error"
-                    else "; ".join(result.get("warnings") or []) or "no sample rows to score yet"
-                ]
-            }
+        said = (
+            result.get("message")
+            if result.get("status") == "error"
+            else "; ".join(result.get("warnings") or []) or _("no sample rows to score yet")
         )
+        return pd.DataFrame({PREVIEW: [engine_text.message(str(said or ""))]})
     rows = []
     for entry in dry:
         for label in ("reference", "wrong"):
             scored = entry.get(label) or {}
             row = {
-                "row": entry.get("row"),
-                "prompt": entry.get("prompt"),
-                "answer": entry.get("answer"),
-                "completion": f"{scored.get('completion')!r} ({label})",
+                ROW: entry.get("row"),
+                PROMPT: entry.get("prompt"),
+                ANSWER: entry.get("answer"),
+                COMPLETION: f"{scored.get('completion')!r} ({_(label)})",
             }
-            for term, v in (scored.get("terms") or {}).items():
+            for term, v in (scored.get("terms") or {}).items():  # a reward's column: its name
                 row[term] = round(v, 4) if isinstance(v, float) else v
-            row["total"] = round(scored.get("total", 0.0), 4)
+            row[TOTAL] = round(scored.get("total", 0.0), 4)
             rows.append(row)
     return pd.DataFrame(rows)

@@ -13,13 +13,22 @@ import gradio as gr
 from engines.runs.rundir import ACTIVE_STATES, RunDir
 
 from ..rendering.charts import PALETTE, Line, svg_chart
-from ..rendering.render import badge, esc
+from ..rendering import engine_text
+from ..rendering.render import RUN_LABEL, badge, esc
 from ..core.run_cache import Series
-from ..rendering.i18n import Markdown, _
+from ..rendering.i18n import Markdown, _, headers
 from ..core.studio import Studio
 
 RUNS_TICK_S = 2.0
-HEADERS = ["run", "name · note", "state", "engine", "model", "started", "progress", "last reward"]
+#: the metrics always offered to overlay, named in the page's language (any other metric by the name it is logged under)
+METRIC_LABELS = {"reward": _("reward"), "loss": _("loss")}
+
+
+def metric_choices(names) -> list[tuple[str, str]]:
+    return [(str(METRIC_LABELS.get(name, name)), name) for name in sorted(set(names) | set(METRIC_LABELS))]
+
+
+HEADERS = headers("run", "name · note", "state", "engine", "model", "started", "progress", "last reward")
 
 
 @dataclass
@@ -60,7 +69,9 @@ def table_rows(runs: list[dict]) -> list[list]:
         started = time.strftime("%Y-%m-%d %H:%M", time.localtime(r["started"])) if r.get("started") else ""
         progress = f"{r.get('step') or 0}/{r['total_steps']}" if r.get("total_steps") else str(r.get("step") or "")
         reward = "" if r.get("last_reward") is None else f"{r['last_reward']:.3f}"
-        label = r["state"] + (f": {r['cause']}" if r.get("cause") else "")
+        label = str(RUN_LABEL.get(r["state"], r["state"])) + (
+            f": {engine_text.message(r['cause'])}" if r.get("cause") else ""
+        )
         state = badge(r["state"], label)
         if r.get("queue"):
             state += f' <span class="aw-muted" data-testid="queue-note">{r["queue"]}</span>'
@@ -91,7 +102,8 @@ def overlay_chart(
                 name = f"{name} · {_('live')}"
             lines.append(Line(name, xs, ys, PALETTE[i % len(PALETTE)], latest=ys[-1], on_top=run_id == live))
     lines.sort(key=lambda ln: not ln.on_top)  # the legend lists the live run first; svg_chart draws it last
-    return svg_chart(lines, metric, f"none of these runs has logged '{metric}' yet", chart_id="compare", width=1320)
+    empty = f"{_('none of these runs has logged this metric yet:')} {metric}"
+    return svg_chart(lines, METRIC_LABELS.get(metric, metric), empty, chart_id="compare", width=1320)
 
 
 class RunsTab:
@@ -178,7 +190,7 @@ class RunsTab:
                     [], value=[], multiselect=True, label=_("Runs to overlay"), scale=5, elem_id="compare-runs"
                 )
                 ui.compare_metric = gr.Dropdown(
-                    ["reward", "loss"],
+                    metric_choices([]),
                     value="reward",
                     label=_("Metric"),
                     scale=2,
@@ -496,7 +508,7 @@ class RunsTab:
             names.update(st.metric_names())
             if metric in st.series:
                 series[rid] = st.series[metric]
-        choices = sorted(names | {"reward", "loss"})
+        choices = metric_choices(names)
         labels = {r["run_id"]: r.get("name") for r in self.studio.list_runs() if r["run_id"] in series}
         chart = overlay_chart(series, metric, float(smoothing or 0), labels, self.studio.training_run())
         return chart, gr.update(choices=choices)

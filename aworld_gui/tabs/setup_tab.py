@@ -17,7 +17,7 @@ import gradio as gr
 
 from ..rendering import glossary, render
 from ..core import presets
-from ..rendering.i18n import Markdown, _
+from ..rendering.i18n import Markdown, _, headers
 from ..core import inputs as inp
 from . import reward_card
 from .config_editor import ConfigEditor
@@ -187,7 +187,7 @@ class SetupTab:
                 ui.reward_note = Markdown("", elem_classes="aw-muted")
                 ui.reward_weights = gr.Dataframe(
                     value=[[inp.reward_label(inp.DEMO_REWARD), 1.0, ""]],
-                    headers=["reward", "weight", "what it scores"],
+                    headers=headers("reward", "weight", "what it scores"),
                     datatype=["str", "number", "str"],
                     column_count=3,
                     interactive=True,

@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 import gradio as gr
 
-from ..rendering.i18n import Markdown, _
+from ..rendering.i18n import Markdown, _, headers
 from ..rendering.render import esc
 from ..core.sweep_core import SweepsCore, sweep_doc
 from ..rendering import sweep_render
@@ -134,6 +134,12 @@ class SweepPanel:
         )
 
 
+def shown_headers(columns: list[str]) -> list[str]:
+    """The trials table's headers (sweep_render.table's: trial, state, value, each param, run) in the page's
+    language; the params by their names."""
+    return [*headers(*columns[:3]), *columns[3:-1], *headers(columns[-1])]
+
+
 class SweepsTab:
     def __init__(self, core: SweepsCore):
         self.core = core
@@ -153,7 +159,7 @@ class SweepsTab:
         ui.msg = Markdown("", elem_id="sweep-action-msg")
         ui.headline = gr.HTML("", elem_id="sweep-view-headline")
         ui.table = gr.Dataframe(
-            headers=["trial", "state", "value", "run"],
+            headers=headers("trial", "state", "value", "run"),
             value=[],
             interactive=False,
             elem_id="sweep-trials-table",
@@ -179,12 +185,12 @@ class SweepsTab:
             d = self.core.detail(sweep_id)
         except ValueError as e:
             return f'<div class="aw-msg aw-msg-error">{esc(e)}</div>', gr.update(value=[]), "", "", None
-        headers, rows = sweep_render.table(d)
+        columns, rows = sweep_render.table(d)
         imp = self._importances(sweep_id, d)
         best = (d.get("best") or {}).get("run_id")
         return (
             sweep_render.headline(d),
-            gr.update(value=rows, headers=headers),
+            gr.update(value=rows, headers=shown_headers(columns)),
             sweep_render.charts(d),
             sweep_render.importance_bars(imp),
             best,
