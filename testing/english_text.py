@@ -8,11 +8,12 @@ runs of English words in one text: words of Latin letters only, so identifiers (
 shipped demo itself says (its system prompt, its prompts, its reward's docstring): the user's words, shown as
 they are.
 
-    python -m testing.english_text [--port 7881]   # every tab of a studio on the demo, in Chinese
+    python -m testing.english_text [--port 7881] [--launch]   # every tab of a studio on the demo, in Chinese
 
-visits Setup (the demo checked, every card and accordion open), launches the demo for a short run and visits the
-Monitor, Runs, Sweeps, Evaluate and Chat, and prints each tab's English runs; ``tests/test_browser_i18n.py`` runs
-the Setup part.
+visits Setup (the demo checked, every card and accordion open), trains the demo for 4 steps by the CLI
+(:func:`train_short_demo`; ``--launch``: the whole demo launched from Setup) and visits the Monitor showing it
+finished, Runs, Sweeps, Evaluate and Chat, and prints each tab's English runs with where they show;
+``tests/test_browser_i18n.py`` runs the same on Setup, and on the Monitor, Runs, Evaluate and Chat.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ NAMES = {
     "swanlab",
     "torch",
     "pytorch",
+    "python",
     "accelerate",
     "transformers",
     "peft",
@@ -132,6 +134,7 @@ DEMO_DATA = [
     r"Say the letter [A-Z]:?",  # letters_train/test.jsonl's prompts
     r"Score one completion of the letters task\.?",  # letter_reward.py's docstring
     r"letters · lr 1e-3|a finished run",  # the stand-in runs' name and note (testing/tab_screenshots.py)
+    r"python -m engines(?: [a-z]+)*",  # a command written in a sentence (swift's description): code, as written
 ]
 _DEMO = re.compile("|".join(f"(?:{d})" for d in DEMO_DATA))
 _WORD = re.compile(r"^[A-Za-z][A-Za-z]*(?:['’-][A-Za-z]+)*$")
@@ -143,7 +146,8 @@ _EDGES = "()[]{}<>,;:.!?\"'“”‘’…—–·•×→=*"
 COLLECT_JS = r"""
 root => {
   const SKIP = 'pre, code, textarea, .cm-editor, .aw-rendered, [data-testid="rendered-prompt"], '
-    + '.aw-settings-scroll, #setting-help, script, style';  // the full-settings editor: TRL's own help
+    + '.aw-settings-scroll, #setting-help, script, style, '  // the full-settings editor: TRL's own help
+    + '.aw-group-text, .aw-group-prompt';  // a GRPO group's prompt and completions: the user's and the model's words
   const out = [];
   const where = el => { const owner = el.closest('[id]'); return owner ? owner.id : ''; };
   const visible = el => el && el.checkVisibility && el.checkVisibility({visibilityProperty: true});
@@ -220,6 +224,67 @@ def open_everything(page, selector: str) -> None:
         page.wait_for_timeout(500)
 
 
+def english_in_tab(page, tab: str, where: dict[str, set[str]] | None = None) -> dict[str, int]:
+    """Open the tab (``monitor``, ``runs``, ``sweeps``, ``evaluate``, ``chat``: its elem_id without ``tab-``) with
+    every accordion open, the Runs tab with its first run selected, and read its English runs (:func:`english_in`)."""
+    page.click(f"#tab-{tab}-button")
+    page.wait_for_timeout(2500)
+    if tab == "runs":
+        rows = page.locator("#tab-runs [role=row]")
+        if rows.count() > 1:
+            rows.nth(1).click()
+            page.wait_for_timeout(2000)
+    open_everything(page, f"#tab-{tab}")
+    page.wait_for_timeout(1500)
+    return english_in(page, f"#tab-{tab}", where)
+
+
+HEADER = '#run-header [data-testid="run-header"]'
+
+
+def train_short_demo(runs_dir: Path, tmp: Path, timeout_s: float = 240):
+    """The demo trained for 4 GRPO steps by the CLI into ``runs_dir`` (its trajectories, a held-out evaluation, two
+    checkpoints, the closing summary: a finished run as the Monitor, Runs, Evaluate and Chat show one); its RunDir."""
+    import subprocess
+    import sys
+
+    import yaml
+
+    from engines.runs.rundir import RunDir
+    from testing.studio import REPO_ROOT
+
+    demo = REPO_ROOT / "assets"
+    config = yaml.safe_load((demo / "configs" / "letters_grpo.yaml").read_text(encoding="utf-8"))
+    config.update(max_steps=4, save_steps=2, eval_steps=2, eval_samples=4)
+    (tmp / "short_demo.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
+    before = {p.name for p in Path(runs_dir).iterdir()} if Path(runs_dir).is_dir() else set()
+    done = subprocess.run(
+        [sys.executable, "-m", "engines", "train", "--engine", "trl", "--run-path", str(runs_dir),
+         "--agent", str(demo / "agents" / "letters_agent.yaml"),
+         "--train", str(demo / "datasets" / "letters_train.jsonl"),
+         "--test", str(demo / "datasets" / "letters_test.jsonl"),
+         "--reward", f"{demo / 'rewards' / 'letter_reward.py'}:letter_reward",
+         "--config", str(tmp / "short_demo.yaml")],
+        cwd=str(REPO_ROOT), capture_output=True, text=True, timeout=timeout_s,
+    )  # fmt: skip
+    if done.returncode:
+        raise RuntimeError(f"the short demo run failed:\n{done.stdout[-2000:]}{done.stderr[-2000:]}")
+    [made] = [p for p in Path(runs_dir).iterdir() if p.name not in before and (p / "run.yaml").exists()]
+    return RunDir(made)
+
+
+def open_finished_run(page, run) -> None:
+    """The Monitor showing ``run`` (a RunDir) finished, its trajectories in."""
+    from testing import waiting
+
+    page.click("#tab-monitor-button")
+    page.fill("#monitor-run input", run.run_id)
+    page.keyboard.press("Enter")
+    finished = lambda: page.get_attribute(HEADER, "data-state") == "finished"  # noqa: E731
+    waiting.wait_for(finished, 60, "the run shown finished", retry_errors=True)
+    waiting.wait_for(lambda: page.locator("#samples .aw-sample").count() > 0, 30, "its trajectories", retry_errors=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     from playwright.sync_api import sync_playwright
 
@@ -229,7 +294,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--port", type=int, default=7881)
     ap.add_argument("--locale", default="zh-CN")
-    ap.add_argument("--no-launch", action="store_true", help="skip the demo run (Monitor, Runs show no run)")
+    ap.add_argument("--launch", action="store_true", help="launch the whole demo from Setup (not a 4-step run)")
+    ap.add_argument("--no-run", action="store_true", help="no demo run (Monitor, Runs show no run)")
     a = ap.parse_args(argv)
     t0 = time.monotonic()
     total: dict[str, dict[str, int]] = {}
@@ -244,7 +310,7 @@ def main(argv: list[str] | None = None) -> int:
             open_everything(page, "#tab-setup")
             page.wait_for_timeout(1500)
             total["setup"] = english_in(page, "#tab-setup", where.setdefault("setup", {}))
-            if not a.no_launch:
+            if a.launch:  # the whole demo from Setup (400 steps: minutes on a busy machine)
                 page.click("#launch-btn")
                 waiting.wait_for(
                     lambda: page.get_attribute("#tab-monitor-button", "aria-selected") == "true",
@@ -253,26 +319,16 @@ def main(argv: list[str] | None = None) -> int:
                     retry_errors=True,
                 )
                 waiting.wait_for(
-                    lambda: (
-                        page.get_attribute('#run-header [data-testid="run-header"]', "data-state")
-                        in ("finished", "failed", "stopped")
-                    ),
-                    240,
+                    lambda: page.get_attribute(HEADER, "data-state") in ("finished", "failed", "stopped"),
+                    600,
                     "the demo run's end",
                     retry_errors=True,
                 )
                 page.wait_for_timeout(2000)
+            elif not a.no_run:
+                open_finished_run(page, train_short_demo(app.runs_dir, Path(tmp)))
             for tab in ("monitor", "runs", "sweeps", "evaluate", "chat"):
-                page.click(f"#tab-{tab}-button")
-                page.wait_for_timeout(2500)
-                if tab == "runs":
-                    rows = page.locator("#tab-runs [role=row]")
-                    if rows.count() > 1:
-                        rows.nth(1).click()
-                        page.wait_for_timeout(2000)
-                open_everything(page, f"#tab-{tab}")
-                page.wait_for_timeout(1500)
-                total[tab] = english_in(page, f"#tab-{tab}", where.setdefault(tab, {}))
+                total[tab] = english_in_tab(page, tab, where.setdefault(tab, {}))
             browser.close()
     n = 0
     for tab, found in total.items():

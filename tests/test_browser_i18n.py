@@ -191,33 +191,27 @@ def test_no_english_prose_in_the_chinese_setup_after_a_check(app):
         page.wait_for_timeout(1000)  # the last renders of the opened cards
         found = english_in(page, "#tab-setup")
         browser.close()
-    left = set(found) - KNOWN_LEFT
-    assert not left, f"{len(left)} English strings in the Chinese Setup: {sorted(left)}"
+    assert not found, f"{len(found)} English strings in the Chinese Setup: {sorted(found)}"
 
 
-#: English the Chinese Setup still shows, to translate next (issue 32 §4): a Dataframe's headers (Gradio translates no
-#: header), the glossary's term names, the swift/verl setup and install hints, the reward preview's shapes
-KNOWN_LEFT = {
-    "reward",
-    "row",
-    "weight",
-    "what it scores",
-    "total",
-    "trajectory",
-    "max turns",
-    "of role content",
-    "engines setup",
-    "engines setup swift builds ms-swift's environment in",
-    "not set up",
-    "run python",
-    "on a CUDA machine in an environment of its own python",
-    "venv venv-verl",
-    "cloudpickle then export",
-    "extra verl-core",
-    "install",
-    "or set",
-    "see",
-    "to a Ray cluster that has them",
-    "to a Python that has ms-swift",
-    "beta KL",
-}
+def test_no_english_prose_in_the_chinese_monitor_runs_evaluate_and_chat_of_a_finished_demo_run(app, tmp_path):
+    """Issue 32 §4, the other tabs: the demo trained for 4 steps by the CLI into the studio's runs folder (its
+    trajectories, a held-out evaluation, checkpoints, the closing summary), then the Chinese Monitor showing it
+    finished, Runs with it selected, Evaluate with its base model and checkpoint offered, and Chat, each read by
+    testing.english_text's finder with every accordion open."""
+    from testing.english_text import english_in_tab, open_finished_run, train_short_demo
+
+    run = train_short_demo(app.runs_dir, tmp_path)
+    found: dict[str, dict[str, int]] = {}
+    with sync_playwright() as p:
+        browser = launch_chromium(p)
+        page = browser.new_context(locale="zh-CN", viewport={"width": 1440, "height": 1000}).new_page()
+        page.goto(app.url)
+        wait_for(lambda: page.get_by_role("tab", name="监控").is_visible(), 60, "the Chinese tabs")
+        open_finished_run(page, run)
+        for tab in ("monitor", "runs", "evaluate", "chat"):
+            found[tab] = english_in_tab(page, tab)
+            wait_for(lambda: not untranslated(page), 30, f"no untranslated marker in {tab}")
+        browser.close()
+    left = {tab: sorted(runs) for tab, runs in found.items() if runs}
+    assert not left, f"English in the Chinese tabs: {left}"
