@@ -382,6 +382,7 @@ ZH = {
     "summary": "总结",
     "tracker": "实验跟踪",
     "multi-process launch": "多进程启动",
+    "steps/s": "步/秒",
     "warning": "警告",
     "diagnosis": "诊断",
     "stop requested": "已请求停止",

@@ -377,7 +377,7 @@ def run_header(
         ),
         (_("Elapsed"), format_duration(progress.elapsed_s)),
         (_("ETA"), format_duration(progress.eta_s) if state == "running" else "—"),
-        (_("Speed"), f"{progress.steps_per_s:.2f} steps/s" if progress.steps_per_s else "—"),
+        (_("Speed"), f"{progress.steps_per_s:.2f} {_('steps/s')}" if progress.steps_per_s else "—"),
         (_("Reward · latest"), f'<span data-testid="stat-reward">{fmt_num(latest.get("reward"))}</span>'),
         (_("Loss · latest"), f'<span data-testid="stat-loss">{fmt_num(latest.get("loss"), 4)}</span>'),
     ]
