@@ -152,3 +152,32 @@ def test_the_job_finds_a_folder_of_its_own_and_names_what_the_node_lacks(tmp_pat
     (tmp_path / "r1").mkdir()
     assert job_main.run_folder(env) == tmp_path / "r1.2"  # submitted again: beside the first
     assert job_main.missing_paths(env) == ["/no"]
+
+
+def test_a_dashboard_that_stops_answering_is_waited_for_then_named_lost(monkeypatch):
+    from engines.cluster import ray_jobs
+
+    answers = iter([RuntimeError("connection refused"), "RUNNING", RuntimeError("503"), RuntimeError("503")])
+
+    class Client:
+        def get_job_status(self, job_id):
+            answer = next(answers)
+            if isinstance(answer, Exception):
+                raise answer
+            return answer
+
+    monkeypatch.setattr(ray_jobs, "job_client", lambda address: Client())
+    job = ray_jobs.RayJob(NOWHERE)
+    job.job_id = "j1"
+    job.LOST_AFTER_S = 0.05
+    assert job.status_or_none() is None  # a blip: the job goes on
+    assert job.status_or_none() == "RUNNING"  # answered again: the clock starts over
+    assert job.status_or_none() is None
+    import time
+
+    time.sleep(0.06)
+    with pytest.raises(
+        ray_jobs.ClusterLost,
+        match=r"lost contact with the Ray cluster .* \(job j1 may still run: `ray job stop j1`\): 503",
+    ):
+        job.status_or_none()

@@ -68,15 +68,21 @@ class LineBuffer:
         return [rest] if rest else []
 
 
+class ClusterLost(RuntimeError):
+    """The cluster's dashboard did not answer for too long (the job itself may still run)."""
+
+
 class RayJob:
     """One Ray job: submit, status, live logs, stop."""
 
     TERMINAL = TERMINAL
+    LOST_AFTER_S = 120.0
 
     def __init__(self, address: str | None):
         self.address = address
         self.client = job_client(address)
         self.job_id: str | None = None
+        self._lost_since: float | None = None
         self._log_thread: threading.Thread | None = None
         self.lines: "queue.Queue[str]" = queue.Queue()
 
@@ -101,6 +107,22 @@ class RayJob:
     def status(self) -> str:
         status = self.client.get_job_status(self.job_id)
         return getattr(status, "value", str(status))
+
+    def status_or_none(self) -> str | None:
+        """Ray's state of the job; None while the dashboard does not answer (a restart, a network blip: the job goes
+        on); :class:`ClusterLost` once it has not answered for :attr:`LOST_AFTER_S`."""
+        try:
+            state = self.status()
+        except Exception as e:  # noqa: BLE001 - any failure to ask is a missed answer
+            self._lost_since = self._lost_since or time.time()
+            if time.time() - self._lost_since > self.LOST_AFTER_S:
+                raise ClusterLost(
+                    f"lost contact with the Ray cluster at {self.address} for {self.LOST_AFTER_S:.0f} s (job "
+                    f"{self.job_id} may still run: `ray job stop {self.job_id}`): {e}"
+                ) from e
+            return None
+        self._lost_since = None
+        return state
 
     def info(self):
         return self.client.get_job_info(self.job_id)

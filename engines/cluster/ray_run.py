@@ -39,10 +39,9 @@ from ..runs.rundir import (
 from ..runs.run_settings import IN_RAY_JOB
 from . import job_main
 from .mirror import LocalMirror, parse
-from .ray_jobs import TERMINAL, RayJob, request_stop
+from .ray_jobs import TERMINAL, ClusterLost, RayJob, request_stop
 
 POLL_S = 0.5
-CLUSTER_LOST_S = 120.0
 #: after a Stop the job had this long to reach a step boundary: then Ray's stop signal (SIGTERM → a stop request in
 #: the job, SIGKILL after FORCE_GRACE_S) — within the studio's 30 s before it kills this process
 FORCE_AFTER_S = 15.0
@@ -145,7 +144,7 @@ def train_as_ray_job(
     )
     mirror = LocalMirror(run)
     job.follow_logs(lambda chunk: None)  # whole lines, from job.lines
-    state, stop_sent, forced, lost_since = "PENDING", None, False, None
+    state, stop_sent, forced = "PENDING", None, False
     with open(run.log_path, "a", encoding="utf-8") as log:
 
         def take_lines() -> None:
@@ -160,17 +159,13 @@ def train_as_ray_job(
         while True:
             take_lines()
             try:
-                state, lost_since = job.status(), None
-            except Exception as e:  # the dashboard restarting, a network blip: the job itself goes on
-                lost_since = lost_since or time.time()
-                if time.time() - lost_since > CLUSTER_LOST_S:
-                    raise ClusterRunError(
-                        f"lost contact with the Ray cluster at {address} for {CLUSTER_LOST_S:.0f} s "
-                        f"(job {job_id} may still run: `ray job stop {job_id}`): {e}",
-                        "killed",
-                    ) from e
+                answer = job.status_or_none()
+            except ClusterLost as e:
+                raise ClusterRunError(str(e), "killed") from e
+            if answer is None:  # the dashboard restarting, a network blip: the job itself goes on
                 time.sleep(POLL_S)
                 continue
+            state = answer
             if state in TERMINAL:
                 break
             if run.stop_requested() and stop_sent is None:

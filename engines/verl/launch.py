@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..cluster.ray_jobs import RayJob
+from ..cluster.ray_jobs import ClusterLost, RayJob
 from ..isolation import server_env
 from ..isolation.processes import spawn_detached, terminate_tree
 from ..runs.rundir import FINISHED, STOPPED, STOPPING, JsonlTail, RunDir, TextTail, iter_jsonl
@@ -53,7 +53,6 @@ RAY_EXCLUDES = [
     "/.*.tmp",
 ]
 POLL_S = 1.0
-CLUSTER_LOST_S = 120.0
 STOP_GRACE_S = 15.0  # then SIGKILL; within runs.enforce_stop_timeout's 30 s
 
 
@@ -397,23 +396,20 @@ class Launcher:
             rollouts_dir=dump if shared else None,
             checkpoints_dir=select(self.verl_config, "trainer.default_local_dir"),
         )
-        stopping, lost_since, state = False, None, "PENDING"
+        stopping, state = False, "PENDING"
         try:
             while True:
                 for line in job.drain_lines():
                     watcher.feed_log_line(line)
                 watcher.poll()
                 try:
-                    state, lost_since = job.status(), None
-                except Exception as e:  # the dashboard restarting, a network blip: the job itself goes on
-                    lost_since = lost_since or time.time()
-                    if time.time() - lost_since > CLUSTER_LOST_S:
-                        raise VerlRunError(
-                            f"lost contact with the Ray cluster at {self.cluster_address} for "
-                            f"{CLUSTER_LOST_S:.0f} s (job {job_id} may still run): {e}"
-                        ) from e
+                    answer = job.status_or_none()
+                except ClusterLost as e:
+                    raise VerlRunError(str(e)) from e
+                if answer is None:  # the dashboard restarting, a network blip: the job itself goes on
                     time.sleep(POLL_S)
                     continue
+                state = answer
                 if state in RayJob.TERMINAL:
                     break
                 if run.stop_requested() and not stopping:
