@@ -222,3 +222,19 @@ def test_a_sweep_runs_its_trials_as_ray_jobs_two_at_a_time(tmp_path, head, monke
     assert summary["best"]["value"] == max(t["value"] for t in summary["trials"])
     # two at a time: some trial started before another one ended
     assert any(a[0] < b[1] and b[0] < a[1] for i, a in enumerate(starts) for b in starts[i + 1 :]), starts
+
+
+def test_a_swift_run_sent_by_ray_address_in_the_environment_records_it_in_run_yaml(tmp_path, monkeypatch):
+    """RAY_ADDRESS is read at the check (the run process reads only run.yaml): swift's spec keeps it, and the
+    config check's line says where the run trains."""
+    from testing import free_port
+
+    address = f"http://127.0.0.1:{free_port()}"
+    monkeypatch.setenv("RAY_ADDRESS", address)
+    cfg = {"tuner_type": "full", "max_steps": 2, "prompts_per_step": 1, "num_generations": 4}
+    t = AgentTrainer(AGENT, TRAIN, TEST, REWARD, cfg, run_path=str(tmp_path / "runs"), train_engine_name="swift")
+    p = t.train_processor
+    assert p.spec["config"]["ray_address"] == address and p.run_spec()["machine_slot"] is False
+    [config] = [r for r in t.check_results if r.module == "config"]
+    assert f"on the Ray cluster at {address}" in config.message
+    assert any("(RAY_ADDRESS)" in w for w in config.warnings)

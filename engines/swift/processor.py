@@ -87,9 +87,7 @@ class SwiftProcessor(StandardProcessor):
         return environment.setup_command_line(argv)
 
     def cluster_job_env(self) -> dict[str, str]:
-        """ms-swift's interpreter, at the same path on the cluster (a node prepared with ``python -m engines setup
-        swift`` in the same place, or ``AWORLD_SWIFT_PYTHON`` pointing there)."""
-        return {environment.PYTHON_ENV: environment.swift_python()}
+        return {environment.PYTHON_ENV: environment.swift_python()}  # at the same path there (docs/CLUSTER.md)
 
     @property
     def swift_dir(self) -> Path:
@@ -430,13 +428,12 @@ class SwiftProcessor(StandardProcessor):
         )
         effective.update(run_settings)
         cluster_warnings = self.adopt_cluster(effective)
+        run_settings.update({k: effective[k] for k in ("ray_address",) if effective.get(k)})  # run.yaml: where
         self.effective_config = effective
         self.spec["config"] = json.loads(json.dumps({**split.raw, **run_settings}, default=str))
-        where_msg = (
-            "on this machine"
-            if not self.env_vars
-            else f"with {', '.join(f'{k}={v}' for k, v in self.env_vars.items())}"
-        )
+        env, address = ", ".join(f"{k}={v}" for k, v in self.env_vars.items()), effective.get("ray_address")
+        where_msg = f"on the Ray cluster at {address}" if address else "on this machine"
+        where_msg += f" with {env}" if env else ""
         r = self.resolved
         msg = (
             f"{mode} via swift {command}{' --rlhf_type grpo' if mode == A.GRPO else ''}: template "
