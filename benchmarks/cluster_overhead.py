@@ -19,20 +19,14 @@ import argparse
 import statistics
 import tempfile
 import time
-from pathlib import Path
 
 import yaml
 
 from benchmarks.results_file import pct, write_result
 from engines.runs.rundir import METRICS_FILE, TERMINAL_STATES, JsonlTail
+from testing.letters_demo import AGENT, ASSETS, REWARD, TEST, TRAIN
 from testing.ray_head import RayHead
 
-ROOT = Path(__file__).resolve().parent.parent
-ASSETS = ROOT / "assets"
-AGENT = str(ASSETS / "agents/letters_agent.yaml")
-TRAIN = str(ASSETS / "datasets/letters_train.jsonl")
-TEST = str(ASSETS / "datasets/letters_test.jsonl")
-REWARD = f"{ASSETS / 'rewards/letter_reward.py'}:letter_reward"
 WARMUP_STEPS = 5
 
 

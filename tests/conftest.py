@@ -130,13 +130,9 @@ def clean_registry():
 @pytest.fixture
 def demo() -> dict[str, str]:
     """Absolute paths of the shipped letters demo (agent, data, reward)."""
-    return {
-        "agent": str(ROOT / "assets/agents/letters_agent.yaml"),
-        "train": str(ROOT / "assets/datasets/letters_train.jsonl"),
-        "test": str(ROOT / "assets/datasets/letters_test.jsonl"),
-        "reward": str(ROOT / "assets/rewards/letter_reward.py") + ":letter_reward",
-        "model": str(ROOT / "assets/models/tiny-letters"),
-    }
+    from testing import letters_demo as d
+
+    return {"agent": d.AGENT, "train": d.TRAIN, "test": d.TEST, "reward": d.REWARD, "model": d.MODEL}
 
 
 @pytest.fixture(scope="session")

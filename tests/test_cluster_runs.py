@@ -5,7 +5,6 @@ back through the job's log into the run directory the studio reads; Stop reaches
 from __future__ import annotations
 
 import threading
-from pathlib import Path
 
 import pytest
 
@@ -13,14 +12,10 @@ from engines import AgentTrainer
 from engines.cluster.mirror import TAG
 from engines.cluster.ray_jobs import job_client, stop_marker_id
 from engines.runs.rundir import RunDir
+from testing.letters_demo import AGENT, REWARD, TEST, TRAIN
 from testing.ray_head import RayHead
 from testing.waiting import wait_for
 
-ROOT = Path(__file__).resolve().parent.parent
-AGENT = str(ROOT / "assets/agents/letters_agent.yaml")
-TRAIN = str(ROOT / "assets/datasets/letters_train.jsonl")
-TEST = str(ROOT / "assets/datasets/letters_test.jsonl")
-REWARD = str(ROOT / "assets/rewards/letter_reward.py") + ":letter_reward"
 FAST = {
     "max_steps": 4,
     "learning_rate": 1e-3,

@@ -15,12 +15,10 @@ from engines.cluster.ray_jobs import LineBuffer
 from engines.cluster.ray_run import outside_paths, submission
 from engines.runs.rundir import RunDir
 from testing import free_port
+from testing.letters_demo import AGENT, REWARD, TRAIN
 
 ROOT = Path(__file__).resolve().parent.parent
 NOWHERE = f"http://127.0.0.1:{free_port()}"  # nothing listens there
-AGENT = str(ROOT / "assets/agents/letters_agent.yaml")
-TRAIN = str(ROOT / "assets/datasets/letters_train.jsonl")
-REWARD = str(ROOT / "assets/rewards/letter_reward.py") + ":letter_reward"
 
 
 def test_log_chunks_become_whole_lines_even_when_a_chunk_ends_inside_one():
