@@ -78,3 +78,26 @@ def test_with_no_reward_function_the_configs_reward_model_is_the_reward_as_aworl
     assert bad["config"].status == "error" and "reward_func=[<your reward>, {reward_model: <folder>}]" in (
         bad["config"].message
     )
+
+
+def test_the_virtual_agent_trains_the_configs_model_as_aworld_reads_it(tmp_path):
+    """AWorld's TRL trainer takes agent='virtual' as no agent: the config's model is trained. Here the agent check
+    reads it so, says so, and a config without a model is named as what is missing."""
+    from engines import AgentTrainer
+
+    model = str(ROOT / "assets/models/tiny-letters")
+    data = str(ROOT / "assets/datasets/letters_train.jsonl")
+    reward = str(ROOT / "assets/rewards/letter_reward.py") + ":letter_reward"
+    config = {"model": model, "max_steps": 2, "prompts_per_step": 2, "num_generations": 4}
+    results = {r.module: r for r in check_all("virtual", data, None, reward, config, train_engine_name="trl")}
+    assert all(r.status != "error" for r in results.values()), {m: r.message for m, r in results.items()}
+    assert any("the 'virtual' agent (AWorld form)" in w for w in results["agent"].warnings)
+    t = AgentTrainer("virtual", data, None, reward, config, run_path=str(tmp_path / "runs"), train_engine_name="trl")
+    spec = t.train_processor.spec["agent"]
+    assert spec["name"] == "virtual" and spec["model"] == model and not spec.get("system_prompt")
+    assert t.train() == "finished"
+    no_model = {
+        r.module: r for r in check_all("virtual", data, None, reward, {"max_steps": 2}, train_engine_name="trl")
+    }
+    assert no_model["agent"].status == "error"
+    assert any("the config names none: add model: <folder>" in w for w in no_model["agent"].warnings)

@@ -78,7 +78,7 @@ class AgentTrainer:
         # 4. module validation, in the spec's order
         p = self.train_processor
         if hasattr(p, "take_aworld_inputs"):  # an engine reading an AWorld trainer's input forms
-            reward_func, config = p.take_aworld_inputs(reward_func, config)
+            agent, reward_func, config = p.take_aworld_inputs(agent, reward_func, config)
         p.check_agent(agent)
         p.check_dataset(train_dataset, test_dataset)
         p.check_reward(reward_func)

@@ -61,7 +61,7 @@ def check_all(
         if columns:
             train_dataset = {"path": train_dataset, "columns": columns}
         if hasattr(p, "take_aworld_inputs"):  # an engine reading an AWorld trainer's input forms
-            reward_func, config = p.take_aworld_inputs(reward_func, config)
+            agent, reward_func, config = p.take_aworld_inputs(agent, reward_func, config)
         steps = (
             ("agent", lambda: p.check_agent(agent)),
             ("dataset", lambda: p.check_dataset(train_dataset, test_dataset)),

@@ -223,17 +223,17 @@ class StandardProcessor(TrainerProcessor):
         )
         return effective
 
-    def aworld_inputs(self, reward_func: Any, config: Any) -> tuple[Any, Any, str | None]:
-        """(reward, config, a note on what was moved) — an AWorld trainer's input form this engine reads as the
-        AWorld trainer does (trl: the config's ``reward_model`` as the reward when none is given)."""
-        return reward_func, config, None
+    def aworld_inputs(self, agent: Any, reward_func: Any, config: Any) -> tuple[Any, Any, Any, dict[str, str]]:
+        """(agent, reward, config, a note per module on what was read how) — an AWorld trainer's input forms this
+        engine reads as the AWorld trainer does (trl: the ``'virtual'`` agent, the config's ``reward_model``)."""
+        return agent, reward_func, config, {}
 
-    def take_aworld_inputs(self, reward_func: Any, config: Any) -> tuple[Any, Any]:
-        """:meth:`aworld_inputs`, its note kept for the reward check's result (which says where its reward came from)."""
-        reward_func, config, note = self.aworld_inputs(reward_func, config)
-        if note:
-            self.aworld_notes["reward"] = note
-        return reward_func, config
+    def take_aworld_inputs(self, agent: Any, reward_func: Any, config: Any) -> tuple[Any, Any, Any]:
+        """:meth:`aworld_inputs`, its notes kept for the modules' check results (each says where its input came
+        from)."""
+        agent, reward_func, config, notes = self.aworld_inputs(agent, reward_func, config)
+        self.aworld_notes.update(notes)
+        return agent, reward_func, config
 
     def record(self, result: CheckResult) -> CheckResult:
         note = self.aworld_notes.get(result.module)

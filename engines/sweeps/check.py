@@ -27,11 +27,11 @@ def check_ranges(spec: SweepSpec, inputs: dict[str, Any], on_module=None) -> lis
     scratch = tempfile.mkdtemp(prefix="aworld-sweep-check-")
     try:
         p = get_processor_class(inputs["train_engine_name"])(scratch)
-        reward_func, base = inputs.get("reward_func"), load_config_input(inputs.get("config"))
+        agent, reward_func, base = inputs["agent"], inputs.get("reward_func"), load_config_input(inputs.get("config"))
         if hasattr(p, "take_aworld_inputs"):  # an engine reading an AWorld trainer's input forms
-            reward_func, base = p.take_aworld_inputs(reward_func, base)
+            agent, reward_func, base = p.take_aworld_inputs(agent, reward_func, base)
         steps = (
-            ("agent", lambda: p.check_agent(inputs["agent"])),
+            ("agent", lambda: p.check_agent(agent)),
             ("dataset", lambda: p.check_dataset(inputs.get("train_dataset"), inputs.get("test_dataset"))),
             ("reward", lambda: p.check_reward(reward_func)),
             ("config", lambda: p.check_config(base)),

@@ -37,10 +37,13 @@ class TrlProcessor(StandardProcessor):
     reward_required = False  # SFT trains without one; check_config requires it for GRPO
     run_settings_honored = frozenset(RUN_KEYS)  # its callbacks keep the best checkpoint and stop early
 
-    def aworld_inputs(self, reward_func: Any, config: Any) -> tuple[Any, Any, str | None]:
-        from ..rewards.config_reward_model import reward_from_config
+    def aworld_inputs(self, agent: Any, reward_func: Any, config: Any) -> tuple[Any, Any, Any, dict[str, str]]:
+        from ..inputs.aworld_forms import reward_from_config, virtual_agent
 
-        return reward_from_config(reward_func, config)
+        agent, agent_note = virtual_agent(agent, config)
+        reward_func, config, reward_note = reward_from_config(reward_func, config)
+        notes = {"agent": agent_note, "reward": reward_note}
+        return agent, reward_func, config, {k: v for k, v in notes.items() if v}
 
     def __init__(self, run_path: str = "runs"):
         super().__init__(run_path)
