@@ -179,3 +179,25 @@ def test_a_dashboard_that_stops_answering_is_waited_for_then_named_lost(monkeypa
         match=r"lost contact with the Ray cluster .* \(job j1 may still run: `ray job stop j1`\): 503",
     ):
         job.status_or_none()
+
+
+def test_how_the_job_ended_becomes_how_the_run_ended():
+    from engines.cluster.ray_run import ClusterRunError, job_outcome
+
+    class Job:
+        job_id = "j1"
+
+    # the job's end record decides; an early stop keeps its cause (the run's finished state says why it ended early)
+    assert job_outcome(Job(), "SUCCEEDED", {"state": "finished", "cause": "early_stopped"}, False) == (
+        "finished",
+        "early_stopped",
+    )
+    assert job_outcome(Job(), "SUCCEEDED", {"state": "stopped", "cause": "pruned"}, True) == ("stopped", "pruned")
+    with pytest.raises(ClusterRunError, match="on the Ray cluster \\(job j1\\): RewardError: boom") as e:
+        job_outcome(Job(), "FAILED", {"state": "failed", "cause": None, "error": "RewardError: boom"}, False)
+    assert e.value.failure_cause == "reward error"  # classified from the job's error when it named no cause
+    # no end record: Ray's state — stopped by the studio, or by someone else
+    assert job_outcome(Job(), "STOPPED", None, True) == ("stopped", None)
+    with pytest.raises(ClusterRunError, match="stopped outside the studio") as e:
+        job_outcome(Job(), "STOPPED", None, False)
+    assert e.value.failure_cause == "killed"

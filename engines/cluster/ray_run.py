@@ -186,7 +186,7 @@ def train_as_ray_job(
 def job_outcome(job: RayJob, state: str, end: dict[str, Any] | None, stop_sent: bool) -> tuple[str, str | None]:
     """How the run ended, from the job's end record (how its run ended there), else from Ray's job state."""
     if end and end.get("state") == FINISHED:
-        return FINISHED, None
+        return FINISHED, end.get("cause")  # early_stopped: the job's own
     if end and end.get("state") == STOPPED:
         return STOPPED, end.get("cause")
     if end and end.get("error"):

@@ -394,7 +394,8 @@ class StandardProcessor(TrainerProcessor):
                     cause=cause,
                 )
             else:
-                run.end("finished", dict(step=step), state=FINISHED, ended=time.time())
+                ended = {"cause": ended_by} if ended_by else {}  # a cluster job's own reason (early_stopped)
+                run.end("finished", dict(step=step, **ended), state=FINISHED, ended=time.time(), **ended)
             return outcome
         finally:
             if slot is not None:
