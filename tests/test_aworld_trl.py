@@ -101,3 +101,16 @@ def test_the_virtual_agent_trains_the_configs_model_as_aworld_reads_it(tmp_path)
     }
     assert no_model["agent"].status == "error"
     assert any("the config names none: add model: <folder>" in w for w in no_model["agent"].warnings)
+
+
+def test_a_model_in_the_config_says_it_replaces_the_agents(tmp_path):
+    """AWorld's TRL trainer trains the config's model: the config check says which model is trained instead of the
+    agent's (the Agent card names the agent's); the same model in both says nothing."""
+    agent = str(ROOT / "assets/agents/letters_agent.yaml")
+    data = str(ROOT / "assets/datasets/letters_train.jsonl")
+    reward = str(ROOT / "assets/rewards/letter_reward.py") + ":letter_reward"
+    other = {r.module: r for r in check_all(agent, data, None, reward, {"model": MODEL}, train_engine_name="trl")}
+    assert any(f"model: {MODEL} (AWorld form" in w and "replaces the agent's" in w for w in other["config"].warnings)
+    same = str(ROOT / "assets/models/tiny-letters")
+    own = {r.module: r for r in check_all(agent, data, None, reward, {"model": same}, train_engine_name="trl")}
+    assert not any("replaces the agent's" in w for w in own["config"].warnings), own["config"].warnings

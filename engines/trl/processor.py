@@ -204,8 +204,19 @@ class TrlProcessor(StandardProcessor):
         warnings += self.cross_check_config(cfg)
         details: dict[str, Any] = {}
         if cfg.get("model"):
+            agent_path = self.model_path  # the agent's, resolved by check_agent
             details["model"], warning = self._use_config_model(cfg["model"])
             warnings += [warning] if warning else []
+            if (
+                agent_path
+                and self.agent_spec is not None
+                and self.agent_spec.name != "virtual"
+                and (os.path.realpath(agent_path) != os.path.realpath(self.model_path or ""))
+            ):
+                warnings.append(
+                    f"model: {cfg['model']} (AWorld form: the config's model is the one trained) replaces the agent's "
+                    f"{self.agent_spec.model}"
+                )
         import torch
 
         cuda = torch.cuda.is_available() and cfg["device"] != "cpu"
