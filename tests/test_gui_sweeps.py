@@ -82,6 +82,9 @@ def test_the_view_sorts_trials_by_the_objective_and_draws_each_setting(tmp_path)
     assert (
         sweep_render.parallel_coordinates(d["trials"], ["beta"], "eval/reward") == ""
     )  # one param: the scatter says it
+    # no translation marker inside an SVG: escaped in an attribute it kept the whole view from rendering in the page
+    # (the Sweeps tab never showed its headline)
+    assert not any("__i18n__" in svg for svg in re.findall(r"<svg.*?</svg>", charts, flags=re.S))
     head = sweep_render.headline(d)
     assert "4/5" in head or "5/5" in head
     # Optuna's importances once 4 trials are complete, for each setting

@@ -174,7 +174,10 @@ def parallel_coordinates(trials: list[dict], params: list[str], metric: str, bes
         return side + i * gap, top + (1 - scales[i][0](v)) * (h - top - bottom)
 
     v_lo, v_hi = (min(values), max(values)) if values else (0.0, 1.0)
-    parts = [f'<svg viewBox="0 0 {w} {h}" class="aw-svg" role="img" aria-label="{esc(_("parallel coordinates"))}">']
+    # no translation marker inside the SVG: the page translates markers in text, not in escaped attributes
+    parts = [
+        f'<svg viewBox="0 0 {w} {h}" class="aw-svg" role="img" aria-label="{esc(metric)} / {esc(", ".join(params))}">'
+    ]
     labels: list[str] = []  # drawn over the lines
     for i, name in enumerate(axes):
         x = side + i * gap
@@ -203,8 +206,7 @@ def parallel_coordinates(trials: list[dict], params: list[str], metric: str, bes
         parts.append(
             f'<polyline points="{path}" fill="none" {style} stroke-width="{3 if is_best else 1.5}" '
             f'data-trial="{t.get("number")}" data-state="{esc(t.get("state"))}"{" data-best" if is_best else ""}>'
-            f"<title>{_('trial')} {t.get('number')}: "
-            f"{esc(settings)} → {esc(fmt(value))}</title></polyline>"
+            f"<title>#{t.get('number')}: {esc(settings)} → {esc(fmt(value))}</title></polyline>"
         )
     parts += [*labels, "</svg>"]
     return (
