@@ -87,6 +87,18 @@ def test_the_view_sorts_trials_by_the_objective_and_draws_each_setting(tmp_path)
     assert not any("__i18n__" in svg for svg in re.findall(r"<svg.*?</svg>", charts, flags=re.S))
     head = sweep_render.headline(d)
     assert "4/5" in head or "5/5" in head
+    # the table as the page gets it: every column named, the params by their names (an update's headers= was
+    # dropped for the component's four, and the params' columns read "5", "6")
+    import gradio as gr
+    from gradio.blocks import postprocess_update_dict
+
+    from aworld_gui.tabs.sweep_panel import SweepsTab, shown_headers
+
+    with gr.Blocks():
+        table_component = gr.Dataframe(headers=["trial", "state", "value", "run"], interactive=False)
+    update = SweepsTab(core).view(sd.run_id)[1]
+    shown = postprocess_update_dict(table_component, update, True)["value"]["headers"]
+    assert shown == shown_headers(headers) and shown[3:5] == ["learning_rate", "beta"]
     # Optuna's importances once 4 trials are complete, for each setting
     imp = core.importances(sd.run_id)
     assert set(imp) == {"learning_rate", "beta"} and abs(sum(imp.values()) - 1.0) < 1e-6

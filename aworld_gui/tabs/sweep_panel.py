@@ -190,7 +190,8 @@ class SweepsTab:
         best = (d.get("best") or {}).get("run_id")
         return (
             sweep_render.headline(d),
-            gr.update(value=rows, headers=shown_headers(columns)),
+            # headers in the value: an update's headers= is not applied to the value (params showed as "5", "6")
+            gr.update(value={"headers": shown_headers(columns), "data": rows}),
             sweep_render.charts(d),
             sweep_render.importance_bars(imp),
             best,
