@@ -491,16 +491,9 @@ class HeaderPage:
             self._show(out["header"])
 
 
-def test_a_stop_in_the_monitor_never_shows_an_older_state_than_the_stream_showed(tmp_path):
-    """Stop pressed, handled as the page handles it: every handler the Stop click chains runs at the press, the
-    run moves on (stopping, then stopped), the view's stream reads it and shows it at once, and only then do the
-    chain's answers land (they come through Gradio's queue, the stream on its own connection: under load the
-    answer comes last). The header has one writer per view, so nothing the Stop click answers can put an older
-    state back: its chain re-rendered the header and the page showed stopping → running → stopped (issue 32 §2).
-    Kill's chain writes no header either."""
+def monitor_app(tmp_path):
+    """(the studio, the app's event handlers, the Monitor tab) of the real page, built without serving it."""
     import warnings
-
-    import psutil
 
     from aworld_gui.core.studio import Studio
     from aworld_gui.web.page import build_app
@@ -509,9 +502,22 @@ def test_a_stop_in_the_monitor_never_shows_an_older_state_than_the_stream_showed
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         demo = build_app(studio=studio)
+    fns = list(demo.fns.values())
+    return studio, fns, next(f.fn.__self__ for f in fns if getattr(f.fn, "__name__", "") == "show")
+
+
+def test_a_stop_in_the_monitor_never_shows_an_older_state_than_the_stream_showed(tmp_path):
+    """Stop pressed, handled as the page handles it: every handler the Stop click chains runs at the press, the
+    run moves on (stopping, then stopped), the view's stream reads it and shows it at once, and only then do the
+    chain's answers land (they come through Gradio's queue, the stream on its own connection: under load the
+    answer comes last). The header has one writer per view, so nothing the Stop click answers can put an older
+    state back: its chain re-rendered the header and the page showed stopping → running → stopped (issue 32 §2).
+    Kill's chain writes no header either."""
+
+    import psutil
+
+    studio, fns, tab = monitor_app(tmp_path)
     try:
-        fns = list(demo.fns.values())
-        tab = next(f.fn.__self__ for f in fns if getattr(f.fn, "__name__", "") == "show")
         ui = tab.ui
 
         def chain(button) -> list:
@@ -601,22 +607,14 @@ def test_the_stop_and_kill_buttons_never_go_back_to_an_older_state(tmp_path, mon
     in flight — and the page kept Kill on the stopped run: the chain's read, made while it was stopping, landed
     last, and the stream's ``apply`` for "stopped" was dropped. Now ``buttons`` is their one writer, fired by
     ``apply`` alone, ``always_last``: its answers land in order, the last read after the last change."""
-    import warnings
 
     import psutil
 
     from aworld_gui.core import run_cache
-    from aworld_gui.core.studio import Studio
-    from aworld_gui.web.page import build_app
 
     monkeypatch.setattr(run_cache, "MIN_REFRESH_S", 0.0)  # each poll reads the run (no wall-clock sleeps)
-    studio = Studio(tmp_path / "runs", worker=CatalogWorker(), cache=RunCache())
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        demo = build_app(studio=studio)
+    studio, fns, tab = monitor_app(tmp_path)
     try:
-        fns = list(demo.fns.values())
-        tab = next(f.fn.__self__ for f in fns if getattr(f.fn, "__name__", "") == "show")
         ui = tab.ui
         buttons = {ui.stop_btn._id: "stop", ui.kill_btn._id: "kill"}
         writers = [f for f in fns if buttons.keys() & {c._id for c in f.outputs}]
