@@ -15,14 +15,23 @@ def form_state(page) -> dict:
     )
 
 
+def rendered_fields(page, slots: int) -> str:
+    """What the rendered slots show, as the state line names it (config_form.slots_id: ``-`` for a slot with no
+    field); a slot rendered twice at once (a render half replaced) shows as ``?``."""
+    marks = page.evaluate(
+        "() => [...document.querySelectorAll('[data-testid=\"form-fields\"]')].map(e => [e.dataset.slot, "
+        "e.dataset.fields])"
+    )
+    by_slot: dict[int, list[str]] = {}
+    for slot, fields in marks:
+        by_slot.setdefault(int(slot), []).append(fields)
+    return ",".join((got[0] if len(got) == 1 else "?") if (got := by_slot.get(i)) else "-" for i in range(slots))
+
+
 def fields_rendered(page, state: dict | None = None) -> bool:
     """The rendered fields show what the state line wants (a render after a change lands a moment after it)."""
     want = (state if state is not None else form_state(page)).get("fields")
-    got = page.evaluate(
-        "() => { const e = document.querySelectorAll('[data-testid=\"form-fields\"]'); "
-        "return e.length === 1 ? e[0].dataset.fields : null; }"
-    )
-    return bool(want) and got == want
+    return bool(want) and rendered_fields(page, len(want.split(","))) == want
 
 
 def overrides(page) -> str:
@@ -54,8 +63,7 @@ def form_settled(page, engine: str | None = "trl") -> bool:
 
 
 def form_report(page) -> str:
-    """What a failed wait on the form saw: the state line, the spec of the page's YAML, the rendered fields' id."""
-    got = page.evaluate(
-        "() => [...document.querySelectorAll('[data-testid=\"form-fields\"]')].map(e => e.dataset.fields)"
-    )
-    return f"state {form_state(page)}, page spec {spec_id(overrides(page))}, rendered {got}, yaml {overrides(page)!r}"
+    """What a failed wait on the form saw: the state line, the spec of the page's YAML, the rendered fields' ids."""
+    state = form_state(page)
+    got = rendered_fields(page, len((state.get("fields") or "").split(",")))
+    return f"state {state}, page spec {spec_id(overrides(page))}, rendered {got}, yaml {overrides(page)!r}"

@@ -286,3 +286,34 @@ def test_every_view_equals_the_model_after_every_step_and_launch(studio, seed):
         raise
     finally:
         page.close()
+
+
+def test_a_number_typed_while_a_ticked_box_renders_keeps_every_key(studio):
+    """use_peft ticked, then 30 typed into max_steps while the tick's render lands (the page's requests are held
+    until the first key is typed, as on a loaded machine): the form rendered every field again and put 300 back
+    into the box being typed into (CI's run of test_browser_config_editor saw max_steps 300 go into the YAML).
+    Each field is its own render now: the tick renders only the box."""
+    page, ui = open_setup(studio)
+    model = Model()
+    ui.verify(model, "the page opened")
+    held, holding = [], [True]
+    page.route("**/gradio_api/queue/join*", lambda route: held.append(route) if holding[0] else route.continue_())
+    try:
+        page.locator(f"#cfg-{BOX} input[type=checkbox]").click()
+        wait_for(lambda: (page.wait_for_timeout(50), held)[1], 10, "the tick's derive sent")
+        type_into(page, "#cfg-max_steps input", "3")
+    finally:
+        holding[0] = False
+        for route in held:
+            route.continue_()
+        page.unroute("**/gradio_api/queue/join*")
+    box = page.locator(f"#cfg-{BOX}")
+    wait_for(lambda: "aw-cfg-set" in (box.get_attribute("class") or ""), 60, "the ticked box rendered as set")
+    page.wait_for_timeout(1000)  # any other render the tick brings lands meanwhile (its check answers too)
+    assert page.input_value("#cfg-max_steps input") == "3", "the render put back what the box had"
+    page.keyboard.type("0")
+    page.keyboard.press("Tab")
+    for step in (Step("tick", BOX), Step("number", "max_steps", 30)):
+        model.apply(step, ui.models, [])
+    ui.verify(model, "ticked, then 30 typed while the tick rendered")
+    page.close()

@@ -17,9 +17,9 @@ page (:data:`SWITCH_ENGINE_JS`). The page and the server share the line rules (:
 ``_SET_LINE_JS``, :func:`switch_engine` / ``SWITCH_ENGINE_JS``; tests/test_browser_config_form.py holds each pair
 to the same results).
 
-**Why typing is not overwritten.** A render puts every field's value back, so the fields render only when what
-they show changes (:func:`shown_fields`, a State: config_form_render.py), a new value shown is a new field
-(:attr:`FieldView.key`), and numbers are typed into text boxes (docs/ARCHITECTURE.md, "One spec in Setup").
+**Why typing is not overwritten.** A render puts its fields' values back, so each field is a render of its own
+that runs only when what it shows changes (:func:`form_slots`, a State each: config_form_render.py), a new value
+shown is a new field (:attr:`FieldView.key`), and numbers are typed into text boxes (docs/ARCHITECTURE.md, "One spec in Setup").
 Nothing is kept in step: no fills, snapshots or focus rules.
 """
 
@@ -181,6 +181,22 @@ def shown_fields(view: FormView, models: list[list[str]]) -> dict:
 def fields_id(shown: dict | None) -> str:
     """A short name of what the fields show (the state line and the rendered fields each carry it)."""
     return hashlib.sha1(json.dumps(shown, sort_keys=True, default=str).encode("utf-8")).hexdigest()[:12]
+
+
+def form_slots(shown: dict, count: int) -> list[dict | None]:
+    """What each of the form's renders shows: the model picker (slot 0), then one field per slot (None: no field
+    there for this engine). Each slot is rendered on its own, only when its own content changes: ticking a box
+    re-rendered every field, and put back the value of the one being typed into (30 typed became 300; Gradio 6
+    does not keep a value typed into a box re-rendered with the same key)."""
+    picker = {"model": shown["model"], "models": shown["models"], "valid": shown["valid"]}
+    fields: list[dict | None] = list(shown["fields"][:count])
+    return [picker] + fields + [None] * (count - len(fields))
+
+
+def slots_id(slots: list[dict | None]) -> str:
+    """What the state line's ``data-fields`` names: each slot's :func:`fields_id` (``-`` for an empty slot). The
+    renders each carry their own; together they equal this once every slot shows what the line wants."""
+    return ",".join(fields_id(s) if s is not None else "-" for s in slots)
 
 
 def yaml_value(value: Any) -> str:

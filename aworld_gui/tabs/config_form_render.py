@@ -14,13 +14,23 @@ from ..rendering.i18n import _
 from . import config_form
 
 
+#: at least this many field slots (an engine's main settings: trl has 9); more when an engine has more
+MIN_FIELD_SLOTS = 12
+
+
 def render_config_form(studio: Studio, engine_box, config_yaml, checked_state) -> None:
     """The model picker and the engine's main settings, derived from the engine, the overrides YAML and the check
-    of that YAML (config_form.form_view). The line above the fields follows every change of the three; the fields
-    are rendered again only when what they show changes (``shown``, a State: Gradio fires its change only for a
-    new value). A render puts every field's value back, so one landing while the user types — a comment added to
-    the YAML, a check answering with the values already shown — refilled a field just emptied to type into.
-    Each field's edit sets its key in the YAML in the page; the render after it shows the YAML's value."""
+    of that YAML (config_form.form_view). The line above the fields follows every change of the three; each field
+    (and the picker) is a render of its own, over a State holding only what it shows
+    (config_form.form_slots): Gradio fires a State's change only for a new value, so a field is rendered again
+    only when what *it* shows changes. A render puts its field's value back, so one landing while the user types
+    — a comment added to the YAML, a check answering with the values already shown, another field's box ticked —
+    refilled a field just emptied to type into, or turned 30 typed into 300. Each field's edit sets its key in
+    the YAML in the page; the render after it shows the YAML's value."""
+    count = max(
+        [MIN_FIELD_SLOTS]
+        + [len([f for f in e.get("fields") or [] if f.get("main")]) for e in studio.catalog().get("engines") or []]
+    )
 
     def derive(engine, text, checked):
         info = studio.engine_info(engine) or {"name": engine}
@@ -28,50 +38,66 @@ def render_config_form(studio: Studio, engine_box, config_yaml, checked_state) -
         models = [[str(_("(the agent's model)")), config_form.AGENT_MODEL]] + [
             [f"{m['name']} · {m['source']}", m["path"]] for m in (studio.catalog().get("models") or [])
         ]
-        shown = config_form.shown_fields(view, models)
-        return _form_state(view, text, config_form.fields_id(shown)), shown
+        slots = config_form.form_slots(config_form.shown_fields(view, models), count)
+        return [_form_state(view, text, config_form.slots_id(slots))] + slots
 
-    line, first = derive(engine_box.value, config_yaml.value, checked_state.value)
-    state_line = gr.HTML(line, elem_id="form-state")
-    shown_state = gr.State(first)
+    first = derive(engine_box.value, config_yaml.value, checked_state.value)
+    state_line = gr.HTML(first[0], elem_id="form-state")
+    slot_states = [gr.State(slot) for slot in first[1:]]
     gr.on(
         [engine_box.change, config_yaml.change, checked_state.change],
         derive,
         [engine_box, config_yaml, checked_state],
-        [state_line, shown_state],
+        [state_line, *slot_states],
         concurrency_limit=None,  # queued: a State's change reaches the render only from a queued event
         trigger_mode="always_last",
         show_progress="hidden",
         api_visibility="private",
     )
+    _render_picker(slot_states[0], config_yaml)
+    with gr.Row(equal_height=True):
+        for i, slot in enumerate(slot_states[1:], start=1):
+            _render_field(i, slot, config_yaml)
 
-    @gr.render(inputs=[shown_state], show_progress="hidden")  # on load and on a change of shown_state
-    def config_fields(shown):
-        if not shown:
+
+def _rendered_mark(i: int, slot: dict | None):
+    """A hidden mark of what slot ``i`` shows (tests compare the marks with the state line's ``data-fields``)."""
+    gr.HTML(
+        f'<span data-testid="form-fields" data-slot="{i}" data-fields="{config_form.fields_id(slot)}" hidden></span>',
+        container=False,
+        padding=False,
+        visible="hidden",  # in the page (tests read it), without the gap of an empty block
+    )
+
+
+def _render_picker(slot_state, config_yaml) -> None:
+    @gr.render(inputs=[slot_state], show_progress="hidden")  # on load and on a change of its State
+    def model_picker(slot):
+        if not slot:
             return
-        gr.HTML(
-            f'<span data-testid="form-fields" data-fields="{config_form.fields_id(shown)}" hidden></span>',
-            elem_id="form-fields",
-            container=False,
-            padding=False,
-            visible="hidden",  # in the page (tests read it), without the gap of an empty block
-        )
-        valid = shown["valid"]
+        _rendered_mark(0, slot)
+        valid = slot["valid"]
         picker = gr.Dropdown(
-            [tuple(m) for m in shown["models"]],
-            value=shown["model"],
+            [tuple(m) for m in slot["models"]],
+            value=slot["model"],
             allow_custom_value=True,
             elem_id="model-pick",
             interactive=valid,
-            key=("model", shown["model"], valid),
+            key=("model", slot["model"], valid),
             label=_("Model (overrides the agent's: a folder or a hub id in the local cache)"),
         )
-        _edits(picker, "model", "str", config_yaml, at_once=True, shown=shown["model"])
-        with gr.Row(equal_height=True):
-            for f in shown["fields"]:
-                f = config_form.FieldView(**f)
-                comp = _field(f)
-                _edits(comp, f.name, f.type, config_yaml, at_once=f.kind in ("bool", "choice"), shown=comp.value)
+        _edits(picker, "model", "str", config_yaml, at_once=True, shown=slot["model"])
+
+
+def _render_field(i: int, slot_state, config_yaml) -> None:
+    @gr.render(inputs=[slot_state], show_progress="hidden")
+    def config_field(slot):
+        if not slot:
+            return
+        _rendered_mark(i, slot)
+        f = config_form.FieldView(**slot)
+        comp = _field(f)
+        _edits(comp, f.name, f.type, config_yaml, at_once=f.kind in ("bool", "choice"), shown=comp.value)
 
 
 def _edits(comp, key: str, ftype: str | None, config_yaml, at_once: bool, shown: Any) -> None:
