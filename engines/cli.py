@@ -24,6 +24,7 @@ import threading
 import time
 
 from .core.registry import registered_engines
+from .runs.causes import Cause
 from .module_args import add_module_args, module_kwargs, parse_columns, parse_reward
 from .core.check_result import ERROR, CheckError, format_table
 
@@ -99,7 +100,7 @@ def cmd_train(a: argparse.Namespace) -> int:
         progress.stop_flag.set()
         progress.join()
         st = run.read_status()
-        print(f"\ntraining failed ({st.get('cause', 'unknown')}): {e}", file=sys.stderr)
+        print(f"\ntraining failed ({st.get('cause', Cause.UNKNOWN)}): {e}", file=sys.stderr)
         return 1
     progress.stop_flag.set()
     progress.join()

@@ -154,3 +154,38 @@ def test_docs_architecture_names_every_module_in_its_folder():
     stale = {f: sorted(names - actual.get(f, set())) for f, names in documented.items() if names - actual.get(f, set())}
     assert missing == {}, f"modules docs/ARCHITECTURE.md does not place: {missing}"
     assert stale == {}, f"docs/ARCHITECTURE.md names modules that are not there: {stale}"
+
+
+def test_failure_causes_are_written_from_the_cause_enum_not_as_bare_strings():
+    """#28 §4: a run's failure cause is a member of engines.runs.causes.Cause wherever product code names one (a
+    misspelled "kiled" would be a cause no view knows). A string that spells a cause is allowed only where it means
+    something else too: "unknown" (also a state) and "loss_not_finite" (also a diagnosis's code)."""
+    from engines.runs.causes import CAUSES
+
+    spelled = {str(c) for c in CAUSES} - {"unknown", "loss_not_finite"}
+    bare = []
+    for module, (path, _init) in _modules().items():
+        if module == "engines.runs.causes":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            values = []
+            if isinstance(node, ast.Constant) and node.value in spelled:
+                values.append(node)
+            elif isinstance(node, ast.keyword) and node.arg == "cause":
+                values.append(node.value)
+            elif isinstance(node, ast.Dict):
+                values += [
+                    v for k, v in zip(node.keys, node.values) if isinstance(k, ast.Constant) and k.value == "cause"
+                ]
+            elif isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "get" and node.args[1:]:
+                if isinstance(node.args[0], ast.Constant) and node.args[0].value == "cause":
+                    values.append(node.args[1])
+            elif isinstance(node, ast.BoolOp) and isinstance(node.op, ast.Or):
+                if any(re.search(r"""(get\(|\[)['"]cause['"]""", ast.unparse(v)) for v in node.values[:-1]):
+                    values.append(node.values[-1])
+            bare += [
+                f"{path.relative_to(ROOT)}:{v.lineno} {v.value!r}"
+                for v in values
+                if isinstance(v, ast.Constant) and isinstance(v.value, str) and v.value  # "": no cause said
+            ]
+    assert not bare, "causes written as bare strings (use engines.runs.causes.Cause): " + ", ".join(sorted(set(bare)))

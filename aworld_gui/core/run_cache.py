@@ -32,6 +32,7 @@ from engines.runs.rundir import (
     TextTail,
 )
 from engines.diagnostics.reading import fold as fold_diagnoses
+from engines.runs.causes import Cause
 from engines.runs.lifecycle import effective_status
 
 MAX_POINTS = 200  # buckets kept per metric: a curve is drawn with 100–200 points
@@ -417,7 +418,7 @@ class RunState:
             return None
         ev = next((e for e in reversed(self.events) if e.get("event") == "failed"), {})
         return {
-            "cause": self.status.get("cause") or ev.get("cause") or "unknown",
+            "cause": self.status.get("cause") or ev.get("cause") or Cause.UNKNOWN,
             "message": self.status.get("error") or ev.get("message") or "",
             "lost": bool(self.status.get("lost")),
         }

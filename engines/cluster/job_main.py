@@ -23,6 +23,7 @@ import threading
 from pathlib import Path
 
 from ..isolation.privileges import set_parent_death_signal
+from ..runs.causes import Cause
 from ..runs.rundir import RunDir
 from .mirror import JobMirror
 from .ray_jobs import job_client, stop_requested
@@ -90,7 +91,7 @@ def main() -> int:
             f"{', '.join(missing)} — put them on storage the cluster shares, at the same paths (docs/CLUSTER.md)"
         )
         print(error, file=sys.stderr, flush=True)
-        mirror.send({"end": {"state": "failed", "cause": "missing dependency", "error": error}})
+        mirror.send({"end": {"state": "failed", "cause": Cause.MISSING_DEPENDENCY, "error": error}})
         return 2
     # Ray's stop signal goes to every process of the job: the run stops at a step boundary, this one waits for it
     signal.signal(signal.SIGTERM, lambda signum, frame: None)

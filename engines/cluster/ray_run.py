@@ -19,7 +19,7 @@ from typing import Any
 
 from ..isolation import server_env
 from ..isolation.user_env import STUDIO_PREFIX, referenced_names, server_names
-from ..runs.causes import classify_failure
+from ..runs.causes import Cause, classify_failure
 from ..runs.rundir import (
     CHECKPOINTS_DIR,
     EVENTS_FILE,
@@ -161,7 +161,7 @@ def train_as_ray_job(
             try:
                 answer = job.status_or_none()
             except ClusterLost as e:
-                raise ClusterRunError(str(e), "killed") from e
+                raise ClusterRunError(str(e), Cause.KILLED) from e
             if answer is None:  # the dashboard restarting, a network blip: the job itself goes on
                 time.sleep(POLL_S)
                 continue
@@ -195,7 +195,7 @@ def job_outcome(job: RayJob, state: str, end: dict[str, Any] | None, stop_sent: 
     if state == "STOPPED" and stop_sent:
         return STOPPED, None
     if state == "STOPPED":
-        raise ClusterRunError(f"the Ray job {job.job_id} was stopped outside the studio", "killed")
+        raise ClusterRunError(f"the Ray job {job.job_id} was stopped outside the studio", Cause.KILLED)
     info = job.info()
     message = (info.message or "").strip() or "no end record from the job"
     raise ClusterRunError(f"Ray job {job.job_id} {state.lower()}: {message}", classify_failure(message))

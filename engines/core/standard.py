@@ -29,20 +29,20 @@ from ..inputs.data import DataBundle, load_datasets, save_for_spec
 from ..fit.data_fit import DataFit, check_data_fit
 from ..fit.model_folder import ModelFolder, require_model_folder
 from ..rewards import Reward, RewardError, dry_run_reward, load_reward
-from ..runs.causes import classify_failure
+from ..runs.causes import Cause, classify_failure
 from ..runs.rundir import FAILED, FINISHED, RUNNING, STOPPED, run_dir_write_error
 from ..runs.lifecycle import Slot, wait_for_slot
 from ..diagnostics.watcher import NO_DIAGNOSES, start_diagnoses
 
-MODULE_CAUSE = {"dataset": "bad data", "reward": "reward error"}
+MODULE_CAUSE = {"dataset": Cause.BAD_DATA, "reward": Cause.REWARD_ERROR}
 
 
 def check_error_cause(e: CheckError) -> str:
     """The failure cause of a run whose checks failed: an MCP server the agent check could not reach is a
     tool server error, a bad dataset bad data, ..."""
     if e.result.details.get("mcp_server"):
-        return "tool server error"
-    return MODULE_CAUSE.get(e.module, "unknown")
+        return Cause.TOOL_SERVER_ERROR
+    return MODULE_CAUSE.get(e.module, Cause.UNKNOWN)
 
 
 def _split_dataset_arg(value: Any) -> tuple[Any, dict | None]:
@@ -53,23 +53,23 @@ def _split_dataset_arg(value: Any) -> tuple[Any, dict | None]:
 
 
 def failure_cause(e: BaseException) -> str:
-    """One of :data:`engines.runs.causes.CAUSES` for an exception raised while training."""
+    """One of :class:`engines.runs.causes.Cause` for an exception raised while training."""
     if getattr(e, "failure_cause", None):  # already classified where it happened (e.g. another process)
         return e.failure_cause  # type: ignore[attr-defined]
     from ..tools.mcp_client import ToolServerError
 
     if isinstance(e, RewardError) or isinstance(e.__cause__, RewardError):
-        return "reward error"
+        return Cause.REWARD_ERROR
     if isinstance(e, ToolServerError):
-        return "tool server error"
+        return Cause.TOOL_SERVER_ERROR
     if isinstance(e, CheckError):
         return check_error_cause(e)
     if isinstance(e, KeyboardInterrupt):
-        return "killed"
+        return Cause.KILLED
     if isinstance(e, MemoryError):
-        return "out of memory"
+        return Cause.OUT_OF_MEMORY
     if isinstance(e, ImportError):
-        return "missing dependency"
+        return Cause.MISSING_DEPENDENCY
     return classify_failure(f"{type(e).__name__}: {e}")
 
 

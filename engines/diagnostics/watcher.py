@@ -14,6 +14,7 @@ from collections import deque
 from typing import Any, Callable
 
 from ..core.check_result import CheckError
+from ..runs.causes import Cause
 from ..runs.rundir import EVAL_REWARD, EVAL_TRAIN_REWARD, METRICS_FILE, REWARD, SAMPLES_FILE, JsonlTail, RunDir
 from .advice import ADVICE
 from .rules import RULES, Context
@@ -21,7 +22,7 @@ from .thresholds import thresholds
 
 logger = logging.getLogger(__name__)
 ACTIVE, CLEARED = "active", "cleared"
-FATAL = "loss_not_finite"  # the diagnosis that also stops the run
+FATAL = Cause.LOSS_NOT_FINITE  # the diagnosis that also stops the run, and its cause
 KEEP_ROWS = 400  # train rows the rules look back on (every window is far shorter)
 
 

@@ -33,7 +33,7 @@ from .checkpoints import ModelRef, resolve
 from ..inputs.data import ColumnMap, load_datasets, prompt_messages, row_answer, save_for_spec
 from ..rewards import Reward, load_reward
 from ..rewards.native import COUNTERPARTS, PREFIX, split_native
-from ..runs.causes import classify_failure
+from ..runs.causes import Cause, classify_failure
 from ..runs.rundir import FAILED, FINISHED, QUEUED, RUNNING, RunDir, atomic_write_text, new_run_id
 
 EVALS_DIR = "evals"
@@ -290,9 +290,9 @@ def run_eval(eval_dir: str | os.PathLike) -> list[InferenceResult]:
         results = _evaluate_doc(doc, out)
     except BaseException as e:
         cause = (
-            "reward error"
+            Cause.REWARD_ERROR
             if "RewardError" in type(e).__name__
-            else "killed"
+            else Cause.KILLED
             if isinstance(e, KeyboardInterrupt)
             else classify_failure(f"{type(e).__name__}: {e}")
         )

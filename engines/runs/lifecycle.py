@@ -21,6 +21,7 @@ from typing import Any
 import psutil
 
 from ..isolation.processes import spawn_detached, terminate_tree
+from .causes import Cause
 from .rundir import ACTIVE_STATES, FAILED, QUEUED, STATUS_FILE, STOPPED, RunDir
 from ..isolation.user_env import user_code_envs
 
@@ -65,7 +66,7 @@ def effective_status(run: RunDir) -> dict:
     try:
         return record_killed(run, LOST_ERROR, only_if=_lost, lost=True)
     except OSError:   # a read-only run directory: report it, even if it cannot be recorded
-        return dict(status, state=FAILED, cause=status.get("cause") or "killed",
+        return dict(status, state=FAILED, cause=status.get("cause") or Cause.KILLED,
                     error=status.get("error") or LOST_ERROR, lost=True)
 
 
@@ -78,7 +79,7 @@ def record_killed(run: RunDir, message: str, only_if=lambda st: st.get("state") 
         if not only_if(status):       # someone recorded the end already
             return status
         state = STOPPED if run.stop_requested() else FAILED
-        status = run.write_status(state=state, cause=status.get("cause") or "killed",
+        status = run.write_status(state=state, cause=status.get("cause") or Cause.KILLED,
                                   error=status.get("error") or message, ended=time.time(), **fields)
         run.event(state, cause=status["cause"], message=status["error"], **fields)
         return status

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ..runs.rundir import FAILED, FINISHED, METRICS_FILE, RUNNING, STOPPED, STOPPING, TERMINAL_STATES, JsonlTail, RunDir
+from ..runs.causes import Cause
 from ..runs.lifecycle import effective_status, enforce_stop_timeout, spawn_run
 from .spec import SweepSpec, cluster_of, parse_sweep
 from .summary import write_summary
@@ -347,7 +348,7 @@ class SweepDriver:
             return final
         except BaseException as e:
             sweep.event("failed", message=f"{type(e).__name__}: {e}")
-            sweep.write_status(state=FAILED, error=f"{type(e).__name__}: {e}", cause="unknown", ended=time.time())
+            sweep.write_status(state=FAILED, error=f"{type(e).__name__}: {e}", cause=Cause.UNKNOWN, ended=time.time())
             raise
         finally:
             restore()

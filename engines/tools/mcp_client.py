@@ -29,6 +29,7 @@ from contextlib import AsyncExitStack
 from datetime import timedelta
 from typing import Any, Callable, Iterable
 
+from ..runs.causes import Cause
 from .mcp_servers import SSE, STDIO, McpServer
 
 STDERR_TAIL_CHARS = 1500
@@ -55,7 +56,7 @@ class McpToolError(Exception):
 class ToolServerError(RuntimeError):
     """A server died during training and could not be started again: the run fails with this cause."""
 
-    cause = "tool server error"
+    cause = Cause.TOOL_SERVER_ERROR
 
 
 #: Python 3.11's exception groups (anyio's backport on 3.10)

@@ -26,6 +26,7 @@ from typing import Any
 from ..core.check_result import CheckError
 from ..isolation import server_env
 from ..isolation.processes import free_port
+from ..runs.causes import Cause
 from ..runs.rundir import FINISHED, STOPPED
 
 
@@ -157,10 +158,10 @@ def run_ranks(cfg: dict[str, Any], run: Any, world: int) -> str:
         failed = [e for e in run.read_jsonl("events.jsonl") if e.get("event") == RANK_FAILED]
         if failed:
             first = failed[0]
-            raise RankFailure(f"rank {first.get('rank')}: {first.get('message')}", first.get("cause") or "unknown")
+            raise RankFailure(f"rank {first.get('rank')}: {first.get('message')}", first.get("cause") or Cause.UNKNOWN)
         raise RankFailure(
             f"accelerate launch exited with status {proc.returncode} (see train.log)",
-            "killed" if proc.returncode < 0 or run.stop_requested() else "unknown",
+            Cause.KILLED if proc.returncode < 0 or run.stop_requested() else Cause.UNKNOWN,
         )
     events = {e.get("event") for e in run.read_jsonl("events.jsonl")}
     return STOPPED if "stop_requested" in events else FINISHED
