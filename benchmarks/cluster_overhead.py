@@ -23,7 +23,8 @@ import time
 import yaml
 
 from benchmarks.results_file import pct, write_result
-from engines.runs.rundir import METRICS_FILE, TERMINAL_STATES, JsonlTail
+from engines.runs.rundir import METRICS_FILE, TERMINAL_STATES
+from engines.runs.json_lines import JsonlTail
 from testing.letters_demo import AGENT, ASSETS, REWARD, TEST, TRAIN
 from testing.ray_head import RayHead
 

@@ -65,7 +65,8 @@ from aworld_gui.tabs.monitor_tab import CHART_S, LOG_S, POLL_S, SAMPLES_S
 from benchmarks import results_file
 from benchmarks.results_file import write_result
 from engines.isolation.processes import terminate_tree
-from engines.runs.rundir import RunDir, iter_jsonl
+from engines.runs.rundir import RunDir
+from engines.runs.json_lines import iter_jsonl
 from testing import free_port
 from testing.studio import CHROMIUM, CHROMIUM_ARGS, StudioProcess
 

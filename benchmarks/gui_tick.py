@@ -26,7 +26,8 @@ from aworld_gui.core import run_cache
 from aworld_gui.core.run_cache import RunCache
 from aworld_gui.core.studio import Studio
 from benchmarks.results_file import pct, write_result
-from engines.runs.rundir import RunDir, dumps_line
+from engines.runs.rundir import RunDir
+from engines.runs.json_lines import dumps_line
 from testing.fake_run import metric_row, write_history
 
 

@@ -22,7 +22,7 @@ from engines.runs.rundir import FAILED, FINISHED, RUNNING, STOPPED, STOPPING, Ru
 
 def write_history(run: RunDir, steps: int, t0: float | None = None) -> None:
     """``steps`` metric rows in one write (fast even for 100,000 steps)."""
-    from engines.runs.rundir import dumps_line
+    from engines.runs.json_lines import dumps_line
 
     t0 = t0 or time.time() - steps * 0.1
     with open(run.file("metrics.jsonl"), "a", encoding="utf-8") as f:

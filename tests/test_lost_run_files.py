@@ -10,7 +10,8 @@ import os
 import pytest
 
 from aworld_gui.core.run_cache import RunState
-from engines.runs.rundir import EVENTS_FILE, METRICS_FILE, SAMPLES_FILE, JsonlTail, RunDir
+from engines.runs.rundir import EVENTS_FILE, METRICS_FILE, SAMPLES_FILE, RunDir
+from engines.runs.json_lines import JsonlTail
 
 
 def warnings(run: RunDir) -> list[dict]:

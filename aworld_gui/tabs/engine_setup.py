@@ -21,7 +21,7 @@ import gradio as gr
 import psutil
 
 from engines.isolation.processes import spawn_detached
-from engines.runs.rundir import last_json_line
+from engines.runs.json_lines import last_json_line
 
 from ..rendering import render
 from ..rendering.i18n import _

@@ -18,7 +18,8 @@ import threading
 from pathlib import Path
 from typing import Any, Callable
 
-from ..runs.rundir import EVENTS_FILE, METRICS_FILE, SAMPLES_FILE, STATUS_FILE, JsonlTail, RunDir, dumps_line
+from ..runs.rundir import EVENTS_FILE, METRICS_FILE, SAMPLES_FILE, STATUS_FILE, RunDir
+from ..runs.json_lines import JsonlTail, dumps_line
 
 TAG = "@aworld-mirror "
 ROW_FILES = (METRICS_FILE, SAMPLES_FILE, EVENTS_FILE)

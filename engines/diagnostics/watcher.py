@@ -15,7 +15,8 @@ from typing import Any, Callable
 
 from ..core.check_result import CheckError
 from ..runs.causes import Cause
-from ..runs.rundir import EVAL_REWARD, EVAL_TRAIN_REWARD, METRICS_FILE, REWARD, SAMPLES_FILE, JsonlTail, RunDir
+from ..runs.rundir import EVAL_REWARD, EVAL_TRAIN_REWARD, METRICS_FILE, REWARD, SAMPLES_FILE, RunDir
+from ..runs.json_lines import JsonlTail
 from .advice import ADVICE
 from .rules import RULES, Context
 from .thresholds import thresholds

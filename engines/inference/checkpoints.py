@@ -7,12 +7,12 @@ another architecture than the agent's model, a model too large for this machine'
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..core.check_result import CheckError
+from ..runs.json_lines import read_json_object
 from ..runs.rundir import CHECKPOINTS_DIR, RunDir
 
 WEIGHT_GLOBS = ("*.safetensors", "pytorch_model*.bin", "adapter_model.safetensors", "adapter_model.bin")
@@ -39,13 +39,6 @@ class ModelRef:
             "adapter": self.adapter,
             "run_id": self.run_id,
         }
-
-
-def _read_json(path: Path) -> dict:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError):
-        return {}
 
 
 def _weights(folder: Path) -> list[Path]:
@@ -160,7 +153,7 @@ def check(ref: ModelRef) -> ModelRef:
             "it may be an unfinished checkpoint; pick another one",
         )
     if ref.adapter:
-        adapter_base = _read_json(folder / "adapter_config.json").get("base_model_name_or_path")
+        adapter_base = read_json_object(folder / "adapter_config.json").get("base_model_name_or_path")
         if adapter_base and Path(adapter_base).name != Path(ref.base).name:
             raise CheckError(
                 "checkpoint",
@@ -169,7 +162,7 @@ def check(ref: ModelRef) -> ModelRef:
                 "evaluate it with the agent it was trained with",
             )
     else:
-        mine, base = _read_json(folder / "config.json"), _read_json(Path(ref.base) / "config.json")
+        mine, base = read_json_object(folder / "config.json"), read_json_object(Path(ref.base) / "config.json")
         if not mine:
             raise CheckError("checkpoint", f"'{folder}' has no config.json", "pick a checkpoint or an exported model")
         for key in ("model_type", "vocab_size", "hidden_size"):

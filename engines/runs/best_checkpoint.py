@@ -10,6 +10,7 @@ pruning through Transformers' own ``state.best_model_checkpoint``.
 Config (run settings, :data:`engines.runs.run_settings.RUN_FIELDS`): ``metric_for_best`` (TRL's
 ``metric_for_best_model`` and ``greater_is_better`` are read too), ``early_stopping_patience``.
 """
+
 from __future__ import annotations
 
 import math
@@ -19,14 +20,13 @@ from typing import Any
 from .rundir import EVAL_REWARD, EVAL_TRAIN_REWARD, RunDir
 
 
-
 def metric_name(name: str | None) -> str:
     """Our metric key for a name as TRL writes it (``eval_reward``, ``reward``) or as we do (``eval/reward``)."""
     if not name:
         return EVAL_REWARD
     if "/" in name:
         return name
-    return "eval/" + (name[len("eval_"):] if name.startswith("eval_") else name)
+    return "eval/" + (name[len("eval_") :] if name.startswith("eval_") else name)
 
 
 @dataclass
@@ -41,7 +41,7 @@ class BestTracker:
     def value_of(self, values: dict[str, Any]) -> float | None:
         key = self.metric
         if key == EVAL_REWARD and key not in values:
-            key = EVAL_TRAIN_REWARD       # no test set: the training rows' greedy score stands in
+            key = EVAL_TRAIN_REWARD  # no test set: the training rows' greedy score stands in
         v = values.get(key)
         ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
         return float(v) if ok else None
@@ -67,8 +67,11 @@ class BestTracker:
 def tracker_from_config(cfg: dict[str, Any]) -> BestTracker:
     metric = metric_name(cfg.get("metric_for_best") or cfg.get("metric_for_best_model"))
     greater = cfg.get("greater_is_better")
-    return BestTracker(metric, bool(greater) if greater is not None else not metric.endswith("loss"),
-                       cfg.get("early_stopping_patience"))
+    return BestTracker(
+        metric,
+        bool(greater) if greater is not None else not metric.endswith("loss"),
+        cfg.get("early_stopping_patience"),
+    )
 
 
 def record_best(run: RunDir, name: str, step: int, metric: str, value: float) -> dict:

@@ -6,6 +6,7 @@ studio) can close or restart without stopping or freezing training. Local runs t
 machine's training slot (an ``flock`` on ``<runs>/.slot.lock``) for their lifetime; a run
 launched while the slot is held waits in state ``queued``, first come first served.
 """
+
 from __future__ import annotations
 
 import fcntl
@@ -65,29 +66,39 @@ def effective_status(run: RunDir) -> dict:
         return status
     try:
         return record_killed(run, LOST_ERROR, only_if=_lost, lost=True)
-    except OSError:   # a read-only run directory: report it, even if it cannot be recorded
-        return dict(status, state=FAILED, cause=status.get("cause") or Cause.KILLED,
-                    error=status.get("error") or LOST_ERROR, lost=True)
+    except OSError:  # a read-only run directory: report it, even if it cannot be recorded
+        return dict(
+            status,
+            state=FAILED,
+            cause=status.get("cause") or Cause.KILLED,
+            error=status.get("error") or LOST_ERROR,
+            lost=True,
+        )
 
 
-def record_killed(run: RunDir, message: str, only_if=lambda st: st.get("state") in ACTIVE_STATES,
-                  **fields) -> dict:
+def record_killed(run: RunDir, message: str, only_if=lambda st: st.get("state") in ACTIVE_STATES, **fields) -> dict:
     """Record, once, that a run's process was killed: ``stopped`` when a stop had been asked for,
     else ``failed`` (cause ``killed``), in status.json and events.jsonl, under the run's lock."""
     with run.locked():
         status = run.read_status()
-        if not only_if(status):       # someone recorded the end already
+        if not only_if(status):  # someone recorded the end already
             return status
         state = STOPPED if run.stop_requested() else FAILED
-        status = run.write_status(state=state, cause=status.get("cause") or Cause.KILLED,
-                                  error=status.get("error") or message, ended=time.time(), **fields)
+        status = run.write_status(
+            state=state,
+            cause=status.get("cause") or Cause.KILLED,
+            error=status.get("error") or message,
+            ended=time.time(),
+            **fields,
+        )
         run.event(state, cause=status["cause"], message=status["error"], **fields)
         return status
 
 
 # -- launching ------------------------------------------------------------------------------
-def spawn_run(run_dir: str | os.PathLike, extra_args: list[str] | None = None,
-              env: dict[str, str] | None = None) -> int:
+def spawn_run(
+    run_dir: str | os.PathLike, extra_args: list[str] | None = None, env: dict[str, str] | None = None
+) -> int:
     """Start ``python -m engines run <run_dir>`` detached; returns its pid. The run gets the environment
     user code may see (engines.isolation.user_env): no credentials, except those its run.yaml asks for by ``${NAME}``;
     the ones only an MCP server asks for are handed to the run beside its environment (engines.isolation.server_env)."""
@@ -96,8 +107,12 @@ def spawn_run(run_dir: str | os.PathLike, extra_args: list[str] | None = None,
         run.write_status(state=QUEUED)
     spec = run.file("run.yaml")
     full_env, servers = user_code_envs(spec, extra={**(env or {}), "PYTHONUNBUFFERED": "1"})
-    proc = spawn_detached([sys.executable, "-m", "engines", "run", str(run.path), *(extra_args or [])],
-                          run.log_path, env=full_env, server_env=servers)
+    proc = spawn_detached(
+        [sys.executable, "-m", "engines", "run", str(run.path), *(extra_args or [])],
+        run.log_path,
+        env=full_env,
+        server_env=servers,
+    )
     p = psutil.Process(proc.pid)
     run.write_status(pid=proc.pid, pid_create_time=p.create_time(), launched=time.time())
     return proc.pid
@@ -258,17 +273,30 @@ class RunSummary:
         start = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(self.started)) if self.started else ""
         reward = "" if self.last_reward is None else f"{self.last_reward:.3f}"
         progress = f"{self.step or 0}/{self.total}" if self.total else str(self.step or "")
-        return [self.run_id, self.name, self.state + (f" ({self.cause})" if self.cause else ""), self.engine, start,
-                progress, reward]
+        return [
+            self.run_id,
+            self.name,
+            self.state + (f" ({self.cause})" if self.cause else ""),
+            self.engine,
+            start,
+            progress,
+            reward,
+        ]
 
 
 def summarize(run: RunDir) -> RunSummary:
     st = effective_status(run)
     spec = run.read_spec()
     return RunSummary(
-        run_id=run.run_id, name=run.read_label()["name"], path=str(run.path), state=st.get("state", "unknown"),
-        engine=spec.get("engine") or st.get("engine") or "?", started=st.get("started") or st.get("launched"),
-        step=st.get("step"), total=st.get("total_steps"), last_reward=st.get("last_reward"),
+        run_id=run.run_id,
+        name=run.read_label()["name"],
+        path=str(run.path),
+        state=st.get("state", "unknown"),
+        engine=spec.get("engine") or st.get("engine") or "?",
+        started=st.get("started") or st.get("launched"),
+        step=st.get("step"),
+        total=st.get("total_steps"),
+        last_reward=st.get("last_reward"),
         cause=st.get("cause") if st.get("state") == FAILED else None,
     )
 

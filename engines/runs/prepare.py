@@ -1,5 +1,6 @@
 """Prepare a run directory that a run process can execute (its modules checked, ``run.yaml`` written), rebuild
 the trainer of a prepared run, and copy an earlier run's spec into a new one."""
+
 from __future__ import annotations
 
 import shutil
@@ -17,9 +18,18 @@ from .rundir import QUEUED, RunDir
 RUN_CHECK_TIMEOUT_S = 900.0
 
 
-def prepare_run(agent: Any, train_dataset: Any = None, test_dataset: Any = None, reward_func: Any = None,
-                config: Any = None, train_engine_name: str = DEFAULT_ENGINE, runs_dir: str = "runs",
-                columns: dict | None = None, name: str | None = None, note: str | None = None) -> RunDir:
+def prepare_run(
+    agent: Any,
+    train_dataset: Any = None,
+    test_dataset: Any = None,
+    reward_func: Any = None,
+    config: Any = None,
+    train_engine_name: str = DEFAULT_ENGINE,
+    runs_dir: str = "runs",
+    columns: dict | None = None,
+    name: str | None = None,
+    note: str | None = None,
+) -> RunDir:
     """Check everything in a fresh run dir and write its run.yaml (state ``queued``); ``name`` (also
     part of the run id) and ``note`` go to its label. Raises :class:`CheckError` (the run dir is
     removed) when a module fails."""
@@ -30,8 +40,16 @@ def prepare_run(agent: Any, train_dataset: Any = None, test_dataset: Any = None,
         raise CheckError("engine", engine.message)
     run = RunDir.create(runs_dir, train_engine_name, label=(name or "").strip() or None)
     try:
-        trainer = AgentTrainer(agent, train_dataset, test_dataset, reward_func, config, run_path=runs_dir,
-                               train_engine_name=train_engine_name, run_dir=run.path)
+        trainer = AgentTrainer(
+            agent,
+            train_dataset,
+            test_dataset,
+            reward_func,
+            config,
+            run_path=runs_dir,
+            train_engine_name=train_engine_name,
+            run_dir=run.path,
+        )
     except BaseException:
         shutil.rmtree(run.path, ignore_errors=True)
         raise

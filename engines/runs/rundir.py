@@ -21,6 +21,7 @@ the run process writes it to ``<runs>/.fallback/<run_id>/status.json`` (and a ch
 run directory to ``.../checkpoints/``): the run process stays the one writer of its status, and every reader of
 :meth:`RunDir.read_status` (the studio, ``aworld-train runs``) sees the newer of the two.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -31,16 +32,15 @@ import os
 import re
 import secrets
 import socket
-import stat
 import threading
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import yaml
 
 from .append_watch import AppendWatch
+from .json_lines import dumps_json, dumps_line, iter_jsonl, read_json_object
 
 _THREAD_LOCKS: dict[str, threading.Lock] = {}  # a run directory's lock, per process (RunDir.locked)
 _THREAD_LOCKS_GUARD = threading.Lock()
@@ -70,13 +70,13 @@ EVENTS_FILE = "events.jsonl"
 LOG_FILE = "train.log"
 STOP_FILE = "STOP"
 LABEL_FILE = "label.json"
-LOCK_FILE = ".lock"        # serializes read-modify-write of status.json between processes
-FALLBACK_DIR = ".fallback"  # <runs>/.fallback/<run_id>/: the final status (and checkpoint) a refusing run dir did not take
+LOCK_FILE = ".lock"  # serializes read-modify-write of status.json between processes
+#: <runs>/.fallback/<run_id>/: the final status (and checkpoint) a refusing run dir did not take
+FALLBACK_DIR = ".fallback"
 CHECKPOINTS_DIR = "checkpoints"
 TENSORBOARD_DIR = "tensorboard"
 
-QUEUED, RUNNING, STOPPING, STOPPED, FINISHED, FAILED = (
-    "queued", "running", "stopping", "stopped", "finished", "failed")
+QUEUED, RUNNING, STOPPING, STOPPED, FINISHED, FAILED = "queued", "running", "stopping", "stopped", "finished", "failed"
 ACTIVE_STATES = (QUEUED, RUNNING, STOPPING)
 TERMINAL_STATES = (STOPPED, FINISHED, FAILED)
 
@@ -84,16 +84,24 @@ TERMINAL_STATES = (STOPPED, FINISHED, FAILED)
 # own keys, so that any reader (the studio, the CLI) plots them without knowing the engine.
 LOSS, REWARD, REWARD_STD, KL, LR = "loss", "reward", "reward_std", "kl", "lr"
 COMPLETION_LENGTH, STEP_TIME, ENTROPY, GRAD_NORM = "completion_length", "step_time", "entropy", "grad_norm"
-CANONICAL_METRICS = (LOSS, REWARD, REWARD_STD, KL, LR, COMPLETION_LENGTH, STEP_TIME, ENTROPY, GRAD_NORM,
-                     "reward_max", "reward_min", "epoch", "num_turns", "tool_calls", "critic_loss")
-REWARD_TERM_PREFIX = "rewards/"          # rewards/<name>: one reward function's mean
-EVAL_REWARD = "eval/reward"              # reward on the test set, scored during training
+CANONICAL_METRICS = (LOSS, REWARD, REWARD_STD, KL, LR, COMPLETION_LENGTH, STEP_TIME, ENTROPY, GRAD_NORM) + (
+    "reward_max", "reward_min", "epoch", "num_turns", "tool_calls", "critic_loss"
+)  # fmt: skip
+REWARD_TERM_PREFIX = "rewards/"  # rewards/<name>: one reward function's mean
+EVAL_REWARD = "eval/reward"  # reward on the test set, scored during training
 EVAL_TRAIN_REWARD = "eval_train/reward"  # the same on training rows, when there is no test set
 #: the log keys of Transformers' Trainer and TRL's GRPO (TRL and ms-swift log through them) → canonical names
-TRAINER_LOG_KEYS = {"loss": LOSS, "reward": REWARD, "reward_std": REWARD_STD, "kl": KL, "learning_rate": LR,
-                    "completions/mean_length": COMPLETION_LENGTH, "step_time": STEP_TIME, "entropy": ENTROPY,
-                    "grad_norm": GRAD_NORM}
-
+TRAINER_LOG_KEYS = {
+    "loss": LOSS,
+    "reward": REWARD,
+    "reward_std": REWARD_STD,
+    "kl": KL,
+    "learning_rate": LR,
+    "completions/mean_length": COMPLETION_LENGTH,
+    "step_time": STEP_TIME,
+    "entropy": ENTROPY,
+    "grad_norm": GRAD_NORM,
+}
 
 
 def step_log_line(step: int, total: int | None, values: dict[str, Any], steps_per_s: float | None = None) -> str:
@@ -116,36 +124,6 @@ def new_run_id(engine: str, label: str | None = None) -> str:
         parts.append("".join(c if c.isalnum() or c in "-_" else "-" for c in label)[:32])
     parts.append(secrets.token_hex(2))
     return "-".join(parts)
-
-
-def _json_default(o: Any):
-    try:
-        import numpy as np  # noqa: WPS433
-
-        if isinstance(o, np.generic):
-            return o.item()
-        if isinstance(o, np.ndarray):
-            return o.tolist()
-    except ImportError:  # pragma: no cover
-        pass
-    if hasattr(o, "item"):
-        return o.item()
-    return str(o)
-
-
-def _clean(value: Any) -> Any:
-    """JSON has no NaN/inf: write them as null so every reader can parse the line."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _clean(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_clean(v) for v in value]
-    return value
-
-
-def dumps_line(obj: dict) -> str:
-    return json.dumps(_clean(obj), default=_json_default, ensure_ascii=False) + "\n"
 
 
 def atomic_write_text(path: Path, text: str, durable: bool = True) -> None:
@@ -269,8 +247,8 @@ class RunDir:
     def read_status(self) -> dict:
         """status.json, or the fallback status the run process wrote when status.json refused it (the newer of
         the two by heartbeat, merged over the other)."""
-        status = _read_json(self.path / STATUS_FILE)
-        fallback = _read_json(self.fallback_dir / STATUS_FILE)
+        status = read_json_object(self.path / STATUS_FILE)
+        fallback = read_json_object(self.fallback_dir / STATUS_FILE)
         if fallback and (fallback.get("heartbeat") or 0) >= (status.get("heartbeat") or 0):
             return {**status, **fallback}
         return status
@@ -286,8 +264,7 @@ class RunDir:
             status["heartbeat"] = time.time()
             status.setdefault("run_id", self.run_id)
             with self._writing(STATUS_FILE):
-                atomic_write_text(self.path / STATUS_FILE,
-                                  json.dumps(_clean(status), default=_json_default, indent=1), durable=durable)
+                atomic_write_text(self.path / STATUS_FILE, dumps_json(status, indent=1), durable=durable)
         return status
 
     def end(self, kind: str, event: dict[str, Any] | None = None, **fields: Any) -> dict:
@@ -307,7 +284,7 @@ class RunDir:
         status = {**self.read_status(), **fields, "heartbeat": time.time(), "fallback_reason": "; ".join(refused)}
         status.setdefault("run_id", self.run_id)
         self.fallback_dir.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(self.fallback_dir / STATUS_FILE, json.dumps(_clean(status), default=_json_default, indent=1))
+        atomic_write_text(self.fallback_dir / STATUS_FILE, dumps_json(status, indent=1))
         return status
 
     @contextlib.contextmanager
@@ -356,8 +333,9 @@ class RunDir:
         import psutil
 
         me = psutil.Process()
-        return self.write_status(state=state, pid=me.pid, pid_create_time=me.create_time(),
-                                 host=socket.gethostname(), **fields)
+        return self.write_status(
+            state=state, pid=me.pid, pid_create_time=me.create_time(), host=socket.gethostname(), **fields
+        )
 
     # -- append-only streams --------------------------------------------------------------
     def _append(self, name: str, *rows: dict) -> None:
@@ -455,127 +433,3 @@ class RunDir:
 
         # a trainer's link to its newest (ms-swift's last-checkpoint) is no checkpoint of its own
         return sorted((p for p in self.checkpoints_dir.iterdir() if p.is_dir() and not p.is_symlink()), key=step_of)
-
-
-def _read_json(path: Path) -> dict:
-    """A JSON object file; {} when it is missing, unreadable (a folder in its place) or torn."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
-def iter_jsonl(path: Path) -> Iterator[dict]:
-    try:
-        with open(path, encoding="utf-8") as f:
-            for line in f:
-                line = line.strip()
-                if line:
-                    try:
-                        yield json.loads(line)
-                    except json.JSONDecodeError:
-                        continue  # a torn last line while the writer is mid-write
-    except (FileNotFoundError, IsADirectoryError):  # none, or a folder in its place: no rows
-        return
-
-
-def last_json_line(path: str | os.PathLike) -> dict[str, Any] | None:
-    """The last complete JSON line of a file (a progress file), None when there is none yet."""
-    try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
-    except OSError:
-        return None
-    for line in reversed(lines):
-        try:
-            return json.loads(line)
-        except ValueError:
-            continue
-    return None
-
-
-@dataclass
-class JsonlTail:
-    """Reads only the bytes appended since the last call; keeps a torn last line for later.
-
-    A file deleted, truncated or replaced (another inode) after it was read is read again from its start,
-    and ``replaced`` counts it: what a reader built from the earlier rows no longer matches the file."""
-
-    path: Path
-    offset: int = 0
-    _partial: bytes = b""
-    replaced: int = 0
-    _ident: tuple[int, int] | None = None  # (st_dev, st_ino) of the file read so far
-
-    def _start_over(self) -> None:
-        self.offset, self._partial, self._ident = 0, b"", None
-        self.replaced += 1
-
-    def read_new(self, max_bytes: int | None = None) -> list[dict]:
-        try:
-            st = os.stat(self.path)
-            if not stat.S_ISREG(st.st_mode):  # a folder (or else) in its place: nothing to read, as if deleted
-                raise FileNotFoundError(self.path)
-        except FileNotFoundError:
-            if self.offset or self._partial:  # deleted after it was read
-                self._start_over()
-            return []
-        ident, size = (st.st_dev, st.st_ino), st.st_size
-        if (self._ident is not None and ident != self._ident) or size < self.offset:
-            self._start_over()
-        self._ident = ident
-        if size == self.offset:
-            return []
-        with open(self.path, "rb") as f:
-            f.seek(self.offset)
-            data = f.read(max_bytes) if max_bytes else f.read()
-        self.offset += len(data)
-        data = self._partial + data
-        lines = data.split(b"\n")
-        self._partial = lines.pop()  # b"" when data ended with a newline
-        out = []
-        for line in lines:
-            if line.strip():
-                try:
-                    out.append(json.loads(line))
-                except json.JSONDecodeError:
-                    continue
-        return out
-
-
-@dataclass
-class TextTail:
-    """The last ``keep`` lines of a growing text file, read incrementally."""
-
-    path: Path
-    keep: int = 200
-    offset: int = 0
-    lines: list[str] = field(default_factory=list)
-    _partial: str = ""
-
-    def read_new(self) -> list[str]:
-        try:
-            st = os.stat(self.path)
-        except FileNotFoundError:
-            return []
-        if not stat.S_ISREG(st.st_mode):  # a folder in its place: nothing to read
-            return []
-        size = st.st_size
-        if size < self.offset:
-            self.offset, self.lines, self._partial = 0, [], ""
-        if size == self.offset:
-            return []
-        start = max(self.offset, size - 256 * 1024) if self.offset == 0 else self.offset
-        with open(self.path, "rb") as f:
-            f.seek(start)
-            data = f.read()
-        self.offset = start + len(data)
-        text = self._partial + data.decode("utf-8", errors="replace").replace("\r", "\n")
-        new = text.split("\n")
-        self._partial = new.pop()
-        self.lines.extend(new)
-        del self.lines[: max(0, len(self.lines) - self.keep)]
-        return new
-
-    def text(self) -> str:
-        return "\n".join(self.lines + ([self._partial] if self._partial else []))

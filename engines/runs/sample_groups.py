@@ -57,7 +57,10 @@ def groups_summary(groups: list[list[Any]]) -> dict:
 def step_summary(totals: list[Any], group_size: int) -> dict:
     """The step's statistics over all its whole groups (``totals`` in batch order, ``group_size`` each)."""
     size = max(1, int(group_size))
-    return {**groups_summary([totals[i : i + size] for i in range(0, len(totals) - size + 1, size)]), "group_size": size}
+    return {
+        **groups_summary([totals[i : i + size] for i in range(0, len(totals) - size + 1, size)]),
+        "group_size": size,
+    }
 
 
 def groups_by_prompt(rows: list[dict], key: str = "prompt") -> list[list[dict]]:

@@ -6,6 +6,7 @@ Why not ``report_to="tensorboard"``: Transformers' callback writes every key as 
 on these 2-core machines (about 2 % of a demo step); one ``Summary`` holding every key costs ~0.25 ms.
 Events are written by tensorboard's own background writer and flushed every ``flush_secs``.
 """
+
 from __future__ import annotations
 
 import math
@@ -19,7 +20,7 @@ def tag_for(key: str) -> str:
     if key.startswith("eval/") or key.startswith("eval_train/"):
         return key
     if key.startswith("eval_"):
-        return "eval/" + key[len("eval_"):]
+        return "eval/" + key[len("eval_") :]
     return "train/" + key
 
 
@@ -35,12 +36,16 @@ class ScalarWriter:
         from tensorboard.compat.proto.event_pb2 import Event
         from tensorboard.compat.proto.summary_pb2 import Summary
 
-        items = [Summary.Value(tag=tag_for(k), simple_value=float(v)) for k, v in values.items()
-                 if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-                 and k not in ("step", "time")]
+        items = [
+            Summary.Value(tag=tag_for(k), simple_value=float(v))
+            for k, v in values.items()
+            if isinstance(v, (int, float))
+            and not isinstance(v, bool)
+            and math.isfinite(v)
+            and k not in ("step", "time")
+        ]
         if items:
-            self._writer.add_event(Event(wall_time=when or time.time(), step=int(step),
-                                         summary=Summary(value=items)))
+            self._writer.add_event(Event(wall_time=when or time.time(), step=int(step), summary=Summary(value=items)))
         return len(items)
 
     def flush(self) -> None:

@@ -8,6 +8,7 @@ own integration (Hugging Face's ``report_to``). Credentials are read from the en
 tracker's own login file) of the process that trains; they are never written to a run file — only
 non-secret settings (mode, project, local folders) are.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -21,10 +22,13 @@ from ..core.check_result import CheckError, did_you_mean
 
 TRACKERS = ("tensorboard", "wandb", "mlflow", "swanlab")
 #: tracker → (package, install command)
-PACKAGES = {"wandb": ("wandb", "pip install wandb"), "mlflow": ("mlflow", "pip install mlflow"),
-            "swanlab": ("swanlab", "pip install swanlab")}
+PACKAGES = {
+    "wandb": ("wandb", "pip install wandb"),
+    "mlflow": ("mlflow", "pip install mlflow"),
+    "swanlab": ("swanlab", "pip install swanlab"),
+}
 DEFAULT_PROJECT = "aworld-trainer"
-TRACKERS_DIR = "trackers"   # inside the run directory: offline runs and local stores
+TRACKERS_DIR = "trackers"  # inside the run directory: offline runs and local stores
 
 
 def normalize(report_to: Any) -> list[str]:
@@ -35,17 +39,24 @@ def normalize(report_to: Any) -> list[str]:
     out: list[str] = []
     for name in names:
         if not isinstance(name, str):
-            raise CheckError("config", f"`report_to` holds {name!r}, not a tracker name",
-                             f"use names from: {', '.join(TRACKERS)}")
+            raise CheckError(
+                "config", f"`report_to` holds {name!r}, not a tracker name", f"use names from: {', '.join(TRACKERS)}"
+            )
         name = name.strip().lower()
         if name in ("none", ""):
             continue
         if name == "all":
-            raise CheckError("config", "`report_to: all` would start every tracker that happens to be installed",
-                             f"name the trackers you want: {', '.join(TRACKERS)}")
+            raise CheckError(
+                "config",
+                "`report_to: all` would start every tracker that happens to be installed",
+                f"name the trackers you want: {', '.join(TRACKERS)}",
+            )
         if name not in TRACKERS:
-            raise CheckError("config", f"`report_to` names '{name}', which this engine does not support"
-                             f"{did_you_mean(name, TRACKERS)}", f"use one or more of: {', '.join(TRACKERS)}")
+            raise CheckError(
+                "config",
+                f"`report_to` names '{name}', which this engine does not support{did_you_mean(name, TRACKERS)}",
+                f"use one or more of: {', '.join(TRACKERS)}",
+            )
         if name not in out:
             out.append(name)
     return out
@@ -90,28 +101,51 @@ def check(names: list[str], mode: str = "online", env: dict[str, str] | None = N
             continue
         package, install = PACKAGES[name]
         if importlib.util.find_spec(package) is None:
-            raise CheckError("config", f"`report_to` names {name}, but the {package} package is not installed",
-                             f"{install} (in the environment that trains), or remove {name} from report_to")
+            raise CheckError(
+                "config",
+                f"`report_to` names {name}, but the {package} package is not installed",
+                f"{install} (in the environment that trains), or remove {name} from report_to",
+            )
         offline = mode == "offline"
-        if name == "wandb" and not offline and env.get("WANDB_MODE") not in ("offline", "disabled") \
-                and not _wandb_login(env):
-            raise CheckError("config", "wandb has no credentials: WANDB_API_KEY is not set and `wandb login` was "
-                             "not run", "export WANDB_API_KEY=... where the studio / CLI runs, run `wandb login`, "
-                             "or set tracker_mode: offline (sync later with `wandb sync`)")
-        if name == "swanlab" and not offline and env.get("SWANLAB_MODE") not in ("offline", "local", "disabled") \
-                and not _swanlab_login(env):
-            raise CheckError("config", "swanlab has no credentials: SWANLAB_API_KEY is not set and `swanlab login` "
-                             "was not run", "export SWANLAB_API_KEY=..., run `swanlab login`, or set "
-                             "tracker_mode: offline")
+        if (
+            name == "wandb"
+            and not offline
+            and env.get("WANDB_MODE") not in ("offline", "disabled")
+            and not _wandb_login(env)
+        ):
+            raise CheckError(
+                "config",
+                "wandb has no credentials: WANDB_API_KEY is not set and `wandb login` was not run",
+                "export WANDB_API_KEY=... where the studio / CLI runs, run `wandb login`, "
+                "or set tracker_mode: offline (sync later with `wandb sync`)",
+            )
+        if (
+            name == "swanlab"
+            and not offline
+            and env.get("SWANLAB_MODE") not in ("offline", "local", "disabled")
+            and not _swanlab_login(env)
+        ):
+            raise CheckError(
+                "config",
+                "swanlab has no credentials: SWANLAB_API_KEY is not set and `swanlab login` was not run",
+                "export SWANLAB_API_KEY=..., run `swanlab login`, or set tracker_mode: offline",
+            )
         if name == "mlflow" and not offline and not env.get("MLFLOW_TRACKING_URI"):
-            warnings.append("mlflow: MLFLOW_TRACKING_URI is not set; runs are stored in the run directory "
-                            f"({TRACKERS_DIR}/mlruns) — set it to log to an MLflow server")
+            warnings.append(
+                "mlflow: MLFLOW_TRACKING_URI is not set; runs are stored in the run directory "
+                f"({TRACKERS_DIR}/mlruns) — set it to log to an MLflow server"
+            )
     return warnings
 
 
 # -- the run's side ---------------------------------------------------------------------------------
-def environment(names: list[str], run_dir: str | os.PathLike, project: str | None = None,
-                mode: str = "online", env: dict[str, str] | None = None) -> dict[str, str]:
+def environment(
+    names: list[str],
+    run_dir: str | os.PathLike,
+    project: str | None = None,
+    mode: str = "online",
+    env: dict[str, str] | None = None,
+) -> dict[str, str]:
     """Environment variables (never secrets) that point the trackers at this run."""
     env = dict(os.environ if env is None else env)
     base = Path(run_dir) / TRACKERS_DIR
@@ -144,16 +178,22 @@ def links(names: list[str]) -> dict[str, str]:
         run = wandb.run
         if run is not None:
             folder = Path(run.dir).parent
-            out["wandb"] = (f"offline run in {folder} (upload it with: wandb sync {folder})" if run.offline
-                            else run.url or f"run in {folder}")
+            out["wandb"] = (
+                f"offline run in {folder} (upload it with: wandb sync {folder})"
+                if run.offline
+                else run.url or f"run in {folder}"
+            )
     if "mlflow" in names and importlib.util.find_spec("mlflow") is not None:
         import mlflow
 
         active = mlflow.active_run()
         if active is not None:
             uri = mlflow.get_tracking_uri()
-            out["mlflow"] = (f"{uri.rstrip('/')}/#/experiments/{active.info.experiment_id}/runs/{active.info.run_id}"
-                             if uri.startswith("http") else f"run {active.info.run_id} in {uri}")
+            out["mlflow"] = (
+                f"{uri.rstrip('/')}/#/experiments/{active.info.experiment_id}/runs/{active.info.run_id}"
+                if uri.startswith("http")
+                else f"run {active.info.run_id} in {uri}"
+            )
     if "swanlab" in names and importlib.util.find_spec("swanlab") is not None:
         import swanlab
 

@@ -27,7 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..runs.rundir import FAILED, FINISHED, METRICS_FILE, RUNNING, STOPPED, STOPPING, TERMINAL_STATES, JsonlTail, RunDir
+from ..runs.rundir import FAILED, FINISHED, METRICS_FILE, RUNNING, STOPPED, STOPPING, TERMINAL_STATES, RunDir
+from ..runs.json_lines import JsonlTail
 from ..runs.causes import Cause
 from ..runs.lifecycle import effective_status, enforce_stop_timeout, spawn_run
 from .spec import SweepSpec, cluster_of, parse_sweep

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..runs.rundir import last_json_line
+from ..runs.json_lines import last_json_line
 
 PYTHON_ENV = "AWORLD_SWIFT_PYTHON"
 VENV_ENV = "AWORLD_SWIFT_VENV"

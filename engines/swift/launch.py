@@ -28,7 +28,8 @@ from typing import Any
 
 from ..runs.run_summary import measured_summary
 from ..isolation.processes import spawn_detached
-from ..runs.rundir import FINISHED, STOPPED, STOPPING, JsonlTail, RunDir, TextTail, step_log_line
+from ..runs.rundir import FINISHED, STOPPED, STOPPING, RunDir, step_log_line
+from ..runs.json_lines import JsonlTail, TextTail
 from .metrics import PromptLookup, is_summary, normalize, samples_from_completions
 from .plugin import RUN_DIR_ENV, WATCH_PID_ENV
 

@@ -27,7 +27,8 @@ from typing import Any
 from ..cluster.ray_jobs import ClusterLost, RayJob
 from ..isolation import server_env
 from ..isolation.processes import spawn_detached, terminate_tree
-from ..runs.rundir import FINISHED, STOPPED, STOPPING, JsonlTail, RunDir, TextTail, iter_jsonl
+from ..runs.rundir import FINISHED, STOPPED, STOPPING, RunDir
+from ..runs.json_lines import JsonlTail, TextTail, iter_jsonl
 from ..runs.sample_groups import groups_by_prompt, groups_summary, marked_groups
 from .availability import with_install_hint
 from .compose import select

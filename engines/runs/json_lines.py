@@ -1,0 +1,173 @@
+"""JSON in a run's files: a line written so every reader can parse it (no NaN), a file read whole however it was
+left (missing, a folder in its place, a torn last line), and a growing file tailed from where the last read ended
+(:class:`JsonlTail`, :class:`TextTail`)."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+
+def _json_default(o: Any):
+    try:
+        import numpy as np  # noqa: WPS433
+
+        if isinstance(o, np.generic):
+            return o.item()
+        if isinstance(o, np.ndarray):
+            return o.tolist()
+    except ImportError:  # pragma: no cover
+        pass
+    if hasattr(o, "item"):
+        return o.item()
+    return str(o)
+
+
+def _clean(value: Any) -> Any:
+    """JSON has no NaN/inf: write them as null so every reader can parse the line."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean(v) for v in value]
+    return value
+
+
+def dumps_json(obj: Any, **kw: Any) -> str:
+    """``obj`` as JSON: NaN and infinities as null, numpy values as numbers, anything else as its text."""
+    return json.dumps(_clean(obj), default=_json_default, **kw)
+
+
+def dumps_line(obj: dict) -> str:
+    """One JSON line (``\\n``-terminated) of a ``.jsonl`` file."""
+    return dumps_json(obj, ensure_ascii=False) + "\n"
+
+
+def read_json_object(path: Path) -> dict:
+    """A JSON object file; {} when it is missing, unreadable (a folder in its place) or torn."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def iter_jsonl(path: Path) -> Iterator[dict]:
+    try:
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                line = line.strip()
+                if line:
+                    try:
+                        yield json.loads(line)
+                    except json.JSONDecodeError:
+                        continue  # a torn last line while the writer is mid-write
+    except (FileNotFoundError, IsADirectoryError):  # none, or a folder in its place: no rows
+        return
+
+
+def last_json_line(path: str | os.PathLike) -> dict[str, Any] | None:
+    """The last complete JSON line of a file (a progress file), None when there is none yet."""
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return None
+    for line in reversed(lines):
+        try:
+            return json.loads(line)
+        except ValueError:
+            continue
+    return None
+
+
+@dataclass
+class JsonlTail:
+    """Reads only the bytes appended since the last call; keeps a torn last line for later.
+
+    A file deleted, truncated or replaced (another inode) after it was read is read again from its start,
+    and ``replaced`` counts it: what a reader built from the earlier rows no longer matches the file."""
+
+    path: Path
+    offset: int = 0
+    _partial: bytes = b""
+    replaced: int = 0
+    _ident: tuple[int, int] | None = None  # (st_dev, st_ino) of the file read so far
+
+    def _start_over(self) -> None:
+        self.offset, self._partial, self._ident = 0, b"", None
+        self.replaced += 1
+
+    def read_new(self, max_bytes: int | None = None) -> list[dict]:
+        try:
+            st = os.stat(self.path)
+            if not stat.S_ISREG(st.st_mode):  # a folder (or else) in its place: nothing to read, as if deleted
+                raise FileNotFoundError(self.path)
+        except FileNotFoundError:
+            if self.offset or self._partial:  # deleted after it was read
+                self._start_over()
+            return []
+        ident, size = (st.st_dev, st.st_ino), st.st_size
+        if (self._ident is not None and ident != self._ident) or size < self.offset:
+            self._start_over()
+        self._ident = ident
+        if size == self.offset:
+            return []
+        with open(self.path, "rb") as f:
+            f.seek(self.offset)
+            data = f.read(max_bytes) if max_bytes else f.read()
+        self.offset += len(data)
+        data = self._partial + data
+        lines = data.split(b"\n")
+        self._partial = lines.pop()  # b"" when data ended with a newline
+        out = []
+        for line in lines:
+            if line.strip():
+                try:
+                    out.append(json.loads(line))
+                except json.JSONDecodeError:
+                    continue
+        return out
+
+
+@dataclass
+class TextTail:
+    """The last ``keep`` lines of a growing text file, read incrementally."""
+
+    path: Path
+    keep: int = 200
+    offset: int = 0
+    lines: list[str] = field(default_factory=list)
+    _partial: str = ""
+
+    def read_new(self) -> list[str]:
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            return []
+        if not stat.S_ISREG(st.st_mode):  # a folder in its place: nothing to read
+            return []
+        size = st.st_size
+        if size < self.offset:
+            self.offset, self.lines, self._partial = 0, [], ""
+        if size == self.offset:
+            return []
+        start = max(self.offset, size - 256 * 1024) if self.offset == 0 else self.offset
+        with open(self.path, "rb") as f:
+            f.seek(start)
+            data = f.read()
+        self.offset = start + len(data)
+        text = self._partial + data.decode("utf-8", errors="replace").replace("\r", "\n")
+        new = text.split("\n")
+        self._partial = new.pop()
+        self.lines.extend(new)
+        del self.lines[: max(0, len(self.lines) - self.keep)]
+        return new
+
+    def text(self) -> str:
+        return "\n".join(self.lines + ([self._partial] if self._partial else []))
