@@ -16,8 +16,8 @@ from aworld_gui.tabs.monitor_tab import MonitorTab
 from aworld_gui.core.queue_note import queue_note
 from aworld_gui.tabs.runs_tab import table_rows
 from aworld_gui.core.studio import Studio
-from engines.runs.rundir import QUEUED, RUNNING, RunDir
-from engines.runs.lifecycle import Slot
+from engines.runs.rundir import FINISHED, QUEUED, RUNNING, STOPPING, RunDir
+from engines.runs.lifecycle import Slot, slot_holder
 from testing.waiting import wait_for
 
 ME = {"pid": psutil.Process().pid, "pid_create_time": psutil.Process().create_time()}
@@ -108,3 +108,23 @@ def test_no_running_job_is_claimed_when_no_run_holds_the_slot():
     assert "Waiting for the machine’s training slot to be free" in text
     status = {"state": "queued", "queue_position": 3, "queued_ahead": ["a", "b"], "waiting_for": None}
     assert "2 runs queued before it (first: a)" in plain(queue_note(status, short=True))
+
+
+def test_a_queued_run_is_never_named_the_slots_holder(tmp_path):
+    """The slot's holder is the running run whose process the lock file names. A queued run whose status still has
+    that pid (here: this process, which made it) was named instead when the folder listed it first — the order of a
+    directory's listing, so the test above passed or failed by its runs' random suffixes."""
+    runs = tmp_path / "runs"
+    holder = a_run(runs, "holder", RUNNING)
+    slot = Slot(runs)
+    assert slot.try_acquire()
+    try:
+        for i in range(6):  # listed before the holder or after it (the listing's order is the folder's)
+            a_run(runs, f"queued{i}", QUEUED)
+        assert slot_holder(runs) == holder.run_id
+        holder.write_status(state=STOPPING)
+        assert slot_holder(runs) == holder.run_id
+        holder.write_status(state=FINISHED)  # the lock file still names this process: no run holds the slot
+        assert slot_holder(runs) is None
+    finally:
+        slot.release()

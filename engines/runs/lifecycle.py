@@ -23,7 +23,7 @@ import psutil
 
 from ..isolation.processes import spawn_detached, terminate_tree
 from .causes import Cause
-from .rundir import ACTIVE_STATES, FAILED, QUEUED, STATUS_FILE, STOPPED, RunDir
+from .rundir import ACTIVE_STATES, FAILED, QUEUED, RUNNING, STATUS_FILE, STOPPED, STOPPING, RunDir
 from ..isolation.user_env import user_code_envs
 
 SLOT_LOCK = ".slot.lock"
@@ -169,7 +169,7 @@ def wait_for_slot(run: RunDir, slot: Slot, poll_s: float = 0.5) -> bool:
             if announced:
                 run.write_status(queue_position=None, queued_ahead=None, waiting_for=None)
             return True
-        where = {"queue_position": len(ahead) + 1, "queued_ahead": ahead, "waiting_for": _slot_holder(run.path.parent)}
+        where = {"queue_position": len(ahead) + 1, "queued_ahead": ahead, "waiting_for": slot_holder(run.path.parent)}
         if not announced:
             run.mark_process(QUEUED, **where)
             run.event("queued", message="waiting for the running job to finish", **where)
@@ -195,15 +195,17 @@ def _queued_ahead(run: RunDir) -> list[str]:
     return [rid for _, rid in sorted(ahead)]
 
 
-def _slot_holder(runs_dir: Path) -> str | None:
-    """The run whose process holds the machine's training slot (the lock file records its pid)."""
+def slot_holder(runs_dir: Path) -> str | None:
+    """The run whose process holds the machine's training slot (the lock file records its pid): a running (or
+    stopping) run. A queued run holds no slot, whatever pid its status has (a run waiting named itself when its
+    status still had the pid of the process that created it, depending on the order of the folder's listing)."""
     try:
         pid = int((Path(runs_dir) / SLOT_LOCK).read_text().strip() or 0)
     except (OSError, ValueError):
         return None
     for other in list_run_dirs(runs_dir):
         st = other.read_status()
-        if st.get("pid") == pid and st.get("state") in ACTIVE_STATES:
+        if st.get("pid") == pid and st.get("state") in (RUNNING, STOPPING):
             return other.run_id
     return None
 
