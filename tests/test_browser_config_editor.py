@@ -286,8 +286,9 @@ def test_yaml_pasted_while_an_engine_switch_answers_stays_and_the_form_shows_it(
 
 def test_a_lora_run_shows_trainable_and_total_parameters_in_the_monitor(page):
     peft, steps = field("use_peft", "box"), field("max_steps")
-    # the page as the previous test left it: its last check answered and the form rendered from it (a click
-    # landing while a render replaces the box is lost — the known gap of issue 32's form, see the note)
+    # the page as the previous test left it: its last check answered and the form rendered from it (a click on a
+    # field landing while that field's own render replaces it is lost — each field renders only when what it shows
+    # changes: tests/test_browser_setup_model.py types into one while another's render lands)
     wait_for(lambda: all_green(page) and form_settled(page), 60, "the form rendered from the last check")
     page.locator(peft).check()
     type_into(page, steps, "30")
