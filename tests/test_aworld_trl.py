@@ -80,6 +80,32 @@ def test_with_no_reward_function_the_configs_reward_model_is_the_reward_as_aworl
     )
 
 
+def test_a_reward_given_as_a_models_path_is_that_reward_model_as_aworld_reads_it(tmp_path):
+    """AWorld's TRL trainer reads a reward_func string as a reward model's path (check_reward →
+    build_reward_model_fn); here such a string failed ("unknown reward"). A folder holding a model is that reward
+    model, the check says so, and run.yaml holds it as the reward; a built-in's name stays a built-in."""
+    from engines import AgentTrainer
+    from testing.reward_model import build_reward_model
+
+    rm = build_reward_model(tmp_path / "tiny-rm", good="B")
+    agent = str(ROOT / "assets/agents/letters_agent.yaml")
+    data = str(ROOT / "assets/datasets/letters_train.jsonl")
+    config = {"max_steps": 2, "prompts_per_step": 2, "num_generations": 4}
+    results = {r.module: r for r in check_all(agent, data, None, rm, config, train_engine_name="trl")}
+    assert all(r.status != "error" for r in results.values()), {m: r.message for m, r in results.items()}
+    reward = results["reward"]
+    assert reward.status == "warning" and f"the reward model at {rm} (AWorld form" in reward.warnings[0]
+    assert [t["name"] for t in reward.details["terms"]] == ["rm_tiny_rm"]
+    assert all("rm_tiny_rm" in row["reference"]["terms"] for row in reward.details["dry_run"])  # the model scored
+
+    t = AgentTrainer(agent, data, None, rm, config, run_path=str(tmp_path / "runs"), train_engine_name="trl")
+    t.train_processor.write_run_spec()
+    [term] = t.train_processor.run.read_spec()["reward"]
+    assert term["reward_model"]["path"] == rm
+    builtin = {r.module: r for r in check_all(agent, data, None, "exact_match", config, train_engine_name="trl")}
+    assert builtin["reward"].status == "ok" and "AWorld form" not in " ".join(builtin["reward"].warnings)
+
+
 def test_the_virtual_agent_trains_the_configs_model_as_aworld_reads_it(tmp_path):
     """AWorld's TRL trainer takes agent='virtual' as no agent: the config's model is trained. Here the agent check
     reads it so, says so, and a config without a model is named as what is missing."""

@@ -5,12 +5,16 @@ reads them, so the same inputs give the same run here:
   (``check_agent`` returns early, ``check_config`` pops ``model``);
 * ``reward_func=None`` with ``reward_model`` in the config: the reward is that model (``check_config`` →
   ``build_reward_model_fn``); here ``{reward_model: <folder>}`` (engines/rewards/reward_model.py), the config goes on
-  without the key.
+  without the key;
+* ``reward_func='<a model's folder>'``: a reward given as a string is a reward model's path (``check_reward`` →
+  ``build_reward_model_fn``); here a string naming a folder that holds a model (its ``config.json``) — a
+  ``file.py:function`` or a built-in's name is read as ours.
 
 Each comes with a note for the module's check result, which says where its input came from."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from ..core.check_result import CheckError
@@ -36,6 +40,20 @@ def reward_from_config(reward_func: Any, config: Any) -> tuple[Any, Any, str | N
         "TRL trainer scores completions with the reward model the config names)"
     )
     return {KEY: model}, {k: v for k, v in cfg.items() if k != KEY}, note
+
+
+def reward_from_path(reward_func: Any) -> tuple[Any, str | None]:
+    """(the reward, a note) — AWorld's reward given as a reward model's path, as ``{reward_model: <path>}``."""
+    if not isinstance(reward_func, str) or ":" in reward_func or not reward_func.strip():
+        return reward_func, None
+    folder = Path(reward_func.strip()).expanduser()
+    if not (folder / "config.json").is_file():
+        return reward_func, None
+    note = (
+        f"the reward is the reward model at {reward_func.strip()} (AWorld form: a reward given as a model's path "
+        "is that model's score, as AWorld's TRL trainer reads it)"
+    )
+    return {KEY: reward_func.strip()}, note
 
 
 def virtual_agent(agent: Any, config: Any) -> tuple[Any, str | None]:

@@ -38,10 +38,12 @@ class TrlProcessor(StandardProcessor):
     run_settings_honored = frozenset(RUN_KEYS)  # its callbacks keep the best checkpoint and stop early
 
     def aworld_inputs(self, agent: Any, reward_func: Any, config: Any) -> tuple[Any, Any, Any, dict[str, str]]:
-        from ..inputs.aworld_forms import reward_from_config, virtual_agent
+        from ..inputs.aworld_forms import reward_from_config, reward_from_path, virtual_agent
 
         agent, agent_note = virtual_agent(agent, config)
-        reward_func, config, reward_note = reward_from_config(reward_func, config)
+        reward_func, reward_note = reward_from_path(reward_func)
+        if reward_note is None:
+            reward_func, config, reward_note = reward_from_config(reward_func, config)
         notes = {"agent": agent_note, "reward": reward_note}
         return agent, reward_func, config, {k: v for k, v in notes.items() if v}
 
