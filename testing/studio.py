@@ -37,7 +37,8 @@ def _env() -> dict[str, str]:
 class StudioProcess:
     """``aworld-studio`` (``python -m aworld_gui.web.serve``) on 127.0.0.1:<free port>, output to
     ``<runs>/../studio-<port>.log``. ``launcher`` replaces ``-m aworld_gui.web.serve`` (e.g.
-    ``["-m", "testing.late_answers", "3"]``: every Gradio answer 3 s late)."""
+    ``["-m", "testing.late_answers", "3"]``: every Gradio answer 3 s late); ``env``: variables added to the
+    studio's environment (this process's)."""
 
     def __init__(
         self,
@@ -45,7 +46,9 @@ class StudioProcess:
         port: int | None = None,
         extra: list[str] | None = None,
         launcher: list[str] | None = None,
+        env: dict[str, str] | None = None,
     ):
+        self.env = dict(env or {})
         self.runs_dir = Path(runs_dir)
         self.port = port or free_port()
         self.extra = extra or []
@@ -70,7 +73,7 @@ class StudioProcess:
                 *self.extra,
             ],
             self.log_path,
-            env=_env(),
+            env={**_env(), **self.env},
             cwd=REPO_ROOT,
         )
         deadline = time.monotonic() + timeout_s

@@ -34,6 +34,7 @@ from testing.studio import REPO_ROOT, StudioProcess
 from testing.waiting import wait_for
 
 TIMEOUT_S = 15  # the checks' time limit in every channel (the studio's --check-timeout)
+STUDIO_SECRET = "corpus-studio-secret-29-1"  # tests/bad_inputs/reward.yaml's reward-reads-up-its-parents looks for it
 CASES = load_cases()
 PARAMS = [
     pytest.param(case, via, engine, id=f"{case.id}-{via}-{engine}")
@@ -48,6 +49,8 @@ def test_the_corpus_is_large_and_covers_every_item_and_way_in():
     assert len(CASES) >= 100, len(CASES)
     items = {c.issue for c in CASES}
     assert set(range(1, 15)) - {2} <= items, sorted(set(range(1, 15)) - items, key=str)  # 2: test_gui_worker
+    # issue 29's items that are a check's input (the others are uploads, requests and runs: docs/SECURITY.md)
+    assert {"29.1", "29.2", "29.6", "29.10", "29.14"} <= items, sorted(str(i) for i in items)
     assert {m for c in CASES for m in [c.module]} >= {"agent", "dataset", "reward", "config", "engine"}
     assert {v for c in CASES for v in c.via} == set(CHANNELS)
     assert {e for c in CASES for e in c.engines} >= {"trl", "verl"}
@@ -73,7 +76,9 @@ def preloaded():
 
 @pytest.fixture(scope="module")
 def studio(corpus):
-    app = StudioProcess(corpus / "runs", extra=["--check-timeout", str(TIMEOUT_S)]).start(timeout_s=180)
+    # a secret in the studio's environment, for the cases whose user code looks for it (issue 29, item 1)
+    env = {"AWORLD_CORPUS_SECRET": STUDIO_SECRET}
+    app = StudioProcess(corpus / "runs", extra=["--check-timeout", str(TIMEOUT_S)], env=env).start(timeout_s=180)
     from gradio_client import Client
 
     client = Client(app.url, verbose=False)
@@ -111,10 +116,13 @@ def via_studio(case, engine, inputs, folder, client) -> tuple[dict, str]:
         return handle_file(inputs[key]) if value and inputs.get(key) and Path(inputs[key]).exists() else None
 
     reward_file, texts = None, []
-    for ref in (
-        case.inputs.get("reward", [])
-        if isinstance(case.inputs.get("reward"), list)
-        else ([case.inputs["reward"]] if "reward" in case.inputs else [])
+    for ref in map(
+        _python_value,
+        (
+            case.inputs.get("reward", [])
+            if isinstance(case.inputs.get("reward"), list)
+            else ([case.inputs["reward"]] if "reward" in case.inputs else [])
+        ),
     ):
         file, sep, fn = str(ref).rpartition(":") if ".py:" in str(ref) else (str(ref), "", "")
         if file.endswith(".py") and (folder / file).exists():
