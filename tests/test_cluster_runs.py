@@ -59,7 +59,10 @@ def test_a_trl_run_trains_as_a_ray_job_and_its_run_dir_mirrors_the_jobs(tmp_path
     # the job trained in its own copy, kept in ray_storage with its checkpoints
     there = job_side(run)
     assert there.path.parent == tmp_path / "cluster" and there.path.name == run.run_id
-    assert [p.name for p in there.checkpoints()] == ["checkpoint-2", "checkpoint-4"] and run.checkpoints() == []
+    assert [p.name for p in there.checkpoints()] == ["checkpoint-2", "checkpoint-4"]
+    # this machine sees the cluster's folder (the head is here): Evaluate, Chat and Export read its checkpoints
+    assert not run.checkpoints_dir.exists() and run.checkpoints() == there.checkpoints()
+    assert run.checkpoints_unreachable() is None
     assert status["last_checkpoint"] == str(there.path / "checkpoints/checkpoint-4")
     # every row the engine wrote there is here, as written; the run's life is this machine's
     for name in ("metrics.jsonl", "samples.jsonl"):

@@ -201,3 +201,62 @@ def test_how_the_job_ended_becomes_how_the_run_ended():
     with pytest.raises(ClusterRunError, match="stopped outside the studio") as e:
         job_outcome(Job(), "STOPPED", None, False)
     assert e.value.failure_cause == "killed"
+
+
+def a_cluster_run(tmp_path: Path, where: str) -> RunDir:
+    """A run trained as a Ray job whose folder there is ``where`` (status.json ``ray_run_dir``, host:path)."""
+    run = RunDir(tmp_path / "runs" / "20261126-000000-trl-aaaa")
+    run.path.mkdir(parents=True)
+    run.write_spec({"engine": "trl", "run_id": run.run_id})
+    run.write_status(state="finished", ray_run_dir=where)
+    return run
+
+
+def test_a_cluster_runs_checkpoints_are_read_where_the_job_kept_them_when_this_machine_sees_them(tmp_path):
+    """Evaluate, Chat and Export of a run trained on a cluster: its checkpoints stay in the job's folder there
+    (ray_storage). When this machine sees that path (a head here, storage shared with the cluster) they are the
+    run's; "latest" is the newest of them, not the base model."""
+    import shutil
+
+    from engines.inference.checkpoints import resolve
+
+    there = tmp_path / "cluster" / "20261126-000000-trl-aaaa"
+    for step in (2, 4):
+        shutil.copytree(ROOT / "assets/models/tiny-letters", there / "checkpoints" / f"checkpoint-{step}")
+    run = a_cluster_run(tmp_path, f"node-1:{there}")
+    assert [p.name for p in run.checkpoints()] == ["checkpoint-2", "checkpoint-4"]
+    assert run.checkpoints_unreachable() is None and not run.checkpoints_dir.exists()
+    base = str(ROOT / "assets/models/tiny-letters")
+    assert Path(resolve("latest", base, run).path) == there / "checkpoints" / "checkpoint-4"
+    assert Path(resolve("checkpoint-2", base, run).path) == there / "checkpoints" / "checkpoint-2"
+    # copied here, they are read here (the cluster's folder no longer needed)
+    shutil.copytree(there / "checkpoints" / "checkpoint-4", run.checkpoints_dir / "checkpoint-4")
+    assert [p.parent for p in run.checkpoints()] == [run.checkpoints_dir]
+
+
+def test_a_cluster_runs_checkpoints_this_machine_does_not_see_are_named_not_replaced_by_the_base_model(tmp_path):
+    """A run with no checkpoint yet is evaluated as its base model ("latest" falls back). A cluster run's
+    checkpoints are elsewhere: "latest" on the base model would be a wrong answer, so the check says where they
+    are and what to do; the Runs tab says the same instead of "no checkpoint yet"."""
+    from aworld_gui.core.studio import Studio
+    from aworld_gui.rendering.i18n import localize
+    from aworld_gui.tabs.runs_tab import RunsTab
+    from engines.inference.checkpoints import resolve
+
+    run = a_cluster_run(tmp_path, "node-7:/data/aworld-runs/20261126-000000-trl-aaaa")
+    there = "node-7:/data/aworld-runs/20261126-000000-trl-aaaa/checkpoints"
+    assert run.checkpoints() == [] and run.checkpoints_unreachable() == there
+    base = str(ROOT / "assets/models/tiny-letters")
+    for name in ("latest", "checkpoint-4"):
+        with pytest.raises(CheckError) as e:
+            resolve(name, base, run)
+        assert f"trained on a Ray cluster: its checkpoints are at {there}" in str(e.value), name
+    assert resolve("base", base, run).path == base  # the base model is still the base model
+    studio = Studio(tmp_path / "runs")
+    _, said = RunsTab(studio).on_export(run.run_id, None)
+    assert f"its checkpoints are at `{there}`, which this machine does not see" in localize(str(said), "en")
+    assert "此运行在 Ray 集群上训练" in localize(str(said), "zh")
+    plain = RunDir(tmp_path / "runs" / "20261126-000001-trl-bbbb")  # trained here, no checkpoint yet
+    plain.path.mkdir()
+    plain.write_status(state="running")
+    assert plain.checkpoints_unreachable() is None and resolve("latest", base, plain).path == base

@@ -417,11 +417,15 @@ class Studio:
     def checkpoints(self, run_id: str) -> list[str]:
         return [p.name for p in RunDir(self.run_path(run_id)).checkpoints()]
 
+    def checkpoints_unreachable(self, run_id: str) -> str | None:
+        """``host:path`` of a cluster run's checkpoints this machine does not see (RunDir.checkpoints_unreachable)."""
+        return RunDir(self.run_path(run_id)).checkpoints_unreachable()
+
     def best_checkpoint(self, run_id: str) -> str | None:
         """The name of the run's best checkpoint (status.json ``best_checkpoint``) while it is on disk."""
         run = RunDir(self.run_path(run_id))
         name = (run.read_status().get("best_checkpoint") or {}).get("name")
-        return name if name and (run.checkpoints_dir / name).is_dir() else None
+        return name if name and (run.checkpoints_source / name).is_dir() else None
 
     def checkpoint_choices(self, run_id: str) -> list[tuple[str, str]]:
         """The run's checkpoints as (shown, name), the best one marked."""
@@ -430,8 +434,8 @@ class Studio:
 
     def checkpoint_zip(self, run_id: str, name: str) -> str:
         run = RunDir(self.run_path(run_id))
-        src = (run.checkpoints_dir / name).resolve()
-        if src.parent != run.checkpoints_dir.resolve() or not src.is_dir():
+        src = (run.checkpoints_source / name).resolve()
+        if src.parent != run.checkpoints_source.resolve() or not src.is_dir():
             raise ValueError(f"no checkpoint '{name}' in run {run_id}")
         out_dir = self.runs_dir / ".exports"
         out_dir.mkdir(exist_ok=True)

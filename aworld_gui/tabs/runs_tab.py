@@ -453,9 +453,19 @@ class RunsTab:
             return f"**Not deleted:** {e}", gr.update(visible=False), gr.update()
         return f"{_('Deleted')} **{run_id}**.", gr.update(visible=False), gr.update(value=None)
 
+    def no_checkpoint(self, run_id) -> str:
+        """Why there is no checkpoint to take: none yet, or — a run trained on a Ray cluster — where they are."""
+        there = self.studio.checkpoints_unreachable(run_id) if run_id else None
+        if there is None:
+            return _("This run has no checkpoint yet.")
+        return (
+            f"{_('This run trained on a Ray cluster; its checkpoints are at')} `{there}`"
+            f"{_(', which this machine does not see: copy them into the run folder’s checkpoints/ (docs/CLUSTER.md).')}"
+        )
+
     def on_export(self, run_id, name):
         if not run_id or not name:
-            return gr.update(visible=False), _("This run has no checkpoint yet.")
+            return gr.update(visible=False), self.no_checkpoint(run_id)
         try:
             path = self.studio.export_model(run_id, name)
         except (ValueError, OSError) as e:
@@ -490,7 +500,7 @@ class RunsTab:
 
     def on_checkpoint(self, run_id, name):
         if not run_id or not name:
-            return gr.update(visible=False), _("This run has no checkpoint yet.")
+            return gr.update(visible=False), self.no_checkpoint(run_id)
         try:
             path = self.studio.checkpoint_zip(run_id, name)
         except (ValueError, OSError) as e:

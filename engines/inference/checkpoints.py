@@ -73,15 +73,22 @@ def resolve(checkpoint: str | None, base_model: str, run: RunDir | None = None) 
         name = best_name(run)
     if name == BASE:
         return check(ModelRef(BASE, base_model, base_model))
+    if run is not None and os.sep not in name and "/" not in name and (there := run.checkpoints_unreachable()):
+        raise CheckError(  # not the base model instead, as for a run with no checkpoint yet
+            "checkpoint",
+            f"run {run_id} trained on a Ray cluster: its checkpoints are at {there}, which this machine does not see",
+            f"copy them into {run.checkpoints_dir}, or set ray_storage to storage this machine shares "
+            "(docs/CLUSTER.md); 'base' is the base model",
+        )
     if name == LATEST:
         found = run.checkpoints() if run is not None else []
         if not found:
             return check(ModelRef(BASE, base_model, base_model))
         folder = found[-1]
-    elif run is not None and (run.checkpoints_dir / name).is_dir():
-        folder = run.checkpoints_dir / name
-    elif (sibling := _sibling_run(run, name)) is not None and (sibling[0].checkpoints_dir / sibling[1]).is_dir():
-        folder = sibling[0].checkpoints_dir / sibling[1]
+    elif run is not None and (run.checkpoints_source / name).is_dir():
+        folder = run.checkpoints_source / name
+    elif (sibling := _sibling_run(run, name)) is not None and (sibling[0].checkpoints_source / sibling[1]).is_dir():
+        folder = sibling[0].checkpoints_source / sibling[1]
     elif os.sep in name or name.startswith((".", "~")) or Path(name).is_dir():
         folder = Path(os.path.expanduser(name)).resolve()
         if not folder.is_dir() and sibling is not None:

@@ -214,7 +214,38 @@ class RunDir:
 
     @property
     def checkpoints_dir(self) -> Path:
+        """Where the run's trainer writes its checkpoints (readers use :attr:`checkpoints_source`)."""
         return self.path / CHECKPOINTS_DIR
+
+    @property
+    def cluster_checkpoints(self) -> str | None:
+        """``host:path`` of the checkpoints of a run trained as a Ray job (status.json ``ray_run_dir``: its folder
+        on the cluster, where they stay), else None."""
+        where = self.read_status().get("ray_run_dir")
+        return f"{where}/{CHECKPOINTS_DIR}" if isinstance(where, str) and ":" in where else None
+
+    @property
+    def checkpoints_source(self) -> Path:
+        """Where the run's checkpoints are read from (Evaluate, Chat, Export, the ``checkpoint`` argument): its
+        checkpoints/, or — for a run trained on a Ray cluster — that folder's on the cluster when this machine sees
+        its path (a head on this machine, storage the cluster shares); else its checkpoints/ still (none there:
+        :meth:`checkpoints_unreachable` says where they are)."""
+        if self.checkpoints_dir.is_dir() and any(self.checkpoints_dir.iterdir()):
+            return self.checkpoints_dir
+        there = self.cluster_checkpoints
+        if there is not None:
+            folder = Path(there.split(":", 1)[1])
+            if folder.is_dir():
+                return folder
+        return self.checkpoints_dir
+
+    def checkpoints_unreachable(self) -> str | None:
+        """``host:path`` of a cluster run's checkpoints when this machine has none of them and does not see that
+        path (what to say instead of "no checkpoint yet"), else None."""
+        there = self.cluster_checkpoints
+        if there is None or Path(there.split(":", 1)[1]).is_dir() or self.checkpoints():
+            return None
+        return there
 
     @property
     def tensorboard_dir(self) -> Path:
@@ -422,8 +453,9 @@ class RunDir:
 
     # -- checkpoints ----------------------------------------------------------------------
     def checkpoints(self) -> list[Path]:
-        """Checkpoint folders, oldest first (``checkpoint-<step>`` order)."""
-        if not self.checkpoints_dir.is_dir():
+        """Checkpoint folders, oldest first (``checkpoint-<step>`` order), from :attr:`checkpoints_source`."""
+        source = self.checkpoints_source
+        if not source.is_dir():
             return []
 
         def step_of(p: Path) -> int:
@@ -432,4 +464,4 @@ class RunDir:
             return int(tail) if tail.isdigit() else -1
 
         # a trainer's link to its newest (ms-swift's last-checkpoint) is no checkpoint of its own
-        return sorted((p for p in self.checkpoints_dir.iterdir() if p.is_dir() and not p.is_symlink()), key=step_of)
+        return sorted((p for p in source.iterdir() if p.is_dir() and not p.is_symlink()), key=step_of)
