@@ -12,7 +12,8 @@ from engines import AgentTrainer, CheckError
 from engines.cluster import job_main
 from engines.cluster.mirror import TAG, JobMirror, LocalMirror, parse
 from engines.cluster.ray_jobs import LineBuffer
-from engines.cluster.ray_run import outside_paths, submission
+from engines.cluster.job_secrets import read_secrets, secrets_package
+from engines.cluster.ray_run import job_variables, outside_paths, submission
 from engines.runs.rundir import RunDir
 from testing import free_port
 from testing.letters_demo import AGENT, REWARD, TRAIN
@@ -129,15 +130,24 @@ def test_the_submission_ships_the_run_dir_and_studio_code_asks_for_resources_and
     p.write_run_spec()
     spec_text = p.run.file("run.yaml").read_text()
     p.run.file("run.yaml").write_text(spec_text + "\nextra: ${LETTERS_TOKEN}\n")  # a credential the run asks for
-    sub = submission(p.run, NOWHERE, p.effective_config)
+    values = job_variables(p.run.file("run.yaml"))
+    assert values == {"LETTERS_TOKEN": "t0ken"}  # what the run asks for, no studio variable
+    with secrets_package(values) as package:
+        sub = submission(p.run, NOWHERE, p.effective_config, secrets=package)
+        assert sub["runtime_env"]["py_modules"] == [str(ROOT / "engines"), package]
+        assert Path(package).name == "aworld_job_secrets" and oct(Path(package).parent.stat().st_mode)[-3:] == "700"
+        assert json.loads((Path(package) / "values.json").read_text()) == {"LETTERS_TOKEN": "t0ken"}
+    assert not Path(package).parent.exists()  # only for the upload
     env = sub["runtime_env"]["env_vars"]
+    # the credential is not in what the Ray dashboard shows of the job (its env_vars, its metadata, the entrypoint)
+    assert "t0ken" not in json.dumps({k: v for k, v in sub.items() if k != "runtime_env"} | {"env": env})
     assert sub["runtime_env"]["working_dir"] == str(p.run.path)
-    assert sub["runtime_env"]["py_modules"] == [str(ROOT / "engines")]
     assert {"/metrics.jsonl", "/status.json", "/STOP", "/checkpoints/"} <= set(sub["runtime_env"]["excludes"])
     assert (sub["entrypoint_num_cpus"], sub["entrypoint_num_gpus"], sub["entrypoint_memory"]) == (1, 1, 2_000_000_000)
     assert env["AWORLD_IN_RAY_JOB"] == "1" and env[job_main.STORAGE] == "/shared/runs"
     assert env[job_main.RUN_ID] == p.run.run_id and env[job_main.SUBMISSION_ID] == sub["submission_id"]
-    assert env["LETTERS_TOKEN"] == "t0ken" and "AWORLD_STUDIO_SECRET" not in env
+    assert "LETTERS_TOKEN" not in env and "AWORLD_STUDIO_SECRET" not in env
+    assert submission(p.run, NOWHERE, p.effective_config)["runtime_env"]["py_modules"] == [str(ROOT / "engines")]
     needs = json.loads(env[job_main.NEEDS])
     assert str(ROOT / "assets/rewards/letter_reward.py") in needs and TRAIN in needs
     assert not any(n.startswith(str(p.run.path)) for n in needs)
@@ -260,3 +270,20 @@ def test_a_cluster_runs_checkpoints_this_machine_does_not_see_are_named_not_repl
     plain.path.mkdir()
     plain.write_status(state="running")
     assert plain.checkpoints_unreachable() is None and resolve("latest", base, plain).path == base
+
+
+def test_the_job_hands_the_carried_values_to_the_run_and_reads_none_when_none_came(tmp_path, monkeypatch):
+    """On the cluster Ray puts each py_modules package on the job's path: job_main reads the values from there."""
+    import sys
+
+    assert read_secrets() == {}
+    with secrets_package({"LETTERS_TOKEN": "t0ken"}) as package:
+        copy = tmp_path / "modules"
+        (copy / "aworld_job_secrets").mkdir(parents=True)
+        for f in Path(package).iterdir():
+            (copy / "aworld_job_secrets" / f.name).write_bytes(f.read_bytes())
+    monkeypatch.syspath_prepend(str(copy))
+    sys.modules.pop("aworld_job_secrets", None)
+    assert read_secrets() == {"LETTERS_TOKEN": "t0ken"}
+    with secrets_package({}) as none:
+        assert none is None

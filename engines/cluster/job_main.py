@@ -25,6 +25,7 @@ from pathlib import Path
 from ..isolation.privileges import set_parent_death_signal
 from ..runs.causes import Cause
 from ..runs.rundir import RunDir
+from .job_secrets import read_secrets
 from .mirror import JobMirror
 from .ray_jobs import job_client, stop_requested
 
@@ -97,6 +98,7 @@ def main() -> int:
     signal.signal(signal.SIGTERM, lambda signum, frame: None)
     child = subprocess.Popen(
         [sys.executable, "-m", "engines", "run", str(target)],
+        env={**os.environ, **read_secrets()},  # the values the run asks for (job_secrets: not in the job's env_vars)
         preexec_fn=lambda: set_parent_death_signal(signal.SIGKILL),  # never outlives the job's process
     )
     done = threading.Event()

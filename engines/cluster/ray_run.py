@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 import shlex
 import time
+from secrets import token_hex
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +38,7 @@ from ..runs.rundir import (
 )
 from ..runs.run_settings import IN_RAY_JOB
 from . import job_main
+from .job_secrets import secrets_package
 from .mirror import LocalMirror, parse
 from .ray_jobs import TERMINAL, ClusterLost, RayJob, request_stop
 
@@ -91,13 +92,20 @@ def job_variables(spec_file: Path) -> dict[str, str]:
     return {n: base[n] for n in sorted(names) if n in base and not n.upper().startswith(STUDIO_PREFIX)}
 
 
-def submission(run: RunDir, address: str, cfg: dict[str, Any], engine_env: dict[str, str] | None = None) -> dict:
-    """What :meth:`RayJob.submit` gets for this run (``engine_env``: the engine's own, its paths read there too)."""
-    submission_id = f"aworld-{run.run_id}-{secrets.token_hex(3)}"
+def submission(
+    run: RunDir,
+    address: str,
+    cfg: dict[str, Any],
+    engine_env: dict[str, str] | None = None,
+    secrets: str | None = None,
+) -> dict:
+    """What :meth:`RayJob.submit` gets for this run (``engine_env``: the engine's own, its paths read there too;
+    ``secrets``: the package of the values the run asks for, job_secrets.secrets_package — never in ``env_vars``,
+    which the Ray dashboard shows)."""
+    submission_id = f"aworld-{run.run_id}-{token_hex(3)}"
     engine_env = engine_env or {}
     needs = sorted({*outside_paths(run.read_spec(), run.path), *(v for v in engine_env.values() if v.startswith("/"))})
     env = {
-        **job_variables(run.file(SPEC_FILE)),
         **engine_env,
         IN_RAY_JOB: "1",
         job_main.RUN_ID: run.run_id,
@@ -114,7 +122,8 @@ def submission(run: RunDir, address: str, cfg: dict[str, Any], engine_env: dict[
         "entrypoint": shlex.join(["python3", "-m", "engines.cluster.job_main"]),
         "runtime_env": {
             "working_dir": str(run.path),
-            "py_modules": [str(ENGINES_PACKAGE)],  # the studio's own engine code, whatever the cluster has installed
+            # the studio's own engine code, whatever the cluster has installed (and the run's values)
+            "py_modules": [str(ENGINES_PACKAGE)] + ([secrets] if secrets else []),
             "excludes": EXCLUDES,
             "env_vars": env,
         },
@@ -132,8 +141,9 @@ def train_as_ray_job(
     """Train ``run`` as a Ray job on the cluster at ``address``: (``"finished"`` or ``"stopped"``, the cause the
     job stopped with); :class:`ClusterRunError` when it failed there."""
     job = RayJob(address)
-    sub = submission(run, address, cfg, engine_env)
-    job_id = job.submit(**sub)
+    with secrets_package(job_variables(run.file(SPEC_FILE))) as package:
+        sub = submission(run, address, cfg, engine_env, secrets=package)
+        job_id = job.submit(**sub)  # uploads the packages
     run.write_status(ray_job_id=job_id, ray_address=address)
     run.event(
         "submitted",
