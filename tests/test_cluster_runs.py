@@ -236,3 +236,24 @@ def test_a_swift_run_sent_by_ray_address_in_the_environment_records_it_in_run_ya
     [config] = [r for r in t.check_results if r.module == "config"]
     assert f"on the Ray cluster at {address}" in config.message
     assert any("(RAY_ADDRESS)" in w for w in config.warnings)
+
+
+def test_a_runs_values_reach_its_job_and_not_what_the_dashboard_shows_of_it(head):
+    """The values a run asks for by ${NAME} travel in a py_modules package of their own (job_secrets): the job on
+    the cluster reads them; the job's info (what Ray's dashboard and `ray job list` show) holds none of them."""
+    import json
+    from pathlib import Path
+
+    from engines.cluster.job_secrets import secrets_package
+
+    client = job_client(head.address)
+    engines = Path(__file__).resolve().parent.parent / "engines"
+    with secrets_package({"LETTERS_TOKEN": "t0ken-ray"}) as package:
+        job_id = client.submit_job(
+            entrypoint="python3 -c \"from engines.cluster.job_secrets import read_secrets; print('got', read_secrets())\"",
+            runtime_env={"py_modules": [str(engines), package]},
+        )
+    assert not Path(package).exists()  # on this machine only for the upload
+    wait_for(lambda: str(client.get_job_status(job_id)).endswith("SUCCEEDED"), 120, "the job to end")
+    assert "got {'LETTERS_TOKEN': 't0ken-ray'}" in client.get_job_logs(job_id)
+    assert "t0ken-ray" not in json.dumps(client.get_job_info(job_id).model_dump(), default=str)
