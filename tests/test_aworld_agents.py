@@ -4,7 +4,6 @@ checked — the card says where each setting came from — and train."""
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +13,7 @@ import yaml
 
 from engines import AgentTrainer
 from engines.inputs.agents import agent_result, load_agent
+from testing.aworld_agent import CALC_DATA, calc_agent, copy_project
 
 ROOT = Path(__file__).resolve().parent.parent
 MODEL = str(ROOT / "assets/models/tiny-calc")
@@ -31,45 +31,16 @@ def test_aworld_and_engines_import_in_one_process_on_one_mcp_sdk():
     assert aworld_version.startswith("0.3.") and mcp_version.startswith("1.10.")
 
 
-def _aworld_agent(project: Path, **extra):
-    from aworld.agents.llm_agent import Agent
-    from aworld.config.conf import AgentConfig, ModelConfig
-
-    mcp_config = {
-        "mcpServers": {
-            "calculator": {
-                "command": "python",
-                "args": ["-m", "examples.calc.mcp_collections.calculator"],
-                "client_session_timeout_seconds": 60,
-            }
-        }
-    }
-    conf = AgentConfig(
-        llm_config=ModelConfig(
-            llm_model_name=MODEL, llm_provider="openai", llm_temperature=1.0, params={"max_tokens": 64}
-        )
-    )
-    return Agent(
-        name="calc",
-        conf=conf,
-        system_prompt="You are a calculator. Use the add tool.",
-        mcp_servers=["calculator"],
-        mcp_config=mcp_config,
-        **extra,
-    )
-
-
 @pytest.fixture
 def project(tmp_path, monkeypatch) -> Path:
     """The AWorld-style project, as the current folder (AWorld runs from its project root)."""
-    root = tmp_path / "proj"
-    shutil.copytree(ROOT / "testing/aworld_project", root)
+    root = copy_project(tmp_path)
     monkeypatch.chdir(root)
     return root
 
 
 def test_an_aworld_agent_object_is_checked_and_the_card_says_where_each_setting_came_from(project):
-    spec = load_agent(_aworld_agent(project, tool_names=["search_api"]))
+    spec = load_agent(calc_agent(tool_names=["search_api"]))
     assert (spec.name, spec.model, spec.system_prompt) == ("calc", MODEL, "You are a calculator. Use the add tool.")
     assert spec.tool_servers == {"add": "calculator"} and spec.mcp.servers[0].cwd == str(project.resolve())
     result = agent_result(spec)
@@ -119,11 +90,6 @@ def test_aworld_multi_agent_yaml_goes_through_aworlds_loader(tmp_path, monkeypat
 
 
 def test_an_aworld_agent_with_an_mcp_1x_stdio_server_trains_3_steps_on_trl_calling_its_tools(project, tmp_path):
-    data = {
-        "train_dataset": str(ROOT / "assets/datasets/calc_train.jsonl"),
-        "test_dataset": str(ROOT / "assets/datasets/calc_test.jsonl"),
-        "reward_func": str(ROOT / "assets/rewards/calc_reward.py") + ":calc_reward",
-    }
     config = {
         "max_steps": 3,
         "prompts_per_step": 2,
@@ -133,7 +99,7 @@ def test_an_aworld_agent_with_an_mcp_1x_stdio_server_trains_3_steps_on_trl_calli
         "samples_per_step": 4,
     }
     trainer = AgentTrainer(
-        agent=_aworld_agent(project), **data, config=config, run_path=str(tmp_path / "runs"), train_engine_name="trl"
+        agent=calc_agent(), **CALC_DATA, config=config, run_path=str(tmp_path / "runs"), train_engine_name="trl"
     )
     agent_check = next(r for r in trainer.check_results if r.module == "agent")
     assert agent_check.details["tool_servers"] == {"add": "calculator"}

@@ -371,3 +371,23 @@ def test_rollouts_never_sample_the_pad_token(tmp_path):
     assert "rollouts never sample the pad token (id 0)" in run.log_path.read_text()
     completions = [s["completion"][0]["content"] for s in run.read_jsonl("samples.jsonl")]
     assert completions and all(completions), completions  # no empty (pad-only) completion
+
+
+def test_an_aworld_agent_object_trains_on_swift_and_the_check_says_what_its_tools_do_there(tmp_path, monkeypatch):
+    """#30 §2: AWorld's own Agent object (AgentConfig, system_prompt, an mcp-1.x stdio server) on swift, as on trl
+    (tests/test_aworld_agents.py): checked — the card says it is the AWorld form, and that ms-swift's rollouts do
+    not call tools without its multi-turn scheduler (vLLM) — and trains."""
+    from testing.aworld_agent import CALC_DATA, calc_agent, copy_project
+
+    monkeypatch.chdir(copy_project(tmp_path))  # AWorld's servers start from its project root
+    config = {"max_steps": 2, "prompts_per_step": 2, "num_generations": 4, "learning_rate": 1e-5, "save_steps": 2}
+    t = AgentTrainer(
+        agent=calc_agent(), **CALC_DATA, config=config, run_path=str(tmp_path / "runs"), train_engine_name="swift"
+    )
+    agent = next(r for r in t.check_results if r.module == "agent")
+    assert "AWorld form: Agent object" in agent.message and "tools: add (calculator)" in agent.message
+    assert any("tool calls are not executed during rollouts" in w for w in agent.warnings), agent.warnings
+    assert t.train() == "finished", t.train_processor.run.log_path.read_text()[-3000:]
+    assert t.train_processor.run.read_spec()["agent"]["system_prompt"] == "You are a calculator. Use the add tool."
+    steps = [r["step"] for r in t.train_processor.run.read_jsonl("metrics.jsonl") if "loss" in r]
+    assert steps == [1, 2]
