@@ -1,6 +1,7 @@
 """The diagnoses inside real runs: a tiny trl run whose reward gives every completion the same score
-gets ``no_reward_spread``; a run whose loss turns NaN is stopped with that cause; the healthy demo run
-gets none."""
+gets ``no_reward_spread``; one with a constant term in its mix and completions cut at their length gets
+``reward_term_constant`` and ``completions_truncated``; a run whose loss turns NaN is stopped with that cause; the
+healthy demo run gets none."""
 
 from __future__ import annotations
 
@@ -45,6 +46,37 @@ def test_a_reward_with_one_score_for_all_gives_no_reward_spread_within_15_steps(
     assert "num_generations" in found[0]["advice"] and found[0]["setting"] == "num_generations"
     assert len([e for e in found if e["state"] == "active"]) == 1  # written once, not per step
     assert "diagnosis no_reward_spread since step" in capsys.readouterr().out  # the train log's line
+
+
+def test_a_mix_with_a_constant_term_and_completions_cut_at_their_length_are_said_in_a_real_run(tmp_path):
+    """Two codes until now shown on synthetic series only, in one real trl run: a mix whose second term gives every
+    completion 0.5 (reward_term_constant names that term) and completions cut at max_completion_length (the demo's
+    random-init model rarely ends one within 16 tokens: completions_truncated)."""
+    same = tmp_path / "same_reward.py"
+    same.write_text("def same(completion, answer, **kw):\n    return 0.5\n")
+    trainer = AgentTrainer(
+        agent=str(ROOT / "assets/agents/letters_agent.yaml"),
+        train_dataset=str(ROOT / "assets/datasets/letters_train.jsonl"),
+        reward_func=[str(ROOT / "assets/rewards/letter_reward.py") + ":letter_reward", f"{same}:same"],
+        run_path=str(tmp_path / "runs"),
+        train_engine_name="trl",
+        config={
+            "max_steps": 8,  # completions_truncated needs 3 logged steps in a row, reward_term_constant 5
+            "prompts_per_step": 2,
+            "num_generations": 4,
+            "max_completion_length": 16,
+            "save_steps": 100,
+            "eval_steps": 0,
+            "diagnostics": {"poll_seconds": 0.2},
+        },
+    )
+    assert trainer.train() == "finished"
+    run = trainer.train_processor.run
+    active = {e["code"]: e for e in diagnoses(run) if e["state"] == "active"}
+    assert {"reward_term_constant", "completions_truncated"} <= set(active), {c: e["step"] for c, e in active.items()}
+    assert active["reward_term_constant"]["evidence"] == {"terms": {"same": 0.5}}
+    truncated = active["completions_truncated"]["evidence"]
+    assert truncated["max_completion_length"] == 16 and min(truncated["truncated_share"]) >= 0.5
 
 
 class NanLoss(StandardProcessor):
