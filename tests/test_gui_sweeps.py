@@ -146,3 +146,27 @@ def test_the_setup_fields_make_a_sweep_and_a_bad_one_is_refused_before_any_proce
         "error": "trials = 5 but the grid has only 2 point(s) — use trials: 2 (or fewer), or add values to the grid",
     }
     assert not (tmp_path / "runs" / "sweeps").exists()
+
+
+def test_a_settings_close_values_are_not_labelled_over_each_other():
+    """The studio's 6-trial sweep drew 0.0009013 and 0.001036 on top of each other under the learning_rate chart:
+    a value too close to the label before it goes unlabelled (its point's title still says it), and no two labels
+    drawn overlap."""
+    values = [0.0001134, 0.0002606, 0.0009013, 0.001036, 0.003654, 0.005227]
+    trials = [
+        {"number": i, "params": {"learning_rate": v}, "value": 0.1 * i, "state": "complete"}
+        for i, v in enumerate(values)
+    ]
+    svg = sweep_render.scatter(trials, "learning_rate", "eval/reward")
+    below = [
+        (float(x), text)
+        for x, text in re.findall(
+            r'<text x="([\d.]+)" y="\d+" text-anchor="middle" class="aw-tick">([^<]+)</text>', svg
+        )
+        if text != "learning_rate (log)"
+    ]
+    assert below[0][1] == "0.0001134" and 3 <= len(below) < len(values), below  # the lowest, and what fits
+    for (x1, t1), (x2, t2) in zip(below, below[1:]):
+        gap = (x2 - len(t2) * sweep_render.TICK_CHAR_W / 2) - (x1 + len(t1) * sweep_render.TICK_CHAR_W / 2)
+        assert gap >= sweep_render.TICK_GAP, (t1, t2, gap)
+    assert svg.count("<circle") == len(values) and "learning_rate=0.0009013" in svg  # every point, with its value

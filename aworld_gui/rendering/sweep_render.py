@@ -70,6 +70,11 @@ def _scale(lo: float, hi: float, log: bool):
     return lo - pad, hi + pad
 
 
+#: a tick label's width per character (0.6 em of its 12-unit font: CSS .aw-tick) and the least gap between two
+#: labels, in the chart's units
+TICK_CHAR_W, TICK_GAP = 7.2, 6.0
+
+
 def scatter(trials: list[dict], param: str, metric: str) -> str:
     """The objective (y) of each trial against one param's value (x); a log axis when every value is
     positive and they span more than a factor 20; text values (a categorical param) evenly spaced."""
@@ -114,10 +119,13 @@ def scatter(trials: list[dict], param: str, metric: str) -> str:
         if not numeric
         else [(fmt(v), v) for v in sorted(set(float(x) for x, _v, _s in points))][:8]
     )
-    for text, xv in labels:
-        parts.append(
-            f'<text x="{sx(xv):.1f}" y="{H - MB + 16}" text-anchor="middle" class="aw-tick">{esc(text)}</text>'
-        )
+    right = -math.inf  # where the last label drawn ends: a value too close to it is not labelled (its point's
+    for text, xv in labels:  # title says it) — two trials' close learning rates printed over each other
+        x, half = sx(xv), len(text) * TICK_CHAR_W / 2
+        if x - half < right + TICK_GAP:
+            continue
+        right = x + half
+        parts.append(f'<text x="{x:.1f}" y="{H - MB + 16}" text-anchor="middle" class="aw-tick">{esc(text)}</text>')
     for (x, v, state), xv in zip(points, xs):
         color = STATE_COLOR.get(state or "", PALETTE[2])
         parts.append(
