@@ -434,8 +434,9 @@ class Studio:
 
     def checkpoint_zip(self, run_id: str, name: str) -> str:
         run = RunDir(self.run_path(run_id))
-        src = (run.checkpoints_source / name).resolve()
-        if src.parent != run.checkpoints_source.resolve() or not src.is_dir():
+        source = run.checkpoints_source
+        src = (source / name).resolve()
+        if src.parent != source.resolve() or not src.is_dir():
             raise ValueError(f"no checkpoint '{name}' in run {run_id}")
         out_dir = self.runs_dir / ".exports"
         out_dir.mkdir(exist_ok=True)

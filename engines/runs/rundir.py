@@ -243,7 +243,7 @@ class RunDir:
         """``host:path`` of a cluster run's checkpoints when this machine has none of them and does not see that
         path (what to say instead of "no checkpoint yet"), else None."""
         there = self.cluster_checkpoints
-        if there is None or Path(there.split(":", 1)[1]).is_dir() or self.checkpoints():
+        if there is None or Path(there.split(":", 1)[1]).is_dir() or _checkpoints_in(self.checkpoints_dir):
             return None
         return there
 
@@ -454,14 +454,18 @@ class RunDir:
     # -- checkpoints ----------------------------------------------------------------------
     def checkpoints(self) -> list[Path]:
         """Checkpoint folders, oldest first (``checkpoint-<step>`` order), from :attr:`checkpoints_source`."""
-        source = self.checkpoints_source
-        if not source.is_dir():
-            return []
+        return _checkpoints_in(self.checkpoints_source)
 
-        def step_of(p: Path) -> int:
-            """``checkpoint-<step>`` (TRL) or ``global_step_<step>`` (verl)."""
-            tail = re.split(r"[-_]", p.name)[-1]
-            return int(tail) if tail.isdigit() else -1
 
-        # a trainer's link to its newest (ms-swift's last-checkpoint) is no checkpoint of its own
-        return sorted((p for p in source.iterdir() if p.is_dir() and not p.is_symlink()), key=step_of)
+def _checkpoints_in(folder: Path) -> list[Path]:
+    """The checkpoint folders in ``folder``, oldest first (``checkpoint-<step>`` order); [] when it is none."""
+    if not folder.is_dir():
+        return []
+
+    def step_of(p: Path) -> int:
+        """``checkpoint-<step>`` (TRL) or ``global_step_<step>`` (verl)."""
+        tail = re.split(r"[-_]", p.name)[-1]
+        return int(tail) if tail.isdigit() else -1
+
+    # a trainer's link to its newest (ms-swift's last-checkpoint) is no checkpoint of its own
+    return sorted((p for p in folder.iterdir() if p.is_dir() and not p.is_symlink()), key=step_of)
