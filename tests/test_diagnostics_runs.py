@@ -1,10 +1,12 @@
 """The diagnoses inside real runs: a tiny trl run whose reward gives every completion the same score
 gets ``no_reward_spread``; one with a constant term in its mix and completions cut at their length gets
-``reward_term_constant`` and ``completions_truncated``; a run whose loss turns NaN is stopped with that cause; the
-healthy demo run gets none."""
+``reward_term_constant`` and ``completions_truncated``; a policy that cannot move gets ``reward_flat``; a reward the
+model masters in a few steps gets ``reward_saturated``; the trained demo taught a reward with a loophole gets
+``eval_diverges``; a run whose loss turns NaN is stopped with that cause; the healthy demo run gets none."""
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
@@ -14,6 +16,10 @@ from engines.runs.rundir import FAILED, STOPPED
 from engines.core.standard import StandardProcessor
 
 ROOT = Path(__file__).resolve().parent.parent
+AGENT = ROOT / "assets/agents/letters_agent.yaml"
+TRAIN = ROOT / "assets/datasets/letters_train.jsonl"
+TEST = ROOT / "assets/datasets/letters_test.jsonl"
+LETTER_REWARD = f"{ROOT / 'assets/rewards/letter_reward.py'}:letter_reward"
 
 
 def diagnoses(run) -> list[dict]:
@@ -77,6 +83,91 @@ def test_a_mix_with_a_constant_term_and_completions_cut_at_their_length_are_said
     assert active["reward_term_constant"]["evidence"] == {"terms": {"same": 0.5}}
     truncated = active["completions_truncated"]["evidence"]
     assert truncated["max_completion_length"] == 16 and min(truncated["truncated_share"]) >= 0.5
+
+
+def _active(run) -> dict[str, dict]:
+    return {e["code"]: e for e in diagnoses(run) if e["state"] == "active"}
+
+
+def test_a_policy_that_cannot_move_gives_reward_flat(tmp_path):
+    """learning_rate 0 (a frozen policy): the letters reward sits near 0.05 for 110 steps while a sampled completion
+    once scored 1.0 (its maximum so far), the default thresholds (a window of 100 logged steps)."""
+    trainer = AgentTrainer(
+        agent=str(AGENT),
+        train_dataset=str(TRAIN),
+        reward_func=LETTER_REWARD,
+        run_path=str(tmp_path / "runs"),
+        train_engine_name="trl",
+        config={"max_steps": 110, "learning_rate": 0.0, "eval_steps": 0, "save_steps": 1000},
+    )
+    assert trainer.train() == "finished"
+    active = _active(trainer.train_processor.run)
+    assert "reward_flat" in active and "reward_saturated" not in active, sorted(active)
+    flat = active["reward_flat"]
+    assert flat["step"] >= 100 and flat["setting"] == "learning_rate"
+    evidence = flat["evidence"]
+    assert abs(evidence["reward_last"] - evidence["reward_first"]) < evidence["min_change"] == 0.02
+    assert evidence["reward_last"] < 0.2  # far under its maximum: not a run that learned and sits still
+
+
+def test_a_reward_the_model_masters_gives_reward_saturated(tmp_path):
+    """A reward for any capital letter, which the tiny model learns in about 20 steps; then every completion of
+    every group scores 1.0: nothing left to learn from this data."""
+    capital = tmp_path / "capital.py"
+    capital.write_text("def capital(completion, **kw):\n    return 1.0 if completion.lstrip()[:1].isupper() else 0.0\n")
+    trainer = AgentTrainer(
+        agent=str(AGENT),
+        train_dataset=str(TRAIN),
+        reward_func=f"{capital}:capital",
+        run_path=str(tmp_path / "runs"),
+        train_engine_name="trl",
+        config={"max_steps": 60, "learning_rate": 0.01, "beta": 0.0, "eval_steps": 0, "save_steps": 1000},
+    )
+    assert trainer.train() == "finished"
+    run = trainer.train_processor.run
+    active = _active(run)
+    assert "reward_saturated" in active and "reward_flat" not in active, sorted(active)
+    saturated = active["reward_saturated"]["evidence"]
+    assert saturated["reward"] == saturated["maximum"] == 1.0
+    rewards = [r["reward"] for r in run.read_jsonl("metrics.jsonl") if "reward" in r]
+    assert rewards[0] < 0.6  # it climbed there: a reward constant from the start is no_reward_spread's case
+
+
+def test_a_reward_with_a_loophole_gives_eval_diverges(trained_letters, tmp_path):
+    """Reward hacking, for real: the trained demo (it says the requested letter) is trained on with a reward that
+    pays any "A" on the training rows; the held-out rows are scored as the task means. The train reward rises as
+    the model learns to say "A" to everything, the held-out reward falls at each evaluation."""
+    checkpoint = trained_letters.train_processor.run.checkpoints_dir / "checkpoint-300"
+    agent = tmp_path / "agent.yaml"
+    agent.write_text(AGENT.read_text(encoding="utf-8").replace("../models/tiny-letters", str(checkpoint)))
+    train = tmp_path / "train.jsonl"
+    rows = [json.loads(line) for line in TRAIN.read_text(encoding="utf-8").splitlines()]
+    train.write_text("".join(json.dumps({**r, "split": "train"}) + "\n" for r in rows), encoding="utf-8")
+    loophole = tmp_path / "loophole.py"
+    loophole.write_text(
+        "def loophole(completion, answer, split='test', **kw):\n"
+        "    first = completion.lstrip()[:1]\n"
+        "    return float(first == 'A') if split == 'train' else float(first == answer)\n"
+    )
+    trainer = AgentTrainer(
+        agent=str(agent),
+        train_dataset=str(train),
+        test_dataset=str(TEST),
+        reward_func=f"{loophole}:loophole",
+        run_path=str(tmp_path / "runs"),
+        train_engine_name="trl",
+        config={"max_steps": 40, "learning_rate": 1e-3, "beta": 0.0, "eval_steps": 4, "eval_samples": 16},
+    )
+    assert trainer.train() == "finished"
+    run = trainer.train_processor.run
+    held_out = [r["eval/reward"] for r in run.read_jsonl("metrics.jsonl") if "eval/reward" in r]
+    assert held_out[0] >= 0.8 and held_out[-1] <= 0.5, held_out  # the task got worse
+    active = _active(run)
+    assert "eval_diverges" in active, sorted(active)
+    evidence = active["eval_diverges"]["evidence"]
+    falls = evidence["held_out_reward"]
+    assert len(falls) == 3 and falls[0] > falls[1] > falls[2]
+    assert evidence["train_reward"][0] < evidence["train_reward"][1]
 
 
 class NanLoss(StandardProcessor):
