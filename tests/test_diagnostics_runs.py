@@ -10,6 +10,8 @@ import json
 import time
 from pathlib import Path
 
+import pytest
+
 from engines import AgentTrainer
 from engines.diagnostics import CODES
 from engines.runs.rundir import FAILED, STOPPED
@@ -168,6 +170,48 @@ def test_a_reward_with_a_loophole_gives_eval_diverges(trained_letters, tmp_path)
     falls = evidence["held_out_reward"]
     assert len(falls) == 3 and falls[0] > falls[1] > falls[2]
     assert evidence["train_reward"][0] < evidence["train_reward"][1]
+
+
+def test_a_reward_that_keeps_memory_gives_memory_rising_with_the_step_it_would_run_out(tmp_path):
+    """A reward that keeps a scratch buffer per completion (a leak): the run's resident memory grows every step;
+    sized to this machine's memory so that it would run out in about 400 steps (within the 1000-step horizon and
+    before the run's 1000th). Stopped as soon as the diagnosis shows: about 1 GiB kept on a 24 GiB machine."""
+    import psutil
+
+    from engines.runs.lifecycle import spawn_run
+    from engines.runs.prepare import prepare_run
+    from engines.runs.rundir import TERMINAL_STATES
+    from testing.waiting import wait_for
+
+    per_step_mb = int(psutil.virtual_memory().total / 2**20 / 400)
+    leak = tmp_path / "leak.py"
+    leak.write_text(
+        "KEPT = []\n"
+        "def leak(completion, answer, **kw):\n"
+        f"    KEPT.append(b'x' * ({per_step_mb} * 2**20 // 16))  # 16 completions a step, each buffer kept\n"
+        "    return float(completion.lstrip()[:1] == answer)\n"
+    )
+    config = {"max_steps": 1000, "prompts_per_step": 2, "num_generations": 8, "eval_steps": 0, "save_steps": 10**5}
+    run = prepare_run(
+        str(AGENT), str(TRAIN), None, f"{leak}:leak", config, train_engine_name="trl", runs_dir=str(tmp_path / "runs")
+    )
+    spawn_run(run.path)
+    try:
+        rising = wait_for(
+            lambda: _active(run).get("memory_rising") or run.read_status().get("state") in TERMINAL_STATES,
+            timeout=300,
+            what="memory_rising in events.jsonl",
+        )
+    finally:
+        run.request_stop("test done")
+        wait_for(lambda: run.read_status().get("state") in TERMINAL_STATES, timeout=120, what="the run to stop")
+    assert isinstance(rising, dict), run.read_status()
+    evidence = rising["evidence"]
+    assert evidence["key"] == "memory/peak_gb" and evidence["limit_gib"] > evidence["peak_gib"]
+    assert evidence["gib_per_step"] == pytest.approx(per_step_mb / 1024, rel=0.3)
+    assert rising["step"] < evidence["out_of_memory_at_step"] <= 1000
+    assert rising["setting"] == "max_completion_length", rising
+    assert run.read_status()["step"] < 100  # stopped when it showed, not trained on
 
 
 class NanLoss(StandardProcessor):
