@@ -391,3 +391,34 @@ def test_an_aworld_agent_object_trains_on_swift_and_the_check_says_what_its_tool
     assert t.train_processor.run.read_spec()["agent"]["system_prompt"] == "You are a calculator. Use the add tool."
     steps = [r["step"] for r in t.train_processor.run.read_jsonl("metrics.jsonl") if "loss" in r]
     assert steps == [1, 2]
+
+
+@pytest.mark.parametrize(
+    "terms, codes",
+    [
+        (["same"], {"no_reward_spread"}),
+        (["letter", "same"], {"reward_term_constant", "completions_truncated"}),
+    ],
+)
+def test_the_diagnoses_arise_in_a_real_ms_swift_run(tmp_path, terms, codes):
+    """Issue 33 on swift, from ms-swift's own logging.jsonl keys (frac_reward_zero_std, rewards/<name>/std,
+    completions/clipped_ratio): a reward that gives every completion 0.5 leaves no spread in any group; beside the
+    letters reward it is a constant term of the mix, and 16-token completions of the tiny model are cut."""
+    same = tmp_path / "same_reward.py"
+    same.write_text("def same(completion, answer, **kw):\n    return 0.5\n")
+    rewards = {"letter": REWARD, "same": f"{same}:same"}
+    trainer = make_trainer(
+        tmp_path,
+        test_dataset=None,
+        reward_func=[rewards[t] for t in terms] if len(terms) > 1 else rewards[terms[0]],
+        config={**FAST, "max_steps": 8, "prompts_per_step": 2, "save_steps": 100, "max_completion_length": 16},
+    )
+    assert trainer.train() == "finished"
+    run = trainer.train_processor.run
+    events = [e for e in run.read_jsonl("events.jsonl") if e.get("type") == "diagnosis" and e["state"] == "active"]
+    active = {e["code"]: e for e in events}
+    assert codes <= set(active), sorted(active)
+    if "reward_term_constant" in codes:
+        assert active["reward_term_constant"]["evidence"] == {"terms": {"same": 0.5}}
+    if "no_reward_spread" in codes:
+        assert set(active["no_reward_spread"]["evidence"]["zero_spread_groups"]) == {1.0}
