@@ -1,7 +1,7 @@
 """The diagnoses inside real runs: a tiny trl run whose reward gives every completion the same score
 gets ``no_reward_spread``; one with a constant term in its mix and completions cut at their length gets
 ``reward_term_constant`` and ``completions_truncated``; a policy that cannot move gets ``reward_flat``; a reward the
-model masters in a few steps gets ``reward_saturated``; the trained demo taught a reward with a loophole gets
+model masters in a few steps gets ``reward_saturated``; the demo with a low KL bound gets ``kl_high``; the trained demo taught a reward with a loophole gets
 ``eval_diverges``; a run whose loss turns NaN is stopped with that cause; the healthy demo run gets none."""
 
 from __future__ import annotations
@@ -110,6 +110,29 @@ def test_a_policy_that_cannot_move_gives_reward_flat(tmp_path):
     evidence = flat["evidence"]
     assert abs(evidence["reward_last"] - evidence["reward_first"]) < evidence["min_change"] == 0.02
     assert evidence["reward_last"] < 0.2  # far under its maximum: not a run that learned and sits still
+
+
+def test_the_demo_drifting_past_a_low_kl_bound_gives_kl_high(tmp_path):
+    """The demo's own config (its KL to the random-init reference climbs past 1 as it learns) with ``kl_bound:
+    0.5`` instead of the demo's 8: the KL stays over the bound and keeps rising."""
+    import yaml
+
+    config = yaml.safe_load((ROOT / "assets/configs/letters_grpo.yaml").read_text(encoding="utf-8"))
+    config.update(max_steps=60, eval_steps=0, save_steps=1000, diagnostics={"kl_bound": 0.5})
+    trainer = AgentTrainer(
+        agent=str(AGENT),
+        train_dataset=str(TRAIN),
+        reward_func=LETTER_REWARD,
+        run_path=str(tmp_path / "runs"),
+        train_engine_name="trl",
+        config=config,
+    )
+    assert trainer.train() == "finished"
+    active = _active(trainer.train_processor.run)
+    assert "kl_high" in active, sorted(active)
+    evidence = active["kl_high"]["evidence"]
+    assert evidence["bound"] == 0.5 and min(evidence["kl"]) > 0.5 and evidence["kl"][-1] > evidence["kl"][0]
+    assert active["kl_high"]["setting"] == "beta"
 
 
 def test_a_reward_the_model_masters_gives_reward_saturated(tmp_path):
