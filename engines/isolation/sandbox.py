@@ -43,6 +43,7 @@ from typing import Any, Callable, Iterable, Mapping
 
 
 from . import process_tree, server_env as server_env_table
+from .pids_cgroup import PidsCgroup
 from .process_tree import TooManyProcesses, max_processes  # noqa: F401 - re-exported
 from .privileges import close_inherited_fds, drop_privileges, set_parent_death_signal
 
@@ -141,10 +142,16 @@ def _set_subreaper() -> None:
         pass
 
 
+#: the supervisor's pids cgroup for its call, where one could be made (engines.isolation.pids_cgroup)
+_cgroup: PidsCgroup | None = None
+
+
 def _end_everything(signum, frame) -> None:  # noqa: ARG001 - a signal handler
     """The supervisor's caller died (parent-death signal), its deadline passed (SIGALRM) or it was told
     to stop: nothing it supervises outlives it."""
     process_tree.kill_descendants(os.getpid())
+    if _cgroup is not None:
+        _cgroup.remove()
     os._exit(128 + signum)
 
 
@@ -165,6 +172,7 @@ def _supervise(
     (its exit status, or the signal that killed it). Never runs user code itself. It dies with its
     caller (a parent-death signal: a CLI killed from outside leaves nothing running) and keeps the
     deadline itself (``timeout_s`` + :data:`SUPERVISOR_GRACE_S`), whatever becomes of the caller."""
+    global _cgroup
     try:
         os.setsid()
         _set_subreaper()
@@ -176,6 +184,7 @@ def _supervise(
             os._exit(128 + signal.SIGTERM)
         if timeout_s > 0:
             signal.setitimer(signal.ITIMER_REAL, timeout_s + SUPERVISOR_GRACE_S)
+        _cgroup = PidsCgroup.make(limit)  # the kernel's cap on a burst of forks, where the machine allows one
         worker = os.fork()
         if worker == 0:
             _work(fn, kwargs, w, pw, out_fd, env, limit, shm)
@@ -189,6 +198,8 @@ def _supervise(
                 os.waitpid(-1, 0)
             except ChildProcessError:
                 break
+        if _cgroup is not None:
+            _cgroup.remove()
         if os.WIFSIGNALED(status):
             sig = os.WTERMSIG(status)
             for step in (
@@ -251,6 +262,11 @@ def _work(
         if env is not None:
             os.environ.clear()
             os.environ.update(env)
+        if _cgroup is not None:  # before the capabilities go: cgroup.procs is root's to write
+            try:
+                _cgroup.join()
+            except OSError:
+                pass  # the count alone holds the limit, as where no cgroup can be made
         # no capability: the caller's, the studio's and the shell's environment and memory cannot be read
         drop_privileges()
         _after_fork_torch()
