@@ -87,9 +87,14 @@ class PidsCgroup:
             return None
         return made
 
-    def join(self) -> None:
-        """Move this process (the worker, before user code) into the cgroup: its forks are counted from now."""
-        (self.path / "cgroup.procs").write_text(str(os.getpid()))
+    def join(self) -> bool:
+        """Move this process (the worker, before user code) into the cgroup: its forks are counted from now.
+        False where it could not (the count alone holds the limit then, as where no cgroup can be made)."""
+        try:
+            (self.path / "cgroup.procs").write_text(str(os.getpid()))
+            return True
+        except OSError:
+            return False
 
     def tasks(self) -> list[int]:
         try:

@@ -263,10 +263,7 @@ def _work(
             os.environ.clear()
             os.environ.update(env)
         if _cgroup is not None:  # before the capabilities go: cgroup.procs is root's to write
-            try:
-                _cgroup.join()
-            except OSError:
-                pass  # the count alone holds the limit, as where no cgroup can be made
+            _cgroup.join()
         # no capability: the caller's, the studio's and the shell's environment and memory cannot be read
         drop_privileges()
         _after_fork_torch()
