@@ -91,19 +91,21 @@ def _active(run) -> dict[str, dict]:
     return {e["code"]: e for e in diagnoses(run) if e["state"] == "active"}
 
 
+def _trained_run(tmp_path, config: dict, reward: str = LETTER_REWARD, **modules):
+    """A finished trl run of the letters agent on its training set (unless ``modules`` say otherwise)."""
+    modules = {"agent": str(AGENT), "train_dataset": str(TRAIN), **modules}
+    trainer = AgentTrainer(
+        reward_func=reward, run_path=str(tmp_path / "runs"), train_engine_name="trl", config=config, **modules
+    )
+    assert trainer.train() == "finished"
+    return trainer.train_processor.run
+
+
 def test_a_policy_that_cannot_move_gives_reward_flat(tmp_path):
     """learning_rate 0 (a frozen policy): the letters reward sits near 0.05 for 110 steps while a sampled completion
     once scored 1.0 (its maximum so far), the default thresholds (a window of 100 logged steps)."""
-    trainer = AgentTrainer(
-        agent=str(AGENT),
-        train_dataset=str(TRAIN),
-        reward_func=LETTER_REWARD,
-        run_path=str(tmp_path / "runs"),
-        train_engine_name="trl",
-        config={"max_steps": 110, "learning_rate": 0.0, "eval_steps": 0, "save_steps": 1000},
-    )
-    assert trainer.train() == "finished"
-    active = _active(trainer.train_processor.run)
+    run = _trained_run(tmp_path, {"max_steps": 110, "learning_rate": 0.0, "eval_steps": 0, "save_steps": 1000})
+    active = _active(run)
     assert "reward_flat" in active and "reward_saturated" not in active, sorted(active)
     flat = active["reward_flat"]
     assert flat["step"] >= 100 and flat["setting"] == "learning_rate"
@@ -119,16 +121,7 @@ def test_the_demo_drifting_past_a_low_kl_bound_gives_kl_high(tmp_path):
 
     config = yaml.safe_load((ROOT / "assets/configs/letters_grpo.yaml").read_text(encoding="utf-8"))
     config.update(max_steps=60, eval_steps=0, save_steps=1000, diagnostics={"kl_bound": 0.5})
-    trainer = AgentTrainer(
-        agent=str(AGENT),
-        train_dataset=str(TRAIN),
-        reward_func=LETTER_REWARD,
-        run_path=str(tmp_path / "runs"),
-        train_engine_name="trl",
-        config=config,
-    )
-    assert trainer.train() == "finished"
-    active = _active(trainer.train_processor.run)
+    active = _active(_trained_run(tmp_path, config))
     assert "kl_high" in active, sorted(active)
     evidence = active["kl_high"]["evidence"]
     assert evidence["bound"] == 0.5 and min(evidence["kl"]) > 0.5 and evidence["kl"][-1] > evidence["kl"][0]
@@ -140,16 +133,8 @@ def test_a_reward_the_model_masters_gives_reward_saturated(tmp_path):
     every group scores 1.0: nothing left to learn from this data."""
     capital = tmp_path / "capital.py"
     capital.write_text("def capital(completion, **kw):\n    return 1.0 if completion.lstrip()[:1].isupper() else 0.0\n")
-    trainer = AgentTrainer(
-        agent=str(AGENT),
-        train_dataset=str(TRAIN),
-        reward_func=f"{capital}:capital",
-        run_path=str(tmp_path / "runs"),
-        train_engine_name="trl",
-        config={"max_steps": 60, "learning_rate": 0.01, "beta": 0.0, "eval_steps": 0, "save_steps": 1000},
-    )
-    assert trainer.train() == "finished"
-    run = trainer.train_processor.run
+    config = {"max_steps": 60, "learning_rate": 0.01, "beta": 0.0, "eval_steps": 0, "save_steps": 1000}
+    run = _trained_run(tmp_path, config, reward=f"{capital}:capital")
     active = _active(run)
     assert "reward_saturated" in active and "reward_flat" not in active, sorted(active)
     saturated = active["reward_saturated"]["evidence"]
@@ -174,17 +159,10 @@ def test_a_reward_with_a_loophole_gives_eval_diverges(trained_letters, tmp_path)
         "    first = completion.lstrip()[:1]\n"
         "    return float(first == 'A') if split == 'train' else float(first == answer)\n"
     )
-    trainer = AgentTrainer(
-        agent=str(agent),
-        train_dataset=str(train),
-        test_dataset=str(TEST),
-        reward_func=f"{loophole}:loophole",
-        run_path=str(tmp_path / "runs"),
-        train_engine_name="trl",
-        config={"max_steps": 40, "learning_rate": 1e-3, "beta": 0.0, "eval_steps": 4, "eval_samples": 16},
+    config = {"max_steps": 40, "learning_rate": 1e-3, "beta": 0.0, "eval_steps": 4, "eval_samples": 16}
+    run = _trained_run(
+        tmp_path, config, f"{loophole}:loophole", agent=str(agent), train_dataset=str(train), test_dataset=str(TEST)
     )
-    assert trainer.train() == "finished"
-    run = trainer.train_processor.run
     held_out = [r["eval/reward"] for r in run.read_jsonl("metrics.jsonl") if "eval/reward" in r]
     assert held_out[0] >= 0.8 and held_out[-1] <= 0.5, held_out  # the task got worse
     active = _active(run)
