@@ -117,3 +117,22 @@ def test_an_aworld_agent_with_an_mcp_1x_stdio_server_trains_3_steps_on_trl_calli
                 calls.append((call["function"]["arguments"], result["content"]))
     assert calls, "no tool call was recorded"
     assert all(content == str(args["a"] + args["b"]) for args, content in calls)  # the AWorld server computed it
+
+
+def test_verl_answers_inference_for_an_aworld_agent_object_calling_its_tools(project, tmp_path):
+    """AWorld's verl ``inference()`` returns None; ours, for an Agent object on the verl engine (checked with verl's
+    own validate_config on this CPU machine), answers with the agent's base model through its generation loop —
+    the AWorld project's MCP server called — and the reward's score."""
+    import asyncio
+
+    trainer = AgentTrainer(
+        agent=calc_agent(), **CALC_DATA, config={}, run_path=str(tmp_path / "runs"), train_engine_name="verl"
+    )
+    checks = {r.module: r for r in trainer.check_results}
+    assert (
+        "validate_config passed" in checks["config"].message and "AWorld form: Agent object" in checks["agent"].message
+    )
+    result = asyncio.run(trainer.inference(checkpoint="base", max_samples=2))
+    assert result is not None and result.model == "base"
+    assert result.metrics["prompts"] == 2 and result.metrics["tool_calls"] > 0, result.metrics
+    assert 0.0 <= result.metrics["reward"] <= 1.0 and len(result.predictions) == 2
