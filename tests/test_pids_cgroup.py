@@ -88,3 +88,29 @@ def test_the_kernel_refuses_a_burst_of_forks_past_the_cap():
     finally:
         group.remove()  # kills the sleepers first
     assert not group.path.exists() and group.tasks() == []
+
+
+def test_a_dead_supervisors_cgroup_is_removed_by_the_next_call_and_a_live_ones_is_kept():
+    """A supervisor SIGKILLed leaves its (empty) cgroup; the next one made removes it — but not one whose
+    supervisor lives (its worker may not have joined yet), whatever it holds."""
+    base = pids_cgroup._own_cgroup()
+    if base is None or not _cgroup_here():
+        assert PidsCgroup.make(4) is None
+        return
+    dead = os.fork()
+    if dead == 0:  # pragma: no cover - a pid that is gone once reaped
+        os._exit(0)
+    os.waitpid(dead, 0)
+    stale, live = base / f"{pids_cgroup.PREFIX}{dead}", base / f"{pids_cgroup.PREFIX}{os.getppid()}"
+    stale.mkdir()
+    live.mkdir()
+    try:
+        made = PidsCgroup.make(4)
+        assert made is not None and made.path.exists()
+        assert not stale.exists() and live.exists()
+        made.remove()
+        assert not made.path.exists()
+    finally:
+        for p in (stale, live):
+            if p.exists():
+                p.rmdir()
