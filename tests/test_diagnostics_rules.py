@@ -197,3 +197,23 @@ def test_kl_high_holds_through_a_dip_and_clears_below_its_bound(tmp_path):
         run.append_metrics(step, row)
         events += [(e["code"], e["state"], e["step"]) for e in d.poll() if e["code"] == "kl_high"]
     assert events == [("kl_high", "active", T.kl_steps), ("kl_high", "cleared", len(kls))]
+
+
+def test_a_divergence_between_two_polls_is_said_whatever_the_polls_pace(tmp_path):
+    """The trained demo taught a loophole (tests/test_diagnostics_runs.py) trains 40 steps in about 4 s: the held-out
+    reward fell at two evaluations (1.0, 0.75, 0.125) and was level at the next two. A watcher that looked only at
+    what the run is when it polls saw a divergence only if a poll fell between steps 32 and 36; on CI's machine none
+    did. One poll that reads the whole run now says it started at step 32 and cleared at 36."""
+    run = RunDir.create(tmp_path, "fake")
+    run.write_spec({"config": {}})
+    held_out = {24: 1.0, 28: 0.75, 32: 0.125, 36: 0.125, 40: 0.125}
+    for step, row in enumerate(healthy(40), start=1):
+        run.append_metrics(step, row)  # the train reward rises at every step
+        if step in held_out:
+            run.append_metrics(step, {"eval/reward": held_out[step]})
+    events = Diagnoser(run, log=lambda line: None).poll()
+    assert [(e["code"], e["state"], e["step"]) for e in events if e["code"] == "eval_diverges"] == [
+        ("eval_diverges", "active", 32),
+        ("eval_diverges", "cleared", 36),
+    ]
+    assert events[0]["evidence"]["held_out_reward"] == [1.0, 0.75, 0.125]

@@ -160,6 +160,9 @@ def test_a_reward_with_a_loophole_gives_eval_diverges(trained_letters, tmp_path)
         "    return float(first == 'A') if split == 'train' else float(first == answer)\n"
     )
     config = {"max_steps": 40, "learning_rate": 1e-3, "beta": 0.0, "eval_steps": 4, "eval_samples": 16}
+    # a poll every 10 s on a 4 s run: the watcher reads it whole at the end, when the held-out reward is level
+    # again (it diverged between steps 28 and 32) — the divergence is said from the evaluations as they came
+    config["diagnostics"] = {"poll_seconds": 10}
     run = _trained_run(
         tmp_path, config, f"{loophole}:loophole", agent=str(agent), train_dataset=str(train), test_dataset=str(TEST)
     )

@@ -61,21 +61,21 @@ class Diagnoser:
         if v is not None and (self.context.best_reward is None or v > self.context.best_reward):
             self.context.best_reward = v
 
-    def read_new(self) -> bool:
-        """Take in the rows appended since the last call; True when there were new metric rows."""
+    def read_new(self) -> list[dict]:
+        """The metric rows appended since the last call, in order (the samples' best reward taken in)."""
         for sample in self._samples.read_new():
             self._see_best(sample.get("reward"))
-        new = self._metrics.read_new()
-        for row in new:
-            if not isinstance(row.get("step"), int):
-                continue
-            if EVAL_REWARD in row or EVAL_TRAIN_REWARD in row:
-                self.evals.append(row)
-            else:
-                self.rows.append(row)
-                self._see_best(row.get(REWARD))
-                self._see_best(row.get("reward_max"))
-        return bool(new)
+        return [row for row in self._metrics.read_new() if isinstance(row.get("step"), int)]
+
+    def _take(self, row: dict) -> bool:
+        """Keep one metric row; True when it is a held-out evaluation."""
+        if EVAL_REWARD in row or EVAL_TRAIN_REWARD in row:
+            self.evals.append(row)
+            return True
+        self.rows.append(row)
+        self._see_best(row.get(REWARD))
+        self._see_best(row.get("reward_max"))
+        return False
 
     def evaluate(self) -> dict[str, dict]:
         """{code: evidence} of every diagnosis that shows now (a rule that raises is logged and skipped)."""
@@ -93,12 +93,24 @@ class Diagnoser:
         return found
 
     def poll(self) -> list[dict]:
-        """Read, evaluate, write the events of what started and what cleared; returns those events."""
-        if not self.read_new() or not self.rows:
+        """Read, evaluate, write the events of what started and what cleared; returns those events.
+
+        The rules see the run as it was at each held-out evaluation read in this poll, and as it is now: a
+        condition that held between two polls only (the held-out reward falling at two evaluations, then
+        level at the next) is said, whatever the poll's pace against the run's."""
+        new = self.read_new()
+        if not new:
             return []
         total = _number(self.run.read_status().get("total_steps"))
         self.context.total_steps = int(total) if total else None
-        step = max(self.rows[-1]["step"], self.evals[-1]["step"] if self.evals else 0)
+        written = []
+        for i, row in enumerate(new):
+            if (self._take(row) or i == len(new) - 1) and self.rows:
+                written += self._settle(max(self.rows[-1]["step"], self.evals[-1]["step"] if self.evals else 0))
+        return written
+
+    def _settle(self, step: int) -> list[dict]:
+        """The events of what shows at ``step`` and did not before, and of what showed and does no more."""
         found = self.evaluate()
         written = []
         for code, evidence in found.items():
