@@ -159,19 +159,23 @@ def test_a_swift_run_on_the_cluster_is_mirrored_and_stops_at_a_step_boundary(tmp
     assert any(p.endswith("/bin/python") for p in submitted["reads_on_cluster"])  # ms-swift's interpreter
 
 
-def test_a_sweep_runs_its_trials_as_ray_jobs_two_at_a_time(tmp_path, head, monkeypatch):
+#: a sweep's tiny trial on each engine (the held-out reward scored at the end)
+TINY_TRIAL = {
+    "trl": {"max_steps": 2, "prompts_per_step": 2, "num_generations": 4, "eval_steps": 0, "eval_samples": 4},
+    "swift": {"tuner_type": "full", "max_steps": 2, "prompts_per_step": 1, "num_generations": 4},
+}
+
+
+@pytest.mark.parametrize("engine", ["trl", "swift"])
+def test_a_sweep_runs_its_trials_as_ray_jobs_two_at_a_time(tmp_path, head, monkeypatch, engine):
     """A sweep whose base config names a cluster: each trial is a run submitted there; parallel trials are jobs the
-    cluster schedules (not one per GPU of this machine, which has none)."""
+    cluster schedules (not one per GPU of this machine, which has none). The same for both engines."""
     from engines.sweeps import AgentSweep
 
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
     runs = tmp_path / "runs"
     tiny = {
-        "max_steps": 2,
-        "prompts_per_step": 2,
-        "num_generations": 4,
-        "eval_steps": 0,
-        "eval_samples": 4,
+        **TINY_TRIAL[engine],
         "save_steps": 100,
         "samples_per_step": 0,
         "ray_address": head.address,
@@ -184,7 +188,7 @@ def test_a_sweep_runs_its_trials_as_ray_jobs_two_at_a_time(tmp_path, head, monke
         reward_func=REWARD,
         config=tiny,
         run_path=str(runs),
-        train_engine_name="trl",
+        train_engine_name=engine,
         name="on-ray",
         sweep={
             "trials": 4,
