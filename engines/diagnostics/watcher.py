@@ -105,7 +105,8 @@ class Diagnoser:
         self.context.total_steps = int(total) if total else None
         written = []
         for i, row in enumerate(new):
-            if (self._take(row) or i == len(new) - 1) and self.rows:
+            is_eval = self._take(row)
+            if (is_eval or i == len(new) - 1) and self.rows:
                 written += self._settle(max(self.rows[-1]["step"], self.evals[-1]["step"] if self.evals else 0))
         return written
 
