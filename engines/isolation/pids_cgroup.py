@@ -107,17 +107,12 @@ class PidsCgroup:
         let them go (their parent reaped them), then remove it; one still busy is left for the next call."""
         deadline = time.monotonic() + wait_s
         while True:
-            left = self.tasks()
-            for pid in left:
+            for pid in self.tasks():
                 try:
                     os.kill(pid, signal.SIGKILL)
-                except OSError:
+                    os.waitpid(pid, os.WNOHANG)  # ours (the supervisor is a subreaper): reaped; the call's only
+                except OSError:  # ChildProcessError included: someone else's child, its parent reaps it
                     pass
-            try:
-                while os.waitpid(-1, os.WNOHANG)[0]:  # those re-parented to us (the supervisor is a subreaper)
-                    pass
-            except ChildProcessError:
-                pass
             try:
                 self.path.rmdir()
                 return
