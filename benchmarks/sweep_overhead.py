@@ -78,9 +78,9 @@ def alone(runs: str, steps: int, seed: int) -> float:
     return steps_per_s(run)
 
 
-def sweep(runs: str, steps: int, trials: int) -> tuple[list[float], list[float], list[float], float]:
-    """(steps/s of each trial, end → next first step, end → next started, the driver's CPU share of one core),
-    the trials differing only in seed (1, 2, ...)."""
+def sweep(runs: str, steps: int, seeds: list[int]) -> tuple[dict[int, float], list[float], list[float], float]:
+    """({seed: its trial's steps/s}, end → next first step, end → next started, the driver's CPU share of one
+    core), the trials differing only in seed (Optuna's grid sampler takes the seeds in an order of its own)."""
     from engines.sweeps import AgentSweep
 
     s = AgentSweep(
@@ -95,17 +95,18 @@ def sweep(runs: str, steps: int, trials: int) -> tuple[list[float], list[float],
             "sampler": "grid",
             "pruner": "none",
             "objective": {"metric": "reward"},
-            "params": {"seed": list(range(1, trials + 1))},
+            "params": {"seed": seeds},
         },
     )
     cpu0, t0 = cpu_s(), time.time()
     assert s.run() == "finished"
     driver_share = (cpu_s() - cpu0) / (time.time() - t0)
-    runs_by_number = {t["number"]: RunDir(Path(runs) / t["run_id"]) for t in s.summary()["trials"]}
-    speeds, to_step, to_start = [], [], []
+    trials = s.summary()["trials"]
+    runs_by_number = {t["number"]: RunDir(Path(runs) / t["run_id"]) for t in trials}
+    speeds = {t["params"]["seed"]: steps_per_s(runs_by_number[t["number"]]) for t in trials}
+    to_step, to_start = [], []
     for n in sorted(runs_by_number):
         run = runs_by_number[n]
-        speeds.append(steps_per_s(run))
         if n + 1 in runs_by_number:
             ended = run.read_status()["ended"]
             nxt = runs_by_number[n + 1]
@@ -134,14 +135,15 @@ def main() -> None:
         driver.REPORTS_PER_TRIAL = 10**9  # report_every(...) == 1
     alone_speeds, trial_speeds, gaps_step, gaps_start, shares, pairs = [], [], [], [], [], []
     with tempfile.TemporaryDirectory(prefix="sweep-overhead-") as tmp:
+        seeds = list(range(1, a.trials + 1))
         for r in range(a.rounds):
-            seeds = list(range(1, a.trials + 1))
             if r % 2:  # sweep first in odd rounds: neither side always runs on a warmer machine
-                speeds, to_step, to_start, share = sweep(f"{tmp}/runs", a.steps, a.trials)
+                by_seed, to_step, to_start, share = sweep(f"{tmp}/runs", a.steps, seeds)
                 alone_round = [alone(f"{tmp}/runs", a.steps, seed) for seed in seeds]
             else:
                 alone_round = [alone(f"{tmp}/runs", a.steps, seed) for seed in seeds]
-                speeds, to_step, to_start, share = sweep(f"{tmp}/runs", a.steps, a.trials)
+                by_seed, to_step, to_start, share = sweep(f"{tmp}/runs", a.steps, seeds)
+            speeds = [by_seed[seed] for seed in seeds]  # in the alone runs' order: each pair is one seed
             alone_speeds += alone_round
             trial_speeds += speeds
             pairs += [t / s for t, s in zip(speeds, alone_round)]
