@@ -1,1 +1,1 @@
-"""The studio's Gradio-free core: Studio, the Setup inputs, what the studio knows of each run, the chat client, presets."""
+"""The studio's logic without components (Gradio only for its translation markers): Studio, the Setup inputs, what the studio knows of each run, the chat client, presets."""

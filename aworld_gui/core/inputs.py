@@ -1,8 +1,8 @@
-"""What the user picked in Setup, as plain data; the shipped demo choices; uploads.
+"""The shipped demo choices and uploads (their labels, size limits, masking); :class:`SetupInputs` itself is in
+check_inputs.py, which the check worker imports (this module's labels bring Gradio's translation markers).
 
 Pure functions only: nothing here imports user code or heavy libraries, so the studio process
-can call them freely. The check worker turns :class:`SetupInputs` into ``check_all`` /
-``prepare_run`` arguments.
+can call them freely.
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ import os
 import re
 import shutil
 import threading
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -20,12 +19,13 @@ import yaml
 
 from engines.core.check_result import CheckError
 from engines.inputs.user_files import size_text
-from engines.inputs.yaml_input import MAX_BYTES, load_user_file, try_load_yaml
+from engines.inputs.yaml_input import MAX_BYTES, load_user_file
 from engines.runs.rundir import atomic_write_text
 
 from ..rendering.i18n import _
 from ..web.upload_guard import refused_size
 from ..web.upload_secrets import mask_bytes
+from .check_inputs import DEMO_ENGINE, SetupInputs
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 ASSETS = REPO_ROOT / "assets"
@@ -37,7 +37,6 @@ DEMO_AGENT = AGENTS_DIR / "letters_agent.yaml"
 DEMO_TRAIN = DATASETS_DIR / "letters_train.jsonl"
 DEMO_TEST = DATASETS_DIR / "letters_test.jsonl"
 DEMO_REWARD = f"{REWARDS_DIR / 'letter_reward.py'}:letter_reward"
-DEMO_ENGINE = "trl"
 DEMO_CONFIG = ASSETS / "configs" / "letters_grpo.yaml"
 #: each engine's config for the letters demo (an engine picked while Setup holds the last engine's demo config,
 #: unchanged, starts from its own: swift on trl's demo config would have trained on ms-swift's defaults)
@@ -53,79 +52,6 @@ max_steps: 400
 DATASET_SUFFIXES = (".jsonl", ".json", ".csv", ".tsv", ".parquet")
 AGENT_SUFFIXES = (".yaml", ".yml")
 UPLOADS = ".uploads"
-
-
-@dataclass
-class SetupInputs:
-    """Everything a check or a launch needs; every path absolute."""
-
-    agent: str | None = None
-    train: str | None = None
-    test: str | None = None
-    rewards: list[dict[str, Any]] = field(default_factory=list)  # [{name|ref, weight}]
-    config_text: str = ""
-    engine: str = DEMO_ENGINE
-    columns: dict[str, str] = field(default_factory=dict)  # {prompt, answer}
-    #: module → why an upload for it could not be used (e.g. a reward file that does not import):
-    #: the module is in error until the upload is replaced, whatever the rest of the setup says
-    problems: dict[str, str] = field(default_factory=dict)
-    name: str = ""  # the run's name and note (its label)
-    note: str = ""
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "SetupInputs":
-        return cls(**{k: d[k] for k in cls.__dataclass_fields__ if k in d})
-
-    def config_value(self) -> Any:
-        """The config for the engines: a dict when the YAML parses, else the raw text (so the
-        config check reports the syntax error with its line)."""
-        text = (self.config_text or "").strip()
-        if not text:
-            return None
-        data = try_load_yaml(text, default=text)
-        return data if isinstance(data, dict) else text
-
-    def check_kwargs(self) -> dict[str, Any]:
-        """Keyword arguments of ``engines.core.checks.check_all`` / ``prepare_run``."""
-        columns = {k: v for k, v in (self.columns or {}).items() if v}
-        return dict(
-            agent=self.agent or "",
-            train_dataset=self.train or None,
-            test_dataset=self.test or None,
-            reward_func=[dict(r) for r in self.rewards] or None,
-            config=self.config_value(),
-            train_engine_name=self.engine or DEMO_ENGINE,
-            columns=columns or None,
-        )
-
-    def cli_command(self) -> str:
-        """The ``python -m engines train`` command that checks and trains the same inputs."""
-        from engines.cli import shell_command
-
-        parts = [shell_command("train"), f"--engine {self.engine}", f"--agent {_q(self.agent or '')}"]
-        if self.train:
-            parts.append(f"--train {_q(self.train)}")
-        if self.test:
-            parts.append(f"--test {_q(self.test)}")
-        for r in self.rewards:
-            ref, weight = r.get("name") or r.get("ref"), float(r.get("weight", 1.0))
-            parts.append("--reward " + _q(f"{ref}@{weight:g}"))
-        cols = ",".join(f"{k}={v}" for k, v in (self.columns or {}).items() if v)
-        if cols:
-            parts.append(f"--columns {cols}")
-        for flag, value in (("--name", self.name), ("--note", self.note)):
-            if value:
-                parts.append(f"{flag} {_q(value)}")
-        return " \\\n  ".join(parts)
-
-
-def _q(s: str) -> str:
-    import shlex
-
-    return shlex.quote(str(s))
 
 
 def demo_config_text() -> str:

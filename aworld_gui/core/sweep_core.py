@@ -1,4 +1,4 @@
-"""Sweeps for the studio, Gradio-free: start one from the Setup's inputs, list them, read one, stop, resume.
+"""Sweeps for the studio, without components: start one from the Setup's inputs, list them, read one, stop, resume.
 
 A sweep is started through ``aworld-train sweep --detach`` in a child process: its checks (which run user
 code and load the engine) never run in the studio, and its driver is a process of its own, so a studio

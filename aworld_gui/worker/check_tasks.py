@@ -25,6 +25,8 @@ def preload() -> str | None:
 
         import engines.runs.prepare  # noqa: F401
         import engines.core.standard  # noqa: F401
+
+        from ..core import check_inputs  # noqa: F401 - every check and launch reads its inputs with it
     except Exception as e:  # noqa: BLE001
         errors.append(f"{type(e).__name__}: {e}")
     try:  # agents with MCP servers: the SDK's clients (the agent check lists each server's tools)
@@ -123,7 +125,7 @@ def check(inputs: dict[str, Any]) -> dict[str, Any]:
     from engines.core.isolated_checks import name_input_files
     from engines.core.checks import check_all
 
-    from ..core.inputs import SetupInputs
+    from ..core.check_inputs import SetupInputs
 
     t0 = time.perf_counter()
     si = SetupInputs.from_dict(inputs)
@@ -215,7 +217,7 @@ def prepare(inputs: dict[str, Any], runs_dir: str) -> dict[str, Any]:
     from engines.runs.prepare import prepare_run
     from engines.core.check_result import CheckError
 
-    from ..core.inputs import SetupInputs
+    from ..core.check_inputs import SetupInputs
 
     si = SetupInputs.from_dict(inputs)
     kwargs = si.check_kwargs()
