@@ -73,13 +73,13 @@ def pytest_collection_modifyitems(config, items):
 
 
 _durations: dict[str, float] = {}
+_marked_slow: set[str] = set()
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
     outcome = yield
     report = outcome.get_result()
-    _durations[item.nodeid] = _durations.get(item.nodeid, 0.0) + report.duration
     if report.skipped and not hasattr(report, "wasxfail"):
         # the full suite runs everything: an environment that is missing is a failure to fix, not a skip
         report.outcome = "failed"
@@ -87,11 +87,18 @@ def pytest_runtest_makereport(item, call):
         report.longrepr = f"skipped, and a skip is a failure in this suite: {reason}"
 
 
+def pytest_runtest_logreport(report):
+    """Each phase's report, in the process that shows the summary (with pytest-xdist, the reports its workers
+    send; a report carries its test's markers as keywords)."""
+    _durations[report.nodeid] = _durations.get(report.nodeid, 0.0) + report.duration
+    if "slow" in report.keywords:
+        _marked_slow.add(report.nodeid)
+
+
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
     if not _durations:
         return
-    marked = {i.nodeid for i in getattr(config, "_aworld_items", [])}
-    unmarked = sorted((d, n) for n, d in _durations.items() if d > SLOW_SECONDS and n not in marked)
+    unmarked = sorted((d, n) for n, d in _durations.items() if d > SLOW_SECONDS and n not in _marked_slow)
     if unmarked:
         terminalreporter.section("tests over 5 s not marked slow (python -m testing.slow_tests adds them)")
         for d, n in reversed(unmarked):
@@ -99,11 +106,6 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     path = os.environ.get(DURATIONS_ENV)
     if path:
         Path(path).write_text(json.dumps(_durations, indent=0, sort_keys=True), encoding="utf-8")
-
-
-@pytest.hookimpl(trylast=True)
-def pytest_collection_finish(session):
-    session.config._aworld_items = [i for i in session.items if i.get_closest_marker("slow")]
 
 
 @pytest.fixture(autouse=True)
