@@ -84,10 +84,4 @@ class SetupInputs:
 
 
 def _q(s: str) -> str:
-    import shlex
-
-    return shlex.quote(str(s))
-
-
-def _q(s: str) -> str:
     return shlex.quote(str(s))
