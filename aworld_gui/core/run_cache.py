@@ -21,7 +21,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
-from engines.runs.rundir import ACTIVE_STATES, EVENTS_FILE, LOG_FILE, METRICS_FILE, SAMPLES_FILE, RunDir
+from engines.runs.rundir import (
+    ACTIVE_STATES,
+    EVENTS_FILE,
+    LOG_FILE,
+    METRICS_FILE,
+    RUNNING,
+    SAMPLES_FILE,
+    RunDir,
+)
 from engines.runs.json_lines import JsonlTail, TextTail
 from engines.diagnostics.reading import fold as fold_diagnoses
 from engines.runs.causes import Cause
@@ -394,7 +402,7 @@ class RunState:
             if t1 - t0 >= MIN_RATE_SPAN_S and s1 > s0:
                 rate = (s1 - s0) / (t1 - t0)
         eta = None
-        if total and rate and self.state == "running":
+        if total and rate and self.state == RUNNING:
             eta = max(0.0, (int(total) - step) / rate)
         return Progress(self.state, step, int(total) if total else None, elapsed, eta, rate)
 

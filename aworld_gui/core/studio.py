@@ -25,7 +25,7 @@ import psutil
 from engines.core.check_result import MODULES
 from engines.cli import shell_command
 from engines.isolation.processes import reap_detached, spawn_detached
-from engines.runs.rundir import ACTIVE_STATES, QUEUED, RUNNING, STOP_FILE, STOPPING, RunDir
+from engines.runs.rundir import ACTIVE_STATES, FAILED, QUEUED, RUNNING, STOP_FILE, STOPPING, RunDir
 from engines.isolation.user_env import referenced_names, server_names, user_code_envs
 from engines.inputs.yaml_input import try_load_yaml
 from engines.runs.lifecycle import (
@@ -362,7 +362,7 @@ class Studio:
                 {
                     "run_id": r.run_id,
                     "state": status.get("state", "unknown"),
-                    "cause": status.get("cause") if status.get("state") == "failed" else None,
+                    "cause": status.get("cause") if status.get("state") == FAILED else None,
                     "engine": spec.get("engine") or status.get("engine") or "?",
                     "started": status.get("started") or status.get("launched"),
                     "step": status.get("step"),

@@ -12,6 +12,8 @@ import re
 import time
 from typing import Any, Iterable
 
+from engines.runs.rundir import RUNNING
+
 from . import engine_text
 from .i18n import _
 from ..core.run_cache import Progress
@@ -360,7 +362,7 @@ def run_header(
     if progress.total:
         pct = max(0.0, min(100.0, 100.0 * progress.step / progress.total))
     label = RUN_LABEL.get(state, state)
-    if state == "running" and stop_requested:
+    if state == RUNNING and stop_requested:
         label = _("Stop requested")
     model = (spec.get("config") or {}).get("model") or (spec.get("agent") or {}).get("model", "")
     model = model.rstrip("/").rsplit("/", 1)[-1] if model else ""
@@ -376,7 +378,7 @@ def run_header(
             + (f' <span class="aw-muted">/ {progress.total}</span>' if progress.total else ""),
         ),
         (_("Elapsed"), format_duration(progress.elapsed_s)),
-        (_("ETA"), format_duration(progress.eta_s) if state == "running" else "—"),
+        (_("ETA"), format_duration(progress.eta_s) if state == RUNNING else "—"),
         (_("Speed"), f"{progress.steps_per_s:.2f} {_('steps/s')}" if progress.steps_per_s else "—"),
         (_("Reward · latest"), f'<span data-testid="stat-reward">{fmt_num(latest.get("reward"))}</span>'),
         (_("Loss · latest"), f'<span data-testid="stat-loss">{fmt_num(latest.get("loss"), 4)}</span>'),

@@ -30,7 +30,7 @@ from typing import Any
 
 import gradio as gr
 
-from engines.runs.rundir import EVAL_REWARD, EVAL_TRAIN_REWARD, LOSS, REWARD
+from engines.runs.rundir import EVAL_REWARD, EVAL_TRAIN_REWARD, LOSS, QUEUED, REWARD
 
 from ..rendering import glossary, render
 from ..rendering.i18n import Markdown, _, localize
@@ -289,7 +289,7 @@ class MonitorTab:
 
     def header_html(self, run_id: str, st: RunState, gen: str, picks: list[str], smoothing: float) -> str:
         note = ""
-        if st.state == "queued":
+        if st.state == QUEUED:
             note = queue_note(st.status) or (
                 f"{_('Queued')}. {_('It starts by itself when its turn comes — closing this page does not affect it.')}"
             )
