@@ -280,7 +280,8 @@ def test_every_view_equals_the_model_after_every_step_and_launch(studio, seed):
                 assert Path(str(config.get(key))).name == Path(value).name or config.get(key) == value
             else:
                 assert same(config.get(key), value), f"seed {seed} {trail}: run.yaml {key}={config.get(key)!r}"
-    except AssertionError:
+    except Exception as e:  # an assertion, or Playwright giving up on an element: the page and the steps, either way
+        print(f"seed {seed}, steps so far: {' → '.join(trail)}: {type(e).__name__}")  # shown with the failure
         SHOTS.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(SHOTS / f"setup-model-seed-{seed}-failed.png"), full_page=True)
         raise
