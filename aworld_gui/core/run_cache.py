@@ -21,15 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
-from engines.runs.rundir import (
-    ACTIVE_STATES,
-    EVENTS_FILE,
-    LOG_FILE,
-    METRICS_FILE,
-    RUNNING,
-    SAMPLES_FILE,
-    RunDir,
-)
+from engines.runs.rundir import ACTIVE_STATES, EVENTS_FILE, LOG_FILE, METRICS_FILE, RUNNING, SAMPLES_FILE, RunDir
 from engines.runs.json_lines import JsonlTail, TextTail
 from engines.diagnostics.reading import fold as fold_diagnoses
 from engines.runs.causes import Cause
