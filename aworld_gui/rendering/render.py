@@ -12,7 +12,7 @@ import re
 import time
 from typing import Any, Iterable
 
-from engines.runs.rundir import RUNNING
+from engines.runs.rundir import FAILED, FINISHED, QUEUED, RUNNING, STOPPED, STOPPING
 
 from . import engine_text
 from .i18n import _
@@ -20,13 +20,13 @@ from ..core.run_cache import Progress
 
 CHECK_LABEL = {"ok": _("OK"), "warning": _("Warning"), "error": _("Error"), "checking": _("Checking…"), "idle": "—"}
 RUN_LABEL = {
-    "queued": _("Queued"),
-    "running": _("Running"),
-    "stopping": _("Stopping"),
-    "stopped": _("Stopped"),
-    "finished": _("Finished"),
-    "failed": _("Failed"),
-    "unknown": _("Unknown"),
+    QUEUED: _("Queued"),
+    RUNNING: _("Running"),
+    STOPPING: _("Stopping"),
+    STOPPED: _("Stopped"),
+    FINISHED: _("Finished"),
+    FAILED: _("Failed"),
+    "unknown": _("Unknown"),  # what the studio shows for a status without a state (no run writes it)
 }
 _MARKER = re.compile(r'(__i18n__\{"__type__": "translation_metadata", "key": "t[0-9a-f]{12}"\})')
 
