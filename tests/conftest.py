@@ -74,6 +74,7 @@ def pytest_collection_modifyitems(config, items):
 
 _durations: dict[str, float] = {}
 _marked_slow: set[str] = set()
+_config = None  # pytest's config: its terminal reporter writes a failure when it happens
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -87,12 +88,26 @@ def pytest_runtest_makereport(item, call):
         report.longrepr = f"skipped, and a skip is a failure in this suite: {reason}"
 
 
+def pytest_configure(config):
+    global _config
+    _config = config
+
+
 def pytest_runtest_logreport(report):
     """Each phase's report, in the process that shows the summary (with pytest-xdist, the reports its workers
-    send; a report carries its test's markers as keywords)."""
+    send; a report carries its test's markers as keywords). A failure is written out when it happens, not only
+    in the summary at the end: a run of the whole suite takes most of an hour, and one stopped or cut off
+    before its end would otherwise lose the cause."""
     _durations[report.nodeid] = _durations.get(report.nodeid, 0.0) + report.duration
     if "slow" in report.keywords:
         _marked_slow.add(report.nodeid)
+    terminal = _config.pluginmanager.get_plugin("terminalreporter") if _config is not None else None
+    if report.failed and terminal is not None:
+        terminal.write_line("")
+        terminal.write_sep("!", f"{report.nodeid} failed ({report.when}); its report, now:")
+        for line in report.longreprtext.splitlines()[-60:] + report.capstdout.splitlines()[-20:]:
+            terminal.write_line(line)
+        terminal.write_sep("!", "the suite goes on")
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
