@@ -75,6 +75,13 @@ def set_yaml(page, text: str) -> None:
     page.keyboard.insert_text(text)
 
 
+def preset_loaded(page) -> str | None:
+    """The mark of the last preset load's answer (each load has its own)."""
+    return page.evaluate(
+        "() => { const e = document.querySelector('#preset-msg .aw-preset-loaded'); return e ? e.title : null; }"
+    )
+
+
 def shown(page, name: str):
     box = page.locator(f"#cfg-{name} input[type=checkbox]")
     if box.count():
@@ -168,7 +175,11 @@ class Browser:
                 page.click("#presets .label-wrap")
             type_into(page, "#preset-select input", step.value)
             page.keyboard.press("Enter")
+            before = preset_loaded(page)
             page.click("#preset-load")
+            # a preset loaded again changes nothing else the page shows: without this wait its answer could land
+            # after the next step and put back what that step changed
+            wait_for(lambda: preset_loaded(page) not in (before, None), 60, f"the preset {step.value} loaded")
         elif k == "model":
             page.click("#model-pick input")
             page.locator("ul[role='listbox'] li").nth(0 if step.value is None else step.value + 1).click()

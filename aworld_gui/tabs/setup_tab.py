@@ -9,6 +9,7 @@ estimate and the run's ``run.yaml`` are computed from it.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -399,7 +400,10 @@ class SetupTab:
             si = presets.load_preset(found["path"])
         except (OSError, ValueError) as e:
             return [gr.update()] * len(self.input_components()) + [f"**{_('Cannot load the preset')} {name}:** {e}"]
-        return [*self.show_inputs(si), f"{_('Loaded the preset, checking it now:')} **{name}**"]
+        # each load is marked apart (a second load of the same preset changes nothing else a page can see); the
+        # page's Markdown keeps a class and a title, not data attributes
+        loaded = f'<span class="aw-preset-loaded" title="{time.time_ns()}"></span>'
+        return [*self.show_inputs(si), f"{_('Loaded the preset, checking it now:')} **{name}**{loaded}"]
 
     def on_preset_save(self, name, *values):
         try:
