@@ -329,3 +329,33 @@ def test_a_number_typed_while_a_ticked_box_renders_keeps_every_key(studio):
         model.apply(step, ui.models, [])
     ui.verify(model, "ticked, then 30 typed while the tick rendered")
     page.close()
+
+
+def test_a_preset_load_answering_after_a_tick_leaves_every_view_on_the_preset(studio):
+    """The preset loaded, then loaded again with its answer held (a loaded machine), use_peft ticked meanwhile, then
+    the answer let through: the load replaces the YAML whole, tick included (docs/ARCHITECTURE.md, "One spec in
+    Setup"), and form, YAML and effective config all show the preset — never a ticked box over a YAML without it."""
+    page, ui = open_setup(studio)
+    model, preset = Model(), Step("preset", value="letters-grpo")
+    ui.step(preset, model, [])
+    model.apply(preset, ui.models, [])
+    ui.verify(model, "the preset loaded")
+    held: list = []
+    page.route("**/gradio_api/queue/join*", lambda route: held.append(route) if not held else route.continue_())
+    try:
+        before = preset_loaded(page)
+        page.click("#preset-load")
+        wait_for(lambda: (page.wait_for_timeout(50), held)[1], 10, "the second load's request held")
+        page.locator(f"#cfg-{BOX} input[type=checkbox]").click()
+        model.apply(Step("tick", BOX), ui.models, [])
+        ui.verify(model, "ticked while the second load is on its way")  # Playwright serves the routes while it waits
+    finally:
+        for route in held:
+            route.continue_()
+        page.unroute("**/gradio_api/queue/join*")
+    wait_for(lambda: preset_loaded(page) not in (before, None), 60, "the second load's answer")
+    model.apply(preset, ui.models, [])
+    assert BOX not in model.current
+    ui.verify(model, "the second load answered after the tick")
+    assert not page.locator(f"#cfg-{BOX} input[type=checkbox]").is_checked()
+    page.close()
