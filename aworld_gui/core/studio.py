@@ -24,7 +24,8 @@ import psutil
 
 from engines.core.check_result import MODULES
 from engines.cli import shell_command
-from engines.isolation.processes import reap_detached, spawn_detached
+from engines.isolation.processes import reap_detached
+from engines.runs.launcher import START_TIMEOUT_S, Launcher
 from engines.runs.rundir import ACTIVE_STATES, FAILED, QUEUED, RUNNING, STOP_FILE, STOPPING, RunDir
 from engines.isolation.user_env import referenced_names, server_names, user_code_envs
 from engines.inputs.yaml_input import try_load_yaml
@@ -100,16 +101,27 @@ class Studio:
         self._watchdog: threading.Thread | None = None
         self._stop = threading.Event()
         self.chat = ChatService(self.runs_dir)  # the chat model's process (one at a time)
+        # runs and evaluations are forked from a preloaded process (engines.runs.launcher): Launch to the first step
+        # is the run's own work, not imports
+        self.launcher = Launcher()
 
     # -- lifecycle -----------------------------------------------------------------------------
     def start(self) -> None:
         self.worker.start()  # warms up in the background
+        # the fork server preloads once the worker has (both at once would slow the studio's start on two cores)
+        threading.Thread(target=self._start_launcher, name="launcher-start", daemon=True).start()
         if self._watchdog is None:
             self._watchdog = threading.Thread(target=self._watch, name="studio-watchdog", daemon=True)
             self._watchdog.start()
 
+    def _start_launcher(self) -> None:
+        self.worker.wait_ready(START_TIMEOUT_S)
+        if not self._stop.is_set():
+            self.launcher.start()
+
     def close(self) -> None:
         self._stop.set()
+        self.launcher.close()
         self.worker.close()
         self.chat.stop()
 
@@ -250,7 +262,7 @@ class Studio:
             return {"ok": False, "error": res.get("error"), "module": res.get("module")}
         run_dir = res["run_dir"]
         busy = self.machine_busy()
-        pid = spawn_run(run_dir)
+        pid = spawn_run(run_dir, launcher=self.launcher)
         self._spawned.add(pid)
         state = self.cache.refresh(run_dir, force=True)
         return {
@@ -507,17 +519,15 @@ class Studio:
             return res
         eval_dir = res["eval_dir"]
         env, servers = user_code_envs(Path(eval_dir) / "eval.yaml", path / "run.yaml", extra={"PYTHONUNBUFFERED": "1"})
-        proc = spawn_detached(
-            [sys.executable, "-m", "engines", "eval", "--dir", eval_dir],
-            Path(eval_dir) / "eval.log",
-            env=env,
-            server_env=servers,
-        )
-        self._spawned.add(proc.pid)
-        RunDir(eval_dir).write_status(
-            pid=proc.pid, pid_create_time=psutil.Process(proc.pid).create_time(), launched=time.time()
-        )
-        return {"ok": True, "eval_dir": eval_dir, "eval_id": res["eval_id"], "pid": proc.pid}
+        pid = self.launcher.spawn(["eval", "--dir", eval_dir], Path(eval_dir) / "eval.log", env, server_env=servers).pid
+        self._spawned.add(pid)
+        try:
+            RunDir(eval_dir).write_status(
+                pid=pid, pid_create_time=psutil.Process(pid).create_time(), launched=time.time()
+            )
+        except psutil.NoSuchProcess:  # over already: its status says how it ended
+            pass
+        return {"ok": True, "eval_dir": eval_dir, "eval_id": res["eval_id"], "pid": pid}
 
     def evaluations(self, run_id: str) -> list[dict[str, Any]]:
         """A run's evaluations, newest first: id, state, models, their mean rewards."""

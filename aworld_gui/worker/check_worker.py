@@ -210,6 +210,10 @@ class CheckWorker:
     def pid(self) -> int | None:
         return self._proc.pid if self._proc is not None and self._proc.poll() is None else None
 
+    def wait_ready(self, timeout_s: float) -> bool:
+        """Wait until the worker has preloaded (or ``timeout_s`` passed); True when it is ready."""
+        return self._ready.wait(timeout_s) and self.pid is not None
+
     @property
     def ready(self) -> bool:
         return self._ready.is_set() and self.pid is not None

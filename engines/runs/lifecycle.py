@@ -23,6 +23,7 @@ import psutil
 
 from ..isolation.processes import spawn_detached, terminate_tree
 from .causes import Cause
+from .launcher import Launcher, Spawned
 from .rundir import ACTIVE_STATES, FAILED, QUEUED, RUNNING, STATUS_FILE, STOPPED, STOPPING, RunDir
 from ..isolation.user_env import user_code_envs
 
@@ -97,25 +98,36 @@ def record_killed(run: RunDir, message: str, only_if=lambda st: st.get("state") 
 
 # -- launching ------------------------------------------------------------------------------
 def spawn_run(
-    run_dir: str | os.PathLike, extra_args: list[str] | None = None, env: dict[str, str] | None = None
+    run_dir: str | os.PathLike,
+    extra_args: list[str] | None = None,
+    env: dict[str, str] | None = None,
+    launcher: Launcher | None = None,
 ) -> int:
     """Start ``python -m engines run <run_dir>`` detached; returns its pid. The run gets the environment
     user code may see (engines.isolation.user_env): no credentials, except those its run.yaml asks for by ``${NAME}``;
-    the ones only an MCP server asks for are handed to the run beside its environment (engines.isolation.server_env)."""
+    the ones only an MCP server asks for are handed to the run beside its environment (engines.isolation.server_env).
+    ``launcher``: forks it from a preloaded process where it can (engines.runs.launcher), else a fresh interpreter."""
     run = RunDir(run_dir)
     if not run.read_status():
         run.write_status(state=QUEUED)
     spec = run.file("run.yaml")
     full_env, servers = user_code_envs(spec, extra={**(env or {}), "PYTHONUNBUFFERED": "1"})
-    proc = spawn_detached(
-        [sys.executable, "-m", "engines", "run", str(run.path), *(extra_args or [])],
-        run.log_path,
-        env=full_env,
-        server_env=servers,
-    )
-    p = psutil.Process(proc.pid)
-    run.write_status(pid=proc.pid, pid_create_time=p.create_time(), launched=time.time())
-    return proc.pid
+    args = ["run", str(run.path), *(extra_args or [])]
+    # a run that will wait for the machine's slot is a fresh interpreter: it waits as a small process (torch and
+    # the engine are imported when its turn comes), not as a fork holding everything the fork server imported
+    queues = run.read_spec().get("machine_slot", True) and Slot(run.path.parent).busy()
+    if launcher is not None and not queues:
+        spawned = launcher.spawn(args, run.log_path, env=full_env, server_env=servers)
+    else:
+        proc = spawn_detached([sys.executable, "-m", "engines", *args], run.log_path, env=full_env, server_env=servers)
+        spawned = Spawned(proc.pid, "exec", "it waits for the machine's slot" if queues else "no fork server here")
+    fields = {"spawned": spawned.how, "spawned_why": spawned.why}
+    try:
+        fields.update(pid=spawned.pid, pid_create_time=psutil.Process(spawned.pid).create_time())
+    except psutil.NoSuchProcess:  # ended already (a run stopped before it started): its status says how
+        return spawned.pid
+    run.write_status(**fields, launched=time.time())
+    return spawned.pid
 
 
 class Slot:

@@ -30,6 +30,7 @@ from typing import Any
 from ..runs.rundir import FAILED, FINISHED, METRICS_FILE, RUNNING, STOPPED, STOPPING, TERMINAL_STATES, RunDir
 from ..runs.json_lines import JsonlTail
 from ..runs.causes import Cause
+from ..runs.launcher import Launcher
 from ..runs.lifecycle import effective_status, enforce_stop_timeout, spawn_run
 from .spec import SweepSpec, cluster_of, parse_sweep
 from .summary import write_summary
@@ -125,6 +126,7 @@ class SweepDriver:
         self.gpus: dict[int, str] = {}  # trial number → the GPU it was given (parallel > 1)
         self._last_heartbeat = 0.0
         self._ended_pids: set[int] = set()  # trial runs this driver started that ended: reaped when they exit
+        self.launcher = Launcher()  # trial runs fork from a preloaded process (engines.runs.launcher)
 
     # -- the study ----------------------------------------------------------------------------
     def _trial(self, number: int):
@@ -201,7 +203,7 @@ class SweepDriver:
             run.write_spec(spec)
             env_extra = {"CUDA_VISIBLE_DEVICES": gpu}
             self.gpus[trial.number] = gpu
-        pid = spawn_run(run.path, env=env_extra)
+        pid = spawn_run(run.path, env=env_extra, launcher=self.launcher)
         self.active[trial.number] = Follower(trial, run, JsonlTail(run.file(METRICS_FILE)), pid=pid)
         self.sweep.event("trial_started", trial=trial.number, run_id=run.run_id, params=params)
         logger.info("trial %s: run %s with %s", trial.number, run.run_id, params)
@@ -339,6 +341,7 @@ class SweepDriver:
         sweep.mark_process(RUNNING, started=time.time(), trials=self.spec.trials)
         sweep.event("started", pid=os.getpid())
         restore = _stop_on_sigterm(sweep)
+        self.launcher.start()  # preloads beside the driver's own preload: trials fork from it
         try:
             from ..core.isolated_checks import _preload
 
@@ -377,6 +380,7 @@ class SweepDriver:
             sweep.write_status(state=FAILED, error=f"{type(e).__name__}: {e}", cause=Cause.UNKNOWN, ended=time.time())
             raise
         finally:
+            self.launcher.close()
             restore()
 
 

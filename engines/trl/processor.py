@@ -61,11 +61,12 @@ class TrlProcessor(StandardProcessor):
         missing = [m for m in ("torch", "transformers", "trl") if importlib.util.find_spec(m) is None]
         if missing:
             return False, f"missing {', '.join(missing)} — pip install -r requirements.txt"
-        import torch
+        from ..fit.gpus import cuda_devices
 
-        if torch.cuda.is_available():
-            n = torch.cuda.device_count()
-            return True, f"{n} CUDA GPU{'s' if n > 1 else ''}: {torch.cuda.get_device_name(0)}"
+        gpus = cuda_devices()  # read without initializing CUDA here: this process may fork checks or runs after
+        if gpus:
+            n = len(gpus)
+            return True, f"{n} CUDA GPU{'s' if n > 1 else ''}: {gpus[0]['name']}"
         return True, "CPU (no CUDA GPU found; small models only)"
 
     @classmethod
@@ -80,6 +81,16 @@ class TrlProcessor(StandardProcessor):
         from .settings import GRPO, SFT, trl_fields
 
         trl_fields(GRPO), trl_fields(SFT)
+
+    @classmethod
+    def preload_training(cls) -> None:
+        """Import what training imports (TRL's trainers, Transformers' model classes): a process that forks runs
+        (engines.runs.fork_server) imports them once."""
+        from transformers import AutoModelForCausalLM  # noqa: F401
+        from trl import GRPOTrainer, SFTTrainer  # noqa: F401
+
+        from . import build  # noqa: F401
+        from ..inference import rollout  # noqa: F401
 
     @classmethod
     def describe_config(cls) -> list[dict]:
@@ -219,9 +230,9 @@ class TrlProcessor(StandardProcessor):
                     f"model: {cfg['model']} (AWorld form: the config's model is the one trained) replaces the agent's "
                     f"{self.agent_spec.model}"
                 )
-        import torch
+        from ..fit import gpus
 
-        cuda = torch.cuda.is_available() and cfg["device"] != "cpu"
+        cuda = gpus.cuda_available() and cfg["device"] != "cpu"  # never CUDA itself in a check (engines/fit/gpus.py)
         world = launch.world_size(cfg)
         warnings += launch.check(cfg, world, cuda)
         warnings += peft_setup.check(cfg, cuda)
