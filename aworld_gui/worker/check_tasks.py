@@ -44,6 +44,9 @@ def preload() -> str | None:
                 cls.preload()  # what the engine's checks import (forks inherit it instead of importing again)
         except Exception as e:  # noqa: BLE001 - reported per engine by catalog()
             errors.append(f"engine {name}: {type(e).__name__}: {e}")
+    from engines.fit.gpus import cuda_devices
+
+    cuda_devices()  # the GPUs, read once in a fork (never CUDA in the worker): every check inherits them
     return "; ".join(errors) or None
 
 

@@ -6,6 +6,7 @@ load user code into their own process, and how a check that hangs or crashes is 
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -113,12 +114,15 @@ def name_input_files(results: list[CheckResult], kwargs: dict[str, Any]) -> list
 
 def _preload(engine: str | None) -> None:
     """The engine's heavy imports, here (the fork inherits them; the caller that trains needs them anyway)."""
+    from ..fit.gpus import cuda_devices
     from .registry import DEFAULT_ENGINE, get_processor_class
 
     try:
         get_processor_class(engine or DEFAULT_ENGINE).preload()
     except Exception:  # noqa: BLE001 - an unknown engine or a missing library: the check reports it
         pass
+    if "torch" in sys.modules:
+        cuda_devices()  # read here, once, without CUDA in this process: the checks' forks read it, never the driver
 
 
 def first_error(results: list[CheckResult]) -> CheckError | None:

@@ -210,12 +210,11 @@ def gpu_memory_bytes() -> int | None:
     import subprocess
     import sys
 
-    torch = sys.modules.get("torch")
-    if torch is not None:
-        try:
-            return int(torch.cuda.get_device_properties(0).total_memory) if torch.cuda.is_available() else None
-        except Exception:  # noqa: BLE001
-            return None
+    if sys.modules.get("torch") is not None:
+        from .gpus import cuda_devices
+
+        gpus = cuda_devices()  # without initializing CUDA in this process (it may fork checks or runs after)
+        return gpus[0]["total_memory"] if gpus else None
     exe = shutil.which("nvidia-smi")
     if not exe:
         return None

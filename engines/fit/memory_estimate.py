@@ -229,13 +229,10 @@ def estimate(counts: ParameterCounts, s: Shape) -> dict[str, int]:
 def machine_limit(device: str) -> tuple[int | None, str]:
     """(bytes, what they are): the smallest free memory of the visible GPUs, or the available RAM."""
     if device == "cuda":
-        import torch
+        from .gpus import free_memory
 
-        if torch.cuda.is_available():
-            free = []
-            for i in range(torch.cuda.device_count()):
-                f, _total = torch.cuda.mem_get_info(i)
-                free.append((f, torch.cuda.get_device_name(i)))
+        free = free_memory()  # nvidia-smi: never CUDA in this process (checks run in forks)
+        if free:
             f, name = min(free)
             return f, f"free on each GPU ({name})"
     import psutil

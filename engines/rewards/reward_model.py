@@ -85,12 +85,13 @@ class RewardModelScorer:
     # -- scoring -----------------------------------------------------------------------------------
     def _load(self):
         if self._model is None:
-            import torch
             from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
             device = self.device
-            if device == "auto":
-                device = "cuda" if torch.cuda.is_available() else "cpu"
+            if device == "auto":  # a reward's dry run is a check, in a fork: never CUDA to decide (engines/fit/gpus.py)
+                from ..fit.gpus import cuda_available
+
+                device = "cuda" if cuda_available() else "cpu"
             tok = AutoTokenizer.from_pretrained(self.path, local_files_only=True)
             if tok.pad_token is None:
                 tok.pad_token = tok.eos_token

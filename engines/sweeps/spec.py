@@ -287,12 +287,9 @@ def visible_gpus() -> int:
     listed = os.environ.get("CUDA_VISIBLE_DEVICES")
     if listed is not None:
         return len([d for d in listed.split(",") if d.strip() and d.strip() != "-1"])
-    try:
-        import torch
+    from ..fit.gpus import device_count
 
-        return torch.cuda.device_count()
-    except Exception:  # noqa: BLE001 - no torch, no CUDA: no GPUs
-        return 0
+    return device_count()
 
 
 def parse_sweep(source: Any, gpus: int | None = None, cluster: str | None = None) -> SweepSpec:

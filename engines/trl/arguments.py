@@ -19,11 +19,11 @@ MODEL_INIT_KEYS = {"dtype": "dtype", "attn_implementation": "attn_implementation
 
 def device_flags(cfg: dict[str, Any]) -> tuple[bool, bool, bool]:
     """(use_cpu, bf16, fp16) from ``device`` and ``precision`` (and TRL's own flags when set)."""
-    import torch
+    from ..fit import gpus
 
-    cuda = torch.cuda.is_available() and cfg["device"] != "cpu"
+    cuda = gpus.cuda_available() and cfg["device"] != "cpu"  # never CUDA itself here: checks run in forks
     precision = cfg["precision"]
-    bf16 = precision == "bf16" or (precision == "auto" and cuda and torch.cuda.is_bf16_supported())
+    bf16 = precision == "bf16" or (precision == "auto" and cuda and gpus.bf16_supported())
     return not cuda, bf16, precision == "fp16"
 
 

@@ -193,9 +193,9 @@ def cross_check(cfg: dict[str, Any]) -> list[str]:
     if cfg["lr_scheduler_type"] != "constant" and cfg["max_steps"] < 20:
         warnings.append("a decaying schedule over few steps drops the learning rate fast")
     if cfg["device"] == "cuda":
-        import torch
+        from ..fit import gpus
 
-        if not torch.cuda.is_available():
+        if not gpus.cuda_available():
             raise CheckError("config", "`device: cuda` but no CUDA GPU is visible", "use device: auto or cpu")
     if cfg["precision"] in ("bf16", "fp16") and cfg["device"] == "cpu":
         raise CheckError("config", f"`precision: {cfg['precision']}` needs a GPU here", "use precision: auto or fp32")
@@ -262,9 +262,9 @@ def _half_precision_without_gpu(theirs: dict[str, Any], own: dict[str, Any]) -> 
     if not flags:
         return []
     if own.get("device") != "cpu" and not theirs.get("use_cpu"):
-        import torch
+        from ..fit import gpus
 
-        if torch.cuda.is_available():
+        if gpus.cuda_available():
             return []
     for flag in flags:
         theirs[flag] = False

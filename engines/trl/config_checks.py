@@ -75,9 +75,9 @@ def memory(
         generation = (getattr(args, "generation_batch_size", None) or args.per_device_train_batch_size) // max(1, world)
         gpu_total = None
         if cuda:
-            import torch
+            from ..fit import gpus
 
-            gpu_total = torch.cuda.get_device_properties(0).total_memory
+            gpu_total = gpus.cuda_devices()[0]["total_memory"]
         shape = shape_of(
             mconf,
             mode=cfg["mode"],

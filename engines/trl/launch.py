@@ -39,9 +39,9 @@ def world_size(cfg: dict[str, Any]) -> int:
     """The number of training processes: ``num_processes``, ``auto`` = one per visible GPU (1 on CPU)."""
     n = cfg.get("num_processes", 1)
     if n == "auto":
-        import torch
+        from ..fit import gpus
 
-        return max(1, torch.cuda.device_count()) if torch.cuda.is_available() and cfg["device"] != "cpu" else 1
+        return max(1, gpus.device_count()) if gpus.cuda_available() and cfg["device"] != "cpu" else 1
     return int(n)
 
 
@@ -73,9 +73,9 @@ def check(cfg: dict[str, Any], world: int, cuda: bool) -> list[str]:
             "pip install deepspeed (in the environment that trains), or use distributed: fsdp2",
         )
     if cuda:
-        import torch
+        from ..fit.gpus import device_count
 
-        gpus = torch.cuda.device_count()
+        gpus = device_count()
         if world > gpus:
             raise CheckError(
                 "config",
