@@ -94,7 +94,8 @@ def test_grpo_trains_the_letters_demo_and_writes_the_run_directory(tmp_path):
     spec = run.read_spec()
     assert spec["engine"] == "swift" and spec["config"]["max_steps"] == 3
     command = (run.path / "swift" / "command.sh").read_text()
-    assert "swift.cli.main rlhf" in command
+    # ms-swift's rlhf script itself: what `swift.cli.main rlhf` would start as a second interpreter
+    assert "/swift/cli/rlhf.py " in command and "swift.cli.main" not in command
     assert " --temperature 1.0 " in command and " --max_completion_length 2 " in command  # agent, config
 
 

@@ -1,8 +1,8 @@
 """Run ms-swift for a checked run and mirror it into the run directory.
 
-:class:`SwiftJob` starts ``<swift python> -m swift.cli.main rlhf|sft <args>`` in a process session of its own
-(ms-swift's own entry point: with ``NPROC_PER_NODE``/``NNODES`` set it starts torchrun itself), its output
-appended to ``train.log`` — never a pipe — and watches it to its end:
+:class:`SwiftJob` starts ms-swift's ``rlhf``/``sft`` command (``<swift python> swift/cli/rlhf.py <args>``, what
+``swift.cli.main`` runs; with ``NPROC_PER_NODE``/``NNODES`` set, ``swift.cli.main`` itself, which starts torchrun)
+in a process session of its own, its output appended to ``train.log`` — never a pipe — and watches it to its end:
 
 * ms-swift's ``logging.jsonl`` is tailed into ``metrics.jsonl`` (its keys kept, canonical names added), the
   status (step/total, last reward and loss) and TensorBoard;
@@ -36,6 +36,20 @@ from .plugin import RUN_DIR_ENV, WATCH_PID_ENV
 POLL_S = 1.0
 _ERROR_RE = re.compile(r"^(?:[\w.]+\.)?\w*(?:Error|Exception|Interrupt)(?:\([\w.]+\))?(?::\s.*)?$")
 _CKPT_RE = re.compile(r"^checkpoint-(\d+)$")
+
+
+#: ms-swift's own test for starting torchrun (swift/cli/main.py ``use_torchrun``)
+TORCHRUN_ENV = ("NPROC_PER_NODE", "NNODES")
+
+
+def command_script(python: str, command: str) -> str | None:
+    """The script ms-swift's ``swift.cli.main`` runs for ``command`` (``swift/cli/<command>.py`` of the environment
+    of ``python``), or None where it cannot be found."""
+    from .environment import probe
+
+    folder = probe(python).get("swift_dir")
+    script = Path(folder) / "cli" / f"{command.replace('-', '_')}.py" if folder else None
+    return str(script) if script is not None and script.is_file() else None
 
 
 class SwiftRunError(RuntimeError):
@@ -170,7 +184,14 @@ class SwiftJob:
     watcher: SwiftWatcher
 
     def full_command(self) -> list[str]:
-        return [self.python, "-m", "swift.cli.main", self.command, *self.argv]
+        """ms-swift's command. One process: the command's own script (``swift/cli/<command>.py``), which ms-swift's
+        ``swift.cli.main`` would start as a second interpreter after importing its utilities in the first (3-5 s
+        of every run). Several (``NPROC_PER_NODE``/``NNODES``): ``swift.cli.main``, which starts torchrun."""
+        torchrun = any(k in self.environment() for k in TORCHRUN_ENV)
+        script = None if torchrun else command_script(self.python, self.command)
+        if script is None:
+            return [self.python, "-m", "swift.cli.main", self.command, *self.argv]
+        return [self.python, script, *self.argv]
 
     def environment(self) -> dict[str, str]:
         env = dict(os.environ)
