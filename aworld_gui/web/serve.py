@@ -143,6 +143,12 @@ def main(argv: list[str] | None = None) -> int:
     keep_credentials_private()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+    from aworld_gui.worker.check_worker import CheckWorker
+
+    # the check worker preloads (seconds) while Gradio is imported and the page is built: the page's first build
+    # waits for the engines' catalog from it
+    worker = CheckWorker(default_timeout_s=a.check_timeout)
+    worker.start()
     from aworld_gui.web.page import build_app, launch_kwargs
     from aworld_gui.core.studio import Studio
 
@@ -151,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
     stop.install()  # from here SIGTERM ends the studio as Ctrl-C does: the check worker and chat model go too
     studio = None
     try:
-        studio = Studio(runs_dir, stop_timeout_s=a.stop_timeout, check_timeout_s=a.check_timeout)
+        studio = Studio(runs_dir, worker=worker, stop_timeout_s=a.stop_timeout, check_timeout_s=a.check_timeout)
         demo = build_app(runs_dir, studio=studio)
         print(f"AWorld Trainer Studio on http://{a.host}:{a.port}  (runs: {runs_dir})", flush=True)
         demo.launch(
