@@ -4,6 +4,7 @@
     python assets/build_demo.py                 # everything
     python assets/build_demo.py --only letters  # tiny-letters model + letters datasets
     python assets/build_demo.py --only calc     # tiny-calc model (with a short supervised warm start) + calc datasets
+    python assets/build_demo.py --only trained  # tiny-letters-trained: tiny-letters after the demo's 300 GRPO steps
 
 What it writes (paths relative to this folder):
 
@@ -13,6 +14,9 @@ What it writes (paths relative to this folder):
   byte-BPE tokenizer (full printable-ASCII alphabet, a capital letter is always its own token) with TRL's Qwen2.5 chat
   template (``trl/chat_templates/qwen2_5.jinja``, copied verbatim, tool-capable). GRPO teaches it the letters task in
   ~30 s on 2 CPU cores (see ``benchmarks/bare_trl_grpo.py``).
+* ``models/tiny-letters-trained`` -- ``tiny-letters`` trained by this project's own ``trl`` engine for 300 GRPO steps of
+  ``configs/letters_grpo.yaml`` (``engines/runs/shipped_demo.py``), with ``training/``: that run's spec, status, metrics,
+  events and samples. Evaluate, Chat and Export work on it before anything has trained (the studio offers it as a run).
 * ``datasets/calc_{train,test}.jsonl`` -- rows ``{"prompt": "What is 3 + 4?", "answer": "7"}``.
 * ``models/tiny-calc`` -- a Qwen2ForCausalLM (3 layers x 64 wide) with a byte-BPE tokenizer (digits always single
   tokens) trained on the fully rendered tool-calling conversations, then given a short supervised warm start (~800
@@ -596,9 +600,26 @@ def build_calc() -> None:
     )
 
 
+def build_trained() -> None:
+    """models/tiny-letters-trained: the letters demo trained by this project's own engine from models/tiny-letters
+    (engines/runs/shipped_demo.py), with the record of that run beside it."""
+    import sys
+    import tempfile
+
+    sys.path.insert(0, str(HERE.parent))
+    from engines.runs import shipped_demo
+
+    t0 = time.time()
+    with tempfile.TemporaryDirectory() as tmp:
+        run = shipped_demo.train(Path(tmp) / "runs")
+        path = shipped_demo.ship(run)
+    size = sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+    log(f"trained: {shipped_demo.STEPS} steps -> {path} ({size // 1024} KB, {time.time() - t0:.0f}s)")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--only", choices=["letters", "calc"], default=None)
+    ap.add_argument("--only", choices=["letters", "calc", "trained"], default=None)
     args = ap.parse_args()
     torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
     t0 = time.time()
@@ -606,6 +627,8 @@ def main() -> None:
         build_letters()
     if args.only in (None, "calc"):
         build_calc()
+    if args.only in (None, "trained"):  # after letters: it trains models/tiny-letters
+        build_trained()
     log(f"done in {time.time() - t0:.1f}s")
 
 
