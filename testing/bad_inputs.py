@@ -11,8 +11,9 @@ A case::
       engines: [trl]                      # default [trl]
       via: [studio, api, cli]             # default [studio, api]
       expect: {module: agent, status: error, says: ["agent.yaml", "line 3"], within_s: 40}
-      # `says`: in the message on every channel; `file: agent.yaml`: the input file the message also
-      # names where the check gets a path (the Python API, the CLI; the studio's config is editor text)
+      # `says`: in the message on every channel ({timeout}: the check's time limit there); `file: agent.yaml`:
+      # the input file the message also names where the check gets a path (the Python API, the CLI; the
+      # studio's config is editor text)
 
 Omitted inputs are the shipped letters demo's (the test set only when the train set is omitted too).
 """
@@ -62,7 +63,19 @@ class Case:
 
     @property
     def says(self) -> list[str]:
+        """What the message says; ``{timeout}`` is the check's time limit on the channel (:meth:`timeout_s`)."""
         return list(self.expect.get("says") or [])
+
+    @property
+    def hangs(self) -> bool:
+        """The case runs into the check's time limit (a reward or a tool that loops, sleeps or waits)."""
+        return any("timed out" in s for s in self.says)
+
+    def timeout_s(self, via: str, default: float, hang: float) -> float:
+        """The check's time limit for this case on channel ``via``: a hanging case gets the short ``hang`` limit
+        where the limit is the call's own (the Python API and the CLI), the studio's ``--check-timeout``
+        (``default``) otherwise."""
+        return hang if self.hangs and via != "studio" else default
 
     @property
     def file(self) -> str | None:

@@ -1,10 +1,12 @@
-"""Rewrite ``tests/slow_tests.txt`` from a full run's durations.
+"""Rewrite ``tests/slow_tests.txt`` and ``tests/file_seconds.json`` from a full run's durations.
 
     AWORLD_TEST_DURATIONS=/tmp/durations.json python -m pytest -q
     python -m testing.slow_tests /tmp/durations.json
 
 Every test that took over 5 s (setup, call and teardown together) is listed; ``tests/conftest.py`` marks them
 ``slow``. Tests already in the browser, swift_env or train tiers are slow anyway and are not listed.
+``file_seconds.json`` holds each file's seconds: conftest hands pytest-xdist the longest files first, so the run
+does not end with one worker on a long file and the other idle.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ _spec = importlib.util.spec_from_file_location(
 )
 _conftest = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_conftest)
-SLOW_LIST, SLOW_SECONDS = _conftest.SLOW_LIST, _conftest.SLOW_SECONDS
+SLOW_LIST, SLOW_SECONDS, FILE_SECONDS = _conftest.SLOW_LIST, _conftest.SLOW_SECONDS, _conftest.FILE_SECONDS
 SWIFT_ENV_FILES, TRAIN_FILES = _conftest.SWIFT_ENV_FILES, _conftest.TRAIN_FILES
 
 
@@ -39,6 +41,15 @@ def main(argv: list[str]) -> int:
         encoding="utf-8",
     )
     print(f"{len(slow)} slow tests written to {SLOW_LIST}")
+    files: dict[str, float] = {}
+    for node_id, seconds in durations.items():
+        name = node_id.split("::")[0]
+        files[name] = files.get(name, 0.0) + seconds
+    FILE_SECONDS.write_text(
+        json.dumps({k: round(v, 1) for k, v in sorted(files.items(), key=lambda kv: -kv[1])}, indent=0) + "\n",
+        encoding="utf-8",
+    )
+    print(f"{len(files)} files' seconds written to {FILE_SECONDS}")
     return 0
 
 

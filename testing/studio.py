@@ -147,6 +147,27 @@ def start_fake_run(runs_dir: str | os.PathLike, *args: str) -> tuple[RunDir, int
     return run, int(run.read_status().get("pid") or 0)
 
 
+def remove_runs_since(runs_dir: str | os.PathLike, before: set[str]) -> list[str]:
+    """Kill and delete every run under ``runs_dir`` that is not in ``before`` (run ids); the ids."""
+    import shutil
+
+    from engines.runs.lifecycle import kill_run, list_run_dirs
+
+    removed = []
+    for run in list_run_dirs(runs_dir):
+        if run.run_id not in before:
+            kill_run(run.path, grace_s=2)
+            shutil.rmtree(run.path, ignore_errors=True)
+            removed.append(run.run_id)
+    return removed
+
+
+def run_ids(runs_dir: str | os.PathLike) -> set[str]:
+    from engines.runs.lifecycle import list_run_dirs
+
+    return {r.run_id for r in list_run_dirs(runs_dir)}
+
+
 def end_process_group(pid: int) -> None:
     """Kill a run process tree this test started (by its id)."""
     terminate_tree(pid, grace_s=0)

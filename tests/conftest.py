@@ -22,8 +22,15 @@ from pathlib import Path
 
 import pytest
 
+# torch with one thread in every process the suite starts (this one, its studios, their runs): two pytest-xdist
+# workers then train on a core each. Two trainings with two threads each on two cores collapsed to a tenth of their
+# speed (1.1 steps/s against 11 for the demo) — the machine measured, not the code. Set before torch is imported.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
 ROOT = Path(__file__).resolve().parent.parent
 SLOW_LIST = Path(__file__).with_name("slow_tests.txt")
+#: each test file's seconds in a full run (python -m testing.slow_tests): the longest files are handed out first
+FILE_SECONDS = Path(__file__).with_name("file_seconds.json")
 SLOW_SECONDS = 5.0
 #: the files whose tests need ms-swift's own virtualenv
 SWIFT_ENV_FILES = {"test_swift_engine.py", "test_browser_swift.py", "test_cluster_runs.py"}
@@ -37,10 +44,15 @@ TRAIN_FILES = {
     "test_mcp_trl.py",
     "test_swift_engine.py",
     "test_run_queue.py",
+    "test_run_launcher.py",
+    "test_shipped_demo.py",
     "test_cli_runs.py",
     "test_cluster_runs.py",
 }
 TRAINED_FIXTURES = {"trained_letters"}
+#: tests of these tiers use the whole machine: under pytest-xdist they run one at a time, in one worker
+MACHINE_TIERS = {"browser", "swift_env", "train"}
+MACHINE_GROUP = "machine"
 #: where the session's test durations are written (``python -m testing.slow_tests`` reads it)
 DURATIONS_ENV = "AWORLD_TEST_DURATIONS"
 
@@ -55,7 +67,20 @@ def _slow_ids() -> set[str]:
     }
 
 
+def _file_seconds() -> dict[str, float]:
+    try:
+        return {str(k): float(v) for k, v in json.loads(FILE_SECONDS.read_text(encoding="utf-8")).items()}
+    except (OSError, ValueError, AttributeError):
+        return {}
+
+
 def pytest_collection_modifyitems(config, items):
+    # the longest files first (a file's tests keep their order): pytest-xdist hands out work in this order, so a
+    # long file is not left to the end, one worker on it and the other idle
+    seconds, position = _file_seconds(), {}
+    for i, item in enumerate(items):
+        position.setdefault(item.nodeid.split("::", 1)[0], i)
+    items.sort(key=lambda it: (-seconds.get(it.nodeid.split("::", 1)[0], 0.0), position[it.nodeid.split("::", 1)[0]]))
     slow = _slow_ids()
     for item in items:
         name = item.path.name
@@ -70,11 +95,16 @@ def pytest_collection_modifyitems(config, items):
             tiers.add("slow")
         for tier in sorted(tiers):
             item.add_marker(getattr(pytest.mark, tier))
+        # under pytest-xdist (--dist loadgroup): the tests that use the whole machine (train a model, drive the
+        # studio in Chromium, start ms-swift or a Ray head) run one at a time in one worker; every other file runs
+        # whole in whichever worker is free
+        item.add_marker(pytest.mark.xdist_group(MACHINE_GROUP if tiers & MACHINE_TIERS else name))
 
 
 _durations: dict[str, float] = {}
 _marked_slow: set[str] = set()
 _config = None  # pytest's config: its terminal reporter writes a failure when it happens
+_started = time.monotonic()  # the session's start (pytest_configure), for the total printed at its end
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -89,8 +119,9 @@ def pytest_runtest_makereport(item, call):
 
 
 def pytest_configure(config):
-    global _config
+    global _config, _started
     _config = config
+    _started = time.monotonic()
 
 
 def pytest_runtest_logreport(report):
@@ -113,6 +144,13 @@ def pytest_runtest_logreport(report):
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
     if not _durations:
         return
+    files: dict[str, list[float]] = {}
+    for nodeid, seconds in _durations.items():
+        files.setdefault(nodeid.split("::", 1)[0], []).append(seconds)
+    wall = time.monotonic() - _started
+    terminalreporter.section(f"the suite's time: {wall:.0f} s ({wall / 60:.1f} min) wall; the ten slowest files")
+    for path, times in sorted(files.items(), key=lambda kv: -sum(kv[1]))[:10]:
+        terminalreporter.write_line(f"{sum(times):7.1f} s  {len(times):4d} tests  {path}")
     unmarked = sorted((d, n) for n, d in _durations.items() if d > SLOW_SECONDS and n not in _marked_slow)
     if unmarked:
         terminalreporter.section("tests over 5 s not marked slow (python -m testing.slow_tests adds them)")
@@ -130,6 +168,43 @@ def _forget_user_modules():
     yield
     for name in [n for n in sys.modules if n.startswith("_aworld_user_")]:
         del sys.modules[name]
+
+
+@pytest.fixture(scope="session")
+def _session_studio(tmp_path_factory):
+    from testing.studio import StudioProcess, remove_runs_since
+
+    app = StudioProcess(tmp_path_factory.mktemp("shared-studio") / "runs").start(timeout_s=180)
+    yield app
+    app.stop()
+    remove_runs_since(app.runs_dir, set())
+
+
+@pytest.fixture(scope="module")
+def shared_studio(_session_studio):
+    """The session's studio (one per pytest-xdist worker), on its own runs folder, for a test file that needs a studio
+    on the demo and nothing of its own: a studio takes 10 s and more to start (Gradio's import, the check worker's
+    preload), which every such file paid. The runs the file made are stopped and deleted after it, so the next file
+    finds the runs folder as this one did (its uploads, presets and exports stay). A file that restarts the studio,
+    starts it with options or needs a runs folder of its own keeps a studio of its own and says why."""
+    from testing.studio import run_ids, remove_runs_since
+
+    app = _session_studio
+    if app.proc is None or app.proc.poll() is not None:  # an earlier file's test stopped it
+        app.start(timeout_s=180)
+    before = run_ids(app.runs_dir)
+    yield app
+    remove_runs_since(app.runs_dir, before)
+
+
+@pytest.fixture(scope="session")
+def ray_head():
+    """A Ray head on 127.0.0.1 for the session's worker (2 CPUs): the cluster tests' jobs, each file's own. A head
+    takes seconds to start; every cluster test file started one."""
+    from testing.ray_head import RayHead
+
+    with RayHead(num_cpus=2) as head:
+        yield head
 
 
 @pytest.fixture
@@ -154,34 +229,13 @@ def demo() -> dict[str, str]:
 
 @pytest.fixture(scope="session")
 def trained_letters(tmp_path_factory):
-    """The letters demo trained once (300 GRPO steps: held-out greedy reward from ~0 to ≥ 0.8 on CPU), for the
-    tests of inference, evaluation, export and chat. Returns its AgentTrainer, over a copy of the trained run.
-
-    The trained run is kept in a cache keyed by everything that makes it (testing/trained_cache.py: the demo's
-    files, the training code, the library versions, this checkout's path), so a second session in the same
-    checkout reuses it; a fresh clone, or any change to what trains it, trains again."""
-    import yaml
-
+    """The letters demo trained (300 GRPO steps: held-out greedy reward from ~0 to ≥ 0.8 on CPU) as the project ships
+    it — ``assets/models/tiny-letters-trained``, installed as a finished run (engines/runs/shipped_demo.py) — for the
+    tests of inference, evaluation, export and chat. Returns its AgentTrainer. tests/test_shipped_demo.py trains the
+    demo from scratch, once, and checks that it learns as the shipped one did."""
     from engines import AgentTrainer
-    from testing.trained_cache import TrainedRunCache
+    from engines.runs import shipped_demo
 
-    cfg = yaml.safe_load((ROOT / "assets/configs/letters_grpo.yaml").read_text())
-    cfg.update(max_steps=300, save_steps=300, eval_steps=0)
-    modules = dict(
-        agent=str(ROOT / "assets/agents/letters_agent.yaml"),
-        train_dataset=str(ROOT / "assets/datasets/letters_train.jsonl"),
-        test_dataset=str(ROOT / "assets/datasets/letters_test.jsonl"),
-        reward_func=str(ROOT / "assets/rewards/letter_reward.py") + ":letter_reward",
-        config=cfg,
-        train_engine_name="trl",
-    )
     runs = tmp_path_factory.mktemp("trained") / "runs"
-    cache = TrainedRunCache(ROOT, modules)
-    cached = cache.restore(runs)
-    if cached is not None:
-        return AgentTrainer(run_path=str(runs), run_dir=cached, **modules)
-    trainer = AgentTrainer(run_path=str(runs), **modules)
-    started = time.time()
-    assert trainer.train() == "finished"
-    cache.store(trainer.train_processor.run.path, seconds=time.time() - started)
-    return trainer
+    run = shipped_demo.install(runs)
+    return AgentTrainer(run_path=str(runs), run_dir=run.path, **shipped_demo.modules())

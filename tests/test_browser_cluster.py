@@ -14,7 +14,6 @@ from playwright.sync_api import sync_playwright
 from engines.runs.rundir import RunDir
 from testing import waiting
 from testing.form_page import form_settled, overrides, show_overrides
-from testing.ray_head import RayHead
 from testing.studio import CHROMIUM, StudioProcess, launch_chromium
 
 SHOTS = Path(__file__).resolve().parent.parent / "artifacts" / "screenshots"
@@ -49,9 +48,8 @@ def set_setting(page, name: str, value: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def head():
-    with RayHead(num_cpus=2) as h:
-        yield h
+def head(ray_head):
+    return ray_head
 
 
 def test_a_run_launched_in_the_studio_trains_on_the_cluster_and_stops_from_the_monitor(tmp_path, head, monkeypatch):

@@ -13,7 +13,7 @@ from playwright.sync_api import sync_playwright
 
 from testing import waiting
 from testing.form_page import form_settled, form_state, overrides, show_overrides
-from testing.studio import CHROMIUM, StudioProcess, launch_chromium
+from testing.studio import CHROMIUM, launch_chromium
 
 SHOTS = Path(__file__).resolve().parent.parent / "artifacts" / "screenshots"
 MODULES = ("agent", "dataset", "reward", "config", "engine")
@@ -61,10 +61,10 @@ def row_names(page) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def page(tmp_path_factory):
+def page(shared_studio):
     assert os.path.exists(CHROMIUM), f"{CHROMIUM} is missing: apt-get update && apt-get install -y chromium"
-    base = tmp_path_factory.mktemp("studio-config")
-    with StudioProcess(base / "runs") as studio, sync_playwright() as p:
+    studio = shared_studio
+    with sync_playwright() as p:
         browser = launch_chromium(p)
         pg = browser.new_page(viewport={"width": 1440, "height": 1000})
         pg.goto(studio.url)

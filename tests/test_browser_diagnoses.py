@@ -15,16 +15,19 @@ from engines.diagnostics.advice import ADVICE
 from engines.diagnostics.watcher import Diagnoser
 from engines.runs.prepare import prepare_run
 from testing import waiting
-from testing.studio import CHROMIUM, StudioProcess, launch_chromium
+from testing.studio import CHROMIUM, launch_chromium
 
 ROOT = Path(__file__).resolve().parent.parent
 SHOT = ROOT / "docs" / "screenshots" / "diagnosis-no-reward-spread.jpg"
 
 
-def test_a_one_score_reward_shows_no_reward_spread_in_the_monitor_and_its_button_clones_the_run(tmp_path):
+def test_a_one_score_reward_shows_no_reward_spread_in_the_monitor_and_its_button_clones_the_run(
+    tmp_path, shared_studio
+):
     same = tmp_path / "same_reward.py"
     same.write_text("def same(completion, answer, **kw):\n    return 0.5\n")
-    runs = tmp_path / "runs"
+    app = shared_studio
+    runs = app.runs_dir  # the newest run: the one the Monitor opens on
     run = prepare_run(
         str(ROOT / "assets/agents/letters_agent.yaml"),
         str(ROOT / "assets/datasets/letters_train.jsonl"),
@@ -39,7 +42,7 @@ def test_a_one_score_reward_shows_no_reward_spread_in_the_monitor_and_its_button
         run.append_metrics(s, {"loss": 0.0, "reward": 0.5, "reward_std": 0.0, "frac_reward_zero_std": 1.0, "kl": 0.0})
     assert [e["code"] for e in Diagnoser(run, log=lambda line: None).poll()] == ["no_reward_spread"]
     assert os.path.exists(CHROMIUM), f"{CHROMIUM} is missing: apt-get install -y chromium"
-    with StudioProcess(runs) as app, sync_playwright() as p:
+    with sync_playwright() as p:
         browser = launch_chromium(p)
         page = browser.new_page(viewport={"width": 1440, "height": 1000})
         page.goto(app.url)

@@ -13,7 +13,7 @@ from playwright.sync_api import sync_playwright
 
 from testing import waiting
 from testing.calc_run import calc_run
-from testing.studio import CHROMIUM, StudioProcess, launch_chromium
+from testing.studio import CHROMIUM, launch_chromium
 
 SHOTS = Path(__file__).resolve().parent.parent / "artifacts" / "screenshots"
 
@@ -31,15 +31,14 @@ def pick(page, dropdown: str, text: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def studio(trained_letters, tmp_path_factory):
-    runs = tmp_path_factory.mktemp("studio-eval") / "runs"
+def studio(trained_letters, shared_studio):
+    app = shared_studio
+    runs = app.runs_dir
     src = trained_letters.train_processor.run.path
     shutil.copytree(src, runs / src.name, ignore=shutil.ignore_patterns("evals"))
     calc = calc_run(runs)
-    app = StudioProcess(runs).start()
     app.letters, app.calc = src.name, calc.run_id
-    yield app
-    app.stop()
+    return app
 
 
 @pytest.fixture(scope="module")

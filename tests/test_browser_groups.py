@@ -13,14 +13,15 @@ from playwright.sync_api import sync_playwright
 from engines.runs.rundir import RunDir
 from testing import waiting
 from testing.group_samples import write_group_samples
-from testing.studio import CHROMIUM, StudioProcess, launch_chromium
+from testing.studio import CHROMIUM, launch_chromium
 
 ROOT = Path(__file__).resolve().parent.parent
 SHOT = ROOT / "docs" / "screenshots" / "grpo-groups.jpg"
 
 
-def test_the_groups_view_picks_a_step_and_filters_to_zero_spread_groups(tmp_path):
-    runs = tmp_path / "runs"
+def test_the_groups_view_picks_a_step_and_filters_to_zero_spread_groups(shared_studio):
+    app = shared_studio
+    runs = app.runs_dir  # the newest run: the one the Monitor opens on
     run = RunDir.create(runs, "fake")
     run.write_spec({"engine": "fake", "run_id": run.run_id, "agent": {"name": "a", "model": "m"}, "config": {}})
     run.append_metrics(1, {"reward": 0.4, "loss": 0.1, "frac_reward_zero_std": 2 / 3})
@@ -28,7 +29,7 @@ def test_the_groups_view_picks_a_step_and_filters_to_zero_spread_groups(tmp_path
     write_group_samples(run)
     run.write_status(state="finished", step=2, total_steps=2, ended=time.time())
     assert os.path.exists(CHROMIUM), f"{CHROMIUM} is missing: apt-get install -y chromium"
-    with StudioProcess(runs) as app, sync_playwright() as p:
+    with sync_playwright() as p:
         browser = launch_chromium(p)
         page = browser.new_page(viewport={"width": 1440, "height": 1200})
         page.goto(app.url)

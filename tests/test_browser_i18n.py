@@ -9,7 +9,7 @@ import pytest
 from playwright.sync_api import sync_playwright
 
 from testing import waiting
-from testing.studio import CHROMIUM, StudioProcess, end_process_group, launch_chromium, start_fake_run
+from testing.studio import CHROMIUM, end_process_group, launch_chromium, start_fake_run
 
 from test_browser_studio import SHOTS
 
@@ -48,10 +48,8 @@ def pick_language(page, name: str) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def app(tmp_path_factory):
-    studio = StudioProcess(tmp_path_factory.mktemp("studio-i18n") / "runs").start()
-    yield studio
-    studio.stop()
+def app(shared_studio):
+    return shared_studio
 
 
 def test_the_studio_in_chinese_and_back_to_english(app):

@@ -13,7 +13,7 @@ from playwright.sync_api import sync_playwright
 
 from aworld_gui.core import inputs as inp
 from testing import waiting
-from testing.studio import CHROMIUM, StudioProcess, launch_chromium
+from testing.studio import CHROMIUM, launch_chromium
 
 ROOT = Path(__file__).resolve().parent.parent
 SHOTS = ROOT / "artifacts" / "screenshots"
@@ -34,14 +34,8 @@ def agent_chip(page) -> str | None:
 
 
 @pytest.fixture(scope="module")
-def app(tmp_path_factory):
-    studio = StudioProcess(tmp_path_factory.mktemp("studio-mcp") / "runs").start()
-    yield studio
-    studio.stop()
-    from engines.runs.lifecycle import kill_run, list_run_dirs
-
-    for run in list_run_dirs(studio.runs_dir):
-        kill_run(run.path, grace_s=2)
+def app(shared_studio):
+    return shared_studio
 
 
 @pytest.fixture(scope="module")

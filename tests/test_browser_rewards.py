@@ -11,7 +11,7 @@ import pytest
 from playwright.sync_api import sync_playwright  # noqa: E402 - in requirements.txt
 
 from testing import waiting
-from testing.studio import CHROMIUM, StudioProcess, launch_chromium
+from testing.studio import CHROMIUM, launch_chromium
 
 SHOTS = Path(__file__).resolve().parent.parent / "artifacts" / "screenshots"
 MODULES = ("agent", "dataset", "reward", "config", "engine")
@@ -26,19 +26,15 @@ def chip(page, module: str) -> str | None:
 
 
 @pytest.fixture(scope="module")
-def page(tmp_path_factory):
+def page(shared_studio):
     assert os.path.exists(CHROMIUM), f"{CHROMIUM} is missing: apt-get update && apt-get install -y chromium"
-    studio = StudioProcess(tmp_path_factory.mktemp("studio-rewards") / "runs").start()
-    try:
-        with sync_playwright() as p:
-            browser = launch_chromium(p)
-            pg = browser.new_page(viewport={"width": 1440, "height": 1100})
-            pg.goto(studio.url)
-            wait_for(lambda: all(chip(pg, m) in ("ok", "warning") for m in MODULES), 180, "the demo's checks")
-            yield pg
-            browser.close()
-    finally:
-        studio.stop()
+    with sync_playwright() as p:
+        browser = launch_chromium(p)
+        pg = browser.new_page(viewport={"width": 1440, "height": 1100})
+        pg.goto(shared_studio.url)
+        wait_for(lambda: all(chip(pg, m) in ("ok", "warning") for m in MODULES), 180, "the demo's checks")
+        yield pg
+        browser.close()
 
 
 def test_pick_a_trl_reward_from_the_registry_and_see_its_dry_run(page):

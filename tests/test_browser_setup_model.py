@@ -32,7 +32,7 @@ from testing.setup_model import (
     unbreak,
 )
 from testing.form_page import fields_rendered, form_state
-from testing.studio import CHROMIUM, StudioProcess, launch_chromium
+from testing.studio import CHROMIUM, launch_chromium
 
 SEEDS = [int(s) for s in os.environ.get("AWORLD_BROWSER_SETUP_SEEDS", "11,22,33,44,55").split(",")]
 BROWSER_KINDS = tuple(k for k in KINDS if k != "clone")
@@ -216,10 +216,11 @@ def parse(text: str):
 
 
 @pytest.fixture(scope="module")
-def studio(tmp_path_factory):
+def studio(shared_studio, tmp_path_factory):
     assert os.path.exists(CHROMIUM), f"{CHROMIUM} is missing: apt-get update && apt-get install -y chromium"
     base = tmp_path_factory.mktemp("studio-setup-model")
-    with StudioProcess(base / "runs") as st, sync_playwright() as p:
+    st = shared_studio
+    with sync_playwright() as p:
         browser = launch_chromium(p)
         yield st, browser, str(reward_file(base / "upload"))
         browser.close()

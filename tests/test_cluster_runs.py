@@ -13,7 +13,6 @@ from engines.cluster.mirror import TAG
 from engines.cluster.ray_jobs import job_client, stop_marker_id
 from engines.runs.rundir import RunDir
 from testing.letters_demo import AGENT, REWARD, TEST, TRAIN
-from testing.ray_head import RayHead
 from testing.waiting import wait_for
 
 FAST = {
@@ -29,9 +28,8 @@ LIFE = {"started", "submitted", "finished", "stopped", "failed"}
 
 
 @pytest.fixture(scope="module")
-def head():
-    with RayHead(num_cpus=2) as h:
-        yield h
+def head(ray_head):
+    return ray_head
 
 
 def cluster_trainer(tmp_path, head, monkeypatch, storage, **config) -> AgentTrainer:

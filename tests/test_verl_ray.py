@@ -13,7 +13,6 @@ import pandas as pd
 import pytest
 
 from engines import AgentTrainer
-from testing.ray_head import RayHead
 from testing.verl_fakes import write_fake_main_ppo
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -22,9 +21,8 @@ LETTER_REWARD = f"{ROOT}/assets/rewards/letter_reward.py:letter_reward"
 
 
 @pytest.fixture(scope="module")
-def head():
-    with RayHead(num_cpus=1) as h:
-        yield h
+def head(ray_head):
+    return ray_head
 
 
 @pytest.fixture()
