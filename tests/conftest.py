@@ -22,10 +22,12 @@ from pathlib import Path
 
 import pytest
 
-# torch with one thread in every process the suite starts (this one, its studios, their runs): two pytest-xdist
-# workers then train on a core each. Two trainings with two threads each on two cores collapsed to a tenth of their
-# speed (1.1 steps/s against 11 for the demo) — the machine measured, not the code. Set before torch is imported.
-os.environ.setdefault("OMP_NUM_THREADS", "1")
+# under pytest-xdist with several workers, torch with one thread in every process the suite starts (this one, its
+# studios, their runs): the workers then train on a core each. Two trainings with two threads each on two cores
+# collapsed to a tenth of their speed (1.1 steps/s against 11 for the demo). One worker keeps torch's default: the
+# demo trains 30 steps in 6.4 s with two threads, 8.2 s with one. Set before torch is imported.
+if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > 1:
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 ROOT = Path(__file__).resolve().parent.parent
 SLOW_LIST = Path(__file__).with_name("slow_tests.txt")
@@ -50,9 +52,6 @@ TRAIN_FILES = {
     "test_cluster_runs.py",
 }
 TRAINED_FIXTURES = {"trained_letters"}
-#: tests of these tiers use the whole machine: under pytest-xdist they run one at a time, in one worker
-MACHINE_TIERS = {"browser", "swift_env", "train"}
-MACHINE_GROUP = "machine"
 #: where the session's test durations are written (``python -m testing.slow_tests`` reads it)
 DURATIONS_ENV = "AWORLD_TEST_DURATIONS"
 
@@ -75,8 +74,9 @@ def _file_seconds() -> dict[str, float]:
 
 
 def pytest_collection_modifyitems(config, items):
-    # the longest files first (a file's tests keep their order): pytest-xdist hands out work in this order, so a
-    # long file is not left to the end, one worker on it and the other idle
+    # the longest files first (a file's tests keep their order): pytest-xdist (-n 2 --dist loadfile, the
+    # developer's loop) hands out files in this order, so a long file is not left to the end, one worker on it and
+    # the other idle
     seconds, position = _file_seconds(), {}
     for i, item in enumerate(items):
         position.setdefault(item.nodeid.split("::", 1)[0], i)
@@ -95,10 +95,6 @@ def pytest_collection_modifyitems(config, items):
             tiers.add("slow")
         for tier in sorted(tiers):
             item.add_marker(getattr(pytest.mark, tier))
-        # under pytest-xdist (--dist loadgroup): the tests that use the whole machine (train a model, drive the
-        # studio in Chromium, start ms-swift or a Ray head) run one at a time in one worker; every other file runs
-        # whole in whichever worker is free
-        item.add_marker(pytest.mark.xdist_group(MACHINE_GROUP if tiers & MACHINE_TIERS else name))
 
 
 _durations: dict[str, float] = {}
@@ -197,10 +193,10 @@ def shared_studio(_session_studio):
     remove_runs_since(app.runs_dir, before)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def ray_head():
-    """A Ray head on 127.0.0.1 for the session's worker (2 CPUs): the cluster tests' jobs, each file's own. A head
-    takes seconds to start; every cluster test file started one."""
+    """A Ray head on 127.0.0.1 (2 CPUs) for a test file's cluster jobs: one per file, not per test, and not per
+    session — an idle head's daemons take a tenth of a core, which the files between would lose."""
     from testing.ray_head import RayHead
 
     with RayHead(num_cpus=2) as head:

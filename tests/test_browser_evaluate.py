@@ -122,12 +122,23 @@ def test_chat_with_the_checkpoint_and_the_calc_agent(page, studio):
 
 
 def test_the_runs_tab_lists_the_runs_evaluations(page, studio):
+    from engines.inference.evaluation import list_evals
+    from engines.runs.lifecycle import effective_status
+
+    # the evaluation of the first test has ended (its process writes its status last; a loaded machine takes long)
+    wait_for(
+        lambda: (
+            [effective_status(e).get("state") for e in list_evals(studio.runs_dir / studio.letters)] == ["finished"]
+        ),
+        120,
+        "the evaluation's process to end",
+    )
     page.get_by_role("tab", name="Runs").click()
     pick(page, "#runs-selected", studio.letters)
     wait_for(
         lambda: (
             "checkpoint-300" in page.inner_text("#runs-evals") and "finished" in page.inner_text("#runs-evals").lower()
         ),
-        30,
+        90,  # the Runs tab's answer waits in the studio's queue behind whatever the page asked before
         "the evaluation listed with its run",
     )

@@ -242,7 +242,7 @@ def test_an_own_train_set_clears_the_demo_test_set(page, tmp_path):
     """Uploading your own train set used to keep the demo's letters test set silently."""
     own = tmp_path / "my_questions.jsonl"
     own.write_text("".join(f'{{"question": "What is {i} + 1?", "solution": "{i + 1}"}}\n' for i in range(12)))
-    assert "letters_test.jsonl" in page.input_value("#test-select input")
+    wait_for(lambda: "letters_test.jsonl" in page.input_value("#test-select input"), 30, "the demo's test set shown")
     upload(page, "train-upload", own)
     wait_for(lambda: page.input_value("#test-select input") == "(none)", 30, "the demo test set cleared")
     note = page.inner_text("#data-note")
@@ -321,7 +321,8 @@ def test_restarting_the_studio_mid_run_keeps_the_run_listed_and_streaming(page, 
 
 
 def test_stop_from_the_monitor(page):
-    run = header(page)["run"]
+    # the Monitor may be drawing its header again (the last test came back to it from Runs): read it once it is there
+    run = wait_for(lambda: header(page).get("run"), 30, "the run in the Monitor's header")
     page.click("#stop-btn")
     wait_for(lambda: header(page).get("state") in ("stopping", "stopped"), 30, "the stop request")
     final = wait_for(lambda: (x := header(page)).get("state") in ("stopped", "failed") and x, 120, "stopped")

@@ -25,7 +25,7 @@ import psutil
 from engines.core.check_result import MODULES
 from engines.cli import shell_command
 from engines.isolation.processes import reap_detached
-from engines.runs.launcher import START_TIMEOUT_S, Launcher
+from engines.runs.launcher import Launcher
 from engines.runs.rundir import ACTIVE_STATES, FAILED, QUEUED, RUNNING, STOP_FILE, STOPPING, RunDir
 from engines.isolation.user_env import referenced_names, server_names, user_code_envs
 from engines.inputs.yaml_input import try_load_yaml
@@ -102,22 +102,16 @@ class Studio:
         self._stop = threading.Event()
         self.chat = ChatService(self.runs_dir)  # the chat model's process (one at a time)
         # runs and evaluations are forked from a preloaded process (engines.runs.launcher): Launch to the first step
-        # is the run's own work, not imports
+        # is the run's own work, not imports. It starts with the studio's first launch or evaluation (its preload,
+        # seconds of CPU, overlaps that one's preparation; a studio that never launches never pays for it)
         self.launcher = Launcher()
 
     # -- lifecycle -----------------------------------------------------------------------------
     def start(self) -> None:
         self.worker.start()  # warms up in the background
-        # the fork server preloads once the worker has (both at once would slow the studio's start on two cores)
-        threading.Thread(target=self._start_launcher, name="launcher-start", daemon=True).start()
         if self._watchdog is None:
             self._watchdog = threading.Thread(target=self._watch, name="studio-watchdog", daemon=True)
             self._watchdog.start()
-
-    def _start_launcher(self) -> None:
-        self.worker.wait_ready(START_TIMEOUT_S)
-        if not self._stop.is_set():
-            self.launcher.start()
 
     def close(self) -> None:
         self._stop.set()
@@ -247,6 +241,7 @@ class Studio:
         if inputs.problems:
             module, problem = next(iter(inputs.problems.items()))
             return {"ok": False, "error": problem, "module": module}
+        self.launcher.ensure_started()  # preloads while the worker prepares the run
         try:
             res = self.worker.call(
                 "prepare",
@@ -501,6 +496,7 @@ class Studio:
         path = self.run_path(run_id)
         if not models:
             return {"ok": False, "error": "pick at least one model to evaluate (the base model or a checkpoint)"}
+        self.launcher.ensure_started()  # preloads while the worker prepares the evaluation
         try:
             res = self.worker.call(
                 "prepare_eval",

@@ -94,11 +94,21 @@ class Launcher:
         self._failed: str | None = "the fork server was not started"
         self._lock = threading.Lock()  # one request at a time on the pipe; starting the server
         self._closed = False
+        self._asked = False  # ensure_started was called
         self.info: dict = {}
 
     # -- the fork server -------------------------------------------------------------------------
+    def ensure_started(self) -> "Launcher":
+        """Start the fork server unless it was started already (its preload costs seconds of CPU: a starter that
+        may never launch anything starts it when a launch comes near, e.g. on a setup checked green)."""
+        if not self._asked:
+            self._asked = True
+            self.start()
+        return self
+
     def start(self) -> "Launcher":
         """Start the fork server in the background (its preload takes seconds); returns at once."""
+        self._asked = True
         if not enabled():
             self._failed = f"{ENABLE_ENV}=0"
             self._settled.set()
@@ -197,6 +207,7 @@ class Launcher:
     def _why_not_forked(self, env: Mapping[str, str], cwd: str | os.PathLike | None) -> str | None:
         if not enabled():
             return f"{ENABLE_ENV}=0"
+        self.ensure_started()
         if not self._settled.wait(self.wait_ready_s):
             return f"the fork server was not ready within {self.wait_ready_s:.0f} s"
         if self._failed:
