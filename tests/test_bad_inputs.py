@@ -191,7 +191,7 @@ def cli_argv(case, engine, inputs, timeout_s: float = TIMEOUT_S) -> list[str]:
     if inputs["test"]:
         argv += ["--test", inputs["test"]]
     for ref in inputs["reward"]:
-        argv += ["--reward", ref]
+        argv += ["--reward", str(_python_value(ref))]
     if inputs["config"]:
         argv += ["--config", inputs["config"]]
     if inputs["columns"]:

@@ -114,6 +114,19 @@ def studio(tmp_path_factory):
     app.stop()
 
 
+def test_only_the_proxies_the_operator_names_are_trusted_with_x_forwarded_for(monkeypatch):
+    from aworld_gui.web.serve import build_parser, trust_forwarded_headers_from
+
+    monkeypatch.delenv("AWORLD_STUDIO_FORWARDED_ALLOW_IPS", raising=False)
+    monkeypatch.setenv("FORWARDED_ALLOW_IPS", "127.0.0.1")  # uvicorn's own default, which trusts any local client
+    trust_forwarded_headers_from(build_parser().parse_args([]).forwarded_allow_ips)
+    assert os.environ["FORWARDED_ALLOW_IPS"] == ""
+    trust_forwarded_headers_from(
+        build_parser().parse_args(["--forwarded-allow-ips", " 10.0.0.5, 10.1.0.0/16"]).forwarded_allow_ips
+    )
+    assert os.environ["FORWARDED_ALLOW_IPS"] == "10.0.0.5,10.1.0.0/16"
+
+
 def test_a_hundred_wrong_passwords_are_throttled_and_the_right_one_works_later(studio):
     url = studio.url + "login"
 
@@ -126,6 +139,15 @@ def test_a_hundred_wrong_passwords_are_throttled_and_the_right_one_works_later(s
     # 5 checked, then one per block (2 s, 4 s, 8 s, ...) for as long as the burst lasts on a busy machine
     assert codes.count(400) <= 10 and codes.count(429) >= 90, codes
     assert codes[:5].count(400) >= 1
+    # through 127.0.0.1 a new X-Forwarded-For per attempt is still this client (no proxy is trusted unless the
+    # operator names it): neither a wrong nor the right password gets through while it is blocked
+    forged = [
+        httpx.post(
+            url, data={"username": "admin", "password": pw}, headers={"X-Forwarded-For": f"10.9.{i}.1"}, timeout=60
+        )
+        for i, pw in enumerate(["wrong", "wrong", "wrong", PASSWORD])
+    ]
+    assert [r.status_code for r in forged] == [429] * 4, [(r.status_code, r.text) for r in forged]
     blocked = attempt(PASSWORD)
     assert blocked.status_code == 429
     wait = int(blocked.headers["retry-after"])

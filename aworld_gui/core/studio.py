@@ -365,6 +365,7 @@ class Studio:
         for r in list_run_dirs(self.runs_dir):
             st = self.cache.get(r.path)
             status, spec = st.refresh_status_only(), st.read_spec()
+            agent = spec.get("agent")
             out.append(
                 {
                     "run_id": r.run_id,
@@ -376,8 +377,9 @@ class Studio:
                     "total_steps": status.get("total_steps"),
                     "last_reward": status.get("last_reward"),
                     "last_loss": status.get("last_loss"),
-                    "model": Path(str((spec.get("agent") or {}).get("model", ""))).name,
+                    "model": Path(str(agent.get("model") or "")).name if isinstance(agent, dict) else "",
                     "queue": queue_note(status, short=True),  # the Monitor's header says it with the same function
+                    "unreadable": r.spec_problem(),  # a malformed run.yaml: this run says so, the others list
                     **r.read_label(),
                 }
             )

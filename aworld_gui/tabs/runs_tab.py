@@ -75,6 +75,8 @@ def table_rows(runs: list[dict]) -> list[list]:
         state = badge(r["state"], label)
         if r.get("queue"):
             state += f' <span class="aw-muted" data-testid="queue-note">{r["queue"]}</span>'
+        if r.get("unreadable"):
+            state += f' <span class="aw-warning" data-testid="unreadable-note">{esc(r["unreadable"])}</span>'
         name = f"<b>{esc(r.get('name') or '')}</b>" + (
             f'<div class="aw-muted">{esc(r["note"])}</div>' if r.get("note") else ""
         )

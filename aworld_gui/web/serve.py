@@ -84,6 +84,17 @@ class _Help(argparse.ArgumentDefaultsHelpFormatter):
         return action.help if action.default is None else super()._get_help_string(action)
 
 
+#: the operator's list of trusted proxies (``--forwarded-allow-ips``)
+FORWARDED_ENV = "AWORLD_STUDIO_FORWARDED_ALLOW_IPS"
+
+
+def trust_forwarded_headers_from(proxies: str) -> None:
+    """Uvicorn, which Gradio starts, rewrites a request's client from X-Forwarded-For when the peer is in
+    ``FORWARDED_ALLOW_IPS`` — 127.0.0.1 unless set, so anyone reaching the studio through 127.0.0.1 (a local user,
+    an SSH tunnel) could name a new address per login attempt. Only the proxies the operator names are trusted."""
+    os.environ["FORWARDED_ALLOW_IPS"] = ",".join(h.strip() for h in proxies.split(",") if h.strip())
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="aworld-studio",
@@ -115,6 +126,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(clean_start.SECRETS_FD_OPTION, type=int, help=argparse.SUPPRESS)
     p.add_argument(
         "--stop-timeout", type=float, default=30.0, help="seconds a run gets to stop after Stop before it is killed"
+    )
+    p.add_argument(
+        "--forwarded-allow-ips",
+        default=os.environ.get(FORWARDED_ENV, ""),
+        help="the proxies (addresses or networks, comma-separated) whose X-Forwarded-For names the client: the "
+        f"login throttle counts per client (or {FORWARDED_ENV}); none by default — every address, 127.0.0.1 too, "
+        "is its own client, so a forged header earns no fresh guesses",
     )
     p.add_argument("--check-timeout", type=float, default=60.0, help="time limit of one check in the worker")
     p.add_argument("--share", action="store_true", help="create a public gradio.live link")
@@ -160,6 +178,7 @@ def main(argv: list[str] | None = None) -> int:
         studio = Studio(runs_dir, worker=worker, stop_timeout_s=a.stop_timeout, check_timeout_s=a.check_timeout)
         demo = build_app(runs_dir, studio=studio)
         print(f"AWorld Trainer Studio on http://{a.host}:{a.port}  (runs: {runs_dir})", flush=True)
+        trust_forwarded_headers_from(a.forwarded_allow_ips)
         demo.launch(
             server_name=a.host,
             server_port=a.port,

@@ -36,6 +36,17 @@ from .requirements import missing_requirements
 SCORER_KEYS = ("reward_model", "judge")
 
 
+#: the most characters of a reward reference an error message repeats (the rest is counted, not echoed)
+SHOWN = 120
+
+
+def shown_item(item: str) -> str:
+    """A reward reference as an error message quotes it: whole when short, else its start and end and its length."""
+    if len(item) <= SHOWN:
+        return f"'{item}'"
+    return f"'{item[:80]}…{item[-20:]}' ({len(item):,} characters)"
+
+
 def parse_call(text: str) -> tuple[str, dict[str, Any] | None]:
     """``"mod:fn(a=1, b='x')"`` → ``("mod:fn", {"a": 1, "b": "x"})``; no parentheses → ``(text, None)``."""
     text = text.strip()
@@ -198,7 +209,7 @@ def _term_from(item: Any, base_dir: str | os.PathLike | None) -> RewardTerm:
 
         raise CheckError(
             "reward",
-            f"unknown reward '{item}'{did_you_mean(item, BUILTIN_REWARDS)}",
+            f"unknown reward {shown_item(item)}{did_you_mean(item, BUILTIN_REWARDS) if len(item) <= SHOWN else ''}",
             f"built-ins: {', '.join(builtin_names())}; or give 'file.py:function' or 'module:function'",
         )
     target, _, attr = item.rpartition(":")

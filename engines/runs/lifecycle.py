@@ -255,11 +255,12 @@ def enforce_stop_timeout(run_dir: str | os.PathLike, timeout_s: float = 30.0) ->
 def list_run_dirs(runs_dir: str | os.PathLike) -> list[RunDir]:
     """Run directories under ``runs_dir``, newest first: those with a status.json (every run prepared
     by ``prepare_run``/``rerun_dir`` or started by ``aworld-train run`` has one; a folder that only
-    got part of a spec is no run)."""
+    got part of a spec is no run). A link is no run either: a run listed under its target's name could not be
+    found by its own, and one pointing out of the runs folder would serve files from elsewhere."""
     base = Path(runs_dir)
     if not base.is_dir():
         return []
-    out = [RunDir(p) for p in base.iterdir() if p.is_dir() and (p / STATUS_FILE).exists()]
+    out = [RunDir(p) for p in base.iterdir() if not p.is_symlink() and p.is_dir() and (p / STATUS_FILE).exists()]
 
     def newest_first(run: RunDir):
         # run ids start with the second they were made; runs made within one second (three quick

@@ -263,10 +263,29 @@ class RunDir:
         atomic_write_text(self.path / SPEC_FILE, yaml.safe_dump(spec, sort_keys=False, allow_unicode=True))
 
     def read_spec(self) -> dict:
+        """run.yaml as a mapping; {} when it is missing or malformed (:meth:`spec_problem` says how)."""
+        spec, _ = self._spec_and_problem()
+        return spec
+
+    def spec_problem(self) -> str | None:
+        """Why run.yaml cannot be read as a run's spec (None when it can, or when there is none)."""
+        return self._spec_and_problem()[1]
+
+    def _spec_and_problem(self) -> tuple[dict, str | None]:
         p = self.path / SPEC_FILE
         if not p.exists():
-            return {}
-        return yaml.safe_load(p.read_text(encoding="utf-8")) or {}
+            return {}, None
+        try:
+            data = yaml.safe_load(p.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError) as e:
+            return {}, f"{SPEC_FILE} cannot be read: {e}"
+        except yaml.YAMLError as e:
+            return {}, f"{SPEC_FILE} is not valid YAML: {' '.join(str(e).split())[:200]}"
+        if data is None:
+            return {}, None
+        if not isinstance(data, dict):
+            return {}, f"{SPEC_FILE} is not a mapping of settings (it holds a {type(data).__name__})"
+        return data, None
 
     # -- status ---------------------------------------------------------------------------
     @property
@@ -415,7 +434,9 @@ class RunDir:
         """``{"name": str, "note": str}`` (empty strings when never set)."""
         try:
             data = json.loads((self.path / LABEL_FILE).read_text(encoding="utf-8"))
-        except (FileNotFoundError, json.JSONDecodeError):
+        except (OSError, ValueError):
+            data = {}
+        if not isinstance(data, dict):
             data = {}
         return {"name": str(data.get("name") or ""), "note": str(data.get("note") or "")}
 
