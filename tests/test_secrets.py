@@ -21,10 +21,11 @@ from testing.studio import StudioProcess
 
 LOGIN = ("admin", "studio-login-s3cret")
 PROVIDER_KEY = "sk-provider-in-the-environment-0042"
+UNINVITED_KEY = "held-unasked-in-the-environment-0055"  # HELD_UNASKED_KEY: in the studio's environment, not invited
 LITERAL_KEY = "sk-literal-in-the-upload-0099"
 LITERAL_HEADER = "Bearer literal-header-token-0077"
 MODEL = Path(__file__).resolve().parent.parent / "assets" / "models" / "tiny-letters"
-SECRETS = (LOGIN[1], PROVIDER_KEY, LITERAL_KEY, LITERAL_HEADER.split()[1])
+SECRETS = (LOGIN[1], PROVIDER_KEY, LITERAL_KEY, LITERAL_HEADER.split()[1], UNINVITED_KEY)
 
 
 @pytest.fixture(scope="module")
@@ -33,10 +34,16 @@ def studio(tmp_path_factory):
     cache = base / "gradio-cache"
     saved = dict(os.environ)
     os.environ.update(
-        {"AWORLD_STUDIO_AUTH": ":".join(LOGIN), "OPENAI_API_KEY": PROVIDER_KEY, "GRADIO_TEMP_DIR": str(cache)}
+        {
+            "AWORLD_STUDIO_AUTH": ":".join(LOGIN),
+            "OPENAI_API_KEY": PROVIDER_KEY,
+            "HELD_UNASKED_KEY": UNINVITED_KEY,
+            "GRADIO_TEMP_DIR": str(cache),
+        }
     )
     try:
-        app = StudioProcess(base / "runs").start(timeout_s=180)
+        # the operator invites OPENAI_API_KEY: a ${OPENAI_API_KEY} in an upload may name it (issue 41.1)
+        app = StudioProcess(base / "runs", extra=["--env-allow", "OPENAI_API_KEY"]).start(timeout_s=180)
     finally:
         os.environ.clear()
         os.environ.update(saved)
@@ -145,6 +152,27 @@ def test_user_code_sees_no_login_and_only_the_keys_its_agent_names(studio, tmp_p
     assert seen["OPENAI_API_KEY"] == PROVIDER_KEY  # asked for by ${OPENAI_API_KEY}
     assert "AWORLD_STUDIO_AUTH" not in seen and LOGIN[1] not in json.dumps(seen)  # never the login
     assert PROVIDER_KEY not in json.dumps(res)  # and the response holds no value
+
+    # a variable the operator did not invite cannot be asked for by naming it (issue 41.1): not substituted in the
+    # agent, not handed to user code, its value nowhere in the answer
+    agent.write_text(f"name: named\nmodel: {MODEL}\nsystem_prompt: Reply.\napi_key: ${{HELD_UNASKED_KEY}}\n")
+    seen_file.unlink()
+    res = client.predict(
+        handle_file(str(agent)),
+        None,
+        None,
+        handle_file(str(reward)),
+        "env_reward.py:seen@1",
+        "",
+        "trl",
+        api_name="/check",
+    )
+    assert res["modules"]["agent"]["status"] == "error"
+    assert "${HELD_UNASKED_KEY} is not substituted" in res["modules"]["agent"]["message"]
+    assert "--env-allow HELD_UNASKED_KEY" in res["modules"]["agent"]["message"]
+    seen = json.loads(seen_file.read_text())
+    assert "HELD_UNASKED_KEY" not in seen and UNINVITED_KEY not in json.dumps(seen)
+    assert UNINVITED_KEY not in json.dumps(res)
 
 
 def test_the_check_worker_holds_no_credential_in_its_environment(studio):

@@ -20,6 +20,7 @@ import threading
 from pathlib import Path
 
 from aworld_gui.web import clean_start
+from engines.inputs.env_invitation import ALLOW_OPTION, STUDIO_ALLOW_ENV, invite, parse_names
 
 
 def parse_auth(value: str | None) -> tuple[str, str] | None:
@@ -134,6 +135,14 @@ def build_parser() -> argparse.ArgumentParser:
         f"login throttle counts per client (or {FORWARDED_ENV}); none by default — every address, 127.0.0.1 too, "
         "is its own client, so a forged header earns no fresh guesses",
     )
+    p.add_argument(
+        ALLOW_OPTION,
+        default=os.environ.get(STUDIO_ALLOW_ENV, ""),
+        help="the environment variables (comma-separated) a ${NAME} in an uploaded config may name — only in an "
+        "agent's api_key and llm_base_url, an MCP server's env, headers and url, an engine config's env_vars "
+        f"(or {STUDIO_ALLOW_ENV}); none by default: whoever reaches the page cannot read the studio's "
+        "environment by naming a variable",
+    )
     p.add_argument("--check-timeout", type=float, default=60.0, help="time limit of one check in the worker")
     p.add_argument("--share", action="store_true", help="create a public gradio.live link")
     p.add_argument(
@@ -158,6 +167,10 @@ def main(argv: list[str] | None = None) -> int:
         if clean_start.supported() and clean_start.needed(args, os.environ):
             clean_start.restart_clean(args, login)  # does not return
     auth = parse_auth(login)
+    # the settings read from AWORLD_STUDIO_* variables: a clean restart took them out of the environment with the
+    # login and has just put them back (clean_start.take_secrets)
+    a = build_parser().parse_args(args)
+    invite(parse_names(a.env_allow))  # this process and all it starts (the check worker too) substitute only these
     keep_credentials_private()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")

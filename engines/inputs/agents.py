@@ -34,6 +34,7 @@ from typing import Any, Callable
 
 from .aworld_agents import LLM_CONFIG_KEYS, from_aworld_agent, is_aworld_agent, load_aworld_yaml
 from ..core.check_result import CheckError, CheckResult, did_you_mean
+from .env_invitation import AGENT_FIELDS, NotInvited, check_fields
 from .loading import ReferenceError_, load_object, resolve_path
 from ..tools.mcp_servers import AGENT_KEYS as MCP_KEYS
 from ..tools.mcp_servers import McpSelection, parse_mcp
@@ -318,8 +319,13 @@ def load_agent(agent: Any, load_tools: bool = True) -> AgentSpec:
                 "api_key is '****': a key written literally is never stored (uploads are masked); "
                 "pass it as api_key: ${ENV_VAR} (docs/SECURITY.md)"
             )
-    mcp = parse_mcp(raw, base_dir, warnings, missing)  # substitutes its own values, keeps what was written
-    flat = substitute_env({k: v for k, v in raw.items() if k not in MCP_KEYS}, missing)
+    own = {k: v for k, v in raw.items() if k not in MCP_KEYS}
+    try:
+        check_fields(own, AGENT_FIELDS, "the agent")  # in a studio: ${NAME} only where secrets and endpoints go
+        mcp = parse_mcp(raw, base_dir, warnings, missing)  # substitutes its own values, keeps what was written
+        flat = substitute_env(own, missing)
+    except NotInvited as e:
+        raise CheckError("agent", str(e)) from None
     if missing:
         warnings.append(f"environment variable(s) not set: {', '.join(sorted(set(missing)))}")
 

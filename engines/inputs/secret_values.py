@@ -12,6 +12,8 @@ import os
 import re
 from typing import Any, Mapping
 
+from .env_invitation import ENV_RE, check_name
+
 # "token" only as a whole word or a suffix (hf_token, access_token): max_tokens is no secret;
 # authorization/cookie: HTTP headers that carry credentials
 SECRET_RE = re.compile(
@@ -19,7 +21,6 @@ SECRET_RE = re.compile(
     r"^proxy-authorization$|^cookie$)",
     re.I,
 )
-ENV_RE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 MASK = "****"
 # scheme://user:password@ — the password part (up to the last @ before the host's end); linear: the
 # classes exclude what ends them, and no group repeats another
@@ -124,12 +125,15 @@ def mask_secrets(obj: Any) -> Any:
 
 def substitute_env(value: Any, missing: list[str], env: Mapping[str, str] | None = None) -> Any:
     """``${VAR}`` and ``${VAR:-default}`` replaced from ``env`` (the environment by default); unset names go
-    to ``missing``."""
+    to ``missing``. In a studio, a name its operator did not invite raises
+    :class:`~engines.inputs.env_invitation.NotInvited` (its default is not used either: whether a variable is set
+    is the environment's too)."""
     env = os.environ if env is None else env
     if isinstance(value, str):
 
         def repl(m: re.Match) -> str:
             var, default = m.group(1), m.group(2)
+            check_name(var)
             if var in env:
                 return env[var]
             if default is not None:

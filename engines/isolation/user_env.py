@@ -185,7 +185,7 @@ def _values_of(names: Iterable[str], base: Mapping[str, str] | None = None) -> d
     from .server_env import lookup
 
     base = lookup() if base is None else base
-    return {n: base[n] for n in sorted(names) if n in base and not n.upper().startswith(STUDIO_PREFIX)}
+    return {n: base[n] for n in sorted(invited_only(names)) if n in base and not n.upper().startswith(STUDIO_PREFIX)}
 
 
 def user_code_envs(*sources: Any, extra: Mapping[str, str] | None = None) -> tuple[dict[str, str], dict[str, str]]:
@@ -199,8 +199,17 @@ def user_code_envs(*sources: Any, extra: Mapping[str, str] | None = None) -> tup
 
 
 def allowed_names(extra: Iterable[str] = ()) -> set[str]:
+    """``$AWORLD_USER_ENV_ALLOW`` and the names ``extra`` asks for — in a studio, those its operator invited
+    (:mod:`engines.inputs.env_invitation`): a config cannot ask for the rest by naming them."""
     names = {n.strip() for n in os.environ.get(ALLOW_ENV, "").split(",") if n.strip()}
-    return names | set(extra)
+    return names | invited_only(extra)
+
+
+def invited_only(names: Iterable[str]) -> set[str]:
+    from ..inputs.env_invitation import invited
+
+    allowed = invited()
+    return set(names) if allowed is None else set(names) & allowed
 
 
 def user_code_env(allow: Iterable[str] = (), base: Mapping[str, str] | None = None) -> dict[str, str]:

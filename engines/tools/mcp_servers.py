@@ -30,6 +30,7 @@ from typing import Any
 import yaml
 
 from ..core.check_result import CheckError, did_you_mean
+from ..inputs.env_invitation import SERVER_FIELDS, NotInvited, check_fields
 from ..inputs.loading import resolve_path
 from .mcp_aworld import module_root, require_launcher
 from ..isolation import server_env
@@ -285,7 +286,11 @@ def _server(name: str, entry: Any, base_dirs: list[Path], warnings: list[str], m
             raw["args"] = [a if references_env(a) else _resolve_local(str(a), base_dirs) for a in raw["args"]]
         if isinstance(raw.get("cwd"), str) and not references_env(raw["cwd"]):
             raw["cwd"] = _resolve_local(raw["cwd"], base_dirs)
-    value = substitute_env(raw, missing, server_env.lookup())
+    try:  # in a studio: ${NAME} only in env, headers and url, and only the names its operator invites
+        check_fields(raw, SERVER_FIELDS, f"MCP server '{name}'")
+        value = substitute_env(raw, missing, server_env.lookup())
+    except NotInvited as e:
+        raise _error(str(e)) from None
     timeouts = dict(
         timeout=_number(name, value, "timeout", DEFAULT_CALL_TIMEOUT_S),
         startup_timeout=_number(name, value, "startup_timeout", DEFAULT_STARTUP_TIMEOUT_S),

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ..inputs.agents import AgentSpec, substitute_env
+from ..inputs.env_invitation import NotInvited
 from ..core.check_result import CheckError
 from ..inputs.config import ConfigField, load_config_input, validate_config
 from ..fit.data_fit import check_memory_floor
@@ -170,7 +171,10 @@ class _Derivation:
         if not isinstance(env, dict):
             raise CheckError("config", "`env_vars` must be a mapping of NAME: value", keys=["env_vars"])
         missing: list[str] = []  # ${NAME} values come from the environment (a secret is never written in run.yaml)
-        self.env_vars = {str(k): substitute_env(str(v), missing) for k, v in env.items()}
+        try:
+            self.env_vars = {str(k): substitute_env(str(v), missing) for k, v in env.items()}
+        except NotInvited as e:
+            raise CheckError("config", str(e), keys=["env_vars"]) from None
         if missing:
             raise CheckError(
                 "config",
