@@ -38,12 +38,14 @@ def studio(tmp_path_factory):
             "AWORLD_STUDIO_AUTH": ":".join(LOGIN),
             "OPENAI_API_KEY": PROVIDER_KEY,
             "HELD_UNASKED_KEY": UNINVITED_KEY,
+            "AWORLD_STUDIO_ENV_ALLOW": "OPENAI_API_KEY",
             "GRADIO_TEMP_DIR": str(cache),
         }
     )
     try:
-        # the operator invites OPENAI_API_KEY: a ${OPENAI_API_KEY} in an upload may name it (issue 41.1)
-        app = StudioProcess(base / "runs", extra=["--env-allow", "OPENAI_API_KEY"]).start(timeout_s=180)
+        # the operator invites OPENAI_API_KEY: a ${OPENAI_API_KEY} in an upload may name it (issue 41.1) — set in
+        # the environment, which the studio's clean restart (its login is there too) takes out and puts back
+        app = StudioProcess(base / "runs").start(timeout_s=180)
     finally:
         os.environ.clear()
         os.environ.update(saved)
