@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
+from engines.runs.json_lines import open_no_link
 from engines.runs.rundir import ACTIVE_STATES, EVENTS_FILE, LOG_FILE, METRICS_FILE, RUNNING, SAMPLES_FILE, RunDir
 from engines.runs.json_lines import JsonlTail, TextTail
 from engines.diagnostics.reading import fold as fold_diagnoses
@@ -258,9 +259,9 @@ class RunState:
         try:
             if os.path.getsize(path) < BULK_BYTES:
                 return False
-            with open(path, "rb") as f:
+            with open_no_link(path) as f:
                 data = f.read()
-        except OSError:
+        except OSError:  # a link in its place too: the rows reader refuses it as well
             return False
         end = data.rfind(b"\n") + 1
         if end <= 0:

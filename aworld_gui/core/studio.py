@@ -73,6 +73,17 @@ def _stamp(paths: list[str]) -> tuple:
     return tuple(out)
 
 
+def checkpoint_files(folder: Path) -> list[Path]:
+    """The plain files under a checkpoint folder, for its zip: a link (to a file or a folder) is left out — code
+    that can write into the runs folder could plant ``leak.txt -> /some/secret`` in a checkpoint, and the zip would
+    carry the secret."""
+    out = []
+    for root, dirs, files in os.walk(folder, followlinks=False):
+        dirs[:] = [d for d in dirs if not os.path.islink(os.path.join(root, d))]
+        out += [Path(root, f) for f in files if not os.path.islink(os.path.join(root, f))]
+    return sorted(out)
+
+
 class Studio:
     def __init__(
         self,
@@ -453,9 +464,8 @@ class Studio:
         if not out.exists() or out.stat().st_mtime < src.stat().st_mtime:
             tmp = out.with_suffix(".zip.tmp")
             with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as z:
-                for f in sorted(src.rglob("*")):
-                    if f.is_file():
-                        z.write(f, f"{name}/{f.relative_to(src)}")
+                for f in checkpoint_files(src):
+                    z.write(f, f"{name}/{f.relative_to(src)}")
             os.replace(tmp, out)
         return str(out)
 

@@ -49,10 +49,24 @@ def dumps_line(obj: dict) -> str:
     return dumps_json(obj, ensure_ascii=False) + "\n"
 
 
+#: what the log view shows for a log that is a link (a run's files are read without following links)
+LINK_NOTICE = "(this file is a link: the studio reads no file of a run through a link)"
+
+
+def open_no_link(path: str | os.PathLike, text: bool = False):
+    """Open a run's file for reading without following a link in its place (``O_NOFOLLOW``: ``OSError``). Code that
+    can write into the runs folder (a reward, a tool) could put ``train.log -> /some/secret`` there, and the page
+    would serve the secret. The run folder itself is no link either (engines.runs.lifecycle.list_run_dirs, the
+    studio's run_path)."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+    return os.fdopen(fd, "r", encoding="utf-8") if text else os.fdopen(fd, "rb")
+
+
 def read_json_object(path: Path) -> dict:
-    """A JSON object file; {} when it is missing, unreadable (a folder in its place) or torn."""
+    """A JSON object file; {} when it is missing, unreadable (a folder or a link in its place) or torn."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        with open_no_link(path, text=True) as f:
+            data = json.loads(f.read())
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}
@@ -60,7 +74,7 @@ def read_json_object(path: Path) -> dict:
 
 def iter_jsonl(path: Path) -> Iterator[dict]:
     try:
-        with open(path, encoding="utf-8") as f:
+        with open_no_link(path, text=True) as f:
             for line in f:
                 line = line.strip()
                 if line:
@@ -68,7 +82,7 @@ def iter_jsonl(path: Path) -> Iterator[dict]:
                         yield json.loads(line)
                     except json.JSONDecodeError:
                         continue  # a torn last line while the writer is mid-write
-    except (FileNotFoundError, IsADirectoryError):  # none, or a folder in its place: no rows
+    except OSError:  # none, or a folder or a link in its place: no rows
         return
 
 
@@ -105,8 +119,8 @@ class JsonlTail:
 
     def read_new(self, max_bytes: int | None = None) -> list[dict]:
         try:
-            st = os.stat(self.path)
-            if not stat.S_ISREG(st.st_mode):  # a folder (or else) in its place: nothing to read, as if deleted
+            st = os.lstat(self.path)
+            if not stat.S_ISREG(st.st_mode):  # a folder, a link or else in its place: nothing to read, as if deleted
                 raise FileNotFoundError(self.path)
         except FileNotFoundError:
             if self.offset or self._partial:  # deleted after it was read
@@ -118,7 +132,7 @@ class JsonlTail:
         self._ident = ident
         if size == self.offset:
             return []
-        with open(self.path, "rb") as f:
+        with open_no_link(self.path) as f:
             f.seek(self.offset)
             data = f.read(max_bytes) if max_bytes else f.read()
         self.offset += len(data)
@@ -147,8 +161,14 @@ class TextTail:
 
     def read_new(self) -> list[str]:
         try:
-            st = os.stat(self.path)
+            st = os.lstat(self.path)
         except FileNotFoundError:
+            return []
+        if stat.S_ISLNK(st.st_mode):  # a link in its place: not followed, and said
+            self.offset, self._partial = 0, ""
+            if self.lines != [LINK_NOTICE]:
+                self.lines = [LINK_NOTICE]
+                return [LINK_NOTICE]
             return []
         if not stat.S_ISREG(st.st_mode):  # a folder in its place: nothing to read
             return []
@@ -158,7 +178,9 @@ class TextTail:
         if size == self.offset:
             return []
         start = max(self.offset, size - 256 * 1024) if self.offset == 0 else self.offset
-        with open(self.path, "rb") as f:
+        if self.lines == [LINK_NOTICE]:
+            self.lines = []
+        with open_no_link(self.path) as f:
             f.seek(start)
             data = f.read()
         self.offset = start + len(data)

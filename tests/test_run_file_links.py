@@ -1,0 +1,77 @@
+"""No link leaves the runs folder (issue 41, item 2): user code can find the runs folder and plant links in a run
+(``train.log -> /some/secret``, ``checkpoints/checkpoint-1/leak.txt -> /some/secret``). The studio reads a run's
+files without following a link in their place — the log view says so, the metrics, samples, events and status are
+read as missing — and a checkpoint's zip leaves links (to files or folders) out."""
+
+from __future__ import annotations
+
+import json
+import zipfile
+
+from aworld_gui.core.run_cache import RunCache
+from aworld_gui.core.studio import Studio
+from engines.runs.json_lines import LINK_NOTICE
+from engines.runs.rundir import RunDir
+
+SECRET = "the-secret-outside-the-runs-folder-0066"
+
+
+class NoWorker:
+    def start(self):
+        pass
+
+    def close(self):
+        pass
+
+
+def planted(tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text(SECRET + "\n")
+    (outside / "secret.jsonl").write_text(json.dumps({"step": 1, "time": 1.0, "reward": 0.5, "note": SECRET}) + "\n")
+    (outside / "status.json").write_text(json.dumps({"state": "finished", "note": SECRET}))
+    runs = tmp_path / "runs"
+    run = RunDir.create(runs, "trl")
+    run.write_spec({"engine": "trl"})
+    run.write_status(state="running", step=0)
+    return run, runs, outside
+
+
+def test_a_runs_log_and_records_are_not_read_through_a_link(tmp_path):
+    run, runs, outside = planted(tmp_path)
+    run.file("train.log").symlink_to(outside / "secret.txt")
+    for name in ("metrics.jsonl", "samples.jsonl", "events.jsonl"):
+        run.file(name).symlink_to(outside / "secret.jsonl")
+    studio = Studio(runs, worker=NoWorker(), cache=RunCache())
+    state = studio.state(run.run_id)
+    assert state.log_text() == LINK_NOTICE
+    assert state.rows == 0 and SECRET not in json.dumps(state.latest)
+    assert run.read_jsonl("samples.jsonl") == [] and run.read_jsonl("events.jsonl") == []
+    # the link replaced by the file: read as usual
+    run.file("train.log").unlink()
+    run.file("train.log").write_text("step 1\n")
+    studio.cache.refresh(run.path, force=True)
+    assert studio.state(run.run_id).log_text() == "step 1"
+
+
+def test_a_status_that_is_a_link_is_read_as_missing(tmp_path):
+    run, _, outside = planted(tmp_path)
+    run.file("status.json").unlink()
+    run.file("status.json").symlink_to(outside / "status.json")
+    assert run.read_status() == {}
+
+
+def test_a_checkpoints_zip_leaves_links_out(tmp_path):
+    run, runs, outside = planted(tmp_path)
+    checkpoint = run.checkpoints_dir / "checkpoint-1"
+    (checkpoint / "sub").mkdir(parents=True)
+    (checkpoint / "model.safetensors").write_bytes(b"weights")
+    (checkpoint / "sub" / "part.json").write_text("{}")
+    (checkpoint / "leak.txt").symlink_to(outside / "secret.txt")
+    (checkpoint / "linked-folder").symlink_to(outside, target_is_directory=True)
+    run.write_status(state="finished", step=1)
+    studio = Studio(runs, worker=NoWorker(), cache=RunCache())
+    with zipfile.ZipFile(studio.checkpoint_zip(run.run_id, "checkpoint-1")) as z:
+        names = sorted(z.namelist())
+        assert names == ["checkpoint-1/model.safetensors", "checkpoint-1/sub/part.json"]
+        assert all(SECRET.encode() not in z.read(n) for n in names)
