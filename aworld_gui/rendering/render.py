@@ -559,7 +559,8 @@ def events_html(events: list[dict], limit: int = 8) -> str:
     for e in list(events)[-limit:][::-1]:
         t = time.strftime("%H:%M:%S", time.localtime(e.get("time", 0)))
         extra = {k: v for k, v in e.items() if k not in ("time", "event", "traceback")}
-        detail = ", ".join(f"{k}={v}" for k, v in extra.items())
+        # numbers as everywhere else on the page (a best checkpoint's value=0.30000000000000004 was shown whole)
+        detail = ", ".join(f"{k}={fmt_num(v, 4) if isinstance(v, float) else v}" for k, v in extra.items())
         rows.append(
             f'<tr><td class="aw-muted">{t}</td><td><b>{esc(EVENT_LABEL.get(e.get("event"), e.get("event")))}</b></td>'
             f"<td>{esc(detail[:200])}</td></tr>"
