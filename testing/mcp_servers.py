@@ -3,6 +3,7 @@
 * ``exit``   — writes a line to stderr and exits at once (status 3)
 * ``leak``   — prints its ``API_TOKEN`` to stderr and exits (a secret in a stderr tail)
 * ``hang``   — starts and never answers (does not read its stdin)
+* ``chatty`` — prints a banner on stdout (no MCP), then never answers: what a server that logs to stdout does
 * ``empty``  — a real MCP server with no tools
 * ``env``    — a real MCP server whose tool ``read_env(name)`` returns an environment variable (``${ENV}``
                substitution reaching a stdio server)
@@ -85,6 +86,10 @@ def main(kind: str) -> None:
     if kind == "leak":
         print(f"auth failed with token {os.environ.get('API_TOKEN')}", file=sys.stderr, flush=True)
         sys.exit(3)
+    if kind == "chatty":
+        print("Welcome to the calculator v2.1 — listening", flush=True)
+        while True:
+            time.sleep(3600)
     if kind == "hang":
         print("starting up slowly...", file=sys.stderr, flush=True)
         while True:

@@ -4,6 +4,8 @@ ${ENV} in env and headers; secrets masked everywhere."""
 
 from __future__ import annotations
 
+import contextlib
+
 import importlib.util
 import json
 import textwrap
@@ -254,6 +256,50 @@ def test_a_server_that_hangs_is_an_error_within_its_time_limit():
     assert "raise its startup_timeout" in msg
     assert elapsed < 3 + 15  # the limit, plus the SDK's bounded shutdown (2 s grace, SIGTERM, 2 s, SIGKILL)
     assert not servers_running(f"{mcp_servers.PATH} hang")  # the hanging server was killed
+
+
+def test_a_server_that_writes_no_mcp_says_what_it_wrote():
+    """Issue 41.7: a stdio server that prints a banner on stdout, an HTTP address that serves a web page: the error
+    says what came back, not only that nothing answered within the limit."""
+    with pytest.raises(CheckError) as err:
+        load_agent(_agent({"chatty": {**mcp_servers.command("chatty"), "startup_timeout": 3}}))
+    msg = str(err.value)
+    assert "MCP server 'chatty' answered something that is not MCP" in msg, msg
+    assert "its stdout began 'Welcome to the calculator v2.1 — listening'" in msg and "log to stderr" in msg
+    with _web_page() as url:
+        for kind in ("sse", "streamable-http"):
+            with pytest.raises(CheckError) as err:
+                load_agent(_agent({"page": {"type": kind, "url": url, "startup_timeout": 3}}))
+            msg = str(err.value)
+            assert "MCP server 'page'" in msg and "a text/html page (HTTP 200)" in msg, msg
+
+
+@contextlib.contextmanager
+def _web_page():
+    """An address that serves an HTML page to every GET and POST."""
+    import http.server
+    import threading
+
+    class Page(http.server.BaseHTTPRequestHandler):
+        def _page(self):
+            body = b"<html><body>Welcome</body></html>"
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        do_GET = do_POST = _page
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Page)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/sse"
+    finally:
+        server.shutdown()
 
 
 def test_an_unknown_server_name_in_mcp_servers_is_an_error_naming_it():

@@ -104,6 +104,14 @@ def describe_failure(
     if isinstance(exc, (TimeoutError, asyncio.TimeoutError)):
         waited = f"{waited_s:g} s" if waited_s else "its time limit"
         how = f"started with `{target}`" if server.transport == STDIO else f"at {target}"
+        if (seen or {}).get("not_mcp"):  # it answered, but not in MCP: say what came back, not only the wait
+            return McpServerError(
+                server,
+                f"answered something that is not MCP ({how}): {seen['not_mcp']}{stderr}",
+                "check that `command` starts an MCP server that writes nothing else to stdout (log to stderr)"
+                if server.transport == STDIO
+                else "check `url`: it should be the server's MCP endpoint (often ending in /mcp or /sse)",
+            )
         return McpServerError(
             server,
             f"did not answer within {waited} ({how}){stderr}",
@@ -135,6 +143,55 @@ def describe_failure(
     return McpServerError(server, f"failed: {name}: {exc}{stderr}")
 
 
+#: what an HTTP MCP server never answers with (a web page or a file at the address)
+NOT_MCP_TYPES = ("text/html", "text/plain", "application/xml", "text/xml")
+#: the most characters of a server's stray output a message quotes
+NOT_MCP_CHARS = 120
+
+
+def _stray_line(exc: BaseException) -> str:
+    """The stdout line the SDK could not read as JSON-RPC, from its validation error."""
+    try:
+        text = str(exc.errors()[0].get("input"))  # pydantic's ValidationError keeps the line it was given
+    except (AttributeError, IndexError, TypeError):
+        text = str(exc)
+    text = " ".join(text.split())
+    return repr(text if len(text) <= NOT_MCP_CHARS else text[: NOT_MCP_CHARS - 1] + "…")
+
+
+class _Watched:
+    """A stdio server's read stream, watched: a stdout line that is not JSON-RPC reaches the session as an
+    exception, which it drops and then waits out its time limit; the first is kept (``seen["not_mcp"]``) to say
+    what the server wrote instead."""
+
+    def __init__(self, stream, seen: dict[str, Any] | None):
+        self._stream, self._seen = stream, seen
+
+    def _note(self, item):
+        if isinstance(item, Exception) and self._seen is not None:
+            self._seen.setdefault("not_mcp", f"its stdout began {_stray_line(item)}")
+        return item
+
+    async def __aenter__(self):
+        await self._stream.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc):
+        return await self._stream.__aexit__(*exc)
+
+    def __aiter__(self):
+        return self
+
+    async def __anext__(self):
+        return self._note(await self._stream.__anext__())
+
+    async def receive(self):
+        return self._note(await self._stream.receive())
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)
+
+
 def _is_closed(exc: BaseException) -> bool:
     from mcp.shared.exceptions import McpError
     from mcp.types import CONNECTION_CLOSED
@@ -148,6 +205,9 @@ async def open_session(server: McpServer, stack: AsyncExitStack, errlog=None, se
     from mcp import ClientSession
 
     async def record_status(response) -> None:
+        kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
+        if response.status_code < 400 and kind in NOT_MCP_TYPES and seen is not None:
+            seen.setdefault("not_mcp", f"a {kind} page (HTTP {response.status_code})")
         if response.status_code >= 400 and seen is not None:
             seen["http_status"] = response.status_code
             if response.request.method == "POST" and callable(seen.get("on_post_error")):
@@ -160,6 +220,7 @@ async def open_session(server: McpServer, stack: AsyncExitStack, errlog=None, se
             command=server.executable(), args=list(server.args), env=dict(server.env) or None, cwd=server.cwd
         )
         read, write = await stack.enter_async_context(stdio_client(params, errlog=errlog))
+        read = _Watched(read, seen)
     else:
         from mcp.shared._httpx_utils import create_mcp_http_client
 
