@@ -22,6 +22,14 @@ def wait_for(fn, timeout_s, what):
     return waiting.wait_for(fn, timeout_s, what, retry_errors=True)
 
 
+def open_tab(page, name: str, runs: str) -> None:
+    """Open a tab whose opening answers with its runs list and the latest run (on_open), and wait for that answer:
+    a pick made before it arrives is overwritten by it (the pick's own answer comes first, then the late one
+    puts the latest run back — a run made after the picked one, here the calc run)."""
+    page.get_by_role("tab", name=name).click()
+    wait_for(lambda: page.input_value(f"{runs} input"), 30, f"the {name} tab's runs listed")
+
+
 def pick(page, dropdown: str, text: str) -> None:
     page.click(f"{dropdown} input")
     page.keyboard.press("Control+A")
@@ -58,7 +66,7 @@ def shot(page, name):
 
 
 def test_evaluate_the_base_model_against_a_checkpoint(page, studio):
-    page.get_by_role("tab", name="Evaluate").click()
+    open_tab(page, "Evaluate", "#eval-run")
     pick(page, "#eval-run", studio.letters)
     wait_for(lambda: page.locator("#eval-models input:checked").count() == 2, 30, "base and the checkpoint ticked")
     page.click("#eval-launch")
@@ -91,7 +99,7 @@ def test_evaluate_the_base_model_against_a_checkpoint(page, studio):
 
 
 def test_chat_with_the_checkpoint_and_the_calc_agent(page, studio):
-    page.get_by_role("tab", name="Chat").click()
+    open_tab(page, "Chat", "#chat-run")
     pick(page, "#chat-run", studio.letters)
     wait_for(lambda: "checkpoint-300" in page.input_value("#chat-model input"), 30, "the latest checkpoint picked")
     page.fill("#chat-input textarea", "Say the letter C:")
