@@ -61,7 +61,11 @@ def studio_launches(rounds: int) -> dict:
         studio.start()
         assert studio.worker.wait_ready(300), "the check worker did not start"
         si = inp.demo_inputs()
-        si.config_text = (si.config_text or "") + f"\nmax_steps: {STEPS}\nsave_steps: 1000\neval_steps: 0\n"
+        import yaml
+
+        config = yaml.safe_load(si.config_text or "") or {}
+        config.update(max_steps=STEPS, save_steps=1000, eval_steps=0)
+        si.config_text = yaml.safe_dump(config, sort_keys=False)
         t0 = time.time()
         res = studio.launch(si)  # the studio's first launch starts its fork server
         assert res.get("ok"), res

@@ -182,11 +182,23 @@ class _Watched:
     def __aiter__(self):
         return self
 
+    def _ended(self) -> None:
+        if self._seen is not None and callable(self._seen.get("on_stream_end")):
+            self._seen["on_stream_end"]()
+
     async def __anext__(self):
-        return self._note(await self._stream.__anext__())
+        try:
+            return self._note(await self._stream.__anext__())
+        except (StopAsyncIteration, Exception):  # the end of its stdout, or the stream closed: the server is gone
+            self._ended()
+            raise
 
     async def receive(self):
-        return self._note(await self._stream.receive())
+        try:
+            return self._note(await self._stream.receive())
+        except Exception:
+            self._ended()
+            raise
 
     def __getattr__(self, name: str):
         return getattr(self._stream, name)
@@ -354,6 +366,10 @@ class _Connection:
         #: set when the server answers a request with an HTTP error (a restarted server forgot the session)
         self.post_error = asyncio.Event()
         self.seen["on_post_error"] = self.post_error.set
+        #: set when a stdio server's stdout ends (it died): a request sent after the SDK 1.x's reader ended is never
+        #: answered and would wait out its read timeout
+        self.stream_ended = asyncio.Event()
+        self.seen["on_stream_end"] = self.stream_ended.set
 
     async def hold(self) -> None:
         import anyio
@@ -449,6 +465,15 @@ class McpPool:
                                     server, f"answered HTTP {conn.seen.get('http_status')} at {server.target()}"
                                 ),
                             ) from None
+                        stale = conn
+                        self._event("tool_server_died", server=server.name, tool=tool)
+                        continue
+                else:
+                    await _first_of(call, conn.stream_ended)
+                    if not call.done():  # its stdout ended (the server died): the call would never be answered
+                        call.cancel()
+                        if attempt == 2:
+                            raise self._fail(server, ConnectionError("the server exited during the call")) from None
                         stale = conn
                         self._event("tool_server_died", server=server.name, tool=tool)
                         continue
