@@ -10,7 +10,7 @@ import zipfile
 
 from aworld_gui.core.run_cache import RunCache
 from aworld_gui.core.studio import Studio
-from engines.runs.json_lines import LINK_NOTICE
+from engines.runs.no_links import LINK_NOTICE
 from engines.runs.rundir import RunDir
 
 SECRET = "the-secret-outside-the-runs-folder-0066"

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
-from engines.runs.json_lines import open_no_link
+from engines.runs.no_links import open_no_link
 from engines.runs.rundir import ACTIVE_STATES, EVENTS_FILE, LOG_FILE, METRICS_FILE, RUNNING, SAMPLES_FILE, RunDir
 from engines.runs.json_lines import JsonlTail, TextTail
 from engines.diagnostics.reading import fold as fold_diagnoses

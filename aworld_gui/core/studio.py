@@ -26,6 +26,7 @@ from engines.core.check_result import MODULES
 from engines.cli import shell_command
 from engines.isolation.processes import reap_detached
 from engines.runs.launcher import Launcher
+from engines.runs.no_links import checkpoint_files
 from engines.runs.rundir import ACTIVE_STATES, FAILED, QUEUED, RUNNING, STOP_FILE, STOPPING, RunDir
 from engines.isolation.user_env import referenced_names, server_names, user_code_envs
 from engines.inputs.yaml_input import try_load_yaml
@@ -71,17 +72,6 @@ def _stamp(paths: list[str]) -> tuple:
         except OSError:
             out.append(None)
     return tuple(out)
-
-
-def checkpoint_files(folder: Path) -> list[Path]:
-    """The plain files under a checkpoint folder, for its zip: a link (to a file or a folder) is left out — code
-    that can write into the runs folder could plant ``leak.txt -> /some/secret`` in a checkpoint, and the zip would
-    carry the secret."""
-    out = []
-    for root, dirs, files in os.walk(folder, followlinks=False):
-        dirs[:] = [d for d in dirs if not os.path.islink(os.path.join(root, d))]
-        out += [Path(root, f) for f in files if not os.path.islink(os.path.join(root, f))]
-    return sorted(out)
 
 
 class Studio:

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
+from .no_links import LINK_NOTICE, open_no_link
+
 
 def _json_default(o: Any):
     try:
@@ -47,19 +49,6 @@ def dumps_json(obj: Any, **kw: Any) -> str:
 def dumps_line(obj: dict) -> str:
     """One JSON line (``\\n``-terminated) of a ``.jsonl`` file."""
     return dumps_json(obj, ensure_ascii=False) + "\n"
-
-
-#: what the log view shows for a log that is a link (a run's files are read without following links)
-LINK_NOTICE = "(this file is a link: the studio reads no file of a run through a link)"
-
-
-def open_no_link(path: str | os.PathLike, text: bool = False):
-    """Open a run's file for reading without following a link in its place (``O_NOFOLLOW``: ``OSError``). Code that
-    can write into the runs folder (a reward, a tool) could put ``train.log -> /some/secret`` there, and the page
-    would serve the secret. The run folder itself is no link either (engines.runs.lifecycle.list_run_dirs, the
-    studio's run_path)."""
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
-    return os.fdopen(fd, "r", encoding="utf-8") if text else os.fdopen(fd, "rb")
 
 
 def read_json_object(path: Path) -> dict:
