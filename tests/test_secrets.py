@@ -137,42 +137,36 @@ def test_user_code_sees_no_login_and_only_the_keys_its_agent_names(studio, tmp_p
     assert not any(s in json.dumps(seen) for s in SECRETS)
     assert seen.get("PATH")  # the rest of the environment is there
 
-    agent = tmp_path / "named.yaml"  # an agent that asks for the key by name
-    agent.write_text(f"name: named\nmodel: {MODEL}\nsystem_prompt: Reply.\napi_key: ${{OPENAI_API_KEY}}\n")
-    seen_file.unlink()
-    res = client.predict(
-        handle_file(str(agent)),
-        None,
-        None,
-        handle_file(str(reward)),
-        "env_reward.py:seen@1",
-        "",
-        "trl",
-        api_name="/check",
-    )
-    seen = json.loads(seen_file.read_text())
+    agent = tmp_path / "named.yaml"
+
+    def check_agent_asking_for(name: str) -> tuple[dict, dict]:
+        """/check of an agent whose api_key asks for ``name``, with the reward that records its environment: (the
+        answer, the environment the reward saw)."""
+        agent.write_text(f"name: named\nmodel: {MODEL}\nsystem_prompt: Reply.\napi_key: ${{{name}}}\n")
+        seen_file.unlink()  # the last check wrote it: this one must write it again
+        answer = client.predict(
+            handle_file(str(agent)),
+            None,
+            None,
+            handle_file(str(reward)),
+            "env_reward.py:seen@1",
+            "",
+            "trl",
+            api_name="/check",
+        )
+        return answer, json.loads(seen_file.read_text())
+
+    res, seen = check_agent_asking_for("OPENAI_API_KEY")  # an agent that asks for the key by name
     assert seen["OPENAI_API_KEY"] == PROVIDER_KEY  # asked for by ${OPENAI_API_KEY}
     assert "AWORLD_STUDIO_AUTH" not in seen and LOGIN[1] not in json.dumps(seen)  # never the login
     assert PROVIDER_KEY not in json.dumps(res)  # and the response holds no value
 
     # a variable the operator did not invite cannot be asked for by naming it (issue 41.1): not substituted in the
     # agent, not handed to user code, its value nowhere in the answer
-    agent.write_text(f"name: named\nmodel: {MODEL}\nsystem_prompt: Reply.\napi_key: ${{HELD_UNASKED_KEY}}\n")
-    seen_file.unlink()
-    res = client.predict(
-        handle_file(str(agent)),
-        None,
-        None,
-        handle_file(str(reward)),
-        "env_reward.py:seen@1",
-        "",
-        "trl",
-        api_name="/check",
-    )
+    res, seen = check_agent_asking_for("HELD_UNASKED_KEY")
     assert res["modules"]["agent"]["status"] == "error"
     assert "${HELD_UNASKED_KEY} is not substituted" in res["modules"]["agent"]["message"]
     assert "--env-allow HELD_UNASKED_KEY" in res["modules"]["agent"]["message"]
-    seen = json.loads(seen_file.read_text())
     assert "HELD_UNASKED_KEY" not in seen and UNINVITED_KEY not in json.dumps(seen)
     assert UNINVITED_KEY not in json.dumps(res)
 

@@ -380,7 +380,8 @@ class Studio:
                     "last_loss": status.get("last_loss"),
                     "model": Path(str(agent.get("model") or "")).name if isinstance(agent, dict) else "",
                     "queue": queue_note(status, short=True),  # the Monitor's header says it with the same function
-                    "unreadable": r.spec_problem(),  # a malformed run.yaml: this run says so, the others list
+                    # a malformed run.yaml (read as {}): this run says so, the others list
+                    "unreadable": None if spec else r.spec_problem(),
                     **r.read_label(),
                 }
             )

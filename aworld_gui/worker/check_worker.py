@@ -25,7 +25,7 @@ import uuid
 from typing import Any, Iterable
 
 from engines.isolation.processes import terminate_tree
-from engines.isolation.user_env import STUDIO_PREFIX, invited_only, user_code_env
+from engines.isolation.user_env import named_values, user_code_env
 
 from .zygote import TASK_MODULES_ENV, read_frame, write_frame
 
@@ -243,11 +243,7 @@ class CheckWorker:
         timeout_s = float(timeout_s or self.default_timeout_s)
         call_id = call_id or uuid.uuid4().hex
         env = {n: os.environ[n] for n in pass_env if n in os.environ and n in user_code_env(allow=[n])}
-        server = {
-            n: os.environ[n]
-            for n in invited_only(pass_server_env)  # in a studio, what its operator invited
-            if n in os.environ and not n.startswith(STUDIO_PREFIX)
-        }
+        server = named_values(pass_server_env, os.environ)  # in a studio, what its operator invited
         envs = (env, server)
         try:
             return self._call_once(task, timeout_s, call_id, envs, kwargs)

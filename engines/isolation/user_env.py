@@ -178,10 +178,12 @@ def server_names(*sources: Any) -> set[str]:
 def server_values(*sources: Any, base: Mapping[str, str] | None = None) -> dict[str, str]:
     """The values of :func:`server_names` that are set in ``base`` (this process's servers' variables, then its
     environment: a run process hands on what it was handed); the studio's own variables never."""
-    return _values_of(server_names(*sources), base)
+    return named_values(server_names(*sources), base)
 
 
-def _values_of(names: Iterable[str], base: Mapping[str, str] | None = None) -> dict[str, str]:
+def named_values(names: Iterable[str], base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The values of ``names`` set in ``base`` (this process's servers' variables, then its environment) — in a
+    studio only the invited ones; the studio's own variables never."""
     from .server_env import lookup
 
     base = lookup() if base is None else base
@@ -195,7 +197,7 @@ def user_code_envs(*sources: Any, extra: Mapping[str, str] | None = None) -> tup
     process, servers = _scan_names([s for s in sources if s])
     env = user_code_env(allow=process)
     env.update(extra or {})
-    return env, _values_of(servers)
+    return env, named_values(servers)
 
 
 def allowed_names(extra: Iterable[str] = ()) -> set[str]:

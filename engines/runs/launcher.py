@@ -100,7 +100,7 @@ class Launcher:
     # -- the fork server -------------------------------------------------------------------------
     def ensure_started(self) -> "Launcher":
         """Start the fork server unless it was started already (its preload costs seconds of CPU: a starter that
-        may never launch anything starts it when a launch comes near, e.g. on a setup checked green)."""
+        may never launch anything starts it with its first launch: the studio, as it prepares the run)."""
         if not self._asked:
             self._asked = True
             self.start()

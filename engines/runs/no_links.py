@@ -29,7 +29,6 @@ def checkpoint_files(folder: Path) -> list[Path]:
     that can write into the runs folder could plant ``leak.txt -> /some/secret`` in a checkpoint, and the zip would
     carry the secret."""
     out = []
-    for root, dirs, files in os.walk(folder, followlinks=False):
-        dirs[:] = [d for d in dirs if not os.path.islink(os.path.join(root, d))]
+    for root, _, files in os.walk(folder, followlinks=False):  # a linked folder is listed, never descended
         out += [Path(root, f) for f in files if not os.path.islink(os.path.join(root, f))]
     return sorted(out)

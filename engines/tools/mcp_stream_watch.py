@@ -27,7 +27,8 @@ def _stray_line(exc: BaseException) -> str:
 class Watched:
     """A stdio server's read stream, watched: a stdout line that is not JSON-RPC reaches the session as an
     exception, which it drops and then waits out its time limit; the first is kept (``seen["not_mcp"]``) to say
-    what the server wrote instead."""
+    what the server wrote instead. The stream's end calls ``seen["on_stream_end"]`` (the pool then sends no call
+    on that session)."""
 
     def __init__(self, stream, seen: dict[str, Any] | None):
         self._stream, self._seen = stream, seen
@@ -54,7 +55,7 @@ class Watched:
     async def __anext__(self):
         try:
             return self._note(await self._stream.__anext__())
-        except (StopAsyncIteration, Exception):  # the end of its stdout, or the stream closed: the server is gone
+        except Exception:  # StopAsyncIteration (its stdout ended) or the stream closed: the server is gone
             self._ended()
             raise
 
