@@ -1,7 +1,8 @@
-"""The newcomer's view in headless Chromium: a run whose reward gave every completion the same score shows
-``no_reward_spread`` above its curves, in plain words, and its button clones the run into Setup naming the
+"""The newcomer's view in headless Chromium: a run whose reward scored each prompt's completions alike (the
+prompts apart) shows ``no_reward_spread`` above its curves, in plain words, and its button clones the run into Setup naming the
 setting to change. The run is prepared for real (checks, run.yaml) and its metrics are those the trl run of
-tests/test_diagnostics_runs.py logs (frac_reward_zero_std 1.0); the diagnosis is written by the watcher's
+tests/test_swift_engine.py's run with that reward logs (frac_reward_zero_std 1.0, the term's spread over the
+batch above 0); the diagnosis is written by the watcher's
 Diagnoser, as in a run. Screenshot: docs/screenshots/diagnosis-no-reward-spread.jpg."""
 
 from __future__ import annotations
@@ -21,25 +22,37 @@ ROOT = Path(__file__).resolve().parent.parent
 SHOT = ROOT / "docs" / "screenshots" / "diagnosis-no-reward-spread.jpg"
 
 
-def test_a_one_score_reward_shows_no_reward_spread_in_the_monitor_and_its_button_clones_the_run(
+def test_a_reward_by_prompt_shows_no_reward_spread_in_the_monitor_and_its_button_clones_the_run(
     tmp_path, shared_studio
 ):
-    same = tmp_path / "same_reward.py"
-    same.write_text("def same(completion, answer, **kw):\n    return 0.5\n")
+    same = tmp_path / "by_prompt_reward.py"
+    same.write_text("def by_prompt(completion, answer, **kw):\n    return (ord(answer) - 64) / 10\n")
     app = shared_studio
     runs = app.runs_dir  # the newest run: the one the Monitor opens on
     run = prepare_run(
         str(ROOT / "assets/agents/letters_agent.yaml"),
         str(ROOT / "assets/datasets/letters_train.jsonl"),
         None,
-        f"{same}:same",
-        {"max_steps": 12, "num_generations": 4, "prompts_per_step": 2},
+        f"{same}:by_prompt",
+        {"max_steps": 12, "num_generations": 4, "prompts_per_step": 2, "diagnostics": {"reward_max": 1.0}},
         "trl",
         runs_dir=str(runs),
     )
     run.write_status(state="finished", step=12, total_steps=12)
     for s in range(1, 13):
-        run.append_metrics(s, {"loss": 0.0, "reward": 0.5, "reward_std": 0.0, "frac_reward_zero_std": 1.0, "kl": 0.0})
+        reward = 0.3 + (s % 3) / 10  # the step's two prompts' mean
+        run.append_metrics(
+            s,
+            {
+                "loss": 0.0,
+                "reward": reward,
+                "reward_std": 0.0,
+                "frac_reward_zero_std": 1.0,
+                "rewards/by_prompt/mean": reward,
+                "rewards/by_prompt/std": 0.1,
+                "kl": 0.0,
+            },
+        )
     assert [e["code"] for e in Diagnoser(run, log=lambda line: None).poll()] == ["no_reward_spread"]
     assert os.path.exists(CHROMIUM), f"{CHROMIUM} is missing: apt-get install -y chromium"
     with sync_playwright() as p:

@@ -10,6 +10,7 @@ import pytest
 from engines.core.check_result import CheckError
 from engines.runs.run_settings import split_run_settings
 from engines.diagnostics import CODES
+from engines.diagnostics.advice import ADVICE
 from engines.diagnostics.reading import active_diagnoses
 from engines.diagnostics.rules import RULES, Context
 from engines.diagnostics.thresholds import thresholds
@@ -58,6 +59,7 @@ def test_every_code_of_the_issue_has_a_rule_and_advice():
         set(RULES)
         == set(CODES)
         == {
+            "reward_constant",
             "no_reward_spread",
             "reward_flat",
             "reward_saturated",
@@ -93,11 +95,40 @@ def test_each_problem_shows_its_code(code, changes):
     assert code in found(with_(healthy(), **changes))
 
 
-def test_a_flat_reward_is_reward_flat_and_a_constant_one_is_no_spread_not_saturated():
+def test_a_flat_reward_is_reward_flat_and_one_without_spread_is_no_spread_not_saturated():
     flat = with_(healthy(120), reward=lambda s: 0.4 + 0.001 * math.sin(s))
     assert "reward_flat" in found(flat, ctx=Context(best_reward=1.0))  # a completion once scored 1.0
-    constant = with_(healthy(), reward=0.5, reward_std=0.0, frac_reward_zero_std=1.0)
-    assert found(constant) == {"no_reward_spread"}  # not saturated: it never climbed to its maximum
+    # each group's completions score alike, the prompts apart (rewards/<term>/std is the batch's spread)
+    no_spread = with_(healthy(), reward=0.5, reward_std=0.0, frac_reward_zero_std=1.0)
+    assert found(no_spread) == {"no_reward_spread"}  # not saturated: it never climbed to its maximum
+
+
+def constant_reward(terms: dict[str, float], n: int = 60) -> list[dict]:
+    """A reward whose every term gives every completion of every prompt one value, at every step."""
+    rows = [{k: v for k, v in r.items() if not k.startswith("rewards/")} for r in healthy(n)]
+    per_term = {f"rewards/{t}/{k}": (v if k == "mean" else 0.0) for t, v in terms.items() for k in ("mean", "std")}
+    return with_(rows, reward=sum(terms.values()), reward_std=0.0, frac_reward_zero_std=1.0, **per_term)
+
+
+@pytest.mark.parametrize("terms", [{"same": 0.5}, {"same": 0.5, "zero": 0.0}])
+def test_a_constant_reward_is_named_as_such_and_advises_no_setting(terms):
+    """Issue 42 item 6: more generations cannot spread a constant, so a reward that gives every completion of
+    every prompt one value is reward_constant (naming its terms), neither no_reward_spread (which advised
+    num_generations) nor reward_term_constant (which is about one term of a mix that varies)."""
+    rows = constant_reward(terms)
+    assert found(rows) == {"reward_constant"}
+    assert RULES["reward_constant"](rows, [], T, Context()) == {"reward": 0.5, "terms": terms}
+    assert ADVICE["reward_constant"].setting is None and "num_generations" not in ADVICE["reward_constant"].title
+
+
+def test_a_reward_constant_for_a_while_then_varying_is_no_longer_constant():
+    rows = constant_reward({"same": 0.5})
+    varied = with_(rows, **{"rewards/same/std": lambda s: 0.2 if s == 59 else 0.0})
+    assert "reward_constant" not in found(varied) and "no_reward_spread" in found(varied)
+    moving = with_(rows, **{"rewards/same/mean": lambda s: 0.5 + (s == 60) * 0.1})
+    assert "reward_constant" not in found(moving)
+    assert "reward_constant" in found(rows, limits=thresholds({"zero_spread_steps": 60}))
+    assert "reward_constant" not in found(varied, limits=thresholds({"zero_spread_steps": 60}))
 
 
 def test_a_reward_that_climbed_to_its_maximum_is_saturated_not_flat():

@@ -397,22 +397,35 @@ def test_an_aworld_agent_object_trains_on_swift_and_the_check_says_what_its_tool
 @pytest.mark.parametrize(
     "terms, codes",
     [
-        (["same"], {"no_reward_spread"}),
+        (["by_prompt"], {"no_reward_spread"}),
         (["letter", "same"], {"reward_term_constant", "completions_truncated"}),
     ],
 )
 def test_the_diagnoses_arise_in_a_real_ms_swift_run(tmp_path, terms, codes):
     """Issue 33 on swift, from ms-swift's own logging.jsonl keys (frac_reward_zero_std, rewards/<name>/std,
-    completions/clipped_ratio): a reward that gives every completion 0.5 leaves no spread in any group; beside the
-    letters reward it is a constant term of the mix, and 16-token completions of the tiny model are cut."""
+    completions/clipped_ratio): a reward that scores by the prompt only (its letter) leaves no spread in any group
+    while the prompts differ (no_reward_spread, not reward_constant); a reward that gives every completion 0.5 beside
+    the letters reward is a constant term of the mix, and 16-token completions of the tiny model are cut. (A reward
+    constant over every prompt is reward_constant: tests/test_diagnostics_runs.py on trl.)"""
     same = tmp_path / "same_reward.py"
-    same.write_text("def same(completion, answer, **kw):\n    return 0.5\n")
-    rewards = {"letter": REWARD, "same": f"{same}:same"}
+    same.write_text(
+        "def same(completion, answer, **kw):\n    return 0.5\n\n\n"
+        "def by_prompt(completion, answer, **kw):\n    return (ord(answer) - 64) / 10\n"
+    )
+    rewards = {"letter": REWARD, "same": f"{same}:same", "by_prompt": f"{same}:by_prompt"}
     trainer = make_trainer(
         tmp_path,
         test_dataset=None,
         reward_func=[rewards[t] for t in terms] if len(terms) > 1 else rewards[terms[0]],
-        config={**FAST, "max_steps": 8, "prompts_per_step": 2, "save_steps": 100, "max_completion_length": 16},
+        config={
+            **FAST,
+            "max_steps": 8,
+            "prompts_per_step": 2,
+            "save_steps": 100,
+            "max_completion_length": 16,
+            # by_prompt's maximum, 1.0, stated: its mean over two prompts never nears it (not a reward "learned")
+            **({"diagnostics": {"reward_max": 1.0}} if terms == ["by_prompt"] else {}),
+        },
     )
     assert trainer.train() == "finished"
     run = trainer.train_processor.run
@@ -423,3 +436,4 @@ def test_the_diagnoses_arise_in_a_real_ms_swift_run(tmp_path, terms, codes):
         assert active["reward_term_constant"]["evidence"] == {"terms": {"same": 0.5}}
     if "no_reward_spread" in codes:
         assert set(active["no_reward_spread"]["evidence"]["zero_spread_groups"]) == {1.0}
+        assert "reward_constant" not in active

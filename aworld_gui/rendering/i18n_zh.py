@@ -337,6 +337,8 @@ ZH = {
     "lower the learning_rate, or train in another precision (fp32, or bf16 instead of fp16)": "降低 learning_rate,或者换一种精度训练(fp32,或用 bf16 代替 fp16)",
     "The train reward rises while the held-out reward falls: the model may be exploiting the reward (reward hacking)": "训练奖励上升而留出集奖励下降:模型可能在钻奖励的空子(奖励作弊)",
     "check the reward for loopholes the model can exploit, and check that the held-out set matches the task": "检查奖励中是否有模型可以利用的漏洞,并检查留出集是否与任务相符",
+    "Every completion of every prompt gets the same reward, step after step: the reward function returns a constant, so GRPO has nothing to learn from and no setting can change that": "每个提示的每个补全在每一步都得到相同的奖励:奖励函数返回的是常数,GRPO 没有可学习的信号,任何设置都无法改变这一点",
+    "check the reward function named in the evidence: that it reads the completion and the columns it needs, and that it can score a better answer higher (try it on sample rows in Setup's reward preview); more generations or a higher temperature cannot spread a constant": "检查证据中列出的奖励函数:它是否读取了补全以及所需的列,能否给更好的答案更高的分数(可在 Setup 的奖励预览中用样本行试一试);更多生成或更高的温度都无法让常数产生差异",
     "One term of the reward mix gives every sample the same value, so it teaches nothing": "奖励组合中的某一项给每个样本的值都相同,因此它什么也教不了",
     "check that term: its inputs (columns, format) and whether it can tell answers apart; or drop it": "检查这一项:它的输入(列、格式)以及它能否区分不同的答案;或者去掉它",
     "Peak memory grows step after step and, at this rate, runs out before the run ends": "峰值内存逐步增长,按这个速度会在训练结束前耗尽",

@@ -15,6 +15,14 @@ class Advice:
 
 
 ADVICE: dict[str, Advice] = {
+    "reward_constant": Advice(
+        "Every completion of every prompt gets the same reward, step after step: the reward function returns a "
+        "constant, so GRPO has nothing to learn from and no setting can change that",
+        "check the reward function named in the evidence: that it reads the completion and the columns it needs, "
+        "and that it can score a better answer higher (try it on sample rows in Setup's reward preview); more "
+        "generations or a higher temperature cannot spread a constant",
+        None,
+    ),
     "no_reward_spread": Advice(
         "Most prompt groups give every completion the same reward, so GRPO has no gradient to learn from",
         "raise num_generations, raise the sampling temperature, make the reward graded (partial credit) instead of "

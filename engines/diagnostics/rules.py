@@ -63,8 +63,49 @@ def _learned(rows: Rows, t, ctx: Context) -> bool:
     return rewards[-1] >= near and min(rewards) < near
 
 
+def _terms(rows: Rows) -> list[str]:
+    """The reward's terms the newest row logs (``rewards/<term>/std``: each term's spread over the whole batch,
+    every prompt's completions together, as TRL and ms-swift log it)."""
+    return sorted(
+        {
+            k[len("rewards/") : -len("/std")]
+            for r in rows[-1:]
+            for k in r
+            if k.startswith("rewards/") and k.endswith("/std")
+        }
+    )
+
+
+def _constant_terms(rows: Rows, n: int) -> dict[str, float]:
+    """{term: value} of each term that gave every sample of the batch one value, the same at each of the last
+    ``n`` logged steps."""
+    constant = {}
+    for term in _terms(rows):
+        stds = _last(rows, f"rewards/{term}/std", n)
+        means = _last(rows, f"rewards/{term}/mean", n)
+        if (
+            len(stds) == len(means) == n
+            and all(v <= TINY for _, v in stds)
+            and max(v for _, v in means) - min(v for _, v in means) <= TINY
+        ):
+            constant[term] = round(means[-1][1], 4)
+    return constant
+
+
+def reward_constant(rows: Rows, evals: Rows, t, ctx: Context) -> Evidence:
+    """Every term of the reward (the one term, or each of a mix) gave every completion of every prompt the same
+    value over ``zero_spread_steps`` logged steps: the reward itself is a constant, which no number of generations
+    or temperature can spread (no_reward_spread yields to it)."""
+    terms = _terms(rows)
+    constant = _constant_terms(rows, t.zero_spread_steps)
+    if not terms or set(constant) != set(terms):
+        return None
+    reward = _last(rows, REWARD, 1)
+    return {"reward": round(reward[-1][1], 4) if reward else None, "terms": constant}
+
+
 def no_reward_spread(rows: Rows, evals: Rows, t, ctx: Context) -> Evidence:
-    if _learned(rows, t, ctx):
+    if _learned(rows, t, ctx) or reward_constant(rows, evals, t, ctx):
         return None
     tail = _last(rows, ZERO_STD, t.zero_spread_steps)
     if len(tail) == t.zero_spread_steps and all(v >= t.zero_spread_fraction for _, v in tail):
@@ -167,28 +208,15 @@ def eval_diverges(rows: Rows, evals: Rows, t, ctx: Context) -> Evidence:
 
 
 def reward_term_constant(rows: Rows, evals: Rows, t, ctx: Context) -> Evidence:
-    """One term of a mix (two terms or more) gave every sample the same value, step after step."""
-    terms = sorted(
-        {
-            k[len("rewards/") : -len("/std")]
-            for r in rows[-1:]
-            for k in r
-            if k.startswith("rewards/") and k.endswith("/std")
-        }
-    )
+    """One term of a mix (two terms or more) gave every sample the same value, step after step (every term
+    constant: the whole reward is, and reward_constant says so)."""
+    terms = _terms(rows)
     if len(terms) < 2:
         return None
-    constant = {}
-    for term in terms:
-        stds = _last(rows, f"rewards/{term}/std", t.term_constant_steps)
-        means = _last(rows, f"rewards/{term}/mean", t.term_constant_steps)
-        if (
-            len(stds) == len(means) == t.term_constant_steps
-            and all(v <= TINY for _, v in stds)
-            and max(v for _, v in means) - min(v for _, v in means) <= TINY
-        ):
-            constant[term] = round(means[-1][1], 4)
-    return {"terms": constant} if constant else None
+    constant = _constant_terms(rows, t.term_constant_steps)
+    if not constant or set(constant) == set(terms):
+        return None
+    return {"terms": constant}
 
 
 def _memory(rows: Rows, n: int) -> tuple[str, list[tuple[int, float]]]:
@@ -241,6 +269,7 @@ def tools_unused(rows: Rows, evals: Rows, t, ctx: Context) -> Evidence:
 #: every rule by its code (the order the studio lists active ones in)
 RULES: dict[str, Callable[..., Evidence]] = {
     "loss_not_finite": loss_not_finite,
+    "reward_constant": reward_constant,
     "no_reward_spread": no_reward_spread,
     "reward_flat": reward_flat,
     "reward_saturated": reward_saturated,

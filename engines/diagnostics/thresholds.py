@@ -28,7 +28,13 @@ FIELDS: list[ConfigField] = [
         min=0.0,
         max=1.0,
     ),
-    ConfigField("zero_spread_steps", int, 3, "no_reward_spread: consecutive logged steps it must hold", min=1),
+    ConfigField(
+        "zero_spread_steps",
+        int,
+        3,
+        "no_reward_spread and reward_constant: consecutive logged steps it must hold",
+        min=1,
+    ),
     # reward_flat
     ConfigField("flat_window", int, 100, "reward_flat: logged steps looked at", min=4),
     ConfigField(
