@@ -9,6 +9,7 @@ import urllib.error
 import urllib.request
 
 import psutil
+import httpx
 import pytest
 from testing.waiting import wait_for
 
@@ -95,6 +96,26 @@ def test_check_bad_dataset_reports_its_error(client, tmp_path):
     assert "broken_train.jsonl" in res["modules"]["dataset"]["message"]
     launch = client.predict(*files, "", "trl", api_name="/launch")
     assert launch["ok"] is False and launch["modules"]["dataset"]["status"] == "error"
+
+
+def test_an_agent_uploaded_under_another_suffix_is_checked_and_never_served_unmasked(client, studio, tmp_path):
+    """Issue 41 item 7: an agent saved as ``agent.yaml.bak`` got ``event: error, data: null`` from /check (Gradio
+    refused the suffix, the reason only in the studio's log) and its cached copy was served with its key. Now the
+    check reads it as the YAML it is, and the copy Gradio serves is masked like any agent's."""
+    key = "sk-bak-suffix-agent-key-5521"
+    text = inp.DEMO_AGENT.read_text(encoding="utf-8").replace(
+        "../models/tiny-letters", str(inp.DEMO_AGENT.parent.parent / "models" / "tiny-letters")
+    )
+    bak = tmp_path / "agent.yaml.bak"
+    bak.write_text(text + f"api_key: {key}\n", encoding="utf-8")
+    files = demo_files()
+    files[0] = handle_file(str(bak))
+    res = client.predict(*files, "", "trl", api_name="/check")
+    assert res["modules"]["agent"]["status"] == "ok", res["modules"]["agent"]
+    r = httpx.post(studio[0].url + "gradio_api/upload", files={"files": (bak.name, bak.read_bytes())}, timeout=60)
+    [path] = r.json()
+    served = httpx.get(studio[0].url + f"gradio_api/file={path}", timeout=60)
+    assert served.status_code == 200 and key not in served.text and "****" in served.text, served.text[:300]
 
 
 def test_a_1mb_prompt_comes_back_cut_with_its_length_named(client, tmp_path):

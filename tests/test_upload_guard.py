@@ -37,6 +37,8 @@ def studio(tmp_path_factory):
     [
         ("agent.yaml", AGENT),
         ("agent.txt", AGENT),
+        ("agent.yaml.bak", AGENT),  # issue 41 item 7: a config under any name
+        ("agent.orig", AGENT),
         ("agent.json", f'{{"name": "a", "model": "m", "api_key": "{KEY}", "llm_base_url": "http://u:{URL_PW}@gw/v1"}}'),
     ],
 )
@@ -53,3 +55,28 @@ def test_an_upload_is_never_served_back_unmasked(studio, name, text):
     for p in (base / "gradio-cache").rglob("*"):
         if p.is_file():
             assert KEY.encode() not in p.read_bytes(), p
+
+
+def test_datasets_code_and_binary_files_are_left_as_they_are_and_any_other_text_is_masked(tmp_path):
+    """What the guard masks in place (the same rule store_upload applies to the copy it keeps): a dataset's rows,
+    a reward's code and a binary file are the user's bytes; text under any other name may be a config."""
+    from aworld_gui.core.inputs import store_upload
+    from aworld_gui.web.upload_guard import mask_uploaded_file
+
+    row = f'{{"prompt": "p", "answer": "a", "api_key": "{KEY}"}}\n'.encode()
+    files = {
+        "rows.jsonl": (row, False),
+        "reward.py": (f'KEY = "{KEY}"\n'.encode(), False),
+        "weights.bin": (b"\0\1" + f"api_key: {KEY}".encode(), False),
+        "agent.yaml.bak": (AGENT.encode(), True),
+        "agent.conf": (AGENT.encode(), True),
+    }
+    for name, (data, masked) in files.items():
+        p = tmp_path / "cache" / name
+        p.parent.mkdir(exist_ok=True)
+        p.write_bytes(data)
+        mask_uploaded_file(str(p))
+        assert (KEY.encode() not in p.read_bytes()) is masked, name
+        p.write_bytes(data)  # store_upload on a copy the guard never saw (a direct call)
+        stored = store_upload(str(p), tmp_path / "runs")
+        assert (KEY.encode() not in open(stored, "rb").read()) is masked, name

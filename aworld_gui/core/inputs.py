@@ -23,7 +23,7 @@ from engines.inputs.yaml_input import MAX_BYTES, load_user_file
 from engines.runs.rundir import atomic_write_text
 
 from ..rendering.i18n import _
-from ..web.upload_guard import refused_size
+from ..web.upload_guard import BINARY_PROBE, MASK_LIMIT, maskable, refused_size
 from ..web.upload_secrets import mask_bytes
 from .check_inputs import DEMO_ENGINE, SetupInputs
 
@@ -147,8 +147,9 @@ AGENT_UPLOAD_MAX = 4 << 20
 
 def store_upload(tmp_path: str, runs_dir: str | os.PathLike) -> str:
     """Copy a Gradio temp upload into ``<runs>/.uploads/<digest>/<name>`` so run specs that point at
-    it stay valid after Gradio cleans its cache. Same content → same path. An agent YAML's literal
-    secrets are masked in the stored copy and in Gradio's (which Gradio serves): see upload_secrets."""
+    it stay valid after Gradio cleans its cache. Same content → same path. The literal secrets of any text that
+    may be a config (an agent YAML under any name) are masked in the stored copy and in Gradio's (which Gradio
+    serves): see upload_secrets."""
     src = Path(tmp_path)
     refused = refused_size(src) if not src.exists() else None
     if refused is not None:  # deleted at upload as too big to mask (web/upload_guard.py): say so, as a check would
@@ -156,15 +157,17 @@ def store_upload(tmp_path: str, runs_dir: str | os.PathLike) -> str:
             f"the file '{src.name}' is {size_text(refused)}; at most {size_text(MAX_BYTES)} is read — "
             "is it the right file? a config this large is usually data by mistake"
         )
-    if src.suffix.lower() in AGENT_SUFFIXES:
-        size = src.stat().st_size
-        if size > AGENT_UPLOAD_MAX:  # never stored, and not left in Gradio's cache (served) unmasked either
-            src.unlink(missing_ok=True)
-            raise ValueError(
-                f"the agent file '{src.name}' is {size / (1 << 20):.1f} MB; an agent config is at most "
-                f"{AGENT_UPLOAD_MAX >> 20} MB — upload the YAML itself"
-            )
-        data = src.read_bytes()
+    size = src.stat().st_size
+    if src.suffix.lower() in AGENT_SUFFIXES and size > AGENT_UPLOAD_MAX:
+        # never stored, and not left in Gradio's cache (served) unmasked either
+        src.unlink(missing_ok=True)
+        raise ValueError(
+            f"the agent file '{src.name}' is {size / (1 << 20):.1f} MB; an agent config is at most "
+            f"{AGENT_UPLOAD_MAX >> 20} MB — upload the YAML itself"
+        )
+    # any text that may be a config is masked (an agent uploaded as agent.yaml.bak too): web/upload_guard.py
+    data = src.read_bytes() if maskable(src) and size <= MASK_LIMIT else b"\0"
+    if b"\0" not in data[:BINARY_PROBE]:
         masked, notes = mask_bytes(data)
         if notes:
             data = masked

@@ -177,10 +177,12 @@ def _previewed(value: Any) -> Any:
 def build_api(studio: Studio) -> None:
     """Hidden components + five named endpoints (call inside a ``gr.Blocks``)."""
     with gr.Group(visible=False):
-        agent = gr.File(label="agent (YAML)", file_types=[".yaml", ".yml"])
+        # no file_types: Gradio would refuse another suffix with no reason the client sees (data: null); the
+        # check says what is wrong with any file (an agent saved as agent.yaml.bak is read as the YAML it is)
+        agent = gr.File(label="agent (YAML)")
         train = gr.File(label="train dataset")
         test = gr.File(label="test dataset")
-        reward_file = gr.File(label="reward .py file", file_types=[".py"])
+        reward_file = gr.File(label="reward .py file")
         rewards = gr.Textbox(label="rewards: NAME@WEIGHT, file.py:fn@WEIGHT (comma separated)")
         config = gr.Textbox(label="config overrides (YAML)")
         engine = gr.Textbox(label="engine", value=inp.DEMO_ENGINE)

@@ -4,11 +4,11 @@ Gradio writes each upload into its cache (``POST /gradio_api/upload``) and serve
 (``GET /gradio_api/file=<path>``) to whoever knows the path — which the upload's response tells. The
 studio masked an agent's literal secrets only later, when a check stored it, and never for a file the
 Setup rejected (a ``.json`` or ``.txt`` agent): ``GET`` returned the key. This ASGI middleware holds the
-upload's response until every text file it names (:data:`TEXT_SUFFIXES`) has been masked in place
+upload's response until every text file it names (any but :data:`LEFT_AS_IS`) has been masked in place
 (:func:`aworld_gui.web.upload_secrets.mask_bytes`: literal secrets and URL passwords) — before its path is
 known to the client; a YAML file too big to mask (over :data:`MASK_LIMIT`: no agent is that big) is
-deleted. Left as they are: datasets (``.jsonl``, ``.csv``, ``.parquet``, ...) and a ``.json`` or ``.txt``
-file over the limit (a dataset, not a config).
+deleted. Left as they are: datasets (``.jsonl``, ``.csv``, ``.parquet``, ...), a reward's ``.py``, binary files
+and any other file over the limit (a ``.json`` dataset, not a config).
 """
 
 from __future__ import annotations
@@ -22,8 +22,16 @@ from typing import Any, Callable
 
 log = logging.getLogger("aworld.studio")
 
-TEXT_SUFFIXES = {".yaml", ".yml", ".json", ".txt", ".toml", ".cfg", ".ini", ".env", ".conf", ""}
+#: uploads left as they are: datasets and code (a reward's .py), whose bytes are the user's own; every other file
+#: that is text — an agent saved as ``agent.yaml.bak`` or ``agent.conf`` — is masked (binary files are left)
+LEFT_AS_IS = {".jsonl", ".csv", ".tsv", ".parquet", ".arrow", ".py"}
 MASK_LIMIT = 4 << 20
+BINARY_PROBE = 8192  # a NUL byte in the first bytes: a binary file, not a config
+
+
+def maskable(path: str | os.PathLike) -> bool:
+    """Whether an upload is masked: any file but a dataset's or code's suffix (a config may come under any name)."""
+    return Path(path).suffix.lower() not in LEFT_AS_IS
 
 
 def _is_upload(scope: dict) -> bool:
@@ -52,7 +60,7 @@ def mask_uploaded_file(path: str) -> None:
     from .upload_secrets import mask_bytes
 
     p = Path(path)
-    if p.suffix.lower() not in TEXT_SUFFIXES or not p.is_file():
+    if not maskable(p) or not p.is_file():
         return
     size = p.stat().st_size
     if size > MASK_LIMIT:
@@ -62,6 +70,8 @@ def mask_uploaded_file(path: str) -> None:
             p.unlink(missing_ok=True)
         return
     data = p.read_bytes()
+    if b"\0" in data[:BINARY_PROBE]:
+        return
     masked, notes = mask_bytes(data)
     if notes:
         tmp = p.with_name(p.name + ".masking")
