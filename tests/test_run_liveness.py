@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import psutil
@@ -46,6 +47,17 @@ def test_a_killed_run_is_recorded_as_failed_in_its_run_directory(tmp_path):
     assert on_disk["state"] == "failed" and on_disk["cause"] == "killed" and on_disk.get("ended")
     (event,) = failed_events(run)
     assert event["cause"] == "killed" and "gone without a final status" in event["message"]
+
+
+def test_a_killed_run_ends_at_its_last_sign_of_life_not_when_it_is_noticed(tmp_path):
+    """Issue 42 item 3: a run noticed dead minutes after it died showed those minutes as its elapsed time (2:33 for
+    an 11 s run): its end is its last heartbeat (written at every step), not the reader's clock."""
+    run = killed_fake_run(tmp_path)
+    beat = run.read_status()["heartbeat"]
+    time.sleep(1.5)
+    noticed = time.time()
+    status = effective_status(run)
+    assert status["state"] == "failed" and status["ended"] == beat and beat < noticed - 1
 
 
 def test_racing_readers_record_it_once(tmp_path):

@@ -210,7 +210,7 @@ class Studio:
         try:
             report = self.worker.call(
                 "check",
-                inputs=inputs.to_dict(),
+                inputs={**inputs.to_dict(), "runs_dir": str(self.runs_dir)},
                 timeout_s=self.check_timeout_s,
                 call_id=check_id,
                 pass_env=referenced_names(inputs.agent, inputs.rewards, inputs.config_text),

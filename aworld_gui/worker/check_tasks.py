@@ -135,7 +135,8 @@ def check(inputs: dict[str, Any]) -> dict[str, Any]:
     kwargs = si.check_kwargs()
     from engines.isolation.sandbox import report_progress
 
-    results = name_input_files(check_all(**kwargs, on_module=report_progress), kwargs)
+    # the free space the run's checkpoints need is the studio's runs folder's, not the scratch folder's
+    results = name_input_files(check_all(**kwargs, on_module=report_progress, disk_dir=inputs.get("runs_dir")), kwargs)
     by_module = {r.module: r.to_dict() for r in results}
     out: dict[str, Any] = {"results": by_module}
     out["preview"] = {"train": _preview(si.train), "test": _preview(si.test) if si.test else None}

@@ -39,10 +39,12 @@ def check_all(
     run_path: str | None = None,
     columns: dict | None = None,
     on_module: Callable[[str], None] | None = None,
+    disk_dir: str | None = None,
 ) -> list[CheckResult]:
     """Run every check in the spec's order; never raises; returns one result per module + engine.
     ``on_module(module)`` is called as each check starts (the studio's worker reports it, so a check
-    that hangs or crashes is blamed on the right module)."""
+    that hangs or crashes is blamed on the right module). ``disk_dir``: where the run will write, when that is
+    not ``run_path`` (the studio checks in a scratch folder; its runs go to its runs folder)."""
     cls, engine = engine_result(train_engine_name)
     if cls is None:
         return [CheckResult(m, ERROR, "not checked: unknown engine") for m in CHECKED_MODULES] + [engine]
@@ -53,6 +55,8 @@ def check_all(
     try:
         try:
             p = cls(run_path)
+            if disk_dir and hasattr(p, "disk_dir"):
+                p.disk_dir = disk_dir
         except Exception as e:  # an engine whose constructor fails: report it like any check
             msg = f"engine '{train_engine_name}' failed to start: {type(e).__name__}: {e}"
             return [CheckResult(m, ERROR, "not checked: the engine failed to start") for m in CHECKED_MODULES] + [

@@ -29,6 +29,7 @@ from ..inputs.data import DataBundle, load_datasets, save_for_spec
 from ..fit.data_fit import DataFit, check_data_fit
 from ..fit.model_folder import ModelFolder, require_model_folder
 from ..rewards import Reward, RewardError, dry_run_reward, load_reward
+from ..runs import disk_full
 from ..runs.causes import Cause, classify_failure
 from ..runs.rundir import FAILED, FINISHED, RUNNING, STOPPED, run_dir_write_error
 from ..runs.lifecycle import Slot, wait_for_slot
@@ -85,6 +86,9 @@ class StandardProcessor(TrainerProcessor):
 
     def __init__(self, run_path: str = "runs"):
         super().__init__(run_path)
+        #: where the run will write (its free space is checked against the run's checkpoints): the runs folder, or
+        #: the studio's when a check runs in a scratch folder (engines.core.checks.check_all's ``disk_dir``)
+        self.disk_dir = self.run_path
         self.agent_spec: AgentSpec | None = None
         self.data: DataBundle | None = None
         self.reward: Reward | None = None
@@ -423,7 +427,12 @@ class StandardProcessor(TrainerProcessor):
         text = "".join(traceback.format_exception(type(e), e, e.__traceback__))
         refused = run_dir_write_error(e, self.run.path)
         extra: dict[str, Any] = {}
-        if refused is not None:
+        if disk_full.caused_by_full_disk(e, self.run.path):
+            # the fallback place is on the same disk as a rule: room is made by removing the unfinished checkpoint
+            last_good, note = self.run.read_status().get("last_checkpoint"), disk_full.disk_full_note(self.run.path)
+            removed = disk_full.free_room(self.run.path, last_good)
+            cause, message = Cause.DISK_FULL, disk_full.full_disk_message(note, last_good, removed)
+        elif refused is not None:
             cause, message = str(refused), refused.detail
             saved = self._save_elsewhere(refused)
             extra = {"fallback_checkpoint": saved[0]} if saved[0] else {}

@@ -147,7 +147,7 @@ def shape_of(model_config, **kw: Any) -> Shape:
     )
 
 
-def _optimizer_bytes(optimizer: str, state_bytes: float) -> float:
+def optimizer_bytes(optimizer: str, state_bytes: float) -> float:
     name = optimizer.lower()
     if "8bit" in name:
         return 2.0
@@ -180,7 +180,7 @@ def estimate(counts: ParameterCounts, s: Shape) -> dict[str, int]:
         grad_bytes = state_bytes = s.weight_bytes
     trainable = counts.trainable
     gradients = trainable * grad_bytes
-    optimizer = trainable * (_optimizer_bytes(s.optimizer, state_bytes) + (4.0 if deepspeed and not lora else 0.0))
+    optimizer = trainable * (optimizer_bytes(s.optimizer, state_bytes) + (4.0 if deepspeed and not lora else 0.0))
     if s.shard in ("zero1", "zero2", "zero3", "fsdp1", "fsdp2"):
         optimizer /= n
     if s.shard in ("zero2", "zero3", "fsdp1", "fsdp2"):

@@ -22,6 +22,7 @@ from typing import Any
 import psutil
 
 from ..isolation.processes import spawn_detached, terminate_tree
+from . import disk_full
 from .causes import Cause
 from .launcher import Launcher, Spawned
 from .rundir import ACTIVE_STATES, FAILED, QUEUED, RUNNING, STATUS_FILE, STOPPED, STOPPING, RunDir
@@ -65,21 +66,35 @@ def effective_status(run: RunDir) -> dict:
     status = run.read_status()
     if not _lost(status):
         return status
+    # a process that died on a full disk could not write why: its disk says it
+    full = disk_full.is_full(run.path)
+    cause, error = (
+        (Cause.DISK_FULL, f"{LOST_ERROR}; {disk_full.disk_full_note(run.path)}") if full else (None, LOST_ERROR)
+    )
     try:
-        return record_killed(run, LOST_ERROR, only_if=_lost, lost=True)
-    except OSError:  # a read-only run directory: report it, even if it cannot be recorded
+        # it ended at its last sign of life, not when a reader noticed: elapsed time and speed stop there
+        return record_killed(run, error, only_if=_lost, ended=status.get("heartbeat"), cause=cause, lost=True)
+    except OSError:  # a read-only (or full) run directory: report it, even if it cannot be recorded
         return dict(
             status,
             state=FAILED,
-            cause=status.get("cause") or Cause.KILLED,
-            error=status.get("error") or LOST_ERROR,
+            cause=status.get("cause") or cause or Cause.KILLED,
+            error=status.get("error") or error,
             lost=True,
         )
 
 
-def record_killed(run: RunDir, message: str, only_if=lambda st: st.get("state") in ACTIVE_STATES, **fields) -> dict:
+def record_killed(
+    run: RunDir,
+    message: str,
+    only_if=lambda st: st.get("state") in ACTIVE_STATES,
+    ended: float | None = None,
+    cause: Cause | None = None,
+    **fields,
+) -> dict:
     """Record, once, that a run's process was killed: ``stopped`` when a stop had been asked for,
-    else ``failed`` (cause ``killed``), in status.json and events.jsonl, under the run's lock."""
+    else ``failed`` (cause ``killed``, or ``cause``), in status.json and events.jsonl, under the run's lock.
+    ``ended``: when it ended, if known (now otherwise)."""
     with run.locked():
         status = run.read_status()
         if not only_if(status):  # someone recorded the end already
@@ -87,9 +102,9 @@ def record_killed(run: RunDir, message: str, only_if=lambda st: st.get("state") 
         state = STOPPED if run.stop_requested() else FAILED
         status = run.write_status(
             state=state,
-            cause=status.get("cause") or Cause.KILLED,
+            cause=status.get("cause") or cause or Cause.KILLED,
             error=status.get("error") or message,
-            ended=time.time(),
+            ended=ended or time.time(),
             **fields,
         )
         run.event(state, cause=status["cause"], message=status["error"], **fields)

@@ -57,6 +57,7 @@ def memory(
 ) -> tuple[dict | None, list[str]]:
     """The run's memory estimate (``details["memory"]``) and its warning; a CheckError when it does
     not fit. Never fails the check for its own reasons (an unreadable config → a warning)."""
+    from ..fit.disk_estimate import checkpoint_bytes
     from ..fit.memory_estimate import count_parameters, estimate, judge, shape_of
     from .peft_setup import peft_and_quantization
 
@@ -105,6 +106,9 @@ def memory(
         return None, [f"memory estimate unavailable: {type(e).__name__}: {str(e)[:200]}"]
     details = result.to_dict()
     details.update(total_params=counts.total, trainable_params=counts.trainable)
+    details["checkpoint_bytes"] = checkpoint_bytes(
+        counts.total, counts.trainable, counts.adapters, weight_bytes, shape.optimizer
+    )
     if result.status == "error":
         raise CheckError(
             "config",

@@ -261,10 +261,15 @@ class TrlProcessor(StandardProcessor):
 
     def check_resources(self, cfg: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         """The memory estimate (after the data fit: a config that trains 0 steps is told that first)."""
+        from ..fit.disk_estimate import checkpoints_at_once, disk_warning
         from . import config_checks
 
         args, model_cfg, world, cuda = self._memory_inputs
         memory, warnings = config_checks.memory(cfg, args, model_cfg, self.model_path, self.prompt_tokens, world, cuda)
+        if memory is not None:  # the checkpoints against the free space where the run will write them
+            at_once = checkpoints_at_once(cfg["max_steps"], cfg["save_steps"], cfg["save_total_limit"])
+            disk = disk_warning(memory["checkpoint_bytes"], at_once, self.disk_dir)
+            warnings += [disk] if disk else []
         return ({"memory": memory} if memory is not None else {}), warnings
 
     def _use_config_model(self, name: str) -> tuple[dict, str | None]:
