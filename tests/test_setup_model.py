@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 
+import gradio as gr
 import pytest
 import yaml
 
@@ -284,3 +285,24 @@ def test_the_issue_32_sequence_form_yaml_and_run_yaml_agree(setup):
     logic.values["config_text"] = text + "max_steps: [\n"
     view = logic.view()
     assert not view.valid and all(not f.interactive and f.value in (None, "", False) for f in view.fields)
+
+
+def test_a_check_answered_for_a_state_the_page_left_is_followed_by_a_check_of_the_page(setup):
+    """The browser model-based test's seed 55 under two test workers: trl's check of a preset answered after verl had
+    been picked (an older check of the page reached the studio last: a newer call from one page cancels the older),
+    and the page stayed on verl with trl's check shown, "not current", for good. After every check the Setup's
+    reconcile compares the page's inputs now with those of the check shown, and checks the page again when they
+    differ; when they agree it changes nothing."""
+    studio, tab, clones, runs, models = setup
+    logic = Logic(studio, tab, runs, models, None)
+    logic.check()  # trl's check, shown
+    names = ["agent", "train", "test", "prompt_col", "answer_col", "picks", "weights", "config_text", "engine"]
+    page = lambda: [logic.values[n] for n in names] + [logic.values["problems"], "", ""]  # noqa: E731
+    agreed = tab.on_reconcile(*page(), logic.checked)
+    assert agreed == [gr.skip()] * len(agreed)  # nothing changes
+    logic.switch(OTHER_ENGINE)  # the page now shows verl; the check shown is still trl's
+    assert not logic.view().current
+    out = tab.on_reconcile(*page(), logic.checked)
+    logic.checked = out[-1]
+    assert logic.checked["engine"] == OTHER_ENGINE and logic.view().current
+    assert tab.on_reconcile(*page(), logic.checked)[-1] == gr.skip()  # and then nothing more

@@ -56,9 +56,10 @@ def spec_id(text: str) -> str:
     return hashlib.sha1((text or "").strip().encode("utf-8")).hexdigest()[:12]
 
 
-def effective_for(engine: str, text: str, values: dict | None) -> dict:
-    """What a check answered, tagged with the spec it ran on (the form uses it only for that spec)."""
-    return {"engine": engine, "text": text or "", "values": dict(values or {})}
+def effective_for(engine: str, text: str, values: dict | None, inputs: str = "") -> dict:
+    """What a check answered, tagged with the spec it ran on (the form uses it only for that spec) and ``inputs``,
+    the key of every input it checked (setup_tab's reconcile compares it with the page's)."""
+    return {"engine": engine, "text": text or "", "values": dict(values or {}), "inputs": inputs}
 
 
 @dataclass

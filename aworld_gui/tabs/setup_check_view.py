@@ -14,29 +14,33 @@ from . import config_form, reward_card
 from .setup_inputs import AUTO, AUTO_CHOICE, SetupUI
 
 
+#: the components a check of the Setup updates, in :func:`check_updates`' order (then the checked State)
+OUTPUT_NAMES = (
+    "strip",
+    "agent_status",
+    "agent_spec",
+    "data_status",
+    "train_preview",
+    "test_preview",
+    "rendered",
+    "prompt_col",
+    "answer_col",
+    "reward_status",
+    "reward_preview",
+    "reward_calls",
+    "config_status",
+    "effective",
+    "launch_btn",
+    "engines_table",
+    "cli",
+    "memory_estimate",
+    "checked",
+)
+
+
 def check_outputs(ui: SetupUI) -> list:
-    """The components a check of the Setup updates, in :func:`check_updates`' order (then the checked State)."""
-    return [
-        ui.strip,
-        ui.agent_status,
-        ui.agent_spec,
-        ui.data_status,
-        ui.train_preview,
-        ui.test_preview,
-        ui.rendered,
-        ui.prompt_col,
-        ui.answer_col,
-        ui.reward_status,
-        ui.reward_preview,
-        ui.reward_calls,
-        ui.config_status,
-        ui.effective,
-        ui.launch_btn,
-        ui.engines_table,
-        ui.cli,
-        ui.memory_estimate,
-        ui.checked,
-    ]
+    """The components of :data:`OUTPUT_NAMES`."""
+    return [getattr(ui, name) for name in OUTPUT_NAMES]
 
 
 def check_updates(studio: Studio, si: inp.SetupInputs, report: dict) -> list:

@@ -9,6 +9,8 @@ estimate and the run's ``run.yaml`` are computed from it.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import time
 from pathlib import Path
 from typing import Any
@@ -29,6 +31,12 @@ from . import setup_check_view
 from .setup_files import SetupFiles
 from .setup_inputs import AUTO, AUTO_CHOICE, NONE, NONE_CHOICE, SetupUI, collect
 from ..core.studio import MODULE_TITLES, Studio
+
+
+def inputs_key(si: inp.SetupInputs) -> str:
+    """A short key of everything a check of ``si`` depends on (the run's name and note aside)."""
+    fields = {k: v for k, v in si.to_dict().items() if k not in ("name", "note")}
+    return hashlib.sha1(json.dumps(fields, sort_keys=True, default=str).encode("utf-8")).hexdigest()[:16]
 
 
 class SetupTab:
@@ -282,13 +290,18 @@ class SetupTab:
             concurrency_limit=4,
         )
 
+    def reconcile_kw(self) -> dict:
+        """After every check: the page's inputs as they are now against those the shown check ran on (a check that
+        reached the studio after a newer one cancelled it, and answered for a state the page had left)."""
+        return dict(self.check_kw(), fn=self.on_reconcile, inputs=[*self.check_inputs(), self.ui.checked])
+
     def then_check(self, event):
-        """``event`` followed by the check of the Setup."""
-        return event.then(**self.check_kw())
+        """``event`` followed by the check of the Setup (and its reconcile)."""
+        return event.then(**self.check_kw()).then(**self.reconcile_kw())
 
     def check_on(self, listener):
-        """The check of the Setup on ``listener`` (a component's event, e.g. ``agent.input``)."""
-        return listener(**self.check_kw())
+        """The check of the Setup on ``listener`` (a component's event, e.g. ``agent.input``), and its reconcile."""
+        return listener(**self.check_kw()).then(**self.reconcile_kw())
 
     def wire(self) -> None:
         ui = self.ui
@@ -382,6 +395,7 @@ class SetupTab:
                     show_progress="hidden",
                 ),
                 self.check_kw(),
+                self.reconcile_kw(),
             ],
         )
 
@@ -503,12 +517,22 @@ class SetupTab:
         page = getattr(request, "session_hash", None)
         report = self.studio.check(si, client=page)
         if report.get("cancelled"):
-            return [gr.update()] * len(self.check_outputs())
+            return [gr.update()] * len(setup_check_view.OUTPUT_NAMES)
         effective = (report["results"]["config"].get("details") or {}).get("effective")
         return [
             *setup_check_view.check_updates(self.studio, si, report),
-            config_form.effective_for(si.engine, si.config_text, effective),
+            config_form.effective_for(si.engine, si.config_text, effective, inputs_key(si)),
         ]
+
+    def on_reconcile(self, *args, request: gr.Request = None):
+        """The page's inputs now (``args``, then the shown check's State): checked again when the shown check ran on
+        other inputs — a check is cancelled by the newest to reach the studio, which under load can be an older
+        one of the page (its answer then showed a state the page had left, and nothing checked the page's) — else
+        nothing changes. Each answer is followed by this again, so the page ends on a check of what it shows."""
+        *inputs, checked = args
+        if (checked or {}).get("inputs") == inputs_key(collect(*inputs)):
+            return [gr.skip()] * len(setup_check_view.OUTPUT_NAMES)
+        return self.on_check(*inputs, request=request)
 
     # -- engine & config -------------------------------------------------------------------------------
     def engine_note(self, memory: dict, config_text: str) -> str:
