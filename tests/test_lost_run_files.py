@@ -1,7 +1,8 @@
 """A run file deleted, truncated or replaced mid-run (issue 29 item 13): metrics.jsonl was deleted, the
 trainer recreated it, the studio kept showing its in-memory points and said nothing, and after a restart
-11 steps were gone. Now the writer says what was lost (a ``warning`` event in events.jsonl) and the studio
-drops what the file no longer has and says so."""
+11 steps were gone. Now the writer says what was lost (a ``warning`` event in events.jsonl) and the studio says
+so, keeps the points it read while the file's new rows go on after them (issue 41 item 5), and shows the file alone
+when it starts over."""
 
 from __future__ import annotations
 
@@ -92,20 +93,37 @@ def test_a_tail_reads_a_replaced_file_from_its_start(tmp_path):
     assert tail.read_new() == [] and tail.replaced == 2  # still gone: counted once
 
 
-def test_the_studio_drops_the_lost_points_and_says_so(tmp_path):
+def test_the_studio_keeps_the_points_it_read_when_the_trainer_goes_on_and_says_so(tmp_path):
+    """Issue 41 item 5: metrics.jsonl deleted mid-run, recreated from the next step — the Monitor showed 73 of 160
+    points and no notice. The studio keeps the points it had read while the new rows go on after them, and says
+    the file lost them; after a restart the run's own warning says which steps are gone."""
     run = eleven_steps(tmp_path)
     state = RunState(run.path).refresh(force=True)
     assert state.rows == 11 and state.series["loss"].count == 11
     os.remove(run.file(METRICS_FILE))
     state.refresh(force=True)
-    assert state.rows == 0 and state.series == {}, "points the file no longer has are still shown"
     (notice,) = [e for e in state.events if e.get("code") == "metrics_replaced"]
     assert "metrics.jsonl was deleted, truncated or replaced" in notice["message"]
     assert "the 11 step row(s) read before (up to step 11) are no longer in it" in notice["message"]
+    assert "the charts keep them" in notice["message"]
+    assert state.rows == 11 and state.series["loss"].count == 11  # nothing new yet: what was read stays
     run.append_metrics(12, {"loss": 0.1})  # the trainer goes on: it recreates the file and says what is gone
     state.refresh(force=True)
-    assert state.rows == 1 and state.series["loss"].xs == [12.0] and state.last_step == 12
+    assert state.series["loss"].xs == [float(s) for s in range(1, 13)] and state.last_step == 12 and state.rows == 12
     assert any(e.get("code") == "metrics_lost" for e in state.events)
-    restarted = RunState(run.path).refresh(force=True)  # after a restart, the writer's word is what is left
+    restarted = RunState(run.path).refresh(force=True)  # after a restart, the file and the writer's word are left
+    assert restarted.series["loss"].xs == [12.0]
     (lost,) = [e for e in restarted.events if e.get("code") == "metrics_lost"]
     assert lost["steps"] == [1, 11]
+
+
+def test_a_metrics_file_that_starts_over_is_shown_as_it_is(tmp_path):
+    """Rows that do not go on after the last step read are another history: the charts show the file alone."""
+    run = eleven_steps(tmp_path)
+    state = RunState(run.path).refresh(force=True)
+    os.remove(run.file(METRICS_FILE))
+    state.refresh(force=True)
+    for step in (1, 2):
+        run.append_metrics(step, {"loss": 0.5})
+    state.refresh(force=True)
+    assert state.series["loss"].xs == [1.0, 2.0] and state.rows == 2 and state.last_step == 2

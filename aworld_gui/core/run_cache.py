@@ -163,6 +163,7 @@ class RunState:
         self.log_version = 0
         self.status_version = 0
         self._status_key: tuple | None = None
+        self._metrics_gap = False  # metrics.jsonl was replaced: its next rows say whether the history read is kept
         self._refreshed_at = 0.0
 
     # -- reading ---------------------------------------------------------------------------------
@@ -182,10 +183,12 @@ class RunState:
                 self._notice_replaced(
                     METRICS_FILE,
                     f"the {self.rows} step row(s) read before (up to step {self.last_step})",
-                    "the charts now show what the file holds",
+                    "the charts keep them while the file's new rows go on after them (a studio restart loses "
+                    "them: the run's own warning says which steps), and show what the file holds if it starts over",
                 )
-                self._forget_metrics()
-                self.metrics_version += 1
+                self._metrics_gap = self.rows > 0
+            if rows and self._metrics_gap:
+                self._settle_gap(rows)
             if rows:
                 self._ingest(rows)
                 self.metrics_version += 1
@@ -246,6 +249,18 @@ class RunState:
             }
         )
         self.status_version += 1
+
+    def _settle_gap(self, rows: list[dict]) -> None:
+        """The first rows of a metrics.jsonl that was deleted, truncated or replaced after the studio read it: when
+        they go on after the last step read (the trainer recreated the file), the points read before are kept — the
+        history is not lost on screen; when they start over (another history), the charts show the file alone."""
+        first = next((r["step"] for r in rows if isinstance(r.get("step"), (int, float))), None)
+        if first is None:
+            return
+        self._metrics_gap = False
+        if first <= self.last_step:
+            self._forget_metrics()
+            self.metrics_version += 1
 
     def _forget_metrics(self) -> None:
         """Drop what was built from metrics.jsonl's rows (the file no longer has them)."""
