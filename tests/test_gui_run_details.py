@@ -46,3 +46,7 @@ def test_the_config_card_shows_the_estimate_and_its_parts():
     assert "reference model" not in html  # a part of zero is left out
     assert "250.0M trainable of 250.0M parameters" in html
     assert 'data-status="none"' in render.memory_estimate(None, "error")
+    # issue 42 item 8: a config checked by an engine that estimates nothing (swift, verl) is not "waiting for it"
+    checked = localize(render.memory_estimate(None, "ok"), "en")
+    assert "no memory estimate before launch" in checked and "once the config checks" not in checked
+    assert "once the config checks" in localize(render.memory_estimate(None, None), "en")

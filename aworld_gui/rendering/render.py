@@ -279,7 +279,10 @@ def prompt_block(prompt: dict | None) -> str:
 def memory_estimate(memory: dict | None, config_status: str | None = None) -> str:
     """The config check's memory estimate: total against the machine, and the parts."""
     if not memory:
-        note = _("The memory estimate appears here once the config checks.") if config_status != "error" else ""
+        if config_status in ("ok", "warning"):  # checked, and this engine estimates nothing before launch
+            note = _("This engine gives no memory estimate before launch.")
+        else:
+            note = _("The memory estimate appears here once the config checks.") if config_status != "error" else ""
         return f'<div class="aw-muted" data-testid="memory-estimate" data-status="none">{esc(note)}</div>'
     status = memory.get("status") or "ok"
     parts = memory.get("parts") or {}

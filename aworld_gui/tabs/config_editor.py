@@ -97,7 +97,9 @@ class ConfigEditor:
 
     # -- layout ------------------------------------------------------------------------------------
     def build(self) -> None:
-        with gr.Accordion(_("All settings (every TRL field, with TRL's help)"), open=False, elem_id="all-settings"):
+        with gr.Accordion(
+            _("All settings (every field of the engine, with its help)"), open=False, elem_id="all-settings"
+        ):
             self.search = gr.Textbox(
                 label=_("Search settings"),
                 placeholder=_("name or words of the help, e.g. clip ratio"),
