@@ -72,6 +72,21 @@ def test_an_export_loads_alone_and_reproduces_the_checkpoint(trained_letters, tm
     assert len(outputs) == 16 and outputs == greedy(ckpt_model, ckpt_tok, system)  # every held-out prompt
 
 
+def test_the_runs_tab_labels_an_export_as_a_model_and_a_checkpoint_as_an_archive(trained_letters):
+    """Issue 42 item 8: the export's zip was offered under the label "Checkpoint archive" (the file box is shared)."""
+    from aworld_gui.core.studio import Studio
+    from aworld_gui.rendering.i18n import localize
+    from aworld_gui.tabs.runs_tab import RunsTab
+
+    run = trained_letters.train_processor.run
+    tab = RunsTab(Studio(run.path.parent))
+    exported, said = tab.on_export(run.run_id, "checkpoint-300")
+    assert localize(str(exported["label"]), "en") == "Exported model (a Hugging Face folder, zipped)", said
+    assert exported["value"].endswith(".zip") and "checkpoint-300" in localize(str(said), "en")
+    archive, _ = tab.on_checkpoint(run.run_id, "checkpoint-300")
+    assert localize(str(archive["label"]), "en") == "Checkpoint archive" and archive["value"].endswith(".zip")
+
+
 def test_a_lora_adapter_is_merged_into_its_base(tmp_path, demo):
     import torch
     from peft import LoraConfig, PeftModel, get_peft_model

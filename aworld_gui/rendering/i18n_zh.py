@@ -219,6 +219,7 @@ ZH = {
     "Download checkpoint (.zip)": "下载检查点(.zip)",
     "Export as a model folder (.zip)": "导出为模型文件夹(.zip)",
     "Checkpoint archive": "检查点压缩包",
+    "Exported model (a Hugging Face folder, zipped)": "导出的模型(Hugging Face 文件夹,已压缩)",
     "Reproduce from the command line": "在命令行中复现",
     "Compare runs": "对比运行",
     "Runs to overlay": "叠加显示的运行",

@@ -472,7 +472,7 @@ class RunsTab:
             path = self.studio.export_model(run_id, name)
         except (ValueError, OSError) as e:
             return gr.update(visible=False), f"**Not exported:** {e}"
-        return gr.update(value=path, visible=True), (
+        return gr.update(value=path, visible=True, label=_("Exported model (a Hugging Face folder, zipped)")), (
             f"{_('Exported as a Hugging Face model folder (weights, tokenizer, chat template, model card):')} **{name}**"
         )
 
@@ -507,7 +507,7 @@ class RunsTab:
             path = self.studio.checkpoint_zip(run_id, name)
         except (ValueError, OSError) as e:
             return gr.update(visible=False), f"**{e}**"
-        return gr.update(value=path, visible=True), ""
+        return gr.update(value=path, visible=True, label=_("Checkpoint archive")), ""
 
     def on_compare(self, run_ids, metric, smoothing):
         series = {}
