@@ -110,3 +110,31 @@ def test_a_run_killed_after_a_stop_request_is_stopped_not_failed(tmp_path):
         assert [e["event"] for e in run.read_jsonl("events.jsonl")].count("stopped") == 1
     finally:
         end_process_group(pid)
+
+
+def test_the_studio_records_a_killed_run_whichever_view_is_open(tmp_path):
+    """Issue 42 item 3: with the Monitor on another run, a killed run read "running" in Runs for minutes and turned
+    failed only once it was selected. The studio's watchdog looks at every run's liveness every few seconds: the
+    run's own status.json says failed without any view reading it."""
+    from aworld_gui.core.run_cache import RunCache
+    from aworld_gui.core.studio import LIVENESS_S, Studio
+
+    class NoChecks:  # the check worker is not what this test is about (nor started: the studio's own start)
+        def start(self):
+            pass
+
+        def close(self):
+            pass
+
+    studio = Studio(tmp_path / "runs", worker=NoChecks(), cache=RunCache())
+    other, other_pid = start_fake_run(tmp_path / "runs", "--steps", "100000", "--rate", "5")
+    run = killed_fake_run(tmp_path)  # under the same runs folder
+    assert studio.note_lost_runs() == [run.run_id]  # the other run lives on
+    assert run.read_status()["state"] == "failed" and other.read_status()["state"] == "running"
+    end_process_group(other_pid)
+    wait_for(lambda: not psutil.pid_exists(other_pid) or psutil.Process(other_pid).status() == "zombie", 30, "gone")
+    studio.start()  # the watchdog: nobody asks, the run directory is recorded
+    try:
+        wait_for(lambda: other.read_status()["state"] == "failed", 3 * LIVENESS_S, "the watchdog to record it")
+    finally:
+        studio.close()

@@ -52,6 +52,8 @@ from ..worker.check_worker import CheckWorker, WorkerError
 from ..web.upload_secrets import mask_text
 
 log = logging.getLogger("aworld.studio")
+#: how often (seconds) the watchdog looks at every run's liveness
+LIVENESS_S = 5
 MAX_RUN_ID = 200
 RUN_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,%d}" % (MAX_RUN_ID - 1))
 MODULE_TITLES = {
@@ -121,13 +123,30 @@ class Studio:
         self.chat.stop()
 
     def _watch(self) -> None:
-        """Every second: kill runs whose stop request is older than the timeout; reap children."""
+        """Every second: kill runs whose stop request is older than the timeout; reap children. Every
+        :data:`LIVENESS_S`: every run's liveness (:meth:`note_lost_runs`)."""
+        ticks = 0
         while not self._stop.wait(1.0):
+            ticks += 1
             try:
                 self.enforce_stop_timeouts()
                 self._reap()
+                if ticks % LIVENESS_S == 0:
+                    self.note_lost_runs()
             except Exception:  # noqa: BLE001 - the watchdog must survive anything
                 log.exception("watchdog")
+
+    def note_lost_runs(self) -> list[str]:
+        """Every run the studio lists whose process died without a final status is recorded as ended, whichever view
+        is open (a killed run read "running" in Runs for minutes, until someone opened it in the Monitor); the run ids.
+        Through the run cache, the one writer of what the studio knows of a run's status."""
+        lost = []
+        for run in list_run_dirs(self.runs_dir):
+            status = run.read_status()
+            if status.get("state") in ACTIVE_STATES and status.get("pid"):
+                if self.cache.get(run.path).refresh_status_only().get("state") not in ACTIVE_STATES:
+                    lost.append(run.run_id)
+        return lost
 
     def enforce_stop_timeouts(self) -> list[str]:
         killed = []
