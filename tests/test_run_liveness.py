@@ -117,7 +117,8 @@ def test_the_studio_records_a_killed_run_whichever_view_is_open(tmp_path):
     failed only once it was selected. The studio's watchdog looks at every run's liveness every few seconds: the
     run's own status.json says failed without any view reading it."""
     from aworld_gui.core.run_cache import RunCache
-    from aworld_gui.core.studio import LIVENESS_S, Studio
+    from aworld_gui.core.run_watch import LIVENESS_S
+    from aworld_gui.core.studio import Studio
 
     class NoChecks:  # the check worker is not what this test is about (nor started: the studio's own start)
         def start(self):

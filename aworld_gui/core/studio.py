@@ -27,14 +27,13 @@ from engines.cli import shell_command
 from engines.isolation.processes import reap_detached
 from engines.runs.launcher import Launcher
 from engines.runs.no_links import checkpoint_files
-from engines.runs.rundir import ACTIVE_STATES, FAILED, QUEUED, RUNNING, STOP_FILE, STOPPING, RunDir
+from engines.runs.rundir import FAILED, QUEUED, RUNNING, STOPPING, RunDir
 from engines.isolation.user_env import referenced_names, server_names, user_code_envs
 from engines.inputs.yaml_input import try_load_yaml
 from engines.runs.lifecycle import (
     Slot,
     delete_run,
     effective_status,
-    enforce_stop_timeout,
     kill_run,
     list_run_dirs,
     spawn_run,
@@ -42,6 +41,7 @@ from engines.runs.lifecycle import (
 )
 
 from . import inputs as inp
+from . import run_watch
 from .chat_client import ChatService
 from .check_report import failed_report
 from .run_clone import clone_inputs
@@ -52,8 +52,6 @@ from ..worker.check_worker import CheckWorker, WorkerError
 from ..web.upload_secrets import mask_text
 
 log = logging.getLogger("aworld.studio")
-#: how often (seconds) the watchdog looks at every run's liveness
-LIVENESS_S = 5
 MAX_RUN_ID = 200
 RUN_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,%d}" % (MAX_RUN_ID - 1))
 MODULE_TITLES = {
@@ -124,41 +122,24 @@ class Studio:
 
     def _watch(self) -> None:
         """Every second: kill runs whose stop request is older than the timeout; reap children. Every
-        :data:`LIVENESS_S`: every run's liveness (:meth:`note_lost_runs`)."""
+        ``run_watch.LIVENESS_S``: every run's liveness (:meth:`note_lost_runs`)."""
         ticks = 0
         while not self._stop.wait(1.0):
             ticks += 1
             try:
                 self.enforce_stop_timeouts()
                 self._reap()
-                if ticks % LIVENESS_S == 0:
+                if ticks % run_watch.LIVENESS_S == 0:
                     self.note_lost_runs()
             except Exception:  # noqa: BLE001 - the watchdog must survive anything
                 log.exception("watchdog")
 
     def note_lost_runs(self) -> list[str]:
-        """Every run the studio lists whose process died without a final status is recorded as ended, whichever view
-        is open (a killed run read "running" in Runs for minutes, until someone opened it in the Monitor); the run ids.
-        Through the run cache, the one writer of what the studio knows of a run's status."""
-        lost = []
-        for run in list_run_dirs(self.runs_dir):
-            status = run.read_status()
-            if status.get("state") in ACTIVE_STATES and status.get("pid"):
-                if self.cache.get(run.path).refresh_status_only().get("state") not in ACTIVE_STATES:
-                    lost.append(run.run_id)
-        return lost
+        """The runs whose process died without a final status, recorded as ended (core/run_watch.py)."""
+        return run_watch.note_lost_runs(self.runs_dir, self.cache)
 
     def enforce_stop_timeouts(self) -> list[str]:
-        killed = []
-        for p in self.runs_dir.iterdir() if self.runs_dir.is_dir() else []:
-            if not (p / STOP_FILE).exists():
-                continue
-            if effective_status(RunDir(p)).get("state") not in ACTIVE_STATES:
-                continue
-            if enforce_stop_timeout(p, self.stop_timeout_s):
-                killed.append(p.name)
-                log.warning("run %s did not stop within %.0f s: killed", p.name, self.stop_timeout_s)
-        return killed
+        return run_watch.enforce_stop_timeouts(self.runs_dir, self.stop_timeout_s)
 
     def _reap(self) -> None:
         reap_detached()  # the chat model, an engine's setup, an evaluation: never left <defunct>
