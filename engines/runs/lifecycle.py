@@ -335,5 +335,6 @@ def delete_run(run_dir: str | os.PathLike) -> None:
     run = RunDir(run_dir)
     if process_alive(run.read_status()):
         raise ValueError(f"run {run.run_id} is still running — stop it before deleting it")
-    shutil.rmtree(run.path)
+    with run.locked():  # not while a reader records the run's end (the studio's watchdog): rmtree would meet its file
+        shutil.rmtree(run.path)
     shutil.rmtree(run.fallback_dir, ignore_errors=True)  # what the run wrote where its directory refused it
