@@ -147,6 +147,32 @@ def start_fake_run(runs_dir: str | os.PathLike, *args: str) -> tuple[RunDir, int
     return run, int(run.read_status().get("pid") or 0)
 
 
+def process_gone(pid: int, timeout_s: float = 30) -> None:
+    """Wait until ``pid`` is gone (or a zombie nobody reaped yet: it runs no more)."""
+    import psutil
+
+    from testing.waiting import wait_for
+
+    wait_for(
+        lambda: not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE,
+        timeout_s,
+        f"process {pid} to be gone",
+    )
+
+
+def killed_fake_run(runs_dir: str | os.PathLike) -> RunDir:
+    """A fake run under ``runs_dir`` killed with SIGKILL after its first steps: its status still says ``running``
+    (it could not say otherwise), its process is gone."""
+    from testing.waiting import wait_for
+
+    run, pid = start_fake_run(runs_dir, "--steps", "100000", "--rate", "50")
+    wait_for(lambda: (run.read_status().get("step") or 0) >= 2, 60, "the fake run's first steps")
+    os.kill(pid, signal.SIGKILL)
+    process_gone(pid)
+    assert run.read_status()["state"] == "running"  # it could not say so itself
+    return run
+
+
 def remove_runs_since(runs_dir: str | os.PathLike, before: set[str]) -> list[str]:
     """Kill and delete every run under ``runs_dir`` that is not in ``before`` (run ids); the ids."""
     import shutil

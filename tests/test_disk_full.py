@@ -8,12 +8,9 @@ disk, not "killed"."""
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
 from pathlib import Path
 
-import psutil
 import pytest
 
 from engines import AgentTrainer
@@ -22,8 +19,7 @@ from engines.runs.causes import Cause
 from engines.runs.disk_full import COMPLETE_MARK
 from engines.runs.lifecycle import effective_status
 from engines.runs.rundir import FAILED
-from testing.studio import start_fake_run
-from testing.waiting import wait_for
+from testing.studio import killed_fake_run
 
 ROOT = Path(__file__).resolve().parent.parent
 DEMO = dict(
@@ -83,14 +79,7 @@ def test_a_run_that_fills_its_disk_says_so_and_keeps_its_last_good_checkpoint(sm
 
 
 def test_a_run_that_died_without_a_word_on_a_full_disk_is_said_to_have(small_disk):
-    run, pid = start_fake_run(small_disk / "runs", "--steps", "100000", "--rate", "50")
-    wait_for(lambda: (run.read_status().get("step") or 0) >= 2, 60, "the fake run's first steps")
-    os.kill(pid, signal.SIGKILL)
-    wait_for(
-        lambda: not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE,
-        30,
-        "the killed process to be gone",
-    )
+    run = killed_fake_run(small_disk / "runs")
     with open(small_disk / "filler", "wb") as f:  # what filled the disk
         try:
             while True:

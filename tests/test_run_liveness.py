@@ -4,18 +4,16 @@ events.jsonl has one ``failed`` event, however many readers race."""
 
 from __future__ import annotations
 
-import os
-import signal
 import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
 
-import psutil
 
 from engines.runs.lifecycle import effective_status, record_killed
 from engines.runs.rundir import RunDir
+from testing import studio as studio_helpers
 from testing.studio import end_process_group, start_fake_run
 from testing.waiting import wait_for
 
@@ -23,16 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def killed_fake_run(tmp_path) -> RunDir:
-    run, pid = start_fake_run(tmp_path / "runs", "--steps", "100000", "--rate", "50")
-    wait_for(lambda: (run.read_status().get("step") or 0) >= 2, 60, "the fake run's first steps")
-    os.kill(pid, signal.SIGKILL)
-    wait_for(
-        lambda: not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE,
-        30,
-        "the killed process to be gone",
-    )
-    assert run.read_status()["state"] == "running"  # it could not say so itself
-    return run
+    return studio_helpers.killed_fake_run(tmp_path / "runs")
 
 
 def failed_events(run: RunDir) -> list[dict]:
@@ -133,7 +122,7 @@ def test_the_studio_records_a_killed_run_whichever_view_is_open(tmp_path):
     assert studio.note_lost_runs() == [run.run_id]  # the other run lives on
     assert run.read_status()["state"] == "failed" and other.read_status()["state"] == "running"
     end_process_group(other_pid)
-    wait_for(lambda: not psutil.pid_exists(other_pid) or psutil.Process(other_pid).status() == "zombie", 30, "gone")
+    studio_helpers.process_gone(other_pid)
     studio.start()  # the watchdog: nobody asks, the run directory is recorded
     try:
         wait_for(lambda: other.read_status()["state"] == "failed", 3 * LIVENESS_S, "the watchdog to record it")
