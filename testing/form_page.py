@@ -67,3 +67,20 @@ def form_report(page) -> str:
     state = form_state(page)
     got = rendered_fields(page, len((state.get("fields") or "").split(",")))
     return f"state {state}, page spec {spec_id(overrides(page))}, rendered {got}, yaml {overrides(page)!r}"
+
+
+def reconcile_fns(page) -> set[int]:
+    """The ids (a queue request's ``fn_index``) of the Setup's reconciles (setup_tab.SetupTab.on_reconcile): the
+    events that show a check (their outputs hold the effective config) taking the most inputs (a check's and the
+    check shown)."""
+    return set(
+        page.evaluate(
+            """() => {
+  const c = window.gradio_config;
+  const eff = c.components.find(x => x.props && x.props.elem_id === "effective-config").id;
+  const deps = c.dependencies.filter(d => (d.outputs || []).includes(eff));
+  const most = Math.max(...deps.map(d => d.inputs.length));
+  return deps.filter(d => d.inputs.length === most).map(d => d.id);
+}"""
+        )
+    )

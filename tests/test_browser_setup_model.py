@@ -6,6 +6,7 @@ tests/test_setup_model.py only (here a clone's expected overrides would need the
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from pathlib import Path
@@ -31,7 +32,7 @@ from testing.setup_model import (
     sequence,
     unbreak,
 )
-from testing.form_page import fields_rendered, form_state
+from testing.form_page import fields_rendered, form_state, reconcile_fns
 from testing.studio import CHROMIUM, launch_chromium
 
 SEEDS = [int(s) for s in os.environ.get("AWORLD_BROWSER_SETUP_SEEDS", "11,22,33,44,55").split(",")]
@@ -342,7 +343,14 @@ def test_a_preset_load_answering_after_a_tick_leaves_every_view_on_the_preset(st
     model.apply(preset, ui.models, [])
     ui.verify(model, "the preset loaded")
     held: list = []
-    page.route("**/gradio_api/queue/join*", lambda route: held.append(route) if not held else route.continue_())
+
+    def hold_the_load(route):  # the load only: a reconcile of the first load's check can still be on its way
+        if not held and json.loads(route.request.post_data or "{}").get("data") == [preset.value]:
+            held.append(route)
+        else:
+            route.continue_()
+
+    page.route("**/gradio_api/queue/join*", hold_the_load)
     try:
         before = preset_loaded(page)
         page.click("#preset-load")
@@ -359,4 +367,49 @@ def test_a_preset_load_answering_after_a_tick_leaves_every_view_on_the_preset(st
     assert BOX not in model.current
     ui.verify(model, "the second load answered after the tick")
     assert not page.locator(f"#cfg-{BOX} input[type=checkbox]").is_checked()
+    page.close()
+
+
+def test_a_stale_check_answering_last_is_checked_again(studio):
+    """A reconcile carries the page's inputs of when it was sent. One held on its way (a loaded machine) while the
+    box is ticked and unticked ran, once let through, a check of the ticked page against the unticked page's check
+    shown: an answer for a state the page had left, landing last. CI (stop 49) saw such an answer stay for good,
+    the form "Checking…" over a YAML nothing checked. Every change of the check shown reconciles again: the stale
+    answer is followed by a check of the page (held here too, so the stale state can be seen), and the page ends on
+    it."""
+    page, ui = open_setup(studio)
+    model = Model()
+    ui.verify(model, "the page opened")
+    reconciles, held, mode = reconcile_fns(page), [], ["first"]
+
+    def hold_reconciles(route):
+        if json.loads(route.request.post_data or "{}").get("fn_index") in reconciles and (
+            mode[0] == "all" or mode[0] == "first" and not held
+        ):
+            held.append(route)
+        else:
+            route.continue_()
+
+    page.route("**/gradio_api/queue/join*", hold_reconciles)
+    try:
+        ui.step(Step("tick", BOX), model, [])
+        model.apply(Step("tick", BOX), ui.models, [])
+        wait_for(lambda: (page.wait_for_timeout(50), held)[1], 30, "a reconcile held")
+        mode[0] = "off"
+        ui.verify(model, "ticked, its reconcile held")
+        ui.step(Step("tick", BOX), model, [])
+        model.apply(Step("tick", BOX), ui.models, [])
+        ui.verify(model, "unticked")
+        mode[0], stale = "all", held.pop()
+        stale.continue_()
+        wait_for(lambda: form_state(page).get("current") == "0", 60, "the stale check's answer shown")
+        wait_for(lambda: (page.wait_for_timeout(50), held)[1], 30, "the reconcile after the stale answer")
+        assert form_state(page).get("current") == "0", "the page left the stale check before its reconcile ran"
+    finally:
+        mode[0] = "off"
+        for route in held:
+            route.continue_()
+        page.unroute("**/gradio_api/queue/join*")
+    assert model.current[BOX] is False
+    ui.verify(model, "the stale answer reconciled")
     page.close()

@@ -290,9 +290,10 @@ def test_the_issue_32_sequence_form_yaml_and_run_yaml_agree(setup):
 def test_a_check_answered_for_a_state_the_page_left_is_followed_by_a_check_of_the_page(setup):
     """The browser model-based test's seed 55 under two test workers: trl's check of a preset answered after verl had
     been picked (an older check of the page reached the studio last: a newer call from one page cancels the older),
-    and the page stayed on verl with trl's check shown, "not current", for good. After every check the Setup's
-    reconcile compares the page's inputs now with those of the check shown, and checks the page again when they
-    differ; when they agree it changes nothing."""
+    and the page stayed on verl with trl's check shown, "not current", for good. On every change of the check shown
+    the Setup's reconcile compares the page's inputs now with those of that check, and checks the page again when
+    they differ; when they agree it changes nothing (the browser's test_a_stale_check_answering_last_is_checked_again
+    holds a reconcile on its way: its own answer is reconciled too)."""
     studio, tab, clones, runs, models = setup
     logic = Logic(studio, tab, runs, models, None)
     logic.check()  # trl's check, shown

@@ -291,22 +291,23 @@ class SetupTab:
         )
 
     def reconcile_kw(self) -> dict:
-        """After every check: the page's inputs as they are now against those the shown check ran on (a check that
-        reached the studio after a newer one cancelled it, and answered for a state the page had left)."""
+        """On every change of the check shown (an answer landed, the reconcile's own included): the page's inputs as
+        they are now against those that check ran on (docs/ARCHITECTURE.md, "One spec in Setup")."""
         return dict(self.check_kw(), fn=self.on_reconcile, inputs=[*self.check_inputs(), self.ui.checked])
 
     def then_check(self, event):
-        """``event`` followed by the check of the Setup (and its reconcile)."""
-        return event.then(**self.check_kw()).then(**self.reconcile_kw())
+        """``event`` followed by the check of the Setup."""
+        return event.then(**self.check_kw())
 
     def check_on(self, listener):
-        """The check of the Setup on ``listener`` (a component's event, e.g. ``agent.input``), and its reconcile."""
-        return listener(**self.check_kw()).then(**self.reconcile_kw())
+        """The check of the Setup on ``listener`` (a component's event, e.g. ``agent.input``)."""
+        return listener(**self.check_kw())
 
     def wire(self) -> None:
         ui = self.ui
         then_check, check_on = self.then_check, self.check_on
         private = dict(api_visibility="private", show_progress="hidden")
+        ui.checked.change(**self.reconcile_kw())
 
         # presets: load puts in every input (the form follows the spec); save writes the current setup
         then_check(
@@ -395,7 +396,6 @@ class SetupTab:
                     show_progress="hidden",
                 ),
                 self.check_kw(),
-                self.reconcile_kw(),
             ],
         )
 
@@ -526,9 +526,10 @@ class SetupTab:
 
     def on_reconcile(self, *args, request: gr.Request = None):
         """The page's inputs now (``args``, then the shown check's State): checked again when the shown check ran on
-        other inputs — a check is cancelled by the newest to reach the studio, which under load can be an older
-        one of the page (its answer then showed a state the page had left, and nothing checked the page's) — else
-        nothing changes. Each answer is followed by this again, so the page ends on a check of what it shows."""
+        other inputs, else nothing changes. A check is cancelled by the newest of the page's to reach the studio,
+        which under load can be an older one; and a request's inputs are those of the page when it was sent, so a
+        reconcile held on its way checks a state the page has left. Its answer changes the check shown, which runs
+        this again: the page ends on a check of what it shows, however the answers interleave."""
         *inputs, checked = args
         if (checked or {}).get("inputs") == inputs_key(collect(*inputs)):
             return [gr.skip()] * len(setup_check_view.OUTPUT_NAMES)
