@@ -15,7 +15,9 @@ from aworld_gui.tabs.config_form import (
     APPLY_EDIT_JS,
     KEEP,
     edit_js,
+    field_edit_js,
     fresh_memory,
+    set_yaml_line,
     set_yaml_key,
     switch_engine,
     switch_engine_js,
@@ -92,6 +94,47 @@ def test_a_form_edit_in_the_page_sets_the_key_as_the_server_would(page, name, ft
 
 def test_a_form_edit_of_the_value_the_yaml_has_changes_nothing(page):
     assert edit_in_page(page, "max_steps", "int", 300, TEXT) == KEEP
+
+
+def test_an_edit_keeps_the_line_s_comment_and_the_file_s_layout(page):
+    """Issue 42: leaving a field rewrote its line without its comment (``prompts_per_step: 8   # x num_generations…``
+    became ``prompts_per_step: 8``), and blank lines piled up at the end. The page and its server twin alike."""
+    commented = 'model: "a #b"   # quoted: not a comment\n' + TEXT + "\n\n"
+    cases = [
+        ("learning_rate", "float", 0.002, commented, "learning_rate: 0.002   # tuned"),
+        ("learning_rate", "float", 0.00001, commented, "learning_rate: 0.00001 # tuned"),  # longer: one space
+        ("model", "str", "b", commented, "model: b        # quoted: not a comment"),  # the column kept
+        ("mode", None, "sft", commented, "mode: sft"),
+    ]
+    for key, ftype, value, text, line in cases:
+        got = edit_in_page(page, key, ftype, value, text)
+        assert line in got.splitlines(), (line, got)
+        assert got == set_yaml_line(text, key, line.split(" #")[0].rstrip())  # the server's twin: the same text
+        assert [ln for ln in got.splitlines() if not ln.startswith(f"{key}:")] == [
+            ln for ln in text.rstrip("\n").splitlines() if not ln.startswith(f"{key}:")
+        ]  # every other line as it was, in its place
+    assert edit_in_page(page, "learning_rate", "float", 0.001, commented) == KEEP  # the same value: nothing
+    appended = edit_in_page(page, "beta", None, 0.1, "mode: grpo\n\n\n")
+    assert appended == "mode: grpo\nbeta: 0.1\n" == set_yaml_line("mode: grpo\n\n\n", "beta", "beta: 0.1")
+
+
+def test_a_field_left_as_it_was_shown_changes_nothing(page):
+    """A click in and out of a field: one the YAML does not set pinned its effective value into the YAML; one it sets
+    wrote its line again. Neither changes the YAML now; a value typed over the shown one still does, and so does one
+    typed back to the shown value after an edit the render has not caught up with (the YAML sets the key then)."""
+    shown_js = lambda key, ftype, shown: field_edit_js(key, ftype, shown, f"#cfg-{key} input")  # noqa: E731
+    run = lambda js, v, t: page.evaluate(f"([v, t]) => ({js})(v, t)", [v, t])  # noqa: E731
+    assert run(shown_js("max_completion_length", "int", "256"), "256", TEXT) == KEEP  # not set: effective kept out
+    assert run(shown_js("learning_rate", "float", "0.001"), "0.001", TEXT) == KEEP  # set: its line as it is
+    assert (
+        yaml.safe_load(run(shown_js("max_completion_length", "int", "256"), "300", TEXT))["max_completion_length"]
+        == 300
+    )
+    edited = TEXT + "max_completion_length: 300\n"  # typed 300, left; then 256 typed back before the render
+    assert (
+        yaml.safe_load(run(shown_js("max_completion_length", "int", "256"), "256", edited))["max_completion_length"]
+        == 256
+    )
 
 
 @pytest.mark.parametrize(

@@ -413,3 +413,47 @@ def test_a_stale_check_answering_last_is_checked_again(studio):
     assert model.current[BOX] is False
     ui.verify(model, "the stale answer reconciled")
     page.close()
+
+
+def test_a_typo_in_a_field_is_said_there_and_fixed_there_and_leaving_a_field_keeps_its_line(studio):
+    """Issue 42, items 1 and 2. ``abc`` typed into learning_rate and left: the field turned disabled with no word
+    why, and only the YAML editor got the user out; now it stays editable, says what is wrong (and so does the Config
+    card), and a number typed there fixes it. A click in and out of prompts_per_step rewrote its line without its
+    comment; now the YAML stays as it was, and an edit keeps the line's comment."""
+    page, ui = open_setup(studio)
+    model = Model()
+    ui.verify(model, "the page opened")
+    before = code_text(page, "config-yaml")
+    commented = [ln for ln in before.splitlines() if ln.startswith("prompts_per_step:")][0]
+    assert "#" in commented, "the demo's prompts_per_step line has a comment"
+    page.click("#cfg-prompts_per_step input")
+    page.keyboard.press("Tab")
+    page.click("#cfg-max_completion_length input")  # a field the YAML does not set: its effective value shown
+    page.keyboard.press("Tab")
+    page.wait_for_timeout(300)  # a field's edit is made in the page, at once: none came
+    assert code_text(page, "config-yaml") == before
+
+    type_into(page, "#cfg-learning_rate input", "abc")
+    page.keyboard.press("Tab")
+    field = page.locator("#cfg-learning_rate")
+    wait_for(lambda: "not a number" in field.inner_text(), 60, "the field saying what is wrong")
+    assert (
+        page.locator("#cfg-learning_rate input").is_enabled() and page.input_value("#cfg-learning_rate input") == "abc"
+    )
+    wait_for(
+        lambda: page.get_attribute("#status-config .aw-mod", "data-status") == "error", 60, "the Config card's error"
+    )
+    type_into(page, "#cfg-learning_rate input", "0.002")
+    page.keyboard.press("Tab")
+    model.apply(Step("number", "learning_rate", 0.002), ui.models, [])
+    ui.verify(model, "the typo fixed in its field")
+    assert "not a number" not in page.locator("#cfg-learning_rate").inner_text()
+    assert page.get_attribute("#status-config .aw-mod", "data-status") != "error"
+
+    type_into(page, "#cfg-prompts_per_step input", "4")
+    page.keyboard.press("Tab")
+    model.apply(Step("number", "prompts_per_step", 4), ui.models, [])
+    ui.verify(model, "prompts_per_step edited")
+    line = [ln for ln in code_text(page, "config-yaml").splitlines() if ln.startswith("prompts_per_step:")][0]
+    assert line == "prompts_per_step: 4" + commented[len("prompts_per_step: 8") :], line  # its comment, in place
+    page.close()

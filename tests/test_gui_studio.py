@@ -464,13 +464,43 @@ def test_a_yaml_that_does_not_parse_shows_no_values_and_locks_the_form():
     assert form_view({"name": "trl", "fields": FIELDS}, "# only a comment\n").valid
 
 
-def test_a_value_the_field_cannot_show_is_shown_as_text_and_locked():
+def test_a_value_the_field_cannot_hold_is_shown_with_what_is_wrong_and_stays_editable():
+    """Issue 42: ``abc`` typed into learning_rate locked the field, with no word why; only the YAML editor got the
+    user out. The field shows the value as the YAML has it, says what is wrong, and can be edited; a list under a
+    text field stays locked and says where to edit it."""
+    from aworld_gui.rendering.i18n import translations
     from aworld_gui.tabs.config_form import form_view
 
-    view = form_view({"name": "trl", "fields": FIELDS}, "max_steps: many\nmode: rl\nuse_peft: 1\n")
+    view = form_view({"name": "trl", "fields": FIELDS}, "max_steps: many\nmode: rl\nuse_peft: 1\nlearning_rate: 1e-5\n")
     shown = {f.name: (f.kind, f.value, f.interactive) for f in view.fields}
-    assert shown["max_steps"] == ("text", "many", False) and shown["mode"] == ("text", "rl", False)
-    assert shown["use_peft"] == ("text", "1", False) and shown["learning_rate"] == ("number", 1e-05, True)
+    assert shown["max_steps"] == ("number", "many", True) and shown["mode"] == ("choice", "rl", True)
+    assert shown["use_peft"] == ("bool", False, True)
+    assert shown["learning_rate"] == ("number", "1e-5", True)  # YAML 1.1 reads 1e-5 as a string: said at the field
+    en = translations()["en"]
+    said = {f.name: i18n_text(f.problem or "", en) for f in view.fields}
+    assert said["max_steps"] == "“many” is not a number: type a number here."
+    assert said["mode"] == "“rl” is not one of the choices: pick one here."
+    assert said["use_peft"] == "“1” is not true or false: tick or untick the box to set it."
+    assert said["max_completion_length"] == ""  # a value it holds: nothing said
+    by_name = {f.name: f for f in view.fields}
+    assert (
+        by_name["mode"].choices
+        and by_name["mode"].key != form_view({"name": "trl", "fields": FIELDS}, "mode: grpo\n").fields[-1].key
+    )
+    locked = form_view(
+        {"name": "trl", "fields": FIELDS + [{"name": "note", "type": "str", "main": True}]}, "note: [a]\n"
+    )
+    note = [f for f in locked.fields if f.name == "note"][0]
+    assert (note.kind, note.interactive) == ("text", False) and "Advanced: config YAML" in i18n_text(note.problem, en)
+
+
+def i18n_text(text: str, table: dict) -> str:
+    """``text`` with its translation markers replaced from ``table`` (as the page does: i18n_markers.js)."""
+    import re
+
+    return re.sub(
+        r'__i18n__\{"__type__": "translation_metadata", "key": "(t[0-9a-f]{12})"\}', lambda m: table[m[1]], text
+    )
 
 
 def test_a_field_is_a_new_component_when_the_value_it_shows_changes():

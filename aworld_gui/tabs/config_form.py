@@ -35,6 +35,8 @@ import yaml
 
 from engines.inputs.yaml_input import try_load_yaml
 
+from ..rendering.i18n import _
+
 KEEP = {"__type__": "update"}  # a page step's output that leaves its component as it is
 AGENT_MODEL = "(the agent's model)"
 _BAD = object()
@@ -72,13 +74,21 @@ class FieldView:
     interactive: bool = True
     help: str | None = None
     choices: list[str] = field(default_factory=list)
+    problem: str | None = None  # the YAML's value is not one the field can hold: what is wrong, shown at the field
 
     @property
     def key(self) -> tuple:
         """The rendered component's identity: its name and the value it shows, and whether the YAML sets it (a key
         emptied out of the YAML may leave the value as it was: Gradio would not refill the box; see the module's
         docstring)."""
-        return (self.name, self.kind, json.dumps(self.value, default=str), self.interactive, self.overridden)
+        return (
+            self.name,
+            self.kind,
+            json.dumps(self.value, default=str),
+            self.interactive,
+            self.overridden,
+            self.problem,
+        )
 
 
 @dataclass
@@ -114,6 +124,27 @@ def _fits(kind: str, value: Any, f: dict) -> bool:
     return value is None or isinstance(value, (str, int, float))
 
 
+def _misfit(kind: str, value: Any, f: dict, overridden: bool, base: dict) -> FieldView:
+    """A field whose YAML value it cannot hold (``abc`` typed into a number): shown as the YAML has it, editable, with
+    what is wrong and how to fix it at the field — a typo fixed where it was made (the check's error says it too). A
+    list or a mapping under a text field stays locked: the YAML editor is where it can be written."""
+    said = f"“{value if isinstance(value, str) else yaml_value(value)}”"
+    if kind == "number":
+        problem, shown = f"{said} {_('is not a number: type a number here.')}", said[1:-1]
+    elif kind == "choice":
+        problem, shown = f"{said} {_('is not one of the choices: pick one here.')}", str(value)
+    elif kind == "bool":
+        problem, shown = f"{said} {_('is not true or false: tick or untick the box to set it.')}", False
+    else:
+        problem = f"{said} {_('is a list or a mapping: edit it under “Advanced: config YAML”.')}"
+        return FieldView(
+            kind="text", value=said[1:-1], overridden=overridden, interactive=False, problem=problem, **base
+        )
+    view = FieldView(kind=kind, value=shown, overridden=overridden, problem=problem, **base)
+    view.choices = [str(c) for c in f.get("choices") or []]
+    return view
+
+
 def _shown(kind: str, value: Any) -> Any:
     if kind == "choice":
         return str(value)
@@ -125,8 +156,8 @@ def _shown(kind: str, value: Any) -> Any:
 def form_view(info: dict, text: str, effective: dict | None = None) -> FormView:
     """The form for the engine ``info`` (a catalog entry) and the spec ``text``: each main field's value from the
     YAML, else from ``effective`` when it is a check of this engine (of this text: ``current``; of the text before,
-    while this one is being checked), else the field's default. A value
-    the field cannot show (a string under a number) is shown as text, locked: the check names the problem."""
+    while this one is being checked), else the field's default. A value the field cannot hold (a string under a
+    number) is shown as the YAML has it, with what is wrong, and stays editable (:func:`_misfit`)."""
     engine = info.get("name") or ""
     overrides = parse_overrides(text)
     eff = effective or {}
@@ -149,9 +180,7 @@ def form_view(info: dict, text: str, effective: dict | None = None) -> FormView:
         overridden = name in overrides
         value = overrides[name] if overridden else values.get(name, f.get("default"))
         if not _fits(kind, value, f):
-            out.append(
-                FieldView(kind="text", value=yaml_value(value), overridden=overridden, interactive=False, **base)
-            )
+            out.append(_misfit(kind, value, f, overridden, base))
             continue
         view = FieldView(kind=kind, value=_shown(kind, value), overridden=overridden, **base)
         if kind == "choice":
@@ -268,19 +297,42 @@ def yaml_line(key: str, value: Any) -> str | None:
     return yaml.safe_dump({key: value}, default_flow_style=True, sort_keys=False).strip()[1:-1].strip()
 
 
+def comment_at(line: str) -> int:
+    """Where ``line``'s comment starts (a ``#`` at the start or after a space, outside quotes), or -1."""
+    quote = None
+    i = 0
+    while i < len(line):
+        c = line[i]
+        if quote:
+            if c == "\\" and quote == '"':
+                i += 1
+            elif c == quote:
+                quote = None
+        elif c in "\"'":
+            quote = c
+        elif c == "#" and (i == 0 or line[i - 1].isspace()):
+            return i
+        i += 1
+    return -1
+
+
 def set_yaml_line(text: str, key: str, line: str | None) -> str:
     """The overrides YAML with the top-level ``key``'s line replaced by ``line`` (appended if the key is not there;
-    removed for None), comments and other lines kept. A block value under the key (indented or ``-`` lines) goes
-    with it."""
+    removed for None), other lines kept as they are and the replaced line's comment kept at its column. A block
+    value under the key (indented or ``-`` lines) goes with it; blank lines at the end go (one newline ends it)."""
+    lines = (text or "").splitlines()
+    while lines and not lines[-1].strip():
+        lines.pop()
     out, done, in_block = [], False, False
-    for old in (text or "").splitlines():
+    for old in lines:
         if in_block and old.startswith((" ", "\t", "-")):
             continue  # the replaced key's block value
         in_block = False
         bare = old.split("#", 1)[0]
         if not old.startswith((" ", "\t", "-")) and bare.split(":", 1)[0].strip() == key and ":" in bare:
             if line is not None and not done:
-                out.append(line)
+                at = comment_at(old)
+                out.append(line if at < 0 else line + " " * max(1, at - len(line)) + old[at:])
             done = in_block = True
             continue
         out.append(old)
@@ -303,8 +355,18 @@ def yaml_edit(key: str, value: Any) -> dict:
 _SET_LINE_JS = """
 (text, key, line) => {
   const lines = (text || "").split(/\\r?\\n/);
-  if (lines.length && lines[lines.length - 1] === "") lines.pop();
+  while (lines.length && lines[lines.length - 1].trim() === "") lines.pop();
   const indented = l => l.startsWith(" ") || l.startsWith("\\t") || l.startsWith("-");
+  const commentAt = l => {  // config_form.comment_at
+    let quote = null;
+    for (let i = 0; i < l.length; i++) {
+      const c = l[i];
+      if (quote) { if (c === "\\\\" && quote === '"') i++; else if (c === quote) quote = null; }
+      else if (c === '"' || c === "'") quote = c;
+      else if (c === "#" && (i === 0 || /\\s/.test(l[i - 1]))) return i;
+    }
+    return -1;
+  };
   const out = [];
   let done = false, inBlock = false;
   for (const old of lines) {
@@ -312,7 +374,10 @@ _SET_LINE_JS = """
     inBlock = false;
     const bare = old.split("#")[0];
     if (!indented(old) && bare.includes(":") && bare.split(":")[0].trim() === key) {
-      if (line !== null && !done) out.push(line);
+      if (line !== null && !done) {
+        const at = commentAt(old);
+        out.push(at < 0 ? line : line + " ".repeat(Math.max(1, at - line.length)) + old.slice(at));
+      }
       done = inBlock = true;
       continue;
     }
@@ -363,7 +428,9 @@ def edit_js(key: str, ftype: str | None) -> str:
 
 
 def field_edit_js(key: str, ftype: str | None, shown: Any, box: str | None = None) -> str:
-    """:func:`edit_js` for a rendered field that showed ``shown`` (output: the overrides YAML). A number or text
+    """:func:`edit_js` for a rendered field that showed ``shown`` (output: the overrides YAML). A field the YAML does
+    not set, left as it showed, changes nothing (a click in and out pinned its effective value in the YAML); one it
+    sets, left as it is, writes the same line (its comment kept), which changes nothing either. A number or text
     field emptied whose key the YAML does not set changes no spec, so nothing renders it again: its box (``box``, a
     selector) shows ``shown``, its effective value, again — not an empty box the run would not use. (Gradio does
     not put back a value it believes the field still has, so the box is given it as if typed.)"""
@@ -376,6 +443,9 @@ def field_edit_js(key: str, ftype: str | None, shown: Any, box: str | None = Non
   }}, 0);"""
     return f"""
 (value, text) => {{
+  const set = (text || "").split(/\\r?\\n/).some(l => !/^[\\s-]/.test(l) && l.split("#")[0].includes(":")
+    && l.split("#")[0].split(":")[0].trim() === {json.dumps(key)});
+  if (!set && value === {json.dumps(shown)}) return {json.dumps(KEEP)};  // an effective value left as it was shown
   const next = ({edit_js(key, ftype).strip()})(value, text);
   const emptied = value === null || value === undefined || value === "" || Number.isNaN(value);{restore}
   return next;

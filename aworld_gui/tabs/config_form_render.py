@@ -142,23 +142,27 @@ def _form_state(view: config_form.FormView, text: str, fields: str) -> str:
 
 def _field(f: config_form.FieldView):
     """The component that shows one field of the form (config_form.FieldView); its key names what it shows."""
+    classes = (["aw-cfg-set"] if f.overridden else []) + (["aw-cfg-problem"] if f.problem else [])
     kw: dict[str, Any] = dict(
         label=f.name,
-        info=engine_text.known(f.help) or None,
+        info=f.problem or engine_text.known(f.help) or None,  # what is wrong with its value, else what it means
         value=f.value,
         interactive=f.interactive,
         min_width=150,
         key=f.key,
         elem_id=f"cfg-{f.name}",
-        elem_classes=["aw-cfg-set"] if f.overridden else None,
+        elem_classes=classes or None,
     )
     if f.kind == "choice":
         return gr.Dropdown(f.choices, allow_custom_value=True, **kw)
     if f.kind == "number":
         # a text box: gr.Number writes its parsed value back into the box a moment after each keystroke, and a
         # key typed meanwhile lands in that (0.002 typed quickly became 20, 7 times in 30 here); the edit reads
-        # the text as a number (config_form._LINE_JS) and the check validates it with the engine's own config
-        kw["value"] = "" if f.value is None else config_form.yaml_value(f.value)  # as YAML writes it: 1.0e-05
+        # the text as a number (config_form._LINE_JS) and the check validates it with the engine's own config.
+        # A number as YAML writes it (1.0e-05); a value that is not one (a typo) as the YAML has it
+        kw["value"] = (
+            "" if f.value is None else f.value if isinstance(f.value, str) else config_form.yaml_value(f.value)
+        )
         return gr.Textbox(lines=1, max_lines=1, **kw)  # one line: an <input>, as a number's box was
     if f.kind == "bool":
         return gr.Checkbox(**kw)
