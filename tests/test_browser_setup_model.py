@@ -457,3 +457,42 @@ def test_a_typo_in_a_field_is_said_there_and_fixed_there_and_leaving_a_field_kee
     line = [ln for ln in code_text(page, "config-yaml").splitlines() if ln.startswith("prompts_per_step:")][0]
     assert line == "prompts_per_step: 4" + commented[len("prompts_per_step: 8") :], line  # its comment, in place
     page.close()
+
+
+def test_a_message_goes_when_the_state_it_describes_goes(studio, tmp_path):
+    """Issue 42 item 4: an upload's note ("Uploaded bad_agent.yaml") stayed beside letters_agent.yaml picked after it; "The test set …
+    was cleared: letters_test.jsonl" stayed while a preset put that test set back; "Loaded the preset, checking it
+    now" stayed beside uploads made after it. A note belongs to the state it describes: the user's next pick or
+    upload ends the preset's, another agent picked ends the upload's, and a preset (or a clone) replaces them all."""
+    page, ui = open_setup(studio)
+    ui.verify(Model(), "the page opened")
+    demo = Path(__file__).resolve().parent.parent / "assets"
+    agent, train = tmp_path / "my_agent.yaml", tmp_path / "my_train.jsonl"
+    agent.write_text((demo / "agents" / "letters_agent.yaml").read_text(encoding="utf-8"), encoding="utf-8")
+    train.write_text((demo / "datasets" / "letters_train.jsonl").read_text(encoding="utf-8"), encoding="utf-8")
+    note = lambda elem: page.inner_text(f"#{elem}").strip()  # noqa: E731
+
+    def upload(button: str, path: Path) -> None:
+        with page.expect_file_chooser() as chooser:
+            page.click(f"#{button}")
+        chooser.value.set_files(str(path))
+
+    uploaded = lambda: "uploaded" in page.input_value("#agent-select input") and note("agent-note")  # noqa: E731
+    upload("agent-upload", agent)  # its note: the relative paths in it, resolved again
+    wait_for(uploaded, 60, "the upload's note")
+    type_into(page, "#agent-select input", "letters_agent")
+    page.keyboard.press("Enter")
+    wait_for(lambda: note("agent-note") == "", 30, "the upload's note gone with the upload picked away")
+
+    ui.step(Step("preset", value="letters-grpo"), Model(), [])
+    assert "letters-grpo" in note("preset-msg")
+    upload("train-upload", train)  # not the test set's pair: the test set is cleared, and says so
+    wait_for(lambda: "letters_test.jsonl" in note("data-note"), 60, "the cleared test set's note")
+    assert note("preset-msg") == "", "the preset's message outlived an upload made after it"
+    upload("agent-upload", agent)
+    wait_for(uploaded, 60, "the second upload's note")
+    ui.step(Step("preset", value="letters-grpo"), Model(), [])  # puts the test set back, and the shipped agent
+    wait_for(lambda: note("data-note") == "" and note("agent-note") == "", 30, "the notes the preset replaced gone")
+    assert "letters_test.jsonl" in page.input_value("#test-select input")
+    assert "letters-grpo" in note("preset-msg")
+    page.close()

@@ -115,7 +115,7 @@ class Logic:
             "name",
             "note",
         ]
-        *shown, self.memory = updates
+        shown, self.memory = updates[: len(names)], updates[len(names)]  # then the notes about the inputs
         for name, u in zip(names, shown):
             self.values[name] = u.get("value") if isinstance(u, dict) and u.get("__type__") == "update" else u
 
@@ -180,7 +180,7 @@ class Logic:
             self.switch(back)
         elif k == "preset":
             name = step.value
-            self.put(self.tab.on_preset_load(name)[:-1])
+            self.put(self.tab.on_preset_load(name))
         elif k == "clone":
             self.put(self.tab.show_inputs(self.studio.clone_inputs(self.runs[step.value])))
         elif k == "model":

@@ -46,7 +46,7 @@ ZH = {
     "Save": "保存",
     "Pick a preset first.": "请先选择一个预设。",
     "Cannot load the preset": "无法载入预设",
-    "Loaded the preset, checking it now:": "已载入预设,正在检查:",
+    "Loaded the preset:": "已载入预设:",
     "Not saved:": "未保存:",
     "Saved as preset": "已保存为预设",
     "Run name (optional)": "运行名称(可选)",

@@ -111,7 +111,7 @@ class SetupTab:
                         min_width=130,
                         elem_id="agent-upload",
                     )
-                ui.agent_note = Markdown("", elem_classes="aw-muted")
+                ui.agent_note = Markdown("", elem_classes="aw-muted", elem_id="agent-note")
                 ui.agent_spec = gr.HTML(render.agent_spec(None), elem_id="agent-spec")
 
             # Datasets ------------------------------------------------------------------------------
@@ -193,7 +193,7 @@ class SetupTab:
                     ui.reward_upload = gr.UploadButton(
                         _("Upload .py"), file_types=[".py"], size="md", scale=1, min_width=130, elem_id="reward-upload"
                     )
-                ui.reward_note = Markdown("", elem_classes="aw-muted")
+                ui.reward_note = Markdown("", elem_classes="aw-muted", elem_id="reward-note")
                 ui.reward_weights = gr.Dataframe(
                     value=[[inp.reward_label(inp.DEMO_REWARD), 1.0, ""]],
                     headers=headers("reward", "weight", "what it scores"),
@@ -311,13 +311,18 @@ class SetupTab:
 
         # presets: load puts in every input (the form follows the spec); save writes the current setup
         then_check(
-            ui.preset_load.click(
-                self.on_preset_load, [ui.preset], [*self.input_components(), ui.preset_msg], api_visibility="private"
-            )
+            ui.preset_load.click(self.on_preset_load, [ui.preset], self.input_components(), api_visibility="private")
         )
         ui.preset_save.click(
             self.on_preset_save, [ui.preset_name, *ui.inputs()], [ui.preset, ui.preset_msg], api_visibility="private"
         )
+        # a message belongs to the state it describes: a pick or an upload of the user's ends the preset's, and
+        # another agent or reward picked ends the note about an upload of one (an upload says its own)
+        said = {ui.agent.input: [ui.agent_note], ui.reward_pick.input: [ui.reward_note]}
+        for listener in (ui.agent.input, ui.agent_upload.upload, ui.train.input, ui.train_upload.upload):
+            self.clears(listener, said.get(listener, []) + [ui.preset_msg])
+        for listener in (ui.test.input, ui.test_upload.upload, ui.reward_pick.input, ui.reward_upload.upload):
+            self.clears(listener, said.get(listener, []) + [ui.preset_msg])
         # file pickers and mappings: a user change → check
         check_on(ui.agent.input)
         then_check(
@@ -399,6 +404,18 @@ class SetupTab:
             ],
         )
 
+    @staticmethod
+    def clears(listener, notes: list) -> None:
+        """``notes`` emptied on ``listener`` (in the page's order of events, before the handlers' own answers)."""
+        listener(
+            lambda: [""] * len(notes) if len(notes) > 1 else "",
+            [],
+            notes,
+            queue=False,
+            api_visibility="private",
+            show_progress="hidden",
+        )
+
     # -- presets -----------------------------------------------------------------------------------
     def preset_choices(self) -> list[tuple[str, str]]:
         return [
@@ -409,15 +426,16 @@ class SetupTab:
     def on_preset_load(self, name):
         found = presets.list_presets(self.studio.runs_dir).get(name or "")
         if not found:
-            return [gr.update()] * len(self.input_components()) + [_("Pick a preset first.")]
+            return [gr.update()] * (len(self.input_components()) - 1) + [_("Pick a preset first.")]
         try:
             si = presets.load_preset(found["path"])
         except (OSError, ValueError) as e:
-            return [gr.update()] * len(self.input_components()) + [f"**{_('Cannot load the preset')} {name}:** {e}"]
+            said = f"**{_('Cannot load the preset')} {name}:** {e}"
+            return [gr.update()] * (len(self.input_components()) - 1) + [said]
         # each load is marked apart (a second load of the same preset changes nothing else a page can see); the
         # page's Markdown keeps a class and a title, not data attributes
         loaded = f'<span class="aw-preset-loaded" title="{time.time_ns()}"></span>'
-        return [*self.show_inputs(si), f"{_('Loaded the preset, checking it now:')} **{name}**{loaded}"]
+        return self.show_inputs(si, said=f"{_('Loaded the preset:')} **{name}**{loaded}")
 
     def on_preset_save(self, name, *values):
         try:
@@ -430,11 +448,20 @@ class SetupTab:
         )
 
     def input_components(self) -> list:
-        """What :meth:`show_inputs` fills: ``SetupUI.inputs()`` and the engines' memory."""
-        return [*self.ui.inputs(), self.ui.config_memory]
+        """What :meth:`show_inputs` fills: ``SetupUI.inputs()``, the engines' memory, and the notes about the inputs
+        (each about an upload or a load the new inputs replace; the preset's message last)."""
+        ui = self.ui
+        return [*ui.inputs(), ui.config_memory, *self.notes()]
 
-    def show_inputs(self, si: inp.SetupInputs) -> list:
-        """Updates that put ``si`` into the Setup components (e.g. a run cloned from the Runs tab)."""
+    #: the messages about one state of the inputs: an upload's (agent, data, reward), then the preset's
+    NOTES = ("agent_note", "data_note", "reward_note", "preset_msg")
+
+    def notes(self) -> list:
+        return [getattr(self.ui, name) for name in self.NOTES]
+
+    def show_inputs(self, si: inp.SetupInputs, said: str = "") -> list:
+        """Updates that put ``si`` into the Setup components (a preset loaded, a run cloned from the Runs tab); the
+        notes about the inputs it replaces go, and the preset's message says ``said``."""
         picks = [r.get("name") or r.get("ref") for r in si.rewards]
         files = sorted({k.rpartition(":")[0] for k in picks if ".py:" in k})
         docs = self.files.reward_registry(extra_files=[f for f in files if Path(f).is_file()])
@@ -458,6 +485,8 @@ class SetupTab:
             si.name,
             si.note,
             config_form.fresh_memory(si.engine),
+            *[""] * (len(self.NOTES) - 1),
+            said,
         ]
 
     def load_outputs(self) -> list:
