@@ -95,7 +95,25 @@ def test_a_tab_picked_while_a_launch_is_answered_stays_picked_and_a_launch_left_
             page.click("#launch-btn")
             wait_for(lambda: page.evaluate("() => window.awLaunchAnswered === true"), 120, "the second launch's answer")
             wait_for(lambda: selected(page) == "tab-monitor-button", 10, "the Monitor opened")
-            assert page.input_value("#monitor-run input")  # the launched run, or the one training if it queued
+            first, second = sorted(
+                (r for r in list_run_dirs(studio.runs_dir) if r.run_id != training_run.run_id),
+                key=lambda r: r.read_status().get("created") or 0,
+            )
+            # issue 42 item 5: the Monitor on the queued launch, saying its place in the Runs table's words, and
+            # showing it training when its turn comes (it stayed on the run before it, finished)
+            assert page.input_value("#monitor-run input") == second.run_id
+            said = f"#1 in line · waits for run {first.run_id}"
+            wait_for(lambda: said in page.inner_text("#run-header"), 60, "the queued run's place in the Monitor")
+            page.get_by_role("tab", name="Runs").click()
+            wait_for(lambda: said in page.inner_text("#runs-table"), 60, "the same words in Runs")
+            page.get_by_role("tab", name="Monitor").click()
+            end_process_group(int(first.read_status()["pid"]))
+            wait_for(
+                lambda: page.get_attribute('#run-header [data-testid="run-header"]', "data-state") == "running",
+                120,
+                "the queued run shown training when its turn came",
+            )
+            assert page.input_value("#monitor-run input") == second.run_id
             browser.close()
     finally:
         for run in list_run_dirs(studio.runs_dir):  # the launched runs (the demo on trl) are not needed

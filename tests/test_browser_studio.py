@@ -480,7 +480,8 @@ def test_a_reload_with_a_live_run_opens_the_monitor_on_it(page, app):
         page.fill("#monitor-run input", queued.run_id)  # the queued one is a pick away
         page.keyboard.press("Enter")
         wait_for(lambda: header(page).get("run") == queued.run_id, 30, "the queued run in the Monitor")
-        wait_for(lambda: "place in line: 1" in page.inner_text("#run-header"), 30, "its place in the queue")
+        said = f"#1 in line · waits for run {run.run_id}"  # the Runs table's words (aworld_gui/core/queue_note.py)
+        wait_for(lambda: said in page.inner_text("#run-header"), 30, "its place in the queue")
     finally:
         sleeper.kill()
         sleeper.wait()

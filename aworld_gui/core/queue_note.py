@@ -23,8 +23,8 @@ def queue_facts(status: dict[str, Any]) -> tuple[int | None, list[str], str | No
 
 
 def queue_note(status: dict[str, Any], short: bool = False) -> str:
-    """HTML: ``#2 in line · waits for run X`` (``short``, the Runs table) or the Monitor's sentence; "" when
-    the run is not queued or has not said its place yet."""
+    """HTML: ``#2 in line · waits for run X`` (``short``, the Runs table), or the Monitor's sentence around the
+    same words; "" when the run is not queued or has not said its place yet."""
     pos, ahead, holder = queue_facts(status)
     if pos is None:
         return ""
@@ -40,9 +40,7 @@ def queue_note(status: dict[str, Any], short: bool = False) -> str:
         what = f"{_('run')} {holder}, {_('which holds the machine’s training slot')}"
     else:
         what = _("the machine’s training slot to be free")
+    line = f"#{pos} {_('in line')} · {_('waits for')} {what}"  # the Runs table's words, in the Monitor too
     if short:
-        return f"#{pos} {_('in line')} · {_('waits for')} {what}"
-    return (
-        f"{_('Queued')} — {_('place in line:')} {pos}. {_('Waiting for')} {what}. "
-        f"{_('It starts by itself when its turn comes — closing this page does not affect it.')}"
-    )
+        return line
+    return f"{_('Queued')} — {line}. {_('It starts by itself when its turn comes — closing this page does not affect it.')}"

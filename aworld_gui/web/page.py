@@ -126,9 +126,9 @@ def build_app(runs_dir: str | os.PathLike = "runs", studio: Studio | None = None
                 f"<code>{render.esc(res['run_id'])}</code> — "
                 f"{_('training runs in its own process; closing this page does not stop it.')}</div>"
             )
-            # a queued launch: the Monitor keeps showing the run that trains (the queued one is a pick away)
-            watch = (studio.training_run() or res["run_id"]) if res.get("queued") else res["run_id"]
-            return msg, gr.update(choices=studio.run_ids(), value=watch), True
+            # the Monitor on the launched run, queued or not: a queued one says its place in line and what it waits
+            # for, and is shown training when its turn comes (it stayed on the run before it, finished, until a pick)
+            return msg, gr.update(choices=studio.run_ids(), value=res["run_id"]), True
 
         launched = gr.Checkbox(False, visible=False)  # in the page: the js below reads it
         sui.launch_btn.click(
