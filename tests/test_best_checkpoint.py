@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from aworld_gui.rendering.i18n import localize
 from engines import AgentTrainer
 from engines.runs.best_checkpoint import BestTracker, metric_name, tracker_from_config
 from engines.core.check_result import CheckError
@@ -99,10 +100,26 @@ def test_the_studio_offers_best_for_evaluate_and_chat_and_marks_it_among_the_che
         (run.checkpoints_dir / f"checkpoint-{step}").mkdir(parents=True)
     studio = Studio(tmp_path, worker=NoWorker(), cache=RunCache())
     run.write_status(state="finished")
-    assert [v for _, v in studio.model_choices(run.run_id)] == ["base", "checkpoint-1", "checkpoint-3"]
+    assert [v for _, v in studio.model_choices(run.run_id)] == ["base", "checkpoint-3", "checkpoint-1"]  # newest first
     run.write_status(best_checkpoint={"name": "checkpoint-1", "step": 1, "metric": "eval/reward", "value": 0.9})
     choices = studio.model_choices(run.run_id)
-    assert [v for _, v in choices] == ["base", "best", "checkpoint-1", "checkpoint-3"]
-    assert "(checkpoint-1)" in choices[1][0]
+    assert [v for _, v in choices] == ["base", "best", "checkpoint-3", "checkpoint-1"]
+    assert "(checkpoint-1)" in choices[1][0] and "latest" in localize(choices[2][0], "en")
+    # issue 42: every checkpoint of every run made ~30 boxes. Another run, newer: its best and latest only, first
+    other = RunDir.create(tmp_path, "trl")
+    other.write_spec({"engine": "trl"})
+    for step in (2, 4, 6, 8):
+        (other.checkpoints_dir / f"checkpoint-{step}").mkdir(parents=True)
+    other.write_status(state="finished", best_checkpoint={"name": "checkpoint-4", "step": 4})
+    theirs = [(localize(label, "en"), v) for label, v in studio.model_choices(run.run_id)[4:]]
+    assert theirs == [
+        (f"{other.run_id} / checkpoint-4 · best", f"{other.run_id}/checkpoint-4"),
+        (f"{other.run_id} / checkpoint-8 · latest", f"{other.run_id}/checkpoint-8"),
+    ]
+    mine = [(localize(label, "en"), v) for label, v in studio.model_choices(other.run_id)]
+    assert mine[-2:] == [
+        (f"{run.run_id} / checkpoint-1 · best", f"{run.run_id}/checkpoint-1"),
+        (f"{run.run_id} / checkpoint-3 · latest", f"{run.run_id}/checkpoint-3"),
+    ]
     marked = studio.checkpoint_choices(run.run_id)
     assert [v for _, v in marked] == ["checkpoint-1", "checkpoint-3"] and marked[0][0] != "checkpoint-1"

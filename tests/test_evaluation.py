@@ -292,10 +292,11 @@ def test_the_studio_offers_and_evaluates_checkpoints_of_other_runs(tmp_path, dem
     choices = studio.model_choices(mine.run_id)
     assert [(localize(label, "en"), value) for label, value in choices[:2]] == [
         ("base", "base"),
-        ("checkpoint-1", "checkpoint-1"),
+        ("checkpoint-1 · latest", "checkpoint-1"),
     ]
-    assert ("letters again / checkpoint-2", f"{other.run_id}/checkpoint-2") in choices
-    assert (f"{calc.run_id} / checkpoint-3", f"{calc.run_id}/checkpoint-3") in choices
+    shown = [(localize(label, "en"), value) for label, value in choices]
+    assert ("letters again / checkpoint-2 · latest", f"{other.run_id}/checkpoint-2") in shown
+    assert (f"{calc.run_id} / checkpoint-3 · latest", f"{calc.run_id}/checkpoint-3") in shown
     assert len(choices) == 4
     try:
         refused = studio.launch_eval(mine.run_id, [f"{calc.run_id}/checkpoint-3"])

@@ -470,18 +470,24 @@ class Studio:
 
     # -- evaluation, chat, export ----------------------------------------------------------------
     def model_choices(self, run_id: str) -> list[tuple[str, str]]:
-        """What can be evaluated or chatted with for a run, as (shown, value): its agent's base model, its own
-        checkpoints (value ``checkpoint-N``), then the checkpoints of every other run under the runs dir,
-        shown ``<run name or id> / checkpoint-N`` with the value ``<run_id>/checkpoint-N`` (what
-        engines.inference.checkpoints.resolve takes; a checkpoint of another architecture is a clear check error there)."""
+        """What can be evaluated or chatted with for a run, as (shown, value): its agent's base model, its best
+        checkpoint, its own checkpoints newest first (value ``checkpoint-N``, the newest marked latest), then each
+        other run under the runs dir, newest run first, by its best and latest checkpoints, shown ``<run name or id>
+        / checkpoint-N`` with the value ``<run_id>/checkpoint-N`` (what engines.inference.checkpoints.resolve takes;
+        a checkpoint of another architecture is a clear check error there). Every checkpoint of every run made ~30
+        boxes (issue 42): another run's others are a pick of that run away."""
         own = self.checkpoints(run_id)
         best = self.best_checkpoint(run_id)
-        out = [(str(_("base")), "base"), *([(f"{_('best')} ({best})", "best")] if best else []), *((c, c) for c in own)]
+        out = [(str(_("base")), "base"), *([(f"{_('best')} ({best})", "best")] if best else [])]
+        out += [(f"{c} · {_('latest')}" if c == own[-1] else c, c) for c in reversed(own)]
         for r in list_run_dirs(self.runs_dir):
-            if r.run_id == run_id:
+            theirs = [c.name for c in r.checkpoints()]
+            if r.run_id == run_id or not theirs:
                 continue
-            shown = r.read_label()["name"] or r.run_id
-            out += [(f"{shown} / {c.name}", f"{r.run_id}/{c.name}") for c in r.checkpoints()]
+            shown, top = r.read_label()["name"] or r.run_id, self.best_checkpoint(r.run_id)
+            for c in dict.fromkeys([top, theirs[-1]] if top else [theirs[-1]]):
+                marks = " · ".join(str(m) for m, on in ((_("best"), c == top), (_("latest"), c == theirs[-1])) if on)
+                out.append((f"{shown} / {c} · {marks}", f"{r.run_id}/{c}"))
         return out
 
     def launch_eval(

@@ -151,8 +151,8 @@ class ChatTab:
             models = self.studio.model_choices(run_id) if run_id else []
         except ValueError:
             models = []
-        own = [value for _, value in models if "/" not in value]  # base, then this run's checkpoints
-        return gr.update(choices=models, value=own[-1] if own else None)
+        latest = self.studio.checkpoints(run_id)[-1:] if models else []  # else the base model
+        return gr.update(choices=models, value=(latest or ["base"])[0] if models else None)
 
     def on_send(self, text, history, conversation, run_id, model, temperature):
         """A reply to ``text``. ``history`` is what the chat shows (in Gradio's format, never sent to the model);

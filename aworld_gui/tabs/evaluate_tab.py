@@ -267,8 +267,7 @@ class EvaluateTab:
             evals = self.studio.evaluations(run_id)
         except ValueError:
             return gr.update(choices=[], value=[]), gr.update(choices=[], value=None)
-        own = [value for _, value in models if value != "base" and "/" not in value]  # this run's checkpoints
-        picked = ["base"] + own[-1:]
+        picked = ["base"] + self.studio.checkpoints(run_id)[-1:]  # the base model and the run's latest checkpoint
         return (
             gr.update(choices=models, value=picked),
             gr.update(choices=self._eval_choices(evals), value=evals[0]["eval_id"] if evals else None),
