@@ -32,7 +32,8 @@ from testing.setup_model import (
     sequence,
     unbreak,
 )
-from testing.form_page import fields_rendered, form_state, reconcile_fns
+from aworld_gui.tabs.config_form_render import MIN_FIELD_SLOTS
+from testing.form_page import fields_rendered, form_state, reconcile_fns, rendered_fields
 from testing.studio import CHROMIUM, launch_chromium
 
 SEEDS = [int(s) for s in os.environ.get("AWORLD_BROWSER_SETUP_SEEDS", "11,22,33,44,55").split(",")]
@@ -117,7 +118,8 @@ class Browser:
             wait_for(done, 90, f"the page to show the model ({where})")
         except AssertionError as e:
             raise AssertionError(
-                f"{e}; form {form_state(page)}, YAML {code_text(page, 'config-yaml')!r}, model "
+                f"{e}; form {form_state(page)}, rendered {rendered_fields(page, MIN_FIELD_SLOTS + 1)}, "
+                f"YAML {code_text(page, 'config-yaml')!r}, model "
                 f"{'broken' if model.broken else model.current}, effective "
                 f"{code_text(page, 'effective-config')[:300]!r}"
             ) from None
