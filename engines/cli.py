@@ -340,7 +340,11 @@ def cmd_setup(a: argparse.Namespace) -> int:
 
 
 def setup_logging() -> None:
-    """The CLI and the run process are applications: they, not the library, configure logging."""
+    """The CLI and the run process are applications: they, not the library, configure logging (and their standard
+    error is plain text unless it is a terminal: engines/core/plain_output.py)."""
+    from .core.plain_output import plain_stderr
+
+    plain_stderr()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
 
