@@ -151,8 +151,10 @@ class ChatTab:
             models = self.studio.model_choices(run_id) if run_id else []
         except ValueError:
             models = []
-        latest = self.studio.checkpoints(run_id)[-1:] if models else []  # else the base model
-        return gr.update(choices=models, value=(latest or ["base"])[0] if models else None)
+        if not models:
+            return gr.update(choices=[], value=None)
+        latest = self.studio.checkpoints(run_id)
+        return gr.update(choices=models, value=latest[-1] if latest else "base")  # the run's newest, else base
 
     def on_send(self, text, history, conversation, run_id, model, temperature):
         """A reply to ``text``. ``history`` is what the chat shows (in Gradio's format, never sent to the model);

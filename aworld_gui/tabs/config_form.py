@@ -128,21 +128,18 @@ def _misfit(kind: str, value: Any, f: dict, overridden: bool, base: dict) -> Fie
     """A field whose YAML value it cannot hold (``abc`` typed into a number): shown as the YAML has it, editable, with
     what is wrong and how to fix it at the field — a typo fixed where it was made (the check's error says it too). A
     list or a mapping under a text field stays locked: the YAML editor is where it can be written."""
-    said = f"“{value if isinstance(value, str) else yaml_value(value)}”"
+    raw = value if isinstance(value, str) else yaml_value(value)
+    said, choices = f"“{raw}”", [str(c) for c in f.get("choices") or []]
     if kind == "number":
-        problem, shown = f"{said} {_('is not a number: type a number here.')}", said[1:-1]
+        problem, shown = f"{said} {_('is not a number: type a number here.')}", raw
     elif kind == "choice":
         problem, shown = f"{said} {_('is not one of the choices: pick one here.')}", str(value)
     elif kind == "bool":
         problem, shown = f"{said} {_('is not true or false: tick or untick the box to set it.')}", False
     else:
         problem = f"{said} {_('is a list or a mapping: edit it under “Advanced: config YAML”.')}"
-        return FieldView(
-            kind="text", value=said[1:-1], overridden=overridden, interactive=False, problem=problem, **base
-        )
-    view = FieldView(kind=kind, value=shown, overridden=overridden, problem=problem, **base)
-    view.choices = [str(c) for c in f.get("choices") or []]
-    return view
+        return FieldView(kind="text", value=raw, overridden=overridden, interactive=False, problem=problem, **base)
+    return FieldView(kind=kind, value=shown, overridden=overridden, problem=problem, choices=choices, **base)
 
 
 def _shown(kind: str, value: Any) -> Any:
@@ -351,12 +348,19 @@ def yaml_edit(key: str, value: Any) -> dict:
     return {"key": key, "line": yaml_line(key, value)}
 
 
+#: in the page: (line, key) → whether ``line`` is ``key``'s top-level line (set_yaml_line's test)
+_KEY_LINE_JS = """
+(l, key) => !(l.startsWith(" ") || l.startsWith("\\t") || l.startsWith("-"))
+  && l.split("#")[0].includes(":") && l.split("#")[0].split(":")[0].trim() === key
+"""
+
 #: set_yaml_line in the page: (text, key, line) → text, or KEEP when the text would not change
 _SET_LINE_JS = """
 (text, key, line) => {
   const lines = (text || "").split(/\\r?\\n/);
   while (lines.length && lines[lines.length - 1].trim() === "") lines.pop();
   const indented = l => l.startsWith(" ") || l.startsWith("\\t") || l.startsWith("-");
+  const keyLine = KEY_LINE;
   const commentAt = l => {  // config_form.comment_at
     let quote = null;
     for (let i = 0; i < l.length; i++) {
@@ -372,8 +376,7 @@ _SET_LINE_JS = """
   for (const old of lines) {
     if (inBlock && indented(old)) continue;
     inBlock = false;
-    const bare = old.split("#")[0];
-    if (!indented(old) && bare.includes(":") && bare.split(":")[0].trim() === key) {
+    if (keyLine(old, key)) {
       if (line !== null && !done) {
         const at = commentAt(old);
         out.push(at < 0 ? line : line + " ".repeat(Math.max(1, at - line.length)) + old.slice(at));
@@ -387,7 +390,7 @@ _SET_LINE_JS = """
   const next = out.join("\\n") + "\\n";
   return next.replace(/\\n+$/, "") === (text || "").replace(/\\n+$/, "") ? KEEP : next;
 }
-""".replace("KEEP", json.dumps(KEEP))
+""".replace("KEEP", json.dumps(KEEP)).replace("KEY_LINE", _KEY_LINE_JS.strip())
 
 #: yaml_line in the page for a form field's value: (key, type, value) → line or null. A number field's text is read
 #: as a number (its box is a text box: see config_form_render._field). A float keeps a dot (PyYAML
@@ -443,8 +446,7 @@ def field_edit_js(key: str, ftype: str | None, shown: Any, box: str | None = Non
   }}, 0);"""
     return f"""
 (value, text) => {{
-  const set = (text || "").split(/\\r?\\n/).some(l => !/^[\\s-]/.test(l) && l.split("#")[0].includes(":")
-    && l.split("#")[0].split(":")[0].trim() === {json.dumps(key)});
+  const set = (text || "").split(/\\r?\\n/).some(l => ({_KEY_LINE_JS.strip()})(l, {json.dumps(key)}));
   if (!set && value === {json.dumps(shown)}) return {json.dumps(KEEP)};  // an effective value left as it was shown
   const next = ({edit_js(key, ftype).strip()})(value, text);
   const emptied = value === null || value === undefined || value === "" || Number.isNaN(value);{restore}

@@ -318,10 +318,18 @@ class SetupTab:
         )
         # a message belongs to the state it describes: a pick or an upload of the user's ends the preset's, and
         # another agent or reward picked ends the note about an upload of one (an upload says its own)
-        said = {ui.agent.input: [ui.agent_note], ui.reward_pick.input: [ui.reward_note]}
-        for listener in (ui.agent.input, ui.agent_upload.upload, ui.train.input, ui.train_upload.upload):
-            self.clears(listener, said.get(listener, []) + [ui.preset_msg])
-        for listener in (ui.test.input, ui.test_upload.upload, ui.reward_pick.input, ui.reward_upload.upload):
+        # (another test set picked ends the note that the last one was cleared)
+        said = {ui.agent.input: [ui.agent_note], ui.test.input: [ui.data_note], ui.reward_pick.input: [ui.reward_note]}
+        for listener in (
+            ui.agent.input,
+            ui.agent_upload.upload,
+            ui.train.input,
+            ui.train_upload.upload,
+            ui.test.input,
+            ui.test_upload.upload,
+            ui.reward_pick.input,
+            ui.reward_upload.upload,
+        ):
             self.clears(listener, said.get(listener, []) + [ui.preset_msg])
         # file pickers and mappings: a user change → check
         check_on(ui.agent.input)
@@ -333,7 +341,7 @@ class SetupTab:
                 **private,
             )
         )
-        then_check(ui.test.input(lambda: "", [], [ui.data_note], queue=False, **private))
+        check_on(ui.test.input)
         check_on(ui.prompt_col.input)
         check_on(ui.answer_col.input)
         # uploads
