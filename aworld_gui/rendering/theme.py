@@ -183,9 +183,9 @@ footer { opacity: .75; }   /* API and Settings (the language) */
 .aw-settings td.aw-help { font-size: 12.5px; line-height: 1.4; }
 .aw-settings tr.aw-set td { background: var(--color-accent-soft); }
 .aw-cfg-set [data-testid="block-info"]::after { content: " •"; color: var(--color-accent); font-weight: 700; }
-/* a value the field cannot hold (a typo): what is wrong, in the field's info line, and the box outlined */
-.aw-cfg-problem [data-testid="block-info"] { color: var(--error-text-color, #b91c1c); }
-.aw-cfg-problem input, .aw-cfg-problem .wrap { border-color: var(--error-border-color, #ef4444) !important; }
+/* a value the field cannot hold (a typo): its name and what is wrong (the info line) in red, and the box outlined */
+.aw-cfg-problem [data-testid="block-info"], .aw-cfg-problem .info-text { color: var(--error-text-color, #b91c1c); }
+.aw-cfg-problem input, .aw-cfg-problem .wrap { box-shadow: 0 0 0 1px var(--error-border-color, #ef4444) !important; }
 /* a setting's name is one long word (max_completion_length): it breaks at the column's edge instead of being cut, and
    a table's header wraps instead of ending in "…" (the Runs table's "last reward", Chinese headers) */
 [id^="cfg-"] [data-testid="block-info"] { overflow-wrap: anywhere; white-space: normal; overflow: visible; }
