@@ -72,11 +72,11 @@ def test_both_tabs_say_the_same_place_and_what_the_run_waits_for(tmp_path):
     try:
         wait_for(lambda: second.read_status().get("queue_position") == 2, 60, "the second run second in line")
         monitor, table = views(studio, second)
-        assert "place in line: 2" in monitor and "#2 in line" in table
+        assert "#2 in line" in table and table.removeprefix("Queued ") in monitor  # the Monitor says the table's words
         for text in (monitor, table):
             assert f"run {first.run_id}" in text and f"run {holder.run_id} holds the training slot" in text
         monitor, table = views(studio, first)
-        assert "place in line: 1" in monitor and "#1 in line" in table
+        assert "#1 in line" in table and table.removeprefix("Queued ") in monitor
         assert f"run {holder.run_id}, which holds the machine’s training slot" in monitor
         assert f"run {holder.run_id}, which holds the machine’s training slot" in table
         # the holder ends: the first run takes the slot; the second is now first in line, behind it
@@ -92,7 +92,7 @@ def test_both_tabs_say_the_same_place_and_what_the_run_waits_for(tmp_path):
             "the second run next",
         )
         monitor, table = views(studio, second)
-        assert "place in line: 1" in monitor and "#1 in line" in table
+        assert "#1 in line" in table and table.removeprefix("Queued ") in monitor
         assert f"run {first.run_id}, which holds" in monitor and f"run {first.run_id}, which holds" in table
         assert queue_note(first.read_status()) == "" and "in line" not in views(studio, first)[1]
     finally:
@@ -105,7 +105,7 @@ def test_no_running_job_is_claimed_when_no_run_holds_the_slot():
     status = {"state": "queued", "queue_position": 1, "queued_ahead": [], "waiting_for": None}
     text = plain(queue_note(status))
     assert "held by" not in text and "running job" not in text
-    assert "Waiting for the machine’s training slot to be free" in text
+    assert "#1 in line · waits for the machine’s training slot to be free" in text
     status = {"state": "queued", "queue_position": 3, "queued_ahead": ["a", "b"], "waiting_for": None}
     assert "2 runs queued before it (first: a)" in plain(queue_note(status, short=True))
 
