@@ -54,7 +54,7 @@ class Session:
 
         service.stream = spy
         try:
-            out = list(
+            updates = list(
                 self.tab.on_send(
                     text,
                     self.ui.chatbot.preprocess(self.ui.chatbot.postprocess(self.shown)),
@@ -63,11 +63,14 @@ class Session:
                     self.model,
                     0.0,
                 )
-            )[-1]
+            )
         finally:
             service.stream = stream
-        shown, box, self.status, conversation = out
-        assert "chat-ready" in str(self.status) and box == "", self.status
+        shown, _, self.status, conversation = updates[-1]
+        assert "chat-ready" in str(self.status), self.status
+        assert updates[0][1] == "" and all(
+            u[1] == gr.update() for u in updates[1:]
+        )  # the box emptied once, then the user's
         self.shown = shown
         self.conversation = json.loads(json.dumps(conversation))  # a State's copy, as the page keeps it
         self.contexts = [e for e in seen if e["type"] == "context"]

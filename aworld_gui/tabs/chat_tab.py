@@ -125,16 +125,19 @@ class ChatTab:
         quiet = dict(api_visibility="private", show_progress="hidden")
         tab.select(self.on_open, [ui.run], [ui.run], **quiet)
         ui.run.change(self.on_run, [ui.run], [ui.model], **quiet)
-        send = dict(
-            fn=self.on_send,
-            inputs=[ui.box, ui.chatbot, ui.conversation, ui.run, ui.model, ui.temperature],
-            outputs=[ui.chatbot, ui.box, ui.status, ui.conversation],
-            api_visibility="private",
-            show_progress="hidden",
+        # Send and Enter are one event: a message sent while a reply streams waits for it and is then sent with the
+        # transcript as it is by then (Gradio re-reads the inputs of an "always_last" event it held back); two
+        # events ran side by side, each streaming into the chat from its own copy of it (issue 42, item 7)
+        send = gr.on(
+            [ui.send.click, ui.box.submit],
+            self.on_send,
+            [ui.box, ui.chatbot, ui.conversation, ui.run, ui.model, ui.temperature],
+            [ui.chatbot, ui.box, ui.status, ui.conversation],
+            trigger_mode="always_last",
+            **quiet,
         )
-        ui.send.click(**send)
-        ui.box.submit(**send)
-        ui.clear.click(self.on_clear, None, [ui.chatbot, ui.status, ui.conversation], **quiet)
+        # Clear ends the reply on its way: its next update would have put the cleared messages back
+        ui.clear.click(self.on_clear, None, [ui.chatbot, ui.status, ui.conversation], cancels=[send], **quiet)
 
     @staticmethod
     def on_clear():
@@ -180,6 +183,8 @@ class ChatTab:
         history.append(reply)
         status = f'<span class="aw-muted">{render.esc(model)} of {render.esc(run_id)}</span>'
         restarted, restarts_before, context, raw = None, self.service.restarts, "", ""
+        # the box is emptied once, here: it is the user's again while the reply streams (an empty box in each update
+        # wiped a next message typed meanwhile)
         yield history, "", status + f' <span class="aw-muted">— {_("loading the model…")}</span>', conversation
         try:
             path = str(self.studio.run_path(run_id))
@@ -188,15 +193,15 @@ class ChatTab:
                 if kind == "restarted":  # said before the reply, folded like the tool lines
                     restarted = event.get("cause") or ""
                     history.insert(shown + 1, restart_note(restarted))
-                    yield history, "", status, conversation
+                    yield history, gr.update(), status, conversation
                 elif kind == "context":
                     context = context_note(event)
-                    yield history, "", status + context, conversation
+                    yield history, gr.update(), status + context, conversation
                 elif kind == "token":
                     raw += event["text"]
                     reply.pop("metadata", None)
                     reply.update(streaming_reply(raw))
-                    yield history, "", status + context, conversation
+                    yield history, gr.update(), status + context, conversation
                 elif kind == "message":
                     msg, raw = event["message"], ""
                     reply.pop("metadata", None)
@@ -223,7 +228,7 @@ class ChatTab:
                     )
                     reply = {"role": "assistant", "content": ""}
                     history.append(reply)
-                    yield history, "", status + context, conversation
+                    yield history, gr.update(), status + context, conversation
                 elif kind == "error":
                     raise ChatError(event.get("message", "error"))
                 elif kind == "done":
@@ -232,7 +237,7 @@ class ChatTab:
                 history.remove(reply)
             yield (
                 history,
-                "",
+                gr.update(),  # the box as the user has it now: the next message may be typed in it already
                 status + context + f' <span class="aw-muted" data-testid="chat-ready">— {_("ready")}</span>',
                 conversation,
             )
