@@ -195,6 +195,19 @@ def shared_studio(_session_studio):
 
 
 @pytest.fixture(scope="module")
+def trained_in_studio(trained_letters, shared_studio):
+    """The session's studio with the trained demo as a finished run of its own (copied without its evaluations;
+    deleted with the file's other runs), its id as ``app.letters``: for the Evaluate and Chat tabs' browser tests."""
+    import shutil
+
+    app = shared_studio
+    src = trained_letters.train_processor.run.path
+    shutil.copytree(src, app.runs_dir / src.name, ignore=shutil.ignore_patterns("evals"))
+    app.letters = src.name
+    return app
+
+
+@pytest.fixture(scope="module")
 def ray_head():
     """A Ray head on 127.0.0.1 (2 CPUs) for a test file's cluster jobs: one per file, not per test, and not per
     session — an idle head's daemons take a tenth of a core, which the files between would lose."""

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import random
-import shutil
 
 import pytest
 from playwright.sync_api import sync_playwright
@@ -28,13 +27,8 @@ def wait_for(fn, timeout_s, what):
 
 
 @pytest.fixture(scope="module")
-def studio(trained_letters, shared_studio):
-    app = shared_studio
-    src = trained_letters.train_processor.run.path
-    if not (app.runs_dir / src.name).exists():
-        shutil.copytree(src, app.runs_dir / src.name, ignore=shutil.ignore_patterns("evals"))
-    app.letters = src.name
-    return app
+def studio(trained_in_studio):
+    return trained_in_studio
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,6 @@ letter) and with the calc agent (its tool call and result show); the run's evalu
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
 
 import pytest
@@ -39,13 +38,9 @@ def pick(page, dropdown: str, text: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def studio(trained_letters, shared_studio):
-    app = shared_studio
-    runs = app.runs_dir
-    src = trained_letters.train_processor.run.path
-    shutil.copytree(src, runs / src.name, ignore=shutil.ignore_patterns("evals"))
-    calc = calc_run(runs)
-    app.letters, app.calc = src.name, calc.run_id
+def studio(trained_in_studio):
+    app = trained_in_studio
+    app.calc = calc_run(app.runs_dir).run_id
     return app
 
 

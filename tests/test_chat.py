@@ -4,11 +4,10 @@ cause; gone after its idle time."""
 
 from __future__ import annotations
 
-import gradio as gr
-
 import os
 import signal
 
+import gradio as gr
 import psutil
 import pytest
 
@@ -162,8 +161,8 @@ def test_the_reply_after_the_model_process_died_says_it_was_restarted_and_why(tm
         updates = list(tab.on_send(text, history, conversation, run.run_id, "base", 0.0))
         history, _, status, conversation = updates[-1]
         assert "chat-ready" in str(status), status
-        # the box emptied by the first update, then left to the user (a next message may be typed while it streams)
-        assert updates[0][1] == "" and all(u[1] == gr.update() for u in updates[1:]), [u[1] for u in updates]
+        box = [u[1] for u in updates]  # emptied by the first update, then the user's (a next message may be typed)
+        assert box[0] == "" and all(b == gr.update() for b in box[1:]), box
         return history
 
     def notes(history):

@@ -68,9 +68,8 @@ class Session:
             service.stream = stream
         shown, _, self.status, conversation = updates[-1]
         assert "chat-ready" in str(self.status), self.status
-        assert updates[0][1] == "" and all(
-            u[1] == gr.update() for u in updates[1:]
-        )  # the box emptied once, then the user's
+        box = [u[1] for u in updates]  # emptied by the first update, then the user's
+        assert box[0] == "" and all(b == gr.update() for b in box[1:]), box
         self.shown = shown
         self.conversation = json.loads(json.dumps(conversation))  # a State's copy, as the page keeps it
         self.contexts = [e for e in seen if e["type"] == "context"]
