@@ -1,5 +1,5 @@
 """The Setup form in a browser page, as tests read it: the state line above the fields (what the form was derived
-from) and whether the rendered fields show what that line wants (both carry ``data-fields``;
+from) and whether the fields show what that line wants (the line and each slot's mark carry ``data-fields``;
 aworld_gui/tabs/config_form_render.py)."""
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ def form_state(page) -> dict:
     )
 
 
-def rendered_fields(page, slots: int) -> str:
-    """What the rendered slots show, as the state line names it (config_form.slots_id: ``-`` for a slot with no
-    field); a slot rendered twice at once (a render half replaced) shows as ``?``."""
+def slot_marks(page, slots: int) -> str:
+    """What the slots show, as the state line names it (config_form.slots_id: ``-`` for a slot with no field); a
+    slot with two marks at once shows as ``?``."""
     marks = page.evaluate(
         "() => [...document.querySelectorAll('[data-testid=\"form-fields\"]')].map(e => [e.dataset.slot, "
         "e.dataset.fields])"
@@ -28,10 +28,10 @@ def rendered_fields(page, slots: int) -> str:
     return ",".join((got[0] if len(got) == 1 else "?") if (got := by_slot.get(i)) else "-" for i in range(slots))
 
 
-def fields_rendered(page, state: dict | None = None) -> bool:
-    """The rendered fields show what the state line wants (a render after a change lands a moment after it)."""
+def fields_shown(page, state: dict | None = None) -> bool:
+    """The fields show what the state line wants (their marks carry the line's ``data-fields``)."""
     want = (state if state is not None else form_state(page)).get("fields")
-    return bool(want) and rendered_fields(page, len(want.split(","))) == want
+    return bool(want) and slot_marks(page, len(want.split(","))) == want
 
 
 def overrides(page) -> str:
@@ -52,21 +52,21 @@ def show_overrides(page) -> None:
 
 def form_settled(page, engine: str | None = "trl") -> bool:
     """The form shows the check of the YAML the page has now (and the engine picked; None: any engine), and its
-    fields are rendered from it. A check turning green is not enough: the render after it lands a moment later."""
+    fields show it. A check turning green is not enough: the form is derived from it a moment later."""
     state = form_state(page)
     return (
         state.get("current") == "1"
         and (engine is None or state.get("engine") == engine)
         and state.get("spec") == spec_id(overrides(page))
-        and fields_rendered(page, state)
+        and fields_shown(page, state)
     )
 
 
 def form_report(page) -> str:
-    """What a failed wait on the form saw: the state line, the spec of the page's YAML, the rendered fields' ids."""
+    """What a failed wait on the form saw: the state line, the spec of the page's YAML, the slots' marks."""
     state = form_state(page)
-    got = rendered_fields(page, len((state.get("fields") or "").split(",")))
-    return f"state {state}, page spec {spec_id(overrides(page))}, rendered {got}, yaml {overrides(page)!r}"
+    got = slot_marks(page, len((state.get("fields") or "").split(",")))
+    return f"state {state}, page spec {spec_id(overrides(page))}, marks {got}, yaml {overrides(page)!r}"
 
 
 def reconcile_fns(page) -> set[int]:

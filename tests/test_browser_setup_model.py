@@ -33,7 +33,7 @@ from testing.setup_model import (
     unbreak,
 )
 from aworld_gui.tabs.config_form_render import MIN_FIELD_SLOTS
-from testing.form_page import fields_rendered, form_state, reconcile_fns, rendered_fields
+from testing.form_page import fields_shown, form_state, reconcile_fns, slot_marks
 from testing.studio import CHROMIUM, launch_chromium
 
 SEEDS = [int(s) for s in os.environ.get("AWORLD_BROWSER_SETUP_SEEDS", "11,22,33,44,55").split(",")]
@@ -110,7 +110,7 @@ class Browser:
                 and st.get("spec") == spec_id(text)
                 and st.get("valid") == ("0" if model.broken else "1")
                 and parse(text) == want
-                and fields_rendered(page, st)
+                and fields_shown(page, st)
             )
             return ok and (model.broken or "# fix the errors" not in code_text(page, "effective-config"))
 
@@ -118,7 +118,7 @@ class Browser:
             wait_for(done, 90, f"the page to show the model ({where})")
         except AssertionError as e:
             raise AssertionError(
-                f"{e}; form {form_state(page)}, rendered {rendered_fields(page, MIN_FIELD_SLOTS + 1)}, "
+                f"{e}; form {form_state(page)}, rendered {slot_marks(page, MIN_FIELD_SLOTS + 1)}, "
                 f"YAML {code_text(page, 'config-yaml')!r}, model "
                 f"{'broken' if model.broken else model.current}, effective "
                 f"{code_text(page, 'effective-config')[:300]!r}"

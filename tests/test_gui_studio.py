@@ -485,7 +485,7 @@ def test_a_value_the_field_cannot_hold_is_shown_with_what_is_wrong_and_stays_edi
     by_name = {f.name: f for f in view.fields}
     assert (
         by_name["mode"].choices
-        and by_name["mode"].key != form_view({"name": "trl", "fields": FIELDS}, "mode: grpo\n").fields[-1].key
+        and by_name["mode"] != form_view({"name": "trl", "fields": FIELDS}, "mode: grpo\n").fields[-1]
     )
     locked = form_view(
         {"name": "trl", "fields": FIELDS + [{"name": "note", "type": "str", "main": True}]}, "note: [a]\n"
@@ -503,17 +503,21 @@ def i18n_text(text: str, table: dict) -> str:
     )
 
 
-def test_a_field_is_a_new_component_when_the_value_it_shows_changes():
-    """The rendered field's key names what it shows and whether the YAML sets it: another value, or the key
-    set or removed, makes a new field (an emptied box kept under an unchanged key is not refilled by Gradio)."""
-    from aworld_gui.tabs.config_form import form_view
+def test_a_field_is_updated_exactly_when_what_it_shows_changes():
+    """A slot of the form is updated when what it shows changes — another value, or the key set in or removed from
+    the YAML (an emptied box whose value did not change is not refilled by Gradio) — and only then: an update puts
+    the field's value back, over what the user is typing there (config_form_render.render_config_form)."""
+    from aworld_gui.tabs.config_form import form_slots, form_view, shown_fields
 
-    info = {"name": "trl", "fields": FIELDS}
-    keys = lambda text: {f.name: f.key for f in form_view(info, text).fields}  # noqa: E731
-    a, b = keys("max_steps: 6\n"), keys("max_steps: 6\nuse_peft: true\n")
+    def slots(text: str) -> dict:
+        shown = shown_fields(form_view({"name": "trl", "fields": FIELDS}, text), [])
+        return {s["name"]: s for s in form_slots(shown, len(FIELDS))[1:] if s}
+
+    a, b = slots("max_steps: 6\n"), slots("max_steps: 6\nuse_peft: true\n")
     assert a["max_steps"] == b["max_steps"] and a["use_peft"] != b["use_peft"]
-    assert keys("max_steps: 7\n")["max_steps"] != a["max_steps"]
-    assert keys("use_peft: false\n")["use_peft"] != a["use_peft"]  # the same value, now set in the YAML
+    assert slots("max_steps: 7\n")["max_steps"] != a["max_steps"]
+    assert slots("use_peft: false\n")["use_peft"] != a["use_peft"]  # the same value, now set in the YAML
+    assert slots("max_steps: 6   # a comment\n\n") == a  # a comment or a blank line: nothing to update
 
 
 def test_the_config_yaml_has_one_writer_per_kind_of_edit(studio):

@@ -3,7 +3,7 @@
 **One writer.** The overrides YAML (``SetupUI.config_yaml``) is the only place a config value lives. Every
 control edits it and nothing else, and every other view is computed from it:
 
-- the form (:func:`form_view`, rendered by ``@gr.render`` in config_form_render.py): a field shows the YAML's value
+- the form (:func:`form_view`, its components updated by value in config_form_render.py): a field shows the YAML's value
   for its key, else the effective value of the check *of this very YAML* (defaults derived from the agent included;
   while it runs, the last check's, marked not current), else the engine's default. A YAML that does not parse shows no values and locks the fields (the note says why);
 - the check, the effective config, the memory estimate, the CLI command and, at Launch, ``run.yaml``: all take the
@@ -17,15 +17,15 @@ page (:data:`SWITCH_ENGINE_JS`). The page and the server share the line rules (:
 ``_SET_LINE_JS``, :func:`switch_engine` / ``SWITCH_ENGINE_JS``; tests/test_browser_config_form.py holds each pair
 to the same results).
 
-**Why typing is not overwritten.** A render puts its fields' values back, so each field is a render of its own
-that runs only when what it shows changes (:func:`form_slots`, a State each: config_form_render.py), a new value
-shown is a new field (:attr:`FieldView.key`), and numbers are typed into text boxes (docs/ARCHITECTURE.md, "One spec in Setup").
-Nothing is kept in step: no fills, snapshots or focus rules.
+**Why typing is not overwritten.** An update puts its field's value back, so a field is updated only when what it
+shows changes (:func:`form_slots`, a State each: config_form_render.py), and numbers are typed into text boxes
+(docs/ARCHITECTURE.md, "One spec in Setup"). Nothing is kept in step: no fills, snapshots or focus rules.
 """
 
 from __future__ import annotations
 
 import hashlib
+import html
 import json
 import math
 from dataclasses import asdict, dataclass, field
@@ -54,7 +54,7 @@ def parse_overrides(text: str) -> dict | None:
 
 
 def spec_id(text: str) -> str:
-    """A short name of one spec (its text, surrounding blank lines aside): what a rendered form was rendered from."""
+    """A short name of one spec (its text, surrounding blank lines aside): what a form was derived from."""
     return hashlib.sha1((text or "").strip().encode("utf-8")).hexdigest()[:12]
 
 
@@ -75,20 +75,6 @@ class FieldView:
     help: str | None = None
     choices: list[str] = field(default_factory=list)
     problem: str | None = None  # the YAML's value is not one the field can hold: what is wrong, shown at the field
-
-    @property
-    def key(self) -> tuple:
-        """The rendered component's identity: its name and the value it shows, and whether the YAML sets it (a key
-        emptied out of the YAML may leave the value as it was: Gradio would not refill the box; see the module's
-        docstring)."""
-        return (
-            self.name,
-            self.kind,
-            json.dumps(self.value, default=str),
-            self.interactive,
-            self.overridden,
-            self.problem,
-        )
 
 
 @dataclass
@@ -194,8 +180,8 @@ def form_view(info: dict, text: str, effective: dict | None = None) -> FormView:
 
 
 def shown_fields(view: FormView, models: list[list[str]]) -> dict:
-    """What the rendered fields show (and only that: not whether the check is current), as plain data for a State:
-    the form is rendered again only when it changes."""
+    """What the fields show (and only that: not whether the check is current), as plain data for a State: a slot is
+    updated only when its part of it changes."""
     return {
         "engine": view.engine,
         "valid": view.valid,
@@ -206,15 +192,14 @@ def shown_fields(view: FormView, models: list[list[str]]) -> dict:
 
 
 def fields_id(shown: dict | None) -> str:
-    """A short name of what the fields show (the state line and the rendered fields each carry it)."""
+    """A short name of what the fields show (the state line and the slots' marks each carry it)."""
     return hashlib.sha1(json.dumps(shown, sort_keys=True, default=str).encode("utf-8")).hexdigest()[:12]
 
 
 def form_slots(shown: dict, count: int) -> list[dict | None]:
-    """What each of the form's renders shows: the model picker (slot 0), then one field per slot (None: no field
-    there for this engine). Each slot is rendered on its own, only when its own content changes: ticking a box
-    re-rendered every field, and put back the value of the one being typed into (30 typed became 300; Gradio 6
-    does not keep a value typed into a box re-rendered with the same key)."""
+    """What each slot of the form shows: the model picker (slot 0), then one field per slot (None: no field there
+    for this engine). A slot is updated only when its own content changes: ticking a box updated every field, and
+    put back the value of the one being typed into (30 typed became 300)."""
     picker = {"model": shown["model"], "models": shown["models"], "valid": shown["valid"]}
     fields: list[dict | None] = list(shown["fields"][:count])
     return [picker] + fields + [None] * (count - len(fields))
@@ -222,7 +207,8 @@ def form_slots(shown: dict, count: int) -> list[dict | None]:
 
 def slots_id(slots: list[dict | None]) -> str:
     """What the state line's ``data-fields`` names: each slot's :func:`fields_id` (``-`` for an empty slot). The
-    renders each carry their own; together they equal this once every slot shows what the line wants."""
+    slots' marks each carry their own (:func:`slot_mark`); together they equal this once every slot shows what the
+    line wants."""
     return ",".join(fields_id(s) if s is not None else "-" for s in slots)
 
 
@@ -393,7 +379,7 @@ _SET_LINE_JS = """
 """.replace("KEEP", json.dumps(KEEP)).replace("KEY_LINE", _KEY_LINE_JS.strip())
 
 #: yaml_line in the page for a form field's value: (key, type, value) → line or null. A number field's text is read
-#: as a number (its box is a text box: see config_form_render._field). A float keeps a dot (PyYAML
+#: as a number (its box is a text box: see config_form_render._value). A float keeps a dot (PyYAML
 #: reads ``1e-05`` as a string), an int field's number is rounded (as Gradio's Number is), a string is plain when
 #: it is a name or a path YAML reads back as that string, else double-quoted (JSON's quoting is YAML's); null, NaN,
 #: an empty string and the model picker's "(the agent's model)" give null (the key goes).
@@ -419,40 +405,74 @@ _LINE_JS = """
 """.replace("AGENT_MODEL", json.dumps(AGENT_MODEL))
 
 
-def edit_js(key: str, ftype: str | None) -> str:
-    """The page step of a form field's edit: inputs (the field's value, the overrides YAML), output the overrides
-    YAML with ``key`` set (or removed, for an emptied field)."""
-    return f"""
-(value, text) => {{
-  const line = ({_LINE_JS.strip()})({json.dumps(key)}, {json.dumps(ftype)}, value);
-  return ({_SET_LINE_JS.strip()})(text, {json.dumps(key)}, line);
-}}
+#: in the page: (key, type, value, text) → the overrides YAML with ``key`` set to ``value`` (removed for an emptied
+#: field), or KEEP when that changes nothing
+_EDIT_JS = f"""
+(key, ftype, value, text) => ({_SET_LINE_JS.strip()})(text, key, ({_LINE_JS.strip()})(key, ftype, value))
 """
 
-
-def field_edit_js(key: str, ftype: str | None, shown: Any, box: str | None = None) -> str:
-    """:func:`edit_js` for a rendered field that showed ``shown`` (output: the overrides YAML). A field the YAML does
-    not set, left as it showed, changes nothing (a click in and out pinned its effective value in the YAML); one it
-    sets, left as it is, writes the same line (its comment kept), which changes nothing either. A number or text
-    field emptied whose key the YAML does not set changes no spec, so nothing renders it again: its box (``box``, a
-    selector) shows ``shown``, its effective value, again — not an empty box the run would not use. (Gradio does
-    not put back a value it believes the field still has, so the box is given it as if typed.)"""
-    restore = ""
-    if box is not None and shown not in (None, ""):
-        restore = f"""
-  if (emptied && next && next.__type__ === "update") setTimeout(() => {{
-    const el = document.querySelector({json.dumps(box)});
-    if (el && el.value === "") {{ el.value = {json.dumps(str(shown))}; el.dispatchEvent(new Event("input", {{bubbles: true}})); }}
-  }}, 0);"""
-    return f"""
-(value, text) => {{
-  const set = (text || "").split(/\\r?\\n/).some(l => ({_KEY_LINE_JS.strip()})(l, {json.dumps(key)}));
-  if (!set && value === {json.dumps(shown)}) return {json.dumps(KEEP)};  // an effective value left as it was shown
-  const next = ({edit_js(key, ftype).strip()})(value, text);
-  const emptied = value === null || value === undefined || value === "" || Number.isNaN(value);{restore}
+#: in the page: (key, type, shown, box, value, text) → a field's edit (:func:`field_edit_js`)
+_FIELD_EDIT_JS = f"""
+(key, ftype, shown, box, value, text) => {{
+  const set = (text || "").split(/\\r?\\n/).some(l => ({_KEY_LINE_JS.strip()})(l, key));
+  if (!set && value === shown) return {json.dumps(KEEP)};  // an effective value left as it was shown
+  const next = ({_EDIT_JS.strip()})(key, ftype, value, text);
+  const emptied = value === null || value === undefined || value === "" || Number.isNaN(value);
+  if (box && shown !== null && shown !== "" && emptied && next && next.__type__ === "update") setTimeout(() => {{
+    const el = document.querySelector(box);
+    if (el && el.value === "") {{ el.value = String(shown); el.dispatchEvent(new Event("input", {{bubbles: true}})); }}
+  }}, 0);
   return next;
 }}
 """
+
+
+def edit_js(key: str, ftype: str | None) -> str:
+    """The page step of a form field's edit: inputs (the field's value, the overrides YAML), output the overrides
+    YAML with ``key`` set (or removed, for an emptied field)."""
+    return f"(value, text) => ({_EDIT_JS.strip()})({json.dumps(key)}, {json.dumps(ftype)}, value, text)"
+
+
+def field_edit_js(key: str, ftype: str | None, shown: Any, box: str | None = None) -> str:
+    """:func:`edit_js` for a field that shows ``shown`` (output: the overrides YAML). A field the YAML does not set,
+    left as it showed, changes nothing (a click in and out pinned its effective value in the YAML); one it sets,
+    left as it is, writes the same line (its comment kept), which changes nothing either. A number or text field
+    emptied whose key the YAML does not set changes no spec, so nothing updates it: its box (``box``, a selector)
+    shows ``shown``, its effective value, again — not an empty box the run would not use. (Gradio does not put back
+    a value it believes the field still has, so the box is given it as if typed.)"""
+    args = ", ".join(json.dumps(a) for a in (key, ftype, shown, box))
+    return f"(value, text) => ({_FIELD_EDIT_JS.strip()})({args}, value, text)"
+
+
+def slot_edit_js(slot: int) -> str:
+    """:func:`field_edit_js` for whatever field form slot ``slot`` shows now: its key, type, the value it was given
+    and its box are read from the slot's mark (:func:`slot_mark`), which changes with the field in one update."""
+    mark = json.dumps(f'[data-testid="form-fields"][data-slot="{slot}"]')
+    return f"""
+(value, text) => {{
+  const m = document.querySelector({mark});
+  if (!m || !m.dataset.key) return {json.dumps(KEEP)};
+  const d = m.dataset;
+  return ({_FIELD_EDIT_JS.strip()})(d.key, JSON.parse(d.type), JSON.parse(d.shown), d.box || null, value, text);
+}}
+"""
+
+
+def slot_mark(
+    slot: int, shown: dict | None, key: str = "", ftype: str | None = None, value: Any = None, box: str | None = None
+) -> str:
+    """Form slot ``slot``'s mark, a hidden element updated with its field: what the slot shows (``data-fields``, as
+    the state line names it: tests compare the two) and what its edit needs (:func:`slot_edit_js`)."""
+    attrs = {
+        "slot": str(slot),
+        "fields": fields_id(shown) if shown is not None else "-",  # as slots_id names an empty slot
+        "key": key,
+        "type": json.dumps(ftype),
+        "shown": json.dumps(value, default=str),
+        "box": box or "",
+    }
+    data = " ".join(f'data-{k}="{html.escape(v, quote=True)}"' for k, v in attrs.items())
+    return f'<span data-testid="form-fields" {data} hidden></span>'
 
 
 #: the page step after a server's :func:`yaml_edit`: inputs (the edit, the overrides YAML), output the YAML

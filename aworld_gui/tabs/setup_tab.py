@@ -2,8 +2,8 @@
 badge and its check's messages; Launch stays disabled while any module has an error.
 
 Every edit re-runs all checks in the check worker (about 0.1 s once warm) and refreshes every
-card. Config has one source of truth, the YAML of user overrides: the form is rendered from it
-(``@gr.render``, config_form.py), its fields edit keys in it, and the effective config, the memory
+card. Config has one source of truth, the YAML of user overrides: the form is derived from it
+(config_form.py, updated by value), its fields edit keys in it, and the effective config, the memory
 estimate and the run's ``run.yaml`` are computed from it.
 """
 
