@@ -1,10 +1,14 @@
-"""The code's layout (#28): no import cycle among the product modules, every module placed where
-docs/ARCHITECTURE.md says, and no product file over 600 lines."""
+"""The code's layout (#28, #43): no import cycle among the product modules, the import rules of pyproject.toml's
+``[tool.importlinter]`` kept, every module placed where docs/ARCHITECTURE.md says, and no product file over 600
+lines."""
 
 from __future__ import annotations
 
 import ast
 import re
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -102,6 +106,39 @@ def test_no_import_cycle_among_the_product_modules():
     graph = {m: _imports(m, path, is_init, set(modules)) for m, (path, is_init) in modules.items()}
     assert sum(len(v) for v in graph.values()) > 300  # the import reader sees the imports
     assert import_cycles(graph) == []
+
+
+def lint_imports(tree: Path = ROOT) -> subprocess.CompletedProcess:
+    """import-linter on ``tree``'s ``engines`` and ``aworld_gui`` (it puts the folder it runs in first on the import
+    path), with this project's contracts (pyproject.toml)."""
+    code = (
+        "import sys; from importlinter.cli import lint_imports; "
+        f"sys.exit(lint_imports(config_filename={str(ROOT / 'pyproject.toml')!r}, no_cache=True))"
+    )
+    return subprocess.run([sys.executable, "-c", code], cwd=tree, capture_output=True, text=True, timeout=300)
+
+
+def test_the_import_contracts_hold():
+    done = lint_imports()
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "2 kept, 0 broken" in done.stdout, done.stdout
+
+
+def test_breaking_an_import_contract_fails_the_suite(tmp_path):
+    """The real code and contracts, plus one breach of each contract made inside a function (where a lazy import
+    hides from a reader of the module's top): import-linter reports both."""
+    for top in PRODUCT:
+        shutil.copytree(ROOT / top, tmp_path / top, ignore=shutil.ignore_patterns("__pycache__"))
+    (tmp_path / "engines" / "layer_breach.py").write_text("def f():\n    import gradio\n", encoding="utf-8")
+    with (tmp_path / "aworld_gui" / "tabs" / "chat_tab.py").open("a", encoding="utf-8") as f:
+        f.write("\n\ndef _breach():\n    from . import runs_tab\n")
+    done = lint_imports(tmp_path)
+    assert done.returncode != 0
+    assert "0 kept, 2 broken" in done.stdout, done.stdout
+    assert (
+        "engines.layer_breach -> gradio" in done.stdout
+        and "aworld_gui.tabs.chat_tab -> aworld_gui.tabs.runs_tab" in done.stdout
+    ), done.stdout
 
 
 #: files over the limit, each at most its size when the formatter (ruff format) made it so: they may shrink, never
