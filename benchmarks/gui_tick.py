@@ -5,7 +5,7 @@ that cost depends on the run's history (it should not) and on the new lines per 
     python -m benchmarks.gui_tick [--steps 100000] [--ticks 200]
 
 A "tick" is one turn of the Monitor's stream loop (``MonitorTab.live``, which
-aworld_gui/web/live_stream.py runs every 0.5 s for each watching page) with everything due at once — the worst case: read the new bytes, update the
+aworld_gui/core/live_stream.py runs every 0.5 s for each watching page) with everything due at once — the worst case: read the new bytes, update the
 series, render the header, draw the reward, loss and a two-metric custom curve as SVG, the
 trajectories, the log tail and the events, and encode the message as JSON. Lines (and a sample) are
 appended to the run between ticks. Reported in wall time and in CPU time of the calling thread.

@@ -374,9 +374,9 @@ def read_stream(streams, w, seconds: float, n_messages: int | None = None, after
 
 
 def test_the_live_stream_sends_what_changed_and_nothing_else(tmp_path):
-    """The Monitor's server push (aworld_gui/web/live_stream.py): a first message with everything, then
+    """The Monitor's server push (aworld_gui/core/live_stream.py): a first message with everything, then
     one only when the run writes something."""
-    from aworld_gui.web.live_stream import LiveStreams
+    from aworld_gui.core.live_stream import LiveStreams
     from aworld_gui.tabs.monitor_tab import MonitorTab
     from aworld_gui.core.studio import Studio
 
@@ -412,7 +412,7 @@ def test_the_stream_sends_each_heavy_part_at_its_own_pace():
     poll than for the next, and a gap of 0.196 s failed the 0.2 s pace the stream had kept. The clock is injected
     here — each poll moves it 0.05 s — so the pace is checked exactly, and the stream is read for a number of
     messages, not for a time (a read cut off by a timeout could leave a poll counted with its message unread)."""
-    from aworld_gui.web.live_stream import HEAVY, LiveStreams
+    from aworld_gui.core.live_stream import HEAVY, LiveStreams
 
     now = [0.0]
     polls: list[tuple[float, set[str]]] = []  # when each poll ran, on the stream's clock, and what was due
@@ -441,7 +441,7 @@ def test_the_stream_sends_each_heavy_part_at_its_own_pace():
 
 
 def test_unused_tickets_expire(tmp_path):
-    from aworld_gui.web.live_stream import LiveStreams
+    from aworld_gui.core.live_stream import LiveStreams
 
     streams = LiveStreams(lambda *a: {}, poll_s=1.0, ttl_s=0.0)
     old = streams.ticket("r", "g", [], 0.0)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from aworld_gui.rendering import render
 from aworld_gui.rendering.i18n import localize
-from aworld_gui.core.run_cache import Progress
+from aworld_gui.rendering.progress import Progress
 
 
 def test_the_monitor_header_shows_parameters_processes_and_tracker_links():

@@ -106,4 +106,4 @@ def test_reward_text_keeps_a_factorys_arguments_together():
         {"ref": "trl.rewards:get_soft_overlong_punishment(max_completion_len=8, soft_punish_cache=4)", "weight": 0.5},
         {"name": "exact_match", "weight": 1.0},
     ]
-    assert reward_card.with_args("m:f", {"a": 1, "b": "x"}) == "m:f(a=1, b='x')"
+    assert inp.with_args("m:f", {"a": 1, "b": "x"}) == "m:f(a=1, b='x')"

@@ -113,7 +113,7 @@ def test_a_literal_key_in_an_uploaded_agent_is_stored_and_served_masked(studio, 
         up = http.post("gradio_api/upload", files={"files": ("agent.yaml", agent.read_bytes())})
         assert up.status_code == 200, up.text
         server_path = up.json()[0]
-        # masked before its path was even answered (aworld_gui/web/upload_guard.py; issue 29 item 3)
+        # masked before its path was even answered (aworld_gui/core/upload_guard.py; issue 29 item 3)
         assert LITERAL_KEY.encode() not in http.get("gradio_api/file=" + server_path).content
         fd = {"path": server_path, "meta": {"_type": "gradio.FileData"}, "orig_name": "agent.yaml"}
         client.predict(fd, None, None, None, "", "", "trl", api_name="/check")

@@ -61,7 +61,7 @@ def test_datasets_code_and_binary_files_are_left_as_they_are_and_any_other_text_
     """What the guard masks in place (the same rule store_upload applies to the copy it keeps): a dataset's rows,
     a reward's code and a binary file are the user's bytes; text under any other name may be a config."""
     from aworld_gui.core.inputs import store_upload
-    from aworld_gui.web.upload_guard import mask_uploaded_file
+    from aworld_gui.core.upload_guard import mask_uploaded_file
 
     row = f'{{"prompt": "p", "answer": "a", "api_key": "{KEY}"}}\n'.encode()
     files = {

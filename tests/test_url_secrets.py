@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from aworld_gui.web.upload_secrets import mask_text
+from aworld_gui.core.upload_secrets import mask_text
 from engines.inputs.agents import load_agent
 from engines.core.check_result import CheckError, CheckResult
 from engines.inference.export import public_spec

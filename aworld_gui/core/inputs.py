@@ -23,9 +23,9 @@ from engines.inputs.yaml_input import MAX_BYTES, load_user_file
 from engines.runs.rundir import atomic_write_text
 
 from ..rendering.i18n import _
-from ..web.upload_guard import BINARY_PROBE, MASK_LIMIT, maskable, refused_size
-from ..web.upload_secrets import mask_bytes
-from .check_inputs import DEMO_ENGINE, SetupInputs
+from .upload_guard import BINARY_PROBE, MASK_LIMIT, maskable, refused_size
+from .upload_secrets import mask_bytes
+from ..worker.check_inputs import DEMO_ENGINE, SetupInputs
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 ASSETS = REPO_ROOT / "assets"
@@ -152,7 +152,7 @@ def store_upload(tmp_path: str, runs_dir: str | os.PathLike) -> str:
     serves): see upload_secrets."""
     src = Path(tmp_path)
     refused = refused_size(src) if not src.exists() else None
-    if refused is not None:  # deleted at upload as too big to mask (web/upload_guard.py): say so, as a check would
+    if refused is not None:  # deleted at upload as too big to mask (core/upload_guard.py): say so, as a check would
         raise ValueError(
             f"the file '{src.name}' is {size_text(refused)}; at most {size_text(MAX_BYTES)} is read — "
             "is it the right file? a config this large is usually data by mistake"
@@ -165,7 +165,7 @@ def store_upload(tmp_path: str, runs_dir: str | os.PathLike) -> str:
             f"the agent file '{src.name}' is {size / (1 << 20):.1f} MB; an agent config is at most "
             f"{AGENT_UPLOAD_MAX >> 20} MB — upload the YAML itself"
         )
-    # any text that may be a config is masked (an agent uploaded as agent.yaml.bak too): web/upload_guard.py
+    # any text that may be a config is masked (an agent uploaded as agent.yaml.bak too): core/upload_guard.py
     data = src.read_bytes() if maskable(src) and size <= MASK_LIMIT else b"\0"
     if b"\0" not in data[:BINARY_PROBE]:
         masked, notes = mask_bytes(data)
@@ -212,7 +212,7 @@ def masked_secrets(path: str) -> list[str]:
         text = Path(path).read_text(encoding="utf-8", errors="replace")
     except OSError:
         return []
-    from ..web.upload_secrets import SECRET_KEY
+    from .upload_secrets import SECRET_KEY
 
     notes = []
     for n, line in enumerate(text.splitlines(), 1):
@@ -334,6 +334,11 @@ def upload_name(name: str) -> str:
     from gradio_client.utils import strip_invalid_filename_characters
 
     return strip_invalid_filename_characters(name)
+
+
+def with_args(ref: str, args: dict[str, Any]) -> str:
+    """``module:factory(a=1, b='x')``: the reference with its arguments, as the picker and CLI write it."""
+    return f"{ref}({', '.join(f'{k}={v!r}' for k, v in (args or {}).items())})"
 
 
 def parse_reward_text(text: str, uploaded: dict[str, str] | None = None) -> list[dict[str, Any]]:

@@ -17,7 +17,6 @@ import os
 import threading
 import time
 from collections import deque
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -27,6 +26,8 @@ from engines.runs.json_lines import JsonlTail, TextTail
 from engines.diagnostics.reading import fold as fold_diagnoses
 from engines.runs.causes import Cause
 from engines.runs.lifecycle import effective_status
+
+from ..rendering.progress import Progress
 
 MAX_POINTS = 200  # buckets kept per metric: a curve is drawn with 100–200 points
 MIN_REFRESH_S = 0.2  # sessions ticking together share one read
@@ -123,16 +124,6 @@ class Series:
             weight = weight * a + (1 - a)
             out.append(acc / weight)
         return list(self.xs), out
-
-
-@dataclass
-class Progress:
-    state: str
-    step: int
-    total: int | None
-    elapsed_s: float | None
-    eta_s: float | None
-    steps_per_s: float | None
 
 
 class RunState:

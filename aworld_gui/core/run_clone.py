@@ -9,7 +9,6 @@ from typing import Any
 import yaml
 
 from . import inputs as inp
-from ..tabs import reward_card
 
 
 def clone_inputs(spec: dict[str, Any], agent_file: Path, engine_info: dict[str, Any]) -> inp.SetupInputs:
@@ -47,7 +46,7 @@ def clone_reward(entry: dict[str, Any]) -> dict[str, Any]:
     if simple:
         out = {k: v for k, v in entry.items() if k in ("name", "ref", "weight")}
         if entry.get("args") is not None:
-            out["ref"] = reward_card.with_args(entry["ref"], entry["args"])
+            out["ref"] = inp.with_args(entry["ref"], entry["args"])
         return out
     inline = {k: v for k, v in entry.items() if k != "weight"}
     return {

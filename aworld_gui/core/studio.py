@@ -49,7 +49,7 @@ from ..rendering.i18n import _
 from .queue_note import queue_note
 from .run_cache import CACHE, RunCache, RunState
 from ..worker.check_worker import CheckWorker, WorkerError
-from ..web.upload_secrets import mask_text
+from .upload_secrets import mask_text
 
 log = logging.getLogger("aworld.studio")
 MAX_RUN_ID = 200

@@ -16,7 +16,7 @@ from engines.runs.rundir import FAILED, FINISHED, QUEUED, RUNNING, STOPPED, STOP
 
 from . import engine_text
 from .i18n import _
-from ..core.run_cache import Progress
+from .progress import Progress
 
 CHECK_LABEL = {"ok": _("OK"), "warning": _("Warning"), "error": _("Error"), "checking": _("Checking…"), "idle": "—"}
 RUN_LABEL = {

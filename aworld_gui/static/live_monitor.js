@@ -1,6 +1,6 @@
 // The Monitor's live view: runs in the run header element (Gradio's ``js_on_load``; ``element``,
 // ``props``, ``server`` and ``trigger`` are Gradio's). What to watch comes from the header's data
-// attributes (set by Python, aworld_gui/tabs/monitor_tab.py); the stream (aworld_gui/web/live_stream.py)
+// attributes (set by Python, aworld_gui/tabs/monitor_tab.py); the stream (aworld_gui/core/live_stream.py)
 // pushes what changed, and each part is patched in place.
 let es = null, sub = null, shown = null, shownRun = null, lastB;
 const clear = () => ['aw-chart-reward', 'aw-chart-loss', 'aw-chart-custom', 'aw-samples', 'aw-events', 'aw-log']

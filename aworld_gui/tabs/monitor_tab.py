@@ -4,7 +4,7 @@ trajectories, Stop.
 How it stays live without loading the browser (which may share the training machine):
 
 * The run header's script (``js_on_load``) asks for a stream ticket (a server function, so it
-  passes Gradio's login) and opens one Server-Sent-Events stream (:mod:`aworld_gui.web.live_stream`).
+  passes Gradio's login) and opens one Server-Sent-Events stream (:mod:`aworld_gui.core.live_stream`).
   The stream's loop refreshes the run from the new bytes of its files (the shared run cache) every
   ``POLL_S`` and pushes only the parts whose key changed: the header and the events at once; the
   log tail at most every ``LOG_S``, the curves every ``CHART_S``, the trajectories every
@@ -38,7 +38,7 @@ from ..rendering.charts import PALETTE, Line, svg_chart
 from .groups_panel import GroupsPanel
 from .diagnoses_panel import CLONE_ELEM, SETTING_ELEM, diagnoses_html
 from ..core.queue_note import queue_note
-from ..web.live_stream import HEAVY as HEAVY_PARTS, LiveStreams
+from ..core.live_stream import HEAVY as HEAVY_PARTS, LiveStreams
 from ..core.run_cache import RunState, Series
 from ..core.studio import Studio
 

@@ -19,14 +19,9 @@ from ..rendering.render import esc
 PREVIEW, ROW, PROMPT, ANSWER, COMPLETION, TOTAL = headers("preview", "row", "prompt", "answer", "completion", "total")
 
 
-def with_args(ref: str, args: dict[str, Any]) -> str:
-    """``module:factory(a=1, b='x')``: the reference with its arguments, as the picker and CLI write it."""
-    return f"{ref}({', '.join(f'{k}={v!r}' for k, v in (args or {}).items())})"
-
-
 def factory_key(entry: dict[str, Any]) -> str:
     """A factory's picker key carries its example arguments: ``module:get_x(a=1, b=2)``."""
-    return with_args(entry["key"], entry.get("args") or {}) if entry.get("factory") else entry["key"]
+    return inp.with_args(entry["key"], entry.get("args") or {}) if entry.get("factory") else entry["key"]
 
 
 def describe(entry: dict[str, Any]) -> str:

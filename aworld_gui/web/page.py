@@ -234,7 +234,7 @@ def launch_kwargs(demo: gr.Blocks) -> dict[str, Any]:
 
     from .login_throttle import LoginThrottle
     from .auth_gate import AuthGate
-    from .upload_guard import UploadGuard
+    from ..core.upload_guard import UploadGuard
 
     return {
         "theme": theme(),

@@ -26,7 +26,7 @@ def preload() -> str | None:
         import engines.runs.prepare  # noqa: F401
         import engines.core.standard  # noqa: F401
 
-        from ..core import check_inputs  # noqa: F401 - every check and launch reads its inputs with it
+        from . import check_inputs  # noqa: F401 - every check and launch reads its inputs with it
     except Exception as e:  # noqa: BLE001
         errors.append(f"{type(e).__name__}: {e}")
     try:  # agents with MCP servers: the SDK's clients (the agent check lists each server's tools)
@@ -128,7 +128,7 @@ def check(inputs: dict[str, Any]) -> dict[str, Any]:
     from engines.core.isolated_checks import name_input_files
     from engines.core.checks import check_all
 
-    from ..core.check_inputs import SetupInputs
+    from .check_inputs import SetupInputs
 
     t0 = time.perf_counter()
     si = SetupInputs.from_dict(inputs)
@@ -221,7 +221,7 @@ def prepare(inputs: dict[str, Any], runs_dir: str) -> dict[str, Any]:
     from engines.runs.prepare import prepare_run
     from engines.core.check_result import CheckError
 
-    from ..core.check_inputs import SetupInputs
+    from .check_inputs import SetupInputs
 
     si = SetupInputs.from_dict(inputs)
     kwargs = si.check_kwargs()

@@ -5,7 +5,7 @@ Gradio writes each upload into its cache (``POST /gradio_api/upload``) and serve
 studio masked an agent's literal secrets only later, when a check stored it, and never for a file the
 Setup rejected (a ``.json`` or ``.txt`` agent): ``GET`` returned the key. This ASGI middleware holds the
 upload's response until every text file it names (any but :data:`LEFT_AS_IS`) has been masked in place
-(:func:`aworld_gui.web.upload_secrets.mask_bytes`: literal secrets and URL passwords) — before its path is
+(:func:`aworld_gui.core.upload_secrets.mask_bytes`: literal secrets and URL passwords) — before its path is
 known to the client; a YAML file too big to mask (over :data:`MASK_LIMIT`: no agent is that big) is
 deleted. Left as they are: datasets (``.jsonl``, ``.csv``, ``.parquet``, ...), a reward's ``.py``, binary files
 and any other file over the limit (a ``.json`` dataset, not a config).
