@@ -253,6 +253,10 @@ def test_the_walkthroughs_sequence_form_yaml_effective_and_run_yaml_agree(studio
     page, ui = open_setup(studio)
     model = Model()
     ui.verify(model, "the page opened")
+    # side by side at 1440 px, as a form reads (Gradio joins neighbouring inputs into one 450 px block: one field
+    # per line, until each slot had a column of its own)
+    tops = [page.locator(f"#cfg-{name}").bounding_box()["y"] for name in ("mode", "max_steps", "learning_rate")]
+    assert max(tops) - min(tops) < 5, f"the form's first fields are not on one line: their tops {tops}"
     ui.step(Step("number", "learning_rate", 0.005), model, [])
     model.apply(Step("number", "learning_rate", 0.005), [], [])
     ui.verify(model, "0.005 typed")

@@ -106,20 +106,22 @@ class _Picker:
 
 
 class _FieldSlot:
-    """Slot ``i`` of the form: a text box (numbers and texts), a box (true/false) and a choice, the one its field
-    needs shown (config_form.FieldView), and its mark."""
+    """Slot ``i`` of the form: a column (hidden while the engine has no field for the slot) holding its mark, a text
+    box (numbers and texts), a box (true/false) and a choice, the one its field needs shown (config_form.FieldView)."""
 
     KINDS = ("text", "bool", "choice")  # the components, in order; a number is typed into the text box
 
     def __init__(self, i: int, slot: dict | None, config_yaml):
         self.i = i
         first = self.updates(slot)
-        self.mark = _mark(i, slot, **self._edit(slot))
-        hidden = dict(visible=False, min_width=150)
-        self.text = gr.Textbox(lines=1, max_lines=1, **{**hidden, **_props(first[1])})
-        self.bool = gr.Checkbox(**{**hidden, **_props(first[2])})
-        self.choice = gr.Dropdown(allow_custom_value=True, **{**hidden, **_props(first[3])})
-        self.components = [self.mark, self.text, self.bool, self.choice]
+        # a column each: Gradio joins neighbouring inputs into one block at least 450 px wide, one field per line
+        with gr.Column(min_width=150, **_props(first[0])) as self.column:
+            self.mark = _mark(i, slot, **self._edit(slot))
+            hidden = dict(visible=False)
+            self.text = gr.Textbox(lines=1, max_lines=1, **{**hidden, **_props(first[2])})
+            self.bool = gr.Checkbox(**{**hidden, **_props(first[3])})
+            self.choice = gr.Dropdown(allow_custom_value=True, **{**hidden, **_props(first[4])})
+        self.components = [self.column, self.mark, self.text, self.bool, self.choice]
         _edits(self.text, i, config_yaml, at_once=False)
         _edits(self.bool, i, config_yaml, at_once=True)
         _edits(self.choice, i, config_yaml, at_once=True)
@@ -132,10 +134,10 @@ class _FieldSlot:
         return dict(key=f.name, ftype=f.type, value=_value(f), box=box)
 
     def updates(self, slot: dict | None) -> list:
-        """The mark and the three components' updates for what the slot shows now."""
+        """The column's, the mark's and the three components' updates for what the slot shows now."""
         mark = config_form.slot_mark(self.i, slot, **self._edit(slot))
         if not slot:
-            return [mark] + [gr.update(visible=False)] * 3
+            return [gr.update(visible=False), mark] + [gr.update(visible=False)] * 3
         f = config_form.FieldView(**slot)
         classes = (["aw-cfg-set"] if f.overridden else []) + (["aw-cfg-problem"] if f.problem else [])
         shown = dict(
@@ -150,7 +152,9 @@ class _FieldSlot:
         if f.kind == "choice":
             shown["choices"] = f.choices
         kind = f.kind if f.kind in ("bool", "choice") else "text"
-        return [mark] + [gr.update(**shown) if k == kind else gr.update(visible=False) for k in self.KINDS]
+        return [gr.update(visible=True), mark] + [
+            gr.update(**shown) if k == kind else gr.update(visible=False) for k in self.KINDS
+        ]
 
 
 def _props(update: dict) -> dict:
