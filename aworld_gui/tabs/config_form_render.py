@@ -72,35 +72,31 @@ def render_config_form(studio: Studio, engine_box, config_yaml, checked_state) -
     )
 
 
-def _mark(i: int, slot: dict | None, **edit) -> gr.HTML:
-    """Slot ``i``'s hidden mark (config_form.slot_mark): in the page (tests and the slot's edit read it), without
-    the gap of an empty block."""
-    return gr.HTML(config_form.slot_mark(i, slot, **edit), container=False, padding=False, visible="hidden")
+def _mark(html: str) -> gr.HTML:
+    """A slot's hidden mark (config_form.slot_mark): in the page (tests and the slot's edit read it), without the gap
+    of an empty block."""
+    return gr.HTML(html, container=False, padding=False, visible="hidden")
 
 
 class _Picker:
     """Slot 0: the model picker."""
 
     def __init__(self, slot: dict, config_yaml):
-        self.mark = _mark(0, slot, **self._edit(slot))
+        mark, box = self.updates(slot)
+        self.mark = _mark(mark)
         self.box = gr.Dropdown(
-            [tuple(m) for m in slot["models"]],
-            value=slot["model"],
             allow_custom_value=True,
             elem_id="model-pick",
-            interactive=slot["valid"],
             label=_("Model (overrides the agent's: a folder or a hub id in the local cache)"),
+            **_props(box),
         )
         self.components = [self.mark, self.box]
         _edits(self.box, 0, config_yaml, at_once=True)
 
-    @staticmethod
-    def _edit(slot: dict) -> dict:
-        return dict(key="model", ftype="str", value=slot["model"])
-
     def updates(self, slot: dict) -> list:
+        """The mark's and the picker's updates for what the slot shows now."""
         return [
-            config_form.slot_mark(0, slot, **self._edit(slot)),
+            config_form.slot_mark(0, slot, key="model", ftype="str", value=slot["model"]),
             gr.update(choices=[tuple(m) for m in slot["models"]], value=slot["model"], interactive=slot["valid"]),
         ]
 
@@ -113,45 +109,40 @@ class _FieldSlot:
 
     def __init__(self, i: int, slot: dict | None, config_yaml):
         self.i = i
-        first = self.updates(slot)
+        column, mark, text, box, choice = self.updates(slot)
         # a column each: Gradio joins neighbouring inputs into one block at least 450 px wide, one field per line
-        with gr.Column(min_width=150, **_props(first[0])) as self.column:
-            self.mark = _mark(i, slot, **self._edit(slot))
-            hidden = dict(visible=False)
-            self.text = gr.Textbox(lines=1, max_lines=1, **{**hidden, **_props(first[2])})
-            self.bool = gr.Checkbox(**{**hidden, **_props(first[3])})
-            self.choice = gr.Dropdown(allow_custom_value=True, **{**hidden, **_props(first[4])})
+        with gr.Column(min_width=150, **_props(column)) as self.column:
+            self.mark = _mark(mark)
+            self.text = gr.Textbox(lines=1, max_lines=1, **_props(text))
+            self.bool = gr.Checkbox(**_props(box))
+            self.choice = gr.Dropdown(allow_custom_value=True, **_props(choice))
         self.components = [self.column, self.mark, self.text, self.bool, self.choice]
         _edits(self.text, i, config_yaml, at_once=False)
         _edits(self.bool, i, config_yaml, at_once=True)
         _edits(self.choice, i, config_yaml, at_once=True)
 
-    def _edit(self, slot: dict | None) -> dict:
-        if not slot:
-            return {}
-        f = config_form.FieldView(**slot)
-        box = None if f.kind in ("bool", "choice") else f"#cfg-{f.name} input"
-        return dict(key=f.name, ftype=f.type, value=_value(f), box=box)
-
     def updates(self, slot: dict | None) -> list:
         """The column's, the mark's and the three components' updates for what the slot shows now."""
-        mark = config_form.slot_mark(self.i, slot, **self._edit(slot))
         if not slot:
-            return [gr.update(visible=False), mark] + [gr.update(visible=False)] * 3
+            return [gr.update(visible=False), config_form.slot_mark(self.i, None)] + [gr.update(visible=False)] * 3
         f = config_form.FieldView(**slot)
+        kind = f.kind if f.kind in ("bool", "choice") else "text"
+        value = _value(f)
+        # a box typed into (a number, a text) shows its value again when left empty; a box or a choice is never empty
+        box = f"#cfg-{f.name} input" if kind == "text" else None
+        mark = config_form.slot_mark(self.i, slot, key=f.name, ftype=f.type, value=value, box=box)
         classes = (["aw-cfg-set"] if f.overridden else []) + (["aw-cfg-problem"] if f.problem else [])
         shown = dict(
             visible=True,
             label=f.name,
             info=f.problem or engine_text.known(f.help) or None,  # what is wrong with its value, else what it means
-            value=_value(f),
+            value=value,
             interactive=f.interactive,
             elem_id=f"cfg-{f.name}",
             elem_classes=classes,
         )
         if f.kind == "choice":
             shown["choices"] = f.choices
-        kind = f.kind if f.kind in ("bool", "choice") else "text"
         return [gr.update(visible=True), mark] + [
             gr.update(**shown) if k == kind else gr.update(visible=False) for k in self.KINDS
         ]
