@@ -15,7 +15,7 @@ What it writes (paths relative to this folder):
   template (``trl/chat_templates/qwen2_5.jinja``, copied verbatim, tool-capable). GRPO teaches it the letters task in
   ~30 s on 2 CPU cores (see ``benchmarks/bare_trl_grpo.py``).
 * ``models/tiny-letters-trained`` -- ``tiny-letters`` trained by this project's own ``trl`` engine for 300 GRPO steps of
-  ``configs/letters_grpo.yaml`` (``engines/runs/shipped_demo.py``), with ``training/``: that run's spec, status, metrics,
+  ``configs/letters_grpo.yaml`` (``engines/core/shipped_demo.py``), with ``training/``: that run's spec, status, metrics,
   events and samples. Evaluate, Chat and Export work on it before anything has trained (the studio offers it as a run).
 * ``datasets/calc_{train,test}.jsonl`` -- rows ``{"prompt": "What is 3 + 4?", "answer": "7"}``.
 * ``models/tiny-calc`` -- a Qwen2ForCausalLM (3 layers x 64 wide) with a byte-BPE tokenizer (digits always single
@@ -602,12 +602,12 @@ def build_calc() -> None:
 
 def build_trained() -> None:
     """models/tiny-letters-trained: the letters demo trained by this project's own engine from models/tiny-letters
-    (engines/runs/shipped_demo.py), with the record of that run beside it."""
+    (engines/core/shipped_demo.py), with the record of that run beside it."""
     import sys
     import tempfile
 
     sys.path.insert(0, str(HERE.parent))
-    from engines.runs import shipped_demo
+    from engines.core import shipped_demo
 
     t0 = time.time()
     with tempfile.TemporaryDirectory() as tmp:

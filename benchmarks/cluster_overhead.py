@@ -40,7 +40,7 @@ def config(steps: int, **extra) -> dict:
 def one_run(tmp: str, steps: int, address: str | None, job_cpus: int = 2) -> dict:
     """The run as the studio starts it (``prepare_run`` + ``spawn_run``: its own process), watched from here."""
     from engines.runs.lifecycle import spawn_run
-    from engines.runs.prepare import prepare_run
+    from engines.core.prepare import prepare_run
 
     extra = {"ray_address": address, "ray_storage": f"{tmp}/cluster", "ray_resources": {"num_cpus": job_cpus}}
     extra = extra if address else {}

@@ -56,7 +56,7 @@ def main() -> int:
     ap.add_argument("--chat-messages", type=int, default=20)
     a = ap.parse_args()
 
-    from engines.inputs.agents import load_agent
+    from engines.agents.agent_spec import load_agent
     from engines.inference.checkpoints import ModelRef, load
     from engines.inputs.data import load_datasets, prompt_messages
     from engines.inference.evaluation import evaluate_model
@@ -108,7 +108,7 @@ def main() -> int:
 
     # (b) chat: time to the first streamed token, the model loaded
     from aworld_gui.core.chat_client import ChatService
-    from engines.runs.prepare import prepare_run
+    from engines.core.prepare import prepare_run
 
     with tempfile.TemporaryDirectory() as tmp:
         run = prepare_run(

@@ -112,7 +112,7 @@ def cases(wide: Path) -> list[dict]:
 
 def measure(case: dict, runs: Path) -> dict:
     from engines.core.checks import check_all
-    from engines.runs.prepare import prepare_run
+    from engines.core.prepare import prepare_run
 
     results = {
         r.module: r

@@ -69,7 +69,7 @@ def wait_ended(run: RunDir, timeout_s: float = 3600) -> dict:
 
 
 def alone(runs: str, steps: int, seed: int) -> float:
-    from engines.runs.prepare import prepare_run
+    from engines.core.prepare import prepare_run
     from engines.runs.lifecycle import spawn_run
 
     run = prepare_run(AGENT, TRAIN, TEST, REWARD, config(steps, seed), train_engine_name="trl", runs_dir=runs)

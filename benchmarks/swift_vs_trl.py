@@ -53,7 +53,7 @@ def train_rows(run) -> list[dict]:
 
 
 def measure(engine: str, runs_dir: str, a) -> dict:
-    from engines.runs.prepare import prepare_run
+    from engines.core.prepare import prepare_run
     from engines.runs.lifecycle import effective_status, kill_run, spawn_run, stop_run
 
     t0 = time.time()

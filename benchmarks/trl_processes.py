@@ -40,7 +40,7 @@ GENERATIONS = 16
 def one_run(name: str, a, runs: Path) -> dict:
     import yaml
 
-    from engines.runs.prepare import prepare_run
+    from engines.core.prepare import prepare_run
 
     processes, prompts = VARIANTS[name]
     cfg = yaml.safe_load((A / "configs/letters_grpo.yaml").read_text())

@@ -1,8 +1,8 @@
 """Engine-neutral training API: ``from engines import AgentTrainer, TrainerProcessor``."""
 
 from .core.agent_trainer import AgentTrainer
-from .inputs.agents import Agent, AgentSpec, load_agent
-from .core.check_result import CheckError, CheckResult
+from .agents.agent_spec import Agent, AgentSpec, load_agent
+from .results.check_result import CheckError, CheckResult
 from .core.registry import (
     DEFAULT_ENGINE,
     ENTRY_POINT_GROUP,

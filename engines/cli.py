@@ -26,7 +26,7 @@ import time
 from .core.registry import registered_engines
 from .runs.causes import Cause
 from .module_args import add_module_args, module_kwargs, parse_columns, parse_reward
-from .core.check_result import ERROR, CheckError, format_table
+from .results.check_result import ERROR, CheckError, format_table
 
 
 def cmd_check(a: argparse.Namespace) -> int:
@@ -118,7 +118,7 @@ def cmd_run(a: argparse.Namespace) -> int:
 
 def cmd_rerun(a: argparse.Namespace) -> int:
     """A new run directory with an earlier run's exact spec (a fresh run id), then train it."""
-    from .runs.prepare import rerun_dir
+    from .core.prepare import rerun_dir
 
     try:
         run = rerun_dir(a.run_dir, a.runs_dir)
@@ -152,7 +152,7 @@ def shell_command(*args: str) -> str:
 def execute_run(run) -> int:
     """Execute a prepared run directory. A run that takes the machine's training slot waits for it
     first, as this small process (before the engine, torch or the model are loaded)."""
-    from .runs.prepare import trainer_from_run_dir
+    from .core.prepare import trainer_from_run_dir
     from .runs.rundir import FAILED, SPEC_FILE, STOPPED
     from .runs.lifecycle import Slot, wait_for_slot
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from .core.check_result import CheckError
+from .results.check_result import CheckError
 from .core.registry import DEFAULT_ENGINE
 
 

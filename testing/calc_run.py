@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from engines.runs.prepare import prepare_run
+from engines.core.prepare import prepare_run
 from engines.runs.rundir import RunDir
 
 ASSETS = Path(__file__).resolve().parent.parent / "assets"

@@ -1,4 +1,4 @@
-"""On a machine with a CUDA GPU: runs forked from the preloaded fork server (engines/runs/fork_server.py) train on
+"""On a machine with a CUDA GPU: runs forked from the preloaded fork server (engines/fork_server.py) train on
 the GPU. Written to ``$OUT/cuda_fork_check.json`` (or ``--out``); the result is kept in
 benchmarks/results/cuda_fork_check.json (docs/DEVELOPMENT.md says how it was run).
 
@@ -46,7 +46,7 @@ def control_fork_after_is_available() -> dict:
     while chunk := os.read(r, 65536):
         data += chunk
     os.waitpid(pid, 0)
-    from engines.runs.fork_server import cuda_touched
+    from engines.fork_server import cuda_touched
 
     return {"parent_is_available": available, "child": json.loads(data or b"{}"), "guard_says": cuda_touched()}
 
@@ -94,7 +94,7 @@ def launches() -> dict:
     from engines.runs.launcher import Launcher
     from engines.runs.lifecycle import spawn_run
     from engines.isolation.sandbox import run_isolated
-    from engines.runs.prepare import prepare_run
+    from engines.core.prepare import prepare_run
     from engines.runs.rundir import RunDir
     from testing import letters_demo as d
 

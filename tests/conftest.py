@@ -240,11 +240,11 @@ def demo() -> dict[str, str]:
 @pytest.fixture(scope="session")
 def trained_letters(tmp_path_factory):
     """The letters demo trained (300 GRPO steps: held-out greedy reward from ~0 to ≥ 0.8 on CPU) as the project ships
-    it — ``assets/models/tiny-letters-trained``, installed as a finished run (engines/runs/shipped_demo.py) — for the
+    it — ``assets/models/tiny-letters-trained``, installed as a finished run (engines/core/shipped_demo.py) — for the
     tests of inference, evaluation, export and chat. Returns its AgentTrainer. tests/test_shipped_demo.py trains the
     demo from scratch, once, and checks that it learns as the shipped one did."""
     from engines import AgentTrainer
-    from engines.runs import shipped_demo
+    from engines.core import shipped_demo
 
     runs = tmp_path_factory.mktemp("trained") / "runs"
     run = shipped_demo.install(runs)

@@ -11,10 +11,10 @@ import pytest
 import yaml
 
 from engines import AgentSpec, CheckError, load_agent
-from engines.inputs.agents import agent_result
-from engines.core.check_result import format_table
+from engines.agents.agent_spec import agent_result
+from engines.results.check_result import format_table
 from engines.core.checks import check_all
-from engines.runs.prepare import prepare_run
+from engines.core.prepare import prepare_run
 
 SECRET = "sk-test-4f9c2a7e1b"
 
@@ -309,7 +309,7 @@ def test_agent_errors_surface_through_check_all_without_raising(tmp_path, demo):
 
 
 def test_max_turns_names_the_agents_turns_and_max_steps_is_its_alias():
-    from engines.inputs.agents import agent_result
+    from engines.agents.agent_spec import agent_result
 
     base = {"model": str(Path(__file__).resolve().parent.parent / "assets/models/tiny-letters"), "system_prompt": "x"}
     assert load_agent({**base, "max_turns": 4}).max_steps == 4

@@ -14,7 +14,7 @@ from datasets import Dataset
 
 from engines import AgentTrainer, CheckError, TrainerProcessor, logger
 from engines.core import registry
-from engines.core.check_result import CheckResult
+from engines.results.check_result import CheckResult
 from engines.inputs.config import ConfigField
 from engines.runs.rundir import FINISHED
 from engines.core.standard import StandardProcessor

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from engines import AgentTrainer
-from engines.inputs.agents import agent_result, load_agent
+from engines.agents.agent_spec import agent_result, load_agent
 from testing.aworld_agent import CALC_DATA, calc_agent, copy_project
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from engines.inputs.agents import agent_result, load_agent
-from engines.core.check_result import CheckError
+from engines.agents.agent_spec import agent_result, load_agent
+from engines.results.check_result import CheckError
 from engines.tools.mcp_client import McpPool, McpToolError
 from engines.tools.mcp_tools import result_value
 from testing import mcp2_calculator

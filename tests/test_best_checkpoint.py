@@ -12,7 +12,7 @@ import pytest
 from aworld_gui.rendering.i18n import localize
 from engines import AgentTrainer
 from engines.runs.best_checkpoint import BestTracker, metric_name, tracker_from_config
-from engines.core.check_result import CheckError
+from engines.results.check_result import CheckError
 from engines.inference.checkpoints import resolve
 from engines.runs.rundir import RunDir
 

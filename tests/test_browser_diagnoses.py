@@ -14,7 +14,7 @@ from playwright.sync_api import sync_playwright
 
 from engines.diagnostics.advice import ADVICE
 from engines.diagnostics.watcher import Diagnoser
-from engines.runs.prepare import prepare_run
+from engines.core.prepare import prepare_run
 from testing import waiting
 from testing.studio import CHROMIUM, launch_chromium
 

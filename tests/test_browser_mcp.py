@@ -72,7 +72,7 @@ def test_the_agent_card_lists_mcp_tools_with_their_server(page):
 
 
 def test_the_monitor_labels_mcp_tool_calls_with_their_server(page, app):
-    from engines.runs.prepare import prepare_run
+    from engines.core.prepare import prepare_run
     from engines.runs.lifecycle import spawn_run
 
     run = prepare_run(

@@ -12,7 +12,7 @@ import psutil
 import pytest
 
 from aworld_gui.core.chat_client import ChatService
-from engines.runs.prepare import prepare_run
+from engines.core.prepare import prepare_run
 from testing.calc_run import calc_run
 from testing.waiting import wait_for
 

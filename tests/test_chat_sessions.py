@@ -24,7 +24,7 @@ from aworld_gui.tabs.chat_tab import ChatTab
 from aworld_gui.worker.check_worker import CheckWorker
 from aworld_gui.core.studio import Studio
 from engines.inference.chat_context import ContextFull, fit, split_turns
-from engines.runs.prepare import prepare_run
+from engines.core.prepare import prepare_run
 
 A = Path(__file__).resolve().parent.parent / "assets"
 

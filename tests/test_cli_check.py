@@ -14,7 +14,7 @@ import yaml
 from engines import AgentTrainer, CheckError
 from engines.cli import main
 from engines.core.checks import check_all
-from engines.runs.prepare import prepare_run, trainer_from_run_dir
+from engines.core.prepare import prepare_run, trainer_from_run_dir
 
 ROOT = Path(__file__).resolve().parent.parent
 MODULES = ["agent", "dataset", "reward", "config", "engine"]
@@ -237,7 +237,7 @@ def test_prepare_run_writes_a_spec_a_run_process_can_rebuild(tmp_path, demo):
 
 def test_checks_are_data(tmp_path, demo):
     from engines.core.registry import get_processor_class
-    from engines.core.check_result import CheckResult, format_table
+    from engines.results.check_result import CheckResult, format_table
 
     p = get_processor_class("trl")(str(tmp_path / "runs"))
     p.check_agent(demo["agent"])

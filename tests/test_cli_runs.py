@@ -7,7 +7,7 @@ import sys
 import time
 from pathlib import Path
 
-from engines.runs.prepare import prepare_run
+from engines.core.prepare import prepare_run
 from engines.runs.rundir import RunDir
 
 ROOT = Path(__file__).resolve().parent.parent

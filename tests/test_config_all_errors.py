@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from engines.core.check_result import CheckError
+from engines.results.check_result import CheckError
 from engines.core.checks import engine_result
 
 

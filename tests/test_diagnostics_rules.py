@@ -7,8 +7,8 @@ import math
 
 import pytest
 
-from engines.core.check_result import CheckError
-from engines.runs.run_settings import split_run_settings
+from engines.results.check_result import CheckError
+from engines.core.run_settings import split_run_settings
 from engines.diagnostics import CODES
 from engines.diagnostics.advice import ADVICE
 from engines.diagnostics.reading import active_diagnoses

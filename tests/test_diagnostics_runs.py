@@ -188,7 +188,7 @@ def test_a_reward_that_keeps_memory_gives_memory_rising_with_the_step_it_would_r
     import psutil
 
     from engines.runs.lifecycle import spawn_run
-    from engines.runs.prepare import prepare_run
+    from engines.core.prepare import prepare_run
     from engines.runs.rundir import TERMINAL_STATES
     from testing.waiting import wait_for
 

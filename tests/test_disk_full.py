@@ -16,7 +16,7 @@ import pytest
 from engines import AgentTrainer
 from engines.core.checks import check_all
 from engines.runs.causes import Cause
-from engines.runs.disk_full import COMPLETE_MARK
+from engines.fit.disk_full import COMPLETE_MARK
 from engines.runs.lifecycle import effective_status
 from engines.runs.rundir import FAILED
 from testing.studio import killed_fake_run

@@ -1,4 +1,4 @@
-"""${NAME} by invitation (engines/inputs/env_invitation.py, issue 41.1): in a process a studio started
+"""${NAME} by invitation (engines/env_values/env_invitation.py, issue 41.1): in a process a studio started
 (``AWORLD_ENV_INVITED`` set) only the invited names are substituted, and only where secrets and endpoints go; the
 variables handed to user code and to MCP servers are the invited ones; without a studio (the CLI, the API) every
 name everywhere. The studio's own path (an upload through the page) is in tests/test_secrets.py and the bad-input
@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from engines.core.check_result import CheckError
-from engines.inputs.agents import load_agent
-from engines.inputs.env_invitation import INVITED_ENV
+from engines.results.check_result import CheckError
+from engines.agents.agent_spec import load_agent
+from engines.env_values.env_invitation import INVITED_ENV
 from engines.isolation.user_env import server_values, user_code_env
 from testing.letters_demo import MODEL
 

@@ -16,7 +16,7 @@ import pytest
 from engines import AgentTrainer, CheckError, TrainerProcessor
 from engines.inference.checkpoints import resolve
 from engines.inference.evaluation import list_evals, pass_at_k, prepare_eval, read_metrics
-from engines.runs.prepare import prepare_run
+from engines.core.prepare import prepare_run
 from engines.runs.rundir import RunDir
 
 ROOT = Path(__file__).resolve().parent.parent

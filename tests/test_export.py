@@ -15,7 +15,7 @@ from engines import CheckError
 from engines.inference.checkpoints import load, resolve
 from engines.inputs.data import load_datasets, prompt_messages
 from engines.inference.export import export_checkpoint
-from engines.runs.prepare import prepare_run
+from engines.core.prepare import prepare_run
 
 ROOT = Path(__file__).resolve().parent.parent
 TEST_SET = ROOT / "assets/datasets/letters_test.jsonl"

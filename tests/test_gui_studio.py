@@ -177,7 +177,7 @@ def test_stop_on_a_run_that_is_not_active_writes_nothing(studio):
 def test_the_reproduce_command_works_in_a_shell_without_the_virtualenv(studio, tmp_path, demo):
     """Pasted into a plain shell (no virtualenv active, the venv's bin not on PATH), the Runs tab's
     command trains the same spec as a new run; a failed attempt leaves no listed run behind."""
-    from engines.runs.prepare import prepare_run
+    from engines.core.prepare import prepare_run
 
     run = prepare_run(
         demo["agent"],
@@ -319,7 +319,7 @@ def test_a_shipped_test_set_pairs_only_with_its_train_set():
 
 
 def test_runs_carry_a_name_and_a_note_that_can_be_changed(studio, tmp_path, demo):
-    from engines.runs.prepare import prepare_run
+    from engines.core.prepare import prepare_run
 
     run = prepare_run(
         demo["agent"],

@@ -159,7 +159,7 @@ def test_engine_messages_are_shown_in_the_pages_language():
         MemoryEstimate(parts={}, per_process=gb // 2, processes=2, limit=22 * gb, limit_name="available RAM"),
     ]
     messages = [
-        "'letters-agent' on tiny-letters; tools: none; max turns 1",  # engines/inputs/agents.py
+        "'letters-agent' on tiny-letters; tools: none; max turns 1",  # engines/agents/agent_spec.py
         "'calc-agent' on tiny-calc; tools: calc_add, calc_mul (mcp_calc); max turns 4",
         "train 24 rows, test 16 rows; prompt='prompt' (text), answer='answer'",  # engines/inputs/data.py
         "train 24 rows; prompt='messages' (messages), no answer column",

@@ -121,7 +121,7 @@ def lint_imports(tree: Path = ROOT) -> subprocess.CompletedProcess:
 def test_the_import_contracts_hold():
     done = lint_imports()
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "3 kept, 0 broken" in done.stdout, done.stdout
+    assert "4 kept, 0 broken" in done.stdout, done.stdout
 
 
 def test_breaking_an_import_contract_fails_the_suite(tmp_path):
@@ -134,14 +134,41 @@ def test_breaking_an_import_contract_fails_the_suite(tmp_path):
         f.write("\n\ndef _breach():\n    from . import runs_tab\n")
     with (tmp_path / "aworld_gui" / "worker" / "check_tasks.py").open("a", encoding="utf-8") as f:
         f.write("\n\ndef _breach():\n    from ..core import studio\n")  # a layer importing one above it
+    with (tmp_path / "engines" / "runs" / "rundir.py").open("a", encoding="utf-8") as f:
+        f.write("\n\ndef _breach():\n    from ..core.prepare import prepare_run\n")
     done = lint_imports(tmp_path)
     assert done.returncode != 0
-    assert "0 kept, 3 broken" in done.stdout, done.stdout
+    assert "0 kept, 4 broken" in done.stdout, done.stdout
     assert "aworld_gui.worker.check_tasks -> aworld_gui.core.studio" in done.stdout, done.stdout
+    assert "engines.runs.rundir -> engines.core.prepare" in done.stdout, done.stdout
     assert (
         "engines.layer_breach -> gradio" in done.stdout
         and "aworld_gui.tabs.chat_tab -> aworld_gui.tabs.runs_tab" in done.stdout
     ), done.stdout
+
+
+def _contract_layers(container: str) -> list[str]:
+    import tomllib
+
+    contracts = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["importlinter"][
+        "contracts"
+    ]
+    (layers,) = [c["layers"] for c in contracts if c["type"] == "layers" and c.get("containers") == [container]]
+    return layers
+
+
+def test_the_layers_drawn_in_the_architecture_doc_are_the_contracts():
+    """docs/ARCHITECTURE.md draws the layers of ``engines`` as the contract has them, so the picture a newcomer reads
+    cannot drift from what the suite enforces; and every sub-package of ``engines`` is in a layer."""
+    text = (ROOT / "docs" / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    drawn = text.split("<!-- engines layers: kept equal to pyproject.toml by tests/test_layout.py -->", 1)[1]
+    drawn = drawn.split("```", 2)[1].strip().splitlines()
+    layers = _contract_layers("engines")
+    assert drawn == layers, f"docs/ARCHITECTURE.md draws {drawn}, the contract says {layers}"
+    placed = {name.strip() for layer in layers for name in layer.split("|")}
+    folders = {p.parent.name for p in (ROOT / "engines").glob("*/__init__.py")}
+    modules = {p.stem for p in (ROOT / "engines").glob("*.py")} - {"__init__", "__main__"}
+    assert folders | modules == placed, f"in no layer: {sorted((folders | modules) - placed)}"
 
 
 #: files over the limit, each at most its size when the formatter (ruff format) made it so: they may shrink, never

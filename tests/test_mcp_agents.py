@@ -17,10 +17,10 @@ import pytest
 import yaml
 
 from engines import CheckError, load_agent
-from engines.inputs.agents import agent_result
-from engines.core.check_result import format_table
+from engines.agents.agent_spec import agent_result
+from engines.results.check_result import format_table
 from engines.core.checks import check_all
-from engines.runs.prepare import prepare_run
+from engines.core.prepare import prepare_run
 from testing import mcp_servers
 
 ROOT = Path(__file__).resolve().parent.parent

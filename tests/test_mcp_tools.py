@@ -8,7 +8,7 @@ import inspect
 import pytest
 from transformers.utils import get_json_schema
 
-from engines.core.check_result import CheckError
+from engines.results.check_result import CheckError
 from engines.tools.mcp_servers import parse_mcp
 from engines.tools.mcp_tools import McpTool, check_unique_names, make_callable, signature_of, tools_from_listing
 

@@ -101,7 +101,7 @@ def http_calculator():
 
 def test_a_streamable_http_server_works_the_same(tmp_path, http_calculator, monkeypatch):
     from engines.core.checks import check_all
-    from engines.runs.prepare import prepare_run
+    from engines.core.prepare import prepare_run
     from engines.runs.lifecycle import spawn_run
 
     monkeypatch.setenv("CALC_TEST_TOKEN", TOKEN)
@@ -185,7 +185,7 @@ def test_a_run_whose_server_no_longer_starts_fails_as_a_tool_server_error(tmp_pa
     import subprocess
     import sys
 
-    from engines.runs.prepare import prepare_run
+    from engines.core.prepare import prepare_run
 
     marker = tmp_path / "crashed"
     servers = {"flaky": {**mcp_servers.command("flaky"), "env": {"FLAKY_MARKER": str(marker)}}}

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from engines.core.check_result import CheckError
+from engines.results.check_result import CheckError
 from engines.fit.model_source import local_models, resolve_model
 from testing import free_port
 

@@ -8,7 +8,7 @@ import psutil
 from aworld_gui.worker.check_worker import CheckWorker
 from aworld_gui.tabs.engine_setup import DONE, EngineSetups
 from aworld_gui.core.studio import Studio
-from engines.runs.prepare import prepare_run
+from engines.core.prepare import prepare_run
 from engines.swift import environment as E
 from testing.swift_fakes import stand_in_venv
 from testing.waiting import wait_for

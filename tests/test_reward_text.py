@@ -7,11 +7,11 @@ from __future__ import annotations
 import pytest
 
 from aworld_gui.core.inputs import parse_reward_text
-from engines.core.check_result import CheckError
+from engines.results.check_result import CheckError
 from engines.module_args import parse_reward
 from engines.rewards.reward_text import MAX_REWARD_TEXT, RewardTextError, split_items
 from engines.rewards.spec import entry_weight
-from engines.inputs.yaml_input import load_yaml_text
+from engines.files.yaml_input import load_yaml_text
 
 
 def test_a_flood_of_commas_is_refused_not_split_for_seconds():

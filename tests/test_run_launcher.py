@@ -1,4 +1,4 @@
-"""Runs forked from the preloaded fork server (engines/runs/launcher.py, engines/runs/fork_server.py) are the same
+"""Runs forked from the preloaded fork server (engines/runs/launcher.py, engines/fork_server.py) are the same
 processes a fresh interpreter would have been: the same environment (credentials only by ``${NAME}``, the MCP
 servers' variables only in their table: engines/isolation/server_env.py), their own session, no inherited descriptor, the same ``sys.argv``; they
 outlive the launcher; what the fork server cannot take identically is started fresh, and says why."""
@@ -14,7 +14,7 @@ import pytest
 
 from engines.runs.launcher import Launcher
 from engines.runs.lifecycle import Slot, spawn_run
-from engines.runs.prepare import prepare_run
+from engines.core.prepare import prepare_run
 from engines.runs.rundir import RunDir
 from testing.studio import end_process_group
 from testing.waiting import wait_for

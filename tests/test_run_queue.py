@@ -9,7 +9,7 @@ import time
 
 import psutil
 
-from engines.runs.prepare import prepare_run
+from engines.core.prepare import prepare_run
 from engines.runs.rundir import RUNNING, RunDir
 from engines.runs.lifecycle import Slot, spawn_run
 from testing.studio import end_process_group

@@ -13,7 +13,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from engines.core.check_result import CheckError
+from engines.results.check_result import CheckError
 from engines.isolation.processes import spawn_detached, terminate_tree
 from engines.isolation.sandbox import run_isolated
 from engines.isolation.user_env import referenced_names, user_code_env

@@ -1,4 +1,4 @@
-"""The trained demo the project ships (assets/models/tiny-letters-trained, engines/runs/shipped_demo.py): the demo
+"""The trained demo the project ships (assets/models/tiny-letters-trained, engines/core/shipped_demo.py): the demo
 trained from scratch here learns as the shipped one did (held-out greedy reward from ~0 to ≥ 0.8, no diagnosis) —
 the one test of the suite that trains it; every other test that needs a trained demo reads the shipped one
 (tests/conftest.py's ``trained_letters``) — and the shipped one installs as a finished run that Evaluate, Chat and
@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 from engines import AgentTrainer
-from engines.runs import shipped_demo
+from engines.core import shipped_demo
 from engines.runs.lifecycle import effective_status, list_run_dirs
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from engines.core.check_result import ERROR, CheckError
+from engines.results.check_result import ERROR, CheckError
 from engines.sweeps.launch import check_sweep
 from engines.sweeps.spec import parse_sweep
 

@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from engines import AgentTrainer, CheckError
-from engines.runs.prepare import prepare_run
+from engines.core.prepare import prepare_run
 from engines.runs.lifecycle import effective_status, kill_run, process_alive, spawn_run, stop_run
 from engines.swift.environment import availability
 from testing.waiting import wait_for

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from engines.core.check_result import CheckError
+from engines.results.check_result import CheckError
 from engines.inputs.data import load_datasets
 from engines.runs.rundir import RunDir
 from engines.swift import arguments as A

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from engines import AgentTrainer, CheckError
-from engines.runs.prepare import prepare_run, trainer_from_run_dir
+from engines.core.prepare import prepare_run, trainer_from_run_dir
 from engines.runs.lifecycle import effective_status, process_alive, spawn_run, stop_run
 from testing.waiting import wait_for
 

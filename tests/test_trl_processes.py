@@ -9,7 +9,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from engines.runs.prepare import prepare_run
+from engines.core.prepare import prepare_run
 from engines.runs.lifecycle import effective_status, kill_run, process_alive, spawn_run, stop_run
 from testing.waiting import wait_for
 

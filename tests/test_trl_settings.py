@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from engines import AgentTrainer, CheckError
-from engines.runs.prepare import trainer_from_run_dir
+from engines.core.prepare import trainer_from_run_dir
 from engines.trl.catalog import describe
 from engines.trl.config import validate
 from engines.trl.settings import GRPO, LATE_CHOICES, OWNED, SFT, trl_fields

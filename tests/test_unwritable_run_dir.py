@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from engines.runs.lifecycle import delete_run, effective_status, kill_run, process_alive, spawn_run
-from engines.runs.prepare import prepare_run
+from engines.core.prepare import prepare_run
 from engines.runs.rundir import RunDir
 from testing.waiting import wait_for
 

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from aworld_gui.core.upload_secrets import mask_text
-from engines.inputs.agents import load_agent
-from engines.core.check_result import CheckError, CheckResult
+from engines.agents.agent_spec import load_agent
+from engines.results.check_result import CheckError, CheckResult
 from engines.inference.export import public_spec
 from engines.core.checks import check_all
-from engines.inputs.secret_values import mask_url_passwords, public_mapping
+from engines.env_values.secret_values import mask_url_passwords, public_mapping
 
 ROOT = Path(__file__).resolve().parent.parent
 MODEL = ROOT / "assets" / "models" / "tiny-letters"

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 from omegaconf import OmegaConf
 
-from engines.core.check_result import CheckError
+from engines.results.check_result import CheckError
 from engines.core.checks import check_all
 from engines.verl import VerlProcessor
 

@@ -10,7 +10,7 @@ import pytest
 import yaml
 from omegaconf import OmegaConf
 
-from engines.core.check_result import CheckError
+from engines.results.check_result import CheckError
 from engines.verl import VerlProcessor
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -374,7 +374,7 @@ def test_cluster_address_turns_off_the_local_slot(tmp_path, data_file, monkeypat
 
 def test_run_yaml_reproduces_the_same_verl_config(tmp_path, data_file):
     from engines import AgentTrainer
-    from engines.runs.prepare import trainer_from_run_dir
+    from engines.core.prepare import trainer_from_run_dir
 
     t = AgentTrainer(
         LETTERS_AGENT,

@@ -6,7 +6,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from engines.core.check_result import CheckError
+from engines.results.check_result import CheckError
 from engines.verl import VerlProcessor
 from engines.verl.dataset import read_rows
 

@@ -161,7 +161,7 @@ def test_with_tools_the_reward_sees_the_final_answer_not_the_tool_results(tmp_pa
 
 
 def test_no_reward_uses_verls_builtin_scorer_only_for_sources_it_knows(tmp_path):
-    from engines.core.check_result import CheckError
+    from engines.results.check_result import CheckError
 
     with pytest.raises(CheckError, match="no built-in scorer for data_source 'letters'"):
         prepared(tmp_path, None)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from engines.core.check_result import CHECKED_MODULES, MODULES
+from engines.results.check_result import CHECKED_MODULES, MODULES
 from engines.core.isolated_checks import results_for_failure
 from engines.isolation.sandbox import whose
 

@@ -17,9 +17,9 @@ from typing import Any
 
 import yaml
 
-from engines.core.check_result import CheckError
-from engines.inputs.user_files import size_text
-from engines.inputs.yaml_input import MAX_BYTES, load_user_file
+from engines.results.check_result import CheckError
+from engines.files.user_files import size_text
+from engines.files.yaml_input import MAX_BYTES, load_user_file
 from engines.runs.rundir import atomic_write_text
 
 from ..rendering.i18n import _

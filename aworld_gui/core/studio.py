@@ -22,14 +22,14 @@ from typing import Any
 
 import psutil
 
-from engines.core.check_result import MODULES
+from engines.results.check_result import MODULES
 from engines.cli import shell_command
 from engines.isolation.processes import reap_detached
 from engines.runs.launcher import Launcher
 from engines.runs.no_links import checkpoint_files
 from engines.runs.rundir import FAILED, QUEUED, RUNNING, STOPPING, RunDir
 from engines.isolation.user_env import referenced_names, server_names, user_code_envs
-from engines.inputs.yaml_input import try_load_yaml
+from engines.files.yaml_input import try_load_yaml
 from engines.runs.lifecycle import (
     Slot,
     delete_run,

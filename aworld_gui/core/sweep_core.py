@@ -17,8 +17,8 @@ from typing import Any
 
 import yaml
 
-from engines.core.check_result import CheckError
-from engines.inputs.yaml_input import try_load_yaml
+from engines.results.check_result import CheckError
+from engines.files.yaml_input import try_load_yaml
 from engines.runs.lifecycle import effective_status
 from engines.sweeps.spec import cluster_of, parse_sweep
 from engines.sweeps.sweep_dir import SweepDir, list_sweeps, sweeps_root

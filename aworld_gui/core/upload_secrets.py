@@ -14,9 +14,9 @@ import re
 
 import yaml
 
-from engines.inputs.secret_values import MASK, SECRET_RE, URL_PASSWORD_RE, mask_url_passwords
-from engines.core.check_result import CheckError
-from engines.inputs.yaml_input import compose_yaml_text
+from engines.env_values.secret_values import MASK, SECRET_RE, URL_PASSWORD_RE, mask_url_passwords
+from engines.results.check_result import CheckError
+from engines.files.yaml_input import compose_yaml_text
 
 #: keys whose values are credentials: the agents' rule, plus HTTP headers that carry them
 SECRET_KEY = re.compile(SECRET_RE.pattern + r"|^authorization$|^proxy-authorization$|^cookie$", re.I)

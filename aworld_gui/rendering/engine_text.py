@@ -25,7 +25,7 @@ from .i18n_zh import ZH
 WHOLE = [
     "CPU ([no CUDA GPU found]; [small models only])",
 ]
-#: one part of a message each (engines/inputs/agents.py, data.py, rewards/dry_run.py, fit/memory_estimate.py,
+#: one part of a message each (engines/agents/agent_spec.py, data.py, rewards/dry_run.py, fit/memory_estimate.py,
 #: the engines' availability, core/checks.py)
 TEMPLATES = [
     # agent: "'letters-agent' on tiny-letters; tools: none; max turns 1"

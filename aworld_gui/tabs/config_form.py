@@ -33,7 +33,7 @@ from typing import Any
 
 import yaml
 
-from engines.inputs.yaml_input import try_load_yaml
+from engines.files.yaml_input import try_load_yaml
 
 from ..rendering.i18n import _
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import gradio as gr
 
-from engines.core.check_result import MODULES
+from engines.results.check_result import MODULES
 from engines.inputs.data import preview_text
 
 from ..core import inputs as inp

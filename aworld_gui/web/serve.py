@@ -20,7 +20,7 @@ import threading
 from pathlib import Path
 
 from aworld_gui.web import clean_start
-from engines.inputs.env_invitation import ALLOW_OPTION, STUDIO_ALLOW_ENV, invite, parse_names
+from engines.env_values.env_invitation import ALLOW_OPTION, STUDIO_ALLOW_ENV, invite, parse_names
 
 
 def parse_auth(value: str | None) -> tuple[str, str] | None:

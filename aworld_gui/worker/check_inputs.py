@@ -11,7 +11,7 @@ import shlex
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from engines.inputs.yaml_input import try_load_yaml
+from engines.files.yaml_input import try_load_yaml
 
 DEMO_ENGINE = "trl"
 

@@ -23,7 +23,7 @@ def preload() -> str | None:
         import transformers  # noqa: F401
         from transformers import AutoTokenizer  # noqa: F401
 
-        import engines.runs.prepare  # noqa: F401
+        import engines.core.prepare  # noqa: F401
         import engines.core.standard  # noqa: F401
 
         from . import check_inputs  # noqa: F401 - every check and launch reads its inputs with it
@@ -218,8 +218,8 @@ def _render_first_prompt(agent: dict, data: dict, si) -> dict[str, Any]:
 # -- launch ----------------------------------------------------------------------------------------
 def prepare(inputs: dict[str, Any], runs_dir: str) -> dict[str, Any]:
     """``prepare_run``: checks again in a fresh run dir, writes run.yaml, state ``queued``."""
-    from engines.runs.prepare import prepare_run
-    from engines.core.check_result import CheckError
+    from engines.core.prepare import prepare_run
+    from engines.results.check_result import CheckError
 
     from .check_inputs import SetupInputs
 
@@ -242,7 +242,7 @@ def prepare_eval(
     max_samples: int | None = None,
 ) -> dict[str, Any]:
     """``engines.inference.evaluation.prepare_eval`` (loads the dataset and the reward: user code, so here)."""
-    from engines.core.check_result import CheckError
+    from engines.results.check_result import CheckError
     from engines.inference.evaluation import prepare_eval as prepare
 
     try:

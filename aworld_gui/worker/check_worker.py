@@ -48,7 +48,7 @@ class WorkerError(RuntimeError):
     """A worker call failed: ``kind`` is exception | exit | crash | timeout | cancelled | unavailable | bug."""
 
     def __init__(self, message: str, kind: str = "exception", output: str = "", tb: str = "", stage: str | None = None):
-        from engines.inputs.secret_values import mask_url_passwords
+        from engines.env_values.secret_values import mask_url_passwords
 
         message, output, tb = (mask_url_passwords(x) for x in (message, output, tb))
         super().__init__(message)

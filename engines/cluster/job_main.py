@@ -29,6 +29,8 @@ from .job_secrets import read_secrets
 from .mirror import JobMirror
 from .ray_jobs import job_client, stop_requested
 
+#: set in a cluster job's environment: the run trains there, it is not submitted again
+IN_RAY_JOB = "AWORLD_IN_RAY_JOB"
 RUN_ID = "AWORLD_RUN_ID"
 STORAGE = "AWORLD_RAY_STORAGE"
 DASHBOARD = "AWORLD_RAY_DASHBOARD"

@@ -36,7 +36,6 @@ from ..runs.rundir import (
     TENSORBOARD_DIR,
     RunDir,
 )
-from ..runs.run_settings import IN_RAY_JOB
 from . import job_main
 from .job_secrets import secrets_package
 from .mirror import LocalMirror, parse
@@ -107,7 +106,7 @@ def submission(
     needs = sorted({*outside_paths(run.read_spec(), run.path), *(v for v in engine_env.values() if v.startswith("/"))})
     env = {
         **engine_env,
-        IN_RAY_JOB: "1",
+        job_main.IN_RAY_JOB: "1",
         job_main.RUN_ID: run.run_id,
         job_main.DASHBOARD: address,
         job_main.SUBMISSION_ID: submission_id,

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ..isolation import sandbox
-from .check_result import CheckResult
+from ..results.check_result import CheckResult
 from .isolated_checks import check_all_isolated, first_error
 from .registry import DEFAULT_ENGINE, get_processor_class, register_processor, registered_engines, unregister_processor
 from .trainer_processor import TrainerProcessor, logger

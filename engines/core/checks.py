@@ -7,7 +7,7 @@ import shutil
 import tempfile
 from typing import Any, Callable
 
-from .check_result import CHECKED_MODULES, ERROR, CheckError, CheckResult
+from ..results.check_result import CHECKED_MODULES, ERROR, CheckError, CheckResult
 from .registry import DEFAULT_ENGINE, get_processor_class
 
 
@@ -27,6 +27,48 @@ def engine_result(engine: str) -> tuple[Any, CheckResult]:
         f"{engine}: " + ("available" if ok else reason),
         details={"engine": engine, "available": ok, "reason": reason},
     )
+
+
+def check_modules(
+    p: Any,
+    agent: Any,
+    train_dataset: Any,
+    test_dataset: Any,
+    reward_func: Any,
+    config: Any,
+    on_module: Callable[[str], None] | None = None,
+) -> list[CheckResult]:
+    """The four module checks of the engine ``p`` in the spec's order, one result each; never raises: a module
+    whose check fails (a :class:`CheckError`, user code's exception or ``sys.exit``) is reported and the next is
+    checked. ``on_module(module)`` is called as each check starts. Runs user code: the studio calls it in a child."""
+    steps = (
+        ("agent", lambda: p.check_agent(agent)),
+        ("dataset", lambda: p.check_dataset(train_dataset, test_dataset)),
+        ("reward", lambda: p.check_reward(reward_func)),
+        ("config", lambda: p.check_config(config)),
+    )
+    results: list[CheckResult] = []
+    for module, step in steps:
+        if on_module is not None:
+            on_module(module)
+        try:
+            step()
+            found = [r for r in p.check_results if r.module == module]
+            results.append(found[-1] if found else CheckResult(module, "ok", "checked"))
+        except CheckError as e:
+            results.append(e.result)
+        except SystemExit as e:  # sys.exit() in user code: say so, keep going
+            results.append(
+                CheckResult(
+                    module,
+                    ERROR,
+                    f"the {module} module's code called sys.exit({e.code!r}) — "
+                    "user code must not exit the check: return a value or raise an exception",
+                )
+            )
+        except Exception as e:  # user code or an engine bug: report it, keep going
+            results.append(CheckResult(module, ERROR, f"{type(e).__name__}: {e}"))
+    return results
 
 
 def check_all(
@@ -66,33 +108,7 @@ def check_all(
             train_dataset = {"path": train_dataset, "columns": columns}
         if hasattr(p, "take_aworld_inputs"):  # an engine reading an AWorld trainer's input forms
             agent, reward_func, config = p.take_aworld_inputs(agent, reward_func, config)
-        steps = (
-            ("agent", lambda: p.check_agent(agent)),
-            ("dataset", lambda: p.check_dataset(train_dataset, test_dataset)),
-            ("reward", lambda: p.check_reward(reward_func)),
-            ("config", lambda: p.check_config(config)),
-        )
-        results: list[CheckResult] = []
-        for module, step in steps:
-            if on_module is not None:
-                on_module(module)
-            try:
-                step()
-                found = [r for r in p.check_results if r.module == module]
-                results.append(found[-1] if found else CheckResult(module, "ok", "checked"))
-            except CheckError as e:
-                results.append(e.result)
-            except SystemExit as e:  # sys.exit() in user code: say so, keep going
-                results.append(
-                    CheckResult(
-                        module,
-                        ERROR,
-                        f"the {module} module's code called sys.exit({e.code!r}) — "
-                        "user code must not exit the check: return a value or raise an exception",
-                    )
-                )
-            except Exception as e:  # user code or an engine bug: report it, keep going
-                results.append(CheckResult(module, ERROR, f"{type(e).__name__}: {e}"))
+        results = check_modules(p, agent, train_dataset, test_dataset, reward_func, config, on_module)
         return results + [engine]
     finally:
         if scratch:

@@ -11,7 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from .check_result import CHECKED_MODULES, ERROR, WARNING, CheckError, CheckResult
+from ..results.check_result import CHECKED_MODULES, ERROR, WARNING, CheckError, CheckResult
 from ..isolation.sandbox import Outcome, describe, run_isolated
 from ..isolation.user_env import user_code_envs
 

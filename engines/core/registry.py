@@ -16,7 +16,7 @@ from __future__ import annotations
 from importlib import metadata
 from typing import Union
 
-from .check_result import did_you_mean
+from ..results.check_result import did_you_mean
 from ..inputs.loading import load_object
 from .trainer_processor import TrainerProcessor
 

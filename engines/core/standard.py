@@ -13,11 +13,11 @@ import time
 import traceback
 from typing import Any, Callable
 
-from ..inputs.agents import AgentSpec, agent_result, load_agent
+from ..agents.agent_spec import AgentSpec, agent_result, load_agent
 from .trainer_processor import TrainerProcessor, logger
-from .check_result import CheckError, CheckResult
+from ..results.check_result import CheckError, CheckResult
 from ..inputs.config import ConfigField, validate_config
-from ..runs.run_settings import (
+from .run_settings import (
     BEST_CHECKPOINT_WHY,
     CLUSTER_KEYS,
     REFUSED_WHY,
@@ -29,7 +29,7 @@ from ..inputs.data import DataBundle, load_datasets, save_for_spec
 from ..fit.data_fit import DataFit, check_data_fit
 from ..fit.model_folder import ModelFolder, require_model_folder
 from ..rewards import Reward, RewardError, dry_run_reward, load_reward
-from ..runs import disk_full
+from ..fit import disk_full
 from ..runs.causes import Cause, classify_failure
 from ..runs.rundir import FAILED, FINISHED, RUNNING, STOPPED, run_dir_write_error
 from ..runs.lifecycle import Slot, wait_for_slot
@@ -79,7 +79,7 @@ class StandardProcessor(TrainerProcessor):
     config_fields: list[ConfigField] = []
     #: False when the engine can train without a reward (e.g. supervised fine-tuning)
     reward_required: bool = True
-    #: the run settings (engines/runs/run_settings.py) this engine acts on: another one set is refused at the
+    #: the run settings (engines/core/run_settings.py) this engine acts on: another one set is refused at the
     #: check, never accepted and ignored (the diagnoses watch every engine's run; best checkpoint and early
     #: stopping need the engine's own evaluation loop)
     run_settings_honored: frozenset[str] = frozenset({"diagnostics"}) | CLUSTER_KEYS

@@ -12,7 +12,7 @@ from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import Any, Callable, Union
 
-from .check_result import CheckResult
+from ..results.check_result import CheckResult
 from ..runs.rundir import RunDir
 
 #: the engines' logger; ``import engines`` adds no handler (the application configures logging)

@@ -13,7 +13,7 @@ import threading
 from collections import deque
 from typing import Any, Callable
 
-from ..core.check_result import CheckError
+from ..results.check_result import CheckError
 from ..runs.causes import Cause
 from ..runs.rundir import EVAL_REWARD, EVAL_TRAIN_REWARD, METRICS_FILE, REWARD, SAMPLES_FILE, RunDir
 from ..runs.json_lines import JsonlTail

@@ -19,7 +19,7 @@ import heapq
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ..core.check_result import CheckError
+from ..results.check_result import CheckError
 from ..inputs.data import prompt_text
 from ..inputs.row_location import locate_rows
 

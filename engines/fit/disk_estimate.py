@@ -1,6 +1,6 @@
 """The disk a run's checkpoints take, estimated before launch from the model's parameter counts, against the free
 space where the run will write: a run that would fill its disk is told at its check, not found out when a
-checkpoint save fails halfway (engines/runs/disk_full.py says that one).
+checkpoint save fails halfway (engines/fit/disk_full.py says that one).
 
 A checkpoint of Transformers' Trainer holds the trained weights (every weight at its load precision, or only the
 LoRA adapters in fp32), the optimizer's states for the trainable part (AdamW: two per parameter), and small files
@@ -13,8 +13,8 @@ from __future__ import annotations
 import math
 import os
 
-from ..inputs.user_files import size_text
-from ..runs.disk_full import disk_room
+from ..files.user_files import size_text
+from .disk_full import disk_room
 from .memory_estimate import optimizer_bytes
 
 #: tokenizer, config, RNG and scheduler states, trainer_state.json, training_args.bin

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..core.check_result import CheckError
+from ..results.check_result import CheckError
 
 WEIGHT_GLOBS = (
     "*.safetensors",

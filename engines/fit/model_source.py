@@ -16,7 +16,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..core.check_result import CheckError
+from ..results.check_result import CheckError
 
 ASSETS_MODELS = Path(__file__).resolve().parents[2] / "assets" / "models"
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")

@@ -45,7 +45,7 @@ def write_state(state_dir: Path, **fields) -> None:
 
 class ChatModel:
     def __init__(self, run_dir: str, checkpoint: str | None):
-        from ..inputs.agents import load_agent
+        from ..agents.agent_spec import load_agent
         from .checkpoints import load, resolve
         from .rollout import AgentGenerator
         from ..runs.rundir import RunDir

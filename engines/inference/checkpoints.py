@@ -11,7 +11,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..core.check_result import CheckError
+from ..results.check_result import CheckError
 from ..runs.json_lines import read_json_object
 from ..runs.rundir import CHECKPOINTS_DIR, RunDir
 

@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from ..inputs.agents import AgentSpec, load_agent
-from ..core.check_result import CheckError
+from ..agents.agent_spec import AgentSpec, load_agent
+from ..results.check_result import CheckError
 from .checkpoints import ModelRef, resolve
 from ..inputs.data import ColumnMap, load_datasets, prompt_messages, row_answer, save_for_spec
 from ..rewards import Reward, load_reward

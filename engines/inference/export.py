@@ -11,11 +11,11 @@ from pathlib import Path
 
 import yaml
 
-from ..core.check_result import CheckError
+from ..results.check_result import CheckError
 from .checkpoints import ModelRef, load, resolve
 from .evaluation import list_evals, read_metrics
 from ..runs.rundir import RunDir
-from ..inputs.secret_values import mask_secrets, public_url
+from ..env_values.secret_values import mask_secrets, public_url
 
 EXPORTS_DIR = "exports"
 TOKEN_ENV = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN")
@@ -80,7 +80,7 @@ def export_checkpoint(
     push_to_hub: str | None = None,
 ) -> Path:
     """Write the model folder (default ``<run>/exports/<checkpoint>``) and return its path."""
-    from ..inputs.agents import load_agent
+    from ..agents.agent_spec import load_agent
 
     run = RunDir(run_dir)
     spec = run.read_spec()

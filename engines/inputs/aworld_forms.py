@@ -17,7 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..core.check_result import CheckError
+from ..results.check_result import CheckError
 from .config import load_config_input
 
 KEY = "reward_model"

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from ..core.check_result import CheckError, did_you_mean
-from .yaml_input import load_json_text, load_user_file, load_yaml_text
+from ..results.check_result import CheckError, did_you_mean
+from ..files.yaml_input import load_json_text, load_user_file, load_yaml_text
 
 
 @dataclass

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..core.check_result import CheckError, CheckResult
+from ..results.check_result import CheckError, CheckResult
 from .data_size import check_parquet, check_rows, check_text
 from .row_location import describe_rows, locate_rows
 
@@ -94,7 +94,7 @@ def _load_file(path: Path, role: str):
 def _check_file_kind(path: Path, role: str, suffix: str) -> None:
     """Refuse, before the readers see it, a binary file in a text format, a parquet that is none, and a JSON
     object that wraps the records instead of being their list."""
-    from .user_files import binary_kind
+    from ..files.user_files import binary_kind
 
     with open(path, "rb") as f:
         head = f.read(8192)
@@ -150,7 +150,7 @@ def _check_file_kind(path: Path, role: str, suffix: str) -> None:
 
 def _read_error(path: Path, role: str, suffix: str, cause: BaseException) -> CheckError:
     """What went wrong reading a dataset file, with the line (and column) where it did."""
-    from .user_files import find_bad_utf8
+    from ..files.user_files import find_bad_utf8
 
     text = f"{type(cause).__name__}: {str(cause)[:300]}"
     chain = [cause, getattr(cause, "__cause__", None), getattr(cause, "__context__", None)]

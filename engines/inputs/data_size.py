@@ -14,7 +14,7 @@ loops". So before a dataset file is read:
 The limits are :data:`DEFAULT_MAX_ROWS` rows and :data:`DEFAULT_MAX_BYTES` bytes, which a check
 reads and inspects well within its time limit; ``$AWORLD_DATASET_MAX_ROWS`` and
 ``$AWORLD_DATASET_MAX_BYTES`` (set where the studio, the CLI or the Python API runs) change them.
-Compressed files (gzip, zip) are not accepted at all: :mod:`engines.inputs.user_files` names them.
+Compressed files (gzip, zip) are not accepted at all: :mod:`engines.files.user_files` names them.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ..core.check_result import CheckError
+from ..results.check_result import CheckError
 
 #: rows a dataset may have (a GRPO/SFT set rarely has more than a million; a million short rows load and
 #: inspect in about 2 s on a laptop core, far inside the check's 60 s)

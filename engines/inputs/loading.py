@@ -83,7 +83,7 @@ def load_object(ref: str, base_dir: str | os.PathLike | None = None) -> Any:
     for part in attr.split("."):
         if not hasattr(obj, part):
             names = [n for n in dir(module) if not n.startswith("_")]
-            from ..core.check_result import did_you_mean
+            from ..results.check_result import did_you_mean
 
             raise ReferenceError_(f"'{target}' has no attribute '{attr}'{did_you_mean(part, names)}")
         obj = getattr(obj, part)

@@ -578,7 +578,7 @@ def run_isolated(
 
 def whose(stage: str | None) -> str:
     """ "the reward module's code" for a module stage, else "user code"."""
-    from ..core.check_result import CHECKED_MODULES
+    from ..results.check_result import CHECKED_MODULES
 
     return f"the {stage} module's code" if stage in CHECKED_MODULES else "the checked code"
 

@@ -84,7 +84,7 @@ def _load_structured(text: str) -> Any:
     """A YAML/JSON document as data, or None when it is not a mapping or is not safe YAML (read with the one
     loader for user YAML: its depth, size and alias caps; PyYAML's own recursed past Python's limit on a deeply
     nested file, and the check crashed on it instead of saying what is wrong)."""
-    from ..inputs.yaml_input import try_load_yaml
+    from ..files.yaml_input import try_load_yaml
 
     data = try_load_yaml(text)
     return data if isinstance(data, Mapping) else None
@@ -202,13 +202,13 @@ def user_code_envs(*sources: Any, extra: Mapping[str, str] | None = None) -> tup
 
 def allowed_names(extra: Iterable[str] = ()) -> set[str]:
     """``$AWORLD_USER_ENV_ALLOW`` and the names ``extra`` asks for — in a studio, those its operator invited
-    (:mod:`engines.inputs.env_invitation`): a config cannot ask for the rest by naming them."""
+    (:mod:`engines.env_values.env_invitation`): a config cannot ask for the rest by naming them."""
     names = {n.strip() for n in os.environ.get(ALLOW_ENV, "").split(",") if n.strip()}
     return names | invited_only(extra)
 
 
 def invited_only(names: Iterable[str]) -> set[str]:
-    from ..inputs.env_invitation import invited
+    from ..env_values.env_invitation import invited
 
     allowed = invited()
     return set(names) if allowed is None else set(names) & allowed

@@ -32,7 +32,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ..core.check_result import CheckError
+from ..results.check_result import CheckError
 
 COMPLETION_NAMES = ("completion", "response", "output", "prediction", "text")
 ANSWER_NAMES = ("answer", "ground_truth", "reference", "solution", "target", "label")

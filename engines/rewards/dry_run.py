@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..core.check_result import CheckError, CheckResult
+from ..results.check_result import CheckError, CheckResult
 from ..isolation.sandbox import report_progress
 from .calling import TRL, Batch, RewardError, Trace
 from .catalog import aspect_of, example_for

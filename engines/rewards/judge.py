@@ -31,7 +31,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from ..core.check_result import CheckError, did_you_mean
+from ..results.check_result import CheckError, did_you_mean
 from ..isolation.user_env import JUDGE_DEFAULT_KEY_ENV as DEFAULT_KEY_ENV
 from .calling import Batch, is_messages, message_text
 

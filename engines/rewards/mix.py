@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from ..core.check_result import CheckError
+from ..results.check_result import CheckError
 from .calling import TRL_EXTRAS, Batch, RewardError, call_term, detect_style, params_of
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..core.check_result import CheckError
+from ..results.check_result import CheckError
 
 PREFIX = "swift:"
 #: TRL's rewards that score what an ms-swift ORM scores, on the trl and verl engines (and on swift those its

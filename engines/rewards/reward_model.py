@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..core.check_result import CheckError, did_you_mean
+from ..results.check_result import CheckError, did_you_mean
 from .calling import Batch, is_messages, message_text
 
 OPTIONS = {"path": None, "batch_size": 16, "max_length": 1024, "device": "auto", "name": None}

@@ -25,7 +25,7 @@ import os
 from pathlib import Path
 from typing import Any, Callable
 
-from ..core.check_result import CheckError, did_you_mean
+from ..results.check_result import CheckError, did_you_mean
 from ..inputs.loading import ReferenceError_, load_object, object_ref, resolve_path
 from .builtins import BUILTIN_REWARDS
 from .calling import looks_like_reward, params_of, short
@@ -86,7 +86,7 @@ def parse_cli_reward(value: str) -> list[dict[str, Any]]:
         if isinstance(loaded, dict) and "reward" in loaded:
             loaded = loaded["reward"]
         return list(loaded) if isinstance(loaded, list) else [loaded]
-    from ..inputs.yaml_input import load_yaml_text
+    from ..files.yaml_input import load_yaml_text
     from .reward_text import RewardTextError, check_size, checked_weight
 
     try:
@@ -150,7 +150,7 @@ def inline_entry(value: Any) -> dict | None:
     studio's reward picker holds a reward model, a judge or a pickled callable); None for anything else."""
     if not isinstance(value, str) or not value.lstrip().startswith("{"):
         return None
-    from ..inputs.yaml_input import load_yaml_text
+    from ..files.yaml_input import load_yaml_text
 
     loaded = load_yaml_text(value, module="reward", where=f"reward {value[:60]!r}")  # guarded: user text
     if not isinstance(loaded, dict):

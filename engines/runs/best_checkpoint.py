@@ -7,7 +7,7 @@ metric, value}``) and a ``best_checkpoint`` event; ``best`` then names it wherev
 named (:func:`engines.inference.checkpoints.resolve`). The trl engine keeps it from ``save_total_limit``'s
 pruning through Transformers' own ``state.best_model_checkpoint``.
 
-Config (run settings, :data:`engines.runs.run_settings.RUN_FIELDS`): ``metric_for_best`` (TRL's
+Config (run settings, :data:`engines.core.run_settings.RUN_FIELDS`): ``metric_for_best`` (TRL's
 ``metric_for_best_model`` and ``greater_is_better`` are read too), ``early_stopping_patience``.
 """
 

@@ -16,7 +16,7 @@ class Cause(StrEnum):
     TOOL_SERVER_ERROR = "tool server error"
     MISSING_DEPENDENCY = "missing dependency"
     KILLED = "killed"
-    DISK_FULL = "disk full"  # the message says where and how much room is left (engines/runs/disk_full.py)
+    DISK_FULL = "disk full"  # the message says where and how much room is left (engines/fit/disk_full.py)
     UNKNOWN = "unknown"
     LOSS_NOT_FINITE = "loss_not_finite"  # the diagnosis that stops a run (engines/diagnostics/watcher.py)
 

@@ -2,7 +2,7 @@
 fresh interpreter.
 
 :class:`Launcher` is held by a long-lived process that starts runs, evaluations or chat models (the studio, a
-sweep's driver). It starts :mod:`engines.runs.fork_server` in the background, with the environment user code
+sweep's driver). It starts :mod:`engines.fork_server` in the background, with the environment user code
 may see (:func:`engines.isolation.user_env.user_code_env`); once that has imported torch, Transformers and TRL,
 :meth:`Launcher.spawn` sends it the command and gets the child's pid back — the command's first second is its own
 work, not imports. Whatever the fork server cannot take (not ready within ``wait_ready_s``, gone, an environment
@@ -134,7 +134,7 @@ class Launcher:
             self._env = env
             try:
                 self._proc = subprocess.Popen(
-                    [sys.executable, "-m", "engines.runs.fork_server"],
+                    [sys.executable, "-m", "engines.fork_server"],
                     env=env,
                     stdin=subprocess.PIPE,
                     stdout=subprocess.PIPE,

@@ -22,7 +22,7 @@ from typing import Any
 import psutil
 
 from ..isolation.processes import spawn_detached, terminate_tree
-from . import disk_full
+from ..fit import disk_full
 from .causes import Cause
 from .launcher import Launcher, Spawned
 from .rundir import ACTIVE_STATES, FAILED, QUEUED, RUNNING, STATUS_FILE, STOPPED, STOPPING, RunDir

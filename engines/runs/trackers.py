@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from ..core.check_result import CheckError, did_you_mean
+from ..results.check_result import CheckError, did_you_mean
 
 TRACKERS = ("tensorboard", "wandb", "mlflow", "swanlab")
 #: tracker → (package, install command)

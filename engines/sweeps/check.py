@@ -10,7 +10,7 @@ import shutil
 import tempfile
 from typing import Any
 
-from ..core.check_result import CHECKED_MODULES, ERROR, OK, CheckError, CheckResult
+from ..results.check_result import CHECKED_MODULES, ERROR, OK, CheckError, CheckResult
 from .spec import SweepSpec
 
 
@@ -22,6 +22,7 @@ def check_ranges(spec: SweepSpec, inputs: dict[str, Any], on_module=None) -> lis
     """The four module checks of the base setup, then the config check of each corner setting; one
     result per module plus one ``sweep`` result. Runs user code: call it in an isolated child."""
     from ..inputs.config import load_config_input
+    from ..core.checks import check_modules
     from ..core.registry import get_processor_class
 
     scratch = tempfile.mkdtemp(prefix="aworld-sweep-check-")
@@ -30,24 +31,9 @@ def check_ranges(spec: SweepSpec, inputs: dict[str, Any], on_module=None) -> lis
         agent, reward_func, base = inputs["agent"], inputs.get("reward_func"), load_config_input(inputs.get("config"))
         if hasattr(p, "take_aworld_inputs"):  # an engine reading an AWorld trainer's input forms
             agent, reward_func, base = p.take_aworld_inputs(agent, reward_func, base)
-        steps = (
-            ("agent", lambda: p.check_agent(agent)),
-            ("dataset", lambda: p.check_dataset(inputs.get("train_dataset"), inputs.get("test_dataset"))),
-            ("reward", lambda: p.check_reward(reward_func)),
-            ("config", lambda: p.check_config(base)),
+        results = check_modules(
+            p, agent, inputs.get("train_dataset"), inputs.get("test_dataset"), reward_func, base, on_module
         )
-        results: list[CheckResult] = []
-        for module, step in steps:
-            if on_module is not None:
-                on_module(module)
-            try:
-                step()
-                found = [r for r in p.check_results if r.module == module]
-                results.append(found[-1] if found else CheckResult(module, OK, "checked"))
-            except CheckError as e:
-                results.append(e.result)
-            except Exception as e:  # noqa: BLE001 - user code or an engine bug: reported, never raised
-                results.append(CheckResult(module, ERROR, f"{type(e).__name__}: {e}"))
         if any(r.status == ERROR for r in results):
             return results + [CheckResult("sweep", ERROR, "params not checked: fix the setup first")]
         if on_module is not None:

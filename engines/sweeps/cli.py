@@ -17,7 +17,7 @@ import sys
 
 
 def cmd_sweep(a: argparse.Namespace) -> int:
-    from ..core.check_result import CheckError, format_table
+    from ..results.check_result import CheckError, format_table
     from ..module_args import module_kwargs
     from .launch import prepare_sweep, spawn_sweep
 

@@ -71,7 +71,7 @@ def _trial_name(sweep: SweepDir, number: int) -> str:
 
 def _prepare_trial(inputs: dict[str, Any], config: dict[str, Any], runs_dir: str, name: str, note: str) -> str:
     """In the isolated child: the trial's run directory (its checks run here, once)."""
-    from ..runs.prepare import prepare_run
+    from ..core.prepare import prepare_run
 
     run = prepare_run(
         inputs["agent"],

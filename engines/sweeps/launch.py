@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..core.check_result import CheckError, CheckResult
+from ..results.check_result import CheckError, CheckResult
 from ..isolation.processes import spawn_detached
 from ..core.registry import DEFAULT_ENGINE
 from ..runs.rundir import ACTIVE_STATES, FINISHED, QUEUED, RUNNING

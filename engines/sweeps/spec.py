@@ -27,9 +27,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..core.check_result import CheckError, did_you_mean
+from ..results.check_result import CheckError, did_you_mean
 from ..runs.rundir import EVAL_REWARD
-from ..inputs.yaml_input import load_user_file, load_yaml_text
+from ..files.yaml_input import load_user_file, load_yaml_text
 
 SAMPLERS = ("grid", "random", "tpe")
 PRUNERS = ("median", "none")

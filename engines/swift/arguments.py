@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..core.check_result import CheckError, did_you_mean
+from ..results.check_result import CheckError, did_you_mean
 from ..inputs.config import ConfigField
 
 GRPO, SFT = "grpo", "sft"

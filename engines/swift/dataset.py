@@ -18,7 +18,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from ..core.check_result import CheckError
+from ..results.check_result import CheckError
 from ..inputs.data import ColumnMap, prompt_messages, prompt_text, row_answer
 
 SOLUTION = "solution"

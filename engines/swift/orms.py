@@ -15,7 +15,7 @@ import functools
 from pathlib import Path
 from typing import Any
 
-from ..core.check_result import CheckError, did_you_mean
+from ..results.check_result import CheckError, did_you_mean
 from ..rewards.native import COUNTERPARTS, PREFIX
 from . import environment
 

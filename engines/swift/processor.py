@@ -23,8 +23,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ..inputs.agents import AgentSpec
-from ..core.check_result import CheckError, CheckResult
+from ..agents.agent_spec import AgentSpec
+from ..results.check_result import CheckError, CheckResult
 from ..inputs.config import load_config_input
 from ..inputs.data import DataBundle, row_answer
 from ..rewards import Reward

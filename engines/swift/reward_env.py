@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..core.check_result import CheckError
+from ..results.check_result import CheckError
 from ..rewards.native import native_name
 
 #: reward modules that cannot run in ms-swift's environment → why, and what scores the same there

@@ -18,7 +18,7 @@ import re
 import shutil
 from pathlib import Path
 
-from ..core.check_result import CheckError
+from ..results.check_result import CheckError
 
 PYTHON_NAMES = re.compile(r"^python(\d+(\.\d+)?)?$")
 NODE_LAUNCHERS = {"npx", "node", "npm", "pnpm", "yarn", "bunx", "bun"}

@@ -10,7 +10,7 @@
     mcp_tool_prefix: false           # true: expose tools as "<server>__<tool>", as AWorld's runtime names them
 
 Parsing only (no ``mcp`` import): what each server is, its ``${ENV}``-substituted values for use and
-its public form (secrets masked, see :mod:`engines.inputs.secret_values`) for everything shown or written.
+its public form (secrets masked, see :mod:`engines.env_values.secret_values`) for everything shown or written.
 
 AWorld's ``mcp.json`` conventions are kept (:mod:`engines.tools.mcp_aworld`): a ``python -m <module>`` server
 without ``cwd`` runs from the project root its config lives in (found by walking up to where the module
@@ -29,13 +29,13 @@ from typing import Any
 
 import yaml
 
-from ..core.check_result import CheckError, did_you_mean
-from ..inputs.env_invitation import SERVER_FIELDS, NotInvited, check_fields
+from ..results.check_result import CheckError, did_you_mean
+from ..env_values.env_invitation import SERVER_FIELDS, NotInvited, check_fields
 from ..inputs.loading import resolve_path
 from .mcp_aworld import module_root, require_launcher
 from ..isolation import server_env
 from ..isolation.user_env import is_credential
-from ..inputs.secret_values import (
+from ..env_values.secret_values import (
     ENV_RE,
     MASK,
     is_secret_key,

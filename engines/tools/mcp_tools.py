@@ -16,7 +16,7 @@ import typing
 from dataclasses import asdict, dataclass
 from typing import Any, Callable, Literal, Optional, Union
 
-from ..core.check_result import CheckError
+from ..results.check_result import CheckError
 from .mcp_client import McpToolError, default_pool
 from .mcp_servers import McpSelection, McpServer
 from .tool_schema import check_tool

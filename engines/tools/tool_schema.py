@@ -1,13 +1,13 @@
 """A tool function described to the model: its JSON schema as tool-calling chat templates consume it (transformers'
 ``get_json_schema``), with a fix-it error where a hint or a docstring is missing. A leaf: Python tools
-(``engines.inputs.agents``) and MCP tools (``engines.tools.mcp_tools``) are both described here."""
+(``engines.agents.agent_spec``) and MCP tools (``engines.tools.mcp_tools``) are both described here."""
 
 from __future__ import annotations
 
 import inspect
 from typing import Callable
 
-from ..core.check_result import CheckError
+from ..results.check_result import CheckError
 
 
 def check_tool(fn: Callable, ref: str) -> dict:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..core.check_result import CheckError
+from ..results.check_result import CheckError
 from .config import ENGINE_KEYS
 from .settings import GRPO, MODEL_CONFIG, TRAINER_CONFIG, trl_fields
 

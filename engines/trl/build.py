@@ -21,7 +21,7 @@ class TrainerInputs:
 
     cfg: dict[str, Any]
     run: Any  # engines.runs.rundir.RunDir
-    agent: Any  # engines.inputs.agents.AgentSpec
+    agent: Any  # engines.agents.agent_spec.AgentSpec
     reward: Any  # engines.rewards.Reward | None
     model_path: str
     tokenizer: Any

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..core.check_result import CheckError
+from ..results.check_result import CheckError
 from ..inputs.config import ConfigField, all_problems, load_config_input, validate_config
 
 PRESETS = ("ddp", "zero1", "zero2", "zero3", "fsdp1", "fsdp2")

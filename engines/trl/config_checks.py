@@ -7,7 +7,7 @@ import importlib.util
 import socket
 from typing import Any
 
-from ..core.check_result import CheckError
+from ..results.check_result import CheckError
 
 VLLM_INSTALL = "pip install 'trl[vllm]'"
 

@@ -23,7 +23,7 @@ import sys
 import time
 from typing import Any
 
-from ..core.check_result import CheckError
+from ..results.check_result import CheckError
 from ..isolation import server_env
 from ..isolation.processes import free_port
 from ..runs.causes import Cause

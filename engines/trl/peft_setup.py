@@ -12,7 +12,7 @@ from __future__ import annotations
 import importlib.util
 from typing import Any
 
-from ..core.check_result import CheckError
+from ..results.check_result import CheckError
 
 LORA_KEYS = (
     "lora_r",

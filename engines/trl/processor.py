@@ -11,14 +11,14 @@ from pathlib import Path
 from typing import Any
 
 from ..runs import trackers
-from ..inputs.agents import AgentSpec
-from ..core.check_result import CheckError
+from ..agents.agent_spec import AgentSpec
+from ..results.check_result import CheckError
 from ..inputs.data import DataBundle, preview_text, prompt_messages, prompt_text, row_answer
 from ..fit.data_fit import gpu_memory_bytes
 from ..fit.model_folder import require_model_folder
 from ..fit.model_source import resolve_model
 from ..runs.rundir import FINISHED, STOPPED
-from ..runs.run_settings import RUN_KEYS
+from ..core.run_settings import RUN_KEYS
 from ..core.standard import StandardProcessor
 from . import launch, peft_setup
 from .config import FIELDS, validate
@@ -85,7 +85,7 @@ class TrlProcessor(StandardProcessor):
     @classmethod
     def preload_training(cls) -> None:
         """Import what training imports (TRL's trainers, Transformers' model classes): a process that forks runs
-        (engines.runs.fork_server) imports them once."""
+        (engines.fork_server) imports them once."""
         from transformers import AutoModelForCausalLM  # noqa: F401
         from trl import GRPOTrainer, SFTTrainer  # noqa: F401
 

@@ -15,7 +15,7 @@ import sys
 import traceback
 
 from ..isolation import server_env
-from ..runs.prepare import trainer_from_run_dir
+from ..core.prepare import trainer_from_run_dir
 from ..runs.rundir import RunDir
 from ..core.standard import failure_cause
 from .launch import RANK_FAILED

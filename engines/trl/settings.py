@@ -23,7 +23,7 @@ import typing
 from dataclasses import dataclass
 from typing import Any
 
-from ..core.check_result import CheckError, did_you_mean
+from ..results.check_result import CheckError, did_you_mean
 
 GRPO, SFT = "grpo", "sft"
 TRAINER_CONFIG = {GRPO: "GRPOConfig", SFT: "SFTConfig"}

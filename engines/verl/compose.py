@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-from ..core.check_result import CheckError, did_you_mean
+from ..results.check_result import CheckError, did_you_mean
 
 CONFIG_NAME = "ppo_trainer"
 REWARD_KEY = "reward.custom_reward_function"  # verl >= 0.6 (0.9.1 reads only this one)

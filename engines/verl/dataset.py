@@ -20,7 +20,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from ..core.check_result import CheckError
+from ..results.check_result import CheckError
 from ..inputs.data import ColumnMap, mixed_type_columns, prompt_messages, prompt_text, row_answer
 
 NATIVE_COLUMNS = ("prompt", "data_source", "reward_model")

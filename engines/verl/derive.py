@@ -25,9 +25,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..inputs.agents import AgentSpec, substitute_env
-from ..inputs.env_invitation import NotInvited
-from ..core.check_result import CheckError
+from ..agents.agent_spec import AgentSpec, substitute_env
+from ..env_values.env_invitation import NotInvited
+from ..results.check_result import CheckError
 from ..inputs.config import ConfigField, load_config_input, validate_config
 from ..fit.data_fit import check_memory_floor
 from ..inputs.row_location import locate_rows

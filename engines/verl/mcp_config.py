@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..inputs.agents import AgentSpec
+from ..agents.agent_spec import AgentSpec
 from .bridge import _COMMON, SNAPSHOT_DIR, snapshot_engines
 
 SERVERS_FILE = "mcp_servers.json"

@@ -12,8 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..inputs.agents import AgentSpec
-from ..core.check_result import CheckError, CheckResult
+from ..agents.agent_spec import AgentSpec
+from ..results.check_result import CheckError, CheckResult
 from ..inputs.config import ConfigField
 from ..inputs.data import DataBundle
 from ..core.standard import StandardProcessor

@@ -126,7 +126,7 @@ def mask_secrets(obj: Any) -> Any:
 def substitute_env(value: Any, missing: list[str], env: Mapping[str, str] | None = None) -> Any:
     """``${VAR}`` and ``${VAR:-default}`` replaced from ``env`` (the environment by default); unset names go
     to ``missing``. In a studio, a name its operator did not invite raises
-    :class:`~engines.inputs.env_invitation.NotInvited` (its default is not used either: whether a variable is set
+    :class:`~engines.env_values.env_invitation.NotInvited` (its default is not used either: whether a variable is set
     is the environment's too)."""
     env = os.environ if env is None else env
     if isinstance(value, str):

@@ -22,7 +22,7 @@ from typing import Any
 
 import yaml
 
-from .rundir import FINISHED, RunDir
+from ..runs.rundir import FINISHED, RunDir
 
 ASSETS = Path(__file__).resolve().parent.parent.parent / "assets"
 TRAINED = ASSETS / "models" / "tiny-letters-trained"
@@ -61,7 +61,7 @@ def modules() -> dict[str, Any]:
 
 def train(runs_dir: str | Path) -> RunDir:
     """Train the demo from its base model in ``runs_dir``; returns the finished run."""
-    from ..core.agent_trainer import AgentTrainer
+    from .agent_trainer import AgentTrainer
 
     trainer = AgentTrainer(run_path=str(runs_dir), **modules())
     outcome = trainer.train()

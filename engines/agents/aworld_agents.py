@@ -2,7 +2,7 @@
 
 * :func:`is_aworld_agent` — whether an object is one of AWorld's agents (a class from the ``aworld`` package
   in its MRO); nothing of ``aworld`` is imported to tell.
-* :func:`from_aworld_agent` — the agent's settings in the flat form :func:`engines.inputs.agents.load_agent` reads,
+* :func:`from_aworld_agent` — the agent's settings in the flat form :func:`engines.agents.agent_spec.load_agent` reads,
   with where each came from (``origins``): ``AgentConfig.llm_config.llm_model_name`` → ``model`` and so on.
 * :func:`load_aworld_yaml` — an ``agents:`` YAML through ``aworld.config.agent_loader.load_agents_from_yaml``
   when ``aworld`` is installed (its ``${VAR}`` and ``${vars.KEY}`` substitution, its Agent classes); None

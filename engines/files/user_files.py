@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ..core.check_result import CheckError
+from ..results.check_result import CheckError
 
 MB = 1 << 20
 #: what a file starts with → what it is (for "this is a PNG image, not a YAML file")

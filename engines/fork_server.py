@@ -1,4 +1,4 @@
-"""A preloaded process that starts detached commands of this CLI by forking: ``python -m engines.runs.fork_server``.
+"""A preloaded process that starts detached commands of this CLI by forking: ``python -m engines.fork_server``.
 
 A run process (``python -m engines run <dir>``), an evaluation (``engines eval --dir``) or a chat model spends
 its first seconds importing torch, Transformers, TRL and peft — most of the time from Launch to the first step.
@@ -44,8 +44,8 @@ import threading
 import time
 import traceback
 
-from ..isolation import server_env
-from ..isolation.privileges import close_inherited_fds
+from .isolation import server_env
+from .isolation.privileges import close_inherited_fds
 
 
 def preload() -> str | None:
@@ -62,7 +62,7 @@ def preload() -> str | None:
         "accelerate",
         "trl",
         "engines.cli",
-        "engines.runs.prepare",
+        "engines.core.prepare",
         "engines.core.standard",
         "engines.inference.evaluation",
         "engines.inference.chat_server",
@@ -72,13 +72,13 @@ def preload() -> str | None:
         except Exception as e:  # noqa: BLE001 - a fresh interpreter would meet the same error, and say it
             errors.append(f"{name}: {type(e).__name__}: {e}")
     try:
-        from ..trl import TrlProcessor
+        from .trl import TrlProcessor
 
         TrlProcessor.preload()
         TrlProcessor.preload_training()
     except Exception as e:  # noqa: BLE001 - reported by the engine's own checks
         errors.append(f"engine trl: {type(e).__name__}: {e}")
-    from ..fit.gpus import cuda_devices
+    from .fit.gpus import cuda_devices
 
     cuda_devices()  # the GPUs, read in a fork of this process (never CUDA here): every run's checks inherit them
     return "; ".join(errors) or None
@@ -166,7 +166,7 @@ def cuda_touched() -> str | None:
     torch = sys.modules.get("torch")
     if torch is not None and torch.cuda.is_initialized():
         return "CUDA was initialized while preloading"
-    from ..fit.gpus import fork_cuda_error
+    from .fit.gpus import fork_cuda_error
 
     error = fork_cuda_error()
     return f"a fork of the fork server could not use CUDA ({error})" if error else None

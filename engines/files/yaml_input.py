@@ -19,7 +19,7 @@ from typing import Any
 
 import yaml
 
-from ..core.check_result import CheckError
+from ..results.check_result import CheckError
 from .user_files import MB, read_user_text
 
 Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)

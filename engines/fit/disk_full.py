@@ -17,7 +17,7 @@ import os
 import shutil
 from pathlib import Path
 
-from ..inputs.user_files import size_text
+from ..files.user_files import size_text
 
 logger = logging.getLogger(__name__)
 

@@ -7,8 +7,9 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from ..cluster.job_main import IN_RAY_JOB
 from ..diagnostics.thresholds import thresholds
-from ..core.check_result import CheckError
+from ..results.check_result import CheckError
 from ..inputs.config import ConfigField, load_config_input, validate_config
 
 #: settings of the run itself, taken by every engine (beside the engine's own config): the live diagnoses
@@ -123,7 +124,3 @@ def cluster_address(settings: dict[str, Any]) -> str | None:
 def environment_cluster_address() -> str | None:
     """``RAY_ADDRESS`` of the process that checks a run, when a run without ``ray_address`` should go there."""
     return None if os.environ.get(IN_RAY_JOB) else os.environ.get("RAY_ADDRESS") or None
-
-
-#: set in a cluster job's environment: the run trains there, it is not submitted again
-IN_RAY_JOB = "AWORLD_IN_RAY_JOB"

@@ -27,7 +27,7 @@ class CheckResult:
     warnings: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:  # a message never quotes a password (a judge's url with user:pw@)
-        from ..inputs.secret_values import mask_url_passwords, mask_url_passwords_deep
+        from ..env_values.secret_values import mask_url_passwords, mask_url_passwords_deep
 
         self.message = mask_url_passwords(self.message)
         self.warnings = [mask_url_passwords(w) for w in self.warnings]
@@ -61,7 +61,7 @@ class CheckError(ValueError):
         is a different one (a dropdown to set rather than an argument to pass), says that instead there."""
         self.module = module
         self.hint = hint
-        from ..inputs.secret_values import mask_url_passwords
+        from ..env_values.secret_values import mask_url_passwords
 
         message, hint = mask_url_passwords(message), mask_url_passwords(hint)
         text = message if not hint else f"{message} — {hint}"

@@ -8,11 +8,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..core.agent_trainer import AgentTrainer
-from ..core.check_result import ERROR, CheckError
-from ..core.checks import engine_result
-from ..core.registry import DEFAULT_ENGINE
-from .rundir import QUEUED, RunDir
+from .agent_trainer import AgentTrainer
+from ..results.check_result import ERROR, CheckError
+from .checks import engine_result
+from .registry import DEFAULT_ENGINE
+from ..runs.rundir import QUEUED, RunDir
 
 #: the time limit of the checks a run process repeats before it trains
 RUN_CHECK_TIMEOUT_S = 900.0

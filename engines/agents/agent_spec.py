@@ -20,7 +20,7 @@ Either form may use MCP servers as tools, as AWorld agents do (``mcp_config`` + 
 :meth:`AgentSpec.tool_callables` and :attr:`AgentSpec.tool_schemas`.
 
 ``${VAR}`` and ``${VAR:-default}`` are substituted from the environment. Secrets never leave
-this module unmasked (:mod:`engines.inputs.secret_values`): :meth:`AgentSpec.to_dict` writes the ``${VAR}``
+this module unmasked (:mod:`engines.env_values.secret_values`): :meth:`AgentSpec.to_dict` writes the ``${VAR}``
 a secret came from, or ``"****"`` when it was written literally.
 """
 
@@ -33,13 +33,13 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .aworld_agents import LLM_CONFIG_KEYS, from_aworld_agent, is_aworld_agent, load_aworld_yaml
-from ..core.check_result import CheckError, CheckResult, did_you_mean
-from .env_invitation import AGENT_FIELDS, NotInvited, check_fields
-from .loading import ReferenceError_, load_object, resolve_path
+from ..results.check_result import CheckError, CheckResult, did_you_mean
+from ..env_values.env_invitation import AGENT_FIELDS, NotInvited, check_fields
+from ..inputs.loading import ReferenceError_, load_object, resolve_path
 from ..tools.mcp_servers import AGENT_KEYS as MCP_KEYS
 from ..tools.mcp_servers import McpSelection, parse_mcp
 from ..tools.tool_schema import check_tool
-from .secret_values import (
+from ..env_values.secret_values import (
     ENV_RE,
     MASK,
     env_reference,
@@ -47,7 +47,7 @@ from .secret_values import (
     mask_url_passwords,  # noqa: F401
     substitute_env,
 )
-from .yaml_input import load_user_file
+from ..files.yaml_input import load_user_file
 
 FLAT_KEYS = {
     "name",
@@ -367,7 +367,7 @@ def load_agent(agent: Any, load_tools: bool = True) -> AgentSpec:
     schemas: list[dict] = []
     for t in tools:
         if callable(t):
-            from .loading import object_ref
+            from ..inputs.loading import object_ref
 
             ref = object_ref(t)
             if ref is None:
