@@ -112,8 +112,11 @@ def cmd_run(a: argparse.Namespace) -> int:
     from .isolation.privileges import drop_privileges
     from .runs.rundir import RunDir
 
+    from .isolation.process_tree import owning_what_it_starts
+
     drop_privileges()  # the run's user code (rewards, tools) cannot read other processes (privileges.py)
-    return execute_run(RunDir(a.run_dir))
+    with owning_what_it_starts():  # nor outlive the run (a daemon its reward started)
+        return execute_run(RunDir(a.run_dir))
 
 
 def cmd_rerun(a: argparse.Namespace) -> int:

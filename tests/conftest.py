@@ -51,6 +51,7 @@ TRAIN_FILES = {
     "test_cli_runs.py",
     "test_cluster_runs.py",
     "test_disk_full.py",
+    "test_run_leftovers.py",
 }
 TRAINED_FIXTURES = {"trained_letters"}
 #: where the session's test durations are written (``python -m testing.slow_tests`` reads it)

@@ -3,6 +3,7 @@ checkpoint archives, deletion; and the pure Setup helpers (uploads, rewards, con
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import zipfile
@@ -85,6 +86,12 @@ def test_runs_are_listed_exported_diffed_cloned_and_deleted(studio):
     assert zipfile.ZipFile(zpath).read("checkpoint-10/model.safetensors") == b"weights"
     with pytest.raises(ValueError):
         studio.checkpoint_zip(a.run_id, "../../etc")
+    # an export names one of the run's checkpoints: a path (issue 41's probe: any folder exported, zipped, and
+    # written outside .exports by a name with "/../" in it) is refused before anything starts
+    for name in ("/root", "../../etc", "checkpoint-10/../../..", "checkpoint-11"):
+        with pytest.raises(ValueError, match="no checkpoint"):
+            studio.export_model(a.run_id, name)
+    assert not list((studio.runs_dir / ".exports").glob("*-hf*"))
 
     si = studio.clone_inputs(a.run_id)
     assert yaml.safe_load(open(si.agent))["model"] == "/m"
@@ -557,3 +564,36 @@ def test_every_event_handler_takes_the_inputs_it_is_wired_to(studio):
     mismatched = [str(w.message) for w in caught if "arguments for function" in str(w.message)]
     assert not mismatched, mismatched
     assert len(demo.fns) > 50  # the whole studio was built
+
+
+def test_an_export_and_a_sweep_start_without_the_studios_credentials(studio, monkeypatch):
+    """Issue 41's probe read that the export (``python -m engines export``) and the sweep (``aworld-train sweep``, then
+    its detached driver, which runs user code) were started with the studio's whole environment. Each gets the
+    environment a run gets: no credential, except what its setup asks for by ``${NAME}`` (and the operator invited).
+    The processes' environments are read as handed to them (subprocess.run, the boundary with the child)."""
+    import subprocess as sp
+
+    from aworld_gui.core import sweep_core, studio as studio_module
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-held-by-the-studio-0041")
+    monkeypatch.setenv("HELD_UNASKED_KEY", "held-by-the-studio-0041")
+    seen = []
+
+    def started(argv, **kw):
+        seen.append(kw.get("env"))
+        return sp.CompletedProcess(argv, 1, "", "error: stopped here by the test")
+
+    monkeypatch.setattr(studio_module.subprocess, "run", started)
+    monkeypatch.setattr(sweep_core.subprocess, "run", started)
+    run = make_run(studio, 1e-3)
+    with pytest.raises(ValueError, match="stopped here"):
+        studio.export_model(run.run_id, "checkpoint-10")
+    si = studio.clone_inputs(run.run_id)
+    si.config_text = "learning_rate: 0.001\nreport_to: ${HELD_UNASKED_KEY}\n"
+    answer = sweep_core.SweepsCore(studio.runs_dir).launch(si, {"trials": 2, "params": {"beta": [0.0, 0.1]}})
+    assert answer == {"ok": False, "error": "stopped here by the test"}, answer
+    export_env, sweep_env = seen
+    assert export_env is not None and "OPENAI_API_KEY" not in export_env and "HELD_UNASKED_KEY" not in export_env
+    assert export_env.get("PATH") == os.environ["PATH"]  # the rest of the environment, as a run has it
+    assert "OPENAI_API_KEY" not in sweep_env
+    assert sweep_env["HELD_UNASKED_KEY"] == "held-by-the-studio-0041"  # asked for by ${NAME}: the CLI's rule

@@ -74,3 +74,26 @@ def test_a_link_in_the_runs_folder_is_no_run(tmp_path):
     assert [r["run_id"] for r in studio.list_runs()] == [real.run_id]
     with pytest.raises(ValueError, match="no run"):
         studio.run_path("20990101-000000-trl-away")
+
+
+def test_a_status_whose_times_are_not_numbers_and_metrics_lines_that_are_not_objects_break_nothing(tmp_path):
+    """Issue 41's third probe: a status.json with ``"created": "x"`` beside a run made in the same second made the
+    list's sort compare a str with a float (``/list_runs``, ``/status`` and the page's load failed for everyone),
+    and a metrics.jsonl line that is JSON but no object (``[1, 2]``, ``null``, ``"text"``: user code in the run can
+    append one) failed that run's status. Each is read as no value / no row."""
+    runs = tmp_path / "runs"
+    good = finished_run(runs)
+    odd = RunDir(runs / (good.run_id[:15] + "-zzz"))  # the same second as the good run: the sort compares times
+    odd.path.mkdir()
+    odd.write_spec({"engine": "trl", "agent": {"model": "/models/tiny-letters"}})
+    odd.file("status.json").write_text(json.dumps({"state": "finished", "created": "x"}), encoding="utf-8")
+    for line in ("[1, 2]", "null", '"text"', json.dumps({"step": 1, "loss": 0.5, "reward": 0.25})):
+        with good.file("metrics.jsonl").open("a", encoding="utf-8") as f:
+            f.write(line + "\n")
+    studio = Studio(runs, worker=NoWorker(), cache=RunCache())
+
+    assert {r["run_id"] for r in studio.list_runs()} == {good.run_id, odd.run_id}
+    assert studio.status(odd.run_id)["state"] == "finished"
+    status = studio.status(good.run_id)
+    assert status["state"] == "finished" and "error" not in status, status
+    assert good.read_jsonl("metrics.jsonl") == [{"step": 1, "loss": 0.5, "reward": 0.25}]

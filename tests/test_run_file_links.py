@@ -75,3 +75,39 @@ def test_a_checkpoints_zip_leaves_links_out(tmp_path):
         names = sorted(z.namelist())
         assert names == ["checkpoint-1/model.safetensors", "checkpoint-1/sub/part.json"]
         assert all(SECRET.encode() not in z.read(n) for n in names)
+
+
+def test_a_checkpoints_folder_or_a_checkpoint_that_is_a_link_lists_nothing_and_zips_nothing(tmp_path):
+    """Issue 41's third probe: a reward made ``runs/<id>/checkpoints -> /``; the Runs tab listed every folder of
+    the machine as a checkpoint and zipped ``/root`` (2 GB) for download. A link is no checkpoints folder and no
+    checkpoint, whether it replaces the folder, stands in it, or is where status.json says a cluster run's are."""
+    run, runs, outside = planted(tmp_path)
+    (outside / "checkpoint-7").mkdir()
+    (outside / "checkpoint-7" / "secret.txt").write_text(SECRET)
+    run.checkpoints_dir.symlink_to(outside, target_is_directory=True)
+    run.write_status(state="finished", step=1)
+    studio = Studio(runs, worker=NoWorker(), cache=RunCache())
+    assert run.checkpoints() == []
+    for name in ("checkpoint-7", "secret.txt"):
+        try:
+            studio.checkpoint_zip(run.run_id, name)
+        except ValueError as e:
+            assert "no checkpoint" in str(e)
+        else:
+            raise AssertionError(f"{name} was zipped through the link")
+    run.checkpoints_dir.unlink()
+    run.checkpoints_dir.mkdir()
+    (run.checkpoints_dir / "checkpoint-7").symlink_to(outside / "checkpoint-7", target_is_directory=True)
+    assert run.checkpoints() == []
+    try:
+        studio.checkpoint_zip(run.run_id, "checkpoint-7")
+    except ValueError as e:
+        assert "no checkpoint" in str(e)
+    else:
+        raise AssertionError("a checkpoint that is a link was zipped")
+    # status.json naming a cluster folder that is a link (user code can write status.json)
+    (run.checkpoints_dir / "checkpoint-7").unlink()
+    (tmp_path / "cluster").mkdir()
+    (tmp_path / "cluster" / "checkpoints").symlink_to(outside, target_is_directory=True)
+    run.write_status(ray_run_dir=f"node:{tmp_path / 'cluster'}")
+    assert run.checkpoints() == [] and not list(runs.glob(".exports/*.zip"))

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import os
+import pickle
 import time
 
 import psutil
 import pytest
 
-from engines.isolation.sandbox import IsolatedCall, describe, report_progress, run_isolated
+from engines.isolation.sandbox import IsolatedCall, describe, load_result, report_progress, run_isolated
+from engines.results.check_result import CheckResult
 from engines.isolation.user_env import is_credential, referenced_names, user_code_env
 from testing.waiting import processes_marked, wait_for
 
@@ -87,6 +89,29 @@ def read_stdin():
 
 def environment():
     return dict(os.environ)
+
+
+def forge_result(marker):
+    """What a reward can do in its check (issue 41's probe): write its own result frame to the pipe the result goes
+    back through (the lowest pipe among its descriptors), one that runs code when it is unpickled, then exit
+    before the real result is sent."""
+    import pickle
+    import struct
+
+    class Payload:
+        def __reduce__(self):
+            return (exec, (f"open({marker!r}, 'w').write(str(__import__('os').getpid()))",))
+
+    def is_pipe(fd: str) -> bool:
+        try:
+            return os.readlink(f"/proc/self/fd/{fd}").startswith("pipe:")
+        except OSError:  # the descriptor listdir itself read /proc/self/fd through, closed since
+            return False
+
+    pipes = sorted(int(fd) for fd in os.listdir("/proc/self/fd") if is_pipe(fd))
+    frame = pickle.dumps((True, Payload()))
+    os.write(pipes[0], struct.pack(">Q", len(frame)) + frame)
+    os._exit(0)
 
 
 def test_a_result_comes_back_with_the_last_stage():
@@ -284,3 +309,19 @@ def test_a_call_under_the_process_limit_runs_as_before(monkeypatch):
     out = run_isolated(fork_many, {"n": 10, "marker": marker}, timeout_s=60)
     assert out.ok and out.value == "forked", out
     wait_for(lambda: not processes_marked(marker), 10, "the call's processes to be killed when it ended")
+
+
+def test_a_forged_result_frame_runs_nothing_in_the_caller(tmp_path):
+    """A result is rebuilt from plain data and the classes a result holds (sandbox.RESULT_CLASSES), never by a
+    bare ``pickle.loads``: a frame naming ``exec`` ran the user's code in the check worker, with its capabilities
+    (the probe read the studio's memory so). The call fails, saying why; nothing ran in this process."""
+    marker = tmp_path / "ran-in-the-caller"
+    out = run_isolated(forge_result, {"marker": str(marker)}, timeout_s=30)
+    assert not marker.exists(), f"the forged frame ran in pid {marker.read_text()} (this process is {os.getpid()})"
+    assert not out.ok and out.kind == "forged", out
+    assert "builtins.exec, which a result never holds" in out.error, out.error
+    # what a result does hold still comes back
+    assert load_result(pickle.dumps([CheckResult("reward", "ok", "fine"), {"a": (1, 2.0, None)}])) == [
+        CheckResult("reward", "ok", "fine"),
+        {"a": (1, 2.0, None)},
+    ]

@@ -28,7 +28,7 @@ from engines.isolation.processes import reap_detached
 from engines.runs.launcher import Launcher
 from engines.runs.no_links import checkpoint_files
 from engines.runs.rundir import FAILED, QUEUED, RUNNING, STOPPING, RunDir
-from engines.isolation.user_env import referenced_names, server_names, user_code_envs
+from engines.isolation.user_env import referenced_names, server_names, user_code_env, user_code_envs
 from engines.files.yaml_input import try_load_yaml
 from engines.runs.lifecycle import (
     Slot,
@@ -444,11 +444,7 @@ class Studio:
         return [(f"{c} · {_('best')}" if c == best else c, c) for c in self.checkpoints(run_id)]
 
     def checkpoint_zip(self, run_id: str, name: str) -> str:
-        run = RunDir(self.run_path(run_id))
-        source = run.checkpoints_source
-        src = (source / name).resolve()
-        if src.parent != source.resolve() or not src.is_dir():
-            raise ValueError(f"no checkpoint '{name}' in run {run_id}")
+        src = RunDir(self.run_path(run_id)).checkpoint_named(name)  # no path, no link (the zip takes its target)
         out_dir = self.runs_dir / ".exports"
         out_dir.mkdir(exist_ok=True)
         out = out_dir / f"{run_id}-{name}.zip"
@@ -570,6 +566,7 @@ class Studio:
         """The checkpoint as a Hugging Face model folder (LoRA merged), zipped for download. The export
         runs in a child process (it loads the model; the studio never imports torch)."""
         path = self.run_path(run_id)
+        RunDir(path).checkpoint_named(checkpoint)  # by name: a path would export any folder, write outside .exports
         out = self.runs_dir / ".exports" / f"{run_id}-{checkpoint}-hf"
         proc = subprocess.run(
             [
@@ -587,6 +584,7 @@ class Studio:
             capture_output=True,
             text=True,
             timeout=timeout_s,
+            env=user_code_env(),  # it loads files user code wrote: never with the studio's credentials
         )
         if proc.returncode != 0:
             raise ValueError((proc.stderr.strip().splitlines() or ["the export failed"])[-1].removeprefix("error: "))

@@ -19,6 +19,7 @@ import yaml
 
 from engines.results.check_result import CheckError
 from engines.files.yaml_input import try_load_yaml
+from engines.isolation.user_env import referenced_names, server_names, user_code_env
 from engines.runs.lifecycle import effective_status
 from engines.sweeps.spec import cluster_of, parse_sweep
 from engines.sweeps.sweep_dir import SweepDir, list_sweeps, sweeps_root
@@ -93,8 +94,19 @@ class SweepsCore:
         if si.columns:
             argv += ["--columns", ",".join(f"{k}={v}" for k, v in si.columns.items())]
         try:
+            # the sweep's checks and its driver run user code, and the driver outlives this call: the environment a
+            # run gets (no credential but those the setup asks for by ${NAME} and the operator invited), never the
+            # studio's own
+            names = referenced_names(si.agent, si.rewards, si.config_text) | server_names(
+                si.agent, si.rewards, si.config_text
+            )
             out = subprocess.run(
-                argv, capture_output=True, text=True, timeout=SWEEP_PREPARE_TIMEOUT_S, stdin=subprocess.DEVNULL
+                argv,
+                capture_output=True,
+                text=True,
+                timeout=SWEEP_PREPARE_TIMEOUT_S,
+                stdin=subprocess.DEVNULL,
+                env=user_code_env(allow=names),
             )
         except subprocess.TimeoutExpired:
             return {"ok": False, "error": f"checking the sweep took longer than {SWEEP_PREPARE_TIMEOUT_S:.0f} s"}

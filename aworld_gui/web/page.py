@@ -230,12 +230,14 @@ def build_app(runs_dir: str | os.PathLike = "runs", studio: Studio | None = None
 
 def launch_kwargs(demo: gr.Blocks) -> dict[str, Any]:
     """What ``demo.launch`` needs besides the address: the look (Gradio 6 takes theme and css at
-    launch), the studio's own routes, ahead of Gradio's, login throttling (login_throttle.py) and the
+    launch), the studio's own routes, ahead of Gradio's, login throttling (login_throttle.py), no file served
+    through a link (file_route_guard.py) and the
     translations (i18n.py)."""
     from starlette.middleware import Middleware
 
     from .login_throttle import LoginThrottle
     from .auth_gate import AuthGate
+    from .file_route_guard import FileRouteGuard
     from ..core.upload_guard import UploadGuard
 
     return {
@@ -244,6 +246,11 @@ def launch_kwargs(demo: gr.Blocks) -> dict[str, Any]:
         "i18n": i18n(),
         "app_kwargs": {
             "routes": list(demo.aworld_routes),
-            "middleware": [Middleware(LoginThrottle), Middleware(AuthGate), Middleware(UploadGuard)],
+            "middleware": [
+                Middleware(LoginThrottle),
+                Middleware(AuthGate),
+                Middleware(UploadGuard),
+                Middleware(FileRouteGuard, runs_dir=demo.studio.runs_dir),
+            ],
         },
     }

@@ -14,13 +14,15 @@ caller through a small anonymous shared mapping made before the forks (:func:`sh
 
 from __future__ import annotations
 
+import ctypes
 import mmap
 import os
 import signal
 import struct
 import sys
 import time
-from typing import Iterable
+from contextlib import contextmanager
+from typing import Iterable, Iterator
 
 import psutil
 
@@ -62,6 +64,31 @@ def _kill_all(procs: Iterable[psutil.Process]) -> list[int]:
         except psutil.Error:
             pass
     return killed
+
+
+_PR_SET_CHILD_SUBREAPER = 36
+
+
+def become_subreaper() -> None:
+    """This process adopts its descendants whose parents end (Linux's child subreaper): a daemon that forked twice
+    into a session of its own stays below it, where :func:`kill_descendants` finds it."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    except (OSError, AttributeError):  # not Linux: process groups still catch the usual forks
+        pass
+
+
+@contextmanager
+def owning_what_it_starts() -> Iterator[None]:
+    """For a process that runs user code to its end (a run, an evaluation): what the code starts and leaves behind
+    — a daemon in a session of its own, ignoring SIGTERM, included — is this process's, and is killed when it
+    ends (SIGKILL): nothing outlives the run to hold its files or the machine's training slot."""
+    become_subreaper()
+    try:
+        yield
+    finally:
+        kill_descendants(os.getpid())
 
 
 def kill_descendants(pid: int, rounds: int = 20) -> list[int]:

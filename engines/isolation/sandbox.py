@@ -27,7 +27,6 @@ Linux and macOS (``fork``); the subreaper and ``pidfd`` are used where the kerne
 
 from __future__ import annotations
 
-import ctypes
 import mmap
 import os
 import pickle
@@ -45,6 +44,7 @@ from typing import Any, Callable, Iterable, Mapping
 from . import process_tree, server_env as server_env_table
 from .pids_cgroup import PidsCgroup
 from .process_tree import TooManyProcesses, max_processes  # noqa: F401 - re-exported
+from .call_result import ForgedResult, load_result  # noqa: F401 - load_result re-exported
 from .privileges import close_inherited_fds, drop_privileges, set_parent_death_signal
 
 DEFAULT_TIMEOUT_S = 60.0
@@ -54,7 +54,6 @@ OUTPUT_TAIL = 4000
 _HDR = struct.Struct(">Q")
 #: the supervisor keeps the deadline itself this long after the caller's (whose timeout is reported first)
 SUPERVISOR_GRACE_S = 2.0
-_PR_SET_CHILD_SUBREAPER = 36
 
 _progress_fd: int | None = None  # in a call's child: where report_progress writes
 _stage: str | None = None  # in a call's child: the stage last reported
@@ -134,14 +133,6 @@ def signal_name(sig: int) -> str:
         return f"signal {sig}"
 
 
-def _set_subreaper() -> None:
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-    except (OSError, AttributeError):  # not Linux: process groups still catch the usual forks
-        pass
-
-
 #: the supervisor's pids cgroup for its call, where one could be made (engines.isolation.pids_cgroup)
 _cgroup: PidsCgroup | None = None
 
@@ -175,7 +166,7 @@ def _supervise(
     global _cgroup
     try:
         os.setsid()
-        _set_subreaper()
+        process_tree.become_subreaper()
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGALRM):
             signal.signal(sig, _end_everything)
@@ -514,7 +505,9 @@ class IsolatedCall:
             )
         elif self._frame is not None:
             try:
-                ok, payload = pickle.loads(self._frame)
+                ok, payload = load_result(self._frame)
+            except ForgedResult as e:  # the call's own code wrote to its result pipe: nothing of it is run here
+                ok, payload = False, {"kind": "forged", "error": f"sent back a result that was refused: {e}"}
             except Exception as e:  # noqa: BLE001
                 ok, payload = False, {"kind": "bug", "error": f"the result could not be read: {e}"}
             if ok:

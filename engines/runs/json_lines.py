@@ -68,9 +68,11 @@ def iter_jsonl(path: Path) -> Iterator[dict]:
                 line = line.strip()
                 if line:
                     try:
-                        yield json.loads(line)
+                        row = json.loads(line)
                     except json.JSONDecodeError:
                         continue  # a torn last line while the writer is mid-write
+                    if isinstance(row, dict):  # a row is an object: any other line is no row (see JsonlTail)
+                        yield row
     except OSError:  # none, or a folder or a link in its place: no rows
         return
 
@@ -83,9 +85,11 @@ def last_json_line(path: str | os.PathLike) -> dict[str, Any] | None:
         return None
     for line in reversed(lines):
         try:
-            return json.loads(line)
+            row = json.loads(line)
         except ValueError:
             continue
+        if isinstance(row, dict):
+            return row
     return None
 
 
@@ -132,9 +136,13 @@ class JsonlTail:
         for line in lines:
             if line.strip():
                 try:
-                    out.append(json.loads(line))
+                    row = json.loads(line)
                 except json.JSONDecodeError:
                     continue
+                # a line that is JSON but not an object (``[1, 2]``, ``null``, ``"text"``: user code in the run can
+                # append anything to its files) is no row: every reader takes a row's keys
+                if isinstance(row, dict):
+                    out.append(row)
         return out
 
 

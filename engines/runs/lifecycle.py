@@ -281,7 +281,11 @@ def list_run_dirs(runs_dir: str | os.PathLike) -> list[RunDir]:
         # run ids start with the second they were made; runs made within one second (three quick
         # launches) are ordered by when they were created/launched
         st = run.read_status()
-        return run.run_id[:15], st.get("created") or st.get("launched") or 0.0, run.run_id
+        made = st.get("created") or st.get("launched")
+        # a status.json is the run's to write, and user code in the run can write it: a value that is no
+        # number sorts as 0 instead of failing the whole list
+        made = float(made) if isinstance(made, (int, float)) and not isinstance(made, bool) else 0.0
+        return run.run_id[:15], made, run.run_id
 
     return sorted(out, key=newest_first, reverse=True)
 

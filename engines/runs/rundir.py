@@ -230,12 +230,17 @@ class RunDir:
         checkpoints/, or — for a run trained on a Ray cluster — that folder's on the cluster when this machine sees
         its path (a head on this machine, storage the cluster shares); else its checkpoints/ still (none there:
         :meth:`checkpoints_unreachable` says where they are)."""
-        if self.checkpoints_dir.is_dir() and any(self.checkpoints_dir.iterdir()):
+        # a link is no checkpoints folder (user code can plant one: the studio then listed and zipped any folder)
+        if (
+            not self.checkpoints_dir.is_symlink()
+            and self.checkpoints_dir.is_dir()
+            and any(self.checkpoints_dir.iterdir())
+        ):
             return self.checkpoints_dir
         there = self.cluster_checkpoints
         if there is not None:
             folder = Path(there.split(":", 1)[1])
-            if folder.is_dir():
+            if folder.is_dir() and not folder.is_symlink():
                 return folder
         return self.checkpoints_dir
 
@@ -477,10 +482,18 @@ class RunDir:
         """Checkpoint folders, oldest first (``checkpoint-<step>`` order), from :attr:`checkpoints_source`."""
         return _checkpoints_in(self.checkpoints_source)
 
+    def checkpoint_named(self, name: str) -> Path:
+        """One of :meth:`checkpoints` by its folder's name; ValueError for any other name (a path, a link)."""
+        for path in self.checkpoints():
+            if path.name == name:
+                return path
+        raise ValueError(f"no checkpoint '{name}' in run {self.run_id}")
+
 
 def _checkpoints_in(folder: Path) -> list[Path]:
-    """The checkpoint folders in ``folder``, oldest first (``checkpoint-<step>`` order); [] when it is none."""
-    if not folder.is_dir():
+    """The checkpoint folders in ``folder``, oldest first (``checkpoint-<step>`` order); [] when it is none (or is
+    a link: a run's folder is read without following one)."""
+    if folder.is_symlink() or not folder.is_dir():
         return []
 
     def step_of(p: Path) -> int:
