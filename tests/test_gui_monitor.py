@@ -650,3 +650,14 @@ def test_the_stop_and_kill_buttons_never_go_back_to_an_older_state(tmp_path, mon
         assert page.shown == [(), ("stop",), ("kill",), ()], page.shown
     finally:
         studio.close()
+
+
+def test_a_run_of_one_step_shows_its_point_and_a_longer_one_its_line_only():
+    """The newcomer's walkthrough: a run of one logged step was in the legend of Runs' Compare and of the Monitor but
+    drew nothing (a polyline of one point is invisible). Its point is drawn; a line of several is a line."""
+    from aworld_gui.rendering.charts import Line, svg_chart
+
+    one = svg_chart([Line("reward", [1], [0.5], "#123456")], "reward")
+    assert 'data-points="1"' in one and one.count("<circle") == 1 and " 1: 0.500</title></circle>" in one
+    more = svg_chart([Line("reward", [1, 2, 3], [0.1, 0.2, 0.3], "#123456")], "reward")
+    assert more.count("<circle") == 0 and "<polyline" in more

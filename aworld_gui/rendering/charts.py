@@ -137,7 +137,7 @@ def svg_chart(
             f'stroke-opacity="{ln.opacity}" stroke-linejoin="round" stroke-linecap="round">'
             f"<title>{esc(ln.name)}</title></polyline>"
         )
-        if ln.markers:
+        if ln.markers or len(ln.xs) == 1:  # a line of one point draws nothing: its point is its mark
             parts += [
                 f'<circle cx="{sx(x):.1f}" cy="{sy(y):.1f}" r="3" fill="{ln.color}">'
                 f"<title>{esc(ln.name)} @ {_('step')} {x:g}: {fmt_num(y)}</title></circle>"
