@@ -161,6 +161,7 @@ def test_the_reply_after_the_model_process_died_says_it_was_restarted_and_why(tm
         updates = list(tab.turn(text, history, conversation, run.run_id, "base", 0.0))
         history, _, status, conversation = updates[-1]
         assert "chat-ready" in str(status), status
+        assert f"base · {run.run_id}" in str(status), status  # no English word between them in the zh page
         box = [u[1] for u in updates]  # the user's all along (emptied when the message was taken): one may be typed
         assert all(b == gr.update() for b in box), box
         return history

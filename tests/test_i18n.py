@@ -179,6 +179,29 @@ def test_engine_messages_are_shown_in_the_pages_language():
     assert localize(str(engine_text.known(TrlProcessor.description)), "zh").startswith("在本机运行 Hugging Face TRL")
 
 
+def test_a_failed_runs_cause_and_a_lost_processs_message_are_shown_in_chinese():
+    """The newcomer's walkthrough in zh: the Monitor's failure box read "失败 — 原因: killed" and "the training process
+    is gone without a final status …"; Runs read "失败: killed". Every cause, and that message, in the page's language
+    (in English as the engine wrote them)."""
+    from engines.runs.causes import CAUSES
+    from engines.runs.lifecycle import LOST_ERROR
+    from testing.english_text import english_runs
+    from aworld_gui.rendering import render
+    from aworld_gui.rendering.render import engine_html
+
+    for text in [*CAUSES, LOST_ERROR]:
+        assert localize(engine_text.message(text), "en") == text
+        assert english_runs(localize(engine_text.message(text), "zh")) == [], text
+        assert text not in localize(engine_html(text), "zh")
+    assert localize(engine_text.message("killed"), "zh") == "被终止"
+    # the Monitor's events: a queued run's message, beside its other fields
+    events = render.events_html(
+        [{"time": 0, "event": "queued", "message": "waiting for the running job to finish", "ahead": 1}]
+    )
+    assert "等待正在运行的任务结束 · ahead=1" in localize(events, "zh") and "message=" not in events
+    assert "waiting for the running job to finish · ahead=1" in localize(events, "en")
+
+
 def test_engine_setup_hints_show_their_commands_as_code_and_the_rest_in_the_pages_language():
     """The swift and verl engines' unavailability reasons (what to install, the command that sets it up): their words
     in the page's language, their commands, paths and variables as code (shown as written), the English page the

@@ -18,12 +18,20 @@ from __future__ import annotations
 import functools
 import re
 
+from engines.runs.causes import Cause
+
 from .i18n import _
 from .i18n_zh import ZH
 
 #: whole messages, tried before a message is cut into parts
 WHOLE = [
     "CPU ([no CUDA GPU found]; [small models only])",
+    # why a run failed (engines/runs/causes.py: status.json's cause, as the Monitor, Runs and Evaluate show it)
+    *(f"[{cause}]" for cause in Cause),
+    # a run whose process is gone without a final status (engines/runs/lifecycle.py LOST_ERROR)
+    "[the training process is gone without a final status (killed, or the machine restarted)]",
+    # a queued run's event (engines/runs/lifecycle.py)
+    "[waiting for the running job to finish]",
 ]
 #: one part of a message each (engines/agents/agent_spec.py, data.py, rewards/dry_run.py, fit/memory_estimate.py,
 #: the engines' availability, core/checks.py)

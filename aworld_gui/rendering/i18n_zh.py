@@ -1,6 +1,8 @@
 """The studio's strings in Chinese, keyed by their English text (aworld_gui/rendering/i18n.py turns both into Gradio's
 translation tables). tests/test_i18n.py fails when a string given to ``_()`` has no entry here."""
 
+from engines.runs.causes import Cause
+
 ZH = {
     # -- page, tabs ------------------------------------------------------------------------------------
     "bring an agent, data and a reward · check every module · train in the background · watch it learn": "带上智能体、数据和奖励 · 逐项检查 · 后台训练 · 实时观察学习过程",
@@ -192,6 +194,9 @@ ZH = {
     "Loss · latest": "损失 · 最新",
     "Eval reward": "评估奖励",
     "Failed — cause:": "失败 — 原因:",
+    # a run gone without a final status (engines/runs/lifecycle.py; its causes' words: CAUSES below)
+    "waiting for the running job to finish": "等待正在运行的任务结束",
+    "the training process is gone without a final status (killed, or the machine restarted)": "训练进程已不在,且未留下最终状态(被终止,或机器重启过)",
     "The log tail below shows the last lines the run printed.": "下方日志显示运行最后输出的内容。",
     "No run selected": "未选择运行",
     "Launch one from Setup, or pick a run above. Runs keep training when this page or the studio closes; they "
@@ -428,3 +433,17 @@ from .i18n_zh_sweeps import ZH_SWEEPS  # noqa: E402 - the Sweeps strings, kept b
 
 ZH.update(ZH_SWEEPS)
 ZH.update(ZH_ENGINES)
+
+#: why a run failed, as the Monitor, Runs and Evaluate show status.json's cause (engines/runs/causes.py)
+CAUSES = {
+    Cause.OUT_OF_MEMORY: "内存不足",
+    Cause.BAD_DATA: "数据有误",
+    Cause.REWARD_ERROR: "奖励函数出错",
+    Cause.TOOL_SERVER_ERROR: "工具服务器出错",
+    Cause.MISSING_DEPENDENCY: "缺少依赖",
+    Cause.KILLED: "被终止",
+    Cause.DISK_FULL: "磁盘已满",
+    Cause.UNKNOWN: "原因不明",
+    Cause.LOSS_NOT_FINITE: "损失不是有限值",
+}
+ZH.update({str(cause): text for cause, text in CAUSES.items()})

@@ -408,8 +408,8 @@ def run_header(
     fail_html = ""
     if failure:
         fail_html = (
-            f'<div class="aw-failure" data-testid="failure"><b>{_("Failed — cause:")} {esc(failure["cause"])}</b>'
-            f"<div>{esc(failure['message'])}</div>"
+            f'<div class="aw-failure" data-testid="failure"><b>{_("Failed — cause:")} {engine_html(failure["cause"])}</b>'
+            f"<div>{engine_html(failure['message'])}</div>"
             f'<div class="aw-muted">{_("The log tail below shows the last lines the run printed.")}</div></div>'
         )
     note = f'<div class="aw-note">{esc(queue_note)}</div>' if queue_note else ""
@@ -561,12 +561,14 @@ def events_html(events: list[dict], limit: int = 8) -> str:
     rows = []
     for e in list(events)[-limit:][::-1]:
         t = time.strftime("%H:%M:%S", time.localtime(e.get("time", 0)))
-        extra = {k: v for k, v in e.items() if k not in ("time", "event", "traceback")}
+        extra = {k: v for k, v in e.items() if k not in ("time", "event", "traceback", "message")}
         # numbers as everywhere else on the page (a best checkpoint's value=0.30000000000000004 was shown whole)
-        detail = ", ".join(f"{k}={fmt_num(v, 4) if isinstance(v, float) else v}" for k, v in extra.items())
+        detail = esc(", ".join(f"{k}={fmt_num(v, 4) if isinstance(v, float) else v}" for k, v in extra.items())[:200])
+        if e.get("message"):  # an engine's words: in the page's language where they are known (engine_text)
+            detail = engine_html(str(e["message"])[:300]) + (f" · {detail}" if detail else "")
         rows.append(
             f'<tr><td class="aw-muted">{t}</td><td><b>{esc(EVENT_LABEL.get(e.get("event"), e.get("event")))}</b></td>'
-            f"<td>{esc(detail[:200])}</td></tr>"
+            f"<td>{detail}</td></tr>"
         )
     if not rows:
         return ""

@@ -219,7 +219,7 @@ class ChatTab:
         history.append(dict(user))
         reply = {"role": "assistant", "content": ""}
         history.append(reply)
-        status = f'<span class="aw-muted">{render.esc(model)} of {render.esc(run_id)}</span>'
+        status = f'<span class="aw-muted">{render.esc(model)} · {render.esc(run_id)}</span>'  # no word: both languages
         restarted, restarts_before, context, raw = None, self.service.restarts, "", ""
         # the box is the user's while the reply streams (on_take emptied it): a turn writes it only to give back the
         # message the model did not take

@@ -16,7 +16,7 @@ from engines.runs.rundir import ACTIVE_STATES, RunDir
 
 from ..rendering.i18n import Markdown, _, headers
 from ..core import inputs as inp
-from ..rendering import render
+from ..rendering import engine_text, render
 from ..core.studio import Studio
 
 RUN_DATASET = "(the run's test set)"
@@ -337,7 +337,9 @@ class EvaluateTab:
         state = status.get("state") or "queued"
         active = state in ACTIVE_STATES
         progress = render.badge(
-            state, str(render.RUN_LABEL.get(state, state)) + (f": {status.get('cause')}" if status.get("cause") else "")
+            state,
+            str(render.RUN_LABEL.get(state, state))
+            + (f": {engine_text.message(status.get('cause'))}" if status.get("cause") else ""),
         )
         if status.get("total_steps"):
             progress += (
