@@ -551,6 +551,16 @@ def _server_label(server: Any) -> str:
     return f' <span class="aw-src aw-src-mcp" data-testid="call-server">MCP · {esc(server)}</span>' if server else ""
 
 
+def launch_note(run_id: str, queued: bool) -> str:
+    """What Launch answers: the run, then what became of it (the id after "… when the running job ends" read as
+    the job's name: the newcomer's walkthrough)."""
+    note = _("queued — it starts when the running job ends") if queued else _("started")
+    return (
+        f'<div class="aw-msg"><code>{esc(run_id)}</code> {badge("queued" if queued else "running", note)} — '
+        f"{_('training runs in its own process; closing this page does not stop it.')}</div>"
+    )
+
+
 def samples_html(samples: list[dict], limit: int = 6) -> str:
     if not samples:
         return f'<div class="aw-empty">{_("Sample trajectories appear here as the run writes them.")}</div>'

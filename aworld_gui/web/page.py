@@ -120,12 +120,7 @@ def build_app(runs_dir: str | os.PathLike = "runs", studio: Studio | None = None
             if not res.get("ok"):
                 msg = f'<div class="aw-msg aw-msg-error">{_("Launch refused:")} {render.esc(res.get("error"))}</div>'
                 return msg, gr.update(), False
-            note = _("queued — it starts when the running job ends") if res.get("queued") else _("started")
-            msg = (
-                f'<div class="aw-msg">{render.badge("queued" if res.get("queued") else "running", note)} '
-                f"<code>{render.esc(res['run_id'])}</code> — "
-                f"{_('training runs in its own process; closing this page does not stop it.')}</div>"
-            )
+            msg = render.launch_note(res["run_id"], bool(res.get("queued")))
             # the Monitor on the launched run, queued or not: a queued one says its place in line and what it waits
             # for, and is shown training when its turn comes (it stayed on the run before it, finished, until a pick)
             return msg, gr.update(choices=studio.run_ids(), value=res["run_id"]), True
