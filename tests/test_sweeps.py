@@ -223,16 +223,35 @@ def test_a_trial_is_pruned_and_a_killed_driver_resumes_without_losing_the_trial_
     assert summary["best"]["value"] == _best_of(summary)["value"]
 
 
+#: the demo's reward (a letter scores 1), waiting while the hold file exists — in a run's training only (``python -m
+#: engines run``), never in a check
+HELD_REWARD = """
+import os, sys, time
+
+
+def score(completion, answer, **kw):
+    while sys.argv[1:2] == ["run"] and os.path.exists({hold!r}):
+        time.sleep(0.05)
+    return 1.0 if completion.strip()[:1] == answer else 0.0
+"""
+
+
 def test_a_stopped_sweep_resumes_and_re_runs_the_trial_its_stop_cut_short(tmp_path, demo):
     """``sweep-stop``: the training trial stops at a step boundary and is marked interrupted (not counted);
     ``sweep-resume`` runs its params again as a new trial, then the rest."""
     runs = tmp_path / "runs"
     config = dict(TINY, max_steps=30)
+    # the first trial must still be training when the stop lands, however fast the machine trains (30 steps ended
+    # before `sweep-stop`'s interpreter had started, on a fast machine): once it is seen training, its reward waits
+    # while the test holds it, until the stop is asked for
+    hold = tmp_path / "hold"
+    reward = tmp_path / "held_reward.py"
+    reward.write_text(HELD_REWARD.format(hold=str(hold)), encoding="utf-8")
     sweep = AgentSweep(
         agent=demo["agent"],
         train_dataset=demo["train"],
         test_dataset=demo["test"],
-        reward_func=demo["reward"],
+        reward_func=f"{reward}:score",
         config=config,
         run_path=str(runs),
         train_engine_name="trl",
@@ -259,7 +278,9 @@ def test_a_stopped_sweep_resumes_and_re_runs_the_trial_its_stop_cut_short(tmp_pa
             every=0.1,
             what="trial 0 training",
         )
+        hold.touch()
         subprocess.run([*cli, "sweep-stop", str(sweep.path)], check=True, timeout=120, cwd=ROOT)
+        hold.unlink()  # the stop is asked for: the trial goes on to its next step boundary, and stops there
         wait_for(lambda: effective_status(sweep.sweep_dir)["state"] == STOPPED, timeout=300, what="the sweep stopped")
         status = first.read_status()
         assert status["state"] == STOPPED and status["cause"] == "sweep stopped" and status["step"] < 30
