@@ -148,16 +148,34 @@ def test_a_sweep_from_the_cli_runs_every_trial_as_a_run(tmp_path, demo):
 PRUNE_SEED = 2
 
 
+#: the demo's reward (a letter scores 1), 50 ms a completion in a run's training (``python -m engines run``), never in
+#: a check
+SLOW_REWARD = """
+import sys, time
+
+
+def score(completion, answer, **kw):
+    if sys.argv[1:2] == ["run"]:
+        time.sleep(0.05)
+    return 1.0 if completion.strip()[:1] == answer else 0.0
+"""
+
+
 def test_a_trial_is_pruned_and_a_killed_driver_resumes_without_losing_the_trial_training(tmp_path, demo):
     """Objective ``lr`` (logged at every step, the learning rate itself): deterministic, so Optuna's
     MedianPruner prunes every trial below the first complete one at its first report."""
     runs = tmp_path / "runs"
     config = dict(TINY, max_steps=30, save_steps=100)
+    # a trial to prune must still be training when the driver's prune lands: on a machine that trains fast, the third
+    # trial's 30 steps ended first (complete, not pruned). Its reward takes 0.4 s a step in a run: 12 s for 30 steps,
+    # where a prune at the first report takes a second or two
+    reward = tmp_path / "slow_reward.py"
+    reward.write_text(SLOW_REWARD, encoding="utf-8")
     sweep = AgentSweep(
         agent=demo["agent"],
         train_dataset=demo["train"],
         test_dataset=demo["test"],
-        reward_func=demo["reward"],
+        reward_func=f"{reward}:score",
         config=config,
         run_path=str(runs),
         train_engine_name="trl",

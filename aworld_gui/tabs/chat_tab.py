@@ -136,7 +136,11 @@ class ChatTab:
         # taken and not yet sent, in order, each with the transcript as it is by then, those taken meanwhile too; a
         # send meanwhile is held and runs after it ("always_last"). (Read from the box when the held event ran, the
         # second of three quick messages was lost, or merged into the third: issue 42, item 7.)
-        take = gr.on([ui.send.click, ui.box.submit], self.on_take, [ui.box], [ui.box], queue=False, **quiet)
+        # the box is emptied here, in the page, as the message leaves it, and only if it still holds that message:
+        # emptied by the server's answer instead, it wiped a next message typed (pasted) before that answer came
+        take = gr.on(
+            [ui.send.click, ui.box.submit], self.on_take, [ui.box], None, js=_EMPTY_THE_BOX_JS, queue=False, **quiet
+        )
         send = take.then(
             self.on_send,
             [ui.sent, ui.chatbot, ui.conversation, ui.run, ui.model, ui.temperature],
@@ -154,13 +158,11 @@ class ChatTab:
         return [], "", [], 0
 
     def on_take(self, text, request: gr.Request | None = None):
-        """The box's message taken as it is now (the box emptied for the next one); a blank one is not taken."""
+        """The box's message taken as it was sent (the page empties the box: _EMPTY_THE_BOX_JS); a blank one is not."""
         text = (text or "").strip()
-        if not text:
-            return gr.update()
-        with self._taken_lock:
-            self._taken.setdefault(_page(request), []).append(text)
-        return ""
+        if text:
+            with self._taken_lock:
+                self._taken.setdefault(_page(request), []).append(text)
 
     def taken(self, request: gr.Request | None = None) -> list[str]:
         with self._taken_lock:
@@ -298,3 +300,14 @@ class ChatTab:
 def _page(request: gr.Request | None) -> str:
     """The page a request came from (its session), "" without one (a call from Python)."""
     return getattr(request, "session_hash", None) or ""
+
+
+#: Send/Enter's first step, in the page: the message as it is now, and the box emptied if it still holds it
+_EMPTY_THE_BOX_JS = """(text) => {
+    const box = document.querySelector('#chat-input textarea');
+    if (box && box.value === text) {
+        box.value = '';
+        box.dispatchEvent(new Event('input', {bubbles: true}));
+    }
+    return [text];
+}"""
