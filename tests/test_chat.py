@@ -84,7 +84,7 @@ def test_the_chat_tab_shows_the_calc_agents_call_folded_while_it_streams(tmp_pat
     tab = ChatTab(studio)
     try:
         views = [
-            [dict(m) for m in history] for history, *_ in tab.turn("What is 3 + 4?", [], [], run.run_id, "base", 0.0)
+            [dict(m) for m in history] for history, *_ in tab.on_send("What is 3 + 4?", [], [], run.run_id, "base", 0.0)
         ]
         shown = [m for history in views for m in history if m["role"] == "assistant"]
         assert not [m for m in shown if "<tool_call>" in m["content"]], "the raw markup was shown"
@@ -158,12 +158,12 @@ def test_the_reply_after_the_model_process_died_says_it_was_restarted_and_why(tm
 
     def send(text, history):
         nonlocal conversation
-        updates = list(tab.turn(text, history, conversation, run.run_id, "base", 0.0))
+        updates = list(tab.on_send(text, history, conversation, run.run_id, "base", 0.0))
         history, _, status, conversation = updates[-1]
         assert "chat-ready" in str(status), status
         assert f"base · {run.run_id}" in str(status), status  # no English word between them in the zh page
-        box = [u[1] for u in updates]  # the user's all along (emptied when the message was taken): one may be typed
-        assert all(b == gr.update() for b in box), box
+        box = [u[1] for u in updates]  # emptied by the first update, then the user's (a next message may be typed)
+        assert box[0] == "" and all(b == gr.update() for b in box[1:]), box
         return history
 
     def notes(history):

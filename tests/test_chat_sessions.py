@@ -55,7 +55,7 @@ class Session:
         service.stream = spy
         try:
             updates = list(
-                self.tab.turn(
+                self.tab.on_send(
                     text,
                     self.ui.chatbot.preprocess(self.ui.chatbot.postprocess(self.shown)),
                     self.conversation,
@@ -68,14 +68,14 @@ class Session:
             service.stream = stream
         shown, _, self.status, conversation = updates[-1]
         assert "chat-ready" in str(self.status), self.status
-        box = [u[1] for u in updates]  # the user's all along (emptied when the message was taken)
-        assert all(b == gr.update() for b in box), box
+        box = [u[1] for u in updates]  # emptied by the first update, then the user's
+        assert box[0] == "" and all(b == gr.update() for b in box[1:]), box
         self.shown = shown
         self.conversation = json.loads(json.dumps(conversation))  # a State's copy, as the page keeps it
         self.contexts = [e for e in seen if e["type"] == "context"]
 
     def clear(self) -> None:
-        self.shown, self.status, self.conversation, _ = self.tab.on_clear()
+        self.shown, self.status, self.conversation = self.tab.on_clear()
 
 
 def user_texts(conversation: list[dict]) -> list[str]:

@@ -6,7 +6,6 @@ after that process had stopped (died, or freed when idle) is led by a line sayin
 from __future__ import annotations
 
 import json
-import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -83,10 +82,6 @@ class ChatTab:
     def __init__(self, studio: Studio):
         self.studio = studio
         self.service: ChatService = studio.chat
-        # each page's messages taken from its box, in order: appended by on_take alone (under the lock: two takes
-        # side by side each appended to a State's list as it was before the other, and one message was lost)
-        self._taken: dict[str, list[str]] = {}
-        self._taken_lock = threading.Lock()
 
     def build(self) -> ChatUI:
         ui = ChatUI()
@@ -112,7 +107,6 @@ class ChatTab:
         ui.status = gr.HTML("", elem_id="chat-status")
         ui.chatbot = gr.Chatbot(label=_("Chat"), height=420, elem_id="chat-box")
         ui.conversation = gr.State([])
-        ui.sent = gr.State(0)  # how many of the page's taken messages were sent
         with gr.Row(equal_height=True):
             ui.box = gr.Textbox(
                 placeholder=_("Say something to the agent…"),
@@ -131,42 +125,24 @@ class ChatTab:
         quiet = dict(api_visibility="private", show_progress="hidden")
         tab.select(self.on_open, [ui.run], [ui.run], **quiet)
         ui.run.change(self.on_run, [ui.run], [ui.model], **quiet)
-        # Send and Enter take the message out of the box the moment it is sent (queue=False: the box's value goes
-        # with the request; a queued event reads the box when its turn comes). One event then sends every message
-        # taken and not yet sent, in order, each with the transcript as it is by then, those taken meanwhile too; a
-        # send meanwhile is held and runs after it ("always_last"). (Read from the box when the held event ran, the
-        # second of three quick messages was lost, or merged into the third: issue 42, item 7.)
-        # the box is emptied here, in the page, as the message leaves it, and only if it still holds that message:
-        # emptied by the server's answer instead, it wiped a next message typed (pasted) before that answer came
-        take = gr.on(
-            [ui.send.click, ui.box.submit], self.on_take, [ui.box], None, js=_EMPTY_THE_BOX_JS, queue=False, **quiet
-        )
-        send = take.then(
+        # Send and Enter are one event: a message sent while a reply streams waits for it and is then sent with the
+        # transcript as it is by then (Gradio re-reads the inputs of an "always_last" event it held back); two
+        # events ran side by side, each streaming into the chat from its own copy of it (issue 42, item 7)
+        send = gr.on(
+            [ui.send.click, ui.box.submit],
             self.on_send,
-            [ui.sent, ui.chatbot, ui.conversation, ui.run, ui.model, ui.temperature],
-            [ui.chatbot, ui.box, ui.status, ui.conversation, ui.sent],
+            [ui.box, ui.chatbot, ui.conversation, ui.run, ui.model, ui.temperature],
+            [ui.chatbot, ui.box, ui.status, ui.conversation],
             trigger_mode="always_last",
             **quiet,
         )
         # Clear ends the reply on its way: its next update would have put the cleared messages back
-        ui.clear.click(self.on_clear, None, [ui.chatbot, ui.status, ui.conversation, ui.sent], cancels=[send], **quiet)
+        ui.clear.click(self.on_clear, None, [ui.chatbot, ui.status, ui.conversation], cancels=[send], **quiet)
 
-    def on_clear(self, request: gr.Request | None = None):
-        """A new conversation: nothing shown, nothing sent, nothing waiting."""
-        with self._taken_lock:
-            self._taken.pop(_page(request), None)
-        return [], "", [], 0
-
-    def on_take(self, text, request: gr.Request | None = None):
-        """The box's message taken as it was sent (the page empties the box: _EMPTY_THE_BOX_JS); a blank one is not."""
-        text = (text or "").strip()
-        if text:
-            with self._taken_lock:
-                self._taken.setdefault(_page(request), []).append(text)
-
-    def taken(self, request: gr.Request | None = None) -> list[str]:
-        with self._taken_lock:
-            return list(self._taken.get(_page(request), []))
+    @staticmethod
+    def on_clear():
+        """A new conversation: nothing shown, nothing sent."""
+        return [], "", []
 
     def on_open(self, current):
         ids = self.studio.run_ids()
@@ -183,30 +159,14 @@ class ChatTab:
         latest = self.studio.checkpoints(run_id)
         return gr.update(choices=models, value=latest[-1] if latest else "base")  # the run's newest, else base
 
-    def on_send(self, sent, history, conversation, run_id, model, temperature, request: gr.Request | None = None):
-        """Every message the page took from its box and did not send yet, in order — those taken while a reply
-        streams too — each a turn (:meth:`turn`) after the reply to the one before; ``sent`` counts them. A turn the
-        model did not take puts its message, and those waiting after it, back in the box."""
-        sent = int(sent or 0)
-        if sent >= len(self.taken(request)):  # a send held while the reply before it sent its message too
-            yield (gr.update(),) * 5  # (a generator that yields nothing sets every output to None: the chat emptied)
-            return
-        while sent < len(taken := self.taken(request)):
-            text, sent = taken[sent], sent + 1
-            for shown, box, status, said in self.turn(text, history, conversation, run_id, model, temperature):
-                if isinstance(box, str):  # not taken: it goes back to the box, with what waits after it
-                    taken = self.taken(request)
-                    box, sent = "\n".join(taken[sent - 1 :]), len(taken)
-                history, conversation = shown, said
-                yield history, box, status, conversation, sent
-
-    def turn(self, text, history, conversation, run_id, model, temperature):
+    def on_send(self, text, history, conversation, run_id, model, temperature):
         """A reply to ``text``. ``history`` is what the chat shows (in Gradio's format, never sent to the model);
         ``conversation`` is what the model is sent: the earlier turns as the model saw and wrote them (tool calls
         and results among them), one more turn once the reply is done."""
         history, conversation = list(history or []), list(conversation or [])
         text = (text or "").strip()
         if not text:
+            yield history, "", gr.update(), conversation
             return
         if not run_id or not model:
             yield (
@@ -223,9 +183,9 @@ class ChatTab:
         history.append(reply)
         status = f'<span class="aw-muted">{render.esc(model)} · {render.esc(run_id)}</span>'  # no word: both languages
         restarted, restarts_before, context, raw = None, self.service.restarts, "", ""
-        # the box is the user's while the reply streams (on_take emptied it): a turn writes it only to give back the
-        # message the model did not take
-        yield history, gr.update(), status + f' <span class="aw-muted">— {_("loading the model…")}</span>', conversation
+        # the box is emptied once, here: it is the user's again while the reply streams (an empty box in each update
+        # wiped a next message typed meanwhile)
+        yield history, "", status + f' <span class="aw-muted">— {_("loading the model…")}</span>', conversation
         try:
             path = str(self.studio.run_path(run_id))
             for event in self.service.stream(path, model, conversation + [user], float(temperature or 0.0)):
@@ -295,19 +255,3 @@ class ChatTab:
                 f'<div class="aw-msg aw-msg-error" data-testid="chat-error">{render.esc(e)}{note}</div>',
                 conversation,
             )
-
-
-def _page(request: gr.Request | None) -> str:
-    """The page a request came from (its session), "" without one (a call from Python)."""
-    return getattr(request, "session_hash", None) or ""
-
-
-#: Send/Enter's first step, in the page: the message as it is now, and the box emptied if it still holds it
-_EMPTY_THE_BOX_JS = """(text) => {
-    const box = document.querySelector('#chat-input textarea');
-    if (box && box.value === text) {
-        box.value = '';
-        box.dispatchEvent(new Event('input', {bubbles: true}));
-    }
-    return [text];
-}"""
