@@ -9,7 +9,8 @@ import time
 import psutil
 import pytest
 
-from engines.isolation.sandbox import IsolatedCall, describe, load_result, report_progress, run_isolated
+from engines.isolation.call_result import load_result
+from engines.isolation.sandbox import IsolatedCall, describe, report_progress, run_isolated
 from engines.results.check_result import CheckResult
 from engines.isolation.user_env import is_credential, referenced_names, user_code_env
 from testing.waiting import processes_marked, wait_for

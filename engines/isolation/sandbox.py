@@ -44,7 +44,7 @@ from typing import Any, Callable, Iterable, Mapping
 from . import process_tree, server_env as server_env_table
 from .pids_cgroup import PidsCgroup
 from .process_tree import TooManyProcesses, max_processes  # noqa: F401 - re-exported
-from .call_result import ForgedResult, load_result  # noqa: F401 - load_result re-exported
+from .call_result import ForgedResult, load_result
 from .privileges import close_inherited_fds, drop_privileges, set_parent_death_signal
 
 DEFAULT_TIMEOUT_S = 60.0

@@ -61,18 +61,24 @@ def read_json_object(path: Path) -> dict:
     return data if isinstance(data, dict) else {}
 
 
+def parse_row(line: str | bytes) -> dict | None:
+    """One line of a run's JSON-lines file as a row, None when it is none: a torn last line while the writer is
+    mid-write, or JSON that is no object (``[1, 2]``, ``null``, ``"text"``: user code in the run can append anything to
+    its files, and every reader takes a row's keys)."""
+    try:
+        row = json.loads(line)
+    except json.JSONDecodeError:
+        return None
+    return row if isinstance(row, dict) else None
+
+
 def iter_jsonl(path: Path) -> Iterator[dict]:
     try:
         with open_no_link(path, text=True) as f:
             for line in f:
                 line = line.strip()
-                if line:
-                    try:
-                        row = json.loads(line)
-                    except json.JSONDecodeError:
-                        continue  # a torn last line while the writer is mid-write
-                    if isinstance(row, dict):  # a row is an object: any other line is no row (see JsonlTail)
-                        yield row
+                if line and (row := parse_row(line)) is not None:
+                    yield row
     except OSError:  # none, or a folder or a link in its place: no rows
         return
 
@@ -83,14 +89,7 @@ def last_json_line(path: str | os.PathLike) -> dict[str, Any] | None:
         lines = Path(path).read_text(encoding="utf-8").splitlines()
     except OSError:
         return None
-    for line in reversed(lines):
-        try:
-            row = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(row, dict):
-            return row
-    return None
+    return next((row for line in reversed(lines) if (row := parse_row(line)) is not None), None)
 
 
 @dataclass
@@ -134,15 +133,8 @@ class JsonlTail:
         self._partial = lines.pop()  # b"" when data ended with a newline
         out = []
         for line in lines:
-            if line.strip():
-                try:
-                    row = json.loads(line)
-                except json.JSONDecodeError:
-                    continue
-                # a line that is JSON but not an object (``[1, 2]``, ``null``, ``"text"``: user code in the run can
-                # append anything to its files) is no row: every reader takes a row's keys
-                if isinstance(row, dict):
-                    out.append(row)
+            if line.strip() and (row := parse_row(line)) is not None:
+                out.append(row)
         return out
 
 
