@@ -154,8 +154,17 @@ def test_launch_a_swift_run_from_the_studio_and_watch_its_reward_curve(tmp_path,
         first = wait_for(lambda: (x := header(page))["points"] >= 3 and x, 300, "reward points from ms-swift")
         assert first["state"] == "running"
         wait_for(lambda: header(page)["points"] >= first["points"] + 3, 120, "more reward points")
-        page.wait_for_timeout(5000)  # the curves redraw every few seconds
-        assert page.locator("#curves svg").count() >= 1 or page.locator("svg").count() >= 1
+        # the curves redraw every few seconds (monitor_tab.CHART_S): a drawn curve with the points seen so far
+        wait_for(
+            lambda: any(
+                int(n or 0) >= first["points"]
+                for n in page.eval_on_selector_all(
+                    ".aw-chart svg", "els => els.map(e => e.parentElement.dataset.points)"
+                )
+            ),
+            60,
+            "a curve drawn with the reward points",
+        )
         shot(page, "swift-06-monitor-reward-curve")
         page.click("#stop-btn")
         final = wait_for(lambda: (x := header(page)).get("state") in ("stopped", "failed") and x, 180, "stopped")
