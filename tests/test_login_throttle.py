@@ -87,6 +87,21 @@ def test_the_block_never_exceeds_its_cap_and_is_per_client(throttle):
     assert _login(app, PASSWORD, host="10.0.0.2")[0] == 200  # another client is not affected
 
 
+def test_a_new_loopback_address_or_ipv6_host_of_the_same_network_is_the_same_client(throttle):
+    """The fourth probe: from 127.0.0.1, ``curl --interface 127.0.0.2`` (any of 127.0.0.0/8, 16 million addresses) got
+    five fresh guesses per address, and the right password through 127.9.9.9 while 127.0.0.1 was blocked. A client is
+    what its address can be changed within at no cost: all of loopback, an IPv6 /64."""
+    app, _ = throttle
+    assert [_login(app, "wrong", host="127.0.0.1")[0] for _ in range(5)] == [400] * 5
+    for other in ("127.0.0.2", "127.1.2.3", "127.255.255.254", "::1", "::ffff:127.0.0.9"):
+        assert _login(app, "wrong", host=other)[0] == 429, other
+    assert _login(app, PASSWORD, host="127.9.9.9")[0] == 429  # blocked means blocked, whatever the address
+    assert [_login(app, "wrong", host=f"2001:db8::{i:x}")[0] for i in range(1, 6)] == [400] * 5
+    assert _login(app, "wrong", host="2001:db8::ffff:1")[0] == 429  # the same /64
+    assert _login(app, PASSWORD, host="2001:db8:0:1::1")[0] == 200  # the next /64 is another client
+    assert _login(app, PASSWORD, host="10.0.0.2")[0] == 200  # as is another IPv4 address
+
+
 def test_a_quiet_client_is_forgotten(throttle):
     app, clock = throttle
     for _ in range(4):

@@ -325,3 +325,18 @@ def test_a_reward_model_from_the_local_hub_cache_by_its_id(tmp_path, reward_mode
     )
     assert res.returncode == 0, res.stderr[-2000:]
     assert res.stdout.strip().splitlines()[-1] == "rm_tiny_rm True"
+
+
+def test_a_judge_key_variable_a_studio_does_not_invite_points_at_the_invitation(monkeypatch):
+    """The fourth probe: in a studio that invites no variable, a judge's ``api_key_env`` that the studio has was told
+    "not set — export it", which it was; the fix is the operator's invitation, as for a ``${NAME}``."""
+    from engines.env_values.env_invitation import INVITED_ENV
+
+    monkeypatch.setenv(INVITED_ENV, "HF_TOKEN")  # what the studio sets for itself and its children
+    monkeypatch.delenv("AWORLD_JUDGE_KEY_HELD", raising=False)  # user code's environment never has an uninvited one
+    judge = {"url": "http://x/v1", "model": "m", "prompt": "{completion}", "api_key_env": "AWORLD_JUDGE_KEY_HELD"}
+    with pytest.raises(CheckError) as err:
+        load_reward({"judge": judge})
+    text = str(err.value)
+    assert "not one this studio hands to rewards (it invites HF_TOKEN)" in text, text
+    assert "aworld-studio --env-allow AWORLD_JUDGE_KEY_HELD" in text and "export" not in text, text

@@ -6,11 +6,14 @@ read as missing — and a checkpoint's zip leaves links (to files or folders) ou
 from __future__ import annotations
 
 import json
+import os
+import threading
 import zipfile
 
 from aworld_gui.core.run_cache import RunCache
 from aworld_gui.core.studio import Studio
 from engines.runs.no_links import LINK_NOTICE
+from testing.swap_race import exchange
 from engines.runs.rundir import RunDir
 
 SECRET = "the-secret-outside-the-runs-folder-0066"
@@ -111,3 +114,54 @@ def test_a_checkpoints_folder_or_a_checkpoint_that_is_a_link_lists_nothing_and_z
     (tmp_path / "cluster" / "checkpoints").symlink_to(outside, target_is_directory=True)
     run.write_status(ray_run_dir=f"node:{tmp_path / 'cluster'}")
     assert run.checkpoints() == [] and not list(runs.glob(".exports/*.zip"))
+
+
+def test_a_checkpoints_zip_takes_what_it_checked_while_user_code_swaps_a_file_for_a_link(tmp_path):
+    """The fourth probe: a check of a path, then an open by path, is a race — user code swapping ``weights.bin`` and a
+    link to a secret (``renameat2(RENAME_EXCHANGE)``) in a loop got the secret into zips built by the studio (which
+    reads as root, with every capability). Each file is now opened once, without following a link, and that
+    descriptor is zipped. Hard links, pipes and the link are left out; a link planted at the zip's own name, or at
+    the old fixed temporary name, is replaced, never written through."""
+    run, runs, outside = planted(tmp_path)
+    checkpoint = run.checkpoints_dir / "checkpoint-1"
+    checkpoint.mkdir(parents=True)
+    (checkpoint / "weights.bin").write_bytes(b"w" * 4096)
+    (checkpoint / "alt").symlink_to(outside / "secret.txt")
+    os.link(outside / "secret.txt", checkpoint / "hard.txt")  # a second name of a file from elsewhere
+    os.mkfifo(checkpoint / "pipe")  # opened, it would hang a reader that waits for a writer
+    run.write_status(state="finished", step=1)
+    studio = Studio(runs, worker=NoWorker(), cache=RunCache())
+    exports = runs / ".exports"
+    exports.mkdir()
+    victim = outside / "victim.txt"
+    victim.write_text("kept")
+    for name in (f"{run.run_id}-checkpoint-1.zip.tmp", f"{run.run_id}.run.yaml"):
+        (exports / name).symlink_to(victim)  # the studio's writes there used to follow it
+    studio.export_spec(run.run_id)
+    assert victim.read_text() == "kept" and not (exports / f"{run.run_id}.run.yaml").is_symlink()
+
+    stop, swaps = threading.Event(), [0]
+
+    def swap():
+        while not stop.is_set():
+            exchange(checkpoint / "weights.bin", checkpoint / "alt")
+            swaps[0] += 1
+
+    swapper = threading.Thread(target=swap, daemon=True)
+    swapper.start()
+    try:
+        seen = []
+        for _ in range(60):
+            (exports / f"{run.run_id}-checkpoint-1.zip").unlink(missing_ok=True)
+            with zipfile.ZipFile(studio.checkpoint_zip(run.run_id, "checkpoint-1")) as z:
+                seen.append({n: z.read(n) for n in z.namelist()})
+    finally:
+        stop.set()
+        swapper.join()
+    assert swaps[0] > 100, swaps
+    assert victim.read_text() == "kept"
+    for files in seen:
+        assert all(SECRET.encode() not in data for data in files.values()), files.keys()
+        assert set(files) <= {"checkpoint-1/weights.bin", "checkpoint-1/alt"}  # the plain one, by either name
+        assert all(data == b"w" * 4096 for data in files.values())
+    assert any(files for files in seen), "the race left the zip empty every time"

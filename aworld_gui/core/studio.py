@@ -16,7 +16,6 @@ import sys
 import threading
 import time
 import uuid
-import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +25,7 @@ from engines.results.check_result import MODULES
 from engines.cli import shell_command
 from engines.isolation.processes import reap_detached
 from engines.runs.launcher import Launcher
-from engines.runs.no_links import checkpoint_files
+from engines.runs.no_links import write_new_file, zip_plain_files
 from engines.runs.rundir import FAILED, QUEUED, RUNNING, STOPPING, RunDir
 from engines.isolation.user_env import referenced_names, server_names, user_code_env, user_code_envs
 from engines.files.yaml_input import try_load_yaml
@@ -50,6 +49,7 @@ from .queue_note import queue_note
 from .run_cache import CACHE, RunCache, RunState
 from ..worker.check_worker import CheckWorker, WorkerError
 from .upload_secrets import mask_text
+
 
 log = logging.getLogger("aworld.studio")
 MAX_RUN_ID = 200
@@ -449,11 +449,7 @@ class Studio:
         out_dir.mkdir(exist_ok=True)
         out = out_dir / f"{run_id}-{name}.zip"
         if not out.exists() or out.stat().st_mtime < src.stat().st_mtime:
-            tmp = out.with_suffix(".zip.tmp")
-            with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as z:
-                for f in checkpoint_files(src):
-                    z.write(f, f"{name}/{f.relative_to(src)}")
-            os.replace(tmp, out)
+            zip_plain_files(src, out, name)  # what was checked is what is read; written never through a link
         return str(out)
 
     def export_spec(self, run_id: str) -> str:
@@ -461,7 +457,7 @@ class Studio:
         out_dir = self.runs_dir / ".exports"
         out_dir.mkdir(exist_ok=True)
         out = out_dir / f"{run_id}.run.yaml"
-        out.write_text(text, encoding="utf-8")
+        write_new_file(out, text.encode("utf-8"))  # never through a link user code planted at that name
         return str(out)
 
     # -- evaluation, chat, export ----------------------------------------------------------------

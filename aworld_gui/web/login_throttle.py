@@ -11,12 +11,16 @@ header could be forged):
   each further failure up to :data:`MAX_BLOCK_S`; after a block, one attempt at a time is let through;
 * attempts in flight count against the allowance, so parallel guesses get no more than serial ones;
 * a right password (once let through) clears the client's record: nobody is locked out for good,
-  and a client that stops failing is forgotten after :data:`FORGET_S`.
+  and a client that stops failing is forgotten after :data:`FORGET_S`;
+* a client is what its address can be changed within at no cost (:func:`client_key`): every loopback address is
+  one client (a local user, or user code, can send from any of 127.0.0.0/8 — the fourth probe got five fresh
+  guesses from each), an IPv6 client is its /64 (one host is given a whole /64).
 """
 
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import json
 import math
 import time
@@ -37,6 +41,22 @@ class _Client:
     in_flight: int = 0
     blocked_until: float = 0.0
     last: float = 0.0
+
+
+def client_key(host: str) -> str:
+    """The client an address belongs to, for counting failures: ``loopback`` for any of 127.0.0.0/8 and ``::1`` (an
+    IPv4-mapped one too), an IPv6 address's /64, else the address itself."""
+    try:
+        ip = ipaddress.ip_address(host)
+    except ValueError:
+        return host
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    if ip.is_loopback:
+        return "loopback"
+    if isinstance(ip, ipaddress.IPv6Address):
+        return str(ipaddress.IPv6Network(f"{ip}/64", strict=False))
+    return str(ip)
 
 
 def _is_login(scope: dict) -> bool:
@@ -84,7 +104,7 @@ class LoginThrottle:
         if not _is_login(scope):
             await self.app(scope, receive, send)
             return
-        host = (scope.get("client") or ("?", 0))[0]
+        host = client_key((scope.get("client") or ("?", 0))[0])
         now = self.clock()
         c = self._client(host, now)
         wait = self._refusal(c, now)

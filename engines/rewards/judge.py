@@ -33,6 +33,7 @@ from typing import Any
 
 from ..results.check_result import CheckError, did_you_mean
 from ..isolation.user_env import JUDGE_DEFAULT_KEY_ENV as DEFAULT_KEY_ENV
+from ..env_values.env_invitation import ALLOW_OPTION, STUDIO_ALLOW_ENV, invited
 from .calling import Batch, is_messages, message_text
 
 PLACEHOLDERS = ("prompt", "completion", "answer")
@@ -109,6 +110,15 @@ class JudgeScorer:
                 raise CheckError("reward", f"judge {key}={value!r} must be a number ≥ {low:g}")
         env = spec.get("api_key_env") or DEFAULT_KEY_ENV
         if spec.get("api_key_env") and env not in os.environ:
+            allowed = invited()  # in a studio, only the variables its operator invites reach user code
+            if allowed is not None and env not in allowed:
+                raise CheckError(
+                    "reward",
+                    f"the judge's key variable {env} is not one this studio hands to rewards (it invites "
+                    f"{', '.join(sorted(allowed)) or 'none'})",
+                    f"whoever starts the studio adds it with `aworld-studio {ALLOW_OPTION} {env}` "
+                    f"(or {STUDIO_ALLOW_ENV}={env}); the key is never written to the run",
+                )
             raise CheckError(
                 "reward",
                 f"the judge's key variable {env} is not set",

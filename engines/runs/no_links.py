@@ -3,13 +3,25 @@ folder and plant ``train.log -> /some/secret`` or ``checkpoints/checkpoint-1/lea
 must not serve the target (docs/SECURITY.md).
 
 * :func:`open_no_link` — open a run's file for reading, refusing a link in its place (``O_NOFOLLOW``);
-* :func:`checkpoint_files` — the plain files of a checkpoint folder (what its zip holds), links left out.
+* :func:`open_beneath` — a file under a folder opened one name at a time, no link anywhere on the way: what is
+  checked is what is read (a check of the path, then an open by path, is a race user code wins by swapping a file
+  for a link in between: the fourth probe read the studio's own memory so);
+* :func:`plain_files_beneath` — the same for every plain file of a folder, and :func:`zip_plain_files` (a checkpoint's
+  zip);
+* :func:`write_new_file` — a file written where user code can write, never through a link planted in its place.
 """
 
 from __future__ import annotations
 
+import errno
 import os
-from pathlib import Path
+import shutil
+import stat
+import tempfile
+import time
+import zipfile
+from pathlib import Path, PurePosixPath
+from typing import Iterator
 
 #: what the log view shows for a log that is a link (a run's files are read without following links)
 LINK_NOTICE = "(this file is a link: the studio reads no file of a run through a link)"
@@ -24,11 +36,100 @@ def open_no_link(path: str | os.PathLike, text: bool = False):
     return os.fdopen(fd, "r", encoding="utf-8") if text else os.fdopen(fd, "rb")
 
 
-def checkpoint_files(folder: Path) -> list[Path]:
-    """The plain files under a checkpoint folder, for its zip: a link (to a file or a folder) is left out — code
-    that can write into the runs folder could plant ``leak.txt -> /some/secret`` in a checkpoint, and the zip would
-    carry the secret."""
-    out = []
-    for root, _, files in os.walk(folder, followlinks=False):  # a linked folder is listed, never descended
-        out += [Path(root, f) for f in files if not os.path.islink(os.path.join(root, f))]
-    return sorted(out)
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+#: O_NONBLOCK: a FIFO planted in a file's place does not hang the open (it is then refused as no plain file)
+_FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+
+
+class LinkRefused(PermissionError):
+    """A link (or ``..``) on the way to a file, or no plain file of one name at its end."""
+
+
+def _plain_file(fd: int, what: str) -> int:
+    """``fd`` when it is a plain file with one name (a hard link of a file from elsewhere has two), else closed and
+    refused."""
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
+        os.close(fd)
+        raise LinkRefused(f"{what} is not a plain file of its own (a hard link, a device or a pipe): not read")
+    return fd
+
+
+def open_beneath(root: str | os.PathLike, relative: str | os.PathLike) -> int:
+    """A read-only descriptor of the plain file ``relative`` under the folder ``root``, opened from ``/`` one name at a
+    time with ``O_NOFOLLOW`` — every folder of ``root`` and of ``relative`` included (``root`` is a path resolved
+    once, by whoever trusts it) — then checked on the descriptor (``fstat``): a plain file with one name. Serve or
+    read that descriptor, never the path again. :class:`LinkRefused` for a link, a ``..`` or no plain file;
+    ``FileNotFoundError`` for nothing there."""
+    rel = PurePosixPath(os.fspath(relative))
+    if rel.is_absolute() or not rel.parts or any(p in (".", "..") for p in rel.parts):
+        raise LinkRefused(f"{rel} is not a path beneath {root}")
+    names = [*PurePosixPath(os.path.abspath(root)).parts[1:], *rel.parts]
+    fd = os.open("/", _DIR_FLAGS)
+    try:
+        for name in names[:-1]:
+            child = os.open(name, _DIR_FLAGS, dir_fd=fd)
+            os.close(fd)
+            fd = child
+        found = os.open(names[-1], _FILE_FLAGS, dir_fd=fd)
+    except OSError as e:
+        if e.errno in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):
+            raise LinkRefused(f"{rel} lies behind a link, or is one: not read") from e
+        raise
+    finally:
+        os.close(fd)
+    return _plain_file(found, str(rel))
+
+
+def plain_files_beneath(folder: str | os.PathLike) -> Iterator[tuple[str, int]]:
+    """(path relative to ``folder``, read-only descriptor) of each plain file of one name under ``folder``, walked by
+    descriptors (:func:`os.fwalk`: a linked folder is never entered, a folder swapped for a link while it is walked is
+    not either) and each file opened from its folder's descriptor without following a link. The caller closes each
+    descriptor. Links, pipes, devices and hard links are left out."""
+    for top, _, files, dir_fd in os.fwalk(folder, follow_symlinks=False):
+        for name in sorted(files):
+            try:
+                fd = _plain_file(os.open(name, _FILE_FLAGS, dir_fd=dir_fd), name)
+            except OSError:  # a link (ELOOP), a file gone, or refused
+                continue
+            yield os.path.relpath(os.path.join(top, name), folder), fd
+
+
+def write_new_file(path: str | os.PathLike, data: bytes) -> None:
+    """Write ``path`` (in a folder user code can write to) as a new file: made beside it under a fresh name
+    (``O_EXCL``: never an existing file, nor a link planted there) and renamed over ``path`` (which replaces a link in
+    its place rather than writing through it)."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+#: the earliest time a zip entry can carry
+ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)
+
+
+def zip_plain_files(folder: str | os.PathLike, out: str | os.PathLike, prefix: str) -> None:
+    """``out``, a zip of :func:`plain_files_beneath` ``folder`` (each under ``prefix/``), each written from the
+    descriptor that was checked; the zip made under a fresh name beside ``out`` and renamed over it (a link planted
+    at ``out``, or at any fixed temporary name, is replaced, never written through)."""
+    out = Path(out)
+    fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as raw, zipfile.ZipFile(raw, "w", zipfile.ZIP_DEFLATED) as z:
+            for rel, file_fd in plain_files_beneath(folder):
+                with os.fdopen(file_fd, "rb") as f:
+                    st = os.fstat(file_fd)
+                    info = zipfile.ZipInfo(f"{prefix}/{rel}", max(time.localtime(st.st_mtime)[:6], ZIP_EPOCH))
+                    info.external_attr, info.compress_type = (st.st_mode & 0xFFFF) << 16, zipfile.ZIP_DEFLATED
+                    with z.open(info, "w", force_zip64=True) as dst:
+                        shutil.copyfileobj(f, dst, 1 << 20)
+        os.replace(tmp, out)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
