@@ -165,3 +165,35 @@ def test_a_checkpoints_zip_takes_what_it_checked_while_user_code_swaps_a_file_fo
         assert set(files) <= {"checkpoint-1/weights.bin", "checkpoint-1/alt"}  # the plain one, by either name
         assert all(data == b"w" * 4096 for data in files.values())
     assert any(files for files in seen), "the race left the zip empty every time"
+
+
+def test_a_pipe_or_a_linked_folder_in_a_runs_place_hangs_and_leaks_nothing(tmp_path):
+    """A pipe planted as ``status.json``, ``events.jsonl`` or ``samples.jsonl`` held the reader for ever (an open
+    waits for a writer): the Runs list and the Monitor hung on it. A run's files are now opened without waiting and
+    only a plain file is read; one opened from a run folder swapped for a link is refused as well."""
+    run, runs, outside = planted(tmp_path)
+    for name in ("status.json", "events.jsonl", "samples.jsonl"):
+        run.file(name).unlink(missing_ok=True)
+        os.mkfifo(run.file(name))
+    studio = Studio(runs, worker=NoWorker(), cache=RunCache())
+    done = {}
+
+    def read():
+        done["status"] = run.read_status()
+        done["events"] = run.read_jsonl("events.jsonl") + run.read_jsonl("samples.jsonl")
+        done["listed"] = studio.run_ids()
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    reader.join(20)
+    assert not reader.is_alive(), "a reader waits on a pipe in a run's folder"
+    assert done["status"] == {} and done["events"] == [] and run.run_id in done["listed"]
+    # the run's folder swapped for a link to a folder that holds a status.json: read as missing
+    (outside / "run").mkdir()
+    (outside / "run" / "status.json").write_text(json.dumps({"state": "finished", "note": SECRET}))
+    path = run.path
+    os.rename(path, tmp_path / "moved-away")
+    path.symlink_to(outside / "run", target_is_directory=True)
+    from engines.runs.json_lines import read_json_object
+
+    assert read_json_object(path / "status.json") == {}

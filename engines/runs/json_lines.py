@@ -124,9 +124,12 @@ class JsonlTail:
         self._ident = ident
         if size == self.offset:
             return []
-        with open_no_link(self.path) as f:
-            f.seek(self.offset)
-            data = f.read(max_bytes) if max_bytes else f.read()
+        try:
+            with open_no_link(self.path) as f:
+                f.seek(self.offset)
+                data = f.read(max_bytes) if max_bytes else f.read()
+        except OSError:  # swapped for a link or a pipe since its lstat: nothing read this time
+            return []
         self.offset += len(data)
         data = self._partial + data
         lines = data.split(b"\n")
@@ -169,9 +172,12 @@ class TextTail:
         start = max(self.offset, size - 256 * 1024) if self.offset == 0 else self.offset
         if self.lines == [LINK_NOTICE]:
             self.lines = []
-        with open_no_link(self.path) as f:
-            f.seek(start)
-            data = f.read()
+        try:
+            with open_no_link(self.path) as f:
+                f.seek(start)
+                data = f.read()
+        except OSError:  # swapped for a link or a pipe since its lstat: nothing read this time
+            return []
         self.offset = start + len(data)
         text = self._partial + data.decode("utf-8", errors="replace").replace("\r", "\n")
         new = text.split("\n")

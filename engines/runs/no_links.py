@@ -27,15 +27,6 @@ from typing import Iterator
 LINK_NOTICE = "(this file is a link: the studio reads no file of a run through a link)"
 
 
-def open_no_link(path: str | os.PathLike, text: bool = False):
-    """Open a run's file for reading without following a link in its place (``O_NOFOLLOW``: ``OSError``). Code that
-    can write into the runs folder (a reward, a tool) could put ``train.log -> /some/secret`` there, and the page
-    would serve the secret. The run folder itself is no link either (engines.runs.lifecycle.list_run_dirs, the
-    studio's run_path)."""
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
-    return os.fdopen(fd, "r", encoding="utf-8") if text else os.fdopen(fd, "rb")
-
-
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 #: O_NONBLOCK: a FIFO planted in a file's place does not hang the open (it is then refused as no plain file)
 _FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
@@ -43,6 +34,26 @@ _FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
 
 class LinkRefused(PermissionError):
     """A link (or ``..``) on the way to a file, or no plain file of one name at its end."""
+
+
+def open_no_link(path: str | os.PathLike, text: bool = False):
+    """Open a run's file for reading without following a link in its place or in its folder's (``O_NOFOLLOW`` on
+    both, the file opened from the folder's descriptor: ``OSError``), and only a plain file (a pipe planted there
+    would hang the reader for ever: opened without waiting, then refused). Code that can write into the runs folder
+    (a reward, a tool) could put ``train.log -> /some/secret`` there, or swap the run's folder for a link, and the
+    page would serve the secret. The run folder itself is no link either when it is listed
+    (engines.runs.lifecycle.list_run_dirs, the studio's run_path)."""
+    folder, name = os.path.split(os.fspath(path))
+    dir_fd = os.open(folder or ".", _DIR_FLAGS)
+    try:
+        fd = os.open(name, _FILE_FLAGS, dir_fd=dir_fd)
+    finally:
+        os.close(dir_fd)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise LinkRefused(f"{name} is not a plain file: not read")
+    os.set_blocking(fd, True)
+    return os.fdopen(fd, "r", encoding="utf-8") if text else os.fdopen(fd, "rb")
 
 
 def _plain_file(fd: int, what: str) -> int:
