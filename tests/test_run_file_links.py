@@ -197,3 +197,20 @@ def test_a_pipe_or_a_linked_folder_in_a_runs_place_hangs_and_leaks_nothing(tmp_p
     from engines.runs.json_lines import read_json_object
 
     assert read_json_object(path / "status.json") == {}
+
+
+def test_a_run_file_is_never_written_through_a_link_at_its_temporary_name(tmp_path):
+    """Every run file is written beside itself and renamed (engines.runs.rundir.atomic_write_text); its temporary name
+    was ``.<name>.<pid>.<thread>.tmp`` and opened following a link: user code that planted a link there had the
+    writer — the studio, root with every capability, when it records a stop — write through it. The temporary file is
+    now made under a name nobody knows beforehand with O_EXCL."""
+    run, _, outside = planted(tmp_path)
+    victim = outside / "victim.txt"
+    victim.write_text("kept")
+    predictable = run.file(f".status.json.{os.getpid()}.{threading.get_ident()}.tmp")
+    predictable.symlink_to(victim)
+    run.write_status(state="stopped")
+    assert victim.read_text() == "kept" and run.read_status()["state"] == "stopped"
+    assert predictable.is_symlink() and not [
+        p for p in run.path.iterdir() if p.name.endswith(".tmp") and p != predictable
+    ]

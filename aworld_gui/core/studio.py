@@ -25,8 +25,8 @@ from engines.results.check_result import MODULES
 from engines.cli import shell_command
 from engines.isolation.processes import reap_detached
 from engines.runs.launcher import Launcher
-from engines.runs.no_links import write_new_file, zip_plain_files
-from engines.runs.rundir import FAILED, QUEUED, RUNNING, STOPPING, RunDir
+from engines.runs.no_links import zip_plain_files
+from engines.runs.rundir import FAILED, QUEUED, RUNNING, STOPPING, RunDir, atomic_write_text
 from engines.isolation.user_env import referenced_names, server_names, user_code_env, user_code_envs
 from engines.files.yaml_input import try_load_yaml
 from engines.runs.lifecycle import (
@@ -49,7 +49,6 @@ from .queue_note import queue_note
 from .run_cache import CACHE, RunCache, RunState
 from ..worker.check_worker import CheckWorker, WorkerError
 from .upload_secrets import mask_text
-
 
 log = logging.getLogger("aworld.studio")
 MAX_RUN_ID = 200
@@ -457,7 +456,7 @@ class Studio:
         out_dir = self.runs_dir / ".exports"
         out_dir.mkdir(exist_ok=True)
         out = out_dir / f"{run_id}.run.yaml"
-        write_new_file(out, text.encode("utf-8"))  # never through a link user code planted at that name
+        atomic_write_text(out, text, durable=False)  # never through a link user code planted at that name
         return str(out)
 
     # -- evaluation, chat, export ----------------------------------------------------------------

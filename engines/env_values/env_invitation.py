@@ -56,14 +56,20 @@ def invited() -> frozenset[str] | None:
     return None if value is None else frozenset(parse_names(value))
 
 
+def how_to_invite(name: str) -> str:
+    """The fix for a variable the studio does not hand on: its operator's setting, spelled for ``name``."""
+    return (
+        f"whoever starts the studio adds it with `aworld-studio {ALLOW_OPTION} {name}` (or {STUDIO_ALLOW_ENV}={name})"
+    )
+
+
 def check_name(name: str) -> None:
     """Raise :class:`NotInvited` unless ``${name}`` may be substituted here."""
     allowed = invited()
     if allowed is not None and name not in allowed:
         raise NotInvited(
             f"${{{name}}} is not substituted: this studio substitutes only the environment variables its operator "
-            f"invites ({', '.join(sorted(allowed)) or 'none'}) — whoever starts the studio adds it with "
-            f"`aworld-studio {ALLOW_OPTION} {name}` (or {STUDIO_ALLOW_ENV}={name})"
+            f"invites ({', '.join(sorted(allowed)) or 'none'}) — {how_to_invite(name)}"
         )
 
 

@@ -33,7 +33,7 @@ from typing import Any
 
 from ..results.check_result import CheckError, did_you_mean
 from ..isolation.user_env import JUDGE_DEFAULT_KEY_ENV as DEFAULT_KEY_ENV
-from ..env_values.env_invitation import ALLOW_OPTION, STUDIO_ALLOW_ENV, invited
+from ..env_values.env_invitation import how_to_invite, invited
 from .calling import Batch, is_messages, message_text
 
 PLACEHOLDERS = ("prompt", "completion", "answer")
@@ -116,8 +116,7 @@ class JudgeScorer:
                     "reward",
                     f"the judge's key variable {env} is not one this studio hands to rewards (it invites "
                     f"{', '.join(sorted(allowed)) or 'none'})",
-                    f"whoever starts the studio adds it with `aworld-studio {ALLOW_OPTION} {env}` "
-                    f"(or {STUDIO_ALLOW_ENV}={env}); the key is never written to the run",
+                    f"{how_to_invite(env)}; the key is never written to the run",
                 )
             raise CheckError(
                 "reward",

@@ -8,20 +8,23 @@ must not serve the target (docs/SECURITY.md).
   for a link in between: the fourth probe read the studio's own memory so);
 * :func:`plain_files_beneath` — the same for every plain file of a folder, and :func:`zip_plain_files` (a checkpoint's
   zip);
-* :func:`write_new_file` — a file written where user code can write, never through a link planted in its place.
+* :func:`replacing` — a file written where user code can write, never through a link planted in its place (every
+  run file the studio or a run writes: ``engines.runs.rundir.atomic_write_text``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
+import secrets
 import shutil
 import stat
-import tempfile
+import threading
 import time
 import zipfile
 from pathlib import Path, PurePosixPath
-from typing import Iterator
+from typing import BinaryIO, Iterator
 
 #: what the log view shows for a log that is a link (a run's files are read without following links)
 LINK_NOTICE = "(this file is a link: the studio reads no file of a run through a link)"
@@ -106,18 +109,27 @@ def plain_files_beneath(folder: str | os.PathLike) -> Iterator[tuple[str, int]]:
             yield os.path.relpath(os.path.join(top, name), folder), fd
 
 
-def write_new_file(path: str | os.PathLike, data: bytes) -> None:
-    """Write ``path`` (in a folder user code can write to) as a new file: made beside it under a fresh name
-    (``O_EXCL``: never an existing file, nor a link planted there) and renamed over ``path`` (which replaces a link in
-    its place rather than writing through it)."""
+@contextlib.contextmanager
+def replacing(path: str | os.PathLike, durable: bool = False) -> Iterator[BinaryIO]:
+    """A new file, open for writing, that replaces ``path`` when the block ends (readers see the old file or the new
+    one, never a mix; a block that raises leaves neither it nor a temporary file). It is made beside ``path`` under a
+    name nobody can know beforehand, with ``O_EXCL`` — never an existing file, nor a link planted at that name (user
+    code can write where run files and ``.exports`` are: a link at a fixed temporary name had the studio write through
+    it, as root) — and renamed over ``path``, which replaces a link there rather than writing through it.
+    ``durable`` syncs it to disk first (survives a power cut)."""
     path = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.{secrets.token_hex(4)}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(data)
+            yield f
+            f.flush()
+            if durable:
+                os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
         raise
 
 
@@ -127,20 +139,12 @@ ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)
 
 def zip_plain_files(folder: str | os.PathLike, out: str | os.PathLike, prefix: str) -> None:
     """``out``, a zip of :func:`plain_files_beneath` ``folder`` (each under ``prefix/``), each written from the
-    descriptor that was checked; the zip made under a fresh name beside ``out`` and renamed over it (a link planted
-    at ``out``, or at any fixed temporary name, is replaced, never written through)."""
-    out = Path(out)
-    fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as raw, zipfile.ZipFile(raw, "w", zipfile.ZIP_DEFLATED) as z:
-            for rel, file_fd in plain_files_beneath(folder):
-                with os.fdopen(file_fd, "rb") as f:
-                    st = os.fstat(file_fd)
-                    info = zipfile.ZipInfo(f"{prefix}/{rel}", max(time.localtime(st.st_mtime)[:6], ZIP_EPOCH))
-                    info.external_attr, info.compress_type = (st.st_mode & 0xFFFF) << 16, zipfile.ZIP_DEFLATED
-                    with z.open(info, "w", force_zip64=True) as dst:
-                        shutil.copyfileobj(f, dst, 1 << 20)
-        os.replace(tmp, out)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    descriptor that was checked, the zip itself :func:`replacing` ``out``."""
+    with replacing(out) as raw, zipfile.ZipFile(raw, "w", zipfile.ZIP_DEFLATED) as z:
+        for rel, file_fd in plain_files_beneath(folder):
+            with os.fdopen(file_fd, "rb") as f:
+                st = os.fstat(file_fd)
+                info = zipfile.ZipInfo(f"{prefix}/{rel}", max(time.localtime(st.st_mtime)[:6], ZIP_EPOCH))
+                info.external_attr, info.compress_type = (st.st_mode & 0xFFFF) << 16, zipfile.ZIP_DEFLATED
+                with z.open(info, "w", force_zip64=True) as dst:
+                    shutil.copyfileobj(f, dst, 1 << 20)

@@ -41,6 +41,7 @@ import yaml
 
 from .append_watch import AppendWatch
 from .json_lines import dumps_json, dumps_line, iter_jsonl, read_json_object
+from .no_links import replacing
 
 _THREAD_LOCKS: dict[str, threading.Lock] = {}  # a run directory's lock, per process (RunDir.locked)
 _THREAD_LOCKS_GUARD = threading.Lock()
@@ -128,19 +129,10 @@ def new_run_id(engine: str, label: str | None = None) -> str:
 
 def atomic_write_text(path: Path, text: str, durable: bool = True) -> None:
     """Readers see the old or the new text, never a mix. ``durable`` also syncs it to disk first
-    (survives a power cut); a per-step heartbeat skips that. A failed write leaves no temporary file."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")  # one per writer, threads too
-    try:
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            if durable:
-                os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    (survives a power cut); a per-step heartbeat skips that. A failed write leaves no temporary file, and no write
+    goes through a link planted where the file or its temporary one goes (:func:`~.no_links.replacing`)."""
+    with replacing(path, durable=durable) as f:
+        f.write(text.encode("utf-8"))
 
 
 class RunDirWriteError(OSError):
