@@ -44,7 +44,7 @@ import threading
 import time
 import traceback
 
-from .isolation import server_env
+from .isolation import forking, server_env
 from .isolation.privileges import close_inherited_fds
 
 
@@ -193,7 +193,7 @@ class ForkServer:
     def spawn(self, request: dict) -> None:
         try:
             os.stat(os.path.dirname(os.path.abspath(request["log"])))  # a missing folder: said here, not lost
-            pid = os.fork()
+            pid = forking.fork()
         except (OSError, KeyError, TypeError) as e:
             self.reply({"error": f"{type(e).__name__}: {e}"})
             return

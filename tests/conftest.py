@@ -56,6 +56,8 @@ TRAIN_FILES = {
 TRAINED_FIXTURES = {"trained_letters"}
 #: where the session's test durations are written (``python -m testing.slow_tests`` reads it)
 DURATIONS_ENV = "AWORLD_TEST_DURATIONS"
+#: a folder where each pytest process writes the test it runs now (benchmarks/suite_cpu.py charges CPU to it)
+NOW_ENV = "AWORLD_TEST_NOW"
 
 
 def _slow_ids() -> set[str]:
@@ -120,6 +122,12 @@ def pytest_configure(config):
     global _config, _started
     _config = config
     _started = time.monotonic()
+
+
+def pytest_runtest_logstart(nodeid, location):
+    folder = os.environ.get(NOW_ENV)
+    if folder:
+        Path(folder, str(os.getpid())).write_text(nodeid, encoding="utf-8")
 
 
 def pytest_runtest_logreport(report):

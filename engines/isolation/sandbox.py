@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping
 
 
-from . import process_tree, server_env as server_env_table
+from . import forking, process_tree, server_env as server_env_table
 from .pids_cgroup import PidsCgroup
 from .process_tree import TooManyProcesses, max_processes  # noqa: F401 - re-exported
 from .call_result import ForgedResult, load_result
@@ -176,7 +176,7 @@ def _supervise(
         if timeout_s > 0:
             signal.setitimer(signal.ITIMER_REAL, timeout_s + SUPERVISOR_GRACE_S)
         _cgroup = PidsCgroup.make(limit)  # the kernel's cap on a burst of forks, where the machine allows one
-        worker = os.fork()
+        worker = forking.fork()
         if worker == 0:
             _work(fn, kwargs, w, pw, out_fd, env, limit, shm)
         os.close(w)
@@ -325,7 +325,7 @@ class IsolatedCall:
         r, w = os.pipe()
         pr, pw = os.pipe()
         parent = os.getpid()
-        pid = os.fork()
+        pid = forking.fork()
         if pid == 0:
             os.close(r)
             os.close(pr)
