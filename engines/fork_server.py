@@ -29,7 +29,9 @@ stderr so a stray ``print`` cannot corrupt it), one JSON object per line. First 
 ``{"ready": true, "pid": N, "preload_s": S, "preload_error": str|null, "env": {...}}`` (``env``: the environment it
 started with, which holds no credential). Requests:
 ``{"argv": [...], "log": path, "env": {...}, "server_env": {...}, "cwd": path|null}``; each gets one reply,
-``{"pid": N}`` or ``{"error": "..."}``.
+``{"pid": N}`` or ``{"error": "..."}``. ``{"returncode": N}`` asks how child N ended (this process reaps it, so
+nobody else can): ``{"pid": N, "returncode": code}``, the code as ``Popen.returncode`` has it (minus the signal that
+killed it), null while it runs (or for a pid that is not one of its last children).
 """
 
 from __future__ import annotations
@@ -172,10 +174,15 @@ def cuda_touched() -> str | None:
     return f"a fork of the fork server could not use CUDA ({error})" if error else None
 
 
+#: how many ended children's exit codes are kept for a ``returncode`` request
+KEPT_EXIT_CODES = 256
+
+
 class ForkServer:
     def __init__(self, proto_in, proto_out):
         self.proto_in, self.proto_out = proto_in, proto_out
         self.children: set[int] = set()
+        self.exit_codes: dict[int, int | None] = {}  # the last children reaped, oldest first
 
     def reply(self, obj: dict) -> None:
         self.proto_out.write((json.dumps(obj) + "\n").encode())
@@ -184,11 +191,19 @@ class ForkServer:
     def reap(self) -> None:
         for pid in list(self.children):
             try:
-                done, _ = os.waitpid(pid, os.WNOHANG)
+                done, status = os.waitpid(pid, os.WNOHANG)
             except ChildProcessError:
-                done = pid
+                done, status = pid, None
             if done:
                 self.children.discard(pid)
+                self.exit_codes[pid] = None if status is None else os.waitstatus_to_exitcode(status)
+                while len(self.exit_codes) > KEPT_EXIT_CODES:
+                    del self.exit_codes[next(iter(self.exit_codes))]
+
+    def returncode(self, pid: int) -> None:
+        """How a child ended (as ``Popen.returncode``: the exit code, or minus the signal), or None while it runs."""
+        self.reap()
+        self.reply({"pid": pid, "returncode": self.exit_codes.get(pid)})
 
     def spawn(self, request: dict) -> None:
         try:
@@ -221,7 +236,10 @@ class ForkServer:
                 except ValueError as e:
                     self.reply({"error": f"not a request: {e}"})
                     continue
-                self.spawn(request)
+                if "returncode" in request:
+                    self.returncode(int(request["returncode"]))
+                else:
+                    self.spawn(request)
 
 
 def main() -> None:

@@ -172,6 +172,7 @@ def test_the_reply_after_the_model_process_died_says_it_was_restarted_and_why(tm
     try:
         history = send("Say the letter A:", [])
         assert notes(history) == []
+        assert studio.chat._proc.popen is None  # forked by the studio's fork server, which says how it ends
         os.kill(studio.chat._proc.pid, signal.SIGKILL)
         studio.chat._proc.wait(timeout=10)
         history = send("Say the letter B:", history)

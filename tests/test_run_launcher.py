@@ -140,3 +140,13 @@ def test_what_the_fork_server_cannot_take_alike_is_started_fresh_and_says_why(tm
     finally:
         slot.release()
     assert trained(queued)["state"] == "finished"
+
+
+def test_the_fork_server_says_how_a_command_it_forked_ended(tmp_path, launcher):
+    """It reaps what it forks, so it is the one that can tell the exit code (the chat model's restart note says it:
+    tests/test_chat.py kills one forked by the studio's fork server and reads "killed by SIGKILL")."""
+    spawned = launcher.spawn(["no-such-command"], tmp_path / "cli.log", env=launcher._env)
+    assert spawned.how == "forked" and spawned.popen is None, spawned
+    code = wait_for(lambda: launcher.returncode(spawned.pid), 60, "the command's exit code", retry_errors=False)
+    assert code == 2 and "invalid choice: 'no-such-command'" in (tmp_path / "cli.log").read_text()
+    assert launcher.returncode(os.getpid()) is None  # not one of its children

@@ -16,7 +16,10 @@ import urllib.request
 from pathlib import Path
 from typing import Iterator
 
+import psutil
+
 from engines.isolation.processes import spawn_detached, terminate_tree
+from engines.runs.launcher import Launcher
 
 CHAT_DIR = ".chat"
 LOAD_TIMEOUT_S = 300.0
@@ -48,11 +51,61 @@ def _log_since_ready(path: Path, n: int = 1500) -> str:
     return "\n".join(lines[-6:])[-n:]
 
 
+class ModelProcess:
+    """The chat model's process as ``Popen`` shows one (``pid``, ``poll``, ``wait``), wherever it was started: a fresh
+    interpreter (its ``Popen``), or a fork of the studio's fork server, which reaps it and so is the one that knows
+    its exit code (``Launcher.returncode``)."""
+
+    #: the exit code of a forked process that is gone when its fork server is gone too (nobody can say)
+    UNKNOWN = "unknown"
+
+    def __init__(self, pid: int, popen=None, launcher: Launcher | None = None):
+        self.pid, self.popen, self.launcher = pid, popen, launcher
+        try:
+            self._created = psutil.Process(pid).create_time()
+        except psutil.Error:
+            self._created = None
+
+    def _running(self) -> bool:
+        try:
+            p = psutil.Process(self.pid)
+            return p.create_time() == self._created and p.status() != psutil.STATUS_ZOMBIE
+        except psutil.Error:
+            return False
+
+    def poll(self):
+        """None while it runs; then its exit code (minus the signal that killed it), or :attr:`UNKNOWN`."""
+        if self.popen is not None:
+            return self.popen.poll()
+        if self._running():
+            return None
+        for _ in range(20):  # the fork server reaps its children twice a second
+            code = self.launcher.returncode(self.pid) if self.launcher is not None else None
+            if code is not None or self.launcher is None or not self.launcher.ready():
+                return self.UNKNOWN if code is None else code
+            time.sleep(0.05)
+        return self.UNKNOWN
+
+    def wait(self, timeout: float):
+        if self.popen is not None:
+            return self.popen.wait(timeout=timeout)
+        deadline = time.monotonic() + timeout
+        while (code := self.poll()) is None:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the chat model's process {self.pid} still runs")
+            time.sleep(0.05)
+        return code
+
+
 class ChatService:
-    def __init__(self, runs_dir: str | Path, idle_timeout_s: float = 600.0):
+    """``launcher``: the chat model's process is forked from its preloaded fork server where it can (the model loads
+    without importing torch and Transformers first), else a fresh interpreter."""
+
+    def __init__(self, runs_dir: str | Path, idle_timeout_s: float = 600.0, launcher: Launcher | None = None):
         self.dir = Path(runs_dir) / CHAT_DIR
         self.idle_timeout_s = idle_timeout_s
-        self._proc = None
+        self.launcher = launcher
+        self._proc: ModelProcess | None = None
         self._key: tuple[str, str] | None = None
         self._lock = threading.Lock()
         self.restarts = 0
@@ -75,7 +128,10 @@ class ChatService:
             return str(state["error"])
         rc = self._proc.poll() if self._proc is not None else None
         try:
-            how = f"killed by {signal.Signals(-rc).name}" if rc is not None and rc < 0 else f"exit code {rc}"
+            if rc is None or rc == ModelProcess.UNKNOWN:
+                how = "it ended"
+            else:
+                how = f"killed by {signal.Signals(-rc).name}" if rc < 0 else f"exit code {rc}"
         except ValueError:
             how = f"killed by signal {-rc}"
         logged = _log_since_ready(self.dir / "chat.log")
@@ -130,7 +186,12 @@ class ChatService:
             from engines.isolation.user_env import user_code_envs
 
             env, servers = user_code_envs(Path(key[0]) / "run.yaml")
-            self._proc = spawn_detached(cmd, self.dir / "chat.log", env=env, server_env=servers)
+            if self.launcher is not None:
+                spawned = self.launcher.spawn(cmd[3:], self.dir / "chat.log", env=env, server_env=servers)
+                self._proc = ModelProcess(spawned.pid, spawned.popen, self.launcher)
+            else:
+                popen = spawn_detached(cmd, self.dir / "chat.log", env=env, server_env=servers)
+                self._proc = ModelProcess(popen.pid, popen)
             self._key = key
             deadline = time.monotonic() + LOAD_TIMEOUT_S
             while time.monotonic() < deadline:

@@ -100,11 +100,11 @@ class Studio:
         self._checks_lock = threading.Lock()
         self._watchdog: threading.Thread | None = None
         self._stop = threading.Event()
-        self.chat = ChatService(self.runs_dir)  # the chat model's process (one at a time)
-        # runs and evaluations are forked from a preloaded process (engines.runs.launcher): Launch to the first step
-        # is the run's own work, not imports. It starts with the studio's first launch or evaluation (its preload,
-        # seconds of CPU, overlaps that one's preparation; a studio that never launches never pays for it)
+        # runs, evaluations and chat models are forked from a preloaded process (engines.runs.launcher): Launch to
+        # the first step is the run's own work, not imports. It starts with the studio's first launch, evaluation or
+        # chat (its preload, seconds of CPU, overlaps that one's preparation; a studio that never launches never pays)
         self.launcher = Launcher()
+        self.chat = ChatService(self.runs_dir, launcher=self.launcher)  # the chat model's process (one at a time)
 
     # -- lifecycle -----------------------------------------------------------------------------
     def start(self) -> None:
@@ -115,9 +115,9 @@ class Studio:
 
     def close(self) -> None:
         self._stop.set()
+        self.chat.stop()  # before the fork server that started it (which says how it ended)
         self.launcher.close()
         self.worker.close()
-        self.chat.stop()
 
     def _watch(self) -> None:
         """Every second: kill runs whose stop request is older than the timeout; reap children. Every

@@ -22,7 +22,7 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping, Sequence
 
@@ -78,6 +78,8 @@ class Spawned:
     how: str
     #: why it was not forked (None when it was)
     why: str | None = None
+    #: the fresh interpreter's Popen ("exec"); a forked one's exit code is the fork server's (Launcher.returncode)
+    popen: subprocess.Popen | None = field(default=None, compare=False, repr=False)
 
 
 def enabled() -> bool:
@@ -249,7 +251,14 @@ class Launcher:
         proc = spawn_detached(
             [sys.executable, "-m", "engines", *args], log_path, env=dict(env), cwd=cwd, server_env=server_env
         )
-        return Spawned(proc.pid, "exec", why)
+        return Spawned(proc.pid, "exec", why, popen=proc)
+
+    def returncode(self, pid: int) -> int | None:
+        """How a command this launcher forked ended (``Popen.returncode``'s value), or None: it runs, or the fork
+        server that reaped it is gone (then nobody can say)."""
+        with self._lock:
+            reply = self._request({"returncode": int(pid)})
+        return (reply or {}).get("returncode")
 
     def _request(self, request: dict) -> dict | None:
         proc = self._proc
