@@ -38,7 +38,8 @@ class StudioProcess:
     """``aworld-studio`` (``python -m aworld_gui.web.serve``) on 127.0.0.1:<free port>, output to
     ``<runs>/../studio-<port>.log``. ``launcher`` replaces ``-m aworld_gui.web.serve`` (e.g.
     ``["-m", "testing.late_answers", "3"]``: every Gradio answer 3 s late); ``env``: variables added to the
-    studio's environment (this process's)."""
+    studio's environment (this process's). ``demo_run``: the studio adds the shipped trained demo to an empty runs
+    folder as a user's does (off by default here: most tests count the runs they made)."""
 
     def __init__(
         self,
@@ -47,11 +48,12 @@ class StudioProcess:
         extra: list[str] | None = None,
         launcher: list[str] | None = None,
         env: dict[str, str] | None = None,
+        demo_run: bool = False,
     ):
         self.env = dict(env or {})
         self.runs_dir = Path(runs_dir)
         self.port = port or free_port()
-        self.extra = extra or []
+        self.extra = [*(extra or []), *([] if demo_run else ["--no-demo-run"])]
         self.launcher = launcher or ["-m", "aworld_gui.web.serve"]
         self.proc: subprocess.Popen | None = None
         self.log_path = self.runs_dir.parent / f"studio-{self.port}.log"

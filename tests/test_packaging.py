@@ -15,7 +15,9 @@ from pathlib import Path
 
 import psutil
 
+from engines.core import shipped_demo
 from engines.isolation.processes import free_port, terminate_tree
+from engines.runs.lifecycle import list_run_dirs
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -95,6 +97,9 @@ def test_the_installed_aworld_studio_serves_the_studio_and_ends_on_sigterm(tmp_p
                 time.sleep(0.3)
         assert page is not None, f"no answer on {url} (exit code {proc.poll()}):\n{log.read_text()[-3000:]}"
         assert str(runs) in page  # this studio, not something else that took the port
+        # its runs folder was empty: the trained demo is there as a finished run (Chat and Evaluate have a model)
+        [demo] = list_run_dirs(runs)
+        assert demo.read_label()["name"] == shipped_demo.LABEL and demo.read_status()["state"] == "finished"
         assert psutil.Process(proc.pid).children(recursive=True), "the studio has its check worker"
         end_with_sigterm(proc, log)
     finally:  # whatever happened: the studio, then what is left of its process group (its check worker)

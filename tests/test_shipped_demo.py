@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
 from pathlib import Path
 
 from engines import AgentTrainer
 from engines.core import shipped_demo
 from engines.runs.lifecycle import effective_status, list_run_dirs
+from engines.runs.rundir import RunDir
 
 
 def diagnoses(run) -> list[dict]:
@@ -68,3 +70,17 @@ def test_the_shipped_demo_installs_as_a_finished_run(tmp_path):
     trainer = AgentTrainer(run_path=str(runs), run_dir=run.path, **shipped_demo.modules())
     base, trained = held_out(trainer)
     assert base <= 0.2 and trained >= 0.8, (base, trained)
+
+
+def test_the_studio_adds_the_demo_run_to_an_empty_runs_folder_only(tmp_path):
+    """What ``aworld-studio`` does as it starts (tests/test_packaging.py starts the installed command and finds it):
+    a first start has a trained model for Chat and Evaluate; a folder with runs is left alone, the demo's own too."""
+    runs = tmp_path / "runs"
+    added = shipped_demo.install_if_empty(runs)
+    assert added is not None and added.read_label()["name"] == shipped_demo.LABEL
+    assert shipped_demo.install_if_empty(runs) is None  # the next start: it is there, no second one
+    shutil.rmtree(added.path)
+    mine = RunDir.create(runs, "trl", label="mine")
+    mine.write_status(state="finished")
+    assert shipped_demo.install_if_empty(runs) is None  # a user's runs and no demo: they deleted it, it stays gone
+    assert [r.run_id for r in list_run_dirs(runs)] == [mine.run_id]

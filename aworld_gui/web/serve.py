@@ -144,6 +144,12 @@ def build_parser() -> argparse.ArgumentParser:
         "environment by naming a variable",
     )
     p.add_argument("--check-timeout", type=float, default=60.0, help="time limit of one check in the worker")
+    p.add_argument(
+        "--no-demo-run",
+        action="store_true",
+        help="do not add the trained letters demo as a finished run to a runs folder that holds no run (it is "
+        "added by default, so Chat, Evaluate and Export have a trained model to try at once)",
+    )
     p.add_argument("--share", action="store_true", help="create a public gradio.live link")
     p.add_argument(
         "--max-upload-mb",
@@ -184,6 +190,12 @@ def main(argv: list[str] | None = None) -> int:
     from aworld_gui.core.studio import Studio
 
     runs_dir = Path(a.runs_dir).expanduser().resolve()
+    if not a.no_demo_run:
+        from engines.core import shipped_demo
+
+        added = shipped_demo.install_if_empty(runs_dir)
+        if added is not None:
+            logging.getLogger("aworld.studio").info("added the trained demo as the run %s", added.run_id)
     stop = StopSignal()
     stop.install()  # from here SIGTERM ends the studio as Ctrl-C does: the check worker and chat model go too
     studio = None

@@ -9,7 +9,9 @@
   that shows the demo learns from scratch);
 * :func:`ship` — a finished run of it written as the asset;
 * :func:`install` — the asset as a finished run in a runs folder (its ``checkpoint-300`` the shipped model), so
-  Evaluate, Chat and Export work on a trained demo before anything has trained here.
+  Evaluate, Chat and Export work on a trained demo before anything has trained here;
+* :func:`install_if_empty` — that, in a runs folder that holds no run yet: what the studio does as it starts
+  (``aworld-studio --no-demo-run`` does not), so a newcomer's first look at Chat or Evaluate has a model to try.
 """
 
 from __future__ import annotations
@@ -130,3 +132,13 @@ def install(runs_dir: str | Path, source: Path = TRAINED) -> RunDir:
     run.file("status.json").write_text(json.dumps(status, indent=1), encoding="utf-8")
     run.write_label(LABEL, f"the demo trained {STEPS} steps when this project was built ({source.name})")
     return run
+
+
+def install_if_empty(runs_dir: str | Path) -> RunDir | None:
+    """:func:`install` into ``runs_dir`` when it holds no run (a first start; a folder with runs of its own, or whose
+    user deleted the demo run after training their own, is left as it is); None when nothing was added."""
+    from ..runs.lifecycle import list_run_dirs
+
+    if not (TRAINED / RECORD / "run.yaml").exists() or list_run_dirs(runs_dir):
+        return None
+    return install(runs_dir)
