@@ -228,8 +228,8 @@ def verl_dispatch(data_source: str, module: str) -> str | None:
         default_compute_score(source, "The answer is \\boxed{7}\n#### 7", "7", **url)
     except NotImplementedError:
         return None
-    except ImportError:
-        pass
+    except Exception:  # noqa: BLE001 - reached, then failed on the trivial answer: search_r1's scorer indexes its
+        pass  # ground truth as a dict in a debug print it makes 1 time in 64 (random.randint), a flaky TypeError
     finally:
         sys.setprofile(None)
     return reached[0] if reached else None
