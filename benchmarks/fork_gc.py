@@ -24,34 +24,31 @@ from benchmarks.results_file import bootstrap_ci, write_result
 from engines.isolation import forking
 
 
-def children_cpu() -> tuple[float, int]:
-    r = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return r.ru_utime + r.ru_stime, r.ru_minflt
-
-
-def bare_collect() -> tuple[float, int, float]:
-    cpu0, flt0 = children_cpu()
+def measured(call) -> tuple[float, int, float]:
+    """(CPU s, page faults, wall s) of the children ``call`` forks and waits for."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
+    call()
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    return cpu, after.ru_minflt - before.ru_minflt, wall
+
+
+def bare_collect() -> None:
     pid = forking.fork()
     if pid == 0:
         gc.collect()
         os._exit(0)
     os.waitpid(pid, 0)
-    cpu1, flt1 = children_cpu()
-    return cpu1 - cpu0, flt1 - flt0, time.perf_counter() - t0
 
 
-def real_check(inputs: dict) -> tuple[float, int, float]:
+def real_check(inputs: dict) -> None:
     from aworld_gui.worker.check_tasks import check
     from engines.isolation.sandbox import run_isolated
 
-    cpu0, flt0 = children_cpu()
-    t0 = time.perf_counter()
     out = run_isolated(check, {"inputs": inputs}, timeout_s=120)
-    wall = time.perf_counter() - t0
     assert out.ok, out
-    cpu1, flt1 = children_cpu()
-    return cpu1 - cpu0, flt1 - flt0, wall
 
 
 def main() -> None:
@@ -65,12 +62,12 @@ def main() -> None:
     demo = inp.demo_inputs().to_dict()
     real_check(demo)  # warm the caches the check fills (datasets, tokenizer files) both ways alike
     results: dict = {}
-    for name, fn in (("gc_collect", bare_collect), ("demo_check", lambda: real_check(demo))):
+    for name, call in (("gc_collect", bare_collect), ("demo_check", lambda: real_check(demo))):
         runs: dict[str, list] = {"plain": [], "frozen": []}
         for i in range(args.rounds):
             for how in ("plain", "frozen") if i % 2 == 0 else ("frozen", "plain"):
                 forking.FREEZE = how == "frozen"
-                runs[how].append(fn())
+                runs[how].append(measured(call))
         forking.FREEZE = True
         pairs = list(zip(runs["plain"], runs["frozen"]))
         results[name] = {

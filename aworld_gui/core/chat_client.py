@@ -20,6 +20,7 @@ import psutil
 
 from engines.isolation.processes import spawn_detached, terminate_tree
 from engines.runs.launcher import Launcher
+from engines.runs.lifecycle import process_alive
 
 CHAT_DIR = ".chat"
 LOAD_TIMEOUT_S = 300.0
@@ -62,24 +63,20 @@ class ModelProcess:
     def __init__(self, pid: int, popen=None, launcher: Launcher | None = None):
         self.pid, self.popen, self.launcher = pid, popen, launcher
         try:
-            self._created = psutil.Process(pid).create_time()
+            created = psutil.Process(pid).create_time()
         except psutil.Error:
-            self._created = None
-
-    def _running(self) -> bool:
-        try:
-            p = psutil.Process(self.pid)
-            return p.create_time() == self._created and p.status() != psutil.STATUS_ZOMBIE
-        except psutil.Error:
-            return False
+            created = None
+        self._status = {"pid": pid, "pid_create_time": created}  # as a run's status.json names its process
 
     def poll(self):
         """None while it runs; then its exit code (minus the signal that killed it), or :attr:`UNKNOWN`."""
         if self.popen is not None:
             return self.popen.poll()
-        if self._running():
+        if process_alive(self._status):
             return None
-        for _ in range(20):  # the fork server reaps its children twice a second
+        # a zombie or gone: the fork server reaps it as it answers. A zombie whose other threads (torch's) still exit
+        # cannot be reaped yet: asked again for up to a second. None from a fork server that is gone: nobody can say
+        for _ in range(20):
             code = self.launcher.returncode(self.pid) if self.launcher is not None else None
             if code is not None or self.launcher is None or not self.launcher.ready():
                 return self.UNKNOWN if code is None else code
