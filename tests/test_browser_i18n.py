@@ -19,8 +19,9 @@ def wait_for(fn, timeout_s, what):
 
 
 def untranslated(page) -> bool:
-    """A translation marker shows on the page (raw, or mangled by Markdown into bold 'i18n')."""
-    text = page.inner_text("body")
+    """A translation marker shows on the page (raw, or mangled by Markdown into bold 'i18n'), in its text or in an
+    input's value (a dropdown shows its choice's label there)."""
+    text = page.inner_text("body") + " ".join(page.eval_on_selector_all("input", "els => els.map(e => e.value)"))
     return "__i18n__" in text or "translation_metadata" in text
 
 
@@ -82,6 +83,13 @@ def test_the_studio_in_chinese_and_back_to_english(app):
                 "the checked modules in Chinese",
             )
             assert "训练集" in page.inner_text("#dataset-card")
+            # the engine picker's choices: an engine this machine cannot run (verl: no CUDA) says so in Chinese, its
+            # reason in the engines table (the label read "verl — unavailable: no CUDA GPU found" in English)
+            page.click("#engine-select input")
+            options = page.locator("ul[role=listbox] li").all_inner_texts()
+            page.keyboard.press("Escape")
+            assert any(o.strip() == "verl — 不可用" for o in options), options
+            assert not any("__i18n__" in o or "unavailable" in o for o in options), options
             # Gradio translates only a string's first marker; every other one is translated by the page's script
             page.click("#glossary-setup button")  # a Markdown list with a translated line per term
             wait_for(

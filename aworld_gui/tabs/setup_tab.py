@@ -517,8 +517,10 @@ class SetupTab:
         )
 
     def engine_choices(self) -> list[tuple[str, str]]:
+        """The engine picker's choices: an unavailable engine's label says so in one word (a dropdown's label is
+        translated by Gradio up to its first marker only); why it is unavailable is in the engines table below."""
         return [
-            (e["name"] if e.get("available") else f"{e['name']} — unavailable: {e.get('reason')}", e["name"])
+            (e["name"] if e.get("available") else f"{e['name']} — {_('unavailable')}", e["name"])
             for e in self.studio.catalog().get("engines", [])
         ]
 
