@@ -4,6 +4,8 @@ Chinese; the Monitor's stream (which bypasses Gradio) is translated for the page
 from __future__ import annotations
 
 import ast
+import re
+from html import unescape
 from pathlib import Path
 
 from aworld_gui.rendering import engine_text
@@ -152,6 +154,7 @@ def test_engine_messages_are_shown_in_the_pages_language():
     from engines.fit.memory_estimate import MemoryEstimate
     from engines.trl.processor import TrlProcessor
     from testing.english_text import english_runs
+    from aworld_gui.rendering.render import engine_html
 
     gb = 2**30
     memory = [
@@ -171,10 +174,27 @@ def test_engine_messages_are_shown_in_the_pages_language():
         "verl: no CUDA GPU found; no rollout backend (vllm or sglang) importable",  # verl/availability.py
         "trl: available",  # core/checks.py
     ]
+    config_problems = [  # engines/inputs/config.py: one alone, and every one at once after the file's name
+        "`learning_rate` must be float, got 'abc' (str) — e.g. learning_rate: 1e-05",
+        "unknown config key 'frobnicate' — known keys: beta, learning_rate",
+        "bad.yaml: 5 problems in the config: unknown config key 'lora' (did you mean \"lora_r\"?); unknown config key"
+        " 'frobnicate'; `max_steps` = -2 is below its minimum 1 — use a value between 1 and 10000000; `learning_rate`"
+        " must be float, got 'abc' (str) — e.g. learning_rate: 1e-05; `beta` must be float, got 'x' (str) — e.g. beta: 0.0",
+        "2 problems in the config: `loss_type` = 'gpo' is not one of grpo, dr_grpo (did you mean \"grpo\"?) — set"
+        " loss_type to one of: grpo, dr_grpo; `temperature` = inf is not a finite number — use a finite number",
+        "`max_steps` must not be empty — set it, e.g. max_steps: 100",
+        "`num_generations` = 99 is above its maximum 64 — use a value of at most 64",
+    ]
     for text in messages:
         shown = engine_text.message(text)
         assert localize(shown, "en") == text
         assert english_runs(localize(shown, "zh")) == [], (text, localize(shown, "zh"))
+    # a config's problems: their words in Chinese, the keys, values and types they name as code (as the page skips it)
+    for text in config_problems:
+        assert localize(engine_text.message(text), "en") == text
+        html = localize(engine_html(text), "zh")
+        words = unescape(re.sub(r"<[^>]+>", " ", re.sub(r"<code>.*?</code>", " ", html)))
+        assert english_runs(words) == [], (text, html)
     assert engine_text.message("a message no template knows") == "a message no template knows"
     assert localize(str(engine_text.known(TrlProcessor.description)), "zh").startswith("在本机运行 Hugging Face TRL")
 

@@ -72,7 +72,30 @@ TEMPLATES = [
     "[run:] `{}` ([ms-swift's environment] `{}` [is incomplete])",
     "[run:] `{}`",
     "[or set] `{}` [to a Python that has ms-swift])",
+    # a config's values (engines/inputs/config.py, trl/settings.py): "`learning_rate` must be float, got 'abc' (str)"
+    "`{}` [must not be empty]",
+    "`{}` [must be] `{}`, [got] `{} ({})`",
+    "`{}` [must be] `{}`, [got] `{}`",
+    '`{}` = `{}` [is not one of] `{}` ([did you mean] `"{}"`?)',
+    "`{}` = `{}` [is not one of] `{}`",
+    "`{}` = `{}` [is not a finite number]",
+    "`{}` = `{}` [is below its minimum] {}",
+    "`{}` = `{}` [is above its maximum] {}",
+    "[unknown config key] `'{}'` ([did you mean] `\"{}\"`?)",
+    "[unknown config key] `'{}'`",
+    # their fixes
+    "[set it, e.g.] `{}`",
+    "[e.g.] `{}`",
+    "[set] `{}` [to one of:] `{}`",
+    "[use a value between] {} [and] {}",
+    "[use a value of at least] {}",
+    "[use a value of at most] {}",
+    "[use a finite number]",
+    "[known keys:] `{}`",
 ]
+#: the head of a config's every problem at once (engines/inputs/config.py all_problems), the file's name before it
+#: when it came from a file: "bad.yaml: 5 problems in the config: <problem>; <problem>; …"
+_CONFIG_HEAD = re.compile(r"(?:(?P<file>[^:;`]+): )?(?P<count>\d+) problems in the config: ")
 #: fixed words of engines shown through :func:`known` besides the engines' descriptions and settings' help: the
 #: memory estimate's parts (engines/fit/memory_estimate.py, "_" read as a space) and a reward's calling convention
 FIXED = [
@@ -120,7 +143,16 @@ def words() -> list[str]:
     """Every word of the templates (what i18n_zh must translate)."""
     return list(
         dict.fromkeys(
-            w for t in [*WHOLE, *TEMPLATES] for m in _TOKEN.finditer(t) if m.group(1) for w in m.group(1).split("|")
+            [
+                *(
+                    w
+                    for t in [*WHOLE, *TEMPLATES]
+                    for m in _TOKEN.finditer(t)
+                    if m.group(1)
+                    for w in m.group(1).split("|")
+                ),
+                "problems in the config",
+            ]
         )
     )
 
@@ -150,7 +182,15 @@ def pieces(text: str) -> Pieces:
     whole = _part(text, WHOLE)
     if whole != [(text, False)]:
         return whole
-    return [q for i, p in enumerate(_SPLIT.split(text)) for q in ([(p, False)] if i % 2 else _part(p, TEMPLATES))]
+    head: Pieces = []
+    m = _CONFIG_HEAD.match(text)
+    if m:
+        file = [(m["file"], True), (": ", False)] if m["file"] else []
+        head = [*file, (f"{m['count']} ", False), (str(_("problems in the config")), False), (": ", False)]
+        text = text[m.end() :]
+    return head + [
+        q for i, p in enumerate(_SPLIT.split(text)) for q in ([(p, False)] if i % 2 else _part(p, TEMPLATES))
+    ]
 
 
 def message(text: str | None) -> str:

@@ -3,6 +3,27 @@ aworld_gui/rendering/engine_text.py's templates, the engines' descriptions and t
 help of its fields (the config editor's "TRL:" lines) is TRL's documentation and stays as TRL wrote it."""
 
 ZH_ENGINES = {
+    # -- engine_text.TEMPLATES: a config's values and their fixes --------------------------------------
+    "problems in the config": "个配置问题",
+    "must not be empty": "不能为空",
+    "must be": "必须是",
+    "got": "实际为",
+    "is not one of": "不在可选值中:",
+    "did you mean": "是否想写",
+    "is not a finite number": "不是有限数值",
+    "is below its minimum": "低于最小值",
+    "is above its maximum": "高于最大值",
+    "unknown config key": "未知的配置项",
+    "set it, e.g.": "请设置,例如",
+    "e.g.": "例如",
+    "set": "将",
+    "to one of:": "设为以下之一:",
+    "use a value between": "请使用此范围内的值:",
+    "and": "到",
+    "use a value of at least": "请使用不小于此值的数:",
+    "use a value of at most": "请使用不大于此值的数:",
+    "use a finite number": "请使用有限数值",
+    "known keys:": "已知的配置项:",
     # -- engine_text.TEMPLATES: check summaries --------------------------------------------------------
     "on": "使用模型",
     "tools:": "工具:",

@@ -54,6 +54,8 @@ def engine_html(text: str | None) -> str:
         return esc(text)
     out: list[str] = []
     for piece, code in engine_text.pieces(text):
+        if code and len(piece) > 1 and piece[0] == piece[-1] == "`":  # the engine's own backticks: the <code> says it
+            piece = piece[1:-1]
         if code and out and out[-1].endswith("</code>"):  # adjacent code pieces: one span
             out[-1] = out[-1][: -len("</code>")] + esc(piece) + "</code>"
         else:
