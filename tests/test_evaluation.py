@@ -317,6 +317,19 @@ def test_the_studio_offers_and_evaluates_checkpoints_of_other_runs(tmp_path, dem
         assert metrics["checkpoint-1"]["reward"] == metrics[f"{other.run_id}/checkpoint-2"]["reward"]  # same weights
         [listed] = studio.evaluations(mine.run_id)
         assert listed["models"] == ["checkpoint-1", f"{other.run_id}/checkpoint-2"]
+        assert listed["filed_under"] is None and studio.eval_path(mine.run_id, listed["eval_id"]) == eval_dir.path
+        # the other run lists it too, as the run it was launched from filed it (it showed under that run only)
+        [theirs] = studio.evaluations(other.run_id)
+        assert theirs["eval_id"] == f"{mine.run_id}/{listed['eval_id']}" and theirs["filed_under"] == mine.run_id
+        assert theirs["rewards"] == listed["rewards"] and studio.eval_path(other.run_id, theirs["eval_id"]) == eval_dir.path
+        # a run whose checkpoints it did not score neither lists it nor opens it by that id
+        assert studio.evaluations(calc.run_id) == []
+        with pytest.raises(ValueError, match="scored no checkpoint of run"):
+            studio.eval_path(calc.run_id, theirs["eval_id"])
+        with pytest.raises(ValueError, match="is not a run id"):
+            studio.eval_path(other.run_id, f"{mine.run_id}/../{listed['eval_id']}")
+        with pytest.raises(ValueError, match="no evaluation"):
+            studio.eval_path(other.run_id, f"{mine.run_id}/..")
     finally:
         studio.close()
 
