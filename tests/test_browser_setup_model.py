@@ -456,10 +456,17 @@ def test_a_typo_in_a_field_is_said_there_and_fixed_there_and_leaving_a_field_kee
     assert "not a number" not in page.locator("#cfg-learning_rate").inner_text()
     assert page.get_attribute("#status-config .aw-mod", "data-status") != "error"
 
+    # a value the data cannot feed is said at its field too, not only in the Config card (issue 42)
+    type_into(page, "#cfg-prompts_per_step input", "64")
+    page.keyboard.press("Tab")
+    model.apply(Step("number", "prompts_per_step", 64), ui.models, [])  # refused by the check: no effective config
+    field = page.locator("#cfg-prompts_per_step")
+    wait_for(lambda: "training would run 0 steps" in field.inner_text(), 60, "the field saying the data is too small")
     type_into(page, "#cfg-prompts_per_step input", "4")
     page.keyboard.press("Tab")
     model.apply(Step("number", "prompts_per_step", 4), ui.models, [])
     ui.verify(model, "prompts_per_step edited")
+    assert "training would run 0 steps" not in field.inner_text()
     line = [ln for ln in code_text(page, "config-yaml").splitlines() if ln.startswith("prompts_per_step:")][0]
     assert line == "prompts_per_step: 4" + commented[len("prompts_per_step: 8") :], line  # its comment, in place
     page.close()

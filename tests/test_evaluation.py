@@ -321,7 +321,10 @@ def test_the_studio_offers_and_evaluates_checkpoints_of_other_runs(tmp_path, dem
         # the other run lists it too, as the run it was launched from filed it (it showed under that run only)
         [theirs] = studio.evaluations(other.run_id)
         assert theirs["eval_id"] == f"{mine.run_id}/{listed['eval_id']}" and theirs["filed_under"] == mine.run_id
-        assert theirs["rewards"] == listed["rewards"] and studio.eval_path(other.run_id, theirs["eval_id"]) == eval_dir.path
+        assert (
+            theirs["rewards"] == listed["rewards"]
+            and studio.eval_path(other.run_id, theirs["eval_id"]) == eval_dir.path
+        )
         # a run whose checkpoints it did not score neither lists it nor opens it by that id
         assert studio.evaluations(calc.run_id) == []
         with pytest.raises(ValueError, match="scored no checkpoint of run"):

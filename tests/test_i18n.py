@@ -184,6 +184,10 @@ def test_engine_messages_are_shown_in_the_pages_language():
         " loss_type to one of: grpo, dr_grpo; `temperature` = inf is not a finite number — use a finite number",
         "`max_steps` must not be empty — set it, e.g. max_steps: 100",
         "`num_generations` = 99 is above its maximum 64 — use a value of at most 64",
+        # engines/fit/data_fit.py: settings the data cannot feed
+        "the training set has 24 usable row(s) but one optimizer step takes 64 prompts (prompts_per_step=64 ×"
+        " gradient_accumulation_steps=1): training would run 0 steps — lower prompts_per_step so one step takes at"
+        " most 24 prompt(s), or add rows",
     ]
     for text in messages:
         shown = engine_text.message(text)

@@ -307,3 +307,32 @@ def test_a_check_answered_for_a_state_the_page_left_is_followed_by_a_check_of_th
     logic.checked = out[-1]
     assert logic.checked["engine"] == OTHER_ENGINE and logic.view().current
     assert tab.on_reconcile(*page(), logic.checked)[-1] == gr.skip()  # and then nothing more
+
+
+def test_a_setting_the_check_refuses_is_said_at_its_field(setup):
+    """What the config check refuses is said at the field it names, as the Config card says it: one value out of
+    range among several problems (every one at once), and settings that do not fit the data (prompts_per_step 64
+    for 24 rows) — these were said in the Config card only (issue 42). A field whose value the check took says
+    nothing; the next edit's form shows the last check's words only for the spec it checked."""
+    from aworld_gui.rendering.i18n import localize
+
+    studio, tab, _clones, runs, models = setup
+    logic = Logic(studio, tab, runs, models, upload=None)
+
+    def said(view, name):
+        f = next(f for f in view.fields if f.name == name)
+        return localize(f.problem, "en") if f.problem else None
+
+    logic.values["config_text"] = "max_steps: 0\nbeta: -1\nlearning_rate: abc\n"
+    assert logic.check()["ok"] is False
+    view = logic.view()
+    assert said(view, "max_steps").startswith("`max_steps` = 0 is below its minimum 1")
+    assert "is not a number" in said(view, "learning_rate")  # the form's own word for a value it cannot hold
+    assert said(view, "num_generations") is None
+    logic.values["config_text"] = "prompts_per_step: 64\n"
+    assert logic.check()["ok"] is False
+    view = logic.view()
+    assert "prompts_per_step" in said(view, "prompts_per_step") and "24" in said(view, "prompts_per_step")
+    assert said(view, "max_steps") is None
+    logic.edit("prompts_per_step", 4)  # not checked yet: the field's words were for 64
+    assert said(logic.view(), "prompts_per_step") is None

@@ -39,6 +39,7 @@ from engines.runs.lifecycle import (
     stop_run,
 )
 
+from . import evaluations
 from . import inputs as inp
 from . import run_watch
 from .chat_client import ChatService
@@ -526,55 +527,11 @@ class Studio:
         return {"ok": True, "eval_dir": eval_dir, "eval_id": res["eval_id"], "pid": pid}
 
     def evaluations(self, run_id: str) -> list[dict[str, Any]]:
-        """A run's evaluations, newest first: id, state, models, their mean rewards. Its own (launched with it
-        selected, under its ``evals/``), and every other run's that scored one of its checkpoints: id
-        ``<that run>/<eval id>``, ``filed_under`` that run (an evaluation is kept once, where it was launched)."""
-        from engines.inference.evaluation import list_evals, read_eval
-
-        found = [(ev, ev.run_id, None) for ev in list_evals(self.run_path(run_id))]
-        for other in list_run_dirs(self.runs_dir):
-            if other.run_id == run_id:
-                continue
-            for ev in list_evals(other.path):
-                if any(m.get("run_id") == run_id for m in read_eval(ev.path).get("models") or []):
-                    found.append((ev, f"{other.run_id}/{ev.run_id}", other.run_id))
-        found.sort(key=lambda f: f[0].run_id, reverse=True)
-        return [self._evaluation(ev, eval_id, filed_under) for ev, eval_id, filed_under in found]
-
-    @staticmethod
-    def _evaluation(ev: RunDir, eval_id: str, filed_under: str | None) -> dict[str, Any]:
-        from engines.inference.evaluation import read_eval, read_metrics
-
-        doc, status = read_eval(ev.path), effective_status(ev)
-        return {
-            "eval_id": eval_id,
-            "filed_under": filed_under,
-            "path": str(ev.path),
-            "state": status.get("state"),
-            "cause": status.get("cause"),
-            "error": status.get("error"),
-            "models": [m["label"] for m in doc.get("models", [])],
-            "rewards": {k: v.get("reward") for k, v in read_metrics(ev.path).items()},
-            "step": status.get("step"),
-            "total": status.get("total_steps"),
-            "dataset": Path(str((doc.get("dataset") or {}).get("path", ""))).name,
-            "samples": doc.get("samples"),
-            "temperature": doc.get("temperature"),
-        }
+        """A run's evaluations, newest first (evaluations.py: its own, and other runs' that scored its checkpoints)."""
+        return evaluations.evaluations(self.runs_dir, self.run_path, run_id)
 
     def eval_path(self, run_id: str, eval_id: str) -> Path:
-        """The folder of one of :meth:`evaluations`' entries: ``eval_id`` under the run's ``evals/``, or
-        ``<other run>/<eval id>`` for another run's evaluation that scored one of this run's checkpoints."""
-        from engines.inference.evaluation import read_eval
-
-        owner, _sep, name = (eval_id or "").rpartition("/")
-        evals = (self.run_path(owner or run_id) / "evals").resolve()
-        p = (evals / name).resolve()
-        if p.parent != evals or not (p / "eval.yaml").exists():
-            raise ValueError(f"no evaluation '{eval_id}' in run {run_id}")
-        if owner and not any(m.get("run_id") == run_id for m in read_eval(p).get("models") or []):
-            raise ValueError(f"evaluation '{eval_id}' scored no checkpoint of run {run_id}")
-        return p
+        return evaluations.eval_path(self.run_path, run_id, eval_id)
 
     def export_model(self, run_id: str, checkpoint: str, timeout_s: float = 900.0) -> str:
         """The checkpoint as a Hugging Face model folder (LoRA merged), zipped for download. The export

@@ -92,6 +92,9 @@ TEMPLATES = [
     "[use a value of at most] {}",
     "[use a finite number]",
     "[known keys:] `{}`",
+    # settings the data cannot feed (engines/fit/data_fit.py)
+    "[the training set has] {} [usable row(s) but one optimizer step takes] {} [prompts] (`{}`)[: training would run 0 steps]",
+    "[lower] `{}` [so one step takes at most] {} [prompt(s), or add rows]",
 ]
 #: the head of a config's every problem at once (engines/inputs/config.py all_problems), the file's name before it
 #: when it came from a file: "bad.yaml: 5 problems in the config: <problem>; <problem>; …"

@@ -24,6 +24,13 @@ ZH_ENGINES = {
     "use a value of at most": "请使用不大于此值的数:",
     "use a finite number": "请使用有限数值",
     "known keys:": "已知的配置项:",
+    "the training set has": "训练集有",
+    "usable row(s) but one optimizer step takes": "行可用,但一个优化步需要",
+    "prompts": "个提示词",
+    ": training would run 0 steps": ":训练将运行 0 步",
+    "lower": "请调低",
+    "so one step takes at most": ",使一步最多使用",
+    "prompt(s), or add rows": "个提示词,或增加数据行",
     # -- engine_text.TEMPLATES: check summaries --------------------------------------------------------
     "on": "使用模型",
     "tools:": "工具:",

@@ -4,7 +4,10 @@
 // title / placeholder / aria-label attributes) with the page's language, as the page changes, and keeps the
 // tabs' buttons in the page's language.
 const TABLES = __AW_TABLES__;
-const MARKER = /__i18n__\{"__type__": "translation_metadata", "key": "(t[0-9a-f]{12})"\}/g;
+// a marker in a field's info has fullwidth low lines for its underscores (config_form_render._unbolded): Gradio
+// renders an info with a small Markdown of its own, which reads `__x__` as bold and `_x_` as italic
+const MARKER = /[_\uff3f]{2}i18n[_\uff3f]{2}\{"[_\uff3f]{2}type[_\uff3f]{2}": "translation[_\uff3f]metadata", "key": "(t[0-9a-f]{12})"\}/g;
+const HAS_MARKER = /[_\uff3f]{2}i18n/;
 function locale() {              // the page's language: the title's probe, which Gradio itself translates
   const probe = document.querySelector('[data-aw-locale]');
   const text = (probe && probe.textContent) || 'en';
@@ -13,9 +16,9 @@ function locale() {              // the page's language: the title's probe, whic
 const ATTRS = ['title', 'placeholder', 'aria-label'];
 const ATTR_SELECTOR = ATTRS.map(a => `[${a}*="__i18n__"]`).join(',');
 function hasMarker(root) {       // cheap: text and a native attribute query (never serializes the subtree)
-  if (root.nodeType === Node.TEXT_NODE) return root.nodeValue.includes('__i18n__');
+  if (root.nodeType === Node.TEXT_NODE) return HAS_MARKER.test(root.nodeValue);
   if (root.nodeType !== Node.ELEMENT_NODE) return false;
-  return root.textContent.includes('__i18n__') || root.matches(ATTR_SELECTOR) || root.querySelector(ATTR_SELECTOR) !== null;
+  return HAS_MARKER.test(root.textContent) || root.matches(ATTR_SELECTOR) || root.querySelector(ATTR_SELECTOR) !== null;
 }
 function fix(root) {
   if (!root || !hasMarker(root)) return;
@@ -24,7 +27,7 @@ function fix(root) {
   if (root.nodeType === Node.TEXT_NODE) { root.nodeValue = swap(root.nodeValue); return; }
   const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
   const hits = [];
-  for (let n = walker.nextNode(); n; n = walker.nextNode()) if (n.nodeValue.includes('__i18n__')) hits.push(n);
+  for (let n = walker.nextNode(); n; n = walker.nextNode()) if (HAS_MARKER.test(n.nodeValue)) hits.push(n);
   for (const n of hits) n.nodeValue = swap(n.nodeValue);
   const els = [root, ...root.querySelectorAll(ATTR_SELECTOR)];
   for (const el of els) for (const a of ATTRS) { const v = el.getAttribute && el.getAttribute(a); if (v && v.includes('__i18n__')) el.setAttribute(a, swap(v)); }
@@ -47,7 +50,7 @@ function relabelTabs() {
 new MutationObserver(mutations => {
   relabelTabs();
   for (const m of mutations) {
-    if (m.type === 'characterData') { if (m.target.nodeValue.includes('__i18n__')) fix(m.target); }
+    if (m.type === 'characterData') { if (HAS_MARKER.test(m.target.nodeValue)) fix(m.target); }
     else if (m.type === 'attributes') fix(m.target);
     else for (const n of m.addedNodes) fix(n);
   }

@@ -35,6 +35,7 @@ import yaml
 
 from engines.files.yaml_input import try_load_yaml
 
+from ..rendering import engine_text
 from ..rendering.i18n import _
 
 KEEP = {"__type__": "update"}  # a page step's output that leaves its component as it is
@@ -58,10 +59,19 @@ def spec_id(text: str) -> str:
     return hashlib.sha1((text or "").strip().encode("utf-8")).hexdigest()[:12]
 
 
-def effective_for(engine: str, text: str, values: dict | None, inputs: str = "") -> dict:
+def effective_for(
+    engine: str, text: str, values: dict | None, inputs: str = "", problems: dict[str, str] | None = None
+) -> dict:
     """What a check answered, tagged with the spec it ran on (the form uses it only for that spec) and ``inputs``,
-    the key of every input it checked (setup_tab's reconcile compares it with the page's)."""
-    return {"engine": engine, "text": text or "", "values": dict(values or {}), "inputs": inputs}
+    the key of every input it checked (setup_tab's reconcile compares it with the page's); ``problems``: what the
+    config check found wrong with each setting, by key (engines.results.check_result.field_problems)."""
+    return {
+        "engine": engine,
+        "text": text or "",
+        "values": dict(values or {}),
+        "inputs": inputs,
+        "problems": dict(problems or {}),
+    }
 
 
 @dataclass
@@ -149,6 +159,7 @@ def form_view(info: dict, text: str, effective: dict | None = None) -> FormView:
     # the defaults meanwhile changed a field's value, so its key, twice per edit, and a field replaced under the
     # keyboard lost or mangled what was being typed into it (0.002 typed became 20.0)
     values = (eff.get("values") or {}) if eff.get("engine") == engine else {}
+    problems = eff.get("problems") or {}
     out = []
     for f in [f for f in info.get("fields") or [] if f.get("main")]:
         kind, name = _kind(f), f["name"]
@@ -166,6 +177,8 @@ def form_view(info: dict, text: str, effective: dict | None = None) -> FormView:
             out.append(_misfit(kind, value, f, overridden, base))
             continue
         view = FieldView(kind=kind, value=_shown(kind, value), overridden=overridden, **base)
+        if current and name in problems:  # the check of this spec refused its value (or with others: the data)
+            view.problem = engine_text.message(problems[name])
         if kind == "choice":
             view.choices = [str(c) for c in f["choices"]]
         out.append(view)

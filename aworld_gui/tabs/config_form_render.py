@@ -10,7 +10,7 @@ import gradio as gr
 
 from ..core.studio import Studio
 from ..rendering import engine_text, render
-from ..rendering.i18n import _
+from ..rendering.i18n import _MARKER, _
 from . import config_form
 
 
@@ -135,7 +135,9 @@ class _FieldSlot:
         shown = dict(
             visible=True,
             label=f.name,
-            info=f.problem or engine_text.known(f.help) or None,  # what is wrong with its value, else what it means
+            # what is wrong with its value (the check's words: several markers; Gradio renders info as Markdown), else
+            # what it means
+            info=(_unbolded(f.problem) if f.problem else engine_text.known(f.help)) or None,
             value=value,
             interactive=f.interactive,
             elem_id=f"cfg-{f.name}",
@@ -146,6 +148,14 @@ class _FieldSlot:
         return [gr.update(visible=True), mark] + [
             gr.update(**shown) if k == kind else gr.update(visible=False) for k in self.KINDS
         ]
+
+
+def _unbolded(text: str) -> str:
+    """A field's ``info`` with its translation markers' underscores as fullwidth low lines: Gradio translates an info's
+    first marker only and renders it with a small Markdown of its own, which read the others' ``__``/``_`` as bold and
+    italic (the page showed ``i18n{"type": …}``); so they reach the page whole, where static/i18n_markers.js
+    translates them."""
+    return _MARKER.sub(lambda m: m.group(0).replace("_", "\uff3f"), text)
 
 
 def _props(update: dict) -> dict:

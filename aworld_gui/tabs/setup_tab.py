@@ -17,6 +17,8 @@ from typing import Any
 
 import gradio as gr
 
+from engines.results.check_result import field_problems
+
 
 from ..rendering import glossary, render
 from ..core import presets
@@ -557,10 +559,12 @@ class SetupTab:
         report = self.studio.check(si, client=page)
         if report.get("cancelled"):
             return [gr.update()] * len(setup_check_view.OUTPUT_NAMES)
-        effective = (report["results"]["config"].get("details") or {}).get("effective")
+        config = report["results"]["config"]
+        effective = (config.get("details") or {}).get("effective")
+        problems = field_problems(config) if config.get("status") == "error" else {}
         return [
             *setup_check_view.check_updates(self.studio, si, report),
-            config_form.effective_for(si.engine, si.config_text, effective, inputs_key(si)),
+            config_form.effective_for(si.engine, si.config_text, effective, inputs_key(si), problems),
         ]
 
     def on_reconcile(self, *args, request: gr.Request = None):

@@ -120,7 +120,7 @@ def _coerce(f: ConfigField, value: Any) -> Any:
     if value is None:
         if f.nullable:
             return None
-        raise CheckError("config", f"`{f.name}` must not be empty", f"set it, e.g. {f.name}: {_example(f)}")
+        raise CheckError("config", f"`{f.name}` must not be empty", f"set it, e.g. {f.name}: {_example(f)}", key=f.name)
     if float in types and isinstance(value, int) and not isinstance(value, bool):
         value = float(value)
     if isinstance(value, str) and (int in types or float in types) and str not in types:
@@ -152,6 +152,7 @@ def _coerce(f: ConfigField, value: Any) -> Any:
             f"`{f.name}` = {value!r} is not one of {', '.join(map(str, f.choices))}"
             f"{did_you_mean(str(value), map(str, f.choices))}",
             f"set {f.name} to one of: {', '.join(map(str, f.choices))}",
+            key=f.name,
         )
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         lo, hi = f.min is not None, f.max is not None
@@ -165,11 +166,11 @@ def _coerce(f: ConfigField, value: Any) -> Any:
             else "use a finite number"
         )
         if not math.isfinite(value):
-            raise CheckError("config", f"`{f.name}` = {value} is not a finite number", span)
+            raise CheckError("config", f"`{f.name}` = {value} is not a finite number", span, key=f.name)
         if f.min is not None and value < f.min:
-            raise CheckError("config", f"`{f.name}` = {value} is below its minimum {f.min}", span)
+            raise CheckError("config", f"`{f.name}` = {value} is below its minimum {f.min}", span, key=f.name)
         if f.max is not None and value > f.max:
-            raise CheckError("config", f"`{f.name}` = {value} is above its maximum {f.max}", span)
+            raise CheckError("config", f"`{f.name}` = {value} is above its maximum {f.max}", span, key=f.name)
     return value
 
 
@@ -178,8 +179,9 @@ def all_problems(problems: Sequence[CheckError]) -> CheckError:
     and its fix when the fix is short (an unknown key's list of known keys is left to the single error)."""
     if len(problems) == 1:
         return problems[0]
-    said = []
+    said, by_key = [], {}
     for e in problems:
+        by_key.update({k: v for k, v in e.field_problems().items() if k not in by_key})
         inner = e.result.details.get("problems")
         if inner:
             said.extend(inner)
@@ -188,7 +190,7 @@ def all_problems(problems: Sequence[CheckError]) -> CheckError:
         if e.hint and text.endswith(f" — {e.hint}") and len(e.hint) > 80:
             text = text[: -len(f" — {e.hint}")]
         said.append(text)
-    return CheckError("config", f"{len(said)} problems in the config: " + "; ".join(said), problems=said)
+    return CheckError("config", f"{len(said)} problems in the config: " + "; ".join(said), problems=said, by_key=by_key)
 
 
 def validate_config(

@@ -70,12 +70,29 @@ class CheckError(ValueError):
             details = {**details, "problem": message, "studio_hint": studio_hint}
         self.result = CheckResult(module=module, status=ERROR, message=text, details=details)
 
+    def field_problems(self) -> dict[str, str]:
+        """What is wrong with each setting this error names, by key: ``key=`` (one value), ``keys=`` (settings that
+        together do not fit, e.g. the data), or ``by_key`` (every problem at once, engines/inputs/config.py); the
+        studio shows each at its field."""
+        return field_problems(self.result)
+
     @classmethod
     def from_result(cls, result: CheckResult) -> "CheckError":
         """The error a failed :class:`CheckResult` stands for (e.g. one reported by an isolated check)."""
         err = cls(result.module, result.message)
         err.result = result
         return err
+
+
+def field_problems(result: CheckResult | dict) -> dict[str, str]:
+    """A failed check's problems by the setting each names (see :meth:`CheckError.field_problems`); a result as
+    :meth:`CheckResult.to_dict` has it too."""
+    details = (result.details if isinstance(result, CheckResult) else result.get("details")) or {}
+    message = result.message if isinstance(result, CheckResult) else result.get("message") or ""
+    if details.get("by_key"):
+        return {str(k): str(v) for k, v in details["by_key"].items()}
+    keys = details.get("keys") or ([details["key"]] if details.get("key") else [])
+    return {str(k): message for k in keys}
 
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str:
