@@ -24,6 +24,7 @@ LOGIN = ("admin", "root-studio-login-7f3a9")
 TOKEN = "ghp_canaryTokenInTheStudioEnv0451"
 AUTH_FILE_LOGIN = ("alice", "from-the-auth-file-5521")
 CAP_SYS_PTRACE = 19
+CAP_SYS_RESOURCE = 24
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc and capabilities are Linux's")
 
@@ -56,6 +57,29 @@ def test_an_isolated_call_holds_no_capability_and_no_inherited_fd(tmp_path):
     fds = out.value["fds"]
     assert len(fds) <= 2 and all(t.startswith("pipe:") for t in fds.values()), fds  # its result and progress
     assert not out.value["found"]
+
+
+def _oom_score_adj() -> dict:
+    """What an isolated call's process has for the OOM killer, and whether it can lower it."""
+    adj = int(Path("/proc/self/oom_score_adj").read_text())
+    try:
+        Path("/proc/self/oom_score_adj").write_text("0")
+        lowered = int(Path("/proc/self/oom_score_adj").read_text()) == 0
+    except OSError:
+        lowered = False
+    return {"adj": adj, "lowered": lowered}
+
+
+def test_user_code_is_the_first_the_oom_killer_ends_and_cannot_change_that():
+    """User code that takes the machine's memory (there is no memory limit a check could set that a reward model
+    would not need) ends itself, never the studio or the CLI: its process is the OOM killer's first choice, and where
+    the caller held CAP_SYS_RESOURCE when it was set (root outside a container that withholds it; this machine's
+    does) it cannot lower that again: the kernel keeps the value as its floor."""
+    out = run_isolated(_oom_score_adj, {}, timeout_s=30)
+    assert out.ok, out.error
+    assert out.value["adj"] == 1000
+    assert out.value["lowered"] is not bool(_caps(os.getpid())["CapEff"] >> CAP_SYS_RESOURCE & 1)
+    assert int(Path("/proc/self/oom_score_adj").read_text()) < 1000  # the caller's own is untouched
 
 
 def test_the_cli_check_run_as_root_leaks_nothing_to_its_reward(tmp_path, demo):

@@ -13,7 +13,8 @@ reader without ``CAP_SYS_PTRACE`` a target that is not dumpable. So:
   none either). It then cannot read the environment, memory or command line's secrets of the
   studio, the CLI, the check worker, the shell that started them or any other root process that
   holds a capability. It is also made non-dumpable, so calls running side by side (with the same,
-  empty, capabilities) cannot read each other.
+  empty, capabilities) cannot read each other, and the OOM killer's first choice
+  (:func:`first_when_memory_runs_out`): user code that takes the machine's memory ends itself, not the studio.
 * :func:`make_undumpable` — for the processes that hold secrets (the studio, the CLI): no core
   dumps and no ``/proc/<pid>/mem``/ptrace for a process of the same user without ``CAP_SYS_PTRACE``.
 * :func:`close_inherited_fds` — user code gets no file descriptor its parent had open (the
@@ -90,6 +91,8 @@ def drop_privileges() -> list[str]:
     if _libc() is None:
         return []
     problems = []
+    if not first_when_memory_runs_out():
+        problems.append("oom_score_adj")
     for cap in range(_last_cap() + 1):  # needs CAP_SETPCAP: first, while we still hold it
         if not _prctl(PR_CAPBSET_DROP, cap) and _has_in_bounding(cap):
             problems.append(f"bounding set: capability {cap}")
@@ -107,6 +110,22 @@ def drop_privileges() -> list[str]:
     if not make_undumpable():
         problems.append("dumpable")
     return problems
+
+
+#: what user code's processes give the kernel's OOM killer: the highest, the first process it ends
+OOM_SCORE_ADJ = 1000
+
+
+def first_when_memory_runs_out() -> bool:
+    """Make this process (and what it forks) the OOM killer's first choice: a user code that takes all the memory
+    ends itself, never the studio, the CLI or another run. Set while ``CAP_SYS_RESOURCE`` is still held (before the
+    capabilities go), the kernel keeps it as the floor: user code cannot lower it again."""
+    try:
+        with open("/proc/self/oom_score_adj", "w") as f:
+            f.write(str(OOM_SCORE_ADJ))
+        return True
+    except OSError:
+        return False
 
 
 def _has_in_bounding(cap: int) -> bool:
