@@ -10,6 +10,8 @@ import os
 import threading
 import zipfile
 
+import pytest
+
 from aworld_gui.core.run_cache import RunCache
 from aworld_gui.core.studio import Studio
 from engines.runs.no_links import LINK_NOTICE
@@ -78,6 +80,45 @@ def test_a_checkpoints_zip_leaves_links_out(tmp_path):
         names = sorted(z.namelist())
         assert names == ["checkpoint-1/model.safetensors", "checkpoint-1/sub/part.json"]
         assert all(SECRET.encode() not in z.read(n) for n in names)
+
+
+def test_a_checkpoint_user_code_inflated_is_refused_before_it_fills_the_disk(tmp_path, monkeypatch):
+    """Issue 41: user code can write into its run's checkpoints. A sparse file of a terabyte made the Runs tab's zip
+    read a terabyte of zeros onto the disk, and a file the code keeps appending to made a zip that never ended.
+    A zip reads at most what the disk can take beside its reserve: past that it is refused at once, with what to do,
+    and leaves no file behind; a checkpoint that fits is zipped whole."""
+    from engines.runs.no_links import ZipTooLarge, zip_plain_files
+
+    run, runs, _outside = planted(tmp_path)
+    checkpoint = run.checkpoints_dir / "checkpoint-1"
+    checkpoint.mkdir(parents=True)
+    (checkpoint / "model.safetensors").write_bytes(b"w" * 4096)
+    run.write_status(state="finished", step=1)
+    studio = Studio(runs, worker=NoWorker(), cache=RunCache())
+    with zipfile.ZipFile(studio.checkpoint_zip(run.run_id, "checkpoint-1")) as z:
+        assert z.read("checkpoint-1/model.safetensors") == b"w" * 4096
+    with open(checkpoint / "optimizer.pt", "wb") as f:  # sparse: a terabyte that takes no room
+        f.truncate(1 << 40)
+    os.utime(checkpoint, None)
+    exports = runs / ".exports"
+    before = sorted(p.name for p in exports.iterdir())
+    with pytest.raises(ZipTooLarge, match="come to more than .* free some space, or copy the folder itself"):
+        studio.checkpoint_zip(run.run_id, "checkpoint-1")
+    assert sorted(p.name for p in exports.iterdir()) == before  # nothing half-written left, the old zip kept
+    (checkpoint / "optimizer.pt").unlink()
+    # a file that grows while it is read (user code appending to it): the limit is on what is read, not on the size
+    # seen when it was opened — that size is made the one seen before it grew
+    (checkpoint / "log.bin").write_bytes(b"x" * (8 << 20))
+    real_fstat = os.fstat
+
+    def seen_before_it_grew(fd):
+        st = real_fstat(fd)
+        return os.stat_result((*st[:6], min(st.st_size, 1 << 20), *st[7:]))
+
+    monkeypatch.setattr("engines.runs.no_links.os.fstat", seen_before_it_grew)
+    with pytest.raises(ZipTooLarge):
+        zip_plain_files(checkpoint, tmp_path / "grown.zip", "checkpoint-1", max_bytes=4 << 20)
+    assert not (tmp_path / "grown.zip").exists() and not list(tmp_path.glob(".grown.zip.*"))
 
 
 def test_a_checkpoints_folder_or_a_checkpoint_that_is_a_link_lists_nothing_and_zips_nothing(tmp_path):

@@ -18,7 +18,6 @@ import contextlib
 import errno
 import os
 import secrets
-import shutil
 import stat
 import threading
 import time
@@ -137,14 +136,59 @@ def replacing(path: str | os.PathLike, durable: bool = False) -> Iterator[Binary
 ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)
 
 
-def zip_plain_files(folder: str | os.PathLike, out: str | os.PathLike, prefix: str) -> None:
+#: what a zip leaves free on its disk: this much, or this share of the disk if that is more
+ZIP_RESERVE_BYTES, ZIP_RESERVE_SHARE = 1 << 30, 0.05
+
+
+class ZipTooLarge(ValueError):
+    """The files to zip would not fit on the disk beside what must stay free there."""
+
+
+def zip_room(out: str | os.PathLike) -> int | None:
+    """How many bytes of files a zip written at ``out`` may read: the disk's free space less what must stay free
+    (:data:`ZIP_RESERVE_BYTES`, or :data:`ZIP_RESERVE_SHARE` of the disk); None where the disk cannot be read."""
+    from ..fit.disk_full import disk_room
+
+    room = disk_room(out)
+    if room is None:
+        return None
+    free, total = room
+    return max(0, free - max(ZIP_RESERVE_BYTES, int(total * ZIP_RESERVE_SHARE)))
+
+
+def zip_plain_files(
+    folder: str | os.PathLike, out: str | os.PathLike, prefix: str, max_bytes: int | None = None
+) -> None:
     """``out``, a zip of :func:`plain_files_beneath` ``folder`` (each under ``prefix/``), each written from the
-    descriptor that was checked, the zip itself :func:`replacing` ``out``."""
+    descriptor that was checked, the zip itself :func:`replacing` ``out``. It reads at most ``max_bytes`` (default:
+    :func:`zip_room`): user code can write into a checkpoint (a sparse file of a terabyte, a file it keeps
+    appending to), and a zip of it filled the disk, or never ended; past the limit :class:`ZipTooLarge`, nothing
+    written."""
+    limit = zip_room(out) if max_bytes is None else max_bytes
+    read = 0
+
+    def too_large(size: int) -> ZipTooLarge:
+        return ZipTooLarge(
+            f"the files of {prefix} come to more than {_gb(size)} GB, more than the "
+            f"{_gb(limit)} GB the disk can take beside what must stay free there — free some space, or copy the "
+            f"folder itself: {folder}"
+        )
+
     with replacing(out) as raw, zipfile.ZipFile(raw, "w", zipfile.ZIP_DEFLATED) as z:
         for rel, file_fd in plain_files_beneath(folder):
             with os.fdopen(file_fd, "rb") as f:
                 st = os.fstat(file_fd)
+                if limit is not None and read + st.st_size > limit:
+                    raise too_large(read + st.st_size)
                 info = zipfile.ZipInfo(f"{prefix}/{rel}", max(time.localtime(st.st_mtime)[:6], ZIP_EPOCH))
                 info.external_attr, info.compress_type = (st.st_mode & 0xFFFF) << 16, zipfile.ZIP_DEFLATED
                 with z.open(info, "w", force_zip64=True) as dst:
-                    shutil.copyfileobj(f, dst, 1 << 20)
+                    while chunk := f.read(1 << 20):
+                        read += len(chunk)
+                        if limit is not None and read > limit:  # it grew while read
+                            raise too_large(read)
+                        dst.write(chunk)
+
+
+def _gb(n: int | None) -> str:
+    return f"{(n or 0) / 2**30:.1f}"
