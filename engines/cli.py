@@ -141,6 +141,33 @@ def cmd_rerun(a: argparse.Namespace) -> int:
     return execute_run(run)
 
 
+def cmd_resume(a: argparse.Namespace) -> int:
+    """A stopped, failed or finished run continues from a checkpoint, in its own run directory (core/resume.py)."""
+    from .core.resume import prepare_resume
+    from .runs.rundir import RunDir
+
+    try:
+        r = prepare_resume(a.run_dir, a.checkpoint, a.max_steps)
+    except CheckError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    run = RunDir(a.run_dir)
+    print(
+        f"resuming {r['run_id']} from {r['checkpoint']} (step {r['step']} of {r['max_steps']}), attempt {r['attempt']}",
+        file=sys.stderr,
+    )
+    if a.detach:
+        from .runs.lifecycle import spawn_run
+
+        print(
+            f"started in the background (pid {spawn_run(run.path)}); follow it with: "
+            f"{shell_command('runs', '--runs-dir', str(run.path.parent))}",
+            file=sys.stderr,
+        )
+        return 0
+    return cmd_run(argparse.Namespace(run_dir=str(run.path)))
+
+
 def shell_command(*args: str) -> str:
     """This CLI as a shell command that works without an activated virtualenv: the console script
     beside the running interpreter, else the interpreter itself with ``-m engines``."""
@@ -379,6 +406,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--runs-dir", help="where the new run goes (default: beside the earlier one)")
     p.add_argument("--detach", action="store_true", help="start it in the background and return")
     p.set_defaults(func=cmd_rerun)
+    p = sub.add_parser("resume", help="continue a stopped, failed or finished run from a checkpoint, in the same run")
+    p.add_argument("run_dir")
+    p.add_argument("--checkpoint", default="latest", help="latest (default), best or checkpoint-N")
+    p.add_argument("--max-steps", type=int, default=None, help="train to this step (past a finished run's end)")
+    p.add_argument("--detach", action="store_true", help="start it in the background and return")
+    p.set_defaults(func=cmd_resume)
     p = sub.add_parser("label", help="name a run or change its note")
     p.add_argument("run_dir")
     p.add_argument("--name")

@@ -12,6 +12,7 @@ from .agent_trainer import AgentTrainer
 from ..results.check_result import ERROR, CheckError
 from .checks import engine_result
 from .registry import DEFAULT_ENGINE
+from .resume import resume_config
 from ..runs.rundir import QUEUED, RunDir
 
 #: the time limit of the checks a run process repeats before it trains
@@ -77,7 +78,7 @@ def trainer_from_run_dir(run_dir: str | Path, isolated_checks: bool = True) -> A
         train_dataset={"path": data.get("train"), "columns": columns},
         test_dataset=data.get("test"),
         reward_func=spec.get("reward"),
-        config=spec.get("config"),
+        config=resume_config(spec, run.path),  # a resumed run's: from its checkpoint (engines/core/resume.py)
         run_path=str(run.path.parent),
         train_engine_name=spec["engine"],
         run_dir=run.path,
@@ -96,6 +97,8 @@ def rerun_dir(run_dir: str | Path, runs_dir: str | Path | None = None) -> RunDir
         raise ValueError(f"{old.path} has no run.yaml naming an engine — give the directory of an earlier run")
     run = RunDir.create(runs_dir or old.path.parent, spec["engine"])
     spec["run_id"] = run.run_id
+    spec.pop("resume", None)  # a new run trains from the start: its own resumes are its own
+    spec.pop("resumes", None)
     run.write_spec(spec)
     run.write_status(state=QUEUED, engine=spec["engine"], rerun_of=old.run_id, created=time.time())
     run.event("created", engine=spec["engine"], rerun_of=old.run_id)

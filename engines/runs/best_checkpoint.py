@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Iterable
 
 from .rundir import EVAL_REWARD, EVAL_TRAIN_REWARD, RunDir
 
@@ -64,14 +64,20 @@ class BestTracker:
         return bool(self.patience) and self.evals_since_best >= int(self.patience)
 
 
-def tracker_from_config(cfg: dict[str, Any]) -> BestTracker:
+def tracker_from_config(cfg: dict[str, Any], history: Iterable[dict[str, Any]] = ()) -> BestTracker:
+    """The config's tracker; ``history`` (a resumed run's metrics rows up to its checkpoint) replayed into it, so the
+    best so far and early stopping's count of evaluations without improvement go on as they were."""
     metric = metric_name(cfg.get("metric_for_best") or cfg.get("metric_for_best_model"))
     greater = cfg.get("greater_is_better")
-    return BestTracker(
+    tracker = BestTracker(
         metric,
         bool(greater) if greater is not None else not metric.endswith("loss"),
         cfg.get("early_stopping_patience"),
     )
+    rows = [r for r in history if isinstance(r.get("step"), int) and not isinstance(r.get("step"), bool)]
+    for row in sorted(rows, key=lambda r: r["step"]):
+        tracker.observe(row["step"], row)
+    return tracker
 
 
 def record_best(run: RunDir, name: str, step: int, metric: str, value: float) -> dict:

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from ..runs.best_checkpoint import tracker_from_config
+from ..runs.rundir import METRICS_FILE
 from . import arguments
 from .callbacks import ANSWER_COLUMN, RunDirCallback, SampleRecorder, ToolServerCallback
 from .peft_setup import peft_and_quantization
@@ -53,6 +54,8 @@ def build_trainer(p: TrainerInputs, tracker_names: list[str]) -> tuple[Any, RunD
     peft_config, quantization_config = peft_and_quantization(arguments.model_config(cfg, p.model_path))
     evaluate = p.evaluate if main else None
     extra = dict(peft_config=peft_config, quantization_config=quantization_config)
+    # a resumed run's best so far and early stopping's count, from its rows up to the checkpoint (core/resume.py)
+    best = tracker_from_config(cfg, run.read_jsonl(METRICS_FILE) if cfg.get("resume_from_checkpoint") else ())
     if grpo:
         callbacks: list[Any] = []
         if agent.mcp_tools:  # one MCP session per server for this process, reused by every rollout
@@ -64,9 +67,7 @@ def build_trainer(p: TrainerInputs, tracker_names: list[str]) -> tuple[Any, RunD
         tools = agent.tool_callables() if agent.has_tools else None
         recorder = SampleRecorder(run, p.reward, cfg["samples_per_step"] if main else 0, agent.tool_servers)
         funcs = recorder.wrap(p.reward.trl_functions(ANSWER_COLUMN))
-        callback = RunDirCallback(
-            run, recorder, evaluate, cfg["eval_steps"], tracker_names=tracker_names, best=tracker_from_config(cfg)
-        )
+        callback = RunDirCallback(run, recorder, evaluate, cfg["eval_steps"], tracker_names=tracker_names, best=best)
         trainer = GRPOTrainer(
             model=p.model_path,
             reward_funcs=funcs,
@@ -81,9 +82,7 @@ def build_trainer(p: TrainerInputs, tracker_names: list[str]) -> tuple[Any, RunD
         recorder.group_size = trainer.num_generations
         trainer._generate_and_score_completions = recorder.wrap_scoring(trainer._generate_and_score_completions)
     else:
-        callback = RunDirCallback(
-            run, None, evaluate, cfg["eval_steps"], tracker_names=tracker_names, best=tracker_from_config(cfg)
-        )
+        callback = RunDirCallback(run, None, evaluate, cfg["eval_steps"], tracker_names=tracker_names, best=best)
         trainer = SFTTrainer(
             model=p.model_path,
             args=args,

@@ -1,0 +1,201 @@
+"""Resume (issue 45): a killed run continues from its checkpoint in its own run directory, step for step as an
+uninterrupted run of the same spec; a finished run trains further; what cannot resume says why and changes nothing."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from engines.core.resume import prepare_resume
+from engines.results.check_result import CheckError
+from engines.runs.lifecycle import effective_status, list_run_dirs
+from engines.runs.rundir import RunDir
+from testing.waiting import wait_for
+
+ROOT = Path(__file__).resolve().parent.parent
+CONFIG = {
+    "max_steps": 12,
+    "save_steps": 5,
+    "prompts_per_step": 4,
+    "num_generations": 4,
+    "learning_rate": 0.002,
+    "eval_steps": 100,
+    "samples_per_step": 2,
+}
+#: the letters reward, holding its run once that run has logged step 7 (after its checkpoint at step 5) while a file
+#: ``hold`` beside it names the runs folder: a run to kill mid-step at a known place, on any machine
+HELD_REWARD = '''
+import json
+import time
+from pathlib import Path
+
+HOLD = Path(__file__).with_name("hold")
+
+
+def _past_step_7() -> bool:
+    runs = Path(HOLD.read_text().strip())
+    return any(
+        json.loads(line).get("step", 0) >= 7 for m in runs.glob("*/metrics.jsonl") for line in m.read_text().splitlines()
+    )
+
+
+def letter_reward(completion: str, answer: str, **kwargs) -> float:
+    """Score one completion of the letters task.
+
+    Args:
+        completion: The model's reply text.
+        answer: The expected capital letter.
+        **kwargs: Other dataset columns.
+
+    Returns:
+        1.0 for the expected letter, 0.2 for another capital letter, 0.0 otherwise.
+    """
+    while HOLD.exists() and _past_step_7():
+        time.sleep(0.05)
+    text = (completion or "").lstrip()
+    if not text:
+        return 0.0
+    if text[0] == str(answer).strip():
+        return 1.0
+    return 0.2 if "A" <= text[0] <= "Z" else 0.0
+'''
+
+
+def cli(*args: str, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "engines", *args], cwd=ROOT, capture_output=True, text=True, timeout=600, **kw
+    )
+
+
+def train_args(demo, reward: Path, config: Path, runs: Path) -> list[str]:
+    return [
+        "train",
+        *("--agent", demo["agent"], "--train", demo["train"], "--test", demo["test"]),
+        *("--reward", f"{reward}:letter_reward", "--config", str(config), "--engine", "trl", "--run-path", str(runs)),
+    ]
+
+
+def steps(run: RunDir, name: str = "metrics.jsonl") -> dict[int, dict]:
+    return {r["step"]: r for r in run.read_jsonl(name) if "loss" in r}
+
+
+def prompts(run: RunDir) -> list[tuple[int, str]]:
+    return [(s["step"], json.dumps(s["prompt"])) for s in run.read_jsonl("samples.jsonl")]
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory, demo_paths):
+    """Run A trained 12 steps uninterrupted; run B, the same spec, SIGKILLed in step 8 (its checkpoint at 5)."""
+    base = tmp_path_factory.mktemp("resume")
+    reward, config = base / "held_reward.py", base / "config.yaml"
+    reward.write_text(HELD_REWARD)
+    config.write_text(yaml.safe_dump(CONFIG))
+    done = cli(*train_args(demo_paths, reward, config, base / "a"))
+    assert done.returncode == 0, done.stderr[-3000:]
+    (base / "hold").write_text(str(base / "b"))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "engines", *train_args(demo_paths, reward, config, base / "b")],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        wait_for(
+            lambda: any(7 in steps(r) for r in list_run_dirs(base / "b")) or proc.poll() is not None,
+            300,
+            "run B held in step 8",
+        )
+        assert proc.poll() is None, "run B ended before it was held"
+        time.sleep(0.3)  # held in the reward: nothing more is written
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(30)
+    finally:
+        (base / "hold").unlink(missing_ok=True)
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    [a], [b] = list_run_dirs(base / "a"), list_run_dirs(base / "b")
+    return a, b
+
+
+@pytest.fixture(scope="module")
+def demo_paths():
+    from testing import letters_demo as d
+
+    return {"agent": d.AGENT, "train": d.TRAIN, "test": d.TEST}
+
+
+def test_a_killed_run_resumes_in_its_own_directory_step_for_step_as_if_never_killed(runs):
+    """Run B, killed in step 8, resumes from checkpoint-5 in the same directory: its steps 6-12 train on the same
+    prompts and log the same loss and reward as run A's, bit for bit (CPU, one process, TRL's resume restoring the
+    weights, optimizer, scheduler, RNG states and the data position); the dead attempt's steps 6-7 are kept aside,
+    not mixed in; the status counts the attempt and the events say what was resumed and why."""
+    a, b = runs
+    assert effective_status(b)["state"] == "failed" and [p.name for p in b.checkpoints()] == ["checkpoint-5"]
+    done = cli("resume", str(b.path))
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "resuming" in done.stderr and "from checkpoint-5 (step 5 of 12), attempt 2" in done.stderr
+    assert [r.run_id for r in list_run_dirs(b.path.parent)] == [b.run_id]  # the same run, no new one
+    status = b.read_status()
+    assert status["state"] == "finished" and status["step"] == 12
+    assert status["attempt"] == 2 and status["resumed_from"] == "checkpoint-5" and not status.get("lost")
+    assert sorted(steps(b)) == list(range(1, 13))
+    for step in range(1, 13):
+        assert (steps(b)[step]["loss"], steps(b)[step]["reward"]) == (steps(a)[step]["loss"], steps(a)[step]["reward"])
+    assert prompts(b) == prompts(a)  # no prompt seen twice or skipped
+    aside = RunDir(b.path / "attempts" / "1")
+    assert sorted(steps(aside)) == [6, 7] and {s["step"] for s in aside.read_jsonl("samples.jsonl")} == {6, 7}
+    [resumed] = [e for e in b.read_jsonl("events.jsonl") if e["event"] == "resumed"]
+    assert resumed["checkpoint"] == "checkpoint-5" and resumed["step"] == 5 and resumed["attempt"] == 2
+    assert resumed["after"] == "failed" and resumed["cause"] == "killed"
+    spec = b.read_spec()
+    assert spec["resume"] == {"checkpoint": "checkpoint-5", "attempt": 2} and spec["config"] == a.read_spec()["config"]
+
+
+def test_a_finished_run_trains_further_only_when_asked_and_what_cannot_resume_says_why(runs, tmp_path):
+    """A finished run has nothing left to train until --max-steps raises its end; then it goes on from its last
+    checkpoint, in the same run. A running run, a run without a checkpoint, a checkpoint it does not have, an end
+    below the checkpoint and an engine that does not resume yet are refused with what to do, and change nothing."""
+    a, _b = runs
+    before = (a.path / "run.yaml").read_text(), a.read_status(), (a.path / "metrics.jsonl").read_text()
+
+    def refused(run_dir, match, **kw):
+        with pytest.raises(CheckError, match=match):
+            prepare_resume(run_dir, **kw)
+
+    refused(a.path, r"checkpoint-12 is at step 12, the run's max_steps \(12\): there is nothing left to train")
+    refused(a.path, r"--max-steps 12 is not past checkpoint-12's step 12", max_steps=12)
+    refused(
+        a.path,
+        r"checkpoint-3 of run .* is not one of its checkpoints — resume from one of: checkpoint-10, checkpoint-12",
+        checkpoint="checkpoint-3",
+    )
+    assert (a.path / "run.yaml").read_text() == before[0] and (a.path / "metrics.jsonl").read_text() == before[2]
+    assert a.read_status() == before[1]
+    other = RunDir.create(tmp_path / "runs", "swift")
+    other.write_spec({"engine": "swift", "config": {}})
+    other.write_status(state="failed")
+    refused(other.path, r"runs of the swift engine do not resume yet")
+    bare = RunDir.create(tmp_path / "runs", "trl")
+    bare.write_spec({"engine": "trl", "config": {"max_steps": 5}})
+    bare.write_status(state="stopped")
+    refused(bare.path, r"has no complete checkpoint to resume from — train it again from the start")
+    bare.write_status(state="running", pid=os.getpid())
+    refused(bare.path, r"is running: only a stopped, failed or finished run resumes — stop it first")
+
+    done = cli("resume", str(a.path), "--max-steps", "14")
+    assert done.returncode == 0, done.stderr[-3000:]
+    status = a.read_status()
+    assert status["state"] == "finished" and status["step"] == 14 and status["attempt"] == 2
+    assert (
+        sorted(steps(a)) == list(range(1, 15)) and not (a.path / "attempts").exists()
+    )  # nothing after 12 to set aside
+    assert a.read_spec()["resume"] == {"checkpoint": "checkpoint-12", "attempt": 2, "max_steps": 14}
