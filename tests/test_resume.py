@@ -161,8 +161,8 @@ def test_a_killed_run_resumes_in_its_own_directory_step_for_step_as_if_never_kil
 
 
 def test_a_finished_run_trains_further_only_when_asked_and_what_cannot_resume_says_why(runs, tmp_path):
-    """A finished run has nothing left to train until --max-steps raises its end; then it goes on from its last
-    checkpoint, in the same run. A running run, a run without a checkpoint, a checkpoint it does not have, an end
+    """A finished run has nothing left to train until max_steps is raised; then it goes on from its last checkpoint,
+    in the same run (the Python API's AgentTrainer.resume). A running run, a run without a checkpoint, a checkpoint it does not have, an end
     below the checkpoint and an engine that does not resume yet are refused with what to do, and change nothing."""
     a, _b = runs
     before = (a.path / "run.yaml").read_text(), a.read_status(), (a.path / "metrics.jsonl").read_text()
@@ -191,8 +191,9 @@ def test_a_finished_run_trains_further_only_when_asked_and_what_cannot_resume_sa
     bare.write_status(state="running", pid=os.getpid())
     refused(bare.path, r"is running: only a stopped, failed or finished run resumes — stop it first")
 
-    done = cli("resume", str(a.path), "--max-steps", "14")
-    assert done.returncode == 0, done.stderr[-3000:]
+    from engines import AgentTrainer
+
+    assert AgentTrainer.resume(a.path, max_steps=14) == "finished"  # the Python API, in this process
     status = a.read_status()
     assert status["state"] == "finished" and status["step"] == 14 and status["attempt"] == 2
     assert (

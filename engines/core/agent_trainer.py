@@ -7,6 +7,8 @@ checks ``agent → dataset → reward → config`` with the named engine, marks 
 
 from __future__ import annotations
 
+import os
+
 from pathlib import Path
 from typing import Any
 
@@ -100,6 +102,18 @@ class AgentTrainer:
                 "valid modules before calling train()"
             )
         return self.train_processor.train()
+
+    @staticmethod
+    def resume(run_dir: str | os.PathLike, checkpoint: str = "latest", max_steps: int | None = None) -> Any:
+        """Continue a stopped, failed or finished run from one of its checkpoints (``latest``, ``best`` or
+        ``checkpoint-N``), in its own run directory, and train it in this process (engines/core/resume.py; the CLI's
+        ``aworld-train resume``). ``max_steps`` raises its end. Returns what :meth:`train` returns; CheckError when
+        the run cannot resume (nothing changed then)."""
+        from .prepare import trainer_from_run_dir
+        from .resume import prepare_resume
+
+        prepare_resume(run_dir, checkpoint, max_steps)
+        return trainer_from_run_dir(run_dir).train()
 
     async def inference(self, dataset: Any = None, checkpoint: str | None = None, **kwargs: Any) -> Any:
         """Batch inference with the engine (AWorld's ``await trainer.inference()``): the engine's
