@@ -275,6 +275,32 @@ class Studio:
             ),
         }
 
+    def resumes(self, run_id: str) -> bool:
+        """Whether the run's engine resumes a run (engines/core/resume.py RESUMES)."""
+        from engines.core.resume import RESUMES
+
+        return self.cache.get(self.run_path(run_id)).read_spec().get("engine") in RESUMES
+
+    def resume(self, run_id: str, checkpoint: str | None = None) -> dict[str, Any]:
+        """Continue a stopped, failed or finished run from ``checkpoint`` (its latest by default) in its own run
+        directory: readied by the worker (engines/core/resume.py), then started as a launch is (queued when the
+        machine is busy)."""
+        path = self.run_path(run_id)
+        self.launcher.ensure_started()
+        try:
+            res = self.worker.call(
+                "resume", run_dir=str(path), checkpoint=checkpoint or "latest", timeout_s=self.launch_timeout_s
+            )
+        except WorkerError as e:
+            return {"ok": False, "error": f"resume failed: {e}"}
+        if not res.get("ok"):
+            return res
+        busy = self.machine_busy()
+        pid = spawn_run(path, launcher=self.launcher)
+        self._spawned.add(pid)
+        self.cache.refresh(path, force=True)
+        return {**res, "pid": pid, "queued": busy}
+
     def machine_busy(self) -> bool:
         return Slot(self.runs_dir).busy()
 

@@ -10,6 +10,7 @@ from typing import Any
 
 import gradio as gr
 
+from engines.core.resume import RESUMABLE
 from engines.runs.rundir import ACTIVE_STATES, RunDir
 
 from ..rendering.charts import PALETTE, Line, svg_chart
@@ -38,6 +39,7 @@ class RunsUI:
     open_btn: Any = None
     clone_btn: Any = None
     stop_btn: Any = None
+    resume_btn: Any = None
     delete_btn: Any = None
     confirm_btn: Any = None
     action_msg: Any = None
@@ -136,6 +138,7 @@ class RunsTab:
             ui.open_btn = gr.Button(_("Open in Monitor"), min_width=140, elem_id="runs-open", **off)
             ui.clone_btn = gr.Button(_("Clone into Setup"), min_width=140, elem_id="runs-clone", **off)
             ui.stop_btn = gr.Button(_("Stop"), variant="stop", min_width=90, elem_id="runs-stop", **off)
+            ui.resume_btn = gr.Button(_("Resume"), min_width=90, elem_id="runs-resume", **off)
             ui.delete_btn = gr.Button(_("Delete…"), min_width=90, elem_id="runs-delete", **off)
             ui.confirm_btn = gr.Button(
                 _("Confirm delete"),
@@ -228,6 +231,7 @@ class RunsTab:
             ui.delete_btn,
             ui.ckpt_btn,
             ui.export_btn,
+            ui.resume_btn,
             ui.ckpt,
             ui.empty,
         ]
@@ -247,7 +251,7 @@ class RunsTab:
         for tab in other_tabs:
             tab.select(lambda: gr.Timer(active=False), None, ui.timer, api_visibility="private", queue=False)
         ui.table.select(self.on_row_select, [ui.table], [ui.selected], api_visibility="private")
-        actions = [ui.open_btn, ui.clone_btn, ui.stop_btn, ui.delete_btn, ui.ckpt_btn, ui.export_btn]
+        actions = [ui.open_btn, ui.clone_btn, ui.stop_btn, ui.delete_btn, ui.ckpt_btn, ui.export_btn, ui.resume_btn]
         self.actions = actions
         ui.selected.change(
             self.on_selected,
@@ -269,6 +273,10 @@ class RunsTab:
         ui.stop_btn.click(self.on_stop, [ui.selected], [ui.action_msg], api_visibility="private").then(
             self.action_updates, [ui.selected], actions, api_visibility="private", show_progress="hidden"
         )
+        # from the checkpoint picked below (its latest when the run is selected)
+        ui.resume_btn.click(self.on_resume, [ui.selected, ui.ckpt], [ui.action_msg], api_visibility="private").then(
+            **refresh_kw
+        ).then(self.action_updates, [ui.selected], actions, api_visibility="private", show_progress="hidden")
         ui.delete_btn.click(
             lambda sel: (
                 gr.update(visible=bool(sel)),
@@ -316,7 +324,7 @@ class RunsTab:
         rows_sig = repr(rows)
         ids_sig = repr([r["run_id"] for r in runs])
         out = [skip] * 6
-        follow = [skip] * 7  # the actions (and its checkpoints) follow the selected run as it changes
+        follow = [skip] * 8  # the actions (and its checkpoints) follow the selected run as it changes
         if rows_sig != sig.get("rows"):
             sig["rows"] = rows_sig
             out[0] = rows
@@ -324,7 +332,7 @@ class RunsTab:
             ckpts = self._checkpoints(selected)
             if repr((selected, ckpts)) != sig.get("ckpts"):
                 sig["ckpts"] = repr((selected, ckpts))
-                follow[6] = gr.update(choices=ckpts, value=ckpts[-1] if ckpts else None)
+                follow[7] = gr.update(choices=ckpts, value=ckpts[-1] if ckpts else None)
         if ids_sig != sig.get("ids"):
             sig["ids"] = ids_sig
             ids = [r["run_id"] for r in runs]
@@ -383,8 +391,9 @@ class RunsTab:
             return []
 
     def action_updates(self, run_id) -> list:
-        """Open, Clone, Stop, Delete and Download enabled only when they apply to the selected run:
-        Stop while it is active, Delete once it is not, Download when it has a checkpoint."""
+        """Open, Clone, Stop, Delete, Download and Resume enabled only when they apply to the selected run:
+        Stop while it is active, Delete once it is not, Download when it has a checkpoint, Resume when it is
+        stopped, failed or finished with a checkpoint, on an engine that resumes."""
         state, ckpts = None, self._checkpoints(run_id)
         if run_id:
             try:
@@ -399,6 +408,7 @@ class RunsTab:
             gr.update(interactive=state is not None and not active),
             gr.update(interactive=bool(ckpts)),
             gr.update(interactive=bool(ckpts)),
+            gr.update(interactive=bool(ckpts) and state in RESUMABLE and self.studio.resumes(run_id)),
         ]
 
     def on_selected(self, run_id):
@@ -447,6 +457,18 @@ class RunsTab:
         if not st.get("stop_sent"):
             return st["message"]
         return f"{_('Stop requested: it stops at its next step boundary.')} **{run_id}** ({st.get('state')})"
+
+    def on_resume(self, run_id, checkpoint):
+        if not run_id:
+            return _("Select a run first.")
+        try:
+            res = self.studio.resume(run_id, checkpoint)
+        except ValueError as e:
+            return f"**{e}**"
+        if not res.get("ok"):
+            return f"**{_('Not resumed:')}** {esc(engine_text.message(res.get('error')))}"
+        said = _("is queued and resumes, when the machine is free, from") if res.get("queued") else _("resumes from")
+        return f"**{res['run_id']}** {said} `{res['checkpoint']}` ({_('step')} {res['step']}) · {_('attempt')} {res['attempt']}"
 
     def on_delete(self, run_id):
         try:

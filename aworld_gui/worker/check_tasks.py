@@ -260,7 +260,20 @@ def prepare_eval(
     return {"ok": True, "eval_dir": str(ev.path), "eval_id": ev.run_id}
 
 
+def resume(run_dir: str, checkpoint: str = "latest", max_steps: int | None = None) -> dict[str, Any]:
+    """``engines.core.resume.prepare_resume``: the run readied to continue from ``checkpoint`` (it writes into a run
+    folder user code can write into: here, without the studio's privileges)."""
+    from engines.core.resume import prepare_resume
+    from engines.results.check_result import CheckError
+
+    try:
+        return {"ok": True, **prepare_resume(run_dir, checkpoint or "latest", max_steps)}
+    except CheckError as e:
+        return {"ok": False, "error": str(e.result.message), "module": e.module}
+
+
 TASKS = {
+    "resume": resume,
     "prepare_eval": prepare_eval,
     "catalog": catalog,
     "check": check,

@@ -103,17 +103,17 @@ class AgentTrainer:
             )
         return self.train_processor.train()
 
-    @staticmethod
-    def resume(run_dir: str | os.PathLike, checkpoint: str = "latest", max_steps: int | None = None) -> Any:
+    @classmethod
+    def resume(cls, run_dir: str | os.PathLike, checkpoint: str = "latest", max_steps: int | None = None) -> Any:
         """Continue a stopped, failed or finished run from one of its checkpoints (``latest``, ``best`` or
         ``checkpoint-N``), in its own run directory, and train it in this process (engines/core/resume.py; the CLI's
         ``aworld-train resume``). ``max_steps`` raises its end. Returns what :meth:`train` returns; CheckError when
         the run cannot resume (nothing changed then)."""
-        from .prepare import trainer_from_run_dir
         from .resume import prepare_resume
+        from .run_args import trainer_args
 
         prepare_resume(run_dir, checkpoint, max_steps)
-        return trainer_from_run_dir(run_dir).train()
+        return cls(**trainer_args(run_dir)).train()
 
     async def inference(self, dataset: Any = None, checkpoint: str | None = None, **kwargs: Any) -> Any:
         """Batch inference with the engine (AWorld's ``await trainer.inference()``): the engine's

@@ -12,11 +12,8 @@ from .agent_trainer import AgentTrainer
 from ..results.check_result import ERROR, CheckError
 from .checks import engine_result
 from .registry import DEFAULT_ENGINE
-from .resume import resume_config
+from .run_args import trainer_args
 from ..runs.rundir import QUEUED, RunDir
-
-#: the time limit of the checks a run process repeats before it trains
-RUN_CHECK_TIMEOUT_S = 900.0
 
 
 def prepare_run(
@@ -64,29 +61,10 @@ def prepare_run(
 
 
 def trainer_from_run_dir(run_dir: str | Path, isolated_checks: bool = True) -> AgentTrainer:
-    """Rebuild the AgentTrainer of a prepared run from its run.yaml (what the run process does).
+    """Rebuild the AgentTrainer of a prepared run from its run.yaml (what the run process does; run_args.py).
     ``isolated_checks=False`` where the run process has already checked the spec in isolation (the
     ranks of a launched run)."""
-    run = RunDir(run_dir)
-    spec = run.read_spec()
-    if not spec:
-        raise ValueError(f"{run.path} has no run.yaml — prepare the run first")
-    data = spec.get("data") or {}
-    columns = data.get("columns")
-    return AgentTrainer(
-        agent=spec["agent"],
-        train_dataset={"path": data.get("train"), "columns": columns},
-        test_dataset=data.get("test"),
-        reward_func=spec.get("reward"),
-        config=resume_config(spec, run.path),  # a resumed run's: from its checkpoint (engines/core/resume.py)
-        run_path=str(run.path.parent),
-        train_engine_name=spec["engine"],
-        run_dir=run.path,
-        isolated_checks=isolated_checks,
-        # the spec passed its checks when it was prepared; in the (detached, stoppable) run process a large
-        # dataset's conversion may take longer than an interactive check is allowed
-        check_timeout_s=RUN_CHECK_TIMEOUT_S,
-    )
+    return AgentTrainer(**trainer_args(run_dir), isolated_checks=isolated_checks)
 
 
 def rerun_dir(run_dir: str | Path, runs_dir: str | Path | None = None) -> RunDir:
