@@ -200,3 +200,31 @@ def test_a_finished_run_trains_further_only_when_asked_and_what_cannot_resume_sa
         sorted(steps(a)) == list(range(1, 15)) and not (a.path / "attempts").exists()
     )  # nothing after 12 to set aside
     assert a.read_spec()["resume"] == {"checkpoint": "checkpoint-12", "attempt": 2, "max_steps": 14}
+
+
+def test_the_studio_shows_a_resumed_run_s_curve_joined_at_its_checkpoint(tmp_path):
+    """The studio's run cache had read the dead attempt's steps 6-7; the resume sets them aside (a new metrics.jsonl):
+    the curves then show steps 1-5 and go on from there, with no "replaced behind its back" warning — the resumed
+    event says what happened. (A file replaced without a resume still gets that warning: tests/test_run_cache.py.)"""
+    from aworld_gui.core.run_cache import RunState
+
+    run = RunDir.create(tmp_path / "runs", "trl")
+    run.write_spec({"engine": "trl", "config": {"max_steps": 9}})
+    for step in range(1, 8):
+        run.append_metrics(step, {"loss": 0.1 * step, "reward": 0.1 * step})
+        run.append_sample({"step": step, "prompt": f"p{step}", "completion": "A", "reward": 1.0})
+    (run.checkpoints_dir / "checkpoint-5").mkdir(parents=True)
+    (run.checkpoints_dir / "checkpoint-5" / "trainer_state.json").write_text(json.dumps({"global_step": 5}))
+    run.write_status(state="failed", cause="killed", step=7)
+    state = RunState(run.path)
+    state.refresh(force=True)
+    assert state.last_step == 7 and len(state.samples) == 7
+    assert prepare_resume(run.path)["step"] == 5
+    state.refresh(force=True)
+    xs, _ys = state.series["reward"].points()
+    assert xs == [1, 2, 3, 4, 5] and state.last_step == 5 and [s["step"] for s in state.samples] == [1, 2, 3, 4, 5]
+    assert not [e for e in state.events if e.get("source") == "studio"], state.events  # no replaced-file warning
+    assert [e["event"] for e in state.events][-1] == "resumed"
+    run.append_metrics(6, {"loss": 0.5, "reward": 0.9})
+    state.refresh(force=True)
+    assert state.series["reward"].points()[0] == [1, 2, 3, 4, 5, 6]

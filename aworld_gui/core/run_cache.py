@@ -170,7 +170,11 @@ class RunState:
                 self.metrics_version += 1
             seen = (self._metrics.replaced, self._samples.replaced, self._events.replaced)
             rows = self._metrics.read_new()
-            if self._metrics.replaced != seen[0]:
+            resumed = self._resumed() if (self._metrics.replaced, self._samples.replaced) != seen[:2] else False
+            if self._metrics.replaced != seen[0] and resumed:  # the rows after its checkpoint were set aside
+                self._forget_metrics()
+                self.metrics_version += 1
+            elif self._metrics.replaced != seen[0]:
                 self._notice_replaced(
                     METRICS_FILE,
                     f"the {self.rows} step row(s) read before (up to step {self.last_step})",
@@ -185,11 +189,12 @@ class RunState:
                 self.metrics_version += 1
             samples = self._samples.read_new()
             if self._samples.replaced != seen[1]:
-                self._notice_replaced(
-                    SAMPLES_FILE,
-                    f"the {len(self.samples)} sample(s) shown before",
-                    "the samples shown are what the file holds",
-                )
+                if not resumed:
+                    self._notice_replaced(
+                        SAMPLES_FILE,
+                        f"the {len(self.samples)} sample(s) shown before",
+                        "the samples shown are what the file holds",
+                    )
                 self.samples.clear()
                 self.samples_version += 1
             if samples:
@@ -209,6 +214,11 @@ class RunState:
                 self.log_version += 1
             self._read_status()
         return self
+
+    def _resumed(self) -> bool:
+        """Whether the run was resumed since its status was last read: engines/core/resume.py counts the attempt
+        before it sets the dead attempt's rows after the checkpoint aside (which replaces the row files)."""
+        return (self.run.read_status().get("attempt") or 1) != (self.status.get("attempt") or 1)
 
     def _read_status(self) -> None:
         """The one writer of ``status`` (and its version), called with ``_lock`` held: reads of it are taken

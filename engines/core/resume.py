@@ -92,7 +92,8 @@ def prepare_resume(run_dir: str | Path, checkpoint: str = LATEST, max_steps: int
     spec["resume"] = {k: resume[k] for k in ("checkpoint", "attempt", "max_steps") if k in resume}
     spec["resumes"] = [*(spec.get("resumes") or []), resume]
     run.write_spec(spec)
-    kept_aside = _keep_aside(run, step, attempt - 1)
+    # the attempt counted before the rows are set aside: a reader that finds them gone finds the new attempt too
+    # (the studio's run cache then shows the file as the run's history, not as a file replaced behind its back)
     run.write_status(
         state=QUEUED,
         attempt=attempt,
@@ -105,6 +106,7 @@ def prepare_resume(run_dir: str | Path, checkpoint: str = LATEST, max_steps: int
         pid=None,
         **({"total_steps": total} if total else {}),
     )
+    kept_aside = _keep_aside(run, step, attempt - 1)
     run.event(
         "resumed",
         checkpoint=folder.name,
