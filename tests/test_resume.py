@@ -205,7 +205,7 @@ def test_a_finished_run_trains_further_only_when_asked_and_what_cannot_resume_sa
 def test_the_studio_shows_a_resumed_run_s_curve_joined_at_its_checkpoint(tmp_path):
     """The studio's run cache had read the dead attempt's steps 6-7; the resume sets them aside (a new metrics.jsonl):
     the curves then show steps 1-5 and go on from there, with no "replaced behind its back" warning — the resumed
-    event says what happened. (A file replaced without a resume still gets that warning: tests/test_run_cache.py.)"""
+    event says what happened. (A file replaced without a resume still gets that warning: tests/test_lost_run_files.py.)"""
     from aworld_gui.core.run_cache import RunState
 
     run = RunDir.create(tmp_path / "runs", "trl")
