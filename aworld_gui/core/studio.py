@@ -275,11 +275,12 @@ class Studio:
             ),
         }
 
-    def resumes(self, run_id: str) -> bool:
-        """Whether the run's engine resumes a run (engines/core/resume.py RESUMES)."""
-        from engines.core.resume import RESUMES
+    def resumable(self, run_id: str) -> bool:
+        """Whether the run resumes from its latest checkpoint as it is (engines/core/resume.py: stopped or failed, or
+        ended early, with a complete checkpoint before its end, on an engine that resumes)."""
+        from engines.core.resume import resumable
 
-        return self.cache.get(self.run_path(run_id)).read_spec().get("engine") in RESUMES
+        return resumable(self.run_path(run_id))
 
     def resume(self, run_id: str, checkpoint: str | None = None) -> dict[str, Any]:
         """Continue a stopped, failed or finished run from ``checkpoint`` (its latest by default) in its own run

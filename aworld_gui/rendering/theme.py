@@ -95,7 +95,7 @@ footer { opacity: .75; }   /* API and Settings (the language) */
 .aw-launchbar { align-items: center !important; }
 .aw-runbar { align-items: flex-end !important; }
 /* a pressed Stop / Kill, until the buttons' one writer answers (static/live_monitor.js) */
-#stop-btn[data-aw-pending], #kill-btn[data-aw-pending] { pointer-events: none; opacity: .6; cursor: progress; }
+#stop-btn[data-aw-pending], #kill-btn[data-aw-pending], #resume-btn[data-aw-pending] { pointer-events: none; opacity: .6; cursor: progress; }
 #stop-btn[data-aw-pending]:not([data-aw-pending=""]) { color: transparent !important; position: relative; }
 #stop-btn[data-aw-pending]:not([data-aw-pending=""])::after {
   content: attr(data-aw-pending); color: var(--button-cancel-text-color); position: absolute; inset: 0;

@@ -105,16 +105,16 @@ function reachable(ok) {
     }, 4000);
   }
 }
-// A Stop or Kill press shows at once: the pressed button is marked pending in the page (aworld_gui/rendering/
+// A Stop, Kill or Resume press shows at once: the pressed button is marked pending in the page (aworld_gui/rendering/
 // theme.py: dimmed, not clickable; Stop reads the header's "Stopping…"). The mark is the page's, not the run's
 // state: whether each button shows has one writer, the header's ``apply`` (monitor_tab.py ``buttons``, its
 // answers in order), which hides a pressed Stop once the stream has seen the request; a new view drops the mark.
 function dropPending() {
-  document.querySelectorAll('#stop-btn[data-aw-pending], #kill-btn[data-aw-pending]')
+  document.querySelectorAll('#stop-btn[data-aw-pending], #kill-btn[data-aw-pending], #resume-btn[data-aw-pending]')
     .forEach(b => { delete b.dataset.awPending; });
 }
 document.addEventListener('click', ev => {
-  const b = element.isConnected && ev.target instanceof Element && ev.target.closest('#stop-btn, #kill-btn');
+  const b = element.isConnected && ev.target instanceof Element && ev.target.closest('#stop-btn, #kill-btn, #resume-btn');
   if (!b || shown === null) return;
   const label = element.querySelector('[data-stopping]')?.dataset.stopping || '';
   b.dataset.awPending = b.id === 'stop-btn' && !label.includes('__i18n__') ? label : '';

@@ -32,7 +32,7 @@ import gradio as gr
 
 from engines.runs.rundir import EVAL_REWARD, EVAL_TRAIN_REWARD, LOSS, QUEUED, REWARD
 
-from ..rendering import glossary, render
+from ..rendering import engine_text, glossary, render
 from ..rendering.i18n import Markdown, _, localize
 from ..rendering.charts import PALETTE, Line, svg_chart
 from .groups_panel import GroupsPanel
@@ -58,6 +58,7 @@ class MonitorUI:
     run: Any = None
     header: Any = None
     stop_btn: Any = None
+    resume_btn: Any = None
     kill_btn: Any = None
     charts: Any = None
     picker: Any = None
@@ -91,6 +92,9 @@ class MonitorTab:
             )
             ui.kill_btn = gr.Button(
                 _("Kill now"), variant="secondary", scale=1, min_width=110, visible=False, size="md", elem_id="kill-btn"
+            )
+            ui.resume_btn = gr.Button(
+                _("Resume"), variant="primary", scale=1, min_width=110, visible=False, size="md", elem_id="resume-btn"
             )
 
         def live_ticket(args: list) -> str:  # a plain function: Gradio marks server functions with an attribute
@@ -173,11 +177,16 @@ class MonitorTab:
         ui.picker.change(**show)
         ui.smoothing.release(**show)
         ui.header.apply(
-            self.buttons, [ui.run], [ui.stop_btn, ui.kill_btn, ui.picker], trigger_mode="always_last", **common
+            self.buttons,
+            [ui.run],
+            [ui.stop_btn, ui.kill_btn, ui.resume_btn, ui.picker],
+            trigger_mode="always_last",
+            **common,
         )
         self.groups.wire(ui.run)
         ui.stop_btn.click(self.on_stop, [ui.run], None, api_visibility="private")
         ui.kill_btn.click(self.on_kill, [ui.run], None, api_visibility="private")
+        ui.resume_btn.click(self.on_resume, [ui.run], None, api_visibility="private")
 
     def _state(self, run_id: str | None) -> RunState | str | None:
         if not run_id:
@@ -199,15 +208,18 @@ class MonitorTab:
         return self.header_html(run_id, st, secrets.token_hex(4), picks or [], float(smoothing or 0.0))
 
     def buttons(self, run_id: str | None):
-        """Stop while active, Kill once stopping; the metric names for the picker. The buttons' one writer."""
+        """Stop while active, Kill once stopping, Resume once it ended before its end with a checkpoint (on an engine that resumes);
+        the metric names for the picker. The buttons' one writer."""
         st = self._state(run_id)
         if not isinstance(st, RunState):
-            return gr.update(visible=False), gr.update(visible=False), gr.update(choices=[])
+            return gr.update(visible=False), gr.update(visible=False), gr.update(visible=False), gr.update(choices=[])
         st.refresh(force=True)  # the state now, not the last stream tick's (a stop may just have ended)
         stopping = st.state == "stopping" or (st.active and st.run.stop_requested())
+        resumable = not st.active and self.studio.resumable(run_id)
         return (
             gr.update(visible=st.active and not stopping),
             gr.update(visible=stopping),
+            gr.update(visible=resumable),
             gr.update(choices=st.metric_names()),
         )
 
@@ -219,6 +231,18 @@ class MonitorTab:
     def on_kill(self, run_id) -> None:
         if run_id:
             self.studio.stop(run_id, kill=True)
+
+    def on_resume(self, run_id) -> None:
+        """Resumes the run from its latest checkpoint; the stream shows it queued, then training (an event marks
+        the resume). Why it cannot, in a notice."""
+        if not run_id:
+            return
+        try:
+            res = self.studio.resume(run_id)
+        except ValueError as e:
+            res = {"ok": False, "error": str(e)}
+        if not res.get("ok"):
+            gr.Warning(f"{_('Not resumed:')} {engine_text.message(res.get('error'))}")
 
     # -- the page's poll --------------------------------------------------------------------------
     def live(self, run_id, gen, picks, smoothing, keys, due=HEAVY_PARTS, locale: str = "en") -> dict:

@@ -10,7 +10,6 @@ from typing import Any
 
 import gradio as gr
 
-from engines.core.resume import RESUMABLE
 from engines.runs.rundir import ACTIVE_STATES, RunDir
 
 from ..rendering.charts import PALETTE, Line, svg_chart
@@ -393,7 +392,7 @@ class RunsTab:
     def action_updates(self, run_id) -> list:
         """Open, Clone, Stop, Delete, Download and Resume enabled only when they apply to the selected run:
         Stop while it is active, Delete once it is not, Download when it has a checkpoint, Resume when it is
-        stopped, failed or finished with a checkpoint, on an engine that resumes."""
+        stopped, failed or ended early with a checkpoint before its end, on an engine that resumes."""
         state, ckpts = None, self._checkpoints(run_id)
         if run_id:
             try:
@@ -408,7 +407,7 @@ class RunsTab:
             gr.update(interactive=state is not None and not active),
             gr.update(interactive=bool(ckpts)),
             gr.update(interactive=bool(ckpts)),
-            gr.update(interactive=bool(ckpts) and state in RESUMABLE and self.studio.resumes(run_id)),
+            gr.update(interactive=bool(ckpts) and not active and state is not None and self.studio.resumable(run_id)),
         ]
 
     def on_selected(self, run_id):

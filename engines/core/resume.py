@@ -45,38 +45,8 @@ def prepare_resume(run_dir: str | Path, checkpoint: str = LATEST, max_steps: int
     ``run_id``, ``checkpoint``, ``step``, ``attempt``, ``max_steps``. CheckError (what is wrong, what to do) when it
     cannot resume; then nothing was changed."""
     run = RunDir(run_dir)
-    spec = run.read_spec()
-    if not spec or not spec.get("engine"):
-        raise CheckError("run", f"{run.path} has no run.yaml naming an engine", "give the directory of a run")
-    engine = spec["engine"]
-    if engine not in RESUMES:
-        raise CheckError(
-            "run",
-            f"runs of the {engine} engine do not resume yet (only {', '.join(RESUMES)})",
-            f"train it again from the start: aworld-train rerun {run.path}",
-        )
-    status = effective_status(run)
+    spec, status, folder, step, total = _plan(run, checkpoint, max_steps)
     state = status.get("state")
-    if state not in RESUMABLE:
-        raise CheckError(
-            "run",
-            f"run {run.run_id} is {state}: only a stopped, failed or finished run resumes",
-            "stop it first (it resumes from its last checkpoint)" if state in ("running", "stopping") else None,
-        )
-    folder = _checkpoint(run, checkpoint)
-    step = _step_of(folder)
-    config = spec.get("config") or {}
-    total = int(max_steps if max_steps is not None else config.get("max_steps") or 0)
-    if max_steps is not None and max_steps <= step:
-        raise CheckError(
-            "run", f"--max-steps {max_steps} is not past {folder.name}'s step {step}", f"give more than {step}"
-        )
-    if total and step >= total:
-        raise CheckError(
-            "run",
-            f"{folder.name} is at step {step}, the run's max_steps ({total}): there is nothing left to train",
-            f"train it further with max_steps above {step} (aworld-train resume {run.path} --max-steps {2 * step})",
-        )
     attempt = int(status.get("attempt") or 1) + 1
     cause = None if status.get("cause") is None else str(status.get("cause"))
     resume = {
@@ -118,6 +88,53 @@ def prepare_resume(run_dir: str | Path, checkpoint: str = LATEST, max_steps: int
         message=f"resumed from {folder.name} (step {step}), attempt {attempt}",
     )
     return {"run_id": run.run_id, "checkpoint": folder.name, "step": step, "attempt": attempt, "max_steps": total}
+
+
+def resumable(run_dir: str | Path) -> bool:
+    """Whether the run resumes from its latest checkpoint as it is (what the studio's Resume does)."""
+    try:
+        _plan(RunDir(run_dir), LATEST, None)
+        return True
+    except CheckError:
+        return False
+
+
+def _plan(run: RunDir, checkpoint: str, max_steps: int | None) -> tuple[dict, dict, Path, int, int]:
+    """What a resume of ``run`` from ``checkpoint`` would be: (spec, status, checkpoint folder, its step, the end
+    step); CheckError when it cannot resume. Reads only."""
+    spec = run.read_spec()
+    if not spec or not spec.get("engine"):
+        raise CheckError("run", f"{run.path} has no run.yaml naming an engine", "give the directory of a run")
+    engine = spec["engine"]
+    if engine not in RESUMES:
+        raise CheckError(
+            "run",
+            f"runs of the {engine} engine do not resume yet (only {', '.join(RESUMES)})",
+            f"train it again from the start: aworld-train rerun {run.path}",
+        )
+    status = effective_status(run)
+    state = status.get("state")
+    if state not in RESUMABLE:
+        raise CheckError(
+            "run",
+            f"run {run.run_id} is {state}: only a stopped, failed or finished run resumes",
+            "stop it first (it resumes from its last checkpoint)" if state in ("running", "stopping") else None,
+        )
+    folder = _checkpoint(run, checkpoint)
+    step = _step_of(folder)
+    config = spec.get("config") or {}
+    total = int(max_steps if max_steps is not None else config.get("max_steps") or 0)
+    if max_steps is not None and max_steps <= step:
+        raise CheckError(
+            "run", f"--max-steps {max_steps} is not past {folder.name}'s step {step}", f"give more than {step}"
+        )
+    if total and step >= total:
+        raise CheckError(
+            "run",
+            f"{folder.name} is at step {step}, the run's max_steps ({total}): there is nothing left to train",
+            f"train it further with max_steps above {step} (aworld-train resume {run.path} --max-steps {2 * step})",
+        )
+    return spec, status, folder, step, total
 
 
 def resume_config(spec: dict[str, Any], run_path: Path) -> dict[str, Any]:
