@@ -8,7 +8,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -91,18 +90,16 @@ def prompts(run: RunDir) -> list[tuple[int, str]]:
     return [(s["step"], json.dumps(s["prompt"])) for s in run.read_jsonl("samples.jsonl")]
 
 
-@pytest.fixture(scope="module")
-def runs(tmp_path_factory, demo_paths):
+def killed_and_uninterrupted(base: Path, demo: dict, config: dict) -> tuple[RunDir, RunDir]:
     """Run A trained 12 steps uninterrupted; run B, the same spec, SIGKILLed in step 8 (its checkpoint at 5)."""
-    base = tmp_path_factory.mktemp("resume")
-    reward, config = base / "held_reward.py", base / "config.yaml"
+    reward, config_file = base / "held_reward.py", base / "config.yaml"
     reward.write_text(HELD_REWARD)
-    config.write_text(yaml.safe_dump(CONFIG))
-    done = cli(*train_args(demo_paths, reward, config, base / "a"))
+    config_file.write_text(yaml.safe_dump(config))
+    done = cli(*train_args(demo, reward, config_file, base / "a"))
     assert done.returncode == 0, done.stderr[-3000:]
     (base / "hold").write_text(str(base / "b"))
     proc = subprocess.Popen(
-        [sys.executable, "-m", "engines", *train_args(demo_paths, reward, config, base / "b")],
+        [sys.executable, "-m", "engines", *train_args(demo, reward, config_file, base / "b")],
         cwd=ROOT,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -115,7 +112,6 @@ def runs(tmp_path_factory, demo_paths):
             "run B held in step 8",
         )
         assert proc.poll() is None, "run B ended before it was held"
-        time.sleep(0.3)  # held in the reward: nothing more is written
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(30)
     finally:
@@ -127,10 +123,26 @@ def runs(tmp_path_factory, demo_paths):
 
 
 @pytest.fixture(scope="module")
+def runs(tmp_path_factory, demo_paths):
+    return killed_and_uninterrupted(tmp_path_factory.mktemp("resume"), demo_paths, CONFIG)
+
+
+@pytest.fixture(scope="module")
 def demo_paths():
     from testing import letters_demo as d
 
     return {"agent": d.AGENT, "train": d.TRAIN, "test": d.TEST}
+
+
+def test_a_killed_lora_run_resumes_step_for_step_too(tmp_path, demo_paths):
+    """The same with LoRA: the adapters, their optimizer state and the RNG come back from the checkpoint."""
+    a, b = killed_and_uninterrupted(tmp_path, demo_paths, {**CONFIG, "use_peft": True})
+    done = cli("resume", str(b.path))
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert b.read_status()["state"] == "finished" and a.read_status()["peft"] is True
+    for step in range(1, 13):
+        assert (steps(b)[step]["loss"], steps(b)[step]["reward"]) == (steps(a)[step]["loss"], steps(a)[step]["reward"])
+    assert prompts(b) == prompts(a)
 
 
 def test_a_killed_run_resumes_in_its_own_directory_step_for_step_as_if_never_killed(runs):
