@@ -134,7 +134,7 @@ class _FieldSlot:
         classes = (["aw-cfg-set"] if f.overridden else []) + (["aw-cfg-problem"] if f.problem else [])
         shown = dict(
             visible=True,
-            label=f.name,
+            label=f.name.replace("_", "_\u200b"),  # a narrow column breaks a long key after an underscore, not mid-word
             # what is wrong with its value (the check's words: several markers; Gradio renders info as Markdown), else
             # what it means
             info=(_unbolded(f.problem) if f.problem else engine_text.known(f.help)) or None,
