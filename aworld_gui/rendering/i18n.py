@@ -27,7 +27,13 @@ LOCALES = ("en", "zh")
 PICKER_CODES = {"en": "en", "zh": "zh-CN"}
 #: a marker whose translation is the page's current language (the Monitor's stream is localized with it)
 LOCALE_TEXT = "__locale__"
-_MARKER = re.compile(r"__i18n__(\{\"__type__\": \"translation_metadata\", \"key\": \"(t[0-9a-f]{12})\"\})")
+#: the head of a marker as render.esc writes it in HTML (the page reads ``__i18n__``; Gradio does not see a marker)
+ESCAPED_MARKER_HEAD = "__i18n&#95;_"
+#: a marker as Gradio writes it, or as HTML escaping writes it (render.esc)
+_MARKER = re.compile(
+    r'__i18n(?:__|&#95;_)(\{(?:"|&quot;)__type__(?:"|&quot;): (?:"|&quot;)translation_metadata(?:"|&quot;), '
+    r'(?:"|&quot;)key(?:"|&quot;): (?:"|&quot;)(t[0-9a-f]{12})(?:"|&quot;)\})'
+)
 
 
 def key(text: str) -> str:
@@ -65,7 +71,7 @@ def i18n() -> I18n:
 def localize(text: str | None, locale: str | None) -> str | None:
     """Replace the translation markers in server-rendered HTML with ``locale``'s text (for what reaches
     the page without going through Gradio: the Monitor's stream)."""
-    if not text or "__i18n__" not in text:
+    if not text or "__i18n" not in text:
         return text
     table = translations()["zh" if (locale or "").lower().startswith("zh") else "en"]
     return _MARKER.sub(lambda m: table.get(m.group(2), m.group(2)), text)

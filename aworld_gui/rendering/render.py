@@ -15,7 +15,7 @@ from typing import Any, Iterable
 from engines.runs.rundir import FAILED, FINISHED, QUEUED, RUNNING, STOPPED, STOPPING
 
 from . import engine_text
-from .i18n import _
+from .i18n import ESCAPED_MARKER_HEAD, _
 from .progress import Progress
 
 CHECK_LABEL = {"ok": _("OK"), "warning": _("Warning"), "error": _("Error"), "checking": _("Checking…"), "idle": "—"}
@@ -40,11 +40,21 @@ def visible_text(text: str) -> str:
 
 
 def esc(value: Any) -> str:
-    """HTML-escaped text; Gradio's translation markers in it (aworld_gui/rendering/i18n.py) are kept whole."""
+    """HTML-escaped text, for a text node or an attribute's value. Gradio's translation markers in it
+    (aworld_gui/rendering/i18n.py) are kept whole but for their quotes, written ``&quot;``, and their head (so Gradio,
+    which reads a value's first marker as JSON, leaves it to the page): the page reads them back as the marker
+    (static/i18n_markers.js translates it, in text and in title/aria-label/placeholder; i18n.localize takes both
+    forms). Kept raw, a marker's quote closed the attribute it stood in, and a run's status.json whose
+    state was a marker followed by ``onanimationstart=…`` ran script in the logged-in page (issue 41, fifth probe)."""
     text = "" if value is None else str(value)
     if "__i18n__" not in text:
         return html.escape(text, quote=True)
-    return "".join(part if i % 2 else html.escape(part, quote=True) for i, part in enumerate(_MARKER.split(text)))
+    return "".join(
+        part.replace('"', "&quot;").replace("__i18n__", ESCAPED_MARKER_HEAD, 1)
+        if i % 2
+        else html.escape(part, quote=True)
+        for i, part in enumerate(_MARKER.split(text))
+    )
 
 
 def engine_html(text: str | None) -> str:

@@ -1,0 +1,54 @@
+"""Issue 41, the fifth probe: text user code controls (a run's status.json, a model's completion, an MCP server's name)
+rendered into an attribute could not close it. ``render.esc`` kept Gradio's translation markers raw, quotes and all, so
+a state of ``<marker> style=animation:… onanimationstart=…`` became attributes of the Runs table's badge and ran script
+in the logged-in page. A marker is still read back as the page's language (in text and in attributes)."""
+
+from __future__ import annotations
+
+from html.parser import HTMLParser
+
+from aworld_gui.rendering import render
+from aworld_gui.rendering.i18n import _, localize
+from aworld_gui.tabs.runs_tab import table_rows
+
+MARKER = str(_("unavailable"))
+PAYLOAD = f"{MARKER} style=animation:aw-pulse;animation-duration:1s onanimationstart=window.__xss=1 x="
+
+
+class Attributes(HTMLParser):
+    """Every attribute name of every element, and the texts."""
+
+    def __init__(self):
+        super().__init__()
+        self.names: set[str] = set()
+        self.values: list[str] = []
+        self.texts: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        self.names.update(name for name, _v in attrs)
+        self.values.extend(v or "" for _n, v in attrs)
+
+    def handle_data(self, data):
+        self.texts.append(data)
+
+
+def parsed(html: str) -> Attributes:
+    p = Attributes()
+    p.feed(html)
+    return p
+
+
+def test_a_marker_in_user_controlled_text_cannot_open_an_attribute():
+    row = {"run_id": "r1", "state": PAYLOAD, "engine": "trl", "step": 1, "total_steps": 2, "name": PAYLOAD, "note": ""}
+    sinks = {
+        "badge": render.badge(PAYLOAD, PAYLOAD),
+        "runs table": "".join(str(cell) for cell in table_rows([row])[0]),
+        "attribute": f'<span title="{render.esc(PAYLOAD)}" data-x="{render.esc(PAYLOAD)}">{render.esc(PAYLOAD)}</span>',
+    }
+    for where, html in sinks.items():
+        p = parsed(html)
+        assert not {n for n in p.names if n.startswith("on") or n == "style"}, (where, html)
+        assert any(MARKER in v for v in p.values), (where, html)  # the marker whole in the attribute's value
+    # the page reads it back as a marker: translated in text and attributes alike
+    shown = localize(sinks["attribute"], "zh")
+    assert "不可用" in shown and "__i18n__" not in shown and localize(render.esc(MARKER), "en") == "unavailable"
