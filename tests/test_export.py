@@ -78,9 +78,25 @@ def test_the_runs_tab_labels_an_export_as_a_model_and_a_checkpoint_as_an_archive
     from aworld_gui.rendering.i18n import localize
     from aworld_gui.tabs.runs_tab import RunsTab
 
+    import zipfile
+
     run = trained_letters.train_processor.run
     tab = RunsTab(Studio(run.path.parent))
-    exported, said = tab.on_export(run.run_id, "checkpoint-300")
+    # issue 41, fifth probe: user code planted .exports/<run>-<checkpoint>-hf -> a folder of someone else's; the
+    # export wrote the model into it, and its zip took that folder's files (a key) for download
+    elsewhere = run.path.parent.parent / "elsewhere"
+    elsewhere.mkdir(exist_ok=True)
+    (elsewhere / "id_rsa").write_text("a private key")
+    planted = run.path.parent / ".exports" / f"{run.run_id}-checkpoint-300-hf"
+    planted.parent.mkdir(exist_ok=True)
+    planted.symlink_to(elsewhere, target_is_directory=True)
+    try:
+        exported, said = tab.on_export(run.run_id, "checkpoint-300")
+    finally:
+        planted.unlink()
+    assert sorted(p.name for p in elsewhere.iterdir()) == ["id_rsa"]  # nothing written through the link
+    names = zipfile.ZipFile(exported["value"]).namelist()
+    assert "id_rsa" not in str(names) and any(n.endswith("config.json") for n in names), names
     assert localize(str(exported["label"]), "en") == "Exported model (a Hugging Face folder, zipped)", said
     assert exported["value"].endswith(".zip") and "checkpoint-300" in localize(str(said), "en")
     archive, _ = tab.on_checkpoint(run.run_id, "checkpoint-300")

@@ -573,7 +573,7 @@ def test_an_export_and_a_sweep_start_without_the_studios_credentials(studio, mon
     The processes' environments are read as handed to them (subprocess.run, the boundary with the child)."""
     import subprocess as sp
 
-    from aworld_gui.core import sweep_core, studio as studio_module
+    from aworld_gui.core import exports, sweep_core
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-held-by-the-studio-0041")
     monkeypatch.setenv("HELD_UNASKED_KEY", "held-by-the-studio-0041")
@@ -583,7 +583,7 @@ def test_an_export_and_a_sweep_start_without_the_studios_credentials(studio, mon
         seen.append(kw.get("env"))
         return sp.CompletedProcess(argv, 1, "", "error: stopped here by the test")
 
-    monkeypatch.setattr(studio_module.subprocess, "run", started)
+    monkeypatch.setattr(exports.subprocess, "run", started)
     monkeypatch.setattr(sweep_core.subprocess, "run", started)
     run = make_run(studio, 1e-3)
     with pytest.raises(ValueError, match="stopped here"):

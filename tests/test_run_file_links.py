@@ -9,6 +9,7 @@ import json
 import os
 import threading
 import zipfile
+from pathlib import Path
 
 import pytest
 
@@ -255,3 +256,55 @@ def test_a_run_file_is_never_written_through_a_link_at_its_temporary_name(tmp_pa
     assert predictable.is_symlink() and not [
         p for p in run.path.iterdir() if p.name.endswith(".tmp") and p != predictable
     ]
+
+
+def test_links_planted_in_the_runs_folder_are_never_written_through(tmp_path):
+    """Issue 41, fifth probe: user code can write into the runs folder, and the studio (as root, every capability)
+    followed what it planted there: ``.slot.lock -> victim`` truncated the victim and wrote a pid into it (a hard link
+    too), ``.uploads/<digest> -> folder`` had an upload written into that folder, ``.fallback -> folder`` had a run's
+    deletion remove that folder's entry of the run's name, ``<run>/.lock -> path`` created the file at ``path``. Each
+    is now refused or replaced, never followed."""
+    from aworld_gui.core.inputs import store_upload
+    from engines.runs.lifecycle import Slot, delete_run
+    from engines.runs.no_links import LinkRefused
+
+    run, runs, outside = planted(tmp_path)
+    victim = outside / "victim.txt"
+    victim.write_text("keep me")
+    (runs / ".slot.lock").symlink_to(victim)
+    slot = Slot(runs)
+    assert slot.try_acquire()
+    slot.release()
+    assert victim.read_text() == "keep me" and not (runs / ".slot.lock").is_symlink()
+    (runs / ".slot.lock").unlink()
+    os.link(victim, runs / ".slot.lock")  # a hard link to a file elsewhere
+    assert slot.try_acquire()
+    slot.release()
+    assert victim.read_text() == "keep me" and os.stat(victim).st_nlink == 1
+
+    upload = tmp_path / "authorized_keys"
+    upload.write_text("ssh-ed25519 AAAA attacker")
+    import hashlib
+
+    digest = hashlib.sha1(upload.read_bytes()).hexdigest()[:12]
+    (runs / ".uploads").mkdir()
+    (runs / ".uploads" / digest).symlink_to(outside, target_is_directory=True)
+    with pytest.raises(LinkRefused):
+        store_upload(str(upload), runs)
+    assert not (outside / "authorized_keys").exists()
+    (runs / ".uploads" / digest).unlink()
+    stored = store_upload(str(upload), runs)
+    assert Path(stored).read_text() == "ssh-ed25519 AAAA attacker" and Path(stored).parent.name == digest
+
+    (outside / run.run_id).mkdir()
+    (outside / run.run_id / "theirs.txt").write_text("keep")
+    (runs / ".fallback").symlink_to(outside, target_is_directory=True)
+    run.write_status(state="finished", pid=None)
+    delete_run(run.path)
+    assert (outside / run.run_id / "theirs.txt").read_text() == "keep" and not run.path.exists()
+
+    other = RunDir.create(runs, "trl")
+    (other.path / ".lock").symlink_to(outside / "created-by-the-studio")
+    with pytest.raises(OSError):
+        other.write_status(state="queued")
+    assert not (outside / "created-by-the-studio").exists()

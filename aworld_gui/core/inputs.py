@@ -11,7 +11,6 @@ import hashlib
 import os
 import re
 import shutil
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +19,7 @@ import yaml
 from engines.results.check_result import CheckError
 from engines.files.user_files import size_text
 from engines.files.yaml_input import MAX_BYTES, load_user_file
+from engines.runs.no_links import folder_beneath, plain_file_at, write_beneath
 from engines.runs.rundir import atomic_write_text
 
 from ..rendering.i18n import _
@@ -183,26 +183,26 @@ def store_upload(tmp_path: str, runs_dir: str | os.PathLike) -> str:
             while block := f.read(1 << 20):
                 h.update(block)
         digest, chunks = h.hexdigest()[:12], None
-    dest_dir = Path(runs_dir) / UPLOADS / digest
-    dest_dir.mkdir(parents=True, exist_ok=True)
-    dest = dest_dir / _safe_name(src.name)
-    if not dest.exists():  # callers storing the same upload at once each write their own part, then replace
-        tmp = _own_part(dest)
-        try:
+    name = _safe_name(src.name)
+    # made and written by descriptors, never through a link: user code can write into the runs folder, and a link
+    # planted at .uploads/<digest> (the digest of a file about to be uploaded) had the studio, as root, write the
+    # upload where the link pointed (issue 41, fifth probe)
+    Path(runs_dir).mkdir(parents=True, exist_ok=True)  # the studio's own folder
+    dir_fd = folder_beneath(runs_dir, UPLOADS, digest)
+    try:
+        if not plain_file_at(dir_fd, name):  # callers storing the same upload at once each write their own part
             if chunks is None:
-                shutil.copyfile(src, tmp)
+                write_beneath(dir_fd, name, lambda f: _copy_from(src, f))
             else:
-                tmp.write_bytes(chunks[0])
-            os.replace(tmp, dest)
-        finally:
-            tmp.unlink(missing_ok=True)
-    return str(dest.resolve())
+                write_beneath(dir_fd, name, lambda f: f.write(chunks[0]))
+    finally:
+        os.close(dir_fd)
+    return str(Path(runs_dir).resolve() / UPLOADS / digest / name)
 
 
-def _own_part(dest: Path) -> Path:
-    """A temporary name beside ``dest`` that no other writer (process or thread) uses: a reader of ``dest`` sees
-    a whole file or none (one name per process let two of one client's concurrent checks write the same part)."""
-    return dest.with_name(f".{dest.name}.{os.getpid()}.{threading.get_ident()}.part")
+def _copy_from(src: Path, out) -> None:
+    with open(src, "rb") as f:
+        shutil.copyfileobj(f, out, 1 << 20)
 
 
 def masked_secrets(path: str) -> list[str]:

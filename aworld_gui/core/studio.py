@@ -10,9 +10,6 @@ import difflib
 import logging
 import os
 import re
-import shutil
-import subprocess
-import sys
 import threading
 import time
 import uuid
@@ -25,9 +22,8 @@ from engines.results.check_result import MODULES
 from engines.cli import shell_command
 from engines.isolation.processes import reap_detached
 from engines.runs.launcher import Launcher
-from engines.runs.no_links import zip_plain_files
 from engines.runs.rundir import FAILED, QUEUED, RUNNING, STOPPING, RunDir, atomic_write_text
-from engines.isolation.user_env import referenced_names, server_names, user_code_env, user_code_envs
+from engines.isolation.user_env import referenced_names, server_names, user_code_envs
 from engines.files.yaml_input import try_load_yaml
 from engines.runs.lifecycle import (
     Slot,
@@ -39,7 +35,7 @@ from engines.runs.lifecycle import (
     stop_run,
 )
 
-from . import evaluations
+from . import evaluations, exports
 from . import inputs as inp
 from . import run_watch
 from .chat_client import ChatService
@@ -471,13 +467,7 @@ class Studio:
         return [(f"{c} · {_('best')}" if c == best else c, c) for c in self.checkpoints(run_id)]
 
     def checkpoint_zip(self, run_id: str, name: str) -> str:
-        src = RunDir(self.run_path(run_id)).checkpoint_named(name)  # no path, no link (the zip takes its target)
-        out_dir = self.runs_dir / ".exports"
-        out_dir.mkdir(exist_ok=True)
-        out = out_dir / f"{run_id}-{name}.zip"
-        if not out.exists() or out.stat().st_mtime < src.stat().st_mtime:
-            zip_plain_files(src, out, name)  # what was checked is what is read; written never through a link
-        return str(out)
+        return exports.checkpoint_zip(self.runs_dir, self.run_path(run_id), name)
 
     def export_spec(self, run_id: str) -> str:
         text = self.spec_text(run_id)  # .exports is served: never a literal secret in it
@@ -561,33 +551,8 @@ class Studio:
         return evaluations.eval_path(self.run_path, run_id, eval_id)
 
     def export_model(self, run_id: str, checkpoint: str, timeout_s: float = 900.0) -> str:
-        """The checkpoint as a Hugging Face model folder (LoRA merged), zipped for download. The export
-        runs in a child process (it loads the model; the studio never imports torch)."""
-        path = self.run_path(run_id)
-        RunDir(path).checkpoint_named(checkpoint)  # by name: a path would export any folder, write outside .exports
-        out = self.runs_dir / ".exports" / f"{run_id}-{checkpoint}-hf"
-        proc = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "engines",
-                "export",
-                "--run",
-                str(path),
-                "--checkpoint",
-                checkpoint,
-                "--out",
-                str(out),
-            ],
-            capture_output=True,
-            text=True,
-            timeout=timeout_s,
-            env=user_code_env(),  # it loads files user code wrote: never with the studio's credentials
-        )
-        if proc.returncode != 0:
-            raise ValueError((proc.stderr.strip().splitlines() or ["the export failed"])[-1].removeprefix("error: "))
-        archive = shutil.make_archive(str(out), "zip", root_dir=out.parent, base_dir=out.name)
-        return archive
+        """The checkpoint as a Hugging Face model folder, zipped for download (exports.py)."""
+        return exports.export_model(self.runs_dir, self.run_path(run_id), checkpoint, timeout_s)
 
     # -- uploads -------------------------------------------------------------------------------
     def store_upload(self, tmp_path: str) -> str:

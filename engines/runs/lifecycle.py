@@ -9,10 +9,12 @@ launched while the slot is held waits in state ``queued``, first come first serv
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
 import shutil
 import socket
+import stat
 import sys
 import time
 from dataclasses import dataclass
@@ -25,7 +27,17 @@ from ..isolation.processes import spawn_detached, terminate_tree
 from ..fit import disk_full
 from .causes import Cause
 from .launcher import Launcher, Spawned
-from .rundir import ACTIVE_STATES, FAILED, QUEUED, RUNNING, STATUS_FILE, STOPPED, STOPPING, RunDir
+from .rundir import (
+    ACTIVE_STATES,
+    FAILED,
+    FALLBACK_DIR,
+    QUEUED,
+    RUNNING,
+    STATUS_FILE,
+    STOPPED,
+    STOPPING,
+    RunDir,
+)
 from ..isolation.user_env import user_code_envs
 
 SLOT_LOCK = ".slot.lock"
@@ -154,7 +166,7 @@ class Slot:
 
     def try_acquire(self) -> bool:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = self._open()
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -164,6 +176,31 @@ class Slot:
         os.write(fd, str(os.getpid()).encode())
         self._fd = fd
         return True
+
+    def _open(self) -> int:
+        """The lock file, opened from the runs folder's descriptor: never through a link, and never another file's
+        hard link (user code can write into the runs folder; a link planted at .slot.lock had the studio, as root,
+        truncate its target and write a pid into it). Whatever was planted there is replaced by a new lock file."""
+        dir_fd = os.open(self.path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        try:
+            for _attempt in range(3):
+                try:
+                    fd = os.open(self.path.name, os.O_RDWR | os.O_CREAT | _NO_LINK, 0o644, dir_fd=dir_fd)
+                except OSError as e:
+                    if e.errno not in (errno.ELOOP, errno.EISDIR, errno.ENXIO):
+                        raise
+                    fd = None
+                if fd is not None:
+                    st = os.fstat(fd)
+                    if stat.S_ISREG(st.st_mode) and st.st_nlink == 1:
+                        return fd
+                    os.close(fd)
+                _remove_planted(self.path.name, dir_fd)
+            raise OSError(
+                errno.EEXIST, f"{self.path} keeps being replaced: the machine's training slot cannot be taken"
+            )
+        finally:
+            os.close(dir_fd)
 
     def busy(self) -> bool:
         if self._fd is not None:
@@ -178,6 +215,19 @@ class Slot:
             fcntl.flock(self._fd, fcntl.LOCK_UN)
             os.close(self._fd)
             self._fd = None
+
+
+_NO_LINK = os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+
+
+def _remove_planted(name: str, dir_fd: int) -> None:
+    """A link, hard link, pipe or folder put where the slot's lock file goes: removed (never followed)."""
+    try:
+        os.unlink(name, dir_fd=dir_fd)
+    except IsADirectoryError:
+        shutil.rmtree(name, dir_fd=dir_fd)
+    except FileNotFoundError:
+        pass
 
 
 def wait_for_slot(run: RunDir, slot: Slot, poll_s: float = 0.5) -> bool:
@@ -341,4 +391,13 @@ def delete_run(run_dir: str | os.PathLike) -> None:
         raise ValueError(f"run {run.run_id} is still running — stop it before deleting it")
     with run.locked():  # not while a reader records the run's end (the studio's watchdog): rmtree would meet its file
         shutil.rmtree(run.path)
-    shutil.rmtree(run.fallback_dir, ignore_errors=True)  # what the run wrote where its directory refused it
+    # what the run wrote where its directory refused it: removed from <runs>/.fallback's own descriptor, never through
+    # a link there (a link at .fallback had a run's deletion remove the folder of that name wherever it pointed)
+    try:
+        fallback = os.open(run.path.parent / FALLBACK_DIR, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:  # none, or a link: nothing of this run's is there
+        return
+    try:
+        shutil.rmtree(run.run_id, dir_fd=fallback, ignore_errors=True)
+    finally:
+        os.close(fallback)

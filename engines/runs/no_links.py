@@ -23,7 +23,7 @@ import threading
 import time
 import zipfile
 from pathlib import Path, PurePosixPath
-from typing import BinaryIO, Iterator
+from typing import BinaryIO, Callable, Iterator
 
 #: what the log view shows for a log that is a link (a run's files are read without following links)
 LINK_NOTICE = "(this file is a link: the studio reads no file of a run through a link)"
@@ -106,6 +106,56 @@ def plain_files_beneath(folder: str | os.PathLike) -> Iterator[tuple[str, int]]:
             except OSError:  # a link (ELOOP), a file gone, or refused
                 continue
             yield os.path.relpath(os.path.join(top, name), folder), fd
+
+
+def folder_beneath(root: str | os.PathLike, *names: str) -> int:
+    """A descriptor of the folder ``root/names…``, each made where missing, none of them a link: each opened from the
+    one before's descriptor, without following a link (user code can plant ``<runs>/.uploads/<digest> -> /root``; the
+    studio, as root, wrote through it). :class:`LinkRefused` for a link or anything but a folder on the way. The
+    caller closes it."""
+    fd = os.open(root, _DIR_FLAGS)
+    try:
+        for name in names:
+            try:
+                os.mkdir(name, 0o755, dir_fd=fd)
+            except FileExistsError:
+                pass
+            try:
+                nxt = os.open(name, _DIR_FLAGS, dir_fd=fd)
+            except OSError as e:  # ELOOP: a link; ENOTDIR: a file planted there
+                raise LinkRefused(f"{name} under {root} is a link or no folder: refused") from e
+            os.close(fd)
+            fd = nxt
+        return fd
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def plain_file_at(dir_fd: int, name: str) -> bool:
+    """Whether ``name`` in the folder ``dir_fd`` is a plain file of one name (not a link, a folder, a pipe or a hard
+    link to a file elsewhere)."""
+    try:
+        st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    return stat.S_ISREG(st.st_mode) and st.st_nlink == 1
+
+
+def write_beneath(dir_fd: int, name: str, write: Callable[[BinaryIO], None]) -> None:
+    """``name`` in the folder ``dir_fd`` (:func:`folder_beneath`) written whole by ``write``: under a fresh name made
+    with ``O_EXCL`` there, then renamed over ``name`` (a link planted at ``name`` is replaced, never written
+    through)."""
+    tmp = f".{name}.{os.getpid()}.{threading.get_ident()}.{secrets.token_hex(4)}.part"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644, dir_fd=dir_fd)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            write(f)
+        os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp, dir_fd=dir_fd)
+        raise
 
 
 @contextlib.contextmanager

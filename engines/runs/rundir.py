@@ -72,6 +72,7 @@ LOG_FILE = "train.log"
 STOP_FILE = "STOP"
 LABEL_FILE = "label.json"
 LOCK_FILE = ".lock"  # serializes read-modify-write of status.json between processes
+_NO_LINK = os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC  # a link or a pipe planted at a run's lock is refused
 #: <runs>/.fallback/<run_id>/: the final status (and checkpoint) a refusing run dir did not take
 FALLBACK_DIR = ".fallback"
 CHECKPOINTS_DIR = "checkpoints"
@@ -358,12 +359,13 @@ class RunDir:
             thread_lock = _THREAD_LOCKS.setdefault(key, threading.Lock())
         with thread_lock:  # flock excludes other processes; within one process, this excludes other threads
             try:
-                fd = os.open(self.path / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+                # never through a link planted there (the studio, as root, created the link's target)
+                fd = os.open(self.path / LOCK_FILE, os.O_RDWR | os.O_CREAT | _NO_LINK, 0o644)
             except FileNotFoundError:
                 raise
             except OSError as e:  # an immutable or read-only .lock still locks (flock needs no write access)
                 try:
-                    fd = os.open(self.path / LOCK_FILE, os.O_RDONLY)
+                    fd = os.open(self.path / LOCK_FILE, os.O_RDONLY | _NO_LINK)
                 except OSError:
                     raise RunDirWriteError(LOCK_FILE, e, self.path) from e
             held.add(key)
