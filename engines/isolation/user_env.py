@@ -25,10 +25,15 @@ its value is handed over beside the environment (:mod:`engines.isolation.server_
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 from pathlib import Path
 from typing import Any, Iterable, Mapping
+
+from ..files.user_files import NotPlainFile, open_plain_file
+
+log = logging.getLogger(__name__)
 
 #: comma-separated names user code may see although they look like credentials
 ALLOW_ENV = "AWORLD_USER_ENV_ALLOW"
@@ -169,11 +174,12 @@ def _scan_names(sources: Iterable[Any]) -> tuple[set[str], set[str]]:
             return False
         path = Path(os.path.expanduser(text))
         path = path if base is None or path.is_absolute() else base / path
-        try:
-            if not path.is_file():
-                return False
-            with open(path, "rb") as f:
+        try:  # a plain file only, never waited on: /proc/kmsg or a FIFO named here held a studio thread for ever
+            with open_plain_file(path) as (f, _):
                 data = f.read(SCAN_LIMIT).decode("utf-8", errors="replace")
+        except NotPlainFile as e:
+            log.warning("%s %s (its ${NAME} are not looked for; the check says so)", path, e)
+            return False
         except OSError:
             return False
         scan_text(data, found, path.suffix.lower() in _STRUCTURED_SUFFIXES, path.parent)
