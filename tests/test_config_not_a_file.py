@@ -7,7 +7,6 @@ Each read runs in a thread with a deadline, so a regression fails here instead o
 from __future__ import annotations
 
 import os
-import threading
 
 import pytest
 
@@ -16,28 +15,9 @@ from engines.files.user_files import read_user_text
 from engines.isolation.user_env import referenced_names, server_names
 from engines.results.check_result import CheckError
 from testing.letters_demo import MODEL
+from testing.waiting import promptly
 
 KMSG = "/proc/kmsg"
-DEADLINE_S = 20
-
-
-def promptly(fn):
-    """``fn()``'s value, or the exception it raised; fails when it has not returned within the deadline."""
-    box: dict = {}
-
-    def target():
-        try:
-            box["value"] = fn()
-        except BaseException as e:  # noqa: BLE001 - handed to the test
-            box["error"] = e
-
-    t = threading.Thread(target=target, daemon=True)
-    t.start()
-    t.join(DEADLINE_S)
-    assert not t.is_alive(), f"still reading after {DEADLINE_S} s"
-    if "error" in box:
-        raise box["error"]
-    return box["value"]
 
 
 def _targets() -> list[str]:
