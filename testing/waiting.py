@@ -38,3 +38,25 @@ def processes_marked(marker: str) -> list[int]:
             except OSError:
                 pass
     return out
+
+
+def promptly(fn, deadline_s: float = 20.0):
+    """``fn()``'s value (or the exception it raised), run in a thread: fails the test when it has not returned within
+    ``deadline_s`` — a read that blocks for ever (a pipe, ``/proc/kmsg``) fails instead of hanging the suite."""
+    import threading
+
+    box: dict = {}
+
+    def target():
+        try:
+            box["value"] = fn()
+        except BaseException as e:  # noqa: BLE001 - handed to the test
+            box["error"] = e
+
+    t = threading.Thread(target=target, name="promptly", daemon=True)
+    t.start()
+    t.join(deadline_s)
+    assert not t.is_alive(), f"{getattr(fn, '__name__', fn)} still blocked after {deadline_s:.0f} s"
+    if "error" in box:
+        raise box["error"]
+    return box["value"]

@@ -6,13 +6,16 @@ its own; pointing out of the runs folder, it would serve files from elsewhere)."
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
 from aworld_gui.core.run_cache import RunCache
 from aworld_gui.core.studio import Studio
 from aworld_gui.tabs.runs_tab import table_rows
+from engines.runs.lifecycle import slot_holder
 from engines.runs.rundir import RunDir
+from testing.waiting import promptly
 
 BAD_SPECS = {
     "a line of text": ("just a line of text\n", "not a mapping of settings (it holds a str)"),
@@ -97,3 +100,67 @@ def test_a_status_whose_times_are_not_numbers_and_metrics_lines_that_are_not_obj
     status = studio.status(good.run_id)
     assert status["state"] == "finished" and "error" not in status, status
     assert good.read_jsonl("metrics.jsonl") == [{"step": 1, "loss": 0.5, "reward": 0.25}]
+
+
+def _fifo(path):
+    path.unlink(missing_ok=True)
+    os.mkfifo(path)  # nobody ever writes into it: a plain read waits for ever
+
+
+def _write(name: str, text: str):
+    return lambda run: run.file(name).write_text(text, encoding="utf-8")
+
+
+DEEP_JSON = "[" * 100_000 + "]" * 100_000
+#: case → (what is done to the bad run, what its row says: a text in ``unreadable``, or its state and name)
+ODD_RUNS = {
+    "run.yaml nested 3000 deep (flow)": (_write("run.yaml", "[" * 3000 + "]" * 3000), "nested too deep"),
+    "run.yaml nested 3000 deep (block)": (_write("run.yaml", "- " * 3000 + "x"), "nesting depth"),
+    "run.yaml nested 3000 deep (mapping)": (_write("run.yaml", "{a: " * 3000 + "1" + "}" * 3000), "nested too deep"),
+    "run.yaml a pipe": (lambda run: _fifo(run.file("run.yaml")), "run.yaml cannot be read: run.yaml is not a plain"),
+    "label.json a pipe": (lambda run: _fifo(run.file("label.json")), ("finished", "")),
+    "label.json nested deep": (_write("label.json", DEEP_JSON), ("finished", "")),
+    "label.json of a megabyte": (_write("label.json", json.dumps({"name": "n" * (1 << 20)})), ("finished", "")),
+    "STOP a pipe": (lambda run: _fifo(run.file("STOP")), ("finished", "")),
+    "status.json nested deep": (_write("status.json", DEEP_JSON), ("unknown", "")),
+    "status.json of 5 MB": (
+        _write("status.json", json.dumps({"state": "running", "x": "x" * (5 << 20)})),
+        ("unknown", ""),
+    ),
+    "a queue place that is no number": (
+        _write("status.json", json.dumps({"state": "queued", "queue_position": "first"})),
+        "its files cannot be read: ValueError",
+    ),
+    "a pid that is no number": (_write("status.json", json.dumps({"state": "running", "pid": [1]})), ("failed", "")),
+    "the slot's lock a pipe": (lambda run: _fifo(run.path.parent / ".slot.lock"), ("finished", "")),
+}
+
+
+@pytest.mark.parametrize("case", list(ODD_RUNS))
+def test_run_files_that_are_pipes_deep_or_odd_never_break_or_hold_the_list(tmp_path, case):
+    """Issue 41's fifth probe: a run.yaml nested 3000 deep raised RecursionError out of every list_runs; a run.yaml,
+    label.json or STOP that is a pipe (user code in a run can make one) held the list, or the watchdog, for ever; a
+    status.json was read whole, however large. Each is read as a plain file, capped, and parsed with the one YAML
+    loader; a row whose values fail is that run's problem: it lists with why, the others as usual. (Every call runs
+    in a thread with a deadline: a regression fails instead of hanging the suite.)"""
+    make_odd, says = ODD_RUNS[case]
+    runs = tmp_path / "runs"
+    good, odd = finished_run(runs), finished_run(runs)
+    make_odd(odd)
+    studio = Studio(runs, worker=NoWorker(), cache=RunCache())
+
+    rows = {r["run_id"]: r for r in promptly(studio.list_runs)}
+    assert set(rows) == {good.run_id, odd.run_id}
+    assert rows[good.run_id]["unreadable"] is None and rows[good.run_id]["model"] == "tiny-letters"
+    assert rows[good.run_id]["state"] == "finished"
+    row = rows[odd.run_id]
+    if isinstance(says, str):
+        assert says in (row["unreadable"] or ""), row
+        table = {r[0]: r for r in table_rows(list(rows.values()))}
+        assert 'data-testid="unreadable-note"' in table[odd.run_id][2]
+    else:
+        assert (row["state"], row["name"]) == says, row
+    assert promptly(odd.stop_reason) is None and promptly(odd.stop_request_time) is None
+    shown = promptly(lambda: studio.spec_text(odd.run_id))
+    assert shown.startswith("# run.yaml cannot be read") if case == "run.yaml a pipe" else shown is not None
+    assert promptly(studio.latest_run) and promptly(lambda: slot_holder(runs)) is None

@@ -50,7 +50,8 @@ def launcher():
 def spied_run(tmp_path: Path, demo: dict, name: str, monkeypatch) -> tuple[RunDir, Path]:
     spy_dir = tmp_path / f"spy-{name}"
     spy_dir.mkdir()
-    monkeypatch.setenv("SPY_DIR", str(spy_dir))  # a plain variable: every run gets it
+    monkeypatch.setenv("SPY_DIR", str(spy_dir))  # a plain variable, handed to every run by the operator's allowlist
+    monkeypatch.setenv("AWORLD_USER_ENV_ALLOW", "SPY_DIR")
     reward = tmp_path / "spy_reward.py"
     reward.write_text(SPY)
     agent = tmp_path / "agent.yaml"

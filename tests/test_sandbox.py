@@ -183,11 +183,87 @@ def test_user_code_gets_the_environment_it_is_given(monkeypatch):
     monkeypatch.setenv("AWORLD_STUDIO_AUTH", "admin:pw")
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     monkeypatch.setenv("HF_TOKEN", "hf_x")
+    # the probe's uninvited secrets, and a setting nobody asked for
+    monkeypatch.setenv("PGPASSWORD", "pg-pw")
+    monkeypatch.setenv("REDIS_URL", "redis://:redis-pw@cache:6379/0")
+    monkeypatch.setenv("GITHUB_PAT", "ghp_x")
+    monkeypatch.setenv("DJANGO_SECRETKEY", "dj")
+    monkeypatch.setenv("MY_APP_SETTING", "plain")
     env = user_code_env(allow=["OPENAI_API_KEY", "AWORLD_STUDIO_AUTH"])
     seen = run_isolated(environment, env=env, timeout_s=30).value
     assert "AWORLD_STUDIO_AUTH" not in seen  # never, even when asked for
     assert seen["OPENAI_API_KEY"] == "sk-test"  # asked for by name
     assert "HF_TOKEN" not in seen and seen["PATH"] == os.environ["PATH"]
+    leaked = {"PGPASSWORD", "REDIS_URL", "GITHUB_PAT", "DJANGO_SECRETKEY", "MY_APP_SETTING"} & set(seen)
+    assert not leaked
+
+
+RUNTIME = {
+    "PATH": "/usr/bin",
+    "HOME": "/root",
+    "USER": "root",
+    "LANG": "C.UTF-8",
+    "LC_ALL": "C.UTF-8",
+    "TZ": "UTC",
+    "TMPDIR": "/tmp",
+    "VIRTUAL_ENV": "/venv",
+    "PYTHONPATH": "/src",
+    "LD_LIBRARY_PATH": "/usr/local/cuda/lib64",
+    "CUDA_VISIBLE_DEVICES": "0",
+    "NVIDIA_VISIBLE_DEVICES": "all",
+    "NCCL_SOCKET_IFNAME": "eth0",
+    "OMP_NUM_THREADS": "4",
+    "MKL_NUM_THREADS": "4",
+    "TORCH_HOME": "/cache/torch",
+    "PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True",
+    "HF_HOME": "/cache/hf",
+    "HF_ENDPOINT": "https://hf-mirror.example",
+    "TRANSFORMERS_VERBOSITY": "error",
+    "TOKENIZERS_PARALLELISM": "false",
+    "DATASETS_CACHE": "/cache/ds",
+    "https_proxy": "http://proxy:3128",
+    "AWORLD_ENV_INVITED": "",
+}
+UNINVITED = {
+    "MY_APP_SETTING": "plain",  # no credential, but nobody asked for it
+    "PGPASSWORD": "pw",
+    "REDIS_URL": "redis://:pw@cache:6379/0",
+    "GITHUB_PAT": "ghp_x",
+    "DJANGO_SECRETKEY": "dj",
+    "BACKUP_PASSPHRASE": "pp",
+    "OPENAI_KEYS": "sk-a,sk-b",
+    "HFTOKEN": "hf_x",
+    "SENTRY_DSN": "https://abc123@o1.ingest.sentry.io/1",
+    "SLACK_URL": "https://hooks.slack.com/services/T0/B0/xyz",
+    "AWORLD_STUDIO_AUTH": "admin:pw",
+    # credential-like within the runtime prefixes
+    "HF_TOKEN": "hf_x",
+    "HUGGING_FACE_HUB_TOKEN": "hf_x",
+    "WANDB_API_KEY": "w",
+    "HF_HUB_URL": "https://user:pw@hf-mirror.example",
+    "RAY_ADDRESS": "ray://tok@head:10001",
+    "TORCH_HUB_MIRROR": "https://m.example/?password=pw",
+    "PYTHONSTARTUP": "/root/.pythonrc",  # an interactive interpreter's hook: user code runs none
+}
+
+
+def test_user_code_env_is_an_allowlist(monkeypatch):
+    """Issue 41 ("environment values by invitation only"): user code gets what a Python/ML process needs, less
+    anything credential-like, plus the names asked for (in a studio, the invited ones) — nothing else."""
+    monkeypatch.delenv("AWORLD_ENV_INVITED", raising=False)
+    monkeypatch.delenv("AWORLD_USER_ENV_ALLOW", raising=False)
+    base = {**RUNTIME, **UNINVITED}
+    assert user_code_env(base=base) == RUNTIME
+    # the CLI: a name asked for by ${NAME} is handed on, credential or not
+    asked = user_code_env(allow=["MY_APP_SETTING", "PGPASSWORD"], base=base)
+    assert asked == {**RUNTIME, "MY_APP_SETTING": "plain", "PGPASSWORD": "pw"}
+    # a studio: only the invited ones among those asked for; its own variables never
+    monkeypatch.setenv("AWORLD_ENV_INVITED", "MY_APP_SETTING,AWORLD_STUDIO_AUTH")
+    studio = user_code_env(allow=["MY_APP_SETTING", "PGPASSWORD", "AWORLD_STUDIO_AUTH"], base=base)
+    assert studio == {**RUNTIME, "MY_APP_SETTING": "plain"}
+    # the operator's own allowlist
+    monkeypatch.setenv("AWORLD_USER_ENV_ALLOW", "SENTRY_DSN")
+    assert user_code_env(base=base) == {**RUNTIME, "SENTRY_DSN": UNINVITED["SENTRY_DSN"]}
 
 
 @pytest.mark.parametrize(
@@ -201,6 +277,28 @@ def test_user_code_gets_the_environment_it_is_given(monkeypatch):
         ("SSH_AUTH_SOCK", "/s", True),
         ("AWORLD_STUDIO_HOST", "0.0.0.0", True),
         ("DATABASE_URL", "postgres://u:pw@db/x", True),
+        # the fifth probe's: compound names, and values that carry a secret under a plain name
+        ("PGPASSWORD", "x", True),
+        ("MYSQL_PWD", "x", True),
+        ("GITHUB_PAT", "x", True),
+        ("DJANGO_SECRETKEY", "x", True),
+        ("BACKUP_PASSPHRASE", "x", True),
+        ("OPENAI_KEYS", "x", True),
+        ("SSHKEY", "x", True),
+        ("HFTOKEN", "x", True),
+        ("SENTRY_DSN", "x", True),
+        ("OAUTH_CLIENT", "x", True),
+        ("REDIS_URL", "redis://:pw@cache:6379/0", True),
+        ("ERROR_REPORTING", "https://abc123@o1.ingest.sentry.io/1", True),
+        ("DB", "postgres://db/x?sslmode=require&password=pw", True),
+        ("FEED", "https://api.example/v1?token=abc", True),
+        ("BLOB", "https://acct.blob.example/c/f?sv=2020&sig=abc", True),
+        ("NOTIFY", "https://hooks.slack.com/services/T0/B0/xyz", True),
+        ("DB", "postgres://db/x?sslmode=require", False),
+        ("HF_ENDPOINT", "https://hf-mirror.com", False),
+        ("NCCL_SOCKET_IFNAME", "eth0", False),
+        ("OLDPWD", "/w", False),
+        ("GIT_AUTHOR_NAME", "me", False),
         ("PATH", "/usr/bin", False),
         ("TOKENIZERS_PARALLELISM", "false", False),
         ("HF_HOME", "/h", False),

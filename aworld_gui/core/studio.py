@@ -22,7 +22,7 @@ from engines.results.check_result import MODULES
 from engines.cli import shell_command
 from engines.isolation.processes import reap_detached
 from engines.runs.launcher import Launcher
-from engines.runs.rundir import FAILED, QUEUED, RUNNING, STOPPING, RunDir, atomic_write_text
+from engines.runs.rundir import QUEUED, RUNNING, STOPPING, RunDir, atomic_write_text
 from engines.isolation.user_env import referenced_names, server_names, user_code_envs
 from engines.files.yaml_input import try_load_yaml
 from engines.runs.lifecycle import (
@@ -42,7 +42,7 @@ from .chat_client import ChatService
 from .check_report import failed_report
 from .run_clone import clone_inputs
 from ..rendering.i18n import _
-from .queue_note import queue_note
+from .run_rows import run_row
 from .run_cache import CACHE, RunCache, RunState
 from ..worker.check_worker import CheckWorker, WorkerError
 from .upload_secrets import mask_text
@@ -385,30 +385,8 @@ class Studio:
         return dict(self.status(run_id), stop_sent=True)
 
     def list_runs(self) -> list[dict[str, Any]]:
-        out = []
-        for r in list_run_dirs(self.runs_dir):
-            st = self.cache.get(r.path)
-            status, spec = st.refresh_status_only(), st.read_spec()
-            agent = spec.get("agent")
-            out.append(
-                {
-                    "run_id": r.run_id,
-                    "state": status.get("state", "unknown"),
-                    "cause": status.get("cause") if status.get("state") == FAILED else None,
-                    "engine": spec.get("engine") or status.get("engine") or "?",
-                    "started": status.get("started") or status.get("launched"),
-                    "step": status.get("step"),
-                    "total_steps": status.get("total_steps"),
-                    "last_reward": status.get("last_reward"),
-                    "last_loss": status.get("last_loss"),
-                    "model": Path(str(agent.get("model") or "")).name if isinstance(agent, dict) else "",
-                    "queue": queue_note(status, short=True),  # the Monitor's header says it with the same function
-                    # a malformed run.yaml (read as {}): this run says so, the others list
-                    "unreadable": None if spec else r.spec_problem(),
-                    **r.read_label(),
-                }
-            )
-        return out
+        """The Runs table: one row per run; a run whose files cannot be read lists as unreadable (run_rows.py)."""
+        return [run_row(r, self.cache) for r in list_run_dirs(self.runs_dir)]
 
     def relabel(self, run_id: str, name: str | None = None, note: str | None = None) -> dict[str, str]:
         """Rename a run or change its note (its label.json; the run directory keeps its id)."""
@@ -421,8 +399,10 @@ class Studio:
 
     def spec_text(self, run_id: str) -> str:
         """run.yaml as shown and exported: a secret written literally in it (e.g. a config's env_vars) masked."""
-        p = self.run_path(run_id) / "run.yaml"
-        return mask_text(p.read_text(encoding="utf-8"))[0] if p.exists() else ""
+        try:  # a plain file, capped: never a pipe or a link user code put there (RunDir.spec_text)
+            return mask_text(RunDir(self.run_path(run_id)).spec_text())[0]
+        except (OSError, UnicodeDecodeError) as e:
+            return f"# run.yaml cannot be read: {e}\n"
 
     def config_diff(self, a: str, b: str) -> str:
         if not a or not b:
@@ -458,8 +438,9 @@ class Studio:
     def best_checkpoint(self, run_id: str) -> str | None:
         """The name of the run's best checkpoint (status.json ``best_checkpoint``) while it is on disk."""
         run = RunDir(self.run_path(run_id))
-        name = (run.read_status().get("best_checkpoint") or {}).get("name")
-        return name if name and (run.checkpoints_source / name).is_dir() else None
+        best = run.read_status().get("best_checkpoint")
+        name = best.get("name") if isinstance(best, dict) else None  # the run's own file: any type
+        return name if isinstance(name, str) and name and (run.checkpoints_source / name).is_dir() else None
 
     def checkpoint_choices(self, run_id: str) -> list[tuple[str, str]]:
         """The run's checkpoints as (shown, name), the best one marked."""

@@ -1,56 +1,93 @@
-"""The environment user code sees: the process environment without credentials.
+"""The environment user code sees: what a Python/ML process needs to run, and the names it is given by invitation.
 
 User code — tools, rewards, the checks that import them, and the run processes the studio starts —
-gets :func:`user_code_env`:
+gets :func:`user_code_env`, an allowlist (issue 41, "environment values by invitation only"):
 
-* never the studio's own credentials (``AWORLD_STUDIO_*``: its login);
-* no variable that looks like a credential — by name (``*_API_KEY``, ``*_TOKEN``, ``*SECRET*``,
-  ``*PASSWORD*``, ``*CREDENTIALS*``, ``SSH_AUTH_SOCK``, ...) or by value (a URL carrying
-  ``user:password@``);
-* except the ones asked for by name: a ``${NAME}`` (or OmegaConf's ``${oc.env:NAME}``) in the agent
+* the variables a Python/ML process needs (:data:`RUNTIME_NAMES`, :data:`RUNTIME_PREFIXES`: ``PATH``, ``HOME``,
+  locale, ``TMPDIR``, proxies, CA bundles, the interpreter's ``PYTHON*`` settings, ``CUDA_*``/``NCCL_*``/``OMP_*``/
+  ``TORCH*``/``HF_*``/``TRANSFORMERS_*``/``RAY_*``/``WANDB_*`` ..., this project's own ``AWORLD_*``) — minus any that
+  looks like a credential (:func:`is_credential`: ``HF_TOKEN``, ``WANDB_API_KEY``, ``HF_ENDPOINT`` with a
+  ``user:pw@`` in it); ``PYTHONSTARTUP`` and ``PYTHONINSPECT`` (interactive code hooks no process of user code needs)
+  neither;
+* plus the names asked for by name: a ``${NAME}`` (or OmegaConf's ``${oc.env:NAME}``) in the agent
   config, the reward spec or the engine config, a judge's ``api_key_env: NAME`` (a judge without one
-  reads ``OPENAI_API_KEY``), or a name listed in ``$AWORLD_USER_ENV_ALLOW`` (comma-separated,
-  set by whoever starts the studio or the CLI).
+  reads ``OPENAI_API_KEY``) — in a studio only those its operator invited (:mod:`engines.env_values.env_invitation`)
+  — or a name listed in ``$AWORLD_USER_ENV_ALLOW`` (comma-separated, set by whoever starts the studio or the CLI);
+* never the studio's own variables (``AWORLD_STUDIO_*``: its login), whatever asks for them.
+
+Any other variable (``MY_APP_SETTING``, ``PGPASSWORD``, ``REDIS_URL``, ``SENTRY_DSN``, ...) is not handed on.
 
 A variable goes only to the process that names it: a ``${NAME}`` written only inside one MCP server's entry
 (``mcp_config: {mcpServers: {<server>: ...}}``, or the ``mcp_config`` file) is not the process's
 (:func:`referenced_names` leaves it out) but that server's (:func:`server_names`, :func:`server_values`):
 its value is handed over beside the environment (:mod:`engines.isolation.server_env`).
-
-Everything else (PATH, HOME, locale, CUDA/NCCL/HF settings, proxies without passwords) is kept.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
+from ..files.user_files import NotPlainFile, open_plain_file
+
+log = logging.getLogger(__name__)
+
 #: comma-separated names user code may see although they look like credentials
 ALLOW_ENV = "AWORLD_USER_ENV_ALLOW"
 #: the studio's own variables (its login): never given to user code, whatever asks for them
 STUDIO_PREFIX = "AWORLD_STUDIO_"
+#: a name part that is a credential word itself (``GITHUB_PAT``, ``SENTRY_DSN``, ``MYSQL_PWD``, ``API_KEYS``)
 _CREDENTIAL_PARTS = {
     "KEY",
-    "APIKEY",
-    "TOKEN",
-    "SECRET",
-    "SECRETS",
-    "PASSWORD",
-    "PASSWD",
-    "PASS",
+    "KEYS",
+    "PAT",
     "PWD",
-    "CREDENTIAL",
-    "CREDENTIALS",
-    "AUTH",
-    "COOKIE",
+    "DSN",
     "PRIVATE",
-    "SESSION",
+    "SIG",
     "SIGNATURE",
+    "CRED",
+    "CREDS",
+    "JWT",
+    "BEARER",
 }
-_NOT_CREDENTIALS = {"PWD", "OLDPWD", "TOKENIZERS_PARALLELISM"}
-_URL_PASSWORD = re.compile(r"://[^/\s:@]+:[^/\s@]+@")
+#: a word that makes any name part holding it one (``PGPASSWORD``, ``HFTOKEN``, ``DJANGO_SECRETKEY``, ``OAUTH``)
+_CREDENTIAL_WORDS = ("PASS", "SECRET", "TOKEN", "CREDENTIAL", "AUTH", "COOKIE", "SESSION", "APIKEY", "WEBHOOK")
+#: a name part ending so (``SSHKEY``, ``ACCESSKEYS``, ``DBPWD``, ``PGDSN``)
+_CREDENTIAL_ENDINGS = ("KEY", "KEYS", "PWD", "DSN")
+#: name parts that hold a credential word but are none
+_NOT_CREDENTIAL_PARTS = {"TOKENIZER", "TOKENIZERS", "AUTHOR", "AUTHORS", "BYPASS", "PASSTHROUGH", "COMPASS"}
+_NOT_CREDENTIALS = {"PWD", "OLDPWD"}
+#: a URL with a user part: ``user:pw@``, ``:pw@``, ``token@`` (a DSN's key); bounded, so linear on any value
+_URL_USER = re.compile(r"://[^\s/?#@]{1,1024}@")
+#: a URL query's parameter names (``?password=``, ``&token=``, ``?sig=``: judged as names are)
+_QUERY_NAME = re.compile(r"[?&;]([A-Za-z0-9_.\-]{1,64})=[^&;\s#]")
+#: webhook URLs, whose path is the secret
+_WEBHOOK = re.compile(r"hooks\.slack\.com/|discord(?:app)?\.com/api/webhooks/|\.webhook\.office\.com/", re.I)
+
+#: the variables a Python/ML process needs to run, by name (compared upper-case: ``http_proxy`` too)
+RUNTIME_NAMES = frozenset(
+    """PATH HOME USER LOGNAME SHELL HOSTNAME PWD LANG LANGUAGE TZ TERM COLORTERM NO_COLOR FORCE_COLOR COLUMNS LINES
+    TMPDIR TMP TEMP VIRTUAL_ENV XDG_CACHE_HOME XDG_CONFIG_HOME XDG_DATA_HOME HTTP_PROXY HTTPS_PROXY NO_PROXY ALL_PROXY
+    SSL_CERT_FILE SSL_CERT_DIR REQUESTS_CA_BUNDLE CURL_CA_BUNDLE CC CXX CFLAGS CXXFLAGS LDFLAGS CPATH LIBRARY_PATH
+    MAX_JOBS MASTER_ADDR MASTER_PORT RANK LOCAL_RANK WORLD_SIZE LOCAL_WORLD_SIZE NODE_RANK GROUP_RANK NPROC_PER_NODE
+    NNODES USE_HF""".split()
+)
+#: ... and by prefix: the interpreter, locale, GPUs and their libraries, the ML libraries' settings, this project's
+RUNTIME_PREFIXES = (
+    *("PYTHON", "LC_", "LD_", "CONDA_", "AWORLD_"),
+    *("CUDA_", "CUDNN_", "CUBLAS_", "NVIDIA_", "NCCL_", "NVTE_", "ROCR_", "ROCM_", "HIP_", "HSA_"),
+    *("OMP_", "MKL_", "OPENBLAS_", "KMP_", "GOMP_", "MALLOC_", "NUMEXPR_"),
+    *("TORCH", "PYTORCH_", "TRITON_", "XLA_", "JAX_", "TF_"),
+    *("HF_", "HUGGINGFACE_", "TRANSFORMERS_", "TOKENIZERS_", "DATASETS_", "SAFETENSORS_", "ACCELERATE_", "TRL_"),
+    *("PEFT_", "BITSANDBYTES_", "DEEPSPEED_", "VLLM_", "SGLANG_", "RAY_", "WANDB_", "MLFLOW_", "MODELSCOPE_"),
+    *("VERL_", "SWIFT_"),
+)
+#: runtime-looking names not handed on: code run only by an interactive interpreter, which user code never is
+_NOT_RUNTIME = {"PYTHONSTARTUP", "PYTHONINSPECT"}
 _REF = re.compile(r"\$\{(?:oc\.env:)?([A-Za-z_][A-Za-z0-9_]*)(?:[:,][^}]*)?\}")
 #: a judge reward names the variable its key is read from (engines.rewards.judge)
 KEY_ENV_KEY = "api_key_env"
@@ -60,17 +97,40 @@ _KEY_ENV_REF = re.compile(r"\b" + KEY_ENV_KEY + r"""["']?\s*[:=]\s*["']?([A-Za-z
 SCAN_LIMIT = 4 << 20
 
 
+def _credential_name(upper: str) -> bool:
+    for part in re.split(r"[^A-Z0-9]+", upper):
+        if not part or part in _NOT_CREDENTIAL_PARTS:
+            continue
+        if part in _CREDENTIAL_PARTS or part.endswith(_CREDENTIAL_ENDINGS) or any(w in part for w in _CREDENTIAL_WORDS):
+            return True
+    return False
+
+
 def is_credential(name: str, value: str = "") -> bool:
-    """Whether a variable looks like it holds a credential (by its name's parts, or a password in a URL)."""
+    """Whether a variable looks like it holds a credential: by its name (a part that is, ends in or holds a
+    credential word: ``GITHUB_PAT``, ``API_KEYS``, ``PGPASSWORD``, ``HFTOKEN``, ``SENTRY_DSN``,
+    ``DB_PASSPHRASE``) or its value (a URL with a user part — ``user:pw@``, ``:pw@``, a DSN's ``token@`` — a
+    query naming a credential — ``?password=``, ``&token=`` — or a webhook URL)."""
     upper = name.upper()
     if upper in _NOT_CREDENTIALS:
         return False
-    if upper.startswith(STUDIO_PREFIX):
+    if upper.startswith(STUDIO_PREFIX) or _credential_name(upper):
         return True
-    parts = set(re.split(r"[^A-Z0-9]+", upper))
-    if parts & _CREDENTIAL_PARTS or "APIKEY" in upper.replace("_", ""):
+    value = value or ""
+    if "://" in value and _URL_USER.search(value):
         return True
-    return bool(_URL_PASSWORD.search(value or ""))
+    if any(_credential_name(q.upper()) for q in _QUERY_NAME.findall(value)):
+        return True
+    return bool(_WEBHOOK.search(value))
+
+
+def is_runtime(name: str) -> bool:
+    """Whether a variable is one a Python/ML process needs to run (:data:`RUNTIME_NAMES`, :data:`RUNTIME_PREFIXES`;
+    the studio's own never)."""
+    upper = name.upper()
+    if upper.startswith(STUDIO_PREFIX) or upper in _NOT_RUNTIME:
+        return False
+    return upper in RUNTIME_NAMES or upper.startswith(RUNTIME_PREFIXES)
 
 
 #: the key under which an agent config's MCP servers are defined (``mcp_config: {mcpServers: {...}}``)
@@ -114,11 +174,12 @@ def _scan_names(sources: Iterable[Any]) -> tuple[set[str], set[str]]:
             return False
         path = Path(os.path.expanduser(text))
         path = path if base is None or path.is_absolute() else base / path
-        try:
-            if not path.is_file():
-                return False
-            with open(path, "rb") as f:
+        try:  # a plain file only, never waited on: /proc/kmsg or a FIFO named here held a studio thread for ever
+            with open_plain_file(path) as (f, _):
                 data = f.read(SCAN_LIMIT).decode("utf-8", errors="replace")
+        except NotPlainFile as e:
+            log.warning("%s %s (its ${NAME} are not looked for; the check says so)", path, e)
+            return False
         except OSError:
             return False
         scan_text(data, found, path.suffix.lower() in _STRUCTURED_SUFFIXES, path.parent)
@@ -215,17 +276,17 @@ def invited_only(names: Iterable[str]) -> set[str]:
 
 
 def user_code_env(allow: Iterable[str] = (), base: Mapping[str, str] | None = None) -> dict[str, str]:
-    """``base`` (this process's environment) without credentials, except the names in ``allow`` and
-    ``$AWORLD_USER_ENV_ALLOW``; the studio's own variables never."""
+    """``base`` (this process's environment) by invitation only: the variables a Python/ML process needs
+    (:func:`is_runtime`) that hold no credential (:func:`is_credential`), plus the names in ``allow`` (in a studio,
+    the invited ones) and ``$AWORLD_USER_ENV_ALLOW``; the studio's own variables never."""
     base = os.environ if base is None else base
     wanted = allowed_names(allow)
     out = {}
     for name, value in base.items():
         if name.upper().startswith(STUDIO_PREFIX):
             continue
-        if is_credential(name, value) and name not in wanted:
-            continue
-        out[name] = value
+        if name in wanted or (is_runtime(name) and not is_credential(name, value)):
+            out[name] = value
     return out
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
-from .no_links import LINK_NOTICE, open_no_link
+from .no_links import LINK_NOTICE, open_no_link, read_no_link
 
 
 def _json_default(o: Any):
@@ -51,12 +51,16 @@ def dumps_line(obj: dict) -> str:
     return dumps_json(obj, ensure_ascii=False) + "\n"
 
 
-def read_json_object(path: Path) -> dict:
-    """A JSON object file; {} when it is missing, unreadable (a folder or a link in its place) or torn."""
+#: the most of a JSON object file (status.json, label.json) a reader takes
+JSON_OBJECT_MAX_BYTES = 4 << 20
+
+
+def read_json_object(path: Path, max_bytes: int = JSON_OBJECT_MAX_BYTES) -> dict:
+    """A JSON object file; {} when it is missing, unreadable (a folder, a link or a pipe in its place), larger than
+    ``max_bytes``, torn, or nested past what the parser takes (user code in the run can write it)."""
     try:
-        with open_no_link(path, text=True) as f:
-            data = json.loads(f.read())
-    except (OSError, ValueError):
+        data = json.loads(read_no_link(path, max_bytes))
+    except (OSError, ValueError, RecursionError):
         return {}
     return data if isinstance(data, dict) else {}
 

@@ -27,6 +27,7 @@ from ..isolation.processes import spawn_detached, terminate_tree
 from ..fit import disk_full
 from .causes import Cause
 from .launcher import Launcher, Spawned
+from .no_links import read_no_link
 from .rundir import (
     ACTIVE_STATES,
     FAILED,
@@ -63,8 +64,8 @@ def process_alive(status: dict) -> bool:
             return False
         created = status.get("pid_create_time")
         return created is None or abs(p.create_time() - float(created)) < 1.0
-    except (psutil.NoSuchProcess, psutil.AccessDenied, ValueError):
-        return False
+    except (psutil.NoSuchProcess, psutil.AccessDenied, ValueError, TypeError, OverflowError):
+        return False  # gone, or a pid of no type a pid has (user code in the run can write its status.json)
 
 
 def _lost(status: dict) -> bool:
@@ -277,7 +278,9 @@ def slot_holder(runs_dir: Path) -> str | None:
     stopping) run. A queued run holds no slot, whatever pid its status has (a run waiting named itself when its
     status still had the pid of the process that created it, depending on the order of the folder's listing)."""
     try:
-        pid = int((Path(runs_dir) / SLOT_LOCK).read_text().strip() or 0)
+        # a pid, read as a run's file is (no link, no pipe: user code can write the runs folder), capped; the
+        # runs folder itself may be the operator's link
+        pid = int(read_no_link(Path(runs_dir).resolve() / SLOT_LOCK, 64).strip() or 0)
     except (OSError, ValueError):
         return None
     for other in list_run_dirs(runs_dir):

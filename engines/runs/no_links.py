@@ -3,6 +3,7 @@ folder and plant ``train.log -> /some/secret`` or ``checkpoints/checkpoint-1/lea
 must not serve the target (docs/SECURITY.md).
 
 * :func:`open_no_link` — open a run's file for reading, refusing a link in its place (``O_NOFOLLOW``);
+  :func:`read_no_link` — a small one read whole, capped;
 * :func:`open_beneath` — a file under a folder opened one name at a time, no link anywhere on the way: what is
   checked is what is read (a check of the path, then an open by path, is a race user code wins by swapping a file
   for a link in between: the fourth probe read the studio's own memory so);
@@ -56,6 +57,20 @@ def open_no_link(path: str | os.PathLike, text: bool = False):
         raise LinkRefused(f"{name} is not a plain file: not read")
     os.set_blocking(fd, True)
     return os.fdopen(fd, "r", encoding="utf-8") if text else os.fdopen(fd, "rb")
+
+
+class FileTooLarge(OSError):
+    """A run's file over the size a reader takes (user code can write any file of a run)."""
+
+
+def read_no_link(path: str | os.PathLike, max_bytes: int) -> bytes:
+    """A small run file (run.yaml, label.json, STOP, a lock's pid) read whole by :func:`open_no_link`: no link, no
+    pipe (``LinkRefused``), at most ``max_bytes`` (:class:`FileTooLarge` past them), never waited on."""
+    with open_no_link(path) as f:
+        data = f.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise FileTooLarge(f"{os.path.basename(os.fspath(path))} is over {max_bytes} bytes: not read")
+    return data
 
 
 def _plain_file(fd: int, what: str) -> int:

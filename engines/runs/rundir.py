@@ -39,9 +39,11 @@ from typing import Any
 
 import yaml
 
+from ..files.yaml_input import load_yaml_text
+from ..results.check_result import CheckError
 from .append_watch import AppendWatch
 from .json_lines import dumps_json, dumps_line, iter_jsonl, read_json_object
-from .no_links import replacing
+from .no_links import read_no_link, replacing
 
 _THREAD_LOCKS: dict[str, threading.Lock] = {}  # a run directory's lock, per process (RunDir.locked)
 _THREAD_LOCKS_GUARD = threading.Lock()
@@ -71,6 +73,8 @@ EVENTS_FILE = "events.jsonl"
 LOG_FILE = "train.log"
 STOP_FILE = "STOP"
 LABEL_FILE = "label.json"
+#: the most of run.yaml read; of label.json and STOP (user code in the run can write any of them)
+SPEC_MAX_BYTES, SMALL_FILE_MAX_BYTES = 4 << 20, 64 << 10
 LOCK_FILE = ".lock"  # serializes read-modify-write of status.json between processes
 _NO_LINK = os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC  # a link or a pipe planted at a run's lock is refused
 #: <runs>/.fallback/<run_id>/: the final status (and checkpoint) a refusing run dir did not take
@@ -269,16 +273,25 @@ class RunDir:
         """Why run.yaml cannot be read as a run's spec (None when it can, or when there is none)."""
         return self._spec_and_problem()[1]
 
-    def _spec_and_problem(self) -> tuple[dict, str | None]:
-        p = self.path / SPEC_FILE
-        if not p.exists():
-            return {}, None
+    def spec_text(self) -> str:
+        """run.yaml's text ("" when there is none): a plain file of at most :data:`SPEC_MAX_BYTES`, never through a
+        link or waited on (user code in the run can put a pipe there); ``OSError`` or ``UnicodeDecodeError`` else."""
         try:
-            data = yaml.safe_load(p.read_text(encoding="utf-8"))
+            return read_no_link(self.path / SPEC_FILE, SPEC_MAX_BYTES).decode("utf-8")
+        except FileNotFoundError:
+            return ""
+
+    def _spec_and_problem(self) -> tuple[dict, str | None]:
+        try:
+            text = self.spec_text()
         except (OSError, UnicodeDecodeError) as e:
             return {}, f"{SPEC_FILE} cannot be read: {e}"
-        except yaml.YAMLError as e:
-            return {}, f"{SPEC_FILE} is not valid YAML: {' '.join(str(e).split())[:200]}"
+        try:  # the one loader for user YAML: its depth cap (3000 levels recursed past Python's limit), size, aliases
+            data = load_yaml_text(text, module="run", where=SPEC_FILE) if text else None
+        except CheckError as e:  # what is wrong, and where
+            return {}, " ".join(str(e).removeprefix("[run] ").split(" — ")[0].split())[:300]
+        except Exception as e:  # anything else is this file's problem too, never the list's
+            return {}, f"{SPEC_FILE} cannot be read: {type(e).__name__}: {' '.join(str(e).split())[:200]}"
         if data is None:
             return {}, None
         if not isinstance(data, dict):
@@ -430,13 +443,9 @@ class RunDir:
 
     # -- the user's name and note ------------------------------------------------------------
     def read_label(self) -> dict:
-        """``{"name": str, "note": str}`` (empty strings when never set)."""
-        try:
-            data = json.loads((self.path / LABEL_FILE).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            data = {}
-        if not isinstance(data, dict):
-            data = {}
+        """``{"name": str, "note": str}`` (empty strings when never set, or when label.json is no small JSON object
+        file: user code in the run can write it)."""
+        data = read_json_object(self.path / LABEL_FILE, SMALL_FILE_MAX_BYTES)
         return {"name": str(data.get("name") or ""), "note": str(data.get("note") or "")}
 
     def write_label(self, name: str | None = None, note: str | None = None) -> dict:
@@ -458,18 +467,17 @@ class RunDir:
     def stop_requested(self) -> bool:
         return (self.path / STOP_FILE).exists()
 
+    def _stop_request(self) -> dict:
+        return read_json_object(self.path / STOP_FILE, SMALL_FILE_MAX_BYTES)  # {} for none, a pipe, a link, junk
+
     def stop_reason(self) -> str | None:
         """Why a stop was asked for (``user``, ``cli``, ``SIGTERM``, ``pruned`` by a sweep, ...), None when not."""
-        try:
-            return str(json.loads((self.path / STOP_FILE).read_text())["reason"])
-        except (FileNotFoundError, json.JSONDecodeError, KeyError, TypeError):
-            return None
+        reason = self._stop_request().get("reason")
+        return None if reason is None else str(reason)
 
     def stop_request_time(self) -> float | None:
-        try:
-            return json.loads((self.path / STOP_FILE).read_text())["time"]
-        except (FileNotFoundError, json.JSONDecodeError, KeyError):
-            return None
+        when = self._stop_request().get("time")
+        return float(when) if isinstance(when, (int, float)) and not isinstance(when, bool) else None
 
     # -- checkpoints ----------------------------------------------------------------------
     def checkpoints(self) -> list[Path]:

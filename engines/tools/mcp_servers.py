@@ -31,6 +31,7 @@ import yaml
 
 from ..results.check_result import CheckError, did_you_mean
 from ..env_values.env_invitation import SERVER_FIELDS, NotInvited, check_fields
+from ..files.user_files import open_plain_file
 from ..inputs.loading import resolve_path
 from .mcp_aworld import module_root, require_launcher
 from ..isolation import server_env
@@ -64,6 +65,8 @@ DEFAULT_STARTUP_TIMEOUT_S = 30.0
 DEFAULT_CALL_TIMEOUT_S = 60.0
 #: `command: python` runs the server with the interpreter of the process that starts it
 PYTHON_COMMANDS = ("python", "python3")
+#: the most of a ``mcp_config`` file read
+CONFIG_FILE_LIMIT = 4 << 20
 AGENT_KEYS = ("mcp_config", "mcp_servers", "black_tool_actions", "mcp_tool_prefix")
 
 
@@ -160,12 +163,19 @@ def _error(message: str, hint: str | None = None) -> CheckError:
 
 def _read_config_file(value: str, base_dir: Path | None) -> tuple[Any, Path]:
     path = resolve_path(value, base_dir)
-    if not path.is_file():
+    if not path.exists():  # a FIFO or a device exists: refused below, as what it is
         raise _error(
             f"mcp_config file '{value}' does not exist (looked at {path})",
             'give the path of a JSON file holding {"mcpServers": {...}}, relative to the agent YAML',
         )
-    text = path.read_text(encoding="utf-8")
+    try:  # a plain file only, never waited on (a FIFO, /proc/kmsg), and capped
+        with open_plain_file(path) as (f, _):
+            raw = f.read(CONFIG_FILE_LIMIT + 1)
+    except OSError as e:
+        raise _error(f"mcp_config file '{value}' {e}", 'give the path of a JSON file holding {"mcpServers": {...}}')
+    if len(raw) > CONFIG_FILE_LIMIT:
+        raise _error(f"mcp_config file {path.name} is over {CONFIG_FILE_LIMIT >> 20} MB: it is no server list")
+    text = raw.decode("utf-8", errors="replace")
     try:
         data = json.loads(text) if path.suffix.lower() == ".json" else yaml.safe_load(text)
     except json.JSONDecodeError as e:
