@@ -35,7 +35,7 @@ from ..files.user_files import NotPlainFile, open_plain_file
 
 log = logging.getLogger(__name__)
 
-#: comma-separated names user code may see although they look like credentials
+#: comma-separated names user code may see beyond the allowlist (a plain setting, or one that looks like a credential)
 ALLOW_ENV = "AWORLD_USER_ENV_ALLOW"
 #: the studio's own variables (its login): never given to user code, whatever asks for them
 STUDIO_PREFIX = "AWORLD_STUDIO_"
