@@ -130,15 +130,20 @@ def cmd_rerun(a: argparse.Namespace) -> int:
         return 2
     print(f"run directory: {run.path}", file=sys.stderr)
     if a.detach:
-        from .runs.lifecycle import spawn_run
-
-        print(
-            f"started in the background (pid {spawn_run(run.path)}); follow it with: "
-            f"{shell_command('runs', '--runs-dir', str(run.path.parent))}",
-            file=sys.stderr,
-        )
-        return 0
+        return _start_detached(run)
     return execute_run(run)
+
+
+def _start_detached(run) -> int:
+    """``--detach``: the prepared run started in the background, and how to follow it."""
+    from .runs.lifecycle import spawn_run
+
+    print(
+        f"started in the background (pid {spawn_run(run.path)}); follow it with: "
+        f"{shell_command('runs', '--runs-dir', str(run.path.parent))}",
+        file=sys.stderr,
+    )
+    return 0
 
 
 def cmd_resume(a: argparse.Namespace) -> int:
@@ -157,14 +162,7 @@ def cmd_resume(a: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     if a.detach:
-        from .runs.lifecycle import spawn_run
-
-        print(
-            f"started in the background (pid {spawn_run(run.path)}); follow it with: "
-            f"{shell_command('runs', '--runs-dir', str(run.path.parent))}",
-            file=sys.stderr,
-        )
-        return 0
+        return _start_detached(run)
     return cmd_run(argparse.Namespace(run_dir=str(run.path)))
 
 
