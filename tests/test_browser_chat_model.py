@@ -1,7 +1,7 @@
 """The Chat tab against a model of it, in headless Chromium (issue 42, item 7: a three-message conversation lost
 its second message and reply once). Random seeded sequences of what a user does — send a message and wait, send
-one while the reply before it still streams (by Enter or by Send, either way in), clear (also while a reply
-streams), switch the checkpoint,
+one while the reply before it still streams (by Enter or by Send, either way in), send three in quick succession
+(each typed and sent without waiting), clear (also while a reply streams), switch the checkpoint,
 reload the page — and after each, the transcript shown is checked against the model: the messages sent since the
 last Clear or reload, in the order sent, each answered once right after it, nothing twice, the box empty, the chat
 ready."""
@@ -19,7 +19,16 @@ from testing import waiting
 from testing.studio import CHROMIUM, launch_chromium
 
 SEEDS = [int(s) for s in os.environ.get("AWORLD_BROWSER_CHAT_SEEDS", "7,8").split(",")]
-KINDS = ("send", "send", "send_during_reply", "clear", "clear_during_reply", "switch_checkpoint", "reload")
+KINDS = (
+    "send",
+    "send",
+    "send_during_reply",
+    "send_three_quickly",
+    "clear",
+    "clear_during_reply",
+    "switch_checkpoint",
+    "reload",
+)
 LETTERS = "ABCDEFGHJKLMNPQRSTUVWXYZ"
 
 
@@ -56,9 +65,16 @@ class ChatPage:
         page.keyboard.press("Enter")
         wait_for(lambda: "checkpoint-" in page.input_value("#chat-model input"), 30, "the run's checkpoint picked")
 
-    def send(self, text: str, by_enter: bool) -> None:
+    def send(self, text: str, by_enter: bool, typed: bool = False) -> None:
+        """``text`` into the box — filled, or ``typed`` key by key after what the box holds, as a user types — and
+        sent by Enter or by the Send button."""
         page = self.page
-        page.fill("#chat-input textarea", text)
+        if typed:
+            page.click("#chat-input textarea")
+            page.keyboard.press("End")
+            page.keyboard.type(text)
+        else:
+            page.fill("#chat-input textarea", text)
         if by_enter:
             page.press("#chat-input textarea", "Enter")
         else:
@@ -137,6 +153,11 @@ def test_the_transcript_equals_the_model_after_every_step(browser, studio, seed)
                 wait_for(lambda: first in page.inner_text("#chat-box"), 30, "the first message shown")  # noqa: B023
                 chat.send(second, not by_enter)  # the other way in, while the first reply is on its way
                 sent += [first, second]
+            elif kind == "send_three_quickly":  # each sent while the one before it is on its way
+                three = [f"Say the letter {next(letters)}:" for _ in range(3)]
+                for text in three:
+                    chat.send(text, rng.random() < 0.5, typed=rng.random() < 0.5)
+                sent += three
             elif kind == "clear_during_reply":
                 text = f"Say the letter {next(letters)}:"
                 chat.send(text, by_enter)
@@ -184,5 +205,33 @@ def test_a_message_sent_while_the_model_loads_waits_for_the_reply_before_it(brow
             wait_for(lambda: "loading the model" in page.inner_text("#chat-status"), 30, "the model loading")
             chat.send(second, ways[1])
             check(chat, [first, second], [f"{model}: two messages while it loads"])
+    finally:
+        page.close()
+
+
+def test_three_messages_sent_in_quick_succession_are_each_answered_in_order(browser, studio):
+    """The newcomer's walkthrough (issue 42, item 7): type, Enter, type, Enter, type, Enter, the next typed while the
+    first reply streams or the model loads. The second message, held while the first reply streamed, was read from
+    the box when its turn came — replaced by the third by then (lost), or with the third typed after it (merged)."""
+    page = browser.new_page(viewport={"width": 1440, "height": 1000})
+    chat = ChatPage(page, studio)
+    try:
+        chat.open()
+        # a model loaded (the first reply streams at once), then one loading (the first reply waits seconds)
+        for model, loading in (("best (checkpoint-300)", False), ("base", True)):
+            page.click("#chat-clear")
+            chat.pick_model(model)
+            if loading:
+                end_the_fork_server(studio)
+            else:
+                chat.send("Say the letter A:", True)
+                check(chat, ["Say the letter A:"], [f"{model}: loaded"])
+                page.click("#chat-clear")
+            # typed and Enter, filled and Enter, filled and Send: Gradio's own submit comes a tick after the Enter key,
+            # when the next message may have replaced the one Enter was pressed for
+            three = ["Say the letter E:", "Say the letter F:", "Say the letter G:"]
+            for text, by_enter, typed in zip(three, (True, True, False), (True, False, False)):
+                chat.send(text, by_enter, typed=typed)
+            check(chat, three, [f"{model}: three messages in quick succession"])
     finally:
         page.close()

@@ -20,6 +20,7 @@ from pathlib import Path
 import gradio as gr
 import pytest
 
+from aworld_gui.rendering.i18n import _
 from aworld_gui.tabs.chat_tab import ChatTab
 from aworld_gui.worker.check_worker import CheckWorker
 from aworld_gui.core.studio import Studio
@@ -30,7 +31,8 @@ A = Path(__file__).resolve().parent.parent / "assets"
 
 
 class Session:
-    """The Chat tab as the page drives it: each value goes out and comes back through the components."""
+    """The Chat tab as the page drives it: each value goes out and comes back through the components. The page's
+    outbox gets each message sent (Send, Enter) and a new epoch on Clear; each change of it runs on_send."""
 
     def __init__(self, studio: Studio, run_id: str, model: str = "base"):
         self.tab = ChatTab(studio)
@@ -39,10 +41,27 @@ class Session:
         self.run_id, self.model = run_id, model
         self.shown: list = []  # the Chatbot's value, in the format the page sends back
         self.conversation: list = []  # the State the page holds
+        self.sent = json.loads(json.dumps(self.ui.sent.value))  # the State of what was sent, the page's copy
+        self.outbox = json.loads(json.dumps(self.ui.outbox.value))  # the page's, as _TAKE_JS and _CLEAR_JS write it
         self.status = ""
+        self.returned = None
         self.contexts: list[dict] = []
 
-    def send(self, text: str) -> None:
+    def send(self, *texts: str) -> None:
+        """``texts`` sent from the page, one after the other, before the event that sends them runs (a message
+        sent while a reply streams waits for it: those sent meanwhile go in the next event, together)."""
+        self.outbox = {**self.outbox, "messages": [*self.outbox["messages"], *texts]}
+        self.changed()
+        assert "chat-ready" in str(self.status), self.status
+        assert self.returned is None and self.sent == [self.outbox["epoch"], len(self.outbox["messages"])]
+
+    def clear(self) -> None:
+        self.outbox = {"epoch": self.outbox["epoch"] + 1, "messages": []}
+        self.changed()
+        assert (self.shown, self.status, self.conversation) == ([], "", [])
+
+    def changed(self) -> None:
+        """The outbox changed: on_send runs, its last update lands."""
         service = self.tab.service
         seen = []
         stream = service.stream
@@ -56,9 +75,10 @@ class Session:
         try:
             updates = list(
                 self.tab.on_send(
-                    text,
+                    json.loads(json.dumps(self.outbox)),  # as the page sends it
                     self.ui.chatbot.preprocess(self.ui.chatbot.postprocess(self.shown)),
                     self.conversation,
+                    self.sent,
                     self.run_id,
                     self.model,
                     0.0,
@@ -66,16 +86,12 @@ class Session:
             )
         finally:
             service.stream = stream
-        shown, _, self.status, conversation = updates[-1]
-        assert "chat-ready" in str(self.status), self.status
-        box = [u[1] for u in updates]  # emptied by the first update, then the user's
-        assert box[0] == "" and all(b == gr.update() for b in box[1:]), box
-        self.shown = shown
+        shown, status, conversation, self.sent, returned = updates[-1]
+        self.status = self.status if status == gr.update() else status
+        self.shown = self.shown if shown == gr.update() else shown
+        self.returned = None if returned == gr.update() else returned
         self.conversation = json.loads(json.dumps(conversation))  # a State's copy, as the page keeps it
         self.contexts = [e for e in seen if e["type"] == "context"]
-
-    def clear(self) -> None:
-        self.shown, self.status, self.conversation = self.tab.on_clear()
 
 
 def user_texts(conversation: list[dict]) -> list[str]:
@@ -121,7 +137,7 @@ def test_random_sessions_keep_the_conversation_until_the_context_is_full(tmp_pat
     model: list[str] = []
     last_tokens = 0
     for _step in range(8):
-        action = rng.choices(["send", "clear", "kill"], [6, 1, 1])[0]
+        action = rng.choices(["send", "send_two", "clear", "kill"], [5, 1, 1, 1])[0]
         if action == "clear":
             s.clear()
             model, last_tokens = [], 0
@@ -129,12 +145,15 @@ def test_random_sessions_keep_the_conversation_until_the_context_is_full(tmp_pat
         if action == "kill" and studio.chat._proc is not None and studio.chat._proc.poll() is None:
             os.kill(studio.chat._proc.pid, signal.SIGKILL)
             studio.chat._proc.wait(timeout=10)
-        text = f"Say the letter {rng.choice('ABCDEFGH')}:"
-        s.send(text)
-        model.append(text)
+        texts = [f"Say the letter {rng.choice('ABCDEFGH')}:" for _ in range(2 if action == "send_two" else 1)]
+        s.send(*texts)
+        model += texts
         assert user_texts(s.conversation) == model  # every turn since Clear, in order
         assert [m["role"] for m in s.conversation].count("assistant") == len(model)  # each with its reply
-        [ctx] = s.contexts
+        replies = [m for m in s.shown if "restarted" not in str((m.get("metadata") or {}).get("title"))]
+        assert [m["role"] for m in replies] == ["user", "assistant"] * len(model)  # the chat: each, answered
+        assert len(s.contexts) == len(texts)  # one model call each
+        ctx = s.contexts[-1]
         assert ctx["limit"] == 64 and ctx["kept"] + ctx["dropped"] == len(model)
         assert ctx["tokens"] <= 64 - 2  # room left for the reply (max_tokens 2)
         if len(model) >= 5:
@@ -195,3 +214,36 @@ def test_fit_drops_whole_oldest_turns_and_never_the_system_prompt_or_the_last():
     assert fit(msgs, count, 2) == (msgs[:1] + msgs[7:], 2)
     with pytest.raises(ContextFull, match="write a shorter message"):
         fit(msgs, count, 1)
+
+
+def test_messages_the_model_did_not_take_go_back_to_the_box_and_are_not_sent_again(tmp_path, studio, demo):
+    """Three messages sent while the chosen checkpoint fails to load: none in the chat, all three back to the box
+    (returned, in order), none sent again by the next event; the model switched, the next message is sent alone.
+    Without a model picked, the message goes back too."""
+    run = prepare_run(
+        demo["agent"],
+        demo["train"],
+        demo["test"],
+        demo["reward"],
+        {"max_steps": 1},
+        train_engine_name="trl",
+        runs_dir=str(studio.runs_dir),
+    )
+    s = Session(studio, run.run_id, model="checkpoint-9")  # it has none: it cannot load
+    three = ["Say the letter A:", "Say the letter B:", "Say the letter C:"]
+    s.outbox = {**s.outbox, "messages": three}
+    s.changed()
+    assert "could not load" in s.status and "checkpoint-9" in s.status and 'data-testid="chat-error"' in s.status
+    assert s.returned == {"id": "0:0", "texts": three} and s.sent == [0, 3]
+    assert s.shown == [] and s.conversation == []
+    s.changed()  # a held event runs on the same outbox: nothing new, nothing sent again
+    assert s.returned is None and s.shown == [] and s.sent == [0, 3]
+    s.model = "base"
+    s.send("Say the letter D:")
+    assert user_texts(s.conversation) == ["Say the letter D:"] and len(s.contexts) == 1
+    s.model = None
+    s.outbox = {**s.outbox, "messages": [*s.outbox["messages"], "Say the letter E:"]}
+    s.changed()
+    assert str(_("Pick a run and a model first.")) in s.status
+    assert s.returned == {"id": "0:4", "texts": ["Say the letter E:"]} and s.sent == [0, 5]
+    assert user_texts(s.conversation) == ["Say the letter D:"]  # the chat as it was

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import gradio as gr
@@ -28,6 +29,9 @@ class ChatUI:
     send: Any = None
     clear: Any = None
     conversation: Any = None  # the messages the model is sent: user turns, its replies, tool calls and results
+    sent: Any = None  # [epoch, how many of the outbox's messages of it were sent]
+    outbox: Any = None  # the page's outbox: {"epoch": how many Clears, "messages": [sent since the last]}
+    returned: Any = None  # messages the model did not take, back to the box
 
 
 def _call_text(call: dict) -> str:
@@ -107,6 +111,9 @@ class ChatTab:
         ui.status = gr.HTML("", elem_id="chat-status")
         ui.chatbot = gr.Chatbot(label=_("Chat"), height=420, elem_id="chat-box")
         ui.conversation = gr.State([])
+        ui.sent = gr.State([0, 0])  # [epoch, how many of its messages were sent]: the server's (on_send's) alone
+        ui.outbox = gr.JSON({"epoch": 0, "messages": []}, visible=False)  # the page's outbox, copied (_COPY_JS)
+        ui.returned = gr.JSON(None, visible=False)  # messages the model did not take, for the box: the server's
         with gr.Row(equal_height=True):
             ui.box = gr.Textbox(
                 placeholder=_("Say something to the agent…"),
@@ -125,24 +132,27 @@ class ChatTab:
         quiet = dict(api_visibility="private", show_progress="hidden")
         tab.select(self.on_open, [ui.run], [ui.run], **quiet)
         ui.run.change(self.on_run, [ui.run], [ui.model], **quiet)
-        # Send and Enter are one event: a message sent while a reply streams waits for it and is then sent with the
-        # transcript as it is by then (Gradio re-reads the inputs of an "always_last" event it held back); two
-        # events ran side by side, each streaming into the chat from its own copy of it (issue 42, item 7)
-        send = gr.on(
-            [ui.send.click, ui.box.submit],
+        # One writer per value (issue 42, item 7). The page alone writes the outbox (static/chat_outbox.js): the
+        # messages sent since the last Clear, each taken from the box, and the box emptied, in the very key or click
+        # event that sends it; Clear starts a new epoch. The hidden ui.outbox is its copy, made after each Send,
+        # Enter and Clear. The server alone writes what it sent (ui.sent, the chat, the conversation): one event,
+        # started by each change of the copy, sends every message of the epoch not sent yet, in order; a change
+        # meanwhile is held and runs after it ("always_last"). (Read from the box when a held send ran, the second
+        # of three quick messages was lost or merged with the third; Gradio's own submit reads the box a tick after
+        # Enter, when a message typed quickly may have replaced it.)
+        send = ui.outbox.change(
             self.on_send,
-            [ui.box, ui.chatbot, ui.conversation, ui.run, ui.model, ui.temperature],
-            [ui.chatbot, ui.box, ui.status, ui.conversation],
+            [ui.outbox, ui.chatbot, ui.conversation, ui.sent, ui.run, ui.model, ui.temperature],
+            [ui.chatbot, ui.status, ui.conversation, ui.sent, ui.returned],
             trigger_mode="always_last",
             **quiet,
         )
-        # Clear ends the reply on its way: its next update would have put the cleared messages back
-        ui.clear.click(self.on_clear, None, [ui.chatbot, ui.status, ui.conversation], cancels=[send], **quiet)
-
-    @staticmethod
-    def on_clear():
-        """A new conversation: nothing shown, nothing sent."""
-        return [], "", []
+        gr.on([ui.send.click, ui.box.submit], None, [ui.outbox], [ui.outbox], js=_COPY_JS, **quiet)
+        # Clear ends the reply on its way (its next update would have put the cleared messages back); the send its
+        # new epoch starts shows the empty chat
+        ui.clear.click(None, [ui.outbox], [ui.outbox], js=_COPY_JS, cancels=[send], **quiet)
+        # a message the model did not take goes back to the box, before what was typed since (which stays)
+        ui.returned.change(None, [ui.returned], None, js=_GIVE_BACK_JS, **quiet)
 
     def on_open(self, current):
         ids = self.studio.run_ids()
@@ -159,21 +169,48 @@ class ChatTab:
         latest = self.studio.checkpoints(run_id)
         return gr.update(choices=models, value=latest[-1] if latest else "base")  # the run's newest, else base
 
-    def on_send(self, text, history, conversation, run_id, model, temperature):
-        """A reply to ``text``. ``history`` is what the chat shows (in Gradio's format, never sent to the model);
+    def on_send(self, outbox, history, conversation, sent, run_id, model, temperature):
+        """Every message of the ``outbox`` (the page's: ``{"epoch": clears so far, "messages": [sent since]}``) not
+        sent yet, in order, each answered before the next. ``sent`` (``[epoch, how many of its messages]``) is
+        what this has sent; an outbox of another epoch was cleared: a new conversation. A message the model did not
+        take goes back to the page (``returned``: the box gets it) with those after it, unsent."""
+        epoch, messages = _read_outbox(outbox)
+        history, conversation = list(history or []), list(conversation or [])
+        sent_epoch, done = (list(sent) + [0, 0])[:2] if isinstance(sent, (list, tuple)) else (0, 0)
+        status = gr.update()
+        if sent_epoch != epoch:  # cleared
+            history, conversation, done, status = [], [], 0, ""
+        if done >= len(messages):  # nothing new: the chat as it is (or as cleared)
+            yield history, status, conversation, [epoch, done], gr.update()
+            return
+        for i in range(done, len(messages)):
+            replies = self.reply(messages[i], history, conversation, run_id, model, temperature, i == len(messages) - 1)
+            for shown, status, said, taken in replies:
+                if taken is False:  # back to the box, with those after it
+                    returned = {"id": f"{epoch}:{i}", "texts": [t for t in messages[i:] if t.strip()]}
+                    yield shown, status, said, [epoch, len(messages)], returned
+                    return
+                yield shown, status, said, [epoch, i + 1 if taken else i], gr.update()
+            history, conversation = shown, said
+
+    def reply(self, text, history, conversation, run_id, model, temperature, last: bool = True):
+        """The reply to ``text``. ``history`` is what the chat shows (in Gradio's format, never sent to the model);
         ``conversation`` is what the model is sent: the earlier turns as the model saw and wrote them (tool calls
-        and results among them), one more turn once the reply is done."""
+        and results among them), one more turn once the reply is done. Yields ``(history, status, conversation,
+        taken)``: ``taken`` is None while the reply comes, True on the last update once the model took the turn
+        (the status says ready if this is the ``last`` message to send), False on the last if it did not (the
+        chat as before it, the status says why)."""
         history, conversation = list(history or []), list(conversation or [])
         text = (text or "").strip()
         if not text:
-            yield history, "", gr.update(), conversation
+            yield history, gr.update(), conversation, True
             return
         if not run_id or not model:
             yield (
                 history,
-                text,
                 f'<div class="aw-msg aw-msg-error">{_("Pick a run and a model first.")}</div>',
                 conversation,
+                False,
             )
             return
         user = {"role": "user", "content": text}
@@ -183,9 +220,7 @@ class ChatTab:
         history.append(reply)
         status = f'<span class="aw-muted">{render.esc(model)} · {render.esc(run_id)}</span>'  # no word: both languages
         restarted, restarts_before, context, raw = None, self.service.restarts, "", ""
-        # the box is emptied once, here: it is the user's again while the reply streams (an empty box in each update
-        # wiped a next message typed meanwhile)
-        yield history, "", status + f' <span class="aw-muted">— {_("loading the model…")}</span>', conversation
+        yield history, status + f' <span class="aw-muted">— {_("loading the model…")}</span>', conversation, None
         try:
             path = str(self.studio.run_path(run_id))
             for event in self.service.stream(path, model, conversation + [user], float(temperature or 0.0)):
@@ -193,15 +228,15 @@ class ChatTab:
                 if kind == "restarted":  # said before the reply, folded like the tool lines
                     restarted = event.get("cause") or ""
                     history.insert(shown + 1, restart_note(restarted))
-                    yield history, gr.update(), status, conversation
+                    yield history, status, conversation, None
                 elif kind == "context":
                     context = context_note(event)
-                    yield history, gr.update(), status + context, conversation
+                    yield history, status + context, conversation, None
                 elif kind == "token":
                     raw += event["text"]
                     reply.pop("metadata", None)
                     reply.update(streaming_reply(raw))
-                    yield history, gr.update(), status + context, conversation
+                    yield history, status + context, conversation, None
                 elif kind == "message":
                     msg, raw = event["message"], ""
                     reply.pop("metadata", None)
@@ -228,21 +263,17 @@ class ChatTab:
                     )
                     reply = {"role": "assistant", "content": ""}
                     history.append(reply)
-                    yield history, gr.update(), status + context, conversation
+                    yield history, status + context, conversation, None
                 elif kind == "error":
                     raise ChatError(event.get("message", "error"))
                 elif kind == "done":
                     conversation = conversation + [user, *(event.get("trajectory") or [])]
             if not reply["content"] and not reply.get("metadata"):
                 history.remove(reply)
-            yield (
-                history,
-                gr.update(),  # the box as the user has it now: the next message may be typed in it already
-                status + context + f' <span class="aw-muted" data-testid="chat-ready">— {_("ready")}</span>',
-                conversation,
-            )
+            ready = f' <span class="aw-muted" data-testid="chat-ready">— {_("ready")}</span>' if last else ""
+            yield history, status + context + ready, conversation, True
         except (ChatError, ValueError) as e:
-            # the model did not take this turn: the chat shows what it did take, the message goes back to the box
+            # the model did not take this turn: the chat shows what it did take (the message goes back to the box)
             history = history[:shown] + [
                 m for m in history[shown:] if "restarted" in (m.get("metadata") or {}).get("title", "")
             ]
@@ -251,7 +282,31 @@ class ChatTab:
             note = f" ({_('restarted after:')} {render.esc(restarted)})" if restarted else ""
             yield (
                 history,
-                text,
                 f'<div class="aw-msg aw-msg-error" data-testid="chat-error">{render.esc(e)}{note}</div>',
                 conversation,
+                False,
             )
+
+
+def _read_outbox(outbox) -> tuple[int, list[str]]:
+    """(epoch, messages) of the page's outbox; an outbox not of that shape is an empty one of epoch 0."""
+    if not isinstance(outbox, dict):
+        return 0, []
+    epoch, messages = outbox.get("epoch"), outbox.get("messages")
+    if not isinstance(epoch, int) or not isinstance(messages, list):
+        return 0, []
+    return epoch, [m if isinstance(m, str) else "" for m in messages]
+
+
+def outbox_js() -> str:
+    """The page's script that keeps Chat's outbox (static/chat_outbox.js; run with the title's js_on_load)."""
+    return (Path(__file__).parents[1] / "static" / "chat_outbox.js").read_text(encoding="utf-8")
+
+
+#: After Send, Enter and Clear: the page's outbox copied into ui.outbox (as it was, without the page's script)
+_COPY_JS = """(copy) => [window.awChat ? window.awChat.outbox() : copy]"""
+
+#: Messages the model did not take, back into the box (before what was typed since)
+_GIVE_BACK_JS = (
+    """(returned) => { if (window.awChat && returned) window.awChat.giveBack(returned.texts); return []; }"""
+)

@@ -11,7 +11,7 @@ import gradio as gr
 from ..rendering.i18n import _, i18n, language_js, locale_probe, markers_js
 from . import gradio_patches
 from ..rendering import render
-from ..tabs.chat_tab import ChatTab
+from ..tabs.chat_tab import ChatTab, outbox_js
 from .client_api import build_api
 from ..tabs.evaluate_tab import EvaluateTab
 from ..tabs.monitor_tab import MonitorTab
@@ -81,7 +81,7 @@ def build_app(runs_dir: str | os.PathLike = "runs", studio: Studio | None = None
             f"{_('bring an agent, data and a reward · check every module · train in the background · watch it learn')}"
             f'</span><span class="aw-sub aw-runs" title="{render.esc(studio.runs_dir)}">{_("runs:")} '
             f"<code>{render.esc(studio.runs_dir)}</code></span></div>",
-            js_on_load="\n".join([markers_js(TABS), language_js(), TAB_CHOICE_JS]),
+            js_on_load="\n".join([markers_js(TABS), language_js(), TAB_CHOICE_JS, outbox_js()]),
         )
         with gr.Tabs(selected="setup", elem_id="tabs") as tabs:
             with gr.Tab(_("Setup"), id="setup", elem_id="tab-setup") as setup_tab:
