@@ -109,14 +109,16 @@ def cmd_train(a: argparse.Namespace) -> int:
 
 
 def cmd_run(a: argparse.Namespace) -> int:
-    from .isolation.privileges import drop_privileges
+    from .isolation.privileges import without_privileges
     from .runs.rundir import RunDir
 
     from .isolation.process_tree import owning_what_it_starts
 
-    drop_privileges()  # the run's user code (rewards, tools) cannot read other processes (privileges.py)
-    with owning_what_it_starts():  # nor outlive the run (a daemon its reward started)
-        return execute_run(RunDir(a.run_dir))
+    run = RunDir(a.run_dir)
+    # the run's user code (rewards, tools) cannot read other processes, nor write but in the runs folder (its run,
+    # the slot's lock, the fallback status) (privileges.py), nor outlive the run (a daemon its reward started)
+    with without_privileges([run.path.resolve().parent], temp_in=run.path), owning_what_it_starts():
+        return execute_run(run)
 
 
 def cmd_rerun(a: argparse.Namespace) -> int:
@@ -265,48 +267,54 @@ def cmd_stop(a: argparse.Namespace) -> int:
 def cmd_eval(a: argparse.Namespace) -> int:
     """Prepare an evaluation of a run (checks first) and run it here, or in the background (--detach),
     or execute an evaluation directory that was prepared already (--dir)."""
-    from .inference.evaluation import prepare_eval, run_eval
-    from .isolation.privileges import drop_privileges
+    from .inference.evaluation import prepare_eval
+    from .isolation.privileges import without_privileges
 
     if a.dir:
-        drop_privileges()  # a prepared evaluation runs the reward: no capability (privileges.py)
-        eval_dir = a.dir
-    else:
-        if not a.run:
-            print("error: give --run <run_dir> (or --dir <eval_dir> of a prepared evaluation)", file=sys.stderr)
-            return 2
-        try:
-            prepared = prepare_eval(
-                a.run,
-                a.checkpoint or None,
-                dataset=a.dataset,
-                columns=parse_columns(a.columns),
-                reward=parse_reward(a.reward),
-                samples=a.samples,
-                temperature=a.temperature,
-                max_samples=a.max_samples,
-                max_new_tokens=a.max_new_tokens,
-            )
-        except (CheckError, ValueError) as e:
-            print(f"error: {e}", file=sys.stderr)
-            return 2
-        eval_dir = str(prepared.path)
-        print(f"evaluation directory: {eval_dir}", file=sys.stderr)
-        if a.detach:
-            from .isolation.processes import spawn_detached
-            from .isolation.user_env import user_code_envs
+        # a prepared evaluation runs the reward: no capability, no write but in its folder (privileges.py)
+        with without_privileges([a.dir], temp_in=a.dir):
+            return _run_eval_dir(a.dir)
+    if not a.run:
+        print("error: give --run <run_dir> (or --dir <eval_dir> of a prepared evaluation)", file=sys.stderr)
+        return 2
+    try:
+        prepared = prepare_eval(
+            a.run,
+            a.checkpoint or None,
+            dataset=a.dataset,
+            columns=parse_columns(a.columns),
+            reward=parse_reward(a.reward),
+            samples=a.samples,
+            temperature=a.temperature,
+            max_samples=a.max_samples,
+            max_new_tokens=a.max_new_tokens,
+        )
+    except (CheckError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    eval_dir = str(prepared.path)
+    print(f"evaluation directory: {eval_dir}", file=sys.stderr)
+    if a.detach:
+        from .isolation.processes import spawn_detached
+        from .isolation.user_env import user_code_envs
 
-            specs = (os.path.join(eval_dir, "eval.yaml"), os.path.join(a.run, "run.yaml") if a.run else None)
-            env, servers = user_code_envs(*specs, extra={"PYTHONUNBUFFERED": "1"})
-            proc = spawn_detached(
-                [sys.executable, "-m", "engines", "eval", "--dir", eval_dir],
-                os.path.join(eval_dir, "eval.log"),
-                env=env,
-                server_env=servers,
-            )
-            prepared.write_status(pid=proc.pid, launched=time.time())
-            print(json.dumps({"eval_dir": eval_dir, "pid": proc.pid}))
-            return 0
+        specs = (os.path.join(eval_dir, "eval.yaml"), os.path.join(a.run, "run.yaml") if a.run else None)
+        env, servers = user_code_envs(*specs, extra={"PYTHONUNBUFFERED": "1"})
+        proc = spawn_detached(
+            [sys.executable, "-m", "engines", "eval", "--dir", eval_dir],
+            os.path.join(eval_dir, "eval.log"),
+            env=env,
+            server_env=servers,
+        )
+        prepared.write_status(pid=proc.pid, launched=time.time())
+        print(json.dumps({"eval_dir": eval_dir, "pid": proc.pid}))
+        return 0
+    return _run_eval_dir(eval_dir)
+
+
+def _run_eval_dir(eval_dir: str) -> int:
+    from .inference.evaluation import run_eval
+
     try:
         results = run_eval(eval_dir)
     except Exception as e:  # recorded in the evaluation's status.json/events.jsonl
@@ -334,10 +342,14 @@ def cmd_chat_serve(a: argparse.Namespace) -> int:
     from pathlib import Path
 
     from .inference.chat_server import serve
-    from .isolation.privileges import drop_privileges
+    from .isolation.privileges import without_privileges
 
-    drop_privileges()  # the agent's tools run here
-    return serve(a.run, a.checkpoint, Path(a.state_dir), a.idle_timeout)
+    state_dir = Path(a.state_dir)
+    state_dir.mkdir(parents=True, exist_ok=True)
+    with without_privileges(
+        [state_dir], temp_in=state_dir
+    ):  # the agent's tools run here: no capability, no write but in its folder
+        return serve(a.run, a.checkpoint, state_dir, a.idle_timeout)
 
 
 def cmd_engines(a: argparse.Namespace) -> int:

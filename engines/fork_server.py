@@ -37,6 +37,7 @@ killed it), null while it runs (or for a pid that is not one of its last childre
 from __future__ import annotations
 
 import atexit
+import tempfile
 import json
 import os
 import select
@@ -122,6 +123,24 @@ def _exit_like_the_interpreter(code: int) -> None:
     os._exit(code)
 
 
+#: temporary folders libraries make when the server imports them, each removed by the process's exit: (module,
+#: attribute path). A forked process must not remove its server's (its files are read-only to it besides)
+PRELOADED_TEMP_FOLDERS = (
+    ("wandb.sdk.data_types._private", "MEDIA_TMP"),
+    ("wandb.sdk.artifacts.artifact", "Artifact._TMP_DIR"),
+)
+
+
+def _leave_the_servers_temporary_folders() -> None:
+    for module, path in PRELOADED_TEMP_FOLDERS:
+        obj = sys.modules.get(module)
+        for name in path.split("."):
+            obj = getattr(obj, name, None)
+        if isinstance(obj, tempfile.TemporaryDirectory):
+            atexit.unregister(obj.cleanup)
+            obj._finalizer.detach()
+
+
 def become(request: dict) -> None:
     """In the forked child: become the requested command (never returns)."""
     code = 1
@@ -137,6 +156,7 @@ def become(request: dict) -> None:
         for sig in (signal.SIGTERM, signal.SIGCHLD, signal.SIGHUP):
             signal.signal(sig, signal.SIG_DFL)
         signal.signal(signal.SIGINT, signal.default_int_handler)
+        _leave_the_servers_temporary_folders()
         os.environ.clear()
         os.environ.update(as_if_imported(request["env"]))
         server_env.install(request.get("server_env") or {})

@@ -167,6 +167,18 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         Path(path).write_text(json.dumps(_durations, indent=0, sort_keys=True), encoding="utf-8")
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _user_code_writes_the_tests_folders(tmp_path_factory):
+    """User code sees every file read-only but its own folders (engines.isolation.read_only_files); the tests' rewards
+    and tools report what they saw in files under the session's temporary folder, as an operator's own scratch
+    folder would be (``AWORLD_USER_CODE_WRITABLE``). What stays read-only (the installation, the source, any other
+    folder) is tests/test_read_only_files.py's."""
+    from engines.isolation.read_only_files import WRITABLE_ENV
+
+    os.environ[WRITABLE_ENV] = str(tmp_path_factory.getbasetemp())
+    yield
+
+
 @pytest.fixture(autouse=True)
 def _forget_user_modules():
     """User files imported by a test (``_aworld_user_*``, see engines.inputs.loading) are dropped afterwards, so

@@ -84,11 +84,16 @@ def test_a_forked_run_sees_what_a_fresh_interpreter_would(tmp_path, demo, launch
         assert seen[how]["argv"][1:] == ["run", str(run.path)], seen[how]["argv"]
         assert seen[how]["sid"] == pid  # a session of its own: it outlives whoever started it
         assert "step 1/1" in run.log_path.read_text()  # its output in its log
+        assert "Exception ignored" not in run.log_path.read_text()  # (the server's temporary folders are its own)
     fork, fresh = seen["forked"], seen["exec"]
     drop = {"SPY_DIR", "_"}  # the folder differs by design; `_` is the shell's
-    assert {k: v for k, v in fork["env"].items() if k not in drop} == {
-        k: v for k, v in fresh["env"].items() if k not in drop
-    }
+
+    def same_place(env: dict, run_dir: str) -> dict:  # each run's private temporary folder is in its own folder
+        temp = env["TMPDIR"]
+        assert temp.startswith(run_dir + "/.tmp-"), temp
+        return {k: v.replace(temp, "<the run's temporary folder>") for k, v in env.items() if k not in drop}
+
+    assert same_place(fork["env"], fork["argv"][2]) == same_place(fresh["env"], fresh["argv"][2])
     assert "HIDDEN_API_KEY" not in fork["env"]
     assert fork["servers"] == fresh["servers"] == {}
     assert fork["argv"][0] == fresh["argv"][0] and fork["argv"][0].endswith("engines/__main__.py")

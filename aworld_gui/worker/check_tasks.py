@@ -272,6 +272,13 @@ def resume(run_dir: str, checkpoint: str = "latest", max_steps: int | None = Non
         return {"ok": False, "error": str(e.result.message), "module": e.module}
 
 
+#: the folders a task's user code may write into (every other file is read-only to it: engines.isolation.read_only_files)
+WRITES = {
+    "prepare": lambda kwargs: [kwargs["runs_dir"]],
+    "prepare_eval": lambda kwargs: [kwargs["run_dir"]],
+    "resume": lambda kwargs: [kwargs["run_dir"]],
+}
+
 TASKS = {
     "resume": resume,
     "prepare_eval": prepare_eval,

@@ -75,6 +75,7 @@ class Zygote:
         from aworld_gui.worker import check_tasks as tasks
 
         self.tasks = tasks.TASKS
+        self.writes = tasks.WRITES
         self.proto_in, self.proto_out = proto_in, proto_out
         self.calls: dict[object, IsolatedCall] = {}
 
@@ -92,7 +93,10 @@ class Zygote:
             self.cancel(call_id, "superseded")
         call_env = dict(os.environ)
         call_env.update(env or {})
-        self.calls[call_id] = IsolatedCall(fn, kwargs, timeout_s=timeout_s, env=call_env, server_env=server_env)
+        writable = self.writes[task](kwargs) if task in self.writes else []
+        self.calls[call_id] = IsolatedCall(
+            fn, kwargs, timeout_s=timeout_s, env=call_env, server_env=server_env, writable=writable
+        )
 
     def cancel(self, call_id: object, reason: str = "") -> None:
         call = self.calls.get(call_id)
@@ -163,7 +167,9 @@ def main() -> None:
     from aworld_gui.worker import check_tasks as tasks
 
     for name in filter(None, os.environ.get(TASK_MODULES_ENV, "").split(",")):
-        tasks.TASKS.update(importlib.import_module(name.strip()).TASKS)
+        module = importlib.import_module(name.strip())
+        tasks.TASKS.update(module.TASKS)
+        tasks.WRITES.update(getattr(module, "WRITES", {}))
     preload_error = tasks.preload()
     zygote = Zygote(proto_in, proto_out)
     try:

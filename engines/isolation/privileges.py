@@ -29,7 +29,13 @@ from __future__ import annotations
 
 import ctypes
 import os
+import shutil
 import sys
+import tempfile
+from contextlib import contextmanager
+from typing import Iterable, Iterator
+
+from .no_siblings import forbid_clone_parent
 
 PR_SET_PDEATHSIG = 1
 PR_SET_DUMPABLE = 4
@@ -85,12 +91,23 @@ def set_parent_death_signal(sig: int) -> bool:
     return _prctl(PR_SET_PDEATHSIG, int(sig))
 
 
-def drop_privileges() -> list[str]:
+def drop_privileges(writable: Iterable[str | os.PathLike] | None = None, temp_folder: str | None = None) -> list[str]:
     """Give up every capability for good (this process and whatever it executes), and become
-    non-dumpable. Returns what could not be done (empty when all was done, or not Linux)."""
+    non-dumpable. Returns what could not be done (empty when all was done, or not Linux).
+
+    With ``writable`` (a list, maybe empty), first see every file read-only but those folders and ``temp_folder``
+    (:func:`engines.isolation.read_only_files.confine_writes`; the datasets caches private scratch folders there),
+    and make ``temp_folder`` this process's temporary folder."""
     if _libc() is None:
         return []
     problems = []
+    if writable is not None:  # while CAP_SYS_ADMIN is held: a process without it can neither remount nor leave
+        from .read_only_files import confine_writes, scratch_caches, use_temp_folder
+
+        before = tempfile.gettempdir()  # (found while it can still be written)
+        problems += confine_writes(writable, temp_folder, scratch=scratch_caches())
+        if temp_folder:
+            use_temp_folder(temp_folder, before)
     if not first_when_memory_runs_out():
         problems.append("oom_score_adj")
     for cap in range(_last_cap() + 1):  # needs CAP_SETPCAP: first, while we still hold it
@@ -107,9 +124,26 @@ def drop_privileges() -> list[str]:
         problems.append("capset: not in libc")
     if not _prctl(PR_SET_NO_NEW_PRIVS, 1):
         problems.append("no_new_privs")
+    elif (why := forbid_clone_parent()) is not None:  # (needs no_new_privs) no process outside the killed tree
+        problems.append(why)
     if not make_undumpable():
         problems.append("dumpable")
     return problems
+
+
+@contextmanager
+def without_privileges(writable: Iterable[str | os.PathLike], temp_in: str | os.PathLike) -> Iterator[list[str]]:
+    """:func:`drop_privileges` with ``writable`` and a private temporary folder made in ``temp_in`` (a writable
+    folder: the process removes it when the block ends, and whatever removes ``temp_in`` removes what a killed
+    process left there), for a process that runs user code for its whole life: a run, an evaluation, a chat model.
+    Yields what could not be done."""
+    from .read_only_files import private_temp_folder
+
+    temp = private_temp_folder(temp_in)
+    try:
+        yield drop_privileges(writable=writable, temp_folder=temp)
+    finally:
+        shutil.rmtree(temp, ignore_errors=True)
 
 
 #: what user code's processes give the kernel's OOM killer: the highest, the first process it ends

@@ -31,6 +31,7 @@ import mmap
 import os
 import pickle
 import select
+import shutil
 import signal
 import struct
 import sys
@@ -41,7 +42,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping
 
 
-from . import forking, process_tree, server_env as server_env_table
+from . import forking, process_tree, read_only_files, server_env as server_env_table
 from .pids_cgroup import PidsCgroup
 from .process_tree import TooManyProcesses, max_processes  # noqa: F401 - re-exported
 from .call_result import ForgedResult, load_result
@@ -135,14 +136,22 @@ def signal_name(sig: int) -> str:
 
 #: the supervisor's pids cgroup for its call, where one could be made (engines.isolation.pids_cgroup)
 _cgroup: PidsCgroup | None = None
+#: the supervisor's private temporary folder for its call (engines.isolation.read_only_files), removed when it ends
+_temp: str | None = None
+
+
+def _end_supervision() -> None:
+    if _cgroup is not None:
+        _cgroup.remove()
+    if _temp is not None:
+        shutil.rmtree(_temp, ignore_errors=True)
 
 
 def _end_everything(signum, frame) -> None:  # noqa: ARG001 - a signal handler
     """The supervisor's caller died (parent-death signal), its deadline passed (SIGALRM) or it was told
     to stop: nothing it supervises outlives it."""
     process_tree.kill_descendants(os.getpid())
-    if _cgroup is not None:
-        _cgroup.remove()
+    _end_supervision()
     os._exit(128 + signum)
 
 
@@ -157,13 +166,14 @@ def _supervise(
     timeout_s: float = 0.0,
     limit: int = 0,
     shm: mmap.mmap | None = None,
+    writable: tuple[str, ...] = (),
 ) -> None:
     """The call's first child: leads a new session, is the subreaper of everything below it, forks the
     worker, and when the worker ends kills whatever it left behind, then ends the way the worker did
     (its exit status, or the signal that killed it). Never runs user code itself. It dies with its
     caller (a parent-death signal: a CLI killed from outside leaves nothing running) and keeps the
     deadline itself (``timeout_s`` + :data:`SUPERVISOR_GRACE_S`), whatever becomes of the caller."""
-    global _cgroup
+    global _cgroup, _temp
     try:
         os.setsid()
         process_tree.become_subreaper()
@@ -176,9 +186,10 @@ def _supervise(
         if timeout_s > 0:
             signal.setitimer(signal.ITIMER_REAL, timeout_s + SUPERVISOR_GRACE_S)
         _cgroup = PidsCgroup.make(limit)  # the kernel's cap on a burst of forks, where the machine allows one
+        _temp = read_only_files.private_temp_folder()
         worker = forking.fork()
         if worker == 0:
-            _work(fn, kwargs, w, pw, out_fd, env, limit, shm)
+            _work(fn, kwargs, w, pw, out_fd, env, limit, shm, writable, _temp)
         os.close(w)
         os.close(pw)
         status = process_tree.watch(worker, limit, shm)  # orphans re-parented to us are reaped there too
@@ -189,8 +200,7 @@ def _supervise(
                 os.waitpid(-1, 0)
             except ChildProcessError:
                 break
-        if _cgroup is not None:
-            _cgroup.remove()
+        _end_supervision()
         if os.WIFSIGNALED(status):
             sig = os.WTERMSIG(status)
             for step in (
@@ -227,8 +237,10 @@ def _work(
     env: Mapping[str, str] | None,
     limit: int = 0,
     shm: mmap.mmap | None = None,
+    writable: tuple[str, ...] = (),
+    temp: str | None = None,
 ) -> None:
-    """The worker: the environment it may see, the work, one result frame."""
+    """The worker: the environment it may see (and the folders it may write into), the work, one result frame."""
     global _progress_fd, _inside
     code = 0
     try:
@@ -255,8 +267,9 @@ def _work(
             os.environ.update(env)
         if _cgroup is not None:  # before the capabilities go: cgroup.procs is root's to write
             _cgroup.join()
-        # no capability: the caller's, the studio's and the shell's environment and memory cannot be read
-        drop_privileges()
+        # no capability: the caller's, the studio's and the shell's environment and memory cannot be read, and no file
+        # written but in ``writable`` and the call's own temporary folder (read_only_files.py)
+        drop_privileges(writable=writable, temp_folder=temp)
         _after_fork_torch()
 
         process_tree.raise_in_worker(limit, shm)  # TooManyProcesses in the user code, over the limit
@@ -315,7 +328,10 @@ class IsolatedCall:
         timeout_s: float | None = None,
         env: Mapping[str, str] | None = None,
         server_env: Mapping[str, str] | None = None,
+        writable: Iterable[str | os.PathLike] = (),
     ):
+        """``writable``: the folders the call may write into besides its own temporary folder (on Linux as root every
+        other file is read-only to it, :mod:`engines.isolation.read_only_files`)."""
         self.timeout_s = float(timeout_s or default_timeout_s())
         self.started = time.monotonic()
         self.deadline = self.started + self.timeout_s
@@ -331,7 +347,17 @@ class IsolatedCall:
             os.close(pr)
             server_env_table.install(server_env)  # the call's MCP servers' variables, never in its environment
             _supervise(
-                fn, kwargs or {}, w, pw, self._out.fileno(), env, parent, self.timeout_s, self.max_processes, self._shm
+                fn,
+                kwargs or {},
+                w,
+                pw,
+                self._out.fileno(),
+                env,
+                parent,
+                self.timeout_s,
+                self.max_processes,
+                self._shm,
+                tuple(os.fspath(p) for p in writable),
             )
         os.close(w)
         os.close(pw)
@@ -563,10 +589,11 @@ def run_isolated(
     timeout_s: float | None = None,
     env: Mapping[str, str] | None = None,
     server_env: Mapping[str, str] | None = None,
+    writable: Iterable[str | os.PathLike] = (),
 ) -> Outcome:
     """``fn(**kwargs)`` in an :class:`IsolatedCall`; blocks until it ends. Never raises for what the
     call does (see :class:`Outcome`)."""
-    return IsolatedCall(fn, kwargs, timeout_s=timeout_s, env=env, server_env=server_env).wait()
+    return IsolatedCall(fn, kwargs, timeout_s=timeout_s, env=env, server_env=server_env, writable=writable).wait()
 
 
 def whose(stage: str | None) -> str:

@@ -182,6 +182,7 @@ class SweepDriver:
             timeout_s=PREPARE_TIMEOUT_S,
             env=env,
             server_env=servers,
+            writable=[self.sweep.runs_dir],
         )
         if not outcome.ok:
             message = describe(outcome)

@@ -101,13 +101,19 @@ class SwiftHelper:
         self, python: str | None = None, log_path: str | os.PathLike | None = None, cache: CheckCache | None = None
     ):
         self.python = python or environment.swift_python()
-        self.log_path = Path(log_path) if log_path else Path(tempfile.gettempdir()) / "aworld-swift-helper.log"
+        self._log_path = Path(log_path) if log_path else None
         self.cache = cache if cache is not None else CheckCache()
         self.proc: subprocess.Popen | None = None
         self.versions: dict[str, Any] | None = None
         self.calls = 0  # answered by the process (not the cache): tests and logs read it
         self._lock = threading.RLock()
         self._idle: threading.Timer | None = None
+
+    @property
+    def log_path(self) -> Path:
+        """The given file, else one in the temporary folder of the process that starts the helper (a check's own,
+        where user code may write: engines.isolation.read_only_files)."""
+        return self._log_path or Path(tempfile.gettempdir()) / f"aworld-swift-helper-{os.getpid()}.log"
 
     # -- process ---------------------------------------------------------------------------------------
     def _start(self) -> None:
@@ -119,6 +125,7 @@ class SwiftHelper:
         # PYTHONSAFEPATH: the helper's own folder (engines/swift/*.py) is not put first on the import path,
         # so none of its modules shadows one that ms-swift imports
         env = dict(os.environ, PYTHONUNBUFFERED="1", TOKENIZERS_PARALLELISM="false", PYTHONSAFEPATH="1")
+        self._log_path = self.log_path  # (fixed once started: where its messages are read from)
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen(
                 [self.python, str(HELPER)],
@@ -246,8 +253,7 @@ def shared_helper(python: str | None = None) -> SwiftHelper:
     with _SHARED_LOCK:
         helper = _SHARED.get(python)
         if helper is None:
-            log = Path(tempfile.gettempdir()) / f"aworld-swift-helper-{os.getpid()}.log"
-            helper = _SHARED[python] = SwiftHelper(python, log_path=log)
+            helper = _SHARED[python] = SwiftHelper(python)
         return helper
 
 

@@ -1,0 +1,232 @@
+"""User code sees the machine's files read-only, but for the folders its work writes into (Linux, as root).
+
+Run as root without capabilities (:mod:`engines.isolation.privileges`), user code could still write every file
+root owns: the Python installation and the project's source among them. A reward that drops a ``.pth`` file into
+site-packages has its code run by the next interpreter the studio starts, before that interpreter gives up its
+capabilities. So a process about to run user code, while it still holds ``CAP_SYS_ADMIN``, calls
+:func:`confine_writes`:
+
+* it enters a mount namespace of its own (``unshare(CLONE_NEWNS)``), whose mounts no longer propagate to or from
+  the machine's (``MS_PRIVATE``, recursively);
+* each folder the work writes into (the run's folder, an evaluation's, a private temporary folder) is bound onto
+  itself, a mount of its own that stays writable;
+* a *scratch* folder is a fresh, private, empty folder bound over a cache folder that libraries write into
+  (``datasets``' cache): writes there land in the call's own throw-away copy, never in the machine's cache;
+* then every other mount (``/`` first) is remounted read-only (``MS_BIND|MS_REMOUNT|MS_RDONLY``); the kernel's
+  own file systems (``/proc``, ``/sys``, ``/dev``) are left as they are.
+
+The capabilities go right after (:func:`~engines.isolation.privileges.drop_privileges`): a process without
+``CAP_SYS_ADMIN`` can neither remount nor leave the namespace, and whatever it starts inherits it. A write
+elsewhere fails with ``EROFS`` ("Read-only file system"). Where the kernel refuses a namespace (not root, or a
+container without ``CAP_SYS_ADMIN``) nothing changes and :func:`confine_writes` says why.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable
+
+CLONE_NEWNS = 0x00020000
+MS_RDONLY = 1
+MS_NOSUID = 2
+MS_NODEV = 4
+MS_NOEXEC = 8
+MS_REMOUNT = 32
+MS_NOATIME = 1024
+MS_NODIRATIME = 2048
+MS_BIND = 4096
+MS_REC = 16384
+MS_PRIVATE = 1 << 18
+MS_RELATIME = 1 << 21
+MS_STRICTATIME = 1 << 24
+
+#: per-mount options (``/proc/self/mountinfo``'s sixth field) a remount must keep: the kernel refuses to clear a locked one
+_KEPT = {
+    "nosuid": MS_NOSUID,
+    "nodev": MS_NODEV,
+    "noexec": MS_NOEXEC,
+    "noatime": MS_NOATIME,
+    "nodiratime": MS_NODIRATIME,
+    "relatime": MS_RELATIME,
+    "strictatime": MS_STRICTATIME,
+}
+#: the kernel's own file systems, and where they are mounted: left as they are (they hold no code)
+KERNEL_TYPES = frozenset(
+    {"proc", "sysfs", "devtmpfs", "devpts", "mqueue", "cgroup", "cgroup2", "securityfs", "debugfs", "tracefs"}
+)
+KERNEL_PLACES = ("/proc", "/sys", "/dev")
+#: the name a private temporary folder made in a writable folder starts with (a run's own: ``<run>/.tmp-…``)
+TEMP_PREFIX = ".tmp-"
+#: names beyond these, colon-separated, that user code may write into (an operator's own cache, say)
+WRITABLE_ENV = "AWORLD_USER_CODE_WRITABLE"
+
+
+@dataclass(frozen=True)
+class Mount:
+    point: str
+    options: str
+    fstype: str
+
+    def flags(self) -> int:
+        out = 0
+        for opt in self.options.split(","):
+            out |= _KEPT.get(opt, 0)
+        return out
+
+
+def _unescape(field: str) -> str:
+    """mountinfo writes a space, tab, newline and backslash in a path as ``\\040`` and the like."""
+    out, i = [], 0
+    while i < len(field):
+        if field[i] == "\\" and i + 3 < len(field) and field[i + 1 : i + 4].isdigit():
+            out.append(chr(int(field[i + 1 : i + 4], 8)))
+            i += 4
+        else:
+            out.append(field[i])
+            i += 1
+    return "".join(out)
+
+
+def mounts(text: str | None = None) -> list[Mount]:
+    """This process's mounts, in the order the kernel lists them (parents before what is mounted on them)."""
+    if text is None:
+        with open("/proc/self/mountinfo") as f:
+            text = f.read()
+    out = []
+    for line in text.splitlines():
+        left, sep, right = line.partition(" - ")
+        fields, tail = left.split(), right.split()
+        if not sep or len(fields) < 6 or not tail:
+            continue
+        out.append(Mount(_unescape(fields[4]), fields[5], tail[0]))
+    return out
+
+
+def _beneath(path: str, folders: Iterable[str]) -> bool:
+    return any(path == f or path.startswith(f.rstrip("/") + "/") for f in folders)
+
+
+def to_make_read_only(all_mounts: list[Mount], writable: Iterable[str]) -> list[Mount]:
+    """The mounts :func:`confine_writes` remounts read-only: all but the kernel's and the writable folders'."""
+    writable = list(writable)
+    seen: set[str] = set()
+    out = []
+    for m in all_mounts:
+        if m.point in seen or m.fstype in KERNEL_TYPES or _beneath(m.point, KERNEL_PLACES):
+            continue
+        if _beneath(m.point, writable):
+            continue
+        seen.add(m.point)
+        out.append(m)
+    return out
+
+
+def _libc():
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def _mount(source: str | None, target: str, flags: int) -> None:
+    libc = _libc()
+    src = source.encode() if source is not None else None
+    if libc.mount(src, target.encode(), None, ctypes.c_ulong(flags), None) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"mount {target}: {os.strerror(err)}")
+
+
+def operator_writable() -> list[str]:
+    """:data:`WRITABLE_ENV`'s folders (absolute ones only)."""
+    return [p for p in os.environ.get(WRITABLE_ENV, "").split(":") if p.startswith("/")]
+
+
+def scratch_caches() -> list[Path]:
+    """The caches libraries write into while they load a dataset: ``datasets``' own, and ms-swift's (through
+    ModelScope's). User code gets a private, throw-away copy of each (its writes there are never another's reads)."""
+    modelscope = os.environ.get("MODELSCOPE_CACHE") or os.path.expanduser("~/.cache/modelscope/hub")
+    return [datasets_cache(), Path(modelscope) / "datasets"]
+
+
+def datasets_cache() -> Path:
+    """Where ``datasets`` writes the files it makes of a dataset it loads (and its locks)."""
+    env = os.environ.get("HF_DATASETS_CACHE")
+    if env:
+        return Path(env)
+    home = os.environ.get("HF_HOME") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "huggingface"
+    )
+    return Path(home) / "datasets"
+
+
+def private_temp_folder(inside: str | os.PathLike | None = None) -> str:
+    """A fresh folder for the call's temporary files (mode 0700), which the caller removes when the call ends: in
+    the machine's temporary folder, or ``inside`` a folder the call may write into (``.tmp-…``)."""
+    if inside is None:
+        return tempfile.mkdtemp(prefix="aworld-user-")
+    return tempfile.mkdtemp(prefix=TEMP_PREFIX, dir=inside)
+
+
+#: AWorld writes its log into ``<cwd>/logs`` unless this variable says where
+AWORLD_LOG_ENV = "AWORLD_LOG_PATH"
+#: compilers' caches that torch puts in the temporary folder (and names in the environment of the process that
+#: computed them: a forked run inherits its parent's): moved into the call's own
+TEMP_CACHE_ENVS = ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR")
+
+
+def use_temp_folder(folder: str, before: str) -> None:
+    """This process's and its children's temporary files go to ``folder`` instead of ``before`` (and AWorld's log,
+    where the working folder is read-only and no other place was given)."""
+    before = before.rstrip("/") + "/"
+    for name in TEMP_CACHE_ENVS:
+        if os.environ.get(name, "").startswith(before):
+            os.environ[name] = os.path.join(folder, os.environ[name][len(before) :])
+    for name in ("TMPDIR", "TMP", "TEMP"):
+        os.environ[name] = folder
+    tempfile.tempdir = folder
+    if AWORLD_LOG_ENV not in os.environ and not os.access(os.getcwd(), os.W_OK):
+        os.environ[AWORLD_LOG_ENV] = os.path.join(folder, "aworld-logs")
+
+
+def confine_writes(
+    writable: Iterable[str | os.PathLike], temp_folder: str | None = None, scratch: Iterable[str | os.PathLike] = ()
+) -> list[str]:
+    """Enter a mount namespace in which only ``writable``, ``temp_folder`` (and :data:`WRITABLE_ENV`'s folders) can
+    be written, and each ``scratch`` folder is a private empty one made in ``temp_folder``. Returns what could not be
+    done (empty when all was done)."""
+    if not os.uname().sysname == "Linux":
+        return []
+    keep = []
+    for p in [*writable, *([temp_folder] if temp_folder else []), *operator_writable()]:
+        real = os.path.realpath(p)
+        if os.path.isdir(real) and not _beneath(real, keep):  # (a folder in another is writable with it)
+            keep = [k for k in keep if not _beneath(k, [real])] + [real]
+    scratch_points = []
+    for p in scratch if temp_folder else ():
+        try:
+            os.makedirs(p, exist_ok=True)
+            scratch_points.append(os.path.realpath(p))
+        except OSError:
+            pass
+    try:
+        if _libc().unshare(CLONE_NEWNS) != 0:
+            err = ctypes.get_errno()
+            return [f"mount namespace: {os.strerror(err)} (user code can write every file this user can)"]
+    except AttributeError:
+        return ["mount namespace: unshare is not in libc"]
+    problems = []
+    try:
+        _mount(None, "/", MS_REC | MS_PRIVATE)
+        for target in scratch_points:
+            _mount(tempfile.mkdtemp(prefix="scratch-", dir=temp_folder), target, MS_BIND)
+        for folder in keep:
+            _mount(folder, folder, MS_BIND | MS_REC)
+        for m in to_make_read_only(mounts(), [*keep, *scratch_points]):
+            try:
+                _mount(None, m.point, MS_BIND | MS_REMOUNT | MS_RDONLY | m.flags())
+            except OSError as e:
+                problems.append(str(e))
+    except OSError as e:
+        problems.append(str(e))
+    return problems
