@@ -117,7 +117,7 @@ def cmd_run(a: argparse.Namespace) -> int:
     run = RunDir(a.run_dir)
     # the run's user code (rewards, tools) cannot read other processes, nor write but in the runs folder (its run,
     # the slot's lock, the fallback status) (privileges.py), nor outlive the run (a daemon its reward started)
-    with without_privileges([run.path.resolve().parent], temp_in=run.path), owning_what_it_starts():
+    with without_privileges([run.path.resolve().parent]), owning_what_it_starts():
         return execute_run(run)
 
 
@@ -272,7 +272,7 @@ def cmd_eval(a: argparse.Namespace) -> int:
 
     if a.dir:
         # a prepared evaluation runs the reward: no capability, no write but in its folder (privileges.py)
-        with without_privileges([a.dir], temp_in=a.dir):
+        with without_privileges([a.dir]):
             return _run_eval_dir(a.dir)
     if not a.run:
         print("error: give --run <run_dir> (or --dir <eval_dir> of a prepared evaluation)", file=sys.stderr)
@@ -346,9 +346,8 @@ def cmd_chat_serve(a: argparse.Namespace) -> int:
 
     state_dir = Path(a.state_dir)
     state_dir.mkdir(parents=True, exist_ok=True)
-    with without_privileges(
-        [state_dir], temp_in=state_dir
-    ):  # the agent's tools run here: no capability, no write but in its folder
+    # the agent's tools run here: no capability, no write but in its folder
+    with without_privileges([state_dir]):
         return serve(a.run, a.checkpoint, state_dir, a.idle_timeout)
 
 

@@ -120,7 +120,7 @@ def test_a_whole_life_process_is_confined_and_its_temporary_folder_removed(tmp_p
         try:
             from engines.isolation.privileges import without_privileges
 
-            with without_privileges([tmp_path], temp_in=tmp_path) as problems:
+            with without_privileges([tmp_path]) as problems:
                 temp = tempfile.gettempdir()
                 seen = _try_writes(str(tmp_path), str(other), str(ROOT / "engines"), sysconfig.get_paths()["purelib"])
             os.write(w, repr((problems, temp, seen)).encode())

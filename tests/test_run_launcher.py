@@ -12,6 +12,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from engines.isolation.read_only_files import temp_root
 from engines.runs.launcher import Launcher
 from engines.runs.lifecycle import Slot, spawn_run
 from engines.core.prepare import prepare_run
@@ -88,12 +89,12 @@ def test_a_forked_run_sees_what_a_fresh_interpreter_would(tmp_path, demo, launch
     fork, fresh = seen["forked"], seen["exec"]
     drop = {"SPY_DIR", "_"}  # the folder differs by design; `_` is the shell's
 
-    def same_place(env: dict, run_dir: str) -> dict:  # each run's private temporary folder is in its own folder
+    def same_place(env: dict) -> dict:  # each run has a private temporary folder of its own
         temp = env["TMPDIR"]
-        assert temp.startswith(run_dir + "/.tmp-"), temp
+        assert os.path.dirname(temp) == temp_root(), temp
         return {k: v.replace(temp, "<the run's temporary folder>") for k, v in env.items() if k not in drop}
 
-    assert same_place(fork["env"], fork["argv"][2]) == same_place(fresh["env"], fresh["argv"][2])
+    assert same_place(fork["env"]) == same_place(fresh["env"])
     assert "HIDDEN_API_KEY" not in fork["env"]
     assert fork["servers"] == fresh["servers"] == {}
     assert fork["argv"][0] == fresh["argv"][0] and fork["argv"][0].endswith("engines/__main__.py")

@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 from ..isolation import server_env
-from ..isolation.read_only_files import TEMP_PREFIX
 from ..isolation.user_env import STUDIO_PREFIX, referenced_names, server_names
 from ..runs.causes import Cause, classify_failure
 from ..runs.rundir import (
@@ -51,8 +50,7 @@ FORCE_GRACE_S = 10
 EXCLUDES = [
     f"/{name}"
     for name in (LOG_FILE, METRICS_FILE, SAMPLES_FILE, EVENTS_FILE, STATUS_FILE, STOP_FILE, LOCK_FILE, "label.json")
-] + [f"/{CHECKPOINTS_DIR}/", f"/{TENSORBOARD_DIR}/", "/evals/", "/.*.tmp", "__pycache__/", f"/{TEMP_PREFIX}*/"]
-# (the last: the run process's own temporary folder, engines.isolation.read_only_files, where Ray zips this folder)
+] + [f"/{CHECKPOINTS_DIR}/", f"/{TENSORBOARD_DIR}/", "/evals/", "/.*.tmp", "__pycache__/"]
 ENGINES_PACKAGE = Path(__file__).resolve().parent.parent
 
 

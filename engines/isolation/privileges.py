@@ -132,14 +132,13 @@ def drop_privileges(writable: Iterable[str | os.PathLike] | None = None, temp_fo
 
 
 @contextmanager
-def without_privileges(writable: Iterable[str | os.PathLike], temp_in: str | os.PathLike) -> Iterator[list[str]]:
-    """:func:`drop_privileges` with ``writable`` and a private temporary folder made in ``temp_in`` (a writable
-    folder: the process removes it when the block ends, and whatever removes ``temp_in`` removes what a killed
-    process left there), for a process that runs user code for its whole life: a run, an evaluation, a chat model.
-    Yields what could not be done."""
+def without_privileges(writable: Iterable[str | os.PathLike]) -> Iterator[list[str]]:
+    """:func:`drop_privileges` with ``writable`` and a private temporary folder, removed when the block ends, for a
+    process that runs user code for its whole life: a run, an evaluation, a chat model. Yields what could not be
+    done."""
     from .read_only_files import private_temp_folder
 
-    temp = private_temp_folder(temp_in)
+    temp = private_temp_folder()
     try:
         yield drop_privileges(writable=writable, temp_folder=temp)
     finally:

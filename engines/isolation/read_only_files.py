@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import stat
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -59,8 +60,9 @@ KERNEL_TYPES = frozenset(
     {"proc", "sysfs", "devtmpfs", "devpts", "mqueue", "cgroup", "cgroup2", "securityfs", "debugfs", "tracefs"}
 )
 KERNEL_PLACES = ("/proc", "/sys", "/dev")
-#: the name a private temporary folder made in a writable folder starts with (a run's own: ``<run>/.tmp-…``)
-TEMP_PREFIX = ".tmp-"
+#: the folder, in the machine's temporary folder, where each user-code process gets a temporary folder of its own
+#: (short: a Unix socket's path there must fit in 108 bytes, as multiprocessing's do)
+TEMP_ROOT_NAME = "aworld-user-code"
 #: names beyond these, colon-separated, that user code may write into (an operator's own cache, say)
 WRITABLE_ENV = "AWORLD_USER_CODE_WRITABLE"
 
@@ -160,12 +162,25 @@ def datasets_cache() -> Path:
     return Path(home) / "datasets"
 
 
-def private_temp_folder(inside: str | os.PathLike | None = None) -> str:
-    """A fresh folder for the call's temporary files (mode 0700), which the caller removes when the call ends: in
-    the machine's temporary folder, or ``inside`` a folder the call may write into (``.tmp-…``)."""
-    if inside is None:
-        return tempfile.mkdtemp(prefix="aworld-user-")
-    return tempfile.mkdtemp(prefix=TEMP_PREFIX, dir=inside)
+def temp_root() -> str:
+    """:data:`TEMP_ROOT_NAME` in the machine's temporary folder (made, mode 0700, where missing); never another
+    user's folder or a link planted there."""
+    root = os.path.join(tempfile.gettempdir(), TEMP_ROOT_NAME)
+    try:
+        os.mkdir(root, 0o700)
+    except FileExistsError:
+        pass
+    st = os.lstat(root)
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid():
+        raise OSError(f"{root} is not a folder of this user's: remove it (user code's temporary folders go there)")
+    return root
+
+
+def private_temp_folder() -> str:
+    """A fresh folder for a user-code process's temporary files (mode 0700) in :func:`temp_root`, which can be
+    written there (and so removed by the process itself when it ends; a killed one's stays until the machine's
+    temporary folder is cleaned)."""
+    return tempfile.mkdtemp(dir=temp_root())
 
 
 #: AWorld writes its log into ``<cwd>/logs`` unless this variable says where
@@ -198,7 +213,7 @@ def confine_writes(
     if not os.uname().sysname == "Linux":
         return []
     keep = []
-    for p in [*writable, *([temp_folder] if temp_folder else []), *operator_writable()]:
+    for p in [*writable, *([os.path.dirname(temp_folder)] if temp_folder else []), *operator_writable()]:
         real = os.path.realpath(p)
         if os.path.isdir(real) and not _beneath(real, keep):  # (a folder in another is writable with it)
             keep = [k for k in keep if not _beneath(k, [real])] + [real]

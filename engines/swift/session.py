@@ -101,7 +101,8 @@ class SwiftHelper:
         self, python: str | None = None, log_path: str | os.PathLike | None = None, cache: CheckCache | None = None
     ):
         self.python = python or environment.swift_python()
-        self._log_path = Path(log_path) if log_path else None
+        self._given_log = Path(log_path) if log_path else None
+        self._started_log: Path | None = None  # where the running helper writes
         self.cache = cache if cache is not None else CheckCache()
         self.proc: subprocess.Popen | None = None
         self.versions: dict[str, Any] | None = None
@@ -112,8 +113,12 @@ class SwiftHelper:
     @property
     def log_path(self) -> Path:
         """The given file, else one in the temporary folder of the process that starts the helper (a check's own,
-        where user code may write: engines.isolation.read_only_files)."""
-        return self._log_path or Path(tempfile.gettempdir()) / f"aworld-swift-helper-{os.getpid()}.log"
+        where user code may write: engines.isolation.read_only_files; a fork's helper is not its parent's)."""
+        return self._given_log or self._started_log or self._default_log()
+
+    @staticmethod
+    def _default_log() -> Path:
+        return Path(tempfile.gettempdir()) / f"aworld-swift-helper-{os.getpid()}.log"
 
     # -- process ---------------------------------------------------------------------------------------
     def _start(self) -> None:
@@ -121,11 +126,11 @@ class SwiftHelper:
             raise SwiftEnvError(
                 f"ms-swift's Python {self.python} does not exist — run: {environment.SETUP_COMMAND}", "import"
             )
+        self._started_log = self._given_log or self._default_log()  # (where this start's messages are read from)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         # PYTHONSAFEPATH: the helper's own folder (engines/swift/*.py) is not put first on the import path,
         # so none of its modules shadows one that ms-swift imports
         env = dict(os.environ, PYTHONUNBUFFERED="1", TOKENIZERS_PARALLELISM="false", PYTHONSAFEPATH="1")
-        self._log_path = self.log_path  # (fixed once started: where its messages are read from)
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen(
                 [self.python, str(HELPER)],
