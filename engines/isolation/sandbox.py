@@ -45,7 +45,7 @@ from typing import Any, Callable, Iterable, Mapping
 from . import forking, process_tree, read_only_files, server_env as server_env_table
 from .pids_cgroup import PidsCgroup
 from .process_tree import TooManyProcesses, max_processes  # noqa: F401 - re-exported
-from .call_result import ForgedResult, load_result
+from .call_result import ForgedResult, describe, load_result, whose  # noqa: F401 - (describe, whose) re-exported
 from .privileges import close_inherited_fds, drop_privileges, set_parent_death_signal
 
 DEFAULT_TIMEOUT_S = 60.0
@@ -346,19 +346,9 @@ class IsolatedCall:
             os.close(r)
             os.close(pr)
             server_env_table.install(server_env)  # the call's MCP servers' variables, never in its environment
-            _supervise(
-                fn,
-                kwargs or {},
-                w,
-                pw,
-                self._out.fileno(),
-                env,
-                parent,
-                self.timeout_s,
-                self.max_processes,
-                self._shm,
-                tuple(os.fspath(p) for p in writable),
-            )
+            writes = tuple(os.fspath(p) for p in writable)
+            args = (w, pw, self._out.fileno(), env, parent, self.timeout_s, self.max_processes, self._shm, writes)
+            _supervise(fn, kwargs or {}, *args)
         os.close(w)
         os.close(pw)
         os.set_blocking(r, False)
@@ -594,24 +584,6 @@ def run_isolated(
     """``fn(**kwargs)`` in an :class:`IsolatedCall`; blocks until it ends. Never raises for what the
     call does (see :class:`Outcome`)."""
     return IsolatedCall(fn, kwargs, timeout_s=timeout_s, env=env, server_env=server_env, writable=writable).wait()
-
-
-def whose(stage: str | None) -> str:
-    """ "the reward module's code" for a module stage, else "user code"."""
-    from ..results.check_result import CHECKED_MODULES
-
-    return f"the {stage} module's code" if stage in CHECKED_MODULES else "the checked code"
-
-
-def describe(outcome: Outcome) -> str:
-    """One sentence for a failed call, naming whose code it was, e.g. "the reward module's code exited
-    with status 1 (os._exit or a crash in native code) before it returned"."""
-    if outcome.kind == "timeout":
-        who = f"the {outcome.stage} check" if outcome.stage else "the check"
-        return f"{who} {outcome.error}"
-    if outcome.kind in ("exit", "crash", "processes"):
-        return f"{whose(outcome.stage)} {outcome.error}"
-    return outcome.error
 
 
 if sys.platform == "win32":  # pragma: no cover
