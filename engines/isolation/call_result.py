@@ -11,10 +11,7 @@ from __future__ import annotations
 
 import io
 import pickle
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from .sandbox import Outcome
+from typing import Any
 
 #: what a call's result may hold besides plain data (str, numbers, bytes, lists, tuples, dicts, sets, None): a
 #: class is rebuilt only if named here. The frame comes from the user code's own process, which holds the pipe's
@@ -58,8 +55,8 @@ def whose(stage: str | None) -> str:
     return f"the {stage} module's code" if stage in CHECKED_MODULES else "the checked code"
 
 
-def describe(outcome: Outcome) -> str:
-    """One sentence for a failed call, naming whose code it was, e.g. "the reward module's code exited
+def describe(outcome: Any) -> str:
+    """One sentence for a failed call (a sandbox ``Outcome``), naming whose code it was, e.g. "the reward module's code exited
     with status 1 (os._exit or a crash in native code) before it returned"."""
     if outcome.kind == "timeout":
         who = f"the {outcome.stage} check" if outcome.stage else "the check"
