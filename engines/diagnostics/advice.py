@@ -77,5 +77,17 @@ ADVICE: dict[str, Advice] = {
         "descriptions, argument types)",
         None,
     ),
+    # the probe's (engines/probe/verdicts.py): read from the base model before a run, never by the live rules
+    "too_hard": Advice(
+        "Most prompts are never solved by the model: their groups give every completion the same low reward",
+        "use easier data or filter it to the prompts the model solves sometimes (the probe's --write-filtered), "
+        "start from a stronger model, or make the reward graded (partial credit)",
+        None,
+    ),
+    "too_easy": Advice(
+        "Most prompts are always solved by the model: there is little left to learn from them",
+        "use harder data or filter it to the prompts the model solves sometimes (the probe's --write-filtered)",
+        None,
+    ),
 }
 CODES = tuple(ADVICE)
