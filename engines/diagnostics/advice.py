@@ -90,4 +90,7 @@ ADVICE: dict[str, Advice] = {
         None,
     ),
 }
-CODES = tuple(ADVICE)
+#: the probe's own codes (engines/probe/verdicts.py): advice here, no live rule
+PROBE_CODES = ("too_hard", "too_easy")
+#: the live diagnoses' codes, one rule each (engines/diagnostics/rules.py)
+CODES = tuple(c for c in ADVICE if c not in PROBE_CODES)
