@@ -439,8 +439,10 @@ ZH = {
 
 from .i18n_zh_engines import ZH_ENGINES  # noqa: E402 - what engines say, kept beside its templates
 from .i18n_zh_sweeps import ZH_SWEEPS  # noqa: E402 - the Sweeps strings, kept beside their module
+from .i18n_zh_probe import ZH_PROBE  # noqa: E402 - the probe's strings, kept beside its panel
 
 ZH.update(ZH_SWEEPS)
+ZH.update({k: v for k, v in ZH_PROBE.items() if k not in ZH})  # a word already translated keeps its Chinese
 ZH.update(ZH_ENGINES)
 
 #: why a run failed, as the Monitor, Runs and Evaluate show status.json's cause (engines/runs/causes.py)

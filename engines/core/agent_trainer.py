@@ -141,6 +141,7 @@ class AgentTrainer:
         runs_dir: str | os.PathLike | None = None,
         timeout_s: float | None = None,
         refresh: bool = False,
+        on_progress: Any = None,
     ) -> Any:
         """Sample ``samples`` completions (default: the config's ``num_generations``) for ``prompts`` training prompts
         (a random choice, ``seed``) from the base model through the agent's loop, score them with the reward, and
@@ -150,7 +151,8 @@ class AgentTrainer:
         ``$AWORLD_PROBE_TIMEOUT_S`` or 900 s). The report is stored in ``<runs_dir>/.probes/<key>.json`` (default:
         this trainer's ``run_path``) and read back, without sampling, for the same inputs unless ``refresh``.
         Returns an :class:`engines.probe.ProbeResult` (``.report``, ``.summary()``, ``.write_filtered(path,
-        band)``); CheckError for a bad argument or a probe that failed."""
+        band)``); CheckError for a bad argument or a probe that failed. ``on_progress(doing)``: what the sampling is
+        doing, each time that changes."""
         from ..probe import probe_processor
 
         if self.train_processor is None or not self.train_processor.initialized:
@@ -164,6 +166,7 @@ class AgentTrainer:
             timeout_s=timeout_s,
             refresh=refresh,
             sources=(self.agent, self.reward_func, self.config),
+            on_progress=on_progress,
         )
 
     @staticmethod

@@ -8,10 +8,11 @@ call it): its agent, training set, reward and effective config are what the prob
 from __future__ import annotations
 
 import os
+import select
 import time
-from typing import Any
+from typing import Any, Callable
 
-from ..isolation.sandbox import describe, run_isolated
+from ..isolation.sandbox import IsolatedCall, Outcome, describe
 from ..isolation.user_env import user_code_envs
 from ..results.check_result import CheckError
 from . import statistics as S
@@ -87,11 +88,14 @@ def probe_processor(
     refresh: bool = False,
     pass_threshold: float = 1.0,
     sources: tuple = (),
+    on_progress: Callable[[str | None], None] | None = None,
 ) -> ProbeResult:
     """Probe the checked setup of ``processor`` (a StandardProcessor whose checks passed). ``samples`` defaults to
     the config's ``num_generations``; the report goes to ``<runs_dir>/.probes/<key>.json`` (``runs_dir``: the
     processor's runs folder). ``sources``: the inputs as given (agent, reward, config), whose ``${NAME}`` the child's
-    environment may hold (engines/isolation/user_env.py). ``refresh``: sample again even when a report is stored. Raises CheckError for bad
+    environment may hold (engines/isolation/user_env.py). ``refresh``: sample again even when a report is stored.
+    ``on_progress``: called with what the sampling child says it is doing (``"12 of 64 completions sampled and
+    scored"``) each time that changes (the studio's check worker passes it on to the page). Raises CheckError for bad
     arguments and for a probe that failed (its cause: the reward's error, the time limit, ...)."""
     if getattr(processor, "agent_spec", None) is None or getattr(processor, "data", None) is None:
         raise CheckError("probe", "the setup is not checked", "construct AgentTrainer with valid modules first")
@@ -120,13 +124,14 @@ def probe_processor(
     rows = pick_rows(len(processor.data.train), prompts, seed)
     env, servers = user_code_envs(*sources)
     t0 = time.time()
-    outcome = run_isolated(
+    call = IsolatedCall(
         _sample_in_child,
         {"processor": processor, "settings": settings, "rows": rows, "samples": samples, "seed": seed},
         timeout_s=timeout_s or default_timeout_s(),
         env=env,
         server_env=servers,
     )
+    outcome = _wait(call, on_progress)
     if not outcome.ok:
         raise CheckError(
             "probe",
@@ -148,6 +153,25 @@ def probe_processor(
     )
     write_stored(runs_dir, report)
     return ProbeResult(report, reused=False)
+
+
+def _wait(call: IsolatedCall, on_progress: Callable[[str | None], None] | None) -> Outcome:
+    """``call.wait()``, telling ``on_progress`` each new thing the call says it is doing."""
+    if on_progress is None:
+        return call.wait()
+    said = None
+    try:
+        while not call.done:
+            ready, _, _ = select.select(call.fds(), [], [], max(0.0, min(0.2, call.deadline - time.monotonic())))
+            call.pump(ready)
+            if call.doing != said:
+                said = call.doing
+                on_progress(said)
+    except BaseException:
+        call.stop("cancelled", "interrupted")
+        call.finish()
+        raise
+    return call.finish()
 
 
 def _memory(processor: Any) -> dict | None:
