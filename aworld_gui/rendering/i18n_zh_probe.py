@@ -7,7 +7,7 @@ ZH_PROBE = {
     "Probe the base model": "试探基础模型",
     "samples training prompts through the engine, scores them with the reward and forecasts the run; it never blocks Launch.": "通过引擎对训练提示词采样,用奖励打分并预测这次运行;它从不阻止启动训练。",
     "Prompts": "提示词数",
-    "Samples per prompt (empty: num_generations)": "每个提示词的采样数(留空:num_generations)",
+    "Samples per prompt (0: num_generations)": "每个提示词的采样数(0:num_generations)",
     "Cancel": "取消",
     "Keep: pass rate above": "保留:通过率高于",
     "and below": "且低于",

@@ -63,10 +63,10 @@ class ProbePanel:
                     DEFAULT_PROMPTS, precision=0, minimum=1, label=_("Prompts"), scale=1, elem_id="probe-prompts"
                 )
                 self.samples = gr.Number(
-                    None,
+                    0,
                     precision=0,
-                    minimum=1,
-                    label=_("Samples per prompt (empty: num_generations)"),
+                    minimum=0,
+                    label=_("Samples per prompt (0: num_generations)"),
                     scale=2,
                     elem_id="probe-samples",
                 )
