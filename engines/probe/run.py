@@ -12,7 +12,7 @@ import select
 import time
 from typing import Any, Callable
 
-from ..isolation.sandbox import IsolatedCall, Outcome, describe
+from ..isolation.sandbox import IsolatedCall, Outcome, describe, run_isolated
 from ..isolation.user_env import user_code_envs
 from ..results.check_result import CheckError
 from . import statistics as S
@@ -124,14 +124,14 @@ def probe_processor(
     rows = pick_rows(len(processor.data.train), prompts, seed)
     env, servers = user_code_envs(*sources)
     t0 = time.time()
-    call = IsolatedCall(
-        _sample_in_child,
-        {"processor": processor, "settings": settings, "rows": rows, "samples": samples, "seed": seed},
+    call = dict(
+        fn=_sample_in_child,
+        kwargs={"processor": processor, "settings": settings, "rows": rows, "samples": samples, "seed": seed},
         timeout_s=timeout_s or default_timeout_s(),
         env=env,
         server_env=servers,
     )
-    outcome = _wait(call, on_progress)
+    outcome = run_isolated(**call) if on_progress is None else _wait(IsolatedCall(**call), on_progress)
     if not outcome.ok:
         raise CheckError(
             "probe",
@@ -155,10 +155,8 @@ def probe_processor(
     return ProbeResult(report, reused=False)
 
 
-def _wait(call: IsolatedCall, on_progress: Callable[[str | None], None] | None) -> Outcome:
+def _wait(call: IsolatedCall, on_progress: Callable[[str | None], None]) -> Outcome:
     """``call.wait()``, telling ``on_progress`` each new thing the call says it is doing."""
-    if on_progress is None:
-        return call.wait()
     said = None
     try:
         while not call.done:
