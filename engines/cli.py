@@ -8,6 +8,7 @@
     python -m engines stop runs/<run_id> [--kill-after 30]
     python -m engines engines
     python -m engines setup swift [--progress-file F]   # an engine's own environment (ms-swift's virtualenv)
+    python -m engines probe ...same arguments... [--prompts 64 --samples K --write-filtered F]   # before a run
 
 ``--reward`` may repeat; ``NAME@WEIGHT`` sets a weight (``--reward exact_match@1 --reward answer_format@0.2``);
 ``REF(k=v, ...)`` gives a factory its arguments; ``{judge: {...}}`` (inline YAML) or a rewards .yaml file.
@@ -220,6 +221,43 @@ def execute_run(run) -> int:
     return 0
 
 
+def cmd_probe(a: argparse.Namespace) -> int:
+    """The setup checked, then its base model probed (engines/probe/): the report printed (or as JSON), stored under
+    ``<runs-dir>/.probes/``; ``--write-filtered`` writes the training rows inside ``--band``."""
+    import shutil
+    import tempfile
+
+    from .core.agent_trainer import AgentTrainer
+    from .probe.filtering import parse_band
+
+    try:
+        band = parse_band(a.band)
+        scratch = tempfile.mkdtemp(prefix="aworld-probe-")  # the checks' run folder: no run is made
+        try:
+            trainer = AgentTrainer(run_path=scratch, check_timeout_s=a.check_timeout, **module_kwargs(a))
+            print(f"probing {a.prompts} prompts (seed {a.seed}) ...", file=sys.stderr)
+            result = trainer.probe(
+                a.prompts, a.samples, a.seed, runs_dir=a.runs_dir, timeout_s=a.timeout, refresh=a.refresh
+            )
+            filtered = result.write_filtered(a.write_filtered, band) if a.write_filtered else None
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+    except CheckError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    if a.json:
+        print(json.dumps({**result.to_dict(), "reused": result.reused, "filtered": filtered}, default=str, indent=1))
+        return 0
+    print(result.summary())
+    if filtered:
+        dropped = ", ".join(f"{n} {why}" for why, n in filtered["dropped"].items() if n) or "none"
+        print(
+            f"filtered: {filtered['kept']} of {filtered['rows']} rows kept ({filtered['rule']}) in {filtered['path']}; "
+            f"dropped: {dropped}; provenance: {filtered['path']}.provenance.json"
+        )
+    return 0
+
+
 def cmd_label(a: argparse.Namespace) -> int:
     from .runs.rundir import RunDir
 
@@ -421,6 +459,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--max-steps", type=int, default=None, help="train to this step (past a finished run's end)")
     p.add_argument("--detach", action="store_true", help="start it in the background and return")
     p.set_defaults(func=cmd_resume)
+    p = sub.add_parser("probe", help="sample the base model before a run: forecast, verdicts, difficulty filter")
+    add_module_args(p)
+    p.add_argument("--prompts", type=int, default=64, help="training prompts sampled (a seeded random choice)")
+    p.add_argument("--samples", type=int, default=None, help="completions per prompt (default: num_generations)")
+    p.add_argument("--seed", type=int, default=0, help="which prompts, and the sampling's seed")
+    p.add_argument("--runs-dir", default=os.environ.get("AWORLD_RUNS_DIR", "runs"), help="reports go to .probes/ here")
+    p.add_argument("--timeout", type=float, default=None, help="seconds ($AWORLD_PROBE_TIMEOUT_S, else 900)")
+    p.add_argument("--refresh", action="store_true", help="sample again even when a report is stored")
+    p.add_argument("--write-filtered", metavar="PATH", help="write the training rows inside --band here (.jsonl)")
+    p.add_argument("--band", default=None, help="LOW,HIGH: rows kept when LOW < pass rate < HIGH (default 0,1)")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.set_defaults(func=cmd_probe)
     p = sub.add_parser("label", help="name a run or change its note")
     p.add_argument("run_dir")
     p.add_argument("--name")

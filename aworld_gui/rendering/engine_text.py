@@ -95,6 +95,16 @@ TEMPLATES = [
     # settings the data cannot feed (engines/fit/data_fit.py)
     "[the training set has] {} [usable row(s) but one optimizer step takes] {} [prompts] (`{}`)[: training would run 0 steps]",
     "[lower] `{}` [so one step takes at most] {} [prompt(s), or add rows]",
+    # the probe's verdict lines (engines/probe/verdicts.py)
+    "[every term of the reward gave every one of the] {} [samples the same value] ({}): [zero spread in every group, at any num_generations]",
+    "[change the reward]",
+    "{} [of prompt groups give all] {} [completions the same reward] ([estimated] {}): [GRPO would learn nothing from those steps' groups]",
+    "[the reward term] {} [gave every sample] {} [while] {} [varied]",
+    "{} [of completions hit] `max_completion_length` = {} ([their length past it is unknown here: probe again with a higher one])",
+    "[no completion called a tool] ({} [rollouts])",
+    "{} [of the tool calls failed] ({} [rollouts])",
+    "{} [of the] {} [prompts were never solved] ([reward] ≥ {}) [in] {} [samples]",
+    "{} [of the] {} [prompts were solved in every one of] {} [samples]",
 ]
 #: the head of a config's every problem at once (engines/inputs/config.py all_problems), the file's name before it
 #: when it came from a file: "bad.yaml: 5 problems in the config: <problem>; <problem>; …"

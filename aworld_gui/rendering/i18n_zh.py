@@ -346,6 +346,10 @@ ZH = {
     "check the reward function named in the evidence: that it reads the completion and the columns it needs, and that it can score a better answer higher (try it on sample rows in Setup's reward preview); more generations or a higher temperature cannot spread a constant": "检查证据中列出的奖励函数:它是否读取了补全以及所需的列,能否给更好的答案更高的分数(可在 Setup 的奖励预览中用样本行试一试);更多生成或更高的温度都无法让常数产生差异",
     "One term of the reward mix gives every sample the same value, so it teaches nothing": "奖励组合中的某一项给每个样本的值都相同,因此它什么也教不了",
     "check that term: its inputs (columns, format) and whether it can tell answers apart; or drop it": "检查这一项:它的输入(列、格式)以及它能否区分不同的答案;或者去掉它",
+    "Most prompts are never solved by the model: their groups give every completion the same low reward": "大多数提示模型从未解出:它们的组里每个回答都得到同样的低奖励",
+    "use easier data or filter it to the prompts the model solves sometimes (the probe's --write-filtered), start from a stronger model, or make the reward graded (partial credit)": "使用更容易的数据,或只保留模型有时能解出的提示(探测的 --write-filtered),换一个更强的起始模型,或让奖励分级(部分得分)",
+    "Most prompts are always solved by the model: there is little left to learn from them": "大多数提示模型总能解出:从中几乎学不到什么",
+    "use harder data or filter it to the prompts the model solves sometimes (the probe's --write-filtered)": "使用更难的数据,或只保留模型有时能解出的提示(探测的 --write-filtered)",
     "Peak memory grows step after step and, at this rate, runs out before the run ends": "峰值内存逐步增长,按这个速度会在训练结束前耗尽",
     "lower max_completion_length or the batch (prompts_per_step), or train LoRA adapters (use_peft)": "降低 max_completion_length 或批大小(prompts_per_step),或者训练 LoRA 适配器(use_peft)",
     "The agent has tools but does not call them (or most calls fail)": "智能体有工具但没有调用(或者大多数调用失败)",
@@ -435,8 +439,10 @@ ZH = {
 
 from .i18n_zh_engines import ZH_ENGINES  # noqa: E402 - what engines say, kept beside its templates
 from .i18n_zh_sweeps import ZH_SWEEPS  # noqa: E402 - the Sweeps strings, kept beside their module
+from .i18n_zh_probe import ZH_PROBE  # noqa: E402 - the probe's strings, kept beside its panel
 
 ZH.update(ZH_SWEEPS)
+ZH.update({k: v for k, v in ZH_PROBE.items() if k not in ZH})  # a word already translated keeps its Chinese
 ZH.update(ZH_ENGINES)
 
 #: why a run failed, as the Monitor, Runs and Evaluate show status.json's cause (engines/runs/causes.py)

@@ -158,6 +158,13 @@ footer { opacity: .75; }   /* API and Settings (the language) */
 .aw-group-table { width:100%; border-collapse: collapse; }
 .aw-group-table th, .aw-group-table td { text-align:left; padding: 2px 6px; border-bottom: 1px solid var(--border-color-primary); }
 .aw-group-text { max-width: 260px; overflow-wrap: anywhere; }
+.aw-probe-grid { display:grid; grid-template-columns: repeat(auto-fit, minmax(320px, 1fr)); gap: 10px 18px; margin-top: 8px; }
+.aw-probe-part { font-size: 13px; } .aw-probe-chip { margin-top: 6px; font-size: 13px; }
+.aw-hist { margin: 4px 0; } .aw-hist-row { display:flex; align-items:center; gap: 8px; font-size: 12px; }
+.aw-hist-k { width: 64px; text-align: right; font-variant-numeric: tabular-nums; color: var(--body-text-color-subdued); }
+.aw-hist-bar { flex: 1; height: 10px; background: var(--background-fill-secondary); border-radius: 3px; }
+.aw-hist-bar span { display:block; height: 100%; background: var(--aw-info); border-radius: 3px; }
+.aw-hist-n { width: 28px; font-variant-numeric: tabular-nums; }
 .aw-rchip { background: var(--background-fill-secondary); border-radius: 6px; padding: 1px 7px; }
 .aw-turn { border-left: 3px solid #cbd5e1; padding: 3px 8px; margin: 4px 0; font-size: 13px; }
 .aw-role { font-size: 11px; text-transform: uppercase; letter-spacing: .05em; color: var(--body-text-color-subdued); }

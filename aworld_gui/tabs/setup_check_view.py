@@ -31,6 +31,7 @@ OUTPUT_NAMES = (
     "config_status",
     "effective",
     "launch_btn",
+    "probe_btn",
     "engines_table",
     "cli",
     "memory_estimate",
@@ -101,6 +102,7 @@ def check_updates(studio: Studio, si: inp.SetupInputs, report: dict) -> list:
         if effective
         else "# fix the errors above to see the effective config",
         gr.update(interactive=bool(report.get("ok"))),
+        gr.update(interactive=bool(report.get("ok"))),  # Probe: green checks, as Launch
         render.engines_table(cat.get("engines", []), si.engine),
         si.cli_command() + ("  \\\n  --config config.yaml   # the overrides YAML" if si.config_text.strip() else ""),
         render.memory_estimate((cfg.get("details") or {}).get("memory"), cfg["status"]),

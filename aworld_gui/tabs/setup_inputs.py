@@ -20,6 +20,8 @@ NONE_CHOICE = (str(_("(none)")), NONE)
 class SetupUI:
     strip: Any = None
     launch_btn: Any = None
+    probe_btn: Any = None  # enabled as launch_btn is, by the check (tabs/probe_panel.py)
+    probe_chip: Any = None  # the probe's verdict beside the strip
     launch_msg: Any = None
     agent: Any = None
     agent_upload: Any = None

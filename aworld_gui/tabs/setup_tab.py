@@ -19,17 +19,14 @@ import gradio as gr
 
 from engines.results.check_result import field_problems
 
-
 from ..rendering import glossary, render
-from ..core import presets
+from ..core import inputs as inp, presets
 from ..rendering.i18n import Markdown, _, headers
-from ..core import inputs as inp
-from . import reward_card
+from . import config_form, reward_card, setup_check_view
 from .config_editor import ConfigEditor
-from . import config_form
 from .config_form_render import render_config_form
 from .engine_setup import EngineSetupPanel
-from . import setup_check_view
+from .probe_panel import ProbePanel
 from .setup_files import SetupFiles
 from .setup_inputs import AUTO, AUTO_CHOICE, NONE, NONE_CHOICE, SetupUI, collect
 from ..core.studio import MODULE_TITLES, Studio
@@ -46,6 +43,7 @@ class SetupTab:
         self.studio = studio
         self.editor = ConfigEditor(studio)
         self.files = SetupFiles(studio)  # uploads, the test set's pairing, the rewards offered
+        self.probe = ProbePanel(studio)  # Probe beside Launch, its report, the difficulty filter
 
     # -- layout ------------------------------------------------------------------------------------
     def build(self) -> SetupUI:
@@ -54,10 +52,12 @@ class SetupTab:
         with gr.Row(elem_classes="aw-launchbar", equal_height=True):
             with gr.Column(scale=5, min_width=400):
                 ui.strip = gr.HTML(render.checks_strip(None, MODULE_TITLES, checking=True), elem_id="checks-strip")
-            with gr.Column(scale=2, min_width=260):
+                self.probe.build_chip(ui)
+            with gr.Column(scale=2, min_width=260), gr.Row(equal_height=True):
                 ui.launch_btn = gr.Button(
                     _("Launch training"), variant="primary", size="lg", interactive=False, elem_id="launch-btn"
                 )
+                self.probe.build_button(ui)
         with gr.Accordion(_("Presets: load a whole setup, or save this one"), open=False, elem_id="presets"):
             with gr.Row(equal_height=True, elem_classes="aw-runbar"):
                 ui.preset = gr.Dropdown(
@@ -89,6 +89,7 @@ class SetupTab:
                 placeholder=_("what this run tries; editable later in Runs"),
             )
         ui.launch_msg = gr.HTML("", elem_id="launch-msg", elem_classes="aw-launch-msg")
+        self.probe.build()
 
         # Agent ------------------------------------------------------------------------------------
         with gr.Row(equal_height=False):
@@ -310,6 +311,7 @@ class SetupTab:
         then_check, check_on = self.then_check, self.check_on
         private = dict(api_visibility="private", show_progress="hidden")
         ui.checked.change(**self.reconcile_kw())
+        self.probe.wire(ui, then_check)
 
         # presets: load puts in every input (the form follows the spec); save writes the current setup
         then_check(

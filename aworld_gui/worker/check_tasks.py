@@ -272,14 +272,87 @@ def resume(run_dir: str, checkpoint: str = "latest", max_steps: int | None = Non
         return {"ok": False, "error": str(e.result.message), "module": e.module}
 
 
+# -- the probe (engines/probe/) -------------------------------------------------------------------------
+def probe(
+    inputs: dict[str, Any],
+    runs_dir: str,
+    progress_file: str | None = None,
+    prompts: int = 64,
+    samples: int | None = None,
+    seed: int = 0,
+    refresh: bool = False,
+    limit_s: float | None = None,
+) -> dict[str, Any]:
+    """The setup checked, then its base model probed (``AgentTrainer.probe``): the report (stored in
+    ``<runs_dir>/.probes/``, read back for the same inputs). What the sampling says it is doing is written to
+    ``progress_file`` (the studio shows it while the call runs); ``limit_s``: the sampling's time limit."""
+    import shutil
+    import tempfile
+
+    from engines.core.agent_trainer import AgentTrainer
+    from engines.isolation.sandbox import report_progress
+    from engines.results.check_result import CheckError
+
+    from .check_inputs import SetupInputs
+
+    def said(doing: str | None) -> None:
+        report_progress("probe", doing)
+        if progress_file and doing:
+            try:
+                Path(progress_file).parent.mkdir(parents=True, exist_ok=True)
+                Path(progress_file).write_text(doing, encoding="utf-8")
+            except OSError:
+                pass  # the progress shown is a courtesy; the probe goes on
+
+    si = SetupInputs.from_dict(inputs)
+    scratch = tempfile.mkdtemp(prefix="aworld-probe-")  # the checks' run folder: no run is made
+    try:
+        said("checking the setup")
+        kwargs = si.check_kwargs()
+        if columns := kwargs.pop("columns", None):  # as prepare_run gives them
+            kwargs["train_dataset"] = {"path": kwargs["train_dataset"], "columns": columns}
+        trainer = AgentTrainer(run_path=scratch, **kwargs)
+        result = trainer.probe(
+            prompts, samples, seed, runs_dir=runs_dir, timeout_s=limit_s, refresh=refresh, on_progress=said
+        )
+    except CheckError as e:
+        return {"ok": False, "error": str(e.result.message), "module": e.module}
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return {"ok": True, "reused": result.reused, "report": result.to_dict()}
+
+
+def probe_filter(report_path: str, out: str, band: Any = None) -> dict[str, Any]:
+    """A probe's difficulty filter (``ProbeResult.write_filtered``): the training rows inside ``band`` written to
+    ``out`` (its folder made here, by the call, not by the studio), with its provenance beside it."""
+    import json
+
+    from engines.probe import ProbeResult
+    from engines.results.check_result import CheckError
+
+    try:
+        report = json.loads(Path(report_path).read_text(encoding="utf-8"))
+        Path(out).parent.mkdir(parents=True, exist_ok=True)
+        return {"ok": True, **ProbeResult(report).write_filtered(out, band)}
+    except CheckError as e:
+        return {"ok": False, "error": str(e.result.message)}
+    except (OSError, ValueError) as e:
+        return {"ok": False, "error": f"{type(e).__name__}: {e}"}
+
+
 #: the folders a task's user code may write into (every other file is read-only to it: engines.isolation.read_only_files)
 WRITES = {
     "prepare": lambda kwargs: [kwargs["runs_dir"]],
     "prepare_eval": lambda kwargs: [kwargs["run_dir"]],
     "resume": lambda kwargs: [kwargs["run_dir"]],
+    # the report in <runs>/.probes/, its progress file; the filtered set in <runs>/.uploads/
+    "probe": lambda kwargs: [kwargs["runs_dir"]],
+    "probe_filter": lambda kwargs: [str(Path(kwargs["out"]).parents[2])],
 }
 
 TASKS = {
+    "probe": probe,
+    "probe_filter": probe_filter,
     "resume": resume,
     "prepare_eval": prepare_eval,
     "catalog": catalog,

@@ -132,6 +132,43 @@ class AgentTrainer:
             return await fn(dataset, **kw)
         return await asyncio.to_thread(fn, dataset, **kw)
 
+    def probe(
+        self,
+        prompts: int = 64,
+        samples: int | None = None,
+        seed: int = 0,
+        *,
+        runs_dir: str | os.PathLike | None = None,
+        timeout_s: float | None = None,
+        refresh: bool = False,
+        on_progress: Any = None,
+    ) -> Any:
+        """Sample ``samples`` completions (default: the config's ``num_generations``) for ``prompts`` training prompts
+        (a random choice, ``seed``) from the base model through the agent's loop, score them with the reward, and
+        report what the run would meet: pass rates, zero-spread groups now and at 2× and 4× the group, truncation,
+        each reward term, tool use, a time forecast and verdict lines with the setting to change
+        (engines/probe/). The sampling runs in an isolated child with a time limit (``timeout_s``, default
+        ``$AWORLD_PROBE_TIMEOUT_S`` or 900 s). The report is stored in ``<runs_dir>/.probes/<key>.json`` (default:
+        this trainer's ``run_path``) and read back, without sampling, for the same inputs unless ``refresh``.
+        Returns an :class:`engines.probe.ProbeResult` (``.report``, ``.summary()``, ``.write_filtered(path,
+        band)``); CheckError for a bad argument or a probe that failed. ``on_progress(doing)``: what the sampling is
+        doing, each time that changes."""
+        from ..probe import probe_processor
+
+        if self.train_processor is None or not self.train_processor.initialized:
+            raise ValueError(f"Train engine {self.train_engine_name} is not initialized")
+        return probe_processor(
+            self.train_processor,
+            prompts=prompts,
+            samples=samples,
+            seed=seed,
+            runs_dir=runs_dir,
+            timeout_s=timeout_s,
+            refresh=refresh,
+            sources=(self.agent, self.reward_func, self.config),
+            on_progress=on_progress,
+        )
+
     @staticmethod
     def register_processor(train_engine_name: str, train_type: type) -> None:
         register_processor(train_engine_name, train_type)

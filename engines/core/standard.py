@@ -138,6 +138,10 @@ class StandardProcessor(TrainerProcessor):
             else None,
             "columns": bundle.columns.to_dict(),
         }
+        from ..probe.filtering import read_provenance
+
+        if provenance := read_provenance(bundle.train_source):  # a probe's filtered set: where it came from
+            self.spec["data"]["provenance"] = provenance
         result = bundle.result()
         if extra:
             result.details.update(extra)

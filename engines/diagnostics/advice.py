@@ -77,5 +77,20 @@ ADVICE: dict[str, Advice] = {
         "descriptions, argument types)",
         None,
     ),
+    # the probe's (engines/probe/verdicts.py): read from the base model before a run, never by the live rules
+    "too_hard": Advice(
+        "Most prompts are never solved by the model: their groups give every completion the same low reward",
+        "use easier data or filter it to the prompts the model solves sometimes (the probe's --write-filtered), "
+        "start from a stronger model, or make the reward graded (partial credit)",
+        None,
+    ),
+    "too_easy": Advice(
+        "Most prompts are always solved by the model: there is little left to learn from them",
+        "use harder data or filter it to the prompts the model solves sometimes (the probe's --write-filtered)",
+        None,
+    ),
 }
-CODES = tuple(ADVICE)
+#: the probe's own codes (engines/probe/verdicts.py): advice here, no live rule
+PROBE_CODES = ("too_hard", "too_easy")
+#: the live diagnoses' codes, one rule each (engines/diagnostics/rules.py)
+CODES = tuple(c for c in ADVICE if c not in PROBE_CODES)

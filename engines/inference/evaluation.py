@@ -154,6 +154,8 @@ def evaluate_model(
                     "tool_calls": traj.tool_calls,
                     "tool_errors": traj.tool_errors,
                     "truncated": traj.truncated,
+                    "completion_tokens": traj.tokens,
+                    "turns": traj.turns,
                 }
             )
         if progress is not None:

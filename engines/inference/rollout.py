@@ -26,6 +26,8 @@ class Trajectory:
     tool_calls: int = 0
     tool_errors: int = 0
     truncated: bool = False
+    tokens: int = 0  # tokens the model generated, every turn's
+    turns: int = 0  # model turns taken (1 without tool calls)
 
     @property
     def completion(self) -> str:
@@ -161,6 +163,8 @@ class AgentGenerator:
                 for i, ids in zip(chunk, outs):
                     msg = self._parse(ids)
                     traj = trajectories[i]
+                    traj.tokens += len(ids)
+                    traj.turns += 1
                     traj.messages.append(msg)
                     history[i].append(msg)
                     if len(ids) >= max_new_tokens and not msg.get("tool_calls"):
