@@ -253,7 +253,13 @@ def cmd_probe(a: argparse.Namespace) -> int:
         dropped = ", ".join(f"{n} {why}" for why, n in filtered["dropped"].items() if n) or "none"
         print(
             f"filtered: {filtered['kept']} of {filtered['rows']} rows kept ({filtered['rule']}) in {filtered['path']}; "
-            f"dropped: {dropped}; provenance: {filtered['path']}.provenance.json"
+            + (
+                f"fewer than one step takes (prompts_per_step {filtered['fewer_than_a_step']}): lower prompts_per_step "
+                f"to {filtered['kept']} or fewer, or widen the band; "
+                if filtered.get("fewer_than_a_step")
+                else ""
+            )
+            + f"dropped: {dropped}; provenance: {filtered['path']}.provenance.json"
         )
     return 0
 

@@ -52,6 +52,11 @@ def _probe_and_filter(page, lang: str) -> None:
     page.click("#probe-filter")
     filtered = '[data-testid="probe-filtered"]'
     wait_for(lambda: page.get_attribute(filtered, "data-state") == "written", 60, "the filtered training set")
+    # the random-init demo solves few letters sometimes: fewer rows than one step's 8 prompts, and the way out said
+    short = page.inner_text('[data-testid="probe-filtered-short"]')
+    assert "prompts_per_step" in short and ("少于一步所需" in short if lang == "zh" else "widen the band" in short), (
+        short
+    )
     wait_for(lambda: ".pass-0-1.jsonl" in page.input_value("#train-select input"), 30, "the train set switched")
     # the filtered set is a new input: checked again, and not probed yet
     wait_for(lambda: page.get_attribute('[data-testid="probe-chip"]', "data-state") == "none", 60, "the chip follows")

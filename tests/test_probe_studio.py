@@ -74,6 +74,10 @@ def test_the_filter_writes_beside_the_uploads_and_is_selected_as_the_train_set(s
     provenance = json.loads(Path(f"{path}.provenance.json").read_text(encoding="utf-8"))
     assert provenance["probe"] == report["key"] and provenance["band"] == [0.0, 1.0]
     assert provenance["kept"] == len(kept) and 'data-state="written"' in html
+    # fewer rows than one step takes (the demo's prompts_per_step, 8): the config check will refuse it, said here
+    assert (
+        ('data-testid="probe-filtered-short"' in html) == (len(kept) < 8) == (provenance.get("fewer_than_a_step") == 8)
+    )
     assert any(value == str(path) for _label, value in train["choices"])
     # a band nothing is inside: said, and the train set is left as it was
     html, train = panel.on_filter(*values, PROMPTS, SAMPLES, 0.99, 1.0)

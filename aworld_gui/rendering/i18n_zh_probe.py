@@ -12,6 +12,8 @@ ZH_PROBE = {
     "Keep: pass rate above": "保留:通过率高于",
     "and below": "且低于",
     "Keep prompts the model solves sometimes": "只保留模型有时能解出的提示词",
+    "Fewer rows than one step takes:": "保留的行数少于一步所需:",
+    "Lower it to the rows kept or fewer, or widen the band.": "把它调低到不超过保留的行数,或放宽通过率区间。",
     "Probe this setup first.": "请先试探此配置。",
     # the chip beside the checks, the progress
     "probing…": "试探中…",

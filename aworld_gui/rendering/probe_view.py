@@ -229,5 +229,18 @@ def filtered_html(res: dict) -> str:
         f'<div class="aw-msg aw-msg-ok" data-testid="probe-filtered" data-state="written">'
         f"<b>{res['kept']}</b> / {res['rows']} {esc(_('rows kept'))} "
         f"({low:g} &lt; {esc(_('pass rate'))} &lt; {high:g}); "
-        f"{esc(_('dropped:'))} {dropped}. {esc(_('Selected as the train set:'))} <code>{esc(res['path'])}</code></div>"
+        f"{esc(_('dropped:'))} {dropped}. {esc(_('Selected as the train set:'))} <code>{esc(res['path'])}</code>"
+        f"{_short_of_a_step(res)}</div>"
+    )
+
+
+def _short_of_a_step(res: dict) -> str:
+    """The config check refuses a training set smaller than one step's prompts: said here, with the way out."""
+    per_step = res.get("fewer_than_a_step")
+    if not per_step:
+        return ""
+    return (
+        f'<br><span data-testid="probe-filtered-short">{esc(_("Fewer rows than one step takes:"))} '
+        f"<code>prompts_per_step</code> = {per_step}. {esc(_('Lower it to the rows kept or fewer, or widen the band.'))}"
+        "</span>"
     )

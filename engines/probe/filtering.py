@@ -110,5 +110,8 @@ def write_filtered(report: dict[str, Any], table: Any, out: str | os.PathLike, b
         "dropped": {k: len(v) for k, v in chosen["dropped"].items()},
         "created": time.time(),
     }
+    per_step = (report.get("settings") or {}).get("prompts_per_step")
+    if per_step and len(chosen["kept"]) < per_step:  # the config check refuses a set smaller than one step's prompts
+        summary["fewer_than_a_step"] = per_step
     atomic_write_text(provenance_path(out), json.dumps(summary, ensure_ascii=False, indent=1))
     return summary
