@@ -192,10 +192,10 @@ def test_a_finished_run_trains_further_only_when_asked_and_what_cannot_resume_sa
     )
     assert (a.path / "run.yaml").read_text() == before[0] and (a.path / "metrics.jsonl").read_text() == before[2]
     assert a.read_status() == before[1]
-    other = RunDir.create(tmp_path / "runs", "swift")
-    other.write_spec({"engine": "swift", "config": {}})
+    other = RunDir.create(tmp_path / "runs", "verl")
+    other.write_spec({"engine": "verl", "config": {}})
     other.write_status(state="failed")
-    refused(other.path, r"runs of the swift engine do not resume yet")
+    refused(other.path, r"runs of the verl engine do not resume yet")
     bare = RunDir.create(tmp_path / "runs", "trl")
     bare.write_spec({"engine": "trl", "config": {"max_steps": 5}})
     bare.write_status(state="stopped")
@@ -205,7 +205,9 @@ def test_a_finished_run_trains_further_only_when_asked_and_what_cannot_resume_sa
 
     from engines import AgentTrainer
 
+    (a.path / "STOP").write_text("{}")  # a stop request left by an earlier attempt: not the resumed one's
     assert AgentTrainer.resume(a.path, max_steps=14) == "finished"  # the Python API, in this process
+    assert not (a.path / "STOP").exists()
     status = a.read_status()
     assert status["state"] == "finished" and status["step"] == 14 and status["attempt"] == 2
     assert (

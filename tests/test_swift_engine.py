@@ -152,11 +152,14 @@ def test_stop_ends_at_a_step_boundary_with_a_checkpoint_and_resume_continues(lon
     log = long_run.log_path.read_text()
     assert f"[aworld] stop requested: ending after step {stopped_at}" in log and "Traceback" not in log
 
-    cfg = {**FAST, "max_steps": stopped_at + 2, "resume_from_checkpoint": str(long_run.checkpoints()[-1])}
-    trainer = make_trainer(tmp_path, config=cfg, test_dataset=None)
-    assert trainer.train() == "finished"
-    steps = [r["step"] for r in trainer.train_processor.run.read_jsonl("metrics.jsonl") if "loss" in r]
-    assert steps == [stopped_at + 1, stopped_at + 2]
+    # resumed in the same run (issue 45): ms-swift's resume_from_checkpoint, from the checkpoint the stop saved
+    assert AgentTrainer.resume(long_run.path, max_steps=stopped_at + 2) == "finished"
+    steps = [r["step"] for r in long_run.read_jsonl("metrics.jsonl") if "loss" in r]
+    assert steps == list(range(1, stopped_at + 3)), steps
+    status = long_run.read_status()
+    assert status["state"] == "finished" and status["step"] == stopped_at + 2 and status["attempt"] == 2, status
+    resumed = [e for e in long_run.read_jsonl("events.jsonl") if e["event"] == "resumed"]
+    assert len(resumed) == 1 and resumed[0]["checkpoint"] == f"checkpoint-{stopped_at}", resumed
 
 
 def test_a_reward_that_raises_fails_the_run_with_cause_reward_error(tmp_path):

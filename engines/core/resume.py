@@ -10,8 +10,8 @@ checkpoints, in the same run directory (issue 45).
 * ``run.yaml`` gets a ``resume`` entry (the checkpoint, the attempt, ``max_steps`` when it was raised) and its
   ``resumes`` history; nothing else of the spec changes, so nothing that cannot change on resume (the model, the
   engine, LoRA's rank, ``num_generations``) can: what the run trains is its own spec;
-* ``status.json`` says ``queued`` with the attempt's number, and an event records the resume with what ended the
-  attempt before.
+* the stop request that ended the last attempt (``STOP``) is removed; ``status.json`` says ``queued`` with the
+  attempt's number, and an event records the resume with what ended the attempt before.
 
 Then the run is executed as any prepared run (``aworld-train run <dir>``, the studio's launcher, the queue and
 the machine's slot alike). The engine resumes from the checkpoint: TRL's ``resume_from_checkpoint`` restores the
@@ -22,6 +22,7 @@ checkpoint's step had taken, so no prompt of an epoch is seen twice or skipped (
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -29,12 +30,23 @@ from typing import Any
 from ..results.check_result import CheckError
 from ..runs.lifecycle import effective_status
 from ..runs.no_links import open_no_link
-from ..runs.rundir import FAILED, FINISHED, METRICS_FILE, QUEUED, SAMPLES_FILE, STOPPED, RunDir, atomic_write_text
+from ..runs.rundir import (
+    FAILED,
+    FINISHED,
+    METRICS_FILE,
+    QUEUED,
+    SAMPLES_FILE,
+    STOP_FILE,
+    STOPPED,
+    RunDir,
+    atomic_write_text,
+)
 
 #: the states a run resumes from (a queued, running or stopping run is still someone's)
 RESUMABLE = (STOPPED, FAILED, FINISHED)
-#: the engines whose runs resume (ms-swift's and verl's own resume are not wired yet)
-RESUMES = ("trl",)
+#: the engines whose runs resume: TRL's and ms-swift's trainers take ``resume_from_checkpoint`` (verl's own resume,
+#: a folder of its own checkpoint format, is not wired yet)
+RESUMES = ("trl", "swift")
 #: where an attempt's rows after its resumed checkpoint are kept
 ATTEMPTS_DIR = "attempts"
 LATEST, BEST = "latest", "best"
@@ -62,6 +74,7 @@ def prepare_resume(run_dir: str | Path, checkpoint: str = LATEST, max_steps: int
     spec["resume"] = {k: resume[k] for k in ("checkpoint", "attempt", "max_steps") if k in resume}
     spec["resumes"] = [*(spec.get("resumes") or []), resume]
     run.write_spec(spec)
+    _forget_the_stop_request(run)
     # the attempt counted before the rows are set aside: a reader that finds them gone finds the new attempt too
     # (the studio's run cache then shows the file as the run's history, not as a file replaced behind its back)
     run.write_status(
@@ -191,6 +204,18 @@ def _step_of(folder: Path) -> int:
     except (OSError, ValueError, KeyError, TypeError) as e:
         raise CheckError(
             "checkpoint", f"{folder.name}'s trainer_state.json cannot be read ({e})", "resume from another checkpoint"
+        ) from e
+
+
+def _forget_the_stop_request(run: RunDir) -> None:
+    """The stop request that ended the last attempt is not the next one's (which would end at its first step)."""
+    try:
+        os.unlink(run.path / STOP_FILE)  # (a link is removed, never followed)
+    except FileNotFoundError:
+        pass
+    except OSError as e:
+        raise CheckError(
+            "run", f"cannot remove the last attempt's stop request {STOP_FILE}: {e}", f"remove {run.path / STOP_FILE}"
         ) from e
 
 

@@ -95,6 +95,9 @@ class SwiftWatcher:
     total_steps: int | None = None
     dataset_path: Path | None = None
     tensorboard: Any = None
+    #: a run resumed from its checkpoint of this step: ms-swift's files already hold that attempt's logs up to it (and
+    #: past it: those rows were set aside, engines/core/resume.py); mirrored once, not again
+    resumed_at: int = 0
 
     def __post_init__(self) -> None:
         self.metrics_tail = JsonlTail(self.output_dir / "logging.jsonl")
@@ -102,7 +105,7 @@ class SwiftWatcher:
         self.last_step: int | None = None
         self.first_step: int | None = None  # the first step this run logged (the summary's steps count from it)
         self.rows = 0
-        self.checkpoints: set[int] = set()
+        self.checkpoints: set[int] = set(range(1, self.resumed_at + 1))
         self._lookup: PromptLookup | None = None
         self._sampled_steps: set = set()
 
@@ -125,6 +128,8 @@ class SwiftWatcher:
         if row is None:
             return
         step, total, values = row
+        if step <= self.resumed_at:
+            return
         now = time.time()
         if total:
             self.total_steps = total
@@ -150,6 +155,8 @@ class SwiftWatcher:
         steps = record.get("step") or [None]
         if self.samples_per_step <= 0 or steps[0] in self._sampled_steps:
             return
+        if isinstance(steps[0], int) and steps[0] <= self.resumed_at:
+            return
         self._sampled_steps.add(steps[0])
         if self._lookup is None:
             self._lookup = PromptLookup.from_jsonl(self.dataset_path) if self.dataset_path else PromptLookup([])
@@ -170,6 +177,12 @@ class SwiftWatcher:
             self.checkpoints.add(step)
             self.run.event("checkpoint", step=step, path=str(p))
             self.run.write_status(last_checkpoint=str(p))
+
+
+def resumed_step(checkpoint: str | Path | None) -> int:
+    """The step of the ``checkpoint-<step>`` folder a run resumes from (0: it does not resume)."""
+    m = _CKPT_RE.match(Path(checkpoint).name) if checkpoint else None
+    return int(m.group(1)) if m else 0
 
 
 @dataclass

@@ -569,14 +569,15 @@ class SwiftProcessor(StandardProcessor):
         if self.command is None:
             raise CheckError("config", "check_config() has not run", "run the checks before train()")
         from ..runs.tensorboard_log import ScalarWriter
-        from .launch import SwiftJob, SwiftWatcher
+        from .launch import SwiftJob, SwiftWatcher, resumed_step
 
         shutdown()  # the checks' helper: training needs the memory and the cores
         run = self.run
         max_steps = self.resolved.get("max_steps") or -1
+        resumed_at = resumed_step(self.args.get("resume_from_checkpoint"))
         run.write_status(
             engine="swift",
-            step=0,
+            step=resumed_at,
             total_steps=max_steps if max_steps > 0 else None,
             mode=self.effective_config.get("mode"),
         )
@@ -591,6 +592,7 @@ class SwiftProcessor(StandardProcessor):
             total_steps=max_steps if max_steps > 0 else None,
             dataset_path=self.data_files.get("train"),
             tensorboard=tensorboard,
+            resumed_at=resumed_at,
         )
         job = SwiftJob(run, self.python, self.command, A.argv_of(self.args), self.env_vars, watcher)
         job.write_command_file(self.swift_dir / "command.sh")
