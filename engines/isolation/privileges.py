@@ -138,11 +138,19 @@ def without_privileges(writable: Iterable[str | os.PathLike]) -> Iterator[list[s
     done."""
     from .read_only_files import private_temp_folder
 
-    temp = private_temp_folder()
+    # the process's own folder is writable to it, not the folder of all of them (read_only_files.confine_writes): its
+    # temporary folder is one inside, which it can remove when it ends (the empty folder around it stays)
+    outer = private_temp_folder()
+    temp = os.path.join(outer, "tmp")
+    os.mkdir(temp, 0o700)
     try:
-        yield drop_privileges(writable=writable, temp_folder=temp)
+        yield drop_privileges(writable=[*writable, outer], temp_folder=temp)
     finally:
         shutil.rmtree(temp, ignore_errors=True)
+        try:
+            os.rmdir(outer)
+        except OSError:
+            pass
 
 
 #: what user code's processes give the kernel's OOM killer: the highest, the first process it ends

@@ -60,6 +60,15 @@ KERNEL_TYPES = frozenset(
     {"proc", "sysfs", "devtmpfs", "devpts", "mqueue", "cgroup", "cgroup2", "securityfs", "debugfs", "tracefs"}
 )
 KERNEL_PLACES = ("/proc", "/sys", "/dev")
+#: the kernel's settings and controls: read-only to user code too (the sixth probe). uid 0 without any capability may
+#: still write most of them — the kernel checks the file's mode: ``/proc/sys/kernel/core_pattern`` set to ``|prog``
+#: had the kernel run ``prog`` as root with every capability, outside every namespace, at the next crash; the
+#: cgroup files let user code leave its ``pids`` cgroup or freeze the studio. Each is made read-only with every
+#: mount beneath it (bound onto itself first where it is no mount of its own).
+KERNEL_KNOBS = ("/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs", "/sys")
+#: character devices beside the block devices that user code gets ``/dev/null`` in place of (a loop device attached,
+#: a FUSE file system served, a btrfs device scanned)
+HIDDEN_DEVICES = frozenset({"loop-control", "fuse", "btrfs-control", "mem", "kmem", "port"})
 #: the folder, in the machine's temporary folder, where each user-code process gets a temporary folder of its own
 #: (short: a Unix socket's path there must fit in 108 bytes, as multiprocessing's do)
 TEMP_ROOT_NAME = "aworld-user-code"
@@ -177,9 +186,9 @@ def temp_root() -> str:
 
 
 def private_temp_folder() -> str:
-    """A fresh folder for a user-code process's temporary files (mode 0700) in :func:`temp_root`, which can be
-    written there (and so removed by the process itself when it ends; a killed one's stays until the machine's
-    temporary folder is cleaned)."""
+    """A fresh folder for a user-code process's temporary files (mode 0700) in :func:`temp_root`; only the folder
+    itself is writable to it (an isolated call's is removed by its supervisor; a run's contents by the run itself, the
+    empty folder, and a killed one's, stay until the machine's temporary folder is cleaned)."""
     return tempfile.mkdtemp(dir=temp_root())
 
 
@@ -213,7 +222,9 @@ def confine_writes(
     if not os.uname().sysname == "Linux":
         return []
     keep = []
-    for p in [*writable, *([os.path.dirname(temp_folder)] if temp_folder else []), *operator_writable()]:
+    # the call's own temporary folder, not the folder of them all: every other call's and run's is there (the sixth
+    # probe planted files in another run's TMPDIR, where torch keeps the code it compiles)
+    for p in [*writable, *([temp_folder] if temp_folder else []), *operator_writable()]:
         real = os.path.realpath(p)
         if os.path.isdir(real) and not _beneath(real, keep):  # (a folder in another is writable with it)
             keep = [k for k in keep if not _beneath(k, [real])] + [real]
@@ -242,6 +253,53 @@ def confine_writes(
                 _mount(None, m.point, MS_BIND | MS_REMOUNT | MS_RDONLY | m.flags())
             except OSError as e:
                 problems.append(str(e))
+        problems += _read_only_knobs()
+        problems += _hide_devices()
     except OSError as e:
         problems.append(str(e))
+    return problems
+
+
+def _read_only_knobs() -> list[str]:
+    """:data:`KERNEL_KNOBS` read-only in this (private) mount namespace."""
+    problems = []
+    for point in KERNEL_KNOBS:
+        if not os.path.lexists(point):
+            continue
+        try:
+            if not any(m.point == point for m in mounts()):
+                _mount(point, point, MS_BIND | MS_REC)
+            seen: set[str] = set()
+            for m in mounts():
+                if m.point not in seen and _beneath(m.point, [point]):
+                    seen.add(m.point)
+                    _mount(None, m.point, MS_BIND | MS_REMOUNT | MS_RDONLY | m.flags())
+        except OSError as e:
+            problems.append(str(e))
+    return problems
+
+
+def _hide_devices(dev: str = "/dev") -> list[str]:
+    """``/dev/null`` bound over every block device under ``dev`` and :data:`HIDDEN_DEVICES`: a read-only mount says
+    nothing of the device beneath it, which uid 0 opens read-write by its mode alone."""
+    problems = []
+    stack = [dev]
+    while stack:
+        folder = stack.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        for e in entries:
+            try:
+                st = e.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            if stat.S_ISDIR(st.st_mode) and e.path not in ("/dev/shm", "/dev/pts"):
+                stack.append(e.path)
+            elif stat.S_ISBLK(st.st_mode) or (stat.S_ISCHR(st.st_mode) and e.name in HIDDEN_DEVICES):
+                try:
+                    _mount("/dev/null", e.path, MS_BIND)
+                except OSError as err:
+                    problems.append(str(err))
     return problems

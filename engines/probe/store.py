@@ -109,7 +109,10 @@ def read_stored(runs_dir: str | os.PathLike, key: str) -> dict[str, Any] | None:
         report = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    return report if isinstance(report, dict) and report.get("key") == key else None
+    if not isinstance(report, dict) or report.get("key") != key:
+        return None
+    # (user code can write the runs folder: the file's own ``path`` is never trusted, it is where it was read from)
+    return {**report, "path": str(path)}
 
 
 def write_stored(runs_dir: str | os.PathLike, report: dict[str, Any]) -> Path:
