@@ -12,6 +12,7 @@ import sys
 import pytest
 
 from engines.isolation.sandbox import run_isolated
+
 sys.path.insert(0, os.path.dirname(__file__))
 from test_read_only_files import root_only  # noqa: E402
 
@@ -45,8 +46,13 @@ def test_finding1_user_code_cannot_write_the_kernels_settings():
     namespace, outside the process tree (it wrote /tmp, read-only to the reward). Nothing is written here: the test
     only opens the files for writing."""
     knobs = _existing(
-        ["/proc/sys/kernel/core_pattern", "/proc/sys/kernel/modprobe", "/proc/sys/vm/drop_caches",
-         "/proc/sys/kernel/pid_max", "/proc/sysrq-trigger"]
+        [
+            "/proc/sys/kernel/core_pattern",
+            "/proc/sys/kernel/modprobe",
+            "/proc/sys/vm/drop_caches",
+            "/proc/sys/kernel/pid_max",
+            "/proc/sysrq-trigger",
+        ]
     )
     assert knobs
     out = run_isolated(_open_for_writing, {"paths": knobs}, timeout_s=30)
@@ -62,7 +68,11 @@ def test_finding2_user_code_cannot_write_cgroup_files():
     ``freezer``, or leaves its memory cgroup."""
     files = _existing(
         [f"/sys/fs/cgroup/{h}/cgroup.procs" for h in ("pids", "freezer", "memory", "cpu", "devices")]
-        + ["/sys/fs/cgroup/cgroup.procs", "/sys/fs/cgroup/unified/cgroup.procs", "/sys/kernel/mm/transparent_hugepage/enabled"]
+        + [
+            "/sys/fs/cgroup/cgroup.procs",
+            "/sys/fs/cgroup/unified/cgroup.procs",
+            "/sys/kernel/mm/transparent_hugepage/enabled",
+        ]
     )
     if not files:
         pytest.skip("no cgroup file here")

@@ -574,13 +574,9 @@ class SwiftProcessor(StandardProcessor):
         shutdown()  # the checks' helper: training needs the memory and the cores
         run = self.run
         max_steps = self.resolved.get("max_steps") or -1
+        total = max_steps if max_steps > 0 else None
         resumed_at = resumed_step(self.args.get("resume_from_checkpoint"))
-        run.write_status(
-            engine="swift",
-            step=resumed_at,
-            total_steps=max_steps if max_steps > 0 else None,
-            mode=self.effective_config.get("mode"),
-        )
+        run.write_status(engine="swift", step=resumed_at, total_steps=total, mode=self.effective_config.get("mode"))
         tensorboard = ScalarWriter(run.tensorboard_dir)
         terms = list(zip(self.term_names, self.reward_weights))
         watcher = SwiftWatcher(
@@ -589,7 +585,7 @@ class SwiftProcessor(StandardProcessor):
             reward_terms=terms,
             samples_per_step=self.effective_config.get("samples_per_step", 2),
             group_size=int(self.effective_config.get("num_generations") or 0) if self.command == "rlhf" else 0,
-            total_steps=max_steps if max_steps > 0 else None,
+            total_steps=total,
             dataset_path=self.data_files.get("train"),
             tensorboard=tensorboard,
             resumed_at=resumed_at,
