@@ -128,3 +128,25 @@ def test_the_studio_records_a_killed_run_whichever_view_is_open(tmp_path):
         wait_for(lambda: other.read_status()["state"] == "failed", 3 * LIVENESS_S, "the watchdog to record it")
     finally:
         studio.close()
+
+
+def test_an_ended_run_never_has_its_pid_signalled(tmp_path):
+    """A run trained in the caller's process (a notebook, a test, AgentTrainer.resume) ends naming that process, which
+    lives on: Kill must not signal it (a test's teardown killed its own pytest worker so)."""
+    import psutil
+
+    from engines.runs.lifecycle import kill_run
+
+    stand_in = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        run = RunDir.create(tmp_path / "runs", "trl")
+        created = psutil.Process(stand_in.pid).create_time()
+        for state in ("finished", "failed", "stopped"):
+            run.write_status(state=state, pid=stand_in.pid, pid_create_time=created)
+            assert kill_run(run.path, grace_s=1) is False and stand_in.poll() is None, state
+        run.write_status(state="running")  # while it runs, Kill is what it says
+        assert kill_run(run.path, grace_s=1) is True
+        wait_for(lambda: stand_in.poll() is not None, 10, "the running run's process killed")
+    finally:
+        stand_in.kill()
+        stand_in.wait()

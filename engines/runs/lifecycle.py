@@ -299,10 +299,12 @@ def stop_run(run_dir: str | os.PathLike, reason: str = "user") -> dict:
 
 
 def kill_run(run_dir: str | os.PathLike, grace_s: float = 5.0) -> bool:
-    """SIGTERM then SIGKILL the run's whole process tree. True when something was signalled."""
+    """SIGTERM then SIGKILL the run's whole process tree. True when something was signalled. A run that has ended
+    is never signalled: the pid it names is no longer the run's (trained in the caller's process — a notebook, a test,
+    ``AgentTrainer.resume`` — it is that process, which lives on)."""
     run = RunDir(run_dir)
     status = run.read_status()
-    if not process_alive(status):
+    if status.get("state") not in ACTIVE_STATES or not process_alive(status):
         return False
     if not terminate_tree(int(status["pid"]), grace_s=grace_s):
         return False
