@@ -78,8 +78,9 @@ def kind_of(pid: str) -> str:
         module = argv[argv.index("-m") + 1] if argv.index("-m") + 1 < len(argv) else "?"
         rest = argv[argv.index("-m") + 2 : argv.index("-m") + 3]
         return f"python -m {module} {' '.join(rest)}".strip()
-    if "-c" in argv:
-        return f"python -c {argv[argv.index('-c') + 1][:40]!r}"
+    if "-c" in argv:  # a process's argv can end at "-c" (a shell's, one still being set up): no code to show
+        code = argv[argv.index("-c") + 1 : argv.index("-c") + 2]
+        return f"python -c {code[0][:40]!r}" if code else f"{exe} -c"
     return exe + (" " + os.path.basename(argv[1]) if len(argv) > 1 and exe.startswith("python") else "")
 
 

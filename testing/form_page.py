@@ -6,6 +6,11 @@ from __future__ import annotations
 
 from aworld_gui.tabs.config_form import spec_id
 
+#: the slots' marks, ``[slot, fields]`` for each (:func:`slot_marks`)
+_MARKS_JS = (
+    "[...document.querySelectorAll('[data-testid=\"form-fields\"]')].map(e => [e.dataset.slot, e.dataset.fields])"
+)
+
 
 def form_state(page) -> dict:
     """The state line's data attributes: engine, spec, valid, current, fields ({} before the page has it)."""
@@ -18,10 +23,11 @@ def form_state(page) -> dict:
 def slot_marks(page, slots: int) -> str:
     """What the slots show, as the state line names it (config_form.slots_id: ``-`` for a slot with no field); a
     slot with two marks at once shows as ``?``."""
-    marks = page.evaluate(
-        "() => [...document.querySelectorAll('[data-testid=\"form-fields\"]')].map(e => [e.dataset.slot, "
-        "e.dataset.fields])"
-    )
+    return marks_text(page.evaluate(f"() => {_MARKS_JS}"), slots)
+
+
+def marks_text(marks: list, slots: int) -> str:
+    """:func:`slot_marks` from the ``[slot, fields]`` pairs the page holds (read by it, or by :func:`snapshot`)."""
     by_slot: dict[int, list[str]] = {}
     for slot, fields in marks:
         by_slot.setdefault(int(slot), []).append(fields)
@@ -32,6 +38,35 @@ def fields_shown(page, state: dict | None = None) -> bool:
     """The fields show what the state line wants (their marks carry the line's ``data-fields``)."""
     want = (state if state is not None else form_state(page)).get("fields")
     return bool(want) and slot_marks(page, len(want.split(","))) == want
+
+
+def marks_show(state: dict, marks: list) -> bool:
+    """:func:`fields_shown` from a :func:`snapshot`'s state line and marks (no read of the page)."""
+    want = state.get("fields")
+    return bool(want) and marks_text(marks, len(want.split(","))) == want
+
+
+def snapshot(page, code: tuple[str, ...] = (), overrides: bool = False) -> dict:
+    """What a wait on the form reads, in ONE read of the page (a wait polls it several times a second: one round trip
+    through Playwright and the renderer instead of one per item): ``state`` (:func:`form_state`), ``marks`` (the
+    slots' ``[slot, fields]``, for :func:`marks_show`), ``code`` (each named code view's text, as a test's
+    ``code_text`` reads it: its CodeMirror lines joined) and, when asked, ``overrides`` (:func:`overrides`'s text, or
+    None)."""
+    return page.evaluate(
+        """([code, withOverrides]) => {
+  const e = document.querySelector('#form-state [data-testid="form-state"]');
+  const v = withOverrides ? document.querySelector('#config-yaml .cm-content') : null;
+  return {
+    state: e ? {...e.dataset} : {},
+    marks: (() => { return %s })(),
+    code: Object.fromEntries(code.map(id => [id, [...document.querySelectorAll('#' + id + ' .cm-line')]
+      .map(l => l.textContent).join('\\n')])),
+    overrides: v ? v.innerText : null,
+  };
+}"""
+        % _MARKS_JS,
+        [list(code), overrides],
+    )
 
 
 def overrides(page) -> str:
@@ -53,12 +88,20 @@ def show_overrides(page) -> None:
 def form_settled(page, engine: str | None = "trl") -> bool:
     """The form shows the check of the YAML the page has now (and the engine picked; None: any engine), and its
     fields show it. A check turning green is not enough: the form is derived from it a moment later."""
-    state = form_state(page)
+    got = snapshot(page, overrides=True)  # one read of the page: a wait polls this
+    state = got["state"]
+
+    def spec_shown() -> bool:
+        assert got["overrides"] is not None, (
+            "the overrides YAML's editor is not in the page: show_overrides(page) first"
+        )
+        return state.get("spec") == spec_id(got["overrides"])
+
     return (
         state.get("current") == "1"
         and (engine is None or state.get("engine") == engine)
-        and state.get("spec") == spec_id(overrides(page))
-        and fields_shown(page, state)
+        and spec_shown()
+        and marks_show(state, got["marks"])
     )
 
 

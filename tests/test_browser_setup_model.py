@@ -33,7 +33,7 @@ from testing.setup_model import (
     unbreak,
 )
 from aworld_gui.tabs.config_form_render import MIN_FIELD_SLOTS
-from testing.form_page import fields_shown, form_state, reconcile_fns, slot_marks
+from testing.form_page import form_state, marks_show, reconcile_fns, slot_marks, snapshot
 from testing.studio import CHROMIUM, launch_chromium
 
 SEEDS = [int(s) for s in os.environ.get("AWORLD_BROWSER_SETUP_SEEDS", "11,22,33,44,55").split(",")]
@@ -84,11 +84,32 @@ def preset_loaded(page) -> str | None:
     )
 
 
-def shown(page, name: str):
-    box = page.locator(f"#cfg-{name} input[type=checkbox]")
-    if box.count():
-        return box.is_checked()
-    return page.input_value(f"#cfg-{name} input")
+SHOWN_JS = """(names) => {
+  const out = {};
+  for (const name of [...names, "#model-pick"]) {
+    const at = name.startsWith("#") ? name : "#cfg-" + name;
+    const boxes = document.querySelectorAll(at + " input[type=checkbox]");
+    const inputs = document.querySelectorAll(at + " input");
+    const first = inputs[0];
+    out[name] = boxes.length ? {n: boxes.length, value: boxes[0].checked} : {n: inputs.length, value: first ? first.value : null};
+    out[name].enabled = !!first && !(first.matches(":disabled") || !!first.closest("[aria-disabled=true]"));
+  }
+  return out;
+}"""
+
+
+def shown_fields(page, names: list[str]) -> dict:
+    """What each field shows (a box: ticked; else its input's text), whether its input can be edited, and the model
+    picker's text (``"#model-pick"``): one read of the page for all (it was three Playwright calls a field). Waits for
+    each to be in the page, as Playwright's ``input_value`` did; two inputs where one is meant fail, as its strictness
+    did."""
+    got = wait_for(
+        lambda: (f := page.evaluate(SHOWN_JS, names)) and all(v["n"] for v in f.values()) and f,
+        30,
+        f"the inputs of {names} and the model picker in the page",
+    )
+    assert all(v["n"] == 1 for v in got.values()), f"a field with more than one input: {got}"
+    return got
 
 
 class Browser:
@@ -101,21 +122,24 @@ class Browser:
         page = self.page
         want = None if model.broken else model.current
 
-        def done():
-            st = form_state(page)
-            text = code_text(page, "config-yaml")
+        def done():  # one read of the page a poll (form_page.snapshot), checked here
+            got = snapshot(page, code=("config-yaml", "effective-config"))
+            st, text = got["state"], got["code"]["config-yaml"]
             ok = (
                 st.get("engine") == model.engine
                 and st.get("current") == "1"
                 and st.get("spec") == spec_id(text)
                 and st.get("valid") == ("0" if model.broken else "1")
                 and parse(text) == want
-                and fields_shown(page, st)
+                and marks_show(st, got["marks"])
             )
-            return ok and (model.broken or "# fix the errors" not in code_text(page, "effective-config"))
+            # the effective config's view fills a moment after the state line (empty on a page just opened): a
+            # settled page shows one (a check shown always has one, or says to fix the errors)
+            effective = got["code"]["effective-config"]
+            return ok and (model.broken or bool(effective.strip()) and "# fix the errors" not in effective) and got
 
         try:
-            wait_for(done, 90, f"the page to show the model ({where})")
+            got = wait_for(done, 90, f"the page to show the model ({where})")
         except AssertionError as e:
             raise AssertionError(
                 f"{e}; form {form_state(page)}, rendered {slot_marks(page, MIN_FIELD_SLOTS + 1)}, "
@@ -123,7 +147,7 @@ class Browser:
                 f"{'broken' if model.broken else model.current}, effective "
                 f"{code_text(page, 'effective-config')[:300]!r}"
             ) from None
-        text = code_text(page, "effective-config")
+        text = got["code"]["effective-config"]  # as the settled page showed it
         return {} if text.startswith("#") else yaml.safe_load(text)
 
     def verify(self, model: Model, where: str) -> dict:
@@ -131,10 +155,11 @@ class Browser:
         if model.engine != "trl":
             return effective
         wrong = []
+        fields = shown_fields(self.page, TRL_MAIN)
         for name in TRL_MAIN:
-            value = shown(self.page, name)
+            value, enabled = fields[name]["value"], fields[name]["enabled"]
             if model.broken:
-                if value not in ("", False) or self.page.locator(f"#cfg-{name} input").first.is_enabled():
+                if value not in ("", False) or enabled:
                     wrong.append(f"{name} shows {value!r} or can be edited with a broken YAML")
                 continue
             want = model.current.get(name, effective.get(name))
@@ -143,7 +168,7 @@ class Browser:
             if name in model.current and not same(effective.get(name), model.current[name]):
                 wrong.append(f"{name}: effective {effective.get(name)!r}, model {model.current[name]!r}")
         if not model.broken:
-            picked = self.page.input_value("#model-pick input")
+            picked = fields["#model-pick"]["value"]
             want = model.current.get("model")
             if want and Path(want).name not in picked or not want and "agent" not in picked:
                 wrong.append(f"model picker {picked!r}, model {want!r}")
