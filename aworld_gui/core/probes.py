@@ -27,7 +27,6 @@ from . import inputs as inp
 #: what the sampling child says it is doing is written here (by the worker's call) and read by the studio
 PROGRESS_DIR = Path(".probes") / "progress"
 #: the probe's time limit, as the CLI's (engines/probe/run.py): ``$AWORLD_PROBE_TIMEOUT_S``, else this
-TIMEOUT_ENV, DEFAULT_TIMEOUT_S = "AWORLD_PROBE_TIMEOUT_S", 900.0
 #: the worker's call gets this much more than the sampling's own limit (the setup's checks before it)
 CHECK_MARGIN_S = 60.0
 DEFAULT_PROMPTS = 64
@@ -37,11 +36,10 @@ _DONE = re.compile(r"(\d+) of (\d+) ")
 
 
 def timeout_s() -> float:
-    try:
-        value = float(os.environ.get(TIMEOUT_ENV, "") or DEFAULT_TIMEOUT_S)
-    except ValueError:
-        return DEFAULT_TIMEOUT_S
-    return value if value > 0 else DEFAULT_TIMEOUT_S
+    """The probe's sampling limit (engines/probe/run.py: ``$AWORLD_PROBE_TIMEOUT_S``, else 900 s)."""
+    from engines.probe.run import default_timeout_s
+
+    return default_timeout_s()
 
 
 def _stamp(path: str | None) -> Any:

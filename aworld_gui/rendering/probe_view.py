@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from engines.probe.result import duration, percent
+
 from .i18n import _
 from .render import badge, engine_html, esc
 
@@ -31,15 +33,11 @@ DROPPED = {
 
 
 def _pct(x: float | None) -> str:
-    return "–" if x is None else f"{100 * float(x):.0f} %"
+    return percent(x, none="–")
 
 
 def _secs(x: float | None) -> str:
-    if x is None:
-        return "–"
-    if x < 120:
-        return f"{x:.2f} s"
-    return f"{x / 60:.1f} min" if x < 7200 else f"{x / 3600:.1f} h"
+    return duration(x, none="–")
 
 
 def _num(x: Any) -> str:

@@ -63,11 +63,16 @@ _inside = False  # True in a call's child
 
 def default_timeout_s() -> float:
     """The time limit of one isolated check: ``$AWORLD_CHECK_TIMEOUT_S``, else 60 s."""
+    return seconds_from_env(TIMEOUT_ENV, DEFAULT_TIMEOUT_S)
+
+
+def seconds_from_env(name: str, default: float) -> float:
+    """A time limit from the variable ``name``: its value when a positive number, else ``default``."""
     try:
-        value = float(os.environ.get(TIMEOUT_ENV, "") or DEFAULT_TIMEOUT_S)
+        value = float(os.environ.get(name, "") or default)
     except ValueError:
-        return DEFAULT_TIMEOUT_S
-    return value if value > 0 else DEFAULT_TIMEOUT_S
+        return default
+    return value if value > 0 else default
 
 
 def inside() -> bool:

@@ -8,13 +8,15 @@ import os
 from typing import Any
 
 
-def _pct(x: float | None) -> str:
-    return "-" if x is None else f"{100 * x:.0f} %"
+def percent(x: float | None, none: str = "-") -> str:
+    """A share as a whole percentage (``none`` where there is none): the CLI's summary and the studio's report."""
+    return none if x is None else f"{100 * float(x):.0f} %"
 
 
-def _secs(x: float | None) -> str:
+def duration(x: float | None, none: str = "-") -> str:
+    """Seconds as seconds, minutes or hours (``none`` where there are none)."""
     if x is None:
-        return "-"
+        return none
     if x < 120:
         return f"{x:.2f} s"
     return f"{x / 60:.1f} min" if x < 7200 else f"{x / 3600:.1f} h"
@@ -73,19 +75,19 @@ class ProbeResult:
             f"  {pr['prompts']} prompts × {s['samples']} samples from {s['model']} "
             f"(temperature {s['temperature']}, max_completion_length {s['max_completion_length']})",
             f"  generation: {s['generation']}",
-            f"  pass rate (reward ≥ {pr['pass_threshold']}): never {_pct(pr['share_pass_rate_zero'])}, always "
-            f"{_pct(pr['share_pass_rate_one'])}, mean reward {pr['mean_reward']:.3f}; mean reward 0: "
-            f"{_pct(pr['share_mean_at_zero'])}",
+            f"  pass rate (reward ≥ {pr['pass_threshold']}): never {percent(pr['share_pass_rate_zero'])}, always "
+            f"{percent(pr['share_pass_rate_one'])}, mean reward {pr['mean_reward']:.3f}; mean reward 0: "
+            f"{percent(pr['share_mean_at_zero'])}",
             "  mean reward per prompt: "
             + " ".join(
                 f"[{lo:g},{hi:g}){c}"
                 for lo, hi, c in zip(pr["histogram"]["edges"], pr["histogram"]["edges"][1:], pr["histogram"]["counts"])
                 if c
             ),
-            f"  zero-spread groups: {_pct(zs['observed'])} at {zs['group_size']}, estimated "
-            + ", ".join(f"{_pct(v)} at {n}" for n, v in zs["estimated"].items())
+            f"  zero-spread groups: {percent(zs['observed'])} at {zs['group_size']}, estimated "
+            + ", ".join(f"{percent(v)} at {n}" for n, v in zs["estimated"].items())
             + f" ({zs['method']})",
-            f"  completions: {_pct(ln['truncated_share'])} cut at {ln['max_completion_length']} tokens; length p50 "
+            f"  completions: {percent(ln['truncated_share'])} cut at {ln['max_completion_length']} tokens; length p50 "
             f"{ln['p50']}, p95 {ln['p95']}, max {ln['max']}; "
             + (
                 f"a limit of {ln['length_cutting_under_5_percent']} cuts under 5 %"
@@ -102,7 +104,7 @@ class ProbeResult:
         if r.get("tools"):
             t = r["tools"]
             lines.append(
-                f"  tools: {t['calls_per_rollout']:.2f} calls per rollout, {_pct(t['failing_share'])} failing, "
+                f"  tools: {t['calls_per_rollout']:.2f} calls per rollout, {percent(t['failing_share'])} failing, "
                 f"{t['turns_mean']:.2f} turns of {t['max_turns']}"
             )
         fc = r["forecast"]
@@ -111,7 +113,7 @@ class ProbeResult:
             value = (
                 f"{item['seconds']:.1f} tokens/s"
                 if "tokens/s" in item["what"] and item["seconds"] is not None
-                else _secs(item["seconds"])
+                else duration(item["seconds"])
             )
             lines.append(f"    {item['what']}: {value} ({item['basis']}: {item['how']})")
         if fc.get("note"):

@@ -12,7 +12,7 @@ import select
 import time
 from typing import Any, Callable
 
-from ..isolation.sandbox import IsolatedCall, Outcome, describe, run_isolated
+from ..isolation.sandbox import IsolatedCall, Outcome, describe, run_isolated, seconds_from_env
 from ..isolation.user_env import user_code_envs
 from ..results.check_result import CheckError
 from . import statistics as S
@@ -30,11 +30,8 @@ TIMEOUT_ENV = "AWORLD_PROBE_TIMEOUT_S"
 
 
 def default_timeout_s() -> float:
-    try:
-        value = float(os.environ.get(TIMEOUT_ENV, "") or DEFAULT_TIMEOUT_S)
-    except ValueError:
-        return DEFAULT_TIMEOUT_S
-    return value if value > 0 else DEFAULT_TIMEOUT_S
+    """The sampling's time limit: ``$AWORLD_PROBE_TIMEOUT_S``, else 900 s."""
+    return seconds_from_env(TIMEOUT_ENV, DEFAULT_TIMEOUT_S)
 
 
 def _count(name: str, value: Any, low: int, high: int, fix: str) -> int:
