@@ -26,6 +26,7 @@ from __future__ import annotations
 import ctypes
 import os
 import stat
+import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -157,7 +158,13 @@ def scratch_caches() -> list[Path]:
     """The caches libraries write into while they load a dataset: ``datasets``' own, and ms-swift's (through
     ModelScope's). User code gets a private, throw-away copy of each (its writes there are never another's reads)."""
     modelscope = os.environ.get("MODELSCOPE_CACHE") or os.path.expanduser("~/.cache/modelscope/hub")
-    return [datasets_cache(), Path(modelscope) / "datasets"]
+    out = [datasets_cache(), Path(modelscope) / "datasets"]
+    # ``datasets`` already imported here fixed its cache folder then, from the environment of that time (a HOME
+    # changed since — a test's — moves the folder a fresh interpreter would use, not this one's)
+    loaded = getattr(sys.modules.get("datasets.config"), "HF_DATASETS_CACHE", None)
+    if loaded and Path(loaded) not in out:
+        out.append(Path(loaded))
+    return out
 
 
 def datasets_cache() -> Path:
