@@ -30,6 +30,9 @@ def app(shared_studio):
 def _probe_and_filter(page, lang: str) -> None:
     wait_for(lambda: all(chip(page, m) in ("ok", "warning") for m in MODULES), 180, "the demo's checks")
     wait_for(lambda: page.is_enabled("#probe-btn"), 30, "Probe enabled by green checks")
+    height = "s => document.querySelector(s).getBoundingClientRect().height"
+    for empty in ("#probe-progress", "#probe-filtered"):  # nothing to say yet: no room taken
+        assert page.evaluate(height, empty) == 0, empty
     page.click("#probe-btn")
     report = '[data-testid="probe-report"]'
     wait_for(lambda: page.query_selector(report), 120, "the probe's report")
@@ -48,6 +51,7 @@ def _probe_and_filter(page, lang: str) -> None:
         assert page.get_attribute('[data-testid="probe-source"]', "data-reused") == "true", "stored, not sampled again"
         assert "结论" in page.inner_text("#probe-chip") and "每个提示词的平均奖励" in page.inner_text(report)
         assert "从未解出" in verdicts and "__i18n" not in page.inner_text("#probe-panel")
+    assert page.evaluate(height, "#probe-report") > 100
     page.screenshot(path=str(SHOTS / f"probe-report-{lang}.png"), full_page=True)
     page.click("#probe-filter")
     filtered = '[data-testid="probe-filtered"]'

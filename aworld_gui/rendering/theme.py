@@ -160,6 +160,8 @@ footer { opacity: .75; }   /* API and Settings (the language) */
 .aw-group-text { max-width: 260px; overflow-wrap: anywhere; }
 .aw-probe-grid { display:grid; grid-template-columns: repeat(auto-fit, minmax(320px, 1fr)); gap: 10px 18px; margin-top: 8px; }
 .aw-probe-part { font-size: 13px; } .aw-probe-chip { margin-top: 6px; font-size: 13px; }
+/* the probe panel's progress, report and filter lines take no room while they say nothing */
+#probe-progress:has(.prose:empty), #probe-report:has(.prose:empty), #probe-filtered:has(.prose:empty) { display: none; }
 .aw-hist { margin: 4px 0; } .aw-hist-row { display:flex; align-items:center; gap: 8px; font-size: 12px; }
 .aw-hist-k { width: 64px; text-align: right; font-variant-numeric: tabular-nums; color: var(--body-text-color-subdued); }
 .aw-hist-bar { flex: 1; height: 10px; background: var(--background-fill-secondary); border-radius: 3px; }
