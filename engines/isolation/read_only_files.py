@@ -255,11 +255,7 @@ def confine_writes(
             _mount(tempfile.mkdtemp(prefix="scratch-", dir=temp_folder), target, MS_BIND)
         for folder in keep:
             _mount(folder, folder, MS_BIND | MS_REC)
-        for m in to_make_read_only(mounts(), [*keep, *scratch_points]):
-            try:
-                _mount(None, m.point, MS_BIND | MS_REMOUNT | MS_RDONLY | m.flags())
-            except OSError as e:
-                problems.append(str(e))
+        problems += _remount_read_only(to_make_read_only(mounts(), [*keep, *scratch_points]))
         problems += _read_only_knobs()
         problems += _hide_devices()
     except OSError as e:
@@ -268,19 +264,29 @@ def confine_writes(
 
 
 def _read_only_knobs() -> list[str]:
-    """:data:`KERNEL_KNOBS` read-only in this (private) mount namespace."""
+    """:data:`KERNEL_KNOBS` read-only in this (private) mount namespace: each bound onto itself where it is no mount of
+    its own, then every mount at or beneath one remounted read-only."""
     problems = []
-    for point in KERNEL_KNOBS:
-        if not os.path.lexists(point):
-            continue
-        try:
-            if not any(m.point == point for m in mounts()):
+    present = [p for p in KERNEL_KNOBS if os.path.lexists(p)]
+    points = {m.point for m in mounts()}
+    for point in present:
+        if point not in points:
+            try:
                 _mount(point, point, MS_BIND | MS_REC)
-            seen: set[str] = set()
-            for m in mounts():
-                if m.point not in seen and _beneath(m.point, [point]):
-                    seen.add(m.point)
-                    _mount(None, m.point, MS_BIND | MS_REMOUNT | MS_RDONLY | m.flags())
+            except OSError as e:
+                problems.append(str(e))
+    return problems + _remount_read_only([m for m in mounts() if _beneath(m.point, present)])
+
+
+def _remount_read_only(chosen: Iterable[Mount]) -> list[str]:
+    """Each mount point once, read-only with the options it keeps; what the kernel refused."""
+    problems, seen = [], set()
+    for m in chosen:
+        if m.point in seen:
+            continue
+        seen.add(m.point)
+        try:
+            _mount(None, m.point, MS_BIND | MS_REMOUNT | MS_RDONLY | m.flags())
         except OSError as e:
             problems.append(str(e))
     return problems
