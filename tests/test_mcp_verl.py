@@ -92,7 +92,7 @@ def test_verl_config_of_an_mcp_agent_passes_verls_validation_and_names_the_mcp_t
     assert json.loads((verl_dir / "mcp_servers.json").read_text()) == {
         "mcpServers": {"calculator": {"command": "python", "args": [CALC_SERVER]}}
     }
-    assert "MCP tools: add (calculator)" in (verl_dir / "mcp_tools.py").read_text()
+    assert json.loads((verl_dir / "mcp_tools.json").read_text())["mcp_tools"] == ["add (calculator)"]
 
     got = in_verl_process(
         mt.function_tool_path,

@@ -37,7 +37,7 @@ from ..isolation.user_env import referenced_names
 from . import arguments as A
 from . import environment, orms
 from .dataset import SOLUTION, first_messages, passed_columns, write_split
-from .plugin import CALLBACK, write_plugin
+from .plugin import CALLBACK, ORM_PREFIX, params_file, write_plugin
 from .reward_env import refuse_unrunnable
 from .session import SwiftEnvError, SwiftHelper, file_digest, shared_helper, shutdown
 
@@ -265,7 +265,7 @@ class SwiftProcessor(StandardProcessor):
     @property
     def reward_funcs(self) -> list[str]:
         """ms-swift's ``--reward_funcs``: the plugin's ORMs (ours), then ms-swift's own by name."""
-        return [f"aworld_{n}" for n in self.reward_names] + [o["name"] for o in self.native_orms]
+        return [ORM_PREFIX + n for n in self.reward_names] + [o["name"] for o in self.native_orms]
 
     @property
     def term_names(self) -> list[str]:
@@ -305,6 +305,7 @@ class SwiftProcessor(StandardProcessor):
         env = {n: os.environ[n] for n in names if n in os.environ}
         key = [
             file_digest(self.plugin_path),
+            file_digest(params_file(self.plugin_path)),
             file_digest(self.swift_dir / "aworld_engines"),
             file_digest(self.swift_dir / "reward_files"),
             self.reward_funcs,
@@ -532,6 +533,7 @@ class SwiftProcessor(StandardProcessor):
             command,
             normalized,
             file_digest(self.plugin_path) if self.plugin_path else None,
+            file_digest(params_file(self.plugin_path)) if self.plugin_path else None,
             file_digest(self.agent_spec.model) if self.agent_spec and Path(self.agent_spec.model).is_dir() else None,
         ]
         try:

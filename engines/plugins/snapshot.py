@@ -1,10 +1,10 @@
 """A copy of the engine-neutral modules for code that runs in another Python environment.
 
-The verl reward bridge and the ms-swift reward plugin are plain files that another interpreter (verl's, or
-ms-swift's own virtualenv) imports by path. They load the reward code from a snapshot of ``engines/`` copied next
-to them, imported under a package name of its own, so this repository never needs to be installed there. The
-snapshot holds every sub-package except the engines' own folders (their imports are relative, so the tree copies
-as it is) and a package ``__init__`` that imports nothing.
+The verl reward bridge, the tool files and the ms-swift reward plugin are copies of :mod:`.entry` that another
+interpreter (verl's, or ms-swift's own virtualenv) imports by path. They start their program from a snapshot of
+``engines/`` copied next to them, imported under a package name of its own, so this repository never needs to be
+installed there. The snapshot holds every sub-package except the engines' own folders (their imports are relative,
+so the tree copies as it is) and a package ``__init__`` that imports nothing.
 """
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-SNAPSHOT_DIR = "aworld_engines"
+from .entry import SNAPSHOT_DIR
+
 ENGINES_DIR = Path(__file__).resolve().parents[1]
 #: engine folders (and what else is not engine-neutral) are left out of a snapshot
 ENGINE_PACKAGES = frozenset({"trl", "verl", "swift"})
