@@ -1,6 +1,6 @@
 """A stand-in for a virtualenv being set up, for tests of the setup's progress in the studio: its
 ``bin/python`` answers ``-m pip install`` like pip does (a few "Collecting …" lines, then "Successfully
-installed …", a couple of seconds) and the availability probe as if ms-swift were installed. The real setup
+installed …", a couple of seconds) and the availability probe (engines/plugins/interpreter_probe.py) as if ms-swift were installed. The real setup
 (`python -m engines setup swift`, ~2 GB, minutes) runs in the README's test command and tests/test_swift_env.py.
 """
 
@@ -21,7 +21,7 @@ case "$*" in
     echo "Installing collected packages: torch, ms-swift"; sleep {pause}
     echo "Successfully installed ms-swift-4.6.0 torch-2.13.0"
     exit 0 ;;
-  *"-c"*)
+  *interpreter_probe.py*)
     echo '{probe}'
     exit 0 ;;
 esac
@@ -45,6 +45,7 @@ def stand_in_venv(folder: str | Path, pause_s: float = 0.6) -> Path:
                 "msgspec": "0.22.0",
             },
             "python": "3.11",
+            "locations": {},
         }
     )
     python = folder / "bin" / "python"

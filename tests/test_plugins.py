@@ -140,3 +140,16 @@ def test_a_stop_file_or_a_gone_launcher_ends_training_after_this_step_with_a_che
     assert swift_rewards.launcher_gone() is True
     monkeypatch.setenv(swift_rewards.WATCH_PID_ENV, str(os.getpid()))
     assert swift_rewards.launcher_gone() is False
+
+
+def test_another_interpreter_is_asked_what_it_has_without_this_repository(tmp_path):
+    """The probe file runs in an interpreter that has none of this project (-I: isolated, like a bare venv's)."""
+    from engines.plugins import interpreter_probe
+
+    request = {"modules": ["json", "no_such_module_x"], "distributions": ["pip", "no-such-dist-x"], "gpus": True}
+    got = interpreter_probe.ask(sys.executable, request, timeout_s=60)
+    assert got["modules"] == {"json": True, "no_such_module_x": False}
+    assert got["versions"]["pip"] and got["versions"]["no-such-dist-x"] is None
+    assert got["python"] == sys.version.split()[0] and got["gpus"] == 0 and "json" in got["locations"]
+    with pytest.raises(FileNotFoundError):
+        interpreter_probe.ask(str(tmp_path / "no-python"), request, timeout_s=10)

@@ -38,10 +38,9 @@ def test_availability_says_what_is_missing_with_the_install_hint(monkeypatch):
 def test_availability_probes_the_configured_verl_python(tmp_path, monkeypatch):
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
     fake = tmp_path / "python"
-    fake.write_text(
-        '#!/bin/sh\necho \'{"verl": true, "vllm": true, "sglang": false, "transfer_queue": true, '
-        '"cloudpickle": true, "gpus": 2}\'\n'
-    )
+    modules = {"verl": True, "vllm": True, "sglang": False, "transfer_queue": True, "cloudpickle": True}
+    answer = {"modules": modules, "versions": {}, "python": "3.11", "locations": {}, "gpus": 2}
+    fake.write_text(f"#!/bin/sh\necho '{json.dumps(answer)}'\n")  # engines/plugins/interpreter_probe.py's answer
     fake.chmod(0o755)
     monkeypatch.setenv("AWORLD_VERL_PYTHON", str(fake))
     ok, reason = VerlProcessor.availability()

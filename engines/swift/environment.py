@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..plugins import interpreter_probe
 from ..runs.json_lines import last_json_line
 
 PYTHON_ENV = "AWORLD_SWIFT_PYTHON"
@@ -61,17 +62,7 @@ REQUIRED = {
     "yaml": "pyyaml",
 }
 SETUP_COMMAND = "python -m engines setup swift"
-PROBE = (
-    "import importlib.util as u, importlib.metadata as m, json, sys\n"
-    "def v(d):\n    try:\n        return m.version(d)\n    except Exception:\n        return None\n"
-    f"out = {{'modules': {{k: u.find_spec(k) is not None for k in {sorted(REQUIRED)!r}}},\n"
-    "       'versions': {d: v(d) for d in ('ms-swift', 'torch', 'transformers', 'trl', 'msgspec')},\n"
-    "       'python': sys.version.split()[0],\n"
-    "       'swift_dir': (list(u.find_spec('swift').submodule_search_locations or [None])[0]\n"
-    "                     if u.find_spec('swift') else None)}\n"
-    "print(json.dumps(out))\n"
-)
-
+PROBED_DISTRIBUTIONS = ("ms-swift", "torch", "transformers", "trl", "msgspec")
 _PROBES: dict[str, dict[str, Any]] = {}
 
 
@@ -131,8 +122,9 @@ def probe(python: str) -> dict[str, Any]:
     if key in _PROBES:
         return _PROBES[key]
     try:
-        res = subprocess.run([python, "-c", PROBE], capture_output=True, text=True, timeout=60)
-        out = json.loads(res.stdout.strip().splitlines()[-1])
+        request = {"modules": sorted(REQUIRED), "distributions": list(PROBED_DISTRIBUTIONS)}
+        out = interpreter_probe.ask(python, request, timeout_s=60)
+        out["swift_dir"] = out.pop("locations").get("swift")
     except Exception as e:  # a wrong path, a broken interpreter: not cached, the user may fix it
         return {"error": f"{type(e).__name__}: {e}"}
     _PROBES[key] = out

@@ -8,13 +8,13 @@ child process (this one only through ``importlib.util.find_spec`` and ``nvidia-s
 from __future__ import annotations
 
 import importlib.util
-import json
 import os
 import shutil
 import subprocess
 import sys
 from typing import Any
 
+from ..plugins import interpreter_probe
 from .compose import ROLLOUT_BACKENDS
 
 PYTHON_ENV = "AWORLD_VERL_PYTHON"
@@ -24,13 +24,6 @@ INSTALL_HINT = (
     f"export {PYTHON_ENV}=$PWD/.venv-verl/bin/python (see docs/VERL.md)"
 )
 PROBED_MODULES = ("verl", "vllm", "sglang", "transfer_queue", "cloudpickle", "flash_attn")
-PROBE = (
-    "import importlib.util as u, json\n"
-    f"out = {{m: u.find_spec(m) is not None for m in {PROBED_MODULES!r}}}\n"
-    "try:\n    import torch; out['gpus'] = torch.cuda.device_count()\nexcept Exception:\n    out['gpus'] = 0\n"
-    "print(json.dumps(out))\n"
-)
-
 _PROBES: dict[str, dict[str, Any]] = {}
 
 
@@ -69,8 +62,8 @@ def probe(python: str | None = None) -> dict[str, Any]:
         out["gpus"] = _detect_gpus_cheap()
     else:
         try:
-            res = subprocess.run([python, "-c", PROBE], capture_output=True, text=True, timeout=120)
-            out = json.loads(res.stdout.strip().splitlines()[-1])
+            found = interpreter_probe.ask(python, {"modules": list(PROBED_MODULES), "gpus": True}, timeout_s=120)
+            out = {**found["modules"], "gpus": found["gpus"]}
         except Exception as e:  # a wrong path, a broken environment: not cached, the user may fix it
             return {"error": f"{python}: {type(e).__name__}: {e}"}
     _PROBES[key] = out
