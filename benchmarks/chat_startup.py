@@ -16,6 +16,7 @@ from pathlib import Path
 
 from aworld_gui.core.chat_client import ChatService
 from benchmarks.results_file import write_result
+from engines.core.modules import Modules
 from engines.core.prepare import prepare_run
 from engines.runs.launcher import Launcher
 from testing import letters_demo as d
@@ -26,7 +27,9 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=4)
     args = ap.parse_args()
     runs = Path(tempfile.mkdtemp()) / "runs"
-    run = prepare_run(d.AGENT, d.TRAIN, d.TEST, d.REWARD, {"max_steps": 1}, train_engine_name="trl", runs_dir=str(runs))
+    run = prepare_run(
+        Modules(d.AGENT, d.TRAIN, d.TEST, d.REWARD, {"max_steps": 1}, train_engine_name="trl"), runs_dir=str(runs)
+    )
     launcher = Launcher().start()
     assert launcher._settled.wait(300) and launcher.ready(), launcher._failed
     seconds: dict[str, list[float]] = {"forked": [], "fresh": []}

@@ -23,6 +23,7 @@ import time
 import yaml
 
 from benchmarks.results_file import pct, write_result
+from engines.core.modules import Modules
 from engines.runs.rundir import METRICS_FILE, TERMINAL_STATES
 from engines.runs.json_lines import JsonlTail
 from testing.letters_demo import AGENT, ASSETS, REWARD, TEST, TRAIN
@@ -45,7 +46,7 @@ def one_run(tmp: str, steps: int, address: str | None, job_cpus: int = 2) -> dic
     extra = {"ray_address": address, "ray_storage": f"{tmp}/cluster", "ray_resources": {"num_cpus": job_cpus}}
     extra = extra if address else {}
     run = prepare_run(
-        AGENT, TRAIN, TEST, REWARD, config(steps, **extra), train_engine_name="trl", runs_dir=f"{tmp}/runs"
+        Modules(AGENT, TRAIN, TEST, REWARD, config(steps, **extra), train_engine_name="trl"), runs_dir=f"{tmp}/runs"
     )
     seen: dict[int, float] = {}  # step → when its row was in this run directory
     tail = JsonlTail(run.file(METRICS_FILE))

@@ -16,6 +16,8 @@ Results: benchmarks/results/eval_speed.json.
 
 from __future__ import annotations
 
+from engines.core.modules import Modules
+
 import argparse
 import statistics
 import tempfile
@@ -112,12 +114,14 @@ def main() -> int:
 
     with tempfile.TemporaryDirectory() as tmp:
         run = prepare_run(
-            str(ASSETS / "agents/letters_agent.yaml"),
-            str(ASSETS / "datasets/letters_train.jsonl"),
-            None,
-            str(ASSETS / "rewards/letter_reward.py") + ":letter_reward",
-            {"max_steps": 1},
-            train_engine_name="trl",
+            Modules(
+                str(ASSETS / "agents/letters_agent.yaml"),
+                str(ASSETS / "datasets/letters_train.jsonl"),
+                None,
+                str(ASSETS / "rewards/letter_reward.py") + ":letter_reward",
+                {"max_steps": 1},
+                train_engine_name="trl",
+            ),
             runs_dir=tmp,
         )
         service = ChatService(tmp, idle_timeout_s=300)

@@ -14,6 +14,8 @@ Goal: every case within ±35 % of the measured peak. Results: benchmarks/results
 
 from __future__ import annotations
 
+from engines.core.modules import Modules
+
 import argparse
 import json
 import os
@@ -116,13 +118,13 @@ def measure(case: dict, runs: Path) -> dict:
 
     results = {
         r.module: r
-        for r in check_all(str(case["agent"]), str(case["train"]), None, case["reward"], case["config"], "trl")
+        for r in check_all(Modules(str(case["agent"]), str(case["train"]), None, case["reward"], case["config"], "trl"))
     }
     config = results["config"]
     assert config.status != "error", config.message
     memory = config.details["memory"]
     run = prepare_run(
-        str(case["agent"]), str(case["train"]), None, case["reward"], case["config"], "trl", runs_dir=str(runs)
+        Modules(str(case["agent"]), str(case["train"]), None, case["reward"], case["config"], "trl"), runs_dir=str(runs)
     )
     t0 = time.time()
     out = subprocess.run(

@@ -26,6 +26,7 @@ from pathlib import Path
 import yaml
 
 from benchmarks.results_file import write_result
+from engines.core.modules import Modules
 from engines.runs.rundir import TERMINAL_STATES, RunDir
 from engines.sweeps.driver import REPORTS_PER_TRIAL
 
@@ -72,7 +73,7 @@ def alone(runs: str, steps: int, seed: int) -> float:
     from engines.core.prepare import prepare_run
     from engines.runs.lifecycle import spawn_run
 
-    run = prepare_run(AGENT, TRAIN, TEST, REWARD, config(steps, seed), train_engine_name="trl", runs_dir=runs)
+    run = prepare_run(Modules(AGENT, TRAIN, TEST, REWARD, config(steps, seed), train_engine_name="trl"), runs_dir=runs)
     spawn_run(run.path)
     assert wait_ended(run)["state"] == "finished", run.read_status()
     return steps_per_s(run)

@@ -20,6 +20,8 @@ of a minute or more. The machine is shared (its load is recorded): compare the t
 
 from __future__ import annotations
 
+from engines.core.modules import Modules
+
 import argparse
 import os
 import statistics
@@ -57,7 +59,9 @@ def measure(engine: str, runs_dir: str, a) -> dict:
     from engines.runs.lifecycle import effective_status, kill_run, spawn_run, stop_run
 
     t0 = time.time()
-    run = prepare_run(AGENT, TRAIN, None, REWARD, config_for(engine), engine, runs_dir=runs_dir, name=f"bench-{engine}")
+    run = prepare_run(
+        Modules(AGENT, TRAIN, None, REWARD, config_for(engine), engine), runs_dir=runs_dir, name=f"bench-{engine}"
+    )
     checks_s = time.time() - t0
     load_before = round(os.getloadavg()[0], 2)
     launched = time.time()

@@ -19,6 +19,8 @@ Results: benchmarks/results/trl_processes.json.
 
 from __future__ import annotations
 
+from engines.core.modules import Modules
+
 import argparse
 import json
 import os
@@ -54,12 +56,14 @@ def one_run(name: str, a, runs: Path) -> dict:
         samples_per_step=2,
     )
     run = prepare_run(
-        str(A / "agents/letters_agent.yaml"),
-        str(A / "datasets/letters_train.jsonl"),
-        None,
-        f"{A / 'rewards/letter_reward.py'}:letter_reward",
-        cfg,
-        "trl",
+        Modules(
+            str(A / "agents/letters_agent.yaml"),
+            str(A / "datasets/letters_train.jsonl"),
+            None,
+            f"{A / 'rewards/letter_reward.py'}:letter_reward",
+            cfg,
+            "trl",
+        ),
         runs_dir=str(runs),
     )
     t0 = time.time()

@@ -26,15 +26,14 @@ import time
 
 from .core.registry import registered_engines
 from .runs.causes import Cause
-from .module_args import add_module_args, module_kwargs, parse_columns, parse_reward
+from .module_args import add_module_args, modules_from_args, parse_columns, parse_reward
 from .results.check_result import ERROR, CheckError, format_table
 
 
 def cmd_check(a: argparse.Namespace) -> int:
     from .core.isolated_checks import check_all_isolated
 
-    kw = module_kwargs(a)
-    results = check_all_isolated(a.check_timeout, **kw)  # user code never runs in this process
+    results = check_all_isolated(modules_from_args(a), a.check_timeout)  # user code never runs in this process
     if a.json:
         print(json.dumps([r.to_dict() for r in results], default=str, indent=1))
     else:
@@ -85,7 +84,7 @@ def cmd_train(a: argparse.Namespace) -> int:
     from .core.agent_trainer import AgentTrainer
 
     try:
-        trainer = AgentTrainer(run_path=a.run_path, check_timeout_s=a.check_timeout, **module_kwargs(a))
+        trainer = AgentTrainer(**modules_from_args(a).as_kwargs(), run_path=a.run_path, check_timeout_s=a.check_timeout)
     except CheckError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -234,7 +233,9 @@ def cmd_probe(a: argparse.Namespace) -> int:
         band = parse_band(a.band)
         scratch = tempfile.mkdtemp(prefix="aworld-probe-")  # the checks' run folder: no run is made
         try:
-            trainer = AgentTrainer(run_path=scratch, check_timeout_s=a.check_timeout, **module_kwargs(a))
+            trainer = AgentTrainer(
+                **modules_from_args(a).as_kwargs(), run_path=scratch, check_timeout_s=a.check_timeout
+            )
             print(f"probing {a.prompts} prompts (seed {a.seed}) ...", file=sys.stderr)
             result = trainer.probe(
                 a.prompts, a.samples, a.seed, runs_dir=a.runs_dir, timeout_s=a.timeout, refresh=a.refresh

@@ -1,6 +1,6 @@
 """The module arguments every command that checks or trains shares (``--agent --train --test --reward --config
---engine --columns --check-timeout``): the argparse options and the keyword arguments of ``AgentTrainer`` /
-``check_all`` they give. ``aworld-train`` (engines/cli.py) and ``aworld-train sweep`` (engines/sweeps/cli.py) use
+--engine --columns --check-timeout``): the argparse options and the :class:`~engines.core.modules.Modules` they
+give. ``aworld-train`` (engines/cli.py) and ``aworld-train sweep`` (engines/sweeps/cli.py) use
 them."""
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ import argparse
 from typing import Any
 
 from .results.check_result import CheckError
+from .core.modules import Modules
 from .core.registry import DEFAULT_ENGINE
 
 
@@ -58,16 +59,7 @@ def add_module_args(p: argparse.ArgumentParser) -> None:
     )
 
 
-def module_kwargs(a: argparse.Namespace) -> dict[str, Any]:
-    train = a.train_dataset
-    cols = parse_columns(a.columns)
-    if cols and train:
-        train = {"path": train, "columns": cols}
-    return dict(
-        agent=a.agent,
-        train_dataset=train,
-        test_dataset=a.test_dataset,
-        reward_func=parse_reward(a.reward),
-        config=a.config,
-        train_engine_name=a.train_engine_name,
-    )
+def modules_from_args(a: argparse.Namespace) -> Modules:
+    """The modules the command line names (``--columns`` applied to the training data)."""
+    modules = Modules(a.agent, a.train_dataset, a.test_dataset, parse_reward(a.reward), a.config, a.train_engine_name)
+    return modules.with_columns(parse_columns(a.columns) if a.train_dataset else None)

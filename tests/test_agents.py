@@ -10,6 +10,7 @@ from types import SimpleNamespace
 import pytest
 import yaml
 
+from engines.core.modules import Modules
 from engines import AgentSpec, CheckError, load_agent
 from engines.agents.agent_spec import agent_result
 from engines.results.check_result import format_table
@@ -201,17 +202,12 @@ def test_api_keys_never_appear_in_anything_shown_or_written(tmp_path, monkeypatc
 
     # what the checks report and what a prepared run writes
     results = check_all(
-        env_agent, demo["train"], demo["test"], demo["reward"], {"max_steps": 1}, train_engine_name="trl"
+        Modules(env_agent, demo["train"], demo["test"], demo["reward"], {"max_steps": 1}, train_engine_name="trl")
     )
     assert results[0].status == "ok", results[0]
     assert SECRET not in format_table(results) and SECRET not in json.dumps([r.to_dict() for r in results])
     run = prepare_run(
-        env_agent,
-        demo["train"],
-        demo["test"],
-        demo["reward"],
-        {"max_steps": 1},
-        train_engine_name="trl",
+        Modules(env_agent, demo["train"], demo["test"], demo["reward"], {"max_steps": 1}, train_engine_name="trl"),
         runs_dir=str(tmp_path / "runs"),
     )
     assert run.read_spec()["agent"]["api_key"] == "${AW_KEY}"
@@ -302,7 +298,7 @@ def test_tool_file_that_fails_to_import(tmp_path, model_dir):
 def test_agent_errors_surface_through_check_all_without_raising(tmp_path, demo):
     write(tmp_path / "tools.py", TOOLS)
     agent = write(tmp_path / "a.yaml", yaml.safe_dump({"model": demo["model"], "tools": ["tools.py:no_hints"]}))
-    results = check_all(agent, demo["train"], None, "exact_match", None, train_engine_name="trl")
+    results = check_all(Modules(agent, demo["train"], None, "exact_match", None, train_engine_name="trl"))
     assert [r.module for r in results] == ["agent", "dataset", "reward", "config", "engine"]
     assert results[0].status == "error" and "no type hint for parameter 'a'" in results[0].message
     assert results[1].status in ("ok", "warning")

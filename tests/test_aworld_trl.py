@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from engines.core.modules import Modules
 from engines.core.checks import check_all
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -35,7 +36,8 @@ def test_an_aworld_trl_config_checks_on_a_cpu_machine_with_a_note_for_fp16(tmp_p
     results = {
         r.module: r
         for r in check_all(
-            agent, str(data), None, aworld_reward, config, train_engine_name="trl", run_path=str(tmp_path / "runs")
+            Modules(agent, str(data), None, aworld_reward, config, train_engine_name="trl"),
+            run_path=str(tmp_path / "runs"),
         )
     }
     assert all(r.status != "error" for r in results.values()), {m: r.message for m, r in results.items()}
@@ -56,7 +58,7 @@ def test_with_no_reward_function_the_configs_reward_model_is_the_reward_as_aworl
     agent = str(ROOT / "assets/agents/letters_agent.yaml")
     data = str(ROOT / "assets/datasets/letters_train.jsonl")
     config = {"reward_model": rm, "max_steps": 2, "prompts_per_step": 2, "num_generations": 4}
-    results = {r.module: r for r in check_all(agent, data, None, None, config, train_engine_name="trl")}
+    results = {r.module: r for r in check_all(Modules(agent, data, None, None, config, train_engine_name="trl"))}
     assert all(r.status != "error" for r in results.values()), {m: r.message for m, r in results.items()}
     assert any(f"the config's reward_model {rm} (AWorld form" in w for w in results["reward"].warnings)
     assert "reward_model" not in results["config"].details["effective"]
@@ -74,7 +76,7 @@ def test_with_no_reward_function_the_configs_reward_model_is_the_reward_as_aworl
     last = [r for r in p.run.read_jsonl("metrics.jsonl") if "reward" in r][-1]
     assert last["step"] == 2 and any(k.startswith("rewards/rm_tiny_rm") for k in last)  # the model scored it
     # beside a reward function, reward_model in the config is refused, saying how to add the model to the reward
-    bad = {r.module: r for r in check_all(agent, data, None, "exact_match", config, train_engine_name="trl")}
+    bad = {r.module: r for r in check_all(Modules(agent, data, None, "exact_match", config, train_engine_name="trl"))}
     assert bad["config"].status == "error" and "reward_func=[<your reward>, {reward_model: <folder>}]" in (
         bad["config"].message
     )
@@ -91,7 +93,7 @@ def test_a_reward_given_as_a_models_path_is_that_reward_model_as_aworld_reads_it
     agent = str(ROOT / "assets/agents/letters_agent.yaml")
     data = str(ROOT / "assets/datasets/letters_train.jsonl")
     config = {"max_steps": 2, "prompts_per_step": 2, "num_generations": 4}
-    results = {r.module: r for r in check_all(agent, data, None, rm, config, train_engine_name="trl")}
+    results = {r.module: r for r in check_all(Modules(agent, data, None, rm, config, train_engine_name="trl"))}
     assert all(r.status != "error" for r in results.values()), {m: r.message for m, r in results.items()}
     reward = results["reward"]
     assert reward.status == "warning" and f"the reward model at {rm} (AWorld form" in reward.warnings[0]
@@ -102,7 +104,9 @@ def test_a_reward_given_as_a_models_path_is_that_reward_model_as_aworld_reads_it
     t.train_processor.write_run_spec()
     [term] = t.train_processor.run.read_spec()["reward"]
     assert term["reward_model"]["path"] == rm
-    builtin = {r.module: r for r in check_all(agent, data, None, "exact_match", config, train_engine_name="trl")}
+    builtin = {
+        r.module: r for r in check_all(Modules(agent, data, None, "exact_match", config, train_engine_name="trl"))
+    }
     assert builtin["reward"].status == "ok" and "AWorld form" not in " ".join(builtin["reward"].warnings)
 
 
@@ -115,7 +119,7 @@ def test_the_virtual_agent_trains_the_configs_model_as_aworld_reads_it(tmp_path)
     data = str(ROOT / "assets/datasets/letters_train.jsonl")
     reward = str(ROOT / "assets/rewards/letter_reward.py") + ":letter_reward"
     config = {"model": model, "max_steps": 2, "prompts_per_step": 2, "num_generations": 4}
-    results = {r.module: r for r in check_all("virtual", data, None, reward, config, train_engine_name="trl")}
+    results = {r.module: r for r in check_all(Modules("virtual", data, None, reward, config, train_engine_name="trl"))}
     assert all(r.status != "error" for r in results.values()), {m: r.message for m, r in results.items()}
     assert any("the 'virtual' agent (AWorld form)" in w for w in results["agent"].warnings)
     t = AgentTrainer("virtual", data, None, reward, config, run_path=str(tmp_path / "runs"), train_engine_name="trl")
@@ -123,7 +127,8 @@ def test_the_virtual_agent_trains_the_configs_model_as_aworld_reads_it(tmp_path)
     assert spec["name"] == "virtual" and spec["model"] == model and not spec.get("system_prompt")
     assert t.train() == "finished"
     no_model = {
-        r.module: r for r in check_all("virtual", data, None, reward, {"max_steps": 2}, train_engine_name="trl")
+        r.module: r
+        for r in check_all(Modules("virtual", data, None, reward, {"max_steps": 2}, train_engine_name="trl"))
     }
     assert no_model["agent"].status == "error"
     assert any("the config names none: add model: <folder>" in w for w in no_model["agent"].warnings)
@@ -135,8 +140,10 @@ def test_a_model_in_the_config_says_it_replaces_the_agents(tmp_path):
     agent = str(ROOT / "assets/agents/letters_agent.yaml")
     data = str(ROOT / "assets/datasets/letters_train.jsonl")
     reward = str(ROOT / "assets/rewards/letter_reward.py") + ":letter_reward"
-    other = {r.module: r for r in check_all(agent, data, None, reward, {"model": MODEL}, train_engine_name="trl")}
+    other = {
+        r.module: r for r in check_all(Modules(agent, data, None, reward, {"model": MODEL}, train_engine_name="trl"))
+    }
     assert any(f"model: {MODEL} (AWorld form" in w and "replaces the agent's" in w for w in other["config"].warnings)
     same = str(ROOT / "assets/models/tiny-letters")
-    own = {r.module: r for r in check_all(agent, data, None, reward, {"model": same}, train_engine_name="trl")}
+    own = {r.module: r for r in check_all(Modules(agent, data, None, reward, {"model": same}, train_engine_name="trl"))}
     assert not any("replaces the agent's" in w for w in own["config"].warnings), own["config"].warnings

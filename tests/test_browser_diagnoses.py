@@ -12,6 +12,7 @@ from pathlib import Path
 
 from playwright.sync_api import sync_playwright
 
+from engines.core.modules import Modules
 from engines.diagnostics.advice import ADVICE
 from engines.diagnostics.watcher import Diagnoser
 from engines.core.prepare import prepare_run
@@ -30,12 +31,14 @@ def test_a_reward_by_prompt_shows_no_reward_spread_in_the_monitor_and_its_button
     app = shared_studio
     runs = app.runs_dir  # the newest run: the one the Monitor opens on
     run = prepare_run(
-        str(ROOT / "assets/agents/letters_agent.yaml"),
-        str(ROOT / "assets/datasets/letters_train.jsonl"),
-        None,
-        f"{same}:by_prompt",
-        {"max_steps": 12, "num_generations": 4, "prompts_per_step": 2, "diagnostics": {"reward_max": 1.0}},
-        "trl",
+        Modules(
+            str(ROOT / "assets/agents/letters_agent.yaml"),
+            str(ROOT / "assets/datasets/letters_train.jsonl"),
+            None,
+            f"{same}:by_prompt",
+            {"max_steps": 12, "num_generations": 4, "prompts_per_step": 2, "diagnostics": {"reward_max": 1.0}},
+            "trl",
+        ),
         runs_dir=str(runs),
     )
     run.write_status(state="finished", step=12, total_steps=12)

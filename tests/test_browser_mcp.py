@@ -5,6 +5,8 @@ Screenshots go to ``artifacts/screenshots/``."""
 
 from __future__ import annotations
 
+from engines.core.modules import Modules
+
 import os
 from pathlib import Path
 
@@ -76,12 +78,14 @@ def test_the_monitor_labels_mcp_tool_calls_with_their_server(page, app):
     from engines.runs.lifecycle import spawn_run
 
     run = prepare_run(
-        str(MCP_AGENT),
-        str(inp.DATASETS_DIR / "calc_train.jsonl"),
-        None,
-        str(inp.REWARDS_DIR / "calc_reward.py") + ":calc_reward",
-        {"max_steps": 3, "prompts_per_step": 2, "num_generations": 4, "save_steps": 3, "samples_per_step": 2},
-        "trl",
+        Modules(
+            str(MCP_AGENT),
+            str(inp.DATASETS_DIR / "calc_train.jsonl"),
+            None,
+            str(inp.REWARDS_DIR / "calc_reward.py") + ":calc_reward",
+            {"max_steps": 3, "prompts_per_step": 2, "num_generations": 4, "save_steps": 3, "samples_per_step": 2},
+            "trl",
+        ),
         runs_dir=str(app.runs_dir),
     )
     spawn_run(run.path)

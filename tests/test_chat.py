@@ -11,6 +11,7 @@ import psutil
 import pytest
 
 from aworld_gui.core.chat_client import ChatService
+from engines.core.modules import Modules
 from engines.core.prepare import prepare_run
 from testing.calc_run import calc_run
 from testing.waiting import wait_for
@@ -98,12 +99,7 @@ def test_the_chat_tab_shows_the_calc_agents_call_folded_while_it_streams(tmp_pat
 
 def test_the_model_is_freed_after_its_idle_time(tmp_path, demo):
     run = prepare_run(
-        demo["agent"],
-        demo["train"],
-        demo["test"],
-        demo["reward"],
-        {"max_steps": 1},
-        train_engine_name="trl",
+        Modules(demo["agent"], demo["train"], demo["test"], demo["reward"], {"max_steps": 1}, train_engine_name="trl"),
         runs_dir=str(tmp_path / "runs"),
     )
     service = ChatService(tmp_path / "runs", idle_timeout_s=3)
@@ -120,12 +116,7 @@ def test_a_model_that_cannot_load_says_why(tmp_path, demo):
     from aworld_gui.core.chat_client import ChatError
 
     run = prepare_run(
-        demo["agent"],
-        demo["train"],
-        demo["test"],
-        demo["reward"],
-        {"max_steps": 1},
-        train_engine_name="trl",
+        Modules(demo["agent"], demo["train"], demo["test"], demo["reward"], {"max_steps": 1}, train_engine_name="trl"),
         runs_dir=str(tmp_path / "runs"),
     )
     service = ChatService(tmp_path / "runs", idle_timeout_s=60)
@@ -143,12 +134,7 @@ def test_the_reply_after_the_model_process_died_says_it_was_restarted_and_why(tm
 
     studio = Studio(tmp_path / "runs", worker=CheckWorker())  # not started: chat needs no check worker
     run = prepare_run(
-        demo["agent"],
-        demo["train"],
-        demo["test"],
-        demo["reward"],
-        {"max_steps": 1},
-        train_engine_name="trl",
+        Modules(demo["agent"], demo["train"], demo["test"], demo["reward"], {"max_steps": 1}, train_engine_name="trl"),
         runs_dir=str(studio.runs_dir),
     )
     tab = ChatTab(studio)

@@ -24,6 +24,7 @@ from aworld_gui.rendering.i18n import _
 from aworld_gui.tabs.chat_tab import ChatTab
 from aworld_gui.worker.check_worker import CheckWorker
 from aworld_gui.core.studio import Studio
+from engines.core.modules import Modules
 from engines.inference.chat_context import ContextFull, fit, split_turns
 from engines.core.prepare import prepare_run
 
@@ -125,12 +126,7 @@ def test_random_sessions_keep_the_conversation_until_the_context_is_full(tmp_pat
     rng = random.Random(seed)
     agent = small_context_agent(tmp_path, 64)
     run = prepare_run(
-        agent,
-        demo["train"],
-        demo["test"],
-        demo["reward"],
-        {"max_steps": 1},
-        train_engine_name="trl",
+        Modules(agent, demo["train"], demo["test"], demo["reward"], {"max_steps": 1}, train_engine_name="trl"),
         runs_dir=str(studio.runs_dir),
     )
     s = Session(studio, run.run_id)
@@ -221,12 +217,7 @@ def test_messages_the_model_did_not_take_go_back_to_the_box_and_are_not_sent_aga
     (returned, in order), none sent again by the next event; the model switched, the next message is sent alone.
     Without a model picked, the message goes back too."""
     run = prepare_run(
-        demo["agent"],
-        demo["train"],
-        demo["test"],
-        demo["reward"],
-        {"max_steps": 1},
-        train_engine_name="trl",
+        Modules(demo["agent"], demo["train"], demo["test"], demo["reward"], {"max_steps": 1}, train_engine_name="trl"),
         runs_dir=str(studio.runs_dir),
     )
     s = Session(studio, run.run_id, model="checkpoint-9")  # it has none: it cannot load

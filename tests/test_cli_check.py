@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from engines.core.modules import Modules
 from engines import AgentTrainer, CheckError
 from engines.cli import main
 from engines.core.checks import check_all
@@ -197,7 +198,7 @@ def test_unknown_engine_from_the_cli(demo, capsys):
 def test_check_all_reports_an_empty_dataset_file(tmp_path, demo):
     (tmp_path / "empty.jsonl").write_text("")
     results = check_all(
-        demo["agent"], str(tmp_path / "empty.jsonl"), None, demo["reward"], None, train_engine_name="trl"
+        Modules(demo["agent"], str(tmp_path / "empty.jsonl"), None, demo["reward"], None, train_engine_name="trl")
     )
     dataset = results[1]
     assert dataset.status == "error"
@@ -207,12 +208,14 @@ def test_check_all_reports_an_empty_dataset_file(tmp_path, demo):
 def test_prepare_run_writes_a_spec_a_run_process_can_rebuild(tmp_path, demo):
     runs = tmp_path / "runs"
     run = prepare_run(
-        demo["agent"],
-        demo["train"],
-        demo["test"],
-        [{"ref": demo["reward"], "weight": 1.0}],
-        {"max_steps": 2},
-        train_engine_name="trl",
+        Modules(
+            demo["agent"],
+            demo["train"],
+            demo["test"],
+            [{"ref": demo["reward"], "weight": 1.0}],
+            {"max_steps": 2},
+            train_engine_name="trl",
+        ),
         runs_dir=str(runs),
     )
     spec = yaml.safe_load(run.file("run.yaml").read_text())
@@ -224,12 +227,7 @@ def test_prepare_run_writes_a_spec_a_run_process_can_rebuild(tmp_path, demo):
 
     with pytest.raises(CheckError, match="unknown config key 'max_stepz'"):
         prepare_run(
-            demo["agent"],
-            demo["train"],
-            None,
-            demo["reward"],
-            {"max_stepz": 2},
-            train_engine_name="trl",
+            Modules(demo["agent"], demo["train"], None, demo["reward"], {"max_stepz": 2}, train_engine_name="trl"),
             runs_dir=str(runs),
         )
     assert [p.name for p in runs.iterdir()] == [run.path.name]  # the failed run's folder is removed
@@ -273,6 +271,6 @@ def test_check_all_never_raises_even_when_the_engine_cannot_start(clean_registry
         def check_config(self, config=None): ...
 
     AgentTrainer.register_processor("broken", Broken)
-    results = check_all(demo["agent"], demo["train"], train_engine_name="broken")
+    results = check_all(Modules(demo["agent"], demo["train"], train_engine_name="broken"))
     assert [(r.module, r.status) for r in results] == [(m, "error") for m in MODULES]
     assert results[-1].message == "engine 'broken' failed to start: RuntimeError: GPU driver missing"

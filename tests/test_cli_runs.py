@@ -7,6 +7,7 @@ import sys
 import time
 from pathlib import Path
 
+from engines.core.modules import Modules
 from engines.core.prepare import prepare_run
 from engines.runs.rundir import RunDir
 
@@ -54,12 +55,14 @@ def test_train_with_a_bad_config_exits_2_with_the_reason(tmp_path):
 
 def test_stop_command_stops_a_detached_run(tmp_path):
     run = prepare_run(
-        str(ROOT / ARGS[1]),
-        str(ROOT / ARGS[3]),
-        None,
-        str(ROOT / "assets/rewards/letter_reward.py") + ":letter_reward",
-        {"max_steps": 5000, "prompts_per_step": 2, "num_generations": 4, "save_steps": 1000},
-        "trl",
+        Modules(
+            str(ROOT / ARGS[1]),
+            str(ROOT / ARGS[3]),
+            None,
+            str(ROOT / "assets/rewards/letter_reward.py") + ":letter_reward",
+            {"max_steps": 5000, "prompts_per_step": 2, "num_generations": 4, "save_steps": 1000},
+            "trl",
+        ),
         runs_dir=str(tmp_path / "runs"),
     )
     from engines.runs.lifecycle import spawn_run

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from engines.core.modules import Modules
 from engines import AgentTrainer
 from engines.diagnostics import CODES
 from engines.runs.rundir import FAILED, STOPPED
@@ -202,7 +203,8 @@ def test_a_reward_that_keeps_memory_gives_memory_rising_with_the_step_it_would_r
     )
     config = {"max_steps": 1000, "prompts_per_step": 2, "num_generations": 8, "eval_steps": 0, "save_steps": 10**5}
     run = prepare_run(
-        str(AGENT), str(TRAIN), None, f"{leak}:leak", config, train_engine_name="trl", runs_dir=str(tmp_path / "runs")
+        Modules(str(AGENT), str(TRAIN), None, f"{leak}:leak", config, train_engine_name="trl"),
+        runs_dir=str(tmp_path / "runs"),
     )
     spawn_run(run.path)
     try:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from engines.core.modules import Modules
 from engines import AgentTrainer
 from engines.core.checks import check_all
 from engines.runs.causes import Cause
@@ -46,7 +47,7 @@ def small_disk(tmp_path):
 
 def test_the_check_warns_when_the_checkpoints_do_not_fit_and_not_when_they_do(small_disk, tmp_path):
     def disk_warnings(run_path):
-        config = [r for r in check_all(**DEMO, config=CONFIG, train_engine_name="trl", run_path=str(run_path))]
+        config = [r for r in check_all(Modules(**DEMO, config=CONFIG, train_engine_name="trl"), run_path=str(run_path))]
         result = next(r for r in config if r.module == "config")
         return [w for w in result.warnings if w.startswith("disk:")], result
 

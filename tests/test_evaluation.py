@@ -13,6 +13,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from engines.core.modules import Modules
 from engines import AgentTrainer, CheckError, TrainerProcessor
 from engines.inference.checkpoints import resolve
 from engines.inference.evaluation import list_evals, pass_at_k, prepare_eval, read_metrics
@@ -147,12 +148,7 @@ def test_inference_before_initialization_and_engines_without_it(clean_registry, 
 @pytest.fixture
 def letters_run(tmp_path, demo):
     return prepare_run(
-        demo["agent"],
-        demo["train"],
-        demo["test"],
-        demo["reward"],
-        {"max_steps": 2},
-        train_engine_name="trl",
+        Modules(demo["agent"], demo["train"], demo["test"], demo["reward"], {"max_steps": 2}, train_engine_name="trl"),
         runs_dir=str(tmp_path / "runs"),
     )
 
@@ -256,31 +252,23 @@ def test_the_studio_offers_and_evaluates_checkpoints_of_other_runs(tmp_path, dem
     studio = Studio(tmp_path / "runs", worker=CheckWorker(), cache=RunCache())
     runs_dir = str(studio.runs_dir)
     mine = prepare_run(
-        demo["agent"],
-        demo["train"],
-        demo["test"],
-        demo["reward"],
-        {"max_steps": 1},
-        train_engine_name="trl",
+        Modules(demo["agent"], demo["train"], demo["test"], demo["reward"], {"max_steps": 1}, train_engine_name="trl"),
         runs_dir=runs_dir,
     )
     other = prepare_run(
-        demo["agent"],
-        demo["train"],
-        demo["test"],
-        demo["reward"],
-        {"max_steps": 1},
-        train_engine_name="trl",
+        Modules(demo["agent"], demo["train"], demo["test"], demo["reward"], {"max_steps": 1}, train_engine_name="trl"),
         runs_dir=runs_dir,
         name="letters again",
     )
     calc = prepare_run(
-        str(A / "agents/calc_agent.yaml"),
-        str(A / "datasets/calc_train.jsonl"),
-        None,
-        str(A / "rewards/calc_reward.py") + ":calc_reward",
-        {"max_steps": 1},
-        train_engine_name="trl",
+        Modules(
+            str(A / "agents/calc_agent.yaml"),
+            str(A / "datasets/calc_train.jsonl"),
+            None,
+            str(A / "rewards/calc_reward.py") + ":calc_reward",
+            {"max_steps": 1},
+            train_engine_name="trl",
+        ),
         runs_dir=runs_dir,
     )
     for run, model, name in (

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from engines.core.modules import Modules
 from engines import CheckError
 from engines.inference.checkpoints import load, resolve
 from engines.inputs.data import load_datasets, prompt_messages
@@ -109,12 +110,7 @@ def test_a_lora_adapter_is_merged_into_its_base(tmp_path, demo):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     run = prepare_run(
-        demo["agent"],
-        demo["train"],
-        demo["test"],
-        demo["reward"],
-        {"max_steps": 1},
-        train_engine_name="trl",
+        Modules(demo["agent"], demo["train"], demo["test"], demo["reward"], {"max_steps": 1}, train_engine_name="trl"),
         runs_dir=str(tmp_path / "runs"),
     )
     torch.manual_seed(0)
@@ -141,12 +137,7 @@ def test_a_lora_adapter_is_merged_into_its_base(tmp_path, demo):
 
 def test_pushing_needs_a_token_and_never_shows_it(tmp_path, demo, monkeypatch):
     run = prepare_run(
-        demo["agent"],
-        demo["train"],
-        demo["test"],
-        demo["reward"],
-        {"max_steps": 1},
-        train_engine_name="trl",
+        Modules(demo["agent"], demo["train"], demo["test"], demo["reward"], {"max_steps": 1}, train_engine_name="trl"),
         runs_dir=str(tmp_path / "runs"),
     )
     for var in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"):
@@ -167,12 +158,7 @@ def test_a_secret_written_literally_in_run_yaml_reaches_no_file_of_the_export(tm
     (served by the studio, pushed to the Hub) shows it masked in its model card."""
     key, password = "sk-literal-wandb-key-0123", "url-pass-0456"
     run = prepare_run(
-        demo["agent"],
-        demo["train"],
-        demo["test"],
-        demo["reward"],
-        {"max_steps": 1},
-        train_engine_name="trl",
+        Modules(demo["agent"], demo["train"], demo["test"], demo["reward"], {"max_steps": 1}, train_engine_name="trl"),
         runs_dir=str(tmp_path / "runs"),
     )
     spec = run.read_spec()

@@ -15,6 +15,7 @@ from aworld_gui.core import inputs as inp
 from aworld_gui.core.run_cache import RunCache
 from aworld_gui.tabs.config_form import set_yaml_key
 from aworld_gui.core.studio import Studio
+from engines.core.modules import Modules
 from engines.runs.rundir import RunDir
 
 
@@ -159,7 +160,7 @@ def test_a_clone_keeps_every_reward_term_with_its_settings(studio, tmp_path):
     )
     want = load_reward(original)
     for entries in (
-        back.check_kwargs()["reward_func"],
+        back.modules().reward_func,
         [e for r in si.rewards for e in parse_cli_reward(f"{r.get('name') or r['ref']}@{r['weight']:g}")],
     ):
         got = load_reward(entries)
@@ -187,12 +188,14 @@ def test_the_reproduce_command_works_in_a_shell_without_the_virtualenv(studio, t
     from engines.core.prepare import prepare_run
 
     run = prepare_run(
-        demo["agent"],
-        demo["train"],
-        demo["test"],
-        demo["reward"],
-        {"max_steps": 2, "prompts_per_step": 2, "num_generations": 4, "save_steps": 2},
-        train_engine_name="trl",
+        Modules(
+            demo["agent"],
+            demo["train"],
+            demo["test"],
+            demo["reward"],
+            {"max_steps": 2, "prompts_per_step": 2, "num_generations": 4, "save_steps": 2},
+            train_engine_name="trl",
+        ),
         runs_dir=str(studio.runs_dir),
     )
     command = [line for line in studio.cli_command(run.run_id).splitlines() if not line.startswith("#")]
@@ -329,12 +332,7 @@ def test_runs_carry_a_name_and_a_note_that_can_be_changed(studio, tmp_path, demo
     from engines.core.prepare import prepare_run
 
     run = prepare_run(
-        demo["agent"],
-        demo["train"],
-        demo["test"],
-        demo["reward"],
-        {"max_steps": 2},
-        train_engine_name="trl",
+        Modules(demo["agent"], demo["train"], demo["test"], demo["reward"], {"max_steps": 2}, train_engine_name="trl"),
         runs_dir=str(studio.runs_dir),
         name="lr 1e-3 / try #2",
         note="higher learning rate",

@@ -16,6 +16,7 @@ import psutil
 import pytest
 import yaml
 
+from engines.core.modules import Modules
 from engines import CheckError, load_agent
 from engines.agents.agent_spec import agent_result
 from engines.results.check_result import format_table
@@ -55,12 +56,14 @@ def servers_running(marker: str) -> list[psutil.Process]:
 
 def test_aworld_agent_yaml_with_mcp_passes_check_agent_and_lists_the_servers_tools():
     results = check_all(
-        MCP_AGENT,
-        str(ROOT / "assets/datasets/calc_train.jsonl"),
-        None,
-        str(ROOT / "assets/rewards/calc_reward.py") + ":calc_reward",
-        {"max_steps": 1},
-        train_engine_name="trl",
+        Modules(
+            MCP_AGENT,
+            str(ROOT / "assets/datasets/calc_train.jsonl"),
+            None,
+            str(ROOT / "assets/rewards/calc_reward.py") + ":calc_reward",
+            {"max_steps": 1},
+            train_engine_name="trl",
+        )
     )
     agent = results[0]
     assert agent.module == "agent" and agent.status == "ok", agent
@@ -205,22 +208,26 @@ def test_a_prepared_run_writes_no_mcp_secret(tmp_path, monkeypatch):
         ),
     )
     results = check_all(
-        agent,
-        str(ROOT / "assets/datasets/calc_train.jsonl"),
-        None,
-        "exact_match",
-        {"max_steps": 1},
-        train_engine_name="trl",
+        Modules(
+            agent,
+            str(ROOT / "assets/datasets/calc_train.jsonl"),
+            None,
+            "exact_match",
+            {"max_steps": 1},
+            train_engine_name="trl",
+        )
     )
     assert results[0].status == "ok", results[0]
     assert SECRET not in format_table(results) and SECRET not in json.dumps([r.to_dict() for r in results])
     run = prepare_run(
-        agent,
-        str(ROOT / "assets/datasets/calc_train.jsonl"),
-        None,
-        "exact_match",
-        {"max_steps": 1},
-        train_engine_name="trl",
+        Modules(
+            agent,
+            str(ROOT / "assets/datasets/calc_train.jsonl"),
+            None,
+            "exact_match",
+            {"max_steps": 1},
+            train_engine_name="trl",
+        ),
         runs_dir=str(tmp_path / "runs"),
     )
     written = run.read_spec()["agent"]

@@ -8,6 +8,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from engines.core.modules import Modules
 from engines import AgentTrainer
 from engines.tools.mcp_client import ToolServerError
 from engines.runs.rundir import RunDir
@@ -114,7 +115,9 @@ def test_a_streamable_http_server_works_the_same(tmp_path, http_calculator, monk
     }
     agent = calc_agent(servers, black_tool_actions={"web-calc": ["multiply"]})
     results = check_all(
-        agent, DATA["train_dataset"], DATA["test_dataset"], DATA["reward_func"], CONFIG, train_engine_name="trl"
+        Modules(
+            agent, DATA["train_dataset"], DATA["test_dataset"], DATA["reward_func"], CONFIG, train_engine_name="trl"
+        )
     )
     assert results[0].status == "ok", results[0]
     assert results[0].details["mcp_servers"][0] == {
@@ -130,12 +133,9 @@ def test_a_streamable_http_server_works_the_same(tmp_path, http_calculator, monk
 
     # the studio's path: run.yaml, then a run process of its own that reads only it
     run = prepare_run(
-        agent,
-        DATA["train_dataset"],
-        DATA["test_dataset"],
-        DATA["reward_func"],
-        CONFIG,
-        train_engine_name="trl",
+        Modules(
+            agent, DATA["train_dataset"], DATA["test_dataset"], DATA["reward_func"], CONFIG, train_engine_name="trl"
+        ),
         runs_dir=str(tmp_path / "runs"),
     )
     assert run.read_spec()["agent"]["mcp_config"]["mcpServers"]["web-calc"]["headers"] == {
@@ -190,12 +190,14 @@ def test_a_run_whose_server_no_longer_starts_fails_as_a_tool_server_error(tmp_pa
     marker = tmp_path / "crashed"
     servers = {"flaky": {**mcp_servers.command("flaky"), "env": {"FLAKY_MARKER": str(marker)}}}
     run = prepare_run(
-        calc_agent(servers, black_tool_actions={"flaky": ["pid"]}),
-        DATA["train_dataset"],
-        None,
-        DATA["reward_func"],
-        CONFIG,
-        "trl",
+        Modules(
+            calc_agent(servers, black_tool_actions={"flaky": ["pid"]}),
+            DATA["train_dataset"],
+            None,
+            DATA["reward_func"],
+            CONFIG,
+            "trl",
+        ),
         runs_dir=str(tmp_path / "runs"),
     )
     marker.write_text("crashed")  # from now on it refuses to start

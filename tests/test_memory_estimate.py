@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from engines.core.modules import Modules
 from engines import AgentTrainer, CheckError
 from engines.fit.memory_estimate import GB, CPU_RUNTIME_BYTES, count_parameters, estimate, judge, shape_of
 
@@ -146,12 +147,14 @@ def test_no_estimate_and_no_hub_lookup_when_the_agent_check_failed(tmp_path, mon
     results = {
         r.module: r
         for r in check_all(
-            agent=str(agent),
-            train_dataset=TRAIN,
-            test_dataset=None,
-            reward_func=REWARD,
-            config={"max_steps": 2},
-            train_engine_name="trl",
+            Modules(
+                agent=str(agent),
+                train_dataset=TRAIN,
+                test_dataset=None,
+                reward_func=REWARD,
+                config={"max_steps": 2},
+                train_engine_name="trl",
+            ),
             run_path=str(tmp_path / "runs"),
         )
     }

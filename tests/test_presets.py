@@ -18,7 +18,7 @@ def test_a_shipped_preset_checks_green(name, tmp_path):
     si = presets.load_preset(found["path"])
     for path in (si.agent, si.train, si.test, *(r["ref"].rpartition(":")[0] for r in si.rewards)):
         assert Path(path).is_absolute() and Path(path).exists(), path
-    results = check_all(**si.check_kwargs())
+    results = check_all(si.modules())
     assert {r.module: r.status for r in results if r.status == "error"} == {}, [r.message for r in results]
 
 

@@ -8,6 +8,7 @@ import psutil
 from aworld_gui.worker.check_worker import CheckWorker
 from aworld_gui.tabs.engine_setup import DONE, EngineSetups
 from aworld_gui.core.studio import Studio
+from engines.core.modules import Modules
 from engines.core.prepare import prepare_run
 from engines.swift import environment as E
 from testing.swift_fakes import stand_in_venv
@@ -35,12 +36,9 @@ def test_an_idle_chat_model_and_a_finished_setup_are_reaped(tmp_path, monkeypatc
 
         setup_pid = json.loads(setups.paths("swift")[2].read_text())["pid"]
         run = prepare_run(
-            demo["agent"],
-            demo["train"],
-            demo["test"],
-            demo["reward"],
-            {"max_steps": 1},
-            train_engine_name="trl",
+            Modules(
+                demo["agent"], demo["train"], demo["test"], demo["reward"], {"max_steps": 1}, train_engine_name="trl"
+            ),
             runs_dir=str(studio.runs_dir),
         )
         events = list(studio.chat.stream(str(run.path), "base", [{"role": "user", "content": "Say the letter A:"}]))

@@ -12,6 +12,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from engines.core.modules import Modules
 from engines.isolation.read_only_files import temp_root
 from engines.runs.launcher import Launcher
 from engines.runs.lifecycle import Slot, spawn_run
@@ -57,7 +58,9 @@ def spied_run(tmp_path: Path, demo: dict, name: str, monkeypatch) -> tuple[RunDi
     reward.write_text(SPY)
     agent = tmp_path / "agent.yaml"
     agent.write_text(Path(demo["agent"]).read_text().replace("../models/tiny-letters", demo["model"]))
-    run = prepare_run(str(agent), demo["train"], demo["test"], f"{reward}:spy", CONFIG, "trl", str(tmp_path / name))
+    run = prepare_run(
+        Modules(str(agent), demo["train"], demo["test"], f"{reward}:spy", CONFIG, "trl"), str(tmp_path / name)
+    )
     return run, spy_dir
 
 
@@ -106,12 +109,14 @@ def test_a_forked_run_outlives_the_launcher(tmp_path, demo):
     la = Launcher().start()
     assert la._settled.wait(300) and la.ready(), la._failed
     run = prepare_run(
-        demo["agent"],
-        demo["train"],
-        demo["test"],
-        demo["reward"],
-        {**CONFIG, "max_steps": 5000, "save_steps": 5000},
-        "trl",
+        Modules(
+            demo["agent"],
+            demo["train"],
+            demo["test"],
+            demo["reward"],
+            {**CONFIG, "max_steps": 5000, "save_steps": 5000},
+            "trl",
+        ),
         str(tmp_path / "runs"),
     )
     pid = spawn_run(run.path, launcher=la)
@@ -130,14 +135,14 @@ def test_a_forked_run_outlives_the_launcher(tmp_path, demo):
 
 def test_what_the_fork_server_cannot_take_alike_is_started_fresh_and_says_why(tmp_path, demo, launcher):
     runs = tmp_path / "runs"
-    run = prepare_run(demo["agent"], demo["train"], demo["test"], demo["reward"], CONFIG, "trl", str(runs))
+    run = prepare_run(Modules(demo["agent"], demo["train"], demo["test"], demo["reward"], CONFIG, "trl"), str(runs))
     # a thread setting read when torch is imported: a fork would keep the server's
     spawn_run(run.path, env={"OMP_NUM_THREADS": "3"}, launcher=launcher)
     status = run.read_status()
     assert status["spawned"] == "exec" and "OMP_NUM_THREADS" in status["spawned_why"], status
     assert trained(run)["state"] == "finished"
     # a run that waits for the machine's slot waits as a small process (tests/test_run_queue.py), never a fork
-    queued = prepare_run(demo["agent"], demo["train"], demo["test"], demo["reward"], CONFIG, "trl", str(runs))
+    queued = prepare_run(Modules(demo["agent"], demo["train"], demo["test"], demo["reward"], CONFIG, "trl"), str(runs))
     slot = Slot(runs)
     assert slot.try_acquire()
     try:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import psutil
 
+from engines.core.modules import Modules
 from engines.core.prepare import prepare_run
 from engines.runs.lifecycle import effective_status, spawn_run
 from testing.waiting import wait_for
@@ -45,12 +46,14 @@ def test_a_daemon_a_reward_started_dies_with_its_run(tmp_path, demo):
     reward = tmp_path / "daemon_reward.py"
     reward.write_text(DAEMON_REWARD.format(pids=str(pids)), encoding="utf-8")
     run = prepare_run(
-        demo["agent"],
-        demo["train"],
-        None,
-        f"{reward}:score",
-        {"max_steps": 2, "prompts_per_step": 2, "num_generations": 2, "save_steps": 100},
-        train_engine_name="trl",
+        Modules(
+            demo["agent"],
+            demo["train"],
+            None,
+            f"{reward}:score",
+            {"max_steps": 2, "prompts_per_step": 2, "num_generations": 2, "save_steps": 100},
+            train_engine_name="trl",
+        ),
         runs_dir=str(tmp_path / "runs"),
     )
     spawn_run(run.path)

@@ -9,6 +9,7 @@ import time
 
 import psutil
 
+from engines.core.modules import Modules
 from engines.core.prepare import prepare_run
 from engines.runs.rundir import RUNNING, RunDir
 from engines.runs.lifecycle import Slot, spawn_run
@@ -32,7 +33,8 @@ def test_a_queued_run_waits_small_then_trains(tmp_path, demo):
     slot = Slot(runs)
     assert slot.try_acquire()
     queued = prepare_run(
-        demo["agent"], demo["train"], demo["test"], demo["reward"], CONFIG, train_engine_name="trl", runs_dir=str(runs)
+        Modules(demo["agent"], demo["train"], demo["test"], demo["reward"], CONFIG, train_engine_name="trl"),
+        runs_dir=str(runs),
     )
     assert queued.read_spec()["machine_slot"] is True
     pid = spawn_run(queued.path)
@@ -74,7 +76,8 @@ def test_a_run_stopped_while_queued_never_loads_the_engine(tmp_path, demo):
     slot = Slot(runs)
     assert slot.try_acquire()
     queued = prepare_run(
-        demo["agent"], demo["train"], demo["test"], demo["reward"], CONFIG, train_engine_name="trl", runs_dir=str(runs)
+        Modules(demo["agent"], demo["train"], demo["test"], demo["reward"], CONFIG, train_engine_name="trl"),
+        runs_dir=str(runs),
     )
     pid = spawn_run(queued.path)
     try:

@@ -121,17 +121,11 @@ def test_an_isolated_call_hands_the_secret_to_its_server_alone(secrets):
 
 def test_the_check_keeps_a_servers_secret_from_the_reward(tmp_path, secrets):
     from engines.core.isolated_checks import check_all_isolated
+    from engines.core.modules import Modules
 
     reward, report = env_probe_reward(tmp_path)
-    results = check_all_isolated(
-        timeout_s=180,
-        agent=agent(),
-        train_dataset=str(ROOT / "assets/datasets/calc_train.jsonl"),
-        test_dataset=None,
-        reward_func=f"{reward}:probe_reward",
-        config={"max_steps": 1},
-        train_engine_name="trl",
-    )
+    modules = Modules(agent(), str(ROOT / "assets/datasets/calc_train.jsonl"), None, f"{reward}:probe_reward")
+    results = check_all_isolated(modules.replace(config={"max_steps": 1}, train_engine_name="trl"), timeout_s=180)
     by_module = {r.module: r for r in results}
     assert by_module["agent"].status == "ok", by_module["agent"]  # the holder started: its ${SECRET_X} was set
     seen = json.loads(report.read_text())

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from engines.core.modules import Modules
 from engines.results.check_result import ERROR, CheckError
 from engines.sweeps.launch import check_sweep
 from engines.sweeps.spec import parse_sweep
@@ -124,19 +125,19 @@ def test_every_range_is_checked_against_the_engines_config_check(demo):
         train_engine_name="trl",
     )
     _, results = check_sweep(
-        {"trials": 2, "params": {"learning_rate": {"low": 1e-4, "high": 2.0, "log": True}}}, **base
+        {"trials": 2, "params": {"learning_rate": {"low": 1e-4, "high": 2.0, "log": True}}}, Modules(**base)
     )
     sweep = results[-1]
     assert sweep.module == "sweep" and sweep.status == ERROR
     assert "learning_rate=2.0" in sweep.message and "above its maximum 1.0" in sweep.message
 
-    _, results = check_sweep({"trials": 2, "params": {"learning_rat": [1e-3, 1e-4]}}, **base)
+    _, results = check_sweep({"trials": 2, "params": {"learning_rat": [1e-3, 1e-4]}}, Modules(**base))
     assert results[-1].status == ERROR and 'did you mean "learning_rate"' in results[-1].message
 
     # within the engine's bounds: every corner (2 learning-rate ends × 2 betas) passes its config check
     spec, results = check_sweep(
         {"trials": 2, "params": {"learning_rate": {"low": 1e-4, "high": 1e-2, "log": True}, "beta": [0.0, 0.04]}},
-        **base,
+        Modules(**base),
     )
     assert [r.status for r in results if r.status == ERROR] == []
     assert results[-1].module == "sweep" and results[-1].details["checked"] == spec.corner_configs()

@@ -6,6 +6,7 @@ tests fail, they do not skip."""
 
 from __future__ import annotations
 
+from engines.core.modules import Modules
 from engines.runs.sample_groups import step_groups
 
 import json
@@ -123,12 +124,7 @@ def test_sft_trains_on_the_reference_answers(tmp_path):
 @pytest.fixture()
 def long_run(tmp_path):
     run = prepare_run(
-        AGENT,
-        TRAIN,
-        None,
-        REWARD,
-        {**FAST, "max_steps": 5000, "save_steps": 1000},
-        "swift",
+        Modules(AGENT, TRAIN, None, REWARD, {**FAST, "max_steps": 5000, "save_steps": 1000}, "swift"),
         runs_dir=str(tmp_path / "runs"),
     )
     yield run
@@ -207,7 +203,7 @@ def test_ms_swifts_own_reward_trains_beside_ours_under_its_own_name(tmp_path):
 def test_a_misspelled_ms_swift_reward_gets_did_you_mean_before_any_process_starts(tmp_path):
     runs = tmp_path / "runs"
     with pytest.raises(CheckError) as err:
-        prepare_run(AGENT, TRAIN, TEST, [REWARD, "swift:acuracy"], dict(FAST), "swift", runs_dir=str(runs))
+        prepare_run(Modules(AGENT, TRAIN, TEST, [REWARD, "swift:acuracy"], dict(FAST), "swift"), runs_dir=str(runs))
     assert "ms-swift has no reward 'acuracy' (did you mean \"accuracy\"?)" in str(err.value)
     assert "swift:soft_overlong" in str(err.value)  # the fix lists what there is
     assert not any(runs.iterdir())
@@ -249,7 +245,9 @@ def test_the_reward_catalog_lists_ms_swifts_rewards_as_the_installed_ms_swift_ha
 def test_a_misspelled_ms_swift_argument_gets_did_you_mean_before_any_process_starts(tmp_path):
     runs = tmp_path / "runs"
     with pytest.raises(CheckError) as err:
-        prepare_run(AGENT, TRAIN, TEST, REWARD, {**FAST, "lr_sheduler_type": "constant"}, "swift", runs_dir=str(runs))
+        prepare_run(
+            Modules(AGENT, TRAIN, TEST, REWARD, {**FAST, "lr_sheduler_type": "constant"}, "swift"), runs_dir=str(runs)
+        )
     assert "unknown setting 'lr_sheduler_type' in the config (did you mean \"lr_scheduler_type\"?)" in str(err.value)
     assert not any(runs.iterdir())  # no run directory, so no run process
 
@@ -259,11 +257,13 @@ def test_the_diagnoses_thresholds_are_taken_and_early_stopping_is_refused_not_ig
     acts on every engine's run); early stopping, which only the trl engine acts on, is refused by name."""
     runs = tmp_path / "runs"
     run = prepare_run(
-        AGENT, TRAIN, TEST, REWARD, {**FAST, "diagnostics": {"kl_bound": 2.0}}, "swift", runs_dir=str(runs)
+        Modules(AGENT, TRAIN, TEST, REWARD, {**FAST, "diagnostics": {"kl_bound": 2.0}}, "swift"), runs_dir=str(runs)
     )
     assert run.read_spec()["config"]["diagnostics"] == {"kl_bound": 2.0}
     with pytest.raises(CheckError) as err:
-        prepare_run(AGENT, TRAIN, TEST, REWARD, {**FAST, "early_stopping_patience": 2}, "swift", runs_dir=str(runs))
+        prepare_run(
+            Modules(AGENT, TRAIN, TEST, REWARD, {**FAST, "early_stopping_patience": 2}, "swift"), runs_dir=str(runs)
+        )
     assert "early_stopping_patience: the swift engine does not act on this setting" in str(err.value)
 
 

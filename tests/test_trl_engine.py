@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from engines.core.modules import Modules
 from engines import AgentTrainer, CheckError
 from engines.core.prepare import prepare_run, trainer_from_run_dir
 from engines.runs.lifecycle import effective_status, process_alive, spawn_run, stop_run
@@ -97,7 +98,7 @@ def test_missing_prompt_column_fails_before_any_process_starts(tmp_path):
     bad.write_text("question_text,answer\nSay A,A\n")
     runs = tmp_path / "runs"
     with pytest.raises(CheckError) as err:
-        prepare_run(AGENT, str(bad), None, REWARD, FAST, "trl", runs_dir=str(runs))
+        prepare_run(Modules(AGENT, str(bad), None, REWARD, FAST, "trl"), runs_dir=str(runs))
     assert "no prompt column" in str(err.value) and "question_text" in str(err.value)
     assert not any(runs.iterdir())  # no half-made run dir is left behind
 
@@ -126,12 +127,7 @@ def test_reward_that_raises_mid_run_fails_with_cause(tmp_path):
 @pytest.fixture()
 def long_run(tmp_path):
     run = prepare_run(
-        AGENT,
-        TRAIN,
-        TEST,
-        REWARD,
-        {**FAST, "max_steps": 5000, "save_steps": 1000, "eval_steps": 0},
-        "trl",
+        Modules(AGENT, TRAIN, TEST, REWARD, {**FAST, "max_steps": 5000, "save_steps": 1000, "eval_steps": 0}, "trl"),
         runs_dir=str(tmp_path / "runs"),
     )
     yield run
@@ -203,12 +199,9 @@ def test_sigterm_is_a_graceful_stop(long_run):
 def test_run_process_reads_only_run_yaml(tmp_path):
     """A prepared run dir is self-contained: rebuilding from run.yaml gives the same modules."""
     run = prepare_run(
-        AGENT,
-        TRAIN,
-        TEST,
-        [{"ref": REWARD, "weight": 0.5}, {"name": "exact_match", "weight": 0.5}],
-        FAST,
-        "trl",
+        Modules(
+            AGENT, TRAIN, TEST, [{"ref": REWARD, "weight": 0.5}, {"name": "exact_match", "weight": 0.5}], FAST, "trl"
+        ),
         runs_dir=str(tmp_path / "runs"),
     )
     spec = yaml.safe_load((run.path / "run.yaml").read_text())

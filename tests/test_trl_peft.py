@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from engines.core.modules import Modules
 from engines import AgentTrainer, CheckError
 from engines.core.checks import check_all
 
@@ -64,16 +65,18 @@ def test_lora_grpo_trains_adapters_saves_them_and_resumes(tmp_path):
 
 def test_lora_on_the_84k_parameter_demo_warns_that_it_rarely_learns():
     """The README's own benchmark: LoRA on the random-init demo reached 0.8 in 0 of 3 runs (full: 3 of 3)."""
-    results = {r.module: r for r in check_all(AGENT, TRAIN, None, REWARD, dict(LORA), "trl")}
+    results = {r.module: r for r in check_all(Modules(AGENT, TRAIN, None, REWARD, dict(LORA), "trl"))}
     assert results["config"].status == "warning"
     [warning] = [w for w in results["config"].warnings if "rarely learns" in w]
     assert "84,096 parameters" in warning and "use_peft: false" in warning
-    plain = {r.module: r for r in check_all(AGENT, TRAIN, None, REWARD, {"max_steps": 2}, "trl")}
+    plain = {r.module: r for r in check_all(Modules(AGENT, TRAIN, None, REWARD, {"max_steps": 2}, "trl"))}
     assert not any("rarely learns" in w for w in plain["config"].warnings)
 
 
 def test_lora_settings_without_use_peft_warn_that_they_are_unused(tmp_path):
-    results = {r.module: r for r in check_all(AGENT, TRAIN, None, REWARD, {"lora_r": 8, "max_steps": 2}, "trl")}
+    results = {
+        r.module: r for r in check_all(Modules(AGENT, TRAIN, None, REWARD, {"lora_r": 8, "max_steps": 2}, "trl"))
+    }
     assert results["config"].status == "warning"
     assert any("lora_r set but use_peft is false" in w for w in results["config"].warnings)
 

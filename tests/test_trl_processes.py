@@ -9,6 +9,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from engines.core.modules import Modules
 from engines.core.prepare import prepare_run
 from engines.runs.lifecycle import effective_status, kill_run, process_alive, spawn_run, stop_run
 from testing.waiting import wait_for
@@ -35,7 +36,7 @@ def runs(tmp_path):
     made = []
 
     def start(config, reward=REWARD):
-        run = prepare_run(AGENT, TRAIN, None, reward, config, "trl", runs_dir=str(tmp_path / "runs"))
+        run = prepare_run(Modules(AGENT, TRAIN, None, reward, config, "trl"), runs_dir=str(tmp_path / "runs"))
         spawn_run(run.path)
         made.append(run)
         return run

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from engines.core.modules import Modules
 from engines.runs.lifecycle import delete_run, effective_status, kill_run, process_alive, spawn_run
 from engines.core.prepare import prepare_run
 from engines.runs.rundir import RunDir
@@ -74,7 +75,7 @@ def how(request, tmp_path):
 
 @pytest.fixture
 def long_run(tmp_path, how):
-    run = prepare_run(AGENT, TRAIN, None, REWARD, CONFIG, "trl", runs_dir=str(tmp_path / "runs"))
+    run = prepare_run(Modules(AGENT, TRAIN, None, REWARD, CONFIG, "trl"), runs_dir=str(tmp_path / "runs"))
     yield run
     if process_alive(run.read_status()):
         kill_run(run.path, grace_s=0)

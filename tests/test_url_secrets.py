@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from aworld_gui.core.upload_secrets import mask_text
+from engines.core.modules import Modules
 from engines.agents.agent_spec import load_agent
 from engines.results.check_result import CheckError, CheckResult
 from engines.inference.export import public_spec
@@ -73,20 +74,22 @@ def test_check_messages_never_quote_a_url_password():
 
 def test_a_judge_url_password_is_not_echoed_by_the_reward_check(demo):
     results = check_all(
-        agent=demo["agent"],
-        train_dataset=demo["train"],
-        config=None,
-        train_engine_name="trl",
-        reward_func=[
-            {
-                "judge": {
-                    "url": f"http://bob:{PW}@127.0.0.1:9/v1",
-                    "model": "m",
-                    "prompt": "Score {completion}",
-                    "timeout": 2,
+        Modules(
+            agent=demo["agent"],
+            train_dataset=demo["train"],
+            config=None,
+            train_engine_name="trl",
+            reward_func=[
+                {
+                    "judge": {
+                        "url": f"http://bob:{PW}@127.0.0.1:9/v1",
+                        "model": "m",
+                        "prompt": "Score {completion}",
+                        "timeout": 2,
+                    }
                 }
-            }
-        ],
+            ],
+        )
     )
     reward = next(r for r in results if r.module == "reward")
     assert reward.status == "error" and "http://bob:****@127.0.0.1:9/v1" in reward.message, reward.message

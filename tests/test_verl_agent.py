@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 from omegaconf import OmegaConf
 
+from engines.core.modules import Modules
 from engines.results.check_result import CheckError
 from engines.core.checks import check_all
 from engines.verl import VerlProcessor
@@ -106,12 +107,7 @@ def test_a_template_that_ignores_tools_warns_on_the_agent_check(tmp_path, calc_d
     results = {
         r.module: r.to_dict()
         for r in check_all(
-            calc_agent(model),
-            calc_data,
-            None,
-            "exact_match",
-            {"batch_size": 4},
-            train_engine_name="verl",
+            Modules(calc_agent(model), calc_data, None, "exact_match", {"batch_size": 4}, train_engine_name="verl"),
             run_path=str(tmp_path / "check"),
         )
     }

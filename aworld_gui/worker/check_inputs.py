@@ -11,6 +11,7 @@ import shlex
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from engines.core.modules import Modules
 from engines.files.yaml_input import try_load_yaml
 
 DEMO_ENGINE = "trl"
@@ -49,18 +50,13 @@ class SetupInputs:
         data = try_load_yaml(text, default=text)
         return data if isinstance(data, dict) else text
 
-    def check_kwargs(self) -> dict[str, Any]:
-        """Keyword arguments of ``engines.core.checks.check_all`` / ``prepare_run``."""
+    def modules(self) -> Modules:
+        """What ``check_all``, ``prepare_run`` and ``AgentTrainer`` take (the column mapping applied)."""
         columns = {k: v for k, v in (self.columns or {}).items() if v}
-        return dict(
-            agent=self.agent or "",
-            train_dataset=self.train or None,
-            test_dataset=self.test or None,
-            reward_func=[dict(r) for r in self.rewards] or None,
-            config=self.config_value(),
-            train_engine_name=self.engine or DEMO_ENGINE,
-            columns=columns or None,
-        )
+        reward = [dict(r) for r in self.rewards] or None
+        engine = self.engine or DEMO_ENGINE
+        modules = Modules(self.agent or "", self.train or None, self.test or None, reward, self.config_value(), engine)
+        return modules.with_columns(columns)
 
     def cli_command(self) -> str:
         """The ``python -m engines train`` command that checks and trains the same inputs."""

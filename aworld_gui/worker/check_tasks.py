@@ -132,11 +132,12 @@ def check(inputs: dict[str, Any]) -> dict[str, Any]:
 
     t0 = time.perf_counter()
     si = SetupInputs.from_dict(inputs)
-    kwargs = si.check_kwargs()
+    modules = si.modules()
     from engines.isolation.sandbox import report_progress
 
     # the free space the run's checkpoints need is the studio's runs folder's, not the scratch folder's
-    results = name_input_files(check_all(**kwargs, on_module=report_progress, disk_dir=inputs.get("runs_dir")), kwargs)
+    checked = check_all(modules, on_module=report_progress, disk_dir=inputs.get("runs_dir"))
+    results = name_input_files(checked, modules)
     by_module = {r.module: r.to_dict() for r in results}
     out: dict[str, Any] = {"results": by_module}
     out["preview"] = {"train": _preview(si.train), "test": _preview(si.test) if si.test else None}
@@ -224,9 +225,8 @@ def prepare(inputs: dict[str, Any], runs_dir: str) -> dict[str, Any]:
     from .check_inputs import SetupInputs
 
     si = SetupInputs.from_dict(inputs)
-    kwargs = si.check_kwargs()
     try:
-        run = prepare_run(runs_dir=runs_dir, name=si.name, note=si.note, **kwargs)
+        run = prepare_run(si.modules(), runs_dir=runs_dir, name=si.name, note=si.note)
     except CheckError as e:
         return {"ok": False, "module": e.module, "error": str(e), "result": e.result.to_dict()}
     return {"ok": True, "run_dir": str(run.path), "run_id": run.run_id}
@@ -308,10 +308,7 @@ def probe(
     scratch = tempfile.mkdtemp(prefix="aworld-probe-")  # the checks' run folder: no run is made
     try:
         said("checking the setup")
-        kwargs = si.check_kwargs()
-        if columns := kwargs.pop("columns", None):  # as prepare_run gives them
-            kwargs["train_dataset"] = {"path": kwargs["train_dataset"], "columns": columns}
-        trainer = AgentTrainer(run_path=scratch, **kwargs)
+        trainer = AgentTrainer(**si.modules().as_kwargs(), run_path=scratch)
         result = trainer.probe(
             prompts, samples, seed, runs_dir=runs_dir, timeout_s=limit_s, refresh=refresh, on_progress=said
         )

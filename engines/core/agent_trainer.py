@@ -15,6 +15,7 @@ from typing import Any
 from ..isolation import sandbox
 from ..results.check_result import CheckResult
 from .isolated_checks import check_all_isolated, first_error
+from .modules import Modules
 from .registry import DEFAULT_ENGINE, get_processor_class, register_processor, registered_engines, unregister_processor
 from .trainer_processor import TrainerProcessor, logger
 
@@ -61,15 +62,8 @@ class AgentTrainer:
         # 2. fetch the engine class
         processor_cls = get_processor_class(self.train_engine_name)
         if isolated_checks and not sandbox.inside():
-            results = check_all_isolated(
-                check_timeout_s,
-                agent=agent,
-                train_dataset=train_dataset,
-                test_dataset=test_dataset,
-                reward_func=reward_func,
-                config=config,
-                train_engine_name=self.train_engine_name,
-            )
+            modules = Modules(agent, train_dataset, test_dataset, reward_func, config, self.train_engine_name)
+            results = check_all_isolated(modules, check_timeout_s)
             error = first_error(results)
             if error is not None:
                 raise error

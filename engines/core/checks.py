@@ -8,7 +8,8 @@ import tempfile
 from typing import Any, Callable
 
 from ..results.check_result import CHECKED_MODULES, ERROR, CheckError, CheckResult
-from .registry import DEFAULT_ENGINE, get_processor_class
+from .modules import Modules
+from .registry import get_processor_class
 
 
 def engine_result(engine: str) -> tuple[Any, CheckResult]:
@@ -29,23 +30,16 @@ def engine_result(engine: str) -> tuple[Any, CheckResult]:
     )
 
 
-def check_modules(
-    p: Any,
-    agent: Any,
-    train_dataset: Any,
-    test_dataset: Any,
-    reward_func: Any,
-    config: Any,
-    on_module: Callable[[str], None] | None = None,
-) -> list[CheckResult]:
+def check_modules(p: Any, modules: Modules, on_module: Callable[[str], None] | None = None) -> list[CheckResult]:
     """The four module checks of the engine ``p`` in the spec's order, one result each; never raises: a module
     whose check fails (a :class:`CheckError`, user code's exception or ``sys.exit``) is reported and the next is
     checked. ``on_module(module)`` is called as each check starts. Runs user code: the studio calls it in a child."""
+    m = modules
     steps = (
-        ("agent", lambda: p.check_agent(agent)),
-        ("dataset", lambda: p.check_dataset(train_dataset, test_dataset)),
-        ("reward", lambda: p.check_reward(reward_func)),
-        ("config", lambda: p.check_config(config)),
+        ("agent", lambda: p.check_agent(m.agent)),
+        ("dataset", lambda: p.check_dataset(m.train_dataset, m.test_dataset)),
+        ("reward", lambda: p.check_reward(m.reward_func)),
+        ("config", lambda: p.check_config(m.config)),
     )
     results: list[CheckResult] = []
     for module, step in steps:
@@ -72,14 +66,8 @@ def check_modules(
 
 
 def check_all(
-    agent: Any,
-    train_dataset: Any = None,
-    test_dataset: Any = None,
-    reward_func: Any = None,
-    config: Any = None,
-    train_engine_name: str = DEFAULT_ENGINE,
+    modules: Modules,
     run_path: str | None = None,
-    columns: dict | None = None,
     on_module: Callable[[str], None] | None = None,
     disk_dir: str | None = None,
 ) -> list[CheckResult]:
@@ -87,7 +75,7 @@ def check_all(
     ``on_module(module)`` is called as each check starts (the studio's worker reports it, so a check
     that hangs or crashes is blamed on the right module). ``disk_dir``: where the run will write, when that is
     not ``run_path`` (the studio checks in a scratch folder; its runs go to its runs folder)."""
-    cls, engine = engine_result(train_engine_name)
+    cls, engine = engine_result(modules.train_engine_name)
     if cls is None:
         return [CheckResult(m, ERROR, "not checked: unknown engine") for m in CHECKED_MODULES] + [engine]
     scratch = None
@@ -100,15 +88,14 @@ def check_all(
             if disk_dir and hasattr(p, "disk_dir"):
                 p.disk_dir = disk_dir
         except Exception as e:  # an engine whose constructor fails: report it like any check
-            msg = f"engine '{train_engine_name}' failed to start: {type(e).__name__}: {e}"
+            msg = f"engine '{modules.train_engine_name}' failed to start: {type(e).__name__}: {e}"
             return [CheckResult(m, ERROR, "not checked: the engine failed to start") for m in CHECKED_MODULES] + [
                 CheckResult("engine", ERROR, msg, details=engine.details)
             ]
-        if columns:
-            train_dataset = {"path": train_dataset, "columns": columns}
         if hasattr(p, "take_aworld_inputs"):  # an engine reading an AWorld trainer's input forms
-            agent, reward_func, config = p.take_aworld_inputs(agent, reward_func, config)
-        results = check_modules(p, agent, train_dataset, test_dataset, reward_func, config, on_module)
+            agent, reward_func, config = p.take_aworld_inputs(modules.agent, modules.reward_func, modules.config)
+            modules = modules.replace(agent=agent, reward_func=reward_func, config=config)
+        results = check_modules(p, modules, on_module)
         return results + [engine]
     finally:
         if scratch:

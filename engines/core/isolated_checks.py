@@ -14,6 +14,7 @@ from typing import Any
 from ..results.check_result import CHECKED_MODULES, ERROR, WARNING, CheckError, CheckResult
 from ..isolation.sandbox import Outcome, describe, run_isolated
 from ..isolation.user_env import user_code_envs
+from .modules import Modules
 
 WHAT = {
     "timeout": "timed out",
@@ -53,27 +54,26 @@ def results_for_failure(kind: str, message: str, stage: str | None) -> list[Chec
     return out
 
 
-def _check_all(kwargs: dict[str, Any]) -> list[CheckResult]:
+def _check_all(modules: Modules) -> list[CheckResult]:
     from .checks import check_all
     from ..isolation.sandbox import report_progress
 
-    return check_all(**kwargs, on_module=report_progress)
+    return check_all(modules, on_module=report_progress)
 
 
-def check_all_isolated(timeout_s: float | None = None, **kwargs: Any) -> list[CheckResult]:
+def check_all_isolated(modules: Modules, timeout_s: float | None = None) -> list[CheckResult]:
     """:func:`engines.core.checks.check_all` in an isolated child with a time limit (its environment
     without credentials, except those the agent or config asks for by ``${NAME}``; the variables only an
     MCP server asks for go to its servers alone, :mod:`engines.isolation.server_env`). Never raises."""
-    inputs = (kwargs.get("agent"), kwargs.get("reward_func"), kwargs.get("config"))
-    env, servers = user_code_envs(*inputs)
-    _preload(kwargs.get("train_engine_name"))
-    outcome: Outcome = run_isolated(_check_all, {"kwargs": kwargs}, timeout_s=timeout_s, env=env, server_env=servers)
+    env, servers = user_code_envs(modules.agent, modules.reward_func, modules.config)
+    _preload(modules.train_engine_name)
+    outcome: Outcome = run_isolated(_check_all, {"modules": modules}, timeout_s=timeout_s, env=env, server_env=servers)
     if outcome.ok:
-        return name_input_files(outcome.value, kwargs)
-    return name_input_files(results_for_failure(outcome.kind, describe(outcome), outcome.stage), kwargs)
+        return name_input_files(outcome.value, modules)
+    return name_input_files(results_for_failure(outcome.kind, describe(outcome), outcome.stage), modules)
 
 
-def _input_files(kwargs: dict[str, Any]) -> dict[str, list[str]]:
+def _input_files(modules: Modules) -> dict[str, list[str]]:
     """module → the names its error may be about: the agent's and the config's file, the reward
     files and functions (``file.py:fn``); nothing for inputs that are not files."""
 
@@ -87,7 +87,7 @@ def _input_files(kwargs: dict[str, Any]) -> dict[str, list[str]]:
             return [Path(str(value)).name]
         return []
 
-    refs = kwargs.get("reward_func")
+    refs = modules.reward_func
     refs = refs if isinstance(refs, (list, tuple)) else [refs]
     rewards = []
     for ref in refs:
@@ -95,13 +95,13 @@ def _input_files(kwargs: dict[str, Any]) -> dict[str, list[str]]:
         file, _, fn = str(ref).rpartition(":") if isinstance(ref, str) and ".py:" in ref else ("", "", "")
         if file:
             rewards.append(f"{Path(file).name}:{fn.split('@')[0].split('(')[0]}")
-    return {"agent": file_name(kwargs.get("agent")), "config": file_name(kwargs.get("config")), "reward": rewards}
+    return {"agent": file_name(modules.agent), "config": file_name(modules.config), "reward": rewards}
 
 
-def name_input_files(results: list[CheckResult], kwargs: dict[str, Any]) -> list[CheckResult]:
+def name_input_files(results: list[CheckResult], modules: Modules) -> list[CheckResult]:
     """A module's error that names none of its input files (e.g. "`learning_rate` must be float" from
     config.yaml, a reward file's dry run that timed out) starts with the file: "config.yaml: …"."""
-    names = _input_files(kwargs)
+    names = _input_files(modules)
     out = []
     for r in results:
         mine = names.get(r.module) or []

@@ -6,55 +6,33 @@ from __future__ import annotations
 import shutil
 import time
 from pathlib import Path
-from typing import Any
 
 from .agent_trainer import AgentTrainer
 from ..results.check_result import ERROR, CheckError
 from .checks import engine_result
-from .registry import DEFAULT_ENGINE
+from .modules import Modules
 from .run_args import trainer_args
 from ..runs.rundir import QUEUED, RunDir
 
 
-def prepare_run(
-    agent: Any,
-    train_dataset: Any = None,
-    test_dataset: Any = None,
-    reward_func: Any = None,
-    config: Any = None,
-    train_engine_name: str = DEFAULT_ENGINE,
-    runs_dir: str = "runs",
-    columns: dict | None = None,
-    name: str | None = None,
-    note: str | None = None,
-) -> RunDir:
+def prepare_run(modules: Modules, runs_dir: str = "runs", name: str | None = None, note: str | None = None) -> RunDir:
     """Check everything in a fresh run dir and write its run.yaml (state ``queued``); ``name`` (also
     part of the run id) and ``note`` go to its label. Raises :class:`CheckError` (the run dir is
     removed) when a module fails."""
-    if columns:
-        train_dataset = {"path": train_dataset, "columns": columns}
-    cls, engine = engine_result(train_engine_name)
+    engine_name = modules.train_engine_name
+    cls, engine = engine_result(engine_name)
     if cls is None or engine.status == ERROR:
         raise CheckError("engine", engine.message)
-    run = RunDir.create(runs_dir, train_engine_name, label=(name or "").strip() or None)
+    run = RunDir.create(runs_dir, engine_name, label=(name or "").strip() or None)
     try:
-        trainer = AgentTrainer(
-            agent,
-            train_dataset,
-            test_dataset,
-            reward_func,
-            config,
-            run_path=runs_dir,
-            train_engine_name=train_engine_name,
-            run_dir=run.path,
-        )
+        trainer = AgentTrainer(**modules.as_kwargs(), run_path=runs_dir, run_dir=run.path)
     except BaseException:
         shutil.rmtree(run.path, ignore_errors=True)
         raise
     processor = trainer.train_processor
     processor.write_run_spec()
-    processor.run.write_status(state=QUEUED, engine=train_engine_name, created=time.time())
-    processor.run.event("created", engine=train_engine_name)
+    processor.run.write_status(state=QUEUED, engine=engine_name, created=time.time())
+    processor.run.event("created", engine=engine_name)
     if (name or "").strip() or (note or "").strip():
         processor.run.write_label(name or "", note or "")
     return processor.run

@@ -17,6 +17,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from ..core.modules import Modules
 from ..core.registry import DEFAULT_ENGINE
 from ..runs.lifecycle import effective_status
 from .launch import prepare_sweep, resume_sweep, spawn_sweep, stop_sweep
@@ -43,14 +44,10 @@ class AgentSweep:
     ):
         if sweep is None:
             raise ValueError("sweep is empty — pass a sweep.yaml path or a dict {trials, params, ...}")
+        modules = Modules(agent, train_dataset, test_dataset, reward_func, config, train_engine_name)
         self.sweep_dir: SweepDir = prepare_sweep(
             sweep,
-            agent,
-            train_dataset,
-            test_dataset,
-            reward_func,
-            config,
-            train_engine_name,
+            modules,
             runs_dir=run_path,
             name=name,
             timeout_s=check_timeout_s,

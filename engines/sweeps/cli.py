@@ -18,23 +18,11 @@ import sys
 
 def cmd_sweep(a: argparse.Namespace) -> int:
     from ..results.check_result import CheckError, format_table
-    from ..module_args import module_kwargs
+    from ..module_args import modules_from_args
     from .launch import prepare_sweep, spawn_sweep
 
-    kw = module_kwargs(a)
     try:
-        sd = prepare_sweep(
-            a.sweep,
-            kw["agent"],
-            kw["train_dataset"],
-            kw["test_dataset"],
-            kw["reward_func"],
-            kw["config"],
-            kw["train_engine_name"],
-            runs_dir=a.run_path,
-            name=a.name,
-            timeout_s=a.check_timeout,
-        )
+        sd = prepare_sweep(a.sweep, modules_from_args(a), runs_dir=a.run_path, name=a.name, timeout_s=a.check_timeout)
     except CheckError as e:
         print(format_table([e.result]), file=sys.stderr)
         print(f"error: {e}", file=sys.stderr)

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..core.modules import Modules
 from ..runs.rundir import FAILED, FINISHED, METRICS_FILE, RUNNING, STOPPED, STOPPING, TERMINAL_STATES, RunDir
 from ..runs.json_lines import JsonlTail
 from ..runs.causes import Cause
@@ -69,22 +70,11 @@ def _trial_name(sweep: SweepDir, number: int) -> str:
     return f"{sweep.name} · trial {number}"
 
 
-def _prepare_trial(inputs: dict[str, Any], config: dict[str, Any], runs_dir: str, name: str, note: str) -> str:
+def _prepare_trial(modules: Modules, runs_dir: str, name: str, note: str) -> str:
     """In the isolated child: the trial's run directory (its checks run here, once)."""
     from ..core.prepare import prepare_run
 
-    run = prepare_run(
-        inputs["agent"],
-        inputs.get("train_dataset"),
-        inputs.get("test_dataset"),
-        inputs.get("reward_func"),
-        config,
-        train_engine_name=inputs["train_engine_name"],
-        runs_dir=runs_dir,
-        name=name,
-        note=note,
-    )
-    return str(run.path)
+    return str(prepare_run(modules, runs_dir=runs_dir, name=name, note=note).path)
 
 
 @dataclass
@@ -110,8 +100,8 @@ class SweepDriver:
         doc = self.sweep.read_sweep()
         if not doc:
             raise ValueError(f"{self.sweep.path} has no sweep.yaml — prepare the sweep first")
-        self.inputs: dict[str, Any] = doc["base"]
         self.base_config: dict[str, Any] = dict(doc.get("base_config") or {})
+        self.modules = Modules(**doc["base"], config=self.base_config)  # sweep.yaml keeps the config apart
         self.spec: SweepSpec = parse_sweep(doc["sweep"], gpus=None, cluster=cluster_of(self.base_config))
         self.report_every = report_every(self.base_config)
         storage = optuna.storages.RDBStorage(self.sweep.storage_url)
@@ -168,13 +158,11 @@ class SweepDriver:
         name = _trial_name(self.sweep, trial.number)
         note = f"sweep {self.sweep.run_id}, trial {trial.number}: " + ", ".join(f"{k}={v}" for k, v in params.items())
         self.sweep.event("trial_preparing", trial=trial.number, params=params)
-        named = (self.inputs.get("agent"), self.inputs.get("reward_func"), self.base_config)
-        env, servers = user_code_envs(*named)
+        env, servers = user_code_envs(self.modules.agent, self.modules.reward_func, self.base_config)
         outcome = run_isolated(
             _prepare_trial,
             {
-                "inputs": self.inputs,
-                "config": {**self.base_config, **params},
+                "modules": self.modules.replace(config={**self.base_config, **params}),
                 "runs_dir": str(self.sweep.runs_dir),
                 "name": name,
                 "note": note,
@@ -346,7 +334,7 @@ class SweepDriver:
         try:
             from ..core.isolated_checks import _preload
 
-            _preload(self.inputs.get("train_engine_name"))  # once here: each trial's prepare forks with it
+            _preload(self.modules.train_engine_name)  # once here: each trial's prepare forks with it
             self.reattach()
             stopping = False
             while True:

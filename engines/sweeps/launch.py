@@ -12,7 +12,7 @@ from typing import Any
 
 from ..results.check_result import CheckError, CheckResult
 from ..isolation.processes import spawn_detached
-from ..core.registry import DEFAULT_ENGINE
+from ..core.modules import Modules
 from ..runs.rundir import ACTIVE_STATES, FINISHED, QUEUED, RUNNING
 from ..runs.lifecycle import effective_status, process_alive
 from .check import check_sweep_isolated, first_sweep_error
@@ -35,21 +35,10 @@ def _absolute(value: Any) -> Any:
     return value
 
 
-def sweep_inputs(
-    agent: Any,
-    train_dataset: Any = None,
-    test_dataset: Any = None,
-    reward_func: Any = None,
-    train_engine_name: str = DEFAULT_ENGINE,
-) -> dict[str, Any]:
-    """The base setup as sweep.yaml records it: files and references (absolute), not Python objects."""
-    inputs = {
-        "agent": agent,
-        "train_dataset": train_dataset,
-        "test_dataset": test_dataset,
-        "reward_func": reward_func,
-        "train_engine_name": train_engine_name or DEFAULT_ENGINE,
-    }
+def sweep_inputs(modules: Modules) -> dict[str, Any]:
+    """The base setup as sweep.yaml records it (its config apart): files and references (absolute), not Python
+    objects."""
+    inputs = {k: v for k, v in modules.as_kwargs().items() if k != "config"}
     for key, value in inputs.items():
         if not (value is None or isinstance(value, (str, int, float, bool, list, dict))):
             raise CheckError(
@@ -62,37 +51,24 @@ def sweep_inputs(
 
 
 def check_sweep(
-    sweep: Any,
-    agent: Any,
-    train_dataset: Any = None,
-    test_dataset: Any = None,
-    reward_func: Any = None,
-    config: Any = None,
-    train_engine_name: str = DEFAULT_ENGINE,
-    timeout_s: float | None = None,
+    sweep: Any, modules: Modules, timeout_s: float | None = None
 ) -> tuple[SweepSpec | None, list[CheckResult]]:
     """(the parsed sweep, every check's result) — the setup's modules, then each param's range against the
     engine's config check. Never raises for bad input: a sweep.yaml error is the ``sweep`` result."""
     from ..inputs.config import load_config_input
 
     try:
-        base_config = load_config_input(config)
+        base_config = load_config_input(modules.config)
         spec = parse_sweep(sweep, cluster=cluster_of(base_config))
-        inputs = sweep_inputs(agent, train_dataset, test_dataset, reward_func, train_engine_name)
-        inputs["config"] = base_config
+        base = Modules(**sweep_inputs(modules), config=base_config)
     except CheckError as e:
         return None, [e.result]
-    return spec, check_sweep_isolated(spec, inputs, timeout_s=timeout_s)
+    return spec, check_sweep_isolated(spec, base, timeout_s=timeout_s)
 
 
 def prepare_sweep(
     sweep: Any,
-    agent: Any,
-    train_dataset: Any = None,
-    test_dataset: Any = None,
-    reward_func: Any = None,
-    config: Any = None,
-    train_engine_name: str = DEFAULT_ENGINE,
+    modules: Modules,
     runs_dir: str | os.PathLike = "runs",
     name: str | None = None,
     timeout_s: float | None = None,
@@ -103,19 +79,22 @@ def prepare_sweep(
 
     from ..inputs.config import load_config_input
 
-    spec, results = check_sweep(
-        sweep, agent, train_dataset, test_dataset, reward_func, config, train_engine_name, timeout_s
-    )
+    spec, results = check_sweep(sweep, modules, timeout_s)
     error = first_sweep_error(results)
     if error is not None:
         raise error
     assert spec is not None
     spec.name = (name or "").strip() or spec.name
-    base = sweep_inputs(agent, train_dataset, test_dataset, reward_func, train_engine_name)
+    base = sweep_inputs(modules)
     sd = SweepDir.create_sweep(runs_dir, label=spec.name)
     spec.name = spec.name or f"sweep-{sd.run_id.rsplit('-', 1)[-1]}"  # short: it is part of each trial's run id
     sd.write_sweep(
-        {"sweep": spec.to_dict(), "base": base, "base_config": load_config_input(config), "created": time.time()}
+        {
+            "sweep": spec.to_dict(),
+            "base": base,
+            "base_config": load_config_input(modules.config),
+            "created": time.time(),
+        }
     )
     optuna.create_study(study_name=sd.study_name, storage=sd.storage_url, direction=spec.direction)
     sd.write_status(state=QUEUED, created=time.time(), trials=spec.trials)
