@@ -212,3 +212,53 @@ def test_finding3_a_report_planted_for_a_setup_is_shown_escaped_end_to_end(tmp_p
         assert 'data-testid="probe-report"' in html and "<img" not in html and "&lt;img" in html
     finally:
         studio.worker.close()
+
+
+# -- bodies ------------------------------------------------------------------------------------------------------
+def _capped() -> TestClient:
+    from aworld_gui.web.body_cap import BodyCap
+
+    async def echo(request):
+        body = await request.body()
+        return PlainTextResponse(str(len(body)))
+
+    routes = [Route(p, echo, methods=["POST"]) for p in ("/login", "/gradio_api/call/check", "/gradio_api/upload")]
+    return TestClient(Starlette(routes=routes, middleware=[Middleware(BodyCap)]), base_url="http://127.0.0.1:7860")
+
+
+def test_finding4_no_body_is_bigger_than_what_it_carries():
+    """MEDIUM. Only uploads were capped: ``POST /login`` — open to every client — with a 400 MB file part had the
+    studio spool 400 MB into /tmp for as long as the client kept sending, and a 200 MB JSON call took the studio from
+    0.2 to 1.35 GB. Now a login body is at most 64 KiB, any other 16 MiB (the upload keeps Gradio's cap), whether the
+    length is declared or the body is sent in chunks."""
+    from aworld_gui.web.body_cap import CAP, LOGIN_CAP
+
+    client = _capped()
+    assert client.post("/login", content=b"u" * 100).text == "100"
+    assert client.post("/login", content=b"u" * (LOGIN_CAP + 1)).status_code == 413
+    assert client.post("/gradio_api/call/check", content=b"{" * (CAP + 1)).status_code == 413
+    assert client.post("/gradio_api/call/check", content=b"{" * 1000).text == "1000"
+
+    def chunks(n):
+        for _ in range(n):
+            yield b"A" * (1 << 20)
+
+    r = client.post("/login", content=chunks(4))  # no length declared
+    assert r.status_code == 413, r.text
+    r = client.post("/gradio_api/call/check", content=chunks(CAP // (1 << 20) + 2))
+    assert r.status_code == 413, r.text
+    assert client.post("/gradio_api/upload", content=chunks(20)).text == str(20 << 20)  # Gradio's own cap
+
+
+def test_finding4_the_cap_is_in_front_of_the_login(tmp_path):
+    from aworld_gui.web.body_cap import BodyCap
+    from aworld_gui.web.login_throttle import LoginThrottle
+
+    class Demo:
+        aworld_routes: list = []
+
+        class studio:
+            runs_dir = tmp_path / "runs"
+
+    order = [m.cls for m in launch_kwargs(Demo())["app_kwargs"]["middleware"]]
+    assert order.index(BodyCap) < order.index(LoginThrottle)
