@@ -104,7 +104,7 @@ def _histogram(pr: dict) -> str:
         rows.append(
             f'<div class="aw-hist-row"><span class="aw-hist-k">{lo:g}–{hi:g}</span>'
             f'<span class="aw-hist-bar"><span style="width:{width:.1f}%"></span></span>'
-            f'<span class="aw-hist-n">{n}</span></div>'
+            f'<span class="aw-hist-n">{esc(n)}</span></div>'
         )
     shares = (
         f"{esc(_('never solved'))} <b>{_pct(pr['share_pass_rate_zero'])}</b> · "
@@ -135,14 +135,14 @@ def _spread(zs: dict) -> str:
 def _lengths(ln: dict) -> str:
     cut = ln.get("length_cutting_under_5_percent")
     suggestion = (
-        f"{esc(_('a max_completion_length of'))} <b>{cut}</b> {esc(_('cuts under 5 %'))}"
+        f"{esc(_('a max_completion_length of'))} <b>{esc(cut)}</b> {esc(_('cuts under 5 %'))}"
         if cut is not None
         else esc(_("the length that cuts under 5 % is above max_completion_length: raise it and probe again"))
     )
     return (
         f'<div class="aw-probe-part" data-testid="probe-lengths"><b>{esc(_("Completion lengths"))}</b><div>'
-        f"<b>{_pct(ln['truncated_share'])}</b> {esc(_('cut at'))} max_completion_length = {ln['max_completion_length']}"
-        f" · p50 {ln['p50']} · p95 {ln['p95']} · max {ln['max']} {esc(_('tokens'))}</div><div>{suggestion}</div></div>"
+        f"<b>{_pct(ln['truncated_share'])}</b> {esc(_('cut at'))} max_completion_length = {esc(ln['max_completion_length'])}"
+        f" · p50 {esc(ln['p50'])} · p95 {esc(ln['p95'])} · max {esc(ln['max'])} {esc(_('tokens'))}</div><div>{suggestion}</div></div>"
     )
 
 
@@ -169,7 +169,7 @@ def _tools(t: dict | None) -> str:
     return (
         f'<div class="aw-probe-part"><b>{esc(_("Tool use"))}</b><div>{t["calls_per_rollout"]:.2f} '
         f"{esc(_('calls per rollout'))} · {_pct(t['failing_share'])} {esc(_('failing'))} · "
-        f"{esc(_('turns'))} {t['turns_mean']:.2f} / {t['max_turns']}</div></div>"
+        f"{esc(_('turns'))} {t['turns_mean']:.2f} / {esc(t['max_turns'])}</div></div>"
     )
 
 
@@ -193,14 +193,27 @@ def _forecast(fc: dict) -> str:
 
 
 def report_html(report: dict | None, reused: bool = False) -> str:
-    """The whole report (empty when there is none)."""
+    """The whole report (empty when there is none). A stored report is a file user code can write (the runs folder):
+    every value in it is escaped, and one of another shape than the probe writes is said to be unreadable."""
     if not report:
         return ""
+    try:
+        return _report_html(report, reused)
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as e:
+        why = f"{type(e).__name__}: {e}"[:200]
+        return (
+            f'<div class="aw-msg aw-msg-error" data-testid="probe-report" data-state="unreadable">'
+            f"{esc(_('The stored probe report cannot be shown (not in the shape the probe writes):'))} {esc(why)} — "
+            f"<code>{esc(report.get('path') or '')}</code></div>"
+        )
+
+
+def _report_html(report: dict, reused: bool) -> str:
     s = report["settings"]
     where = _("stored: shown again without sampling") if reused else _("sampled now")
     head = (
-        f'<div class="aw-muted">{report["pass_rates"]["prompts"]} {esc(_("prompts"))} × {s["samples"]} '
-        f"{esc(_('samples'))} · <code>{esc(s['model'])}</code> · {esc(_('temperature'))} {s['temperature']} · "
+        f'<div class="aw-muted">{esc(report["pass_rates"]["prompts"])} {esc(_("prompts"))} × {esc(s["samples"])} '
+        f"{esc(_('samples'))} · <code>{esc(s['model'])}</code> · {esc(_('temperature'))} {esc(s['temperature'])} · "
         f'<span data-testid="probe-source" data-reused="{str(bool(reused)).lower()}">{esc(where)}</span></div>'
     )
     memory = report.get("memory") or {}
@@ -225,7 +238,7 @@ def filtered_html(res: dict) -> str:
     low, high = res["band"]
     return (
         f'<div class="aw-msg aw-msg-ok" data-testid="probe-filtered" data-state="written">'
-        f"<b>{res['kept']}</b> / {res['rows']} {esc(_('rows kept'))} "
+        f"<b>{esc(res['kept'])}</b> / {esc(res['rows'])} {esc(_('rows kept'))} "
         f"({low:g} &lt; {esc(_('pass rate'))} &lt; {high:g}); "
         f"{esc(_('dropped:'))} {dropped}. {esc(_('Selected as the train set:'))} <code>{esc(res['path'])}</code>"
         f"{_short_of_a_step(res)}</div>"
@@ -239,6 +252,6 @@ def _short_of_a_step(res: dict) -> str:
         return ""
     return (
         f'<br><span data-testid="probe-filtered-short">{esc(_("Fewer rows than one step takes:"))} '
-        f"<code>prompts_per_step</code> = {per_step}. {esc(_('Lower it to the rows kept or fewer, or widen the band.'))}"
+        f"<code>prompts_per_step</code> = {esc(per_step)}. {esc(_('Lower it to the rows kept or fewer, or widen the band.'))}"
         "</span>"
     )

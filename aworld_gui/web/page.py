@@ -223,14 +223,16 @@ def build_app(runs_dir: str | os.PathLike = "runs", studio: Studio | None = None
     return demo
 
 
-def launch_kwargs(demo: gr.Blocks) -> dict[str, Any]:
+def launch_kwargs(demo: gr.Blocks, allowed_hosts: list[str] | None = None) -> dict[str, Any]:
     """What ``demo.launch`` needs besides the address: the look (Gradio 6 takes theme and css at
-    launch), the studio's own routes, ahead of Gradio's, login throttling (login_throttle.py), no file served
-    through a link (file_route_guard.py) and the
-    translations (i18n.py)."""
+    launch), the studio's own routes, ahead of Gradio's, no other site's page let in (origin_gate.py: ``allowed_hosts``
+    the operator's names), no body bigger than it carries (body_cap.py), login throttling (login_throttle.py), no file served through a link (file_route_guard.py)
+    and the translations (i18n.py)."""
     from starlette.middleware import Middleware
 
+    from .body_cap import BodyCap
     from .login_throttle import LoginThrottle
+    from .origin_gate import OriginGate
     from .auth_gate import AuthGate
     from .file_route_guard import FileRouteGuard
     from ..core.upload_guard import UploadGuard
@@ -242,6 +244,8 @@ def launch_kwargs(demo: gr.Blocks) -> dict[str, Any]:
         "app_kwargs": {
             "routes": list(demo.aworld_routes),
             "middleware": [
+                Middleware(OriginGate, allowed=allowed_hosts),
+                Middleware(BodyCap),
                 Middleware(LoginThrottle),
                 Middleware(AuthGate),
                 Middleware(UploadGuard),

@@ -20,6 +20,7 @@ import threading
 from pathlib import Path
 
 from aworld_gui.web import clean_start
+from aworld_gui.web.origin_gate import ALLOWED_ENV, parse_hosts
 from engines.env_values.env_invitation import ALLOW_OPTION, STUDIO_ALLOW_ENV, invite, parse_names
 
 
@@ -136,6 +137,13 @@ def build_parser() -> argparse.ArgumentParser:
         "is its own client, so a forged header earns no fresh guesses",
     )
     p.add_argument(
+        "--allowed-hosts",
+        default=os.environ.get(ALLOWED_ENV, ""),
+        help="names (comma-separated; '.example.com' for a domain) the studio is served under besides its addresses, "
+        f"localhost and this machine's name — a reverse proxy's or a tunnel's (or {ALLOWED_ENV}); a request under "
+        "another name (DNS rebinding) or from another site's page is refused",
+    )
+    p.add_argument(
         ALLOW_OPTION,
         default=os.environ.get(STUDIO_ALLOW_ENV, ""),
         help="the environment variables (comma-separated) a ${NAME} in an uploaded config may name — only in an "
@@ -215,7 +223,7 @@ def main(argv: list[str] | None = None) -> int:
             max_file_size=int(a.max_upload_mb * (1 << 20)),  # refused as it streams, never held whole
             prevent_thread_lock=True,
             quiet=True,  # the address is printed above; Gradio's own lines suggested share=True
-            **launch_kwargs(demo),
+            **launch_kwargs(demo, parse_hosts(a.allowed_hosts) + ([".gradio.live"] if a.share else [])),
         )
         wait_until_interrupted(demo, stop)
     finally:
