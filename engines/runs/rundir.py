@@ -110,6 +110,24 @@ TRAINER_LOG_KEYS = {
 }
 
 
+def canonical_row(logs: dict[str, Any], names: dict[str, str], skip: tuple[str, ...] = ()) -> dict[str, Any]:
+    """A trainer's log → a metrics row: every numeric value under its own key (but ``skip``), plus its canonical
+    name (``names``: log key → canonical), a reward term's mean as ``rewards/<term>`` and its evaluation's as
+    ``eval/rewards/<term>``."""
+    out: dict[str, Any] = {}
+    for key, value in logs.items():
+        if key in skip or not isinstance(value, (int, float)) or isinstance(value, bool):
+            continue
+        out[key] = value
+        if key in names:
+            out[names[key]] = value
+        elif key.startswith("rewards/") and key.endswith("/mean"):
+            out[REWARD_TERM_PREFIX + key[len("rewards/") : -len("/mean")]] = value
+        elif key.startswith("eval_rewards/") and key.endswith("/mean"):
+            out["eval/" + key[len("eval_") : -len("/mean")]] = value
+    return out
+
+
 def step_log_line(step: int, total: int | None, values: dict[str, Any], steps_per_s: float | None = None) -> str:
     """The line a run prints to train.log per logged step, as trainers usually do:
     ``step 12/400 · reward 0.512 · loss 0.0213 · kl 0.0012 · 3.21 steps/s``."""

@@ -17,7 +17,7 @@ import time
 from typing import Any
 
 from ..runs.sample_groups import grouped_rows, step_summary
-from ..runs.rundir import EVAL_REWARD, REWARD_TERM_PREFIX, TRAINER_LOG_KEYS
+from ..runs.rundir import EVAL_REWARD, TRAINER_LOG_KEYS, canonical_row
 
 #: ms-swift logs through Transformers' Trainer and TRL's GRPO: their keys, and its evaluation's
 CANONICAL = {**TRAINER_LOG_KEYS, "eval_reward": EVAL_REWARD, "eval_loss": "eval/loss"}
@@ -49,17 +49,7 @@ def normalize(record: dict) -> tuple[int, int | None, dict[str, Any]] | None:
     step, total = parse_step(record)
     if step is None:
         return None
-    out: dict[str, Any] = {}
-    for key, value in record.items():
-        if key == STEP_KEY or not isinstance(value, (int, float)) or isinstance(value, bool):
-            continue
-        out[key] = value
-        if key in CANONICAL:
-            out[CANONICAL[key]] = value
-        elif key.startswith("rewards/") and key.endswith("/mean"):
-            out[REWARD_TERM_PREFIX + key[len("rewards/") : -len("/mean")]] = value
-        elif key.startswith("eval_rewards/") and key.endswith("/mean"):
-            out["eval/" + key[len("eval_") : -len("/mean")]] = value
+    out = canonical_row(record, CANONICAL, skip=(STEP_KEY,))
     if not out:
         return None
     return step, total, out

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..runs.rundir import REWARD_TERM_PREFIX, TRAINER_LOG_KEYS
+from ..runs.rundir import TRAINER_LOG_KEYS, canonical_row
 
 #: TRL's log key → the run directory's canonical name
 CANONICAL = TRAINER_LOG_KEYS
@@ -12,16 +12,7 @@ DROP = {"epoch", "total_flos"}
 
 
 def canonical_metrics(logs: dict[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in logs.items():
-        if not isinstance(value, (int, float)) or isinstance(value, bool):
-            continue
-        out[key] = value
-        if key in CANONICAL:
-            out[CANONICAL[key]] = value
-        elif key.startswith("rewards/") and key.endswith("/mean"):
-            out[REWARD_TERM_PREFIX + key[len("rewards/") : -len("/mean")]] = value
-    return out
+    return canonical_row(logs, CANONICAL)
 
 
 def memory_metrics(device: Any) -> dict[str, float]:
