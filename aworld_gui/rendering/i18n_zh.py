@@ -243,6 +243,7 @@ ZH = {
     "This run trained on a Ray cluster; its checkpoints are at": "此运行在 Ray 集群上训练;其检查点位于",
     ", which this machine does not see: copy them into the run folder’s checkpoints/ (docs/CLUSTER.md).": ",本机无法访问:请将其复制到运行文件夹的 checkpoints/ 中(见 docs/CLUSTER.md)。",
     "Exported as a Hugging Face model folder (weights, tokenizer, chat template, model card):": "已导出为 Hugging Face 模型文件夹(权重、分词器、对话模板、模型卡):",
+    "Not exported:": "未导出:",
     "No evaluations of this run yet (Evaluate tab).": "此运行还没有评估(见“评估”页)。",
     "Evaluations": "评估记录",
     "evaluation": "评估",

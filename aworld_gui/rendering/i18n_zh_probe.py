@@ -102,4 +102,5 @@ ZH_PROBE = {
     "prompts were never solved": "个提示词中)从未解出",
     "in": ",每个提示词采样",
     "prompts were solved in every one of": "个提示词中)每次都能解出,每个提示词采样",
+    "The stored probe report cannot be shown (not in the shape the probe writes):": "无法显示已保存的探测报告(不是探测写出的格式):",
 }

@@ -486,15 +486,25 @@ class RunsTab:
             f"{_(', which this machine does not see: copy them into the run folder’s checkpoints/ (docs/CLUSTER.md).')}"
         )
 
-    def on_export(self, run_id, name):
+    def _file_of(self, make, run_id, name, label: str, failed: str, done: str):
+        """A download of the run's checkpoint ``name`` made by ``make(run_id, name)``: the file offered under
+        ``label`` and ``done`` said, or why there is none (``failed`` before the error)."""
         if not run_id or not name:
             return gr.update(visible=False), self.no_checkpoint(run_id)
         try:
-            path = self.studio.export_model(run_id, name)
+            path = make(run_id, name)
         except (ValueError, OSError) as e:
-            return gr.update(visible=False), f"**Not exported:** {e}"
-        return gr.update(value=path, visible=True, label=_("Exported model (a Hugging Face folder, zipped)")), (
-            f"{_('Exported as a Hugging Face model folder (weights, tokenizer, chat template, model card):')} **{name}**"
+            return gr.update(visible=False), f"**{failed}{e}**"
+        return gr.update(value=path, visible=True, label=label), done
+
+    def on_export(self, run_id, name):
+        return self._file_of(
+            self.studio.export_model,
+            run_id,
+            name,
+            _("Exported model (a Hugging Face folder, zipped)"),
+            _("Not exported:") + " ",
+            f"{_('Exported as a Hugging Face model folder (weights, tokenizer, chat template, model card):')} **{name}**",
         )
 
     def evaluations_html(self, run_id) -> str:
@@ -522,13 +532,7 @@ class RunsTab:
         )
 
     def on_checkpoint(self, run_id, name):
-        if not run_id or not name:
-            return gr.update(visible=False), self.no_checkpoint(run_id)
-        try:
-            path = self.studio.checkpoint_zip(run_id, name)
-        except (ValueError, OSError) as e:
-            return gr.update(visible=False), f"**{e}**"
-        return gr.update(value=path, visible=True, label=_("Checkpoint archive")), ""
+        return self._file_of(self.studio.checkpoint_zip, run_id, name, _("Checkpoint archive"), "", "")
 
     def on_compare(self, run_ids, metric, smoothing):
         series = {}
