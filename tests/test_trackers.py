@@ -82,3 +82,25 @@ def test_wandb_offline_run_records_its_link_and_never_writes_the_key(tmp_path, m
     import os
 
     assert "WANDB_DIR" not in os.environ and "WANDB_MODE" not in os.environ  # this process's environment restored
+    # resumed (issue 45): the second attempt logs into the same wandb run — the run directory's id, in both
+    assert run.read_status()["tracker_ids"] == {"wandb": trackers.wandb_run_id(run.path)}
+    assert AgentTrainer.resume(run.path, max_steps=4) == "finished"
+    offline = sorted((run.path / "trackers" / "wandb").glob("offline-run-*"))
+    assert len(offline) == 2 and all(p.name.endswith("-" + trackers.wandb_run_id(run.path)) for p in offline)
+    assert run.read_status()["step"] == 4 and wandb.run is None and "WANDB_RUN_ID" not in os.environ
+
+
+def test_a_resumed_attempt_reattaches_to_the_tracker_runs_of_the_first(tmp_path, monkeypatch):
+    """mlflow (not installed here: its environment, which Hugging Face's callback reads) and wandb's id."""
+    monkeypatch.delenv("WANDB_RUN_ID", raising=False)
+    monkeypatch.delenv("MLFLOW_RUN_ID", raising=False)
+    run_dir = tmp_path / "20261129-101010-trl-ab12-my run:1"
+    env = trackers.environment(["wandb", "mlflow"], run_dir, ids={"mlflow": "0123abcd"}, env={})
+    assert env["MLFLOW_RUN_ID"] == "0123abcd" and env["WANDB_RESUME"] == "allow"
+    assert env["WANDB_RUN_ID"] == "20261129-101010-trl-ab12-my-run-1"
+    first = trackers.environment(["wandb", "mlflow"], run_dir, env={})
+    assert "MLFLOW_RUN_ID" not in first and first["WANDB_RUN_ID"] == env["WANDB_RUN_ID"]
+    own = trackers.environment(
+        ["wandb", "mlflow"], run_dir, ids={"mlflow": "x"}, env={"WANDB_RUN_ID": "mine", "MLFLOW_RUN_ID": "m"}
+    )
+    assert own["WANDB_RUN_ID"] == "mine" and "MLFLOW_RUN_ID" not in own  # the user's own choice stands

@@ -14,6 +14,7 @@ from __future__ import annotations
 import importlib.util
 import netrc
 import os
+import re
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
@@ -139,26 +140,40 @@ def check(names: list[str], mode: str = "online", env: dict[str, str] | None = N
 
 
 # -- the run's side ---------------------------------------------------------------------------------
+def wandb_run_id(run_dir: str | os.PathLike) -> str:
+    """The wandb run of a run directory: its own id (letters, digits, ``-``, ``_``; wandb allows 64 characters), the
+    same in every attempt, so a resumed run goes on logging into the run it started (``WANDB_RESUME=allow``)."""
+    return re.sub(r"[^A-Za-z0-9_-]", "-", Path(run_dir).resolve().name)[-64:]
+
+
 def environment(
     names: list[str],
     run_dir: str | os.PathLike,
     project: str | None = None,
     mode: str = "online",
     env: dict[str, str] | None = None,
+    ids: dict[str, str] | None = None,
 ) -> dict[str, str]:
-    """Environment variables (never secrets) that point the trackers at this run."""
+    """Environment variables (never secrets) that point the trackers at this run. ``ids``: the tracker runs an
+    earlier attempt of it started (its status's ``tracker_ids``): mlflow resumes that run (``MLFLOW_RUN_ID``, which
+    Hugging Face's callback reattaches to); wandb's run has the run directory's id in every attempt."""
     env = dict(os.environ if env is None else env)
+    ids = ids or {}
     base = Path(run_dir) / TRACKERS_DIR
     out: dict[str, str] = {}
     if "wandb" in names:
         out["WANDB_DIR"] = str(base)
         out["WANDB_PROJECT"] = project or env.get("WANDB_PROJECT") or DEFAULT_PROJECT
+        out["WANDB_RUN_ID"] = env.get("WANDB_RUN_ID") or wandb_run_id(run_dir)
+        out["WANDB_RESUME"] = env.get("WANDB_RESUME") or "allow"
         if mode == "offline":
             out["WANDB_MODE"] = "offline"
     if "mlflow" in names:
         out["MLFLOW_EXPERIMENT_NAME"] = project or env.get("MLFLOW_EXPERIMENT_NAME") or DEFAULT_PROJECT
         if mode == "offline" or not env.get("MLFLOW_TRACKING_URI"):
             out["MLFLOW_TRACKING_URI"] = (base / "mlruns").resolve().as_uri()
+        if ids.get("mlflow") and not env.get("MLFLOW_RUN_ID"):
+            out["MLFLOW_RUN_ID"] = ids["mlflow"]
     if "swanlab" in names:
         out["SWANLAB_PROJECT"] = project or env.get("SWANLAB_PROJECT") or DEFAULT_PROJECT
         out["SWANLAB_LOG_DIR"] = str(base / "swanlab")
@@ -166,6 +181,23 @@ def environment(
             out["SWANLAB_MODE"] = "offline"
     if out:
         base.mkdir(parents=True, exist_ok=True)
+    return out
+
+
+def run_ids(names: list[str]) -> dict[str, str]:
+    """The ids of the tracker runs started in this process (what a resumed attempt reattaches to)."""
+    out: dict[str, str] = {}
+    if "wandb" in names and importlib.util.find_spec("wandb") is not None:
+        import wandb
+
+        if wandb.run is not None:
+            out["wandb"] = wandb.run.id
+    if "mlflow" in names and importlib.util.find_spec("mlflow") is not None:
+        import mlflow
+
+        active = mlflow.active_run()
+        if active is not None:
+            out["mlflow"] = active.info.run_id
     return out
 
 

@@ -205,12 +205,12 @@ class RunDirCallback(TrainerCallback):
         from ..runs import trackers
 
         try:
-            links = trackers.links(self.tracker_names)
+            links, ids = trackers.links(self.tracker_names), trackers.run_ids(self.tracker_names)
         except Exception as e:  # noqa: BLE001 - a link is a convenience, never a reason to fail
-            links = {}
+            links, ids = {}, {}
             self.run.event("tracker", error=f"{type(e).__name__}: {e}")
         if links:
-            self.run.write_status(trackers=links)
+            self.run.write_status(trackers=links, tracker_ids=ids)
             for name, url in links.items():
                 self.run.event("tracker", tracker=name, url=url)
 

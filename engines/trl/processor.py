@@ -317,7 +317,8 @@ class TrlProcessor(StandardProcessor):
     def _train(self) -> str:
         cfg, run = self.effective_config, self.run
         names = trackers.normalize(cfg["report_to"])
-        env = trackers.environment(names, run.path, cfg["tracker_project"], cfg["tracker_mode"])
+        ids = run.read_status().get("tracker_ids")  # an earlier attempt's: a resumed run logs on into them
+        env = trackers.environment(names, run.path, cfg["tracker_project"], cfg["tracker_mode"], ids=ids)
         saved = {k: os.environ.get(k) for k in env}
         os.environ.update(env)  # the trackers (and launched ranks) read these; put back afterwards
         try:
