@@ -262,3 +262,36 @@ def test_finding4_the_cap_is_in_front_of_the_login(tmp_path):
 
     order = [m.cls for m in launch_kwargs(Demo())["app_kwargs"]["middleware"]]
     assert order.index(BodyCap) < order.index(LoginThrottle)
+
+
+def test_a_fifo_or_a_huge_file_planted_for_the_probe_holds_no_thread_and_no_memory(tmp_path):
+    """Found after the probe (review): user code writes the runs folder, where the studio reads a probe's progress and
+    its stored reports. A FIFO in the progress file's place held the studio's thread in ``open`` for as long as no one
+    wrote into it; a stored report was read whole, whatever its size or kind."""
+    import os
+    import threading
+
+    from aworld_gui.core.probes import ProbeJob
+    from engines.probe import store
+
+    fifo = tmp_path / "progress"
+    os.mkfifo(fifo)
+    answers: list = []
+    reader = threading.Thread(target=lambda: answers.append(ProbeJob("c", fifo).doing()), daemon=True)
+    reader.start()
+    reader.join(10)
+    assert not reader.is_alive() and answers == [None]
+    (tmp_path / "plain").write_text("sampling 3 of 64 prompts")
+    assert ProbeJob("c", tmp_path / "plain").doing() == "sampling 3 of 64 prompts"
+
+    key = "k" * 16
+    planted = store.probe_path(tmp_path, key)
+    planted.parent.mkdir(parents=True)
+    os.mkfifo(planted)
+    assert store.read_stored(tmp_path, key) is None  # not waited on
+    planted.unlink()
+    planted.write_text(json.dumps({"key": key, "pad": ""}))
+    assert store.read_stored(tmp_path, key)["path"] == str(planted)
+    with open(planted, "r+") as f:
+        f.truncate(store.STORED_MAX_BYTES + 1)  # sparse: no disk used
+    assert store.read_stored(tmp_path, key) is None

@@ -12,6 +12,7 @@ import hashlib
 import json
 import os
 import re
+import stat
 import threading
 import time
 import uuid
@@ -79,12 +80,16 @@ class ProbeJob:
         self.result: dict[str, Any] = {}
 
     def doing(self) -> str | None:
-        """What the probe last said it was doing (the worker's call writes it; read without following a link)."""
+        """What the probe last said it was doing (the worker's call writes it, in the runs folder user code may write
+        too): a plain file's first bytes, read without following a link or waiting — a FIFO put in its place held the
+        studio's thread in ``open`` for as long as no one wrote into it."""
         try:
-            fd = os.open(self.progress_file, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+            fd = os.open(self.progress_file, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
         except OSError:
             return None
         try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return None
             return os.read(fd, 300).decode("utf-8", errors="replace").strip() or None
         finally:
             os.close(fd)

@@ -11,9 +11,12 @@ import os
 from pathlib import Path
 from typing import Any
 
+from ..files.user_files import open_plain_file
 from ..runs.rundir import atomic_write_text
 
 PROBES_DIR = ".probes"
+#: a stored report larger than this is not read (a genuine one of 512 prompts × 16 samples is a few MB)
+STORED_MAX_BYTES = 64 << 20
 #: raised when what a report holds changes shape, so older reports are not read as new ones
 FORMAT = 1
 
@@ -104,9 +107,14 @@ def probe_path(runs_dir: str | os.PathLike, key: str) -> Path:
 
 
 def read_stored(runs_dir: str | os.PathLike, key: str) -> dict[str, Any] | None:
+    """The stored report of ``key``, or None. The runs folder is user code's to write too: only a plain file of at
+    most :data:`STORED_MAX_BYTES` is read (a FIFO is not waited on, a huge file not loaded)."""
     path = probe_path(runs_dir, key)
     try:
-        report = json.loads(path.read_text(encoding="utf-8"))
+        with open_plain_file(path) as (f, st):
+            if st.st_size > STORED_MAX_BYTES:
+                return None
+            report = json.loads(f.read(STORED_MAX_BYTES + 1).decode("utf-8"))
     except (OSError, ValueError):
         return None
     if not isinstance(report, dict) or report.get("key") != key:
