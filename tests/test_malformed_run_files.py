@@ -164,3 +164,22 @@ def test_run_files_that_are_pipes_deep_or_odd_never_break_or_hold_the_list(tmp_p
     shown = promptly(lambda: studio.spec_text(odd.run_id))
     assert shown.startswith("# run.yaml cannot be read") if case == "run.yaml a pipe" else shown is not None
     assert promptly(studio.latest_run) and promptly(lambda: slot_holder(runs)) is None
+
+
+def test_run_yaml_is_parsed_once_per_process_for_its_text_and_each_reader_gets_its_own_copy(tmp_path, monkeypatch):
+    """Issue 43: the run process read its spec for the machine's slot, the trainer's arguments and the resume — three
+    parses of one file; the studio parsed every run's for its table on each refresh."""
+    from engines.runs import rundir
+
+    calls = []
+    real = rundir.load_yaml_text
+    monkeypatch.setattr(rundir, "load_yaml_text", lambda *a, **k: calls.append(1) or real(*a, **k))
+    rundir._parsed_spec.cache_clear()
+    run = rundir.RunDir(tmp_path / "run-a")
+    run.path.mkdir()
+    run.write_spec({"engine": "trl", "config": {"learning_rate": 0.001}})
+    first = run.read_spec()
+    first["config"]["learning_rate"] = 9.0  # a reader's change stays its own
+    assert run.read_spec()["config"]["learning_rate"] == 0.001 and len(calls) == 1
+    run.write_spec({"engine": "trl", "config": {"learning_rate": 0.002}})
+    assert run.read_spec()["config"]["learning_rate"] == 0.002 and len(calls) == 2  # a new text is read anew

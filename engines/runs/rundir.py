@@ -25,7 +25,9 @@ run directory to ``.../checkpoints/``): the run process stays the one writer of 
 from __future__ import annotations
 
 import contextlib
+import copy
 import fcntl
+import functools
 import json
 import math
 import os
@@ -156,6 +158,24 @@ def atomic_write_text(path: Path, text: str, durable: bool = True) -> None:
     goes through a link planted where the file or its temporary one goes (:func:`~.no_links.replacing`)."""
     with replacing(path, durable=durable) as f:
         f.write(text.encode("utf-8"))
+
+
+@functools.lru_cache(maxsize=64)
+def _parsed_spec(text: str) -> tuple[dict, str | None]:
+    """run.yaml's text → (its mapping, or {} and what is wrong): parsed once per process for a text (the run process
+    reads its spec for the slot, the trainer's arguments and the resume; the studio each run's for its table), the
+    callers given copies (:meth:`RunDir.read_spec`)."""
+    try:  # the one loader for user YAML: its depth cap (3000 levels recursed past Python's limit), size, aliases
+        data = load_yaml_text(text, module="run", where=SPEC_FILE) if text else None
+    except CheckError as e:  # what is wrong, and where
+        return {}, " ".join(str(e).removeprefix("[run] ").split(" — ")[0].split())[:300]
+    except Exception as e:  # anything else is this file's problem too, never the list's
+        return {}, f"{SPEC_FILE} cannot be read: {type(e).__name__}: {' '.join(str(e).split())[:200]}"
+    if data is None:
+        return {}, None
+    if not isinstance(data, dict):
+        return {}, f"{SPEC_FILE} is not a mapping of settings (it holds a {type(data).__name__})"
+    return data, None
 
 
 class RunDirWriteError(OSError):
@@ -304,17 +324,8 @@ class RunDir:
             text = self.spec_text()
         except (OSError, UnicodeDecodeError) as e:
             return {}, f"{SPEC_FILE} cannot be read: {e}"
-        try:  # the one loader for user YAML: its depth cap (3000 levels recursed past Python's limit), size, aliases
-            data = load_yaml_text(text, module="run", where=SPEC_FILE) if text else None
-        except CheckError as e:  # what is wrong, and where
-            return {}, " ".join(str(e).removeprefix("[run] ").split(" — ")[0].split())[:300]
-        except Exception as e:  # anything else is this file's problem too, never the list's
-            return {}, f"{SPEC_FILE} cannot be read: {type(e).__name__}: {' '.join(str(e).split())[:200]}"
-        if data is None:
-            return {}, None
-        if not isinstance(data, dict):
-            return {}, f"{SPEC_FILE} is not a mapping of settings (it holds a {type(data).__name__})"
-        return data, None
+        data, problem = _parsed_spec(text)
+        return copy.deepcopy(data), problem
 
     # -- status ---------------------------------------------------------------------------
     @property
