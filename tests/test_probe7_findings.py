@@ -17,7 +17,6 @@ from starlette.testclient import TestClient
 from aworld_gui.rendering import probe_view
 from aworld_gui.web.origin_gate import OriginGate, parse_hosts
 from aworld_gui.web.page import launch_kwargs
-from testing.studio import StudioProcess
 
 REBOUND = "rebind.attacker.example"
 PAYLOAD = '<img src=x onerror="window.__probe7=1">'
@@ -84,18 +83,11 @@ def test_finding1_2_the_gate_is_the_studios_outermost_layer(tmp_path):
     assert middleware[0].cls is OriginGate
 
 
-@pytest.fixture(scope="module")
-def open_studio(tmp_path_factory):
-    app = StudioProcess(tmp_path_factory.mktemp("probe7") / "runs").start(timeout_s=240)
-    yield app
-    app.stop()
-
-
-def test_finding1_a_rebound_name_runs_no_code_in_a_studio_without_login(open_studio):
+def test_finding1_a_rebound_name_runs_no_code_in_a_studio_without_login(shared_studio):
     """HIGH, end to end: the default studio (127.0.0.1, no login) reached under a rebinding name. Before the fix the
     upload and the ``check`` below ran the reward (``RCE as uid 0``); now both are 403 and the page by its address
     still works."""
-    base = open_studio.url.rstrip("/")
+    base = shared_studio.url.rstrip("/")  # the session's studio: the default one, no login
     port = base.rsplit(":", 1)[1]
     rebound = httpx.Client(
         base_url=base, timeout=60, headers={"host": f"{REBOUND}:{port}", "origin": f"http://{REBOUND}:{port}"}
