@@ -192,10 +192,10 @@ def test_a_finished_run_trains_further_only_when_asked_and_what_cannot_resume_sa
     )
     assert (a.path / "run.yaml").read_text() == before[0] and (a.path / "metrics.jsonl").read_text() == before[2]
     assert a.read_status() == before[1]
-    other = RunDir.create(tmp_path / "runs", "verl")
-    other.write_spec({"engine": "verl", "config": {}})
+    other = RunDir.create(tmp_path / "runs", "my_engine")  # a plugin's engine (trl, swift and verl resume)
+    other.write_spec({"engine": "my_engine", "config": {}})
     other.write_status(state="failed")
-    refused(other.path, r"runs of the verl engine do not resume yet")
+    refused(other.path, r"runs of the my_engine engine do not resume yet")
     bare = RunDir.create(tmp_path / "runs", "trl")
     bare.write_spec({"engine": "trl", "config": {"max_steps": 5}})
     bare.write_status(state="stopped")

@@ -323,3 +323,74 @@ def test_a_stopped_sweep_resumes_and_re_runs_the_trial_its_stop_cut_short(tmp_pa
     assert trials[1]["params"] == trials[0]["params"]  # the cut-short trial, run again first
     assert trials[1]["run_id"] != trials[0]["run_id"]
     assert sweep.summary()["best"]["value"] == _best_of(sweep.summary())["value"]
+
+
+#: the demo's reward, raising once a trial's run has logged step 2 (after its checkpoint at 2) while a file ``crash``
+#: beside it names the runs folder: a trial whose run fails at a known place
+CRASHING_REWARD = """
+import json
+from pathlib import Path
+
+CRASH = Path(__file__).with_name("crash")
+
+
+def score(completion, answer, **kw):
+    if CRASH.exists():
+        runs = Path(CRASH.read_text().strip())
+        if any(json.loads(line).get("step", 0) >= 2 for m in runs.glob("*/metrics.jsonl") for line in m.read_text().splitlines()):
+            raise RuntimeError("the reward crashed")
+    return 1.0 if completion.strip()[:1] == answer else 0.0
+"""
+
+
+def test_a_failed_trial_s_run_resumed_is_followed_again_by_the_sweep(tmp_path, demo):
+    """A one-trial sweep whose trial's run crashes in step 3 ends with the trial failed; the run is resumed
+    (``aworld-train resume``) and finishes; ``sweep-resume`` then follows it as a trial with the same params
+    (``resumes_trial`` 0) and tells its value: the failed trial no longer counts, the sweep finishes with its best."""
+    runs = tmp_path / "runs"
+    reward = tmp_path / "crashing_reward.py"
+    reward.write_text(CRASHING_REWARD, encoding="utf-8")
+    (tmp_path / "crash").write_text(str(runs))
+    sweep = AgentSweep(
+        agent=demo["agent"],
+        train_dataset=demo["train"],
+        test_dataset=demo["test"],
+        reward_func=f"{reward}:score",
+        config=dict(TINY, max_steps=4, save_steps=2),
+        run_path=str(runs),
+        train_engine_name="trl",
+        name="resumed",
+        sweep={
+            "trials": 1,
+            "sampler": "random",
+            "seed": 0,
+            "pruner": "none",
+            "objective": {"metric": "reward", "direction": "maximize"},
+            "params": {"learning_rate": [1e-3]},
+        },
+    )
+    sweep.start()
+    wait_for(lambda: effective_status(sweep.sweep_dir)["state"] in (FINISHED, "failed"), timeout=600, what="the sweep")
+    [trial] = sweep.summary()["trials"]
+    assert trial["state"] == "failed" and effective_status(sweep.sweep_dir)["state"] == FINISHED
+    run = RunDir(runs / trial["run_id"])
+    assert run.read_status()["state"] == "failed" and [p.name for p in run.checkpoints()] == ["checkpoint-2"]
+
+    (tmp_path / "crash").unlink()
+    cli = [sys.executable, "-m", "engines"]
+    done = subprocess.run([*cli, "resume", str(run.path)], capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert run.read_status()["state"] == FINISHED and run.read_status()["attempt"] == 2
+    done = subprocess.run(
+        [*cli, "sweep-resume", str(sweep.sweep_dir.path)], capture_output=True, text=True, timeout=600, cwd=ROOT
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    summary = sweep.summary()
+    failed, resumed = summary["trials"]
+    assert failed["state"] == "failed" and resumed["state"] == "complete" and resumed["resumes_trial"] == 0
+    assert resumed["run_id"] == run.run_id and resumed["params"] == failed["params"]
+    rewards = [r["reward"] for r in run.read_jsonl("metrics.jsonl") if "reward" in r]
+    assert resumed["value"] == rewards[-1] and summary["best"]["number"] == 1
+    assert effective_status(sweep.sweep_dir)["state"] == FINISHED
+    events = [e for e in sweep.sweep_dir.read_jsonl("events.jsonl") if e["event"] == "trial_resumed"]
+    assert [(e["trial"], e["resumes"], e["attempt"]) for e in events] == [(1, 0, 2)]

@@ -16,17 +16,22 @@ checkpoints, in the same run directory (issue 45).
 Then the run is executed as any prepared run (``aworld-train run <dir>``, the studio's launcher, the queue and
 the machine's slot alike). The engine resumes from the checkpoint: TRL's ``resume_from_checkpoint`` restores the
 weights (or adapters), the optimizer, the scheduler, the RNG states and the step, and skips the batches the
-checkpoint's step had taken, so no prompt of an epoch is seen twice or skipped (engines/trl/processor.py).
+checkpoint's step had taken, so no prompt of an epoch is seen twice or skipped (engines/trl/processor.py); ms-swift
+takes the same argument; verl's run gets ``trainer.resume_mode: resume_path`` and ``trainer.resume_from_path`` (its
+``global_step_<N>`` folder, complete once verl wrote its ``data.pt``, the dataloader's position, after the shards),
+and its ``trainer.total_training_steps`` when ``max_steps`` was raised (engines/verl/derive.py).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from pathlib import Path
 from typing import Any
 
+from ..fit.model_folder import shape_mismatch
 from ..results.check_result import CheckError
 from ..runs.lifecycle import effective_status
 from ..runs.no_links import open_no_link
@@ -44,12 +49,19 @@ from ..runs.rundir import (
 
 #: the states a run resumes from (a queued, running or stopping run is still someone's)
 RESUMABLE = (STOPPED, FAILED, FINISHED)
-#: the engines whose runs resume: TRL's and ms-swift's trainers take ``resume_from_checkpoint`` (verl's own resume,
-#: a folder of its own checkpoint format, is not wired yet)
-RESUMES = ("trl", "swift")
+#: the engines whose runs resume: TRL's and ms-swift's trainers take ``resume_from_checkpoint``, verl its own
+#: ``trainer.resume_from_path`` (the verl engine maps the one to the other)
+RESUMES = ("trl", "swift", "verl")
 #: where an attempt's rows after its resumed checkpoint are kept
 ATTEMPTS_DIR = "attempts"
 LATEST, BEST = "latest", "best"
+#: a checkpoint is complete once its trainer wrote this last: Transformers' (trl, ms-swift) ``trainer_state.json``,
+#: verl's ``data.pt`` (the dataloader's state, saved after the actor's and the critic's shards)
+COMPLETE_MARKERS = ("trainer_state.json", "data.pt")
+#: verl names its checkpoints by their step (and takes the step from the name when it resumes)
+VERL_STEP_RE = re.compile(r"^global_step_(\d+)$")
+#: the model a verl checkpoint was trained from (the actor's Hugging Face config, saved with its shards)
+VERL_MODEL_CONFIG = ("actor", "huggingface", "config.json")
 
 
 def prepare_resume(run_dir: str | Path, checkpoint: str = LATEST, max_steps: int | None = None) -> dict[str, Any]:
@@ -133,10 +145,13 @@ def _plan(run: RunDir, checkpoint: str, max_steps: int | None) -> tuple[dict, di
             f"run {run.run_id} is {state}: only a stopped, failed or finished run resumes",
             "stop it first (it resumes from its last checkpoint)" if state in ("running", "stopping") else None,
         )
-    folder = _checkpoint(run, checkpoint)
+    folder = _checkpoint(run, checkpoint, engine)
     step = _step_of(folder)
+    _same_model(spec, folder)
     config = spec.get("config") or {}
-    total = int(max_steps if max_steps is not None else config.get("max_steps") or 0)
+    # verl's end is no key of the studio's: the step count the run's check derived (its epochs or total steps)
+    end = status.get("total_steps") if engine == "verl" else config.get("max_steps")
+    total = int(max_steps if max_steps is not None else end or 0)
     if max_steps is not None and max_steps <= step:
         raise CheckError(
             "run", f"--max-steps {max_steps} is not past {folder.name}'s step {step}", f"give more than {step}"
@@ -156,19 +171,35 @@ def resume_config(spec: dict[str, Any], run_path: Path) -> dict[str, Any]:
     config = dict(spec.get("config") or {})
     resume = spec.get("resume") or {}
     if resume.get("checkpoint"):
-        config["resume_from_checkpoint"] = str(RunDir(run_path).checkpoint_named(resume["checkpoint"]))
+        run = RunDir(run_path)
+        try:
+            config["resume_from_checkpoint"] = str(run.checkpoint_named(resume["checkpoint"]))
+        except ValueError:
+            left = ", ".join(p.name for p in run.checkpoints() if _complete(p)) or "none"
+            raise CheckError(
+                "checkpoint",
+                f"{resume['checkpoint']}, the checkpoint run {run.run_id} resumes from, is gone (deleted after the "
+                "resume was asked)",
+                f"resume it again from another (its complete checkpoints: {left}): aworld-train resume {run.path} "
+                "--checkpoint NAME",
+            ) from None
         if resume.get("max_steps"):
             config["max_steps"] = int(resume["max_steps"])
     return config
 
 
-def _checkpoint(run: RunDir, name: str) -> Path:
-    found = [p for p in run.checkpoints() if (p / "trainer_state.json").is_file()]
+def _complete(folder: Path) -> bool:
+    return any((folder / marker).is_file() for marker in COMPLETE_MARKERS)
+
+
+def _checkpoint(run: RunDir, name: str, engine: str = "trl") -> Path:
+    found = [p for p in run.checkpoints() if _complete(p)]
     if not found:
+        every = "save_freq (trainer.save_freq; verl saves none by default)" if engine == "verl" else "save_steps"
         raise CheckError(
             "checkpoint",
             f"run {run.run_id} has no complete checkpoint to resume from",
-            f"train it again from the start (aworld-train rerun {run.path}); save_steps sets how often a run saves one",
+            f"train it again from the start (aworld-train rerun {run.path}); {every} sets how often a run saves one",
         )
     if name in (None, "", LATEST):
         return found[-1]
@@ -189,7 +220,7 @@ def _checkpoint(run: RunDir, name: str) -> Path:
             "checkpoint",
             f"{name} of run {run.run_id} is "
             + (
-                "incomplete (no trainer_state.json: its save was cut short)"
+                f"incomplete (no {'data.pt' if engine == 'verl' else 'trainer_state.json'}: its save was cut short)"
                 if partial
                 else "not one of its checkpoints"
             ),
@@ -199,12 +230,29 @@ def _checkpoint(run: RunDir, name: str) -> Path:
 
 
 def _step_of(folder: Path) -> int:
+    verl = VERL_STEP_RE.match(folder.name)
+    if verl and not (folder / "trainer_state.json").is_file():
+        return int(verl.group(1))  # as verl itself reads it
     try:
         return int(json.loads((folder / "trainer_state.json").read_text(encoding="utf-8"))["global_step"])
     except (OSError, ValueError, KeyError, TypeError) as e:
         raise CheckError(
             "checkpoint", f"{folder.name}'s trainer_state.json cannot be read ({e})", "resume from another checkpoint"
         ) from e
+
+
+def _same_model(spec: dict[str, Any], folder: Path) -> None:
+    """A checkpoint loads only into the model it was trained from: one whose saved config says another shape (the
+    run's model changed in its run.yaml, or replaced on disk) is refused, naming what differs."""
+    model = (spec.get("agent") or {}).get("model") if isinstance(spec.get("agent"), dict) else None
+    differ = shape_mismatch(folder.joinpath(*VERL_MODEL_CONFIG), model)
+    if differ:
+        raise CheckError(
+            "checkpoint",
+            f"{folder.name} was trained from another model than the run's {model} ({differ})",
+            "a run resumes with the model it trained; train the other model as a new run (aworld-train rerun, or "
+            "a new train)",
+        )
 
 
 def _forget_the_stop_request(run: RunDir) -> None:

@@ -135,3 +135,35 @@ def require_model_folder(model: str) -> ModelFolder | None:
             missing=missing,
         )
     return folder
+
+
+#: what a checkpoint's model shares with the model it resumes: a checkpoint of another shape cannot be loaded
+SHAPE_KEYS = (
+    "model_type",
+    "hidden_size",
+    "num_hidden_layers",
+    "num_attention_heads",
+    "num_key_value_heads",
+    "intermediate_size",
+    "vocab_size",
+)
+
+
+def shape_mismatch(saved_config: str | os.PathLike, model: str | os.PathLike | None) -> str | None:
+    """How the model whose ``config.json`` a checkpoint saved differs from ``model`` (a local folder): the keys of
+    :data:`SHAPE_KEYS` that differ, as ``key saved → key now``; None when they agree or either cannot be read (a hub
+    id, a checkpoint without the file)."""
+
+    def read(path: Path) -> dict[str, Any] | None:
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        return data if isinstance(data, dict) else None
+
+    saved = read(Path(saved_config))
+    now = read(Path(model) / "config.json") if model else None
+    if saved is None or now is None:
+        return None
+    differ = [k for k in SHAPE_KEYS if k in saved and k in now and saved[k] != now[k]]
+    return ", ".join(f"{k} {saved[k]} → {now[k]}" for k in differ) or None

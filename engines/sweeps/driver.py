@@ -13,6 +13,14 @@ pruned, or failed) and rewrites ``summary.json``.
 Everything it knows lives in the sweep directory and the study, so a driver killed at any moment is
 resumed by starting it again: a trial whose run is still training is followed again, one whose run ended
 is told, one whose run was lost is marked ``interrupted`` and its params are queued to run again.
+
+A trial whose run failed (killed, out of memory, a crashed reward) and was then resumed (``aworld-train resume``,
+the studio's Resume: the same run, a later attempt) is followed again: Optuna cannot reopen a told trial, so the
+driver adds a trial with the same params that follows the same run (``resumes_trial``: the failed one's number,
+which then no longer counts among the sweep's trials), reports the run's values from its first step and tells the
+end. The running driver looks for such runs every few seconds; a sweep that had ended picks them up when it is
+resumed (``sweep-resume``). Runs of complete, pruned or interrupted trials are not followed when resumed: their
+trial's result stands (an interrupted trial's params are re-run from the start on resume).
 """
 
 from __future__ import annotations
@@ -104,8 +112,9 @@ class SweepDriver:
         self.modules = Modules(**doc["base"], config=self.base_config)  # sweep.yaml keeps the config apart
         self.spec: SweepSpec = parse_sweep(doc["sweep"], gpus=None, cluster=cluster_of(self.base_config))
         self.report_every = report_every(self.base_config)
-        storage = optuna.storages.RDBStorage(self.sweep.storage_url)
-        so_far = len(storage.get_all_trials(storage.get_study_id_from_name(self.sweep.study_name), deepcopy=False))
+        storage = self.storage = optuna.storages.RDBStorage(self.sweep.storage_url)
+        self.study_id = storage.get_study_id_from_name(self.sweep.study_name)
+        so_far = len(storage.get_all_trials(self.study_id, deepcopy=False))
         self.study = optuna.load_study(
             study_name=self.sweep.study_name,
             storage=storage,
@@ -115,6 +124,7 @@ class SweepDriver:
         self.active: dict[int, Follower] = {}
         self.gpus: dict[int, str] = {}  # trial number → the GPU it was given (parallel > 1)
         self._last_heartbeat = 0.0
+        self._last_resume_scan = 0.0
         self._ended_pids: set[int] = set()  # trial runs this driver started that ended: reaped when they exit
         self.launcher = Launcher()  # trial runs fork from a preloaded process (engines.runs.launcher)
 
@@ -129,12 +139,15 @@ class SweepDriver:
         """Trials that used up one of ``trials``: complete, pruned, failed (not an interrupted one)."""
         from optuna.trial import TrialState
 
+        trials = self.study.get_trials(deepcopy=False)
+        resumed = superseded(trials)
         return sum(
             1
-            for t in self.study.get_trials(deepcopy=False)
+            for t in trials
             if t.state in (TrialState.COMPLETE, TrialState.PRUNED)
             or t.state == TrialState.FAIL
             and not t.user_attrs.get("interrupted")
+            and t.number not in resumed
         )
 
     def _summary(self) -> None:
@@ -240,6 +253,7 @@ class SweepDriver:
         if f.pid:
             self._ended_pids.add(f.pid)
         reason = f.run.stop_reason()
+        f.trial.set_user_attr("attempt", int(status.get("attempt") or 1))  # a later one: the run was resumed
         if state == FINISHED and f.last_value is not None:
             self.study.tell(f.trial, f.last_value)
             outcome = "complete"
@@ -271,6 +285,44 @@ class SweepDriver:
         self.study.tell(trial, state=_state("FAIL"))
         self.study.enqueue_trial(dict(trial.params), user_attrs={"rerun_of": trial.number})
 
+    # -- resumed trial runs -----------------------------------------------------------------------
+    def adopt_resumed(self) -> None:
+        """Failed trials whose run was resumed since: a trial with the same params follows the run again."""
+        import datetime
+
+        from optuna.trial import FrozenTrial, TrialState
+
+        for old, run in resumed_runs(self.study.get_trials(deepcopy=False)):
+            template = FrozenTrial(
+                number=-1,
+                state=TrialState.RUNNING,
+                value=None,
+                datetime_start=datetime.datetime.now(),
+                datetime_complete=None,
+                params=dict(old.params),
+                distributions=dict(old.distributions),
+                user_attrs={"run_id": run.run_id, "run_dir": str(run.path), "resumes_trial": old.number},
+                system_attrs={},
+                intermediate_values={},
+                trial_id=-1,
+            )
+            trial = self._trial_by_id(self.storage.create_new_trial(self.study_id, template_trial=template))
+            run.write_status(sweep={"id": self.sweep.run_id, "trial": trial.number})
+            self.active[trial.number] = Follower(trial, run, JsonlTail(run.file(METRICS_FILE)))
+            attempt = effective_status(run).get("attempt")
+            self.sweep.event(
+                "trial_resumed", trial=trial.number, resumes=old.number, run_id=run.run_id, attempt=attempt
+            )
+            logger.info(
+                "trial %s: run %s of trial %s resumed (attempt %s)", trial.number, run.run_id, old.number, attempt
+            )
+        self._summary()
+
+    def _trial_by_id(self, trial_id: int):
+        import optuna
+
+        return optuna.trial.Trial(self.study, trial_id)
+
     # -- resuming ---------------------------------------------------------------------------------
     def reattach(self) -> None:
         """Trials a previous driver left running: follow them again, tell the ended ones, re-queue the lost."""
@@ -301,7 +353,7 @@ class SweepDriver:
                 continue
             self.sweep.event("trial_reattached", trial=frozen.number, run_id=run.run_id, state=state)
             self.active[frozen.number] = f
-        self._summary()
+        self.adopt_resumed()
 
     # -- the loop ---------------------------------------------------------------------------------
     def _reap(self) -> None:
@@ -343,6 +395,9 @@ class SweepDriver:
                     sweep.write_status(state=STOPPING)
                     sweep.event("stop_requested", active=sorted(self.active))
                     self._stop_trials()
+                if not stopping and time.time() - self._last_resume_scan >= HEARTBEAT_S:
+                    self._last_resume_scan = time.time()
+                    self.adopt_resumed()
                 for number in [n for n, f in self.active.items() if self.follow(f)]:
                     del self.active[number]
                 if stopping and not self.active:
@@ -371,6 +426,28 @@ class SweepDriver:
         finally:
             self.launcher.close()
             restore()
+
+
+def superseded(trials: list) -> set[int]:
+    """The failed trials a later trial took over when their run was resumed (they no longer count)."""
+    return {t.user_attrs["resumes_trial"] for t in trials if isinstance(t.user_attrs.get("resumes_trial"), int)}
+
+
+def resumed_runs(trials: list) -> list[tuple[Any, RunDir]]:
+    """(failed trial, its run) for each failed trial whose run was resumed after it was told — a later attempt than
+    the one that failed — and that no trial follows yet. Interrupted trials are not among them (re-run instead)."""
+    from optuna.trial import TrialState
+
+    taken = superseded(trials)
+    out = []
+    for t in trials:
+        run_dir = t.user_attrs.get("run_dir")
+        if t.state != TrialState.FAIL or t.user_attrs.get("interrupted") or t.number in taken or not run_dir:
+            continue
+        run = RunDir(run_dir)
+        if run.path.is_dir() and int(effective_status(run).get("attempt") or 1) > int(t.user_attrs.get("attempt") or 1):
+            out.append((t, run))
+    return out
 
 
 def _state(name: str):

@@ -130,6 +130,16 @@ def stop_sweep(sweep_dir: str | os.PathLike, reason: str = "user") -> dict:
     return effective_status(sd)
 
 
+def _has_resumed_trials(sd: SweepDir) -> bool:
+    """Whether a failed trial's run was resumed since the sweep told it (the driver then follows it again)."""
+    import optuna
+
+    from .driver import resumed_runs
+
+    study = optuna.load_study(study_name=sd.study_name, storage=sd.storage_url)
+    return bool(resumed_runs(study.get_trials(deepcopy=False)))
+
+
 def resume_sweep(sweep_dir: str | os.PathLike, detach: bool = True) -> int | str:
     """Start a stopped (or killed) sweep's driver again: trials it left are followed, re-run or told.
     Returns the driver's pid (``detach``) or the sweep's final state."""
@@ -139,8 +149,11 @@ def resume_sweep(sweep_dir: str | os.PathLike, detach: bool = True) -> int | str
     status = effective_status(sd)
     if status.get("state") in ACTIVE_STATES and process_alive(status):
         raise ValueError(f"sweep {sd.run_id} is still running (pid {status.get('pid')})")
-    if status.get("state") == FINISHED:
-        raise ValueError(f"sweep {sd.run_id} has finished all its trials")
+    if status.get("state") == FINISHED and not _has_resumed_trials(sd):
+        raise ValueError(
+            f"sweep {sd.run_id} has finished all its trials (a failed trial's run resumed with aworld-train resume "
+            "would be followed again)"
+        )
     sd.clear_stop()
     sd.event("resumed")
     if detach:

@@ -39,6 +39,8 @@ def trial_row(t: Any) -> dict[str, Any]:
         row["error"] = t.user_attrs["error"]
     if t.user_attrs.get("pruned_at") is not None:
         row["pruned_at"] = t.user_attrs["pruned_at"]
+    if t.user_attrs.get("resumes_trial") is not None:  # its run is the failed trial's, resumed (sweeps/driver.py)
+        row["resumes_trial"] = t.user_attrs["resumes_trial"]
     return row
 
 

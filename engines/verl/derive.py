@@ -38,6 +38,7 @@ from .availability import PYTHON_ENV, probe, verl_python
 from .bridge import REWARD_FN
 from .dataset import TOOL_AGENT_LOOP
 from .layout import ROLLOUTS_DIR
+from .resume import apply_resume
 
 #: bytes: more than any one node of a cluster has (its size is not known here)
 HOST_MEMORY_BOUND = 2 << 40
@@ -66,6 +67,8 @@ class CheckedInputs:
     tool_file: Path | None = None
     train_source: str | None = None  # the training file the user gave (rows are named in its numbering)
     native_data: bool = False  # the training file is verl's own parquet (rows are numbered from 1)
+    resume_from: Path | None = None  # a resumed run's global_step folder (engines/verl/resume.py)
+    max_steps: int | None = None  # a resumed run's raised end
 
 
 @dataclass
@@ -80,6 +83,7 @@ class DerivedConfig:
     env_vars: dict[str, str]
     python: str
     total_steps: int | None
+    resumed_at: int = 0  # the step of the checkpoint a resumed run continues from
 
 
 def derive_config(config: Any, inputs: CheckedInputs, config_fields: list[ConfigField]) -> DerivedConfig:
@@ -134,6 +138,9 @@ class _Derivation:
 
         self._fill(cfg, fill, warnings)
         self._force(cfg, user, warnings)
+        resumed_at = 0
+        if self.inputs.resume_from is not None:
+            resumed_at = apply_resume(cfg, self.inputs.resume_from, self.inputs.max_steps, self._rows("train"))
 
         notes = C.run_verl_checks(cfg)
         warnings += [f"verl: {n}" for n in notes]
@@ -147,6 +154,7 @@ class _Derivation:
             env_vars=self.env_vars,
             python=self.python,
             total_steps=self.total_steps,
+            resumed_at=resumed_at,
         )
 
     # -- the user's settings ------------------------------------------------------------------------

@@ -33,6 +33,7 @@ from ..runs.sample_groups import groups_by_prompt, groups_summary, marked_groups
 from .availability import with_install_hint
 from .compose import select
 from .layout import CLUSTER_CONFIG_FILE, CONFIG_FILE, METRICS_FILE, ROLLOUTS_DIR, VERL_DIR
+from .resume import set_aside_outputs
 from .metrics import clean_log_line, normalize_record, parse_console_line
 
 FILE_LOGGER_RE = re.compile(r"Creating file logger at (\S+)")
@@ -90,6 +91,7 @@ class MetricsWatcher:
         checkpoints_dir: str | Path | None = None,
         samples_per_step: int = 2,
         decide_after_s: float = 10.0,
+        resumed_at: int = 0,
     ):
         self.run = run
         self.total_steps = total_steps
@@ -103,8 +105,11 @@ class MetricsWatcher:
         self._console: list[dict] = []
         self.last_step: int | None = None
         self.rows = 0
-        self._samples_done: set[int] = set()
-        self._checkpoints: set[int] = set()
+        #: a resumed run's rows, samples and checkpoints up to its checkpoint's step are the run's already (the
+        #: resumed attempt's verl validates at that step before it trains again: that row is in train.log only)
+        self.resumed_at = resumed_at
+        self._samples_done: set[int] = set(range(resumed_at + 1))
+        self._checkpoints: set[int] = set(range(resumed_at + 1))
 
     # fed by a job's log (cluster mode) -----------------------------------------------------------
     def feed_log_line(self, line: str) -> None:
@@ -164,6 +169,8 @@ class MetricsWatcher:
         if row is None:
             return
         step, values = row
+        if self.resumed_at and step <= self.resumed_at:
+            return
         self.run.append_metrics(step, values)
         self.rows += 1
         self.last_step = step if self.last_step is None else max(self.last_step, step)
@@ -256,6 +263,7 @@ class Launcher:
     total_steps: int | None = None
     cluster_address: str | None = None
     env_vars: dict[str, str] = field(default_factory=dict)
+    resumed_at: int = 0  # a resumed run's checkpoint step (engines/verl/resume.py): mirrored up to it already
 
     @property
     def verl_dir(self) -> Path:
@@ -310,6 +318,8 @@ class Launcher:
         env.pop("RAY_ADDRESS", None)  # a bare ray.init() would join that cluster
         env.update(self.job_env(str(self.verl_dir / METRICS_FILE)))
         argv = self.command(cluster=False)
+        if self.resumed_at:
+            set_aside_outputs(run, self.resumed_at, int(run.read_status().get("attempt") or 2) - 1)
         job = LocalJob(argv, cwd=run.path, env=env, log_path=run.log_path)
         run.write_status(verl_pid=job.pid)
         run.event("launched", engine="verl", pid=job.pid, command=" ".join(shlex.quote(a) for a in argv))
@@ -320,6 +330,7 @@ class Launcher:
             metrics_file=env["VERL_FILE_LOGGER_PATH"],
             rollouts_dir=select(cfg, "trainer.rollout_data_dir"),
             checkpoints_dir=select(cfg, "trainer.default_local_dir"),
+            resumed_at=self.resumed_at,
         )
         stopping = False
         while job.poll() is None:
@@ -396,6 +407,7 @@ class Launcher:
             self.total_steps,
             rollouts_dir=dump if shared else None,
             checkpoints_dir=select(self.verl_config, "trainer.default_local_dir"),
+            resumed_at=self.resumed_at,
         )
         stopping, state = False, "PENDING"
         try:

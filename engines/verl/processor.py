@@ -142,6 +142,9 @@ class VerlProcessor(StandardProcessor):
         self.cluster_address: str | None = None
         self.env_vars: dict[str, str] = {}
         self.total_steps: int | None = None
+        self.resume_from: Path | None = None  # a resumed run's checkpoint (engines/verl/resume.py)
+        self.resume_max_steps: int | None = None
+        self.resumed_at = 0
         self.python = A.verl_python()
         #: what follows the interpreter (tests without a GPU put a stand-in script here)
         self.main_entry: list[str] = ["-m", "verl.trainer.main_ppo"]
@@ -314,6 +317,7 @@ class VerlProcessor(StandardProcessor):
     def check_config(self, config: Any = None) -> dict[str, Any]:
         try:
             run_settings, config = self.take_run_settings(config)  # the diagnoses' thresholds: the watcher's
+            config = self._take_resume(config)
             if run_settings.get("ray_address"):  # one of verl's own settings (derive.py): it submits verl's driver
                 config = {**config, "ray_address": run_settings.pop("ray_address")}
             derived = derive_config(config, self.checked_inputs(), self.config_fields)
@@ -321,6 +325,18 @@ class VerlProcessor(StandardProcessor):
             self._fail(e)
         self.record(self._adopt(derived, run_settings))
         return self.effective_config
+
+    def _take_resume(self, config: Any) -> Any:
+        """A resumed run's ``resume_from_checkpoint`` and raised ``max_steps`` (engines/core/resume.py's, in every
+        engine's terms) are kept for the derivation, which turns them into verl's keys; not the user's settings."""
+        if not isinstance(config, dict) or not config.get("resume_from_checkpoint"):
+            self.resume_from, self.resume_max_steps = None, None
+            return config
+        config = dict(config)
+        self.resume_from = Path(str(config.pop("resume_from_checkpoint")))
+        steps = config.pop("max_steps", None)
+        self.resume_max_steps = int(steps) if steps else None
+        return config
 
     def checked_inputs(self) -> CheckedInputs:
         """What the agent, dataset and reward checks left for the config."""
@@ -334,6 +350,8 @@ class VerlProcessor(StandardProcessor):
             tool_file=self.tool_file,
             train_source=self.data.train_source if self.data is not None else None,
             native_data=self.native_data,
+            resume_from=self.resume_from,
+            max_steps=self.resume_max_steps,
         )
 
     def _adopt(self, derived: DerivedConfig, run_settings: dict[str, Any] | None = None) -> CheckResult:
@@ -341,6 +359,7 @@ class VerlProcessor(StandardProcessor):
         cfg = derived.cfg
         self.cluster_address, self.env_vars = derived.cluster_address, derived.env_vars
         self.python, self.total_steps = derived.python, derived.total_steps
+        self.resumed_at = derived.resumed_at
         self.verl_config = cfg
         self.config_path = C.save_config(cfg, self.verl_dir / CONFIG_FILE)
         self.uses_local_slot = self.cluster_address is None
@@ -352,6 +371,7 @@ class VerlProcessor(StandardProcessor):
             "verl_config": str(self.config_path),
             "cluster": self.cluster_address,
             "total_steps": self.total_steps,
+            **({"resumed_from": str(self.resume_from), "resumed_at": self.resumed_at} if self.resume_from else {}),
         }
         main = {
             k: C.select(cfg, k)
@@ -368,6 +388,7 @@ class VerlProcessor(StandardProcessor):
         msg = (
             ", ".join(f"{k.split('.')[-1]}={v}" for k, v in main.items())
             + f"; {self.total_steps} step(s); on {where}; verl's validate_config passed"
+            + (f"; resumes from {self.resume_from.name} (step {self.resumed_at})" if self.resume_from else "")
         )
         return CheckResult(
             "config",
@@ -386,7 +407,7 @@ class VerlProcessor(StandardProcessor):
         if self.config_path is None:
             raise CheckError("config", "check_config() has not run", "run the checks before train()")
         self.run.write_status(
-            total_steps=self.total_steps, engine="verl", step=0, where=self.cluster_address or "local"
+            total_steps=self.total_steps, engine="verl", step=self.resumed_at, where=self.cluster_address or "local"
         )
         from .launch import Launcher
 
@@ -398,4 +419,5 @@ class VerlProcessor(StandardProcessor):
             total_steps=self.total_steps,
             cluster_address=self.cluster_address,
             env_vars=self.env_vars,
+            resumed_at=self.resumed_at,
         ).train()
