@@ -50,7 +50,26 @@ def demo_files():
 
 def test_endpoints_are_named(client):
     names = set(client.view_api(print_info=False, return_format="dict")["named_endpoints"])
-    assert {"/check", "/launch", "/status", "/stop", "/list_runs"} <= names
+    assert {"/check", "/probe", "/launch", "/status", "/stop", "/list_runs"} <= names
+
+
+def test_probe_samples_the_base_model_and_a_second_call_reuses_the_stored_report(client, studio):
+    """Issue 44: the probe from the client API, as from Setup's Probe button and the CLI — the report (no sample rows:
+    they stay in the stored file), then the same report again without sampling; bad input is a clear error."""
+    config = "num_generations: 4\nmax_completion_length: 8\nmax_steps: 20\n"
+    first = client.predict(*demo_files(), config, "trl", 6, api_name="/probe")
+    assert first["ok"] is True and first["reused"] is False, first
+    report = first["report"]
+    assert report["pass_rates"]["prompts"] == 6 and report["zero_spread"]["group_size"] == 4
+    assert "sample_rows" not in report and first["stored"] == str(
+        studio[0].runs_dir / ".probes" / f"{report['key']}.json"
+    )
+    again = client.predict(*demo_files(), config, "trl", 6, api_name="/probe")
+    assert again["reused"] is True and again["report"]["key"] == report["key"]
+    bad = client.predict(*demo_files(), config, "trl", 0, api_name="/probe")
+    assert bad == {"ok": False, "error": "prompts is 0: probe at least 1 prompt", "module": None}
+    broken = client.predict(*demo_files(), "learning_rate: abc\n", "trl", 6, api_name="/probe")
+    assert broken["ok"] is False and broken["module"] == "config" and "learning_rate" in broken["error"], broken
 
 
 def test_check_uploaded_demo_files_all_green(client):

@@ -39,6 +39,7 @@ from . import evaluations, exports
 from . import inputs as inp
 from . import run_watch
 from .chat_client import ChatService
+from .probes import Probes
 from .check_report import failed_report
 from .run_clone import clone_inputs
 from ..rendering.i18n import _
@@ -102,6 +103,7 @@ class Studio:
         # chat (its preload, seconds of CPU, overlaps that one's preparation; a studio that never launches never pays)
         self.launcher = Launcher()
         self.chat = ChatService(self.runs_dir, launcher=self.launcher)  # the chat model's process (one at a time)
+        self.probes = Probes(self)  # the probes of the Setup's pages and of the client API, one store of reports
 
     # -- lifecycle -----------------------------------------------------------------------------
     def start(self) -> None:

@@ -16,7 +16,7 @@ from typing import Any
 import gradio as gr
 
 from ..core import inputs as inp
-from ..core.probes import DEFAULT_PROMPTS, Probes, fraction, setup_key, timeout_s
+from ..core.probes import DEFAULT_PROMPTS, fraction, setup_key, timeout_s
 from ..rendering import probe_view
 from ..rendering.i18n import Markdown, _
 from .setup_inputs import SetupUI, collect
@@ -40,7 +40,7 @@ def _counts(prompts: Any, samples: Any) -> tuple[int, int | None]:
 class ProbePanel:
     def __init__(self, studio):
         self.studio = studio
-        self.probes = Probes(studio)
+        self.probes = studio.probes
 
     # -- layout ------------------------------------------------------------------------------------
     def build_button(self, ui: SetupUI) -> None:

@@ -1,4 +1,4 @@
-"""Named endpoints for ``gradio_client``: check, launch, status, stop, list_runs.
+"""Named endpoints for ``gradio_client``: check, probe, launch, status, stop, list_runs.
 
 They are bound to hidden components so that file inputs are uploaded by the client
 (``gradio_client.handle_file``). Every endpoint returns one JSON object (documented in
@@ -17,6 +17,7 @@ from engines.inputs.data import preview_text
 
 from ..core import inputs as inp
 from ..worker.check_worker import WorkerError
+from ..core.probes import DEFAULT_PROMPTS
 from ..core.studio import Studio
 
 
@@ -175,7 +176,7 @@ def _previewed(value: Any) -> Any:
 
 
 def build_api(studio: Studio) -> None:
-    """Hidden components + five named endpoints (call inside a ``gr.Blocks``)."""
+    """Hidden components + six named endpoints (call inside a ``gr.Blocks``)."""
     with gr.Group(visible=False):
         # no file_types: Gradio would refuse another suffix with no reason the client sees (data: null); the
         # check says what is wrong with any file (an agent saved as agent.yaml.bak is read as the YAML it is)
@@ -188,9 +189,10 @@ def build_api(studio: Studio) -> None:
         engine = gr.Textbox(label="engine", value=inp.DEMO_ENGINE)
         run_id = gr.Textbox(label="run id (empty: the latest run)")
         kill = gr.Checkbox(label="kill now instead of a graceful stop", value=False)
+        prompts = gr.Number(label="prompts to probe", value=DEFAULT_PROMPTS, precision=0)
         out = gr.JSON(label="result")
-        b_check, b_launch, b_status, b_stop, b_list = (
-            gr.Button(n) for n in ("check", "launch", "status", "stop", "list_runs")
+        b_check, b_probe, b_launch, b_status, b_stop, b_list = (
+            gr.Button(n) for n in ("check", "probe", "launch", "status", "stop", "list_runs")
         )
     files = [agent, train, test, reward_file, rewards, config, engine]
 
@@ -204,6 +206,26 @@ def build_api(studio: Studio) -> None:
         # one the caller waits for — one gradio_client's concurrent calls share a session and must not cancel
         # each other (issue 29 item 9); they queue (4 at once, concurrency_id "checks") and each gets its result
         return summarize_report(studio.check(si))
+
+    def probe(a, t, te, rf, rw, cfg, eng, n):
+        """Sample the base model on the setup before a launch (issue 44): pass rates, the zero-spread forecast,
+        truncation, reward terms, the time forecast and the verdicts; the stored report when the setup was probed."""
+        try:
+            si = build_inputs(studio, a, t, te, rf, rw, cfg, eng)
+            n = DEFAULT_PROMPTS if n is None else int(n)
+            if n < 1:
+                raise ApiError(f"prompts is {n}: probe at least 1 prompt")
+        except (ApiError, TypeError, ValueError) as e:
+            return {"ok": False, "error": str(e), "module": getattr(e, "module", None)}
+        job = studio.probes.start(si, client=None, prompts=n)
+        job.done.wait()  # the worker's call has its own time limit: it always ends
+        res = job.result
+        if not res.get("ok"):
+            return {"ok": False, "error": res.get("error"), "module": res.get("module")}
+        # what the report says; its ``inputs`` (the fingerprints of its key) and the samples stay in the stored file,
+        # named as ``stored`` — a dict with a ``path`` in an answer is a file to gradio_client, which fetches it
+        report = {k: v for k, v in res["report"].items() if k not in ("sample_rows", "inputs", "path")}
+        return {"ok": True, "reused": bool(res.get("reused")), "stored": res["report"].get("path"), "report": report}
 
     def launch(a, t, te, rf, rw, cfg, eng):
         """Check, write the run directory and start training in its own process (queued when busy)."""
@@ -236,6 +258,7 @@ def build_api(studio: Studio) -> None:
         return {"runs": studio.list_runs()}
 
     b_check.click(check, files, out, api_name="check", concurrency_id="checks", concurrency_limit=4)
+    b_probe.click(probe, [*files, prompts], out, api_name="probe", concurrency_limit=1)
     b_launch.click(launch, files, out, api_name="launch", concurrency_limit=1)
     b_status.click(status, [run_id], out, api_name="status", concurrency_limit=None)
     b_stop.click(stop, [run_id, kill], out, api_name="stop", concurrency_limit=None)
