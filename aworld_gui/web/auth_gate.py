@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from http.cookies import SimpleCookie
 from typing import Any, Callable
+from .replies import JSON, reply
 
 # startup-events: Gradio's launch calls it (without a login) to run the app's start-up once; it says "true"
 OPEN_PATHS = {
@@ -73,15 +74,7 @@ class AuthGate:
         if scope["type"] == "websocket":
             await send({"type": "websocket.close", "code": 4401})
             return
-        body = b'{"detail": "Not authenticated: log in first"}'
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 401,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
-            }
-        )
-        await send({"type": "http.response.body", "body": body})
+        await reply(send, 401, b'{"detail": "Not authenticated: log in first"}', JSON)
 
     async def _page_without_api_info(self, scope: dict, receive: Callable, send: Callable) -> None:
         start: dict = {}

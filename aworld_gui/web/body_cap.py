@@ -12,6 +12,7 @@ read, a larger body sent without one ends in ``413`` at its first chunk over the
 from __future__ import annotations
 
 from typing import Any, Callable
+from .replies import reply
 
 #: the API's largest field is its config text, 1 MiB (client_api.TEXT_CAPS); a page's whole Setup is less
 CAP = 16 << 20
@@ -35,17 +36,7 @@ def cap_for(path: str) -> int | None:
 
 
 async def _refuse(send: Callable) -> None:
-    await send(
-        {
-            "type": "http.response.start",
-            "status": 413,
-            "headers": [
-                (b"content-type", b"text/plain; charset=utf-8"),
-                (b"content-length", str(len(TOO_BIG)).encode()),
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": TOO_BIG})
+    await reply(send, 413, TOO_BIG)
 
 
 class BodyCap:

@@ -24,6 +24,7 @@ from typing import Iterator
 from urllib.parse import quote
 
 from engines.runs.no_links import LinkRefused, open_beneath
+from .replies import reply
 
 #: the routes that serve a file by its path (Gradio 6 serves both)
 FILE_ROUTES = ("/gradio_api/file=", "/file=")
@@ -127,11 +128,4 @@ class FileRouteGuard:
 
 
 async def _plain(send, status: int, body: bytes) -> None:
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [(b"content-type", b"text/plain; charset=utf-8"), (b"content-length", str(len(body)).encode())],
-        }
-    )
-    await send({"type": "http.response.body", "body": body})
+    await reply(send, status, body)

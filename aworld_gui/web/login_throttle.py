@@ -26,6 +26,7 @@ import math
 import time
 from dataclasses import dataclass
 from typing import Any, Callable
+from .replies import JSON, reply
 
 FREE_FAILURES = 5
 BASE_BLOCK_S = 2.0
@@ -140,15 +141,4 @@ class LoginThrottle:
 async def _too_many(send: Callable, wait_s: float) -> None:
     retry = max(1, math.ceil(wait_s))
     body = json.dumps({"detail": f"Too many failed logins from your address: try again in {retry} s."}).encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": 429,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"retry-after", str(retry).encode()),
-                (b"content-length", str(len(body)).encode()),
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": body})
+    await reply(send, 429, body, JSON, [(b"retry-after", str(retry).encode())])

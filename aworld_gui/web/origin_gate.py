@@ -21,6 +21,7 @@ import ipaddress
 import socket
 from typing import Any, Callable
 from urllib.parse import urlsplit
+from .replies import reply
 
 #: the operator's names for the studio (a reverse proxy's, a tunnel's): ``--allowed-hosts`` / this variable
 ALLOWED_ENV = "AWORLD_STUDIO_ALLOWED_HOSTS"
@@ -96,14 +97,4 @@ class OriginGate:
         elif scope["type"] == "websocket":
             await send({"type": "websocket.close", "code": 4403})
         else:
-            await send(
-                {
-                    "type": "http.response.start",
-                    "status": 403,
-                    "headers": [
-                        (b"content-type", b"text/plain; charset=utf-8"),
-                        (b"content-length", str(len(refused)).encode()),
-                    ],
-                }
-            )
-            await send({"type": "http.response.body", "body": refused})
+            await reply(send, 403, refused)
