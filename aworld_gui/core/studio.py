@@ -39,6 +39,7 @@ from . import evaluations, exports
 from . import inputs as inp
 from . import run_watch
 from .chat_client import ChatService
+from .chat_transcripts import ChatTranscripts
 from .check_report import failed_report
 from .run_clone import clone_inputs
 from ..rendering.i18n import _
@@ -102,6 +103,7 @@ class Studio:
         # chat (its preload, seconds of CPU, overlaps that one's preparation; a studio that never launches never pays)
         self.launcher = Launcher()
         self.chat = ChatService(self.runs_dir, launcher=self.launcher)  # the chat model's process (one at a time)
+        self.chat_transcripts = ChatTranscripts()  # each run's conversation in Chat (a reload shows it again)
 
     # -- lifecycle -----------------------------------------------------------------------------
     def start(self) -> None:
@@ -396,6 +398,7 @@ class Studio:
         path = self.run_path(run_id)
         delete_run(path)
         self.cache.forget(path)
+        self.chat_transcripts.forget(run_id)
 
     def spec_text(self, run_id: str) -> str:
         """run.yaml as shown and exported: a secret written literally in it (e.g. a config's env_vars) masked."""
