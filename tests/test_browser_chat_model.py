@@ -3,8 +3,8 @@ its second message and reply once). Random seeded sequences of what a user does 
 one while the reply before it still streams (by Enter or by Send, either way in), send three in quick succession
 (each typed and sent without waiting), clear (also while a reply streams), switch the checkpoint,
 reload the page — and after each, the transcript shown is checked against the model: the messages sent since the
-last Clear or reload, in the order sent, each answered once right after it, nothing twice, the box empty, the chat
-ready."""
+last Clear (a reload shows the run's conversation again), in the order sent, each answered once right after it,
+nothing twice, the box empty, the chat ready."""
 
 from __future__ import annotations
 
@@ -18,7 +18,8 @@ from playwright.sync_api import sync_playwright
 from testing import waiting
 from testing.studio import CHROMIUM, launch_chromium
 
-SEEDS = [int(s) for s in os.environ.get("AWORLD_BROWSER_CHAT_SEEDS", "7,8").split(",")]
+# seed 16 reloads twice with five messages shown, then clears and sends three more
+SEEDS = [int(s) for s in os.environ.get("AWORLD_BROWSER_CHAT_SEEDS", "7,16").split(",")]
 KINDS = (
     "send",
     "send",
@@ -55,6 +56,7 @@ class ChatPage:
         self.page, self.studio = page, studio
 
     def open(self) -> None:
+        """The page (re)loaded, Chat on the trained run: its conversation as the studio keeps it, with its model."""
         page = self.page
         page.goto(self.studio.url)
         page.get_by_role("tab", name="Chat").click()
@@ -63,7 +65,7 @@ class ChatPage:
         page.keyboard.press("Control+A")
         page.keyboard.type(self.studio.letters)
         page.keyboard.press("Enter")
-        wait_for(lambda: "checkpoint-" in page.input_value("#chat-model input"), 30, "the run's checkpoint picked")
+        wait_for(lambda: page.input_value("#chat-model input"), 30, "the run's model picked")
 
     def send(self, text: str, by_enter: bool, typed: bool = False) -> None:
         """``text`` into the box — filled, or ``typed`` key by key after what the box holds, as a user types — and
@@ -132,6 +134,8 @@ def test_the_transcript_equals_the_model_after_every_step(browser, studio, seed)
     page = browser.new_page(viewport={"width": 1440, "height": 1000})
     chat = ChatPage(page, studio)
     chat.open()
+    page.click("#chat-clear")  # the run's conversation kept from an earlier test: the model starts with none
+    check(chat, [], ["clear"])
     # the trained ones (the base model does not say letters yet): its best checkpoint and its latest, the same here
     points = [m for m in chat.models() if m.startswith(("best", "checkpoint-"))]
     assert len(points) >= 2, chat.models()
@@ -170,9 +174,8 @@ def test_the_transcript_equals_the_model_after_every_step(browser, studio, seed)
             elif kind == "switch_checkpoint":
                 now = page.input_value("#chat-model input")
                 chat.pick_model(next(p for p in points if p != now))
-            elif kind == "reload":
+            elif kind == "reload":  # the run's conversation shown again (it showed an empty chat)
                 chat.open()
-                sent = []
             check(chat, sent, trail)
     finally:
         page.close()
@@ -233,5 +236,34 @@ def test_three_messages_sent_in_quick_succession_are_each_answered_in_order(brow
             for text, by_enter, typed in zip(three, (True, True, False), (True, False, False)):
                 chat.send(text, by_enter, typed=typed)
             check(chat, three, [f"{model}: three messages in quick succession"])
+    finally:
+        page.close()
+
+
+def test_a_reload_shows_the_runs_conversation_again_with_its_model(browser, studio):
+    """A newcomer's leftover of issue 42: after chatting with a run's checkpoint, a reload showed an empty chat (the
+    transcript lived only in the page's session). The studio keeps each run's conversation: a reloaded page shows it
+    with the model it was had with, goes on with it, and a Clear clears it for the next reload too."""
+    page = browser.new_page(viewport={"width": 1440, "height": 1000})
+    chat = ChatPage(page, studio)
+    try:
+        chat.open()
+        page.click("#chat-clear")
+        check(chat, [], ["clear"])
+        picked = "best (checkpoint-300)"  # not the one a run's chat starts with (its latest)
+        chat.pick_model(picked)
+        sent = ["Say the letter K:"]
+        chat.send(sent[0], True)
+        check(chat, sent, ["send"])
+        chat.open()
+        check(chat, sent, ["send", "reload"])
+        assert page.input_value("#chat-model input") == picked, "the model the conversation was had with"
+        sent.append("Say the letter M:")
+        chat.send(sent[-1], False)
+        check(chat, sent, ["send", "reload", "send"])
+        page.click("#chat-clear")
+        check(chat, [], ["send", "reload", "send", "clear"])
+        chat.open()
+        check(chat, [], ["send", "reload", "send", "clear", "reload"])
     finally:
         page.close()

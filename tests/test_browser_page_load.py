@@ -12,7 +12,7 @@ from playwright.sync_api import sync_playwright
 
 from engines.runs.lifecycle import list_run_dirs
 from testing import waiting
-from testing.studio import CHROMIUM, StudioProcess, end_process_group, launch_chromium, start_fake_run
+from testing.studio import CHROMIUM, end_process_group, launch_chromium, start_fake_run
 
 
 def wait_for(fn, timeout_s, what):
@@ -24,15 +24,14 @@ def selected(page) -> str:
 
 
 @pytest.fixture(scope="module")
-def training(tmp_path_factory):
+def training(shared_studio):
+    """The session's studio, a run training in it (deleted after the file with the runs the file launched)."""
     assert os.path.exists(CHROMIUM), f"{CHROMIUM} is missing: apt-get update && apt-get install -y chromium"
-    studio = StudioProcess(tmp_path_factory.mktemp("studio-load") / "runs").start()
-    run, pid = start_fake_run(studio.runs_dir, "--steps", "100000", "--rate", "5")
+    run, pid = start_fake_run(shared_studio.runs_dir, "--steps", "100000", "--rate", "5")
     try:
-        yield studio, run
+        yield shared_studio, run
     finally:
         end_process_group(pid)
-        studio.stop()
 
 
 def test_a_tab_picked_while_the_page_loads_stays_picked_and_an_untouched_page_opens_the_monitor(training):

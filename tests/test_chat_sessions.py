@@ -238,3 +238,36 @@ def test_messages_the_model_did_not_take_go_back_to_the_box_and_are_not_sent_aga
     assert str(_("Pick a run and a model first.")) in s.status
     assert s.returned == {"id": "0:4", "texts": ["Say the letter E:"]} and s.sent == [0, 5]
     assert user_texts(s.conversation) == ["Say the letter D:"]  # the chat as it was
+
+
+def test_a_reloaded_page_gets_the_runs_conversation_back_and_goes_on_with_it(tmp_path, studio, demo):
+    """A page's States end with a reload; the run's conversation does not (a newcomer's leftover of issue 42: the chat
+    showed empty after a reload). A new page picking the run shows its conversation, the model it was had with and
+    the status, sends on from there, and a Clear there clears it for the next page too."""
+    run = prepare_run(
+        demo["agent"],
+        demo["train"],
+        demo["test"],
+        demo["reward"],
+        {"max_steps": 1},
+        train_engine_name="trl",
+        runs_dir=str(studio.runs_dir),
+    )
+
+    def reload() -> Session:
+        page = Session(studio, run.run_id, model=None)
+        model, page.shown, page.conversation, page.status = page.tab.on_run(run.run_id)
+        page.model = model["value"]
+        return page
+
+    s = reload()
+    assert (s.model, s.shown, s.conversation, s.status) == ("base", [], [], "")  # a run never chatted with
+    s.send("Say the letter A:")
+    s.send("Say the letter B:")
+    again = reload()
+    assert (again.model, again.shown, again.conversation, again.status) == ("base", s.shown, s.conversation, s.status)
+    again.send("Say the letter C:")
+    assert user_texts(again.conversation) == ["Say the letter A:", "Say the letter B:", "Say the letter C:"]
+    assert [m["role"] for m in again.shown] == ["user", "assistant"] * 3  # the chat shows each, answered
+    again.clear()
+    assert reload().shown == [] and reload().conversation == []

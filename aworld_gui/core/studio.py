@@ -40,6 +40,7 @@ from . import inputs as inp
 from . import run_watch
 from .chat_client import ChatService
 from .probes import Probes
+from .chat_transcripts import ChatTranscripts
 from .check_report import failed_report
 from .run_clone import clone_inputs
 from ..rendering.i18n import _
@@ -104,6 +105,7 @@ class Studio:
         self.launcher = Launcher()
         self.chat = ChatService(self.runs_dir, launcher=self.launcher)  # the chat model's process (one at a time)
         self.probes = Probes(self)  # the probes of the Setup's pages and of the client API, one store of reports
+        self.chat_transcripts = ChatTranscripts()  # each run's conversation in Chat (a reload shows it again)
 
     # -- lifecycle -----------------------------------------------------------------------------
     def start(self) -> None:
@@ -398,6 +400,7 @@ class Studio:
         path = self.run_path(run_id)
         delete_run(path)
         self.cache.forget(path)
+        self.chat_transcripts.forget(run_id)
 
     def spec_text(self, run_id: str) -> str:
         """run.yaml as shown and exported: a secret written literally in it (e.g. a config's env_vars) masked."""

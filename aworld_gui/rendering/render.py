@@ -589,8 +589,9 @@ def events_html(events: list[dict], limit: int = 8) -> str:
         if e.get("message"):  # an engine's words: in the page's language where they are known (engine_text)
             detail = engine_html(str(e["message"])[:300]) + (f" · {detail}" if detail else "")
         rows.append(
-            f'<tr><td class="aw-muted">{t}</td><td><b>{esc(EVENT_LABEL.get(e.get("event"), e.get("event")))}</b></td>'
-            f"<td>{detail}</td></tr>"
+            f'<tr><td class="aw-muted aw-event-time">{t}</td>'
+            f'<td class="aw-event-name"><b>{esc(EVENT_LABEL.get(e.get("event"), e.get("event")))}</b></td>'
+            f'<td class="aw-event-detail">{detail}</td></tr>'
         )
     if not rows:
         return ""

@@ -180,6 +180,10 @@ footer { opacity: .75; }   /* API and Settings (the language) */
 .aw-src-mcp { background: #ede9fe; color: #5b21b6; }
 .aw-section-title { font-weight: 700; font-size: 15px; margin: 4px 0 2px; }
 .aw-events td { font-size: 12.5px; }
+/* the time and the event's name on one line each, the details wrap beside them: a Chinese name breaks between any two
+   characters, and the table gave its column no more than one or two of them ("最佳检查点" on three lines) */
+.aw-events .aw-event-time, .aw-events .aw-event-name { white-space: nowrap; width: 1%; }
+.aw-events .aw-event-detail { overflow-wrap: anywhere; }
 .aw-stat-sub { font-size: 12px; font-weight: 500; margin-top: 1px; }
 .aw-memory { margin: 8px 0 4px; font-size: 13.5px; line-height: 1.5; }
 .aw-parts { display:flex; flex-wrap: wrap; gap: 6px; margin-top: 4px; }

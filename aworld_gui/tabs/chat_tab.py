@@ -86,6 +86,7 @@ class ChatTab:
     def __init__(self, studio: Studio):
         self.studio = studio
         self.service: ChatService = studio.chat
+        self.transcripts = studio.chat_transcripts
 
     def build(self) -> ChatUI:
         ui = ChatUI()
@@ -131,13 +132,16 @@ class ChatTab:
         ui = self.ui
         quiet = dict(api_visibility="private", show_progress="hidden")
         tab.select(self.on_open, [ui.run], [ui.run], **quiet)
-        ui.run.change(self.on_run, [ui.run], [ui.model], **quiet)
+        # a run picked (by the page's load too): its conversation as the studio keeps it (a reload showed an empty chat)
+        ui.run.change(self.on_run, [ui.run], [ui.model, ui.chatbot, ui.conversation, ui.status], **quiet)
         # One writer per value (issue 42, item 7). The page alone writes the outbox (static/chat_outbox.js): the
         # messages sent since the last Clear, each taken from the box, and the box emptied, in the very key or click
         # event that sends it; Clear starts a new epoch. The hidden ui.outbox is its copy, made after each Send,
         # Enter and Clear. The server alone writes what it sent (ui.sent, the chat, the conversation): one event,
         # started by each change of the copy, sends every message of the epoch not sent yet, in order; a change
-        # meanwhile is held and runs after it ("always_last"). (Read from the box when a held send ran, the second
+        # meanwhile is held and runs after it ("always_last"); it keeps the run's conversation in the studio after each
+        # message the model took and on a Clear (core/chat_transcripts.py), which a run's pick shows (on_run: a page
+        # reloaded gets its run's chat back). (Read from the box when a held send ran, the second
         # of three quick messages was lost or merged with the third; Gradio's own submit reads the box a tick after
         # Enter, when a message typed quickly may have replaced it.)
         send = ui.outbox.change(
@@ -160,14 +164,18 @@ class ChatTab:
         return gr.update(choices=ids, value=value)
 
     def on_run(self, run_id):
+        """The run's models and its conversation as the studio keeps it, with the model it was had with where the
+        run still offers that one, else the run's newest checkpoint, else its base model."""
+        kept = self.transcripts.get(run_id)
         try:
             models = self.studio.model_choices(run_id) if run_id else []
         except ValueError:
             models = []
         if not models:
-            return gr.update(choices=[], value=None)
+            return gr.update(choices=[], value=None), kept.history, kept.conversation, kept.status
         latest = self.studio.checkpoints(run_id)
-        return gr.update(choices=models, value=latest[-1] if latest else "base")  # the run's newest, else base
+        value = kept.model if kept.model in [v for _label, v in models] else (latest[-1] if latest else "base")
+        return gr.update(choices=models, value=value), kept.history, kept.conversation, kept.status
 
     def on_send(self, outbox, history, conversation, sent, run_id, model, temperature):
         """Every message of the ``outbox`` (the page's: ``{"epoch": clears so far, "messages": [sent since]}``) not
@@ -180,6 +188,7 @@ class ChatTab:
         status = gr.update()
         if sent_epoch != epoch:  # cleared
             history, conversation, done, status = [], [], 0, ""
+            self.transcripts.forget(run_id)
         if done >= len(messages):  # nothing new: the chat as it is (or as cleared)
             yield history, status, conversation, [epoch, done], gr.update()
             return
@@ -190,6 +199,9 @@ class ChatTab:
                     returned = {"id": f"{epoch}:{i}", "texts": [t for t in messages[i:] if t.strip()]}
                     yield shown, status, said, [epoch, len(messages)], returned
                     return
+                if taken:  # the run's conversation, for a page that picks the run later (a reload)
+                    kept = status if isinstance(status, str) else self.transcripts.get(run_id).status
+                    self.transcripts.put(run_id, model, shown, said, kept)
                 yield shown, status, said, [epoch, i + 1 if taken else i], gr.update()
             history, conversation = shown, said
 

@@ -85,6 +85,14 @@ def table_rows(runs: list[dict]) -> list[list]:
     return rows
 
 
+def shown_rows(table) -> list[list]:
+    """The rows of the Runs table as the page has it (the Dataframe's value: a pandas DataFrame, or rows)."""
+    if table is None:
+        return []
+    rows = table.values.tolist() if hasattr(table, "values") else list(table)
+    return [list(row) for row in rows]
+
+
 def overlay_chart(
     series: dict[str, Series],
     metric: str,
@@ -236,7 +244,7 @@ class RunsTab:
         ]
         refresh_kw = dict(
             fn=self.refresh,
-            inputs=[ui.sig, ui.selected, monitor_run],
+            inputs=[ui.sig, ui.selected, monitor_run, ui.table],
             outputs=list_outs,
             show_progress="hidden",
             api_visibility="private",
@@ -313,28 +321,30 @@ class RunsTab:
         ui.diff_b.change(self.studio.config_diff, [ui.diff_a, ui.diff_b], [ui.diff], api_visibility="private")
 
     # -- handlers ----------------------------------------------------------------------------------
-    def refresh(self, sig, selected, monitor_run):
-        """Runs table and every run picker; sends nothing when no run changed, and updates the
-        pickers only when a run appears or disappears."""
+    def refresh(self, sig, selected, monitor_run, shown=None):
+        """Runs table and every run picker; sends nothing while the page's table (``shown``, as the page has it)
+        shows the runs as they are, and updates the pickers only when a run appears or disappears.
+
+        What the page shows is read from the page, not from what this sent before: two refreshes in flight (the tab's
+        pick and a tick) can answer out of order, and the older answer, landing last, left a table this believed
+        current, stale for good once the runs stopped changing (a queued run's words could stay missing from Runs
+        while the Monitor said them; tests/test_browser_runs_table.py holds one answer back to show it)."""
         runs = self.studio.list_runs()
         rows = table_rows(runs)
+        ids = [r["run_id"] for r in runs]
+        on_page = shown_rows(shown)
         sig = dict(sig or {})
         skip = gr.skip()
-        rows_sig = repr(rows)
-        ids_sig = repr([r["run_id"] for r in runs])
         out = [skip] * 6
         follow = [skip] * 8  # the actions (and its checkpoints) follow the selected run as it changes
-        if rows_sig != sig.get("rows"):
-            sig["rows"] = rows_sig
+        if rows != on_page:
             out[0] = rows
             follow = self.action_updates(selected) + [skip]
             ckpts = self._checkpoints(selected)
             if repr((selected, ckpts)) != sig.get("ckpts"):
                 sig["ckpts"] = repr((selected, ckpts))
                 follow[7] = gr.update(choices=ckpts, value=ckpts[-1] if ckpts else None)
-        if ids_sig != sig.get("ids"):
-            sig["ids"] = ids_sig
-            ids = [r["run_id"] for r in runs]
+        if rows != on_page and ids != [row[0] for row in on_page]:  # the pickers were sent with the same table
             sel = selected if selected in ids else (ids[0] if ids else None)
             out[1:6] = [
                 gr.update(choices=ids, value=sel),
@@ -346,8 +356,7 @@ class RunsTab:
             if not sig.get("compare_set") and ids:  # first fill: overlay the latest runs
                 sig["compare_set"] = True
                 out[2] = gr.update(choices=ids, value=ids[:3])
-        empty = gr.update(visible=not runs) if (not runs) != sig.get("empty") else skip
-        sig["empty"] = not runs
+        empty = gr.update(visible=not runs) if rows != on_page else skip  # shown before any run (build)
         return out + [sig] + follow + [empty]
 
     def on_row_select(self, table, evt: gr.SelectData):
