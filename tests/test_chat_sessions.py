@@ -245,12 +245,7 @@ def test_a_reloaded_page_gets_the_runs_conversation_back_and_goes_on_with_it(tmp
     showed empty after a reload). A new page picking the run shows its conversation, the model it was had with and
     the status, sends on from there, and a Clear there clears it for the next page too."""
     run = prepare_run(
-        demo["agent"],
-        demo["train"],
-        demo["test"],
-        demo["reward"],
-        {"max_steps": 1},
-        train_engine_name="trl",
+        Modules(demo["agent"], demo["train"], demo["test"], demo["reward"], {"max_steps": 1}, train_engine_name="trl"),
         runs_dir=str(studio.runs_dir),
     )
 
