@@ -207,27 +207,14 @@ def test_a_prepared_run_writes_no_mcp_secret(tmp_path, monkeypatch):
             }
         ),
     )
-    results = check_all(
-        Modules(
-            agent,
-            str(ROOT / "assets/datasets/calc_train.jsonl"),
-            None,
-            "exact_match",
-            {"max_steps": 1},
-            train_engine_name="trl",
-        )
+    modules = Modules(
+        agent, str(ROOT / "assets/datasets/calc_train.jsonl"), None, "exact_match", {"max_steps": 1}, "trl"
     )
+    results = check_all(modules)
     assert results[0].status == "ok", results[0]
     assert SECRET not in format_table(results) and SECRET not in json.dumps([r.to_dict() for r in results])
     run = prepare_run(
-        Modules(
-            agent,
-            str(ROOT / "assets/datasets/calc_train.jsonl"),
-            None,
-            "exact_match",
-            {"max_steps": 1},
-            train_engine_name="trl",
-        ),
+        modules,
         runs_dir=str(tmp_path / "runs"),
     )
     written = run.read_spec()["agent"]
