@@ -1,0 +1,133 @@
+"""The eighth probe's findings (docs/probes/probe8.md): user code run as root, without capabilities, inside its mount
+namespace, hunting for what lies outside it — ``/dev``, the machine's Unix sockets. Each test names its finding; a test
+that cannot apply here (not root) is skipped."""
+
+from __future__ import annotations
+
+import errno
+import os
+import socket
+import stat
+import sys
+import tempfile
+import threading
+
+from engines.isolation.read_only_files import bound_socket_paths
+from engines.isolation.sandbox import run_isolated
+
+sys.path.insert(0, os.path.dirname(__file__))
+from test_read_only_files import root_only  # noqa: E402
+
+
+def _touch_dev(node: str) -> dict[str, str]:
+    """In the isolated call: replace ``node`` (a device node made outside) with a regular file, make a file, a folder
+    and a link in /dev; each attempt's errno name or what it did. /dev/null and /dev/shm stay usable."""
+
+    def attempt(fn) -> str:
+        try:
+            fn()
+            return "DONE"
+        except OSError as e:
+            return errno.errorcode.get(e.errno, str(e.errno))
+
+    def replace() -> None:
+        os.unlink(node)
+        with open(node, "w") as f:
+            f.write("what user code wants the machine to read from this device\n")
+
+    made = node + "-made"
+    out = {
+        "replace the node": attempt(replace),
+        "make a file": attempt(lambda: open(made, "w").close()),
+        "make a folder": attempt(lambda: os.mkdir(made + "-dir")),
+        "make a link": attempt(lambda: os.symlink("/etc/hostname", made + "-link")),
+    }
+    with open("/dev/null", "w") as f:
+        f.write("still a sink")
+    fd, shm = tempfile.mkstemp(dir="/dev/shm") if os.path.isdir("/dev/shm") else (None, None)
+    if fd is not None:
+        os.close(fd)
+        os.unlink(shm)
+    return out
+
+
+@root_only
+def test_finding1_user_code_cannot_replace_or_add_device_nodes(tmp_path):
+    """HIGH. /dev (devtmpfs, one instance for the whole machine) was "left as it is", writable: a reward unlinked a
+    device node made outside and put a regular file of its own in its place, for every process on the machine (done to
+    ``/dev/null``, what every process then writes there user code reads back, and what they read is its text), and
+    made files, folders and links there that outlived the call. Now /dev is read-only to user code; its nodes, /dev/null
+    and /dev/shm work as before."""
+    node = f"/dev/aworld-probe8-{os.getpid()}"
+    os.mknod(node, 0o644 | stat.S_IFCHR, os.makedev(1, 3))  # a second /dev/null
+    try:
+        out = run_isolated(_touch_dev, {"node": node}, timeout_s=30)
+        assert out.ok, out
+        assert {k: v for k, v in out.value.items() if v != "EROFS"} == {}
+        assert stat.S_ISCHR(os.lstat(node).st_mode)
+    finally:
+        for p in (node, node + "-made", node + "-made-link"):
+            if os.path.lexists(p):
+                os.unlink(p)
+        if os.path.isdir(node + "-made-dir"):
+            os.rmdir(node + "-made-dir")
+
+
+def _connect(path: str) -> str:
+    s = socket.socket(socket.AF_UNIX)
+    s.settimeout(5)
+    try:
+        s.connect(path)
+        return "CONNECTED: " + s.recv(100).decode()
+    except OSError as e:
+        return errno.errorcode.get(e.errno, str(e.errno))
+    finally:
+        s.close()
+
+
+@root_only
+def test_finding2_user_code_cannot_connect_to_the_machines_unix_sockets():
+    """HIGH (critical where such a daemon runs). A read-only mount does not stop ``connect()`` to a Unix socket: a
+    reward reached a socket a process outside its namespace listened on (every capability, the machine's mount
+    namespace), which saw a peer of uid 0 — what systemd's ``/run/systemd/private``, ``docker.sock`` or root's tmux
+    server trust to run anything asked for. Now every socket bound to a path outside the call's folders has
+    /dev/null in its place."""
+    folder = tempfile.mkdtemp(prefix="aworld-probe8-", dir="/run" if os.access("/run", os.W_OK) else "/var/tmp")
+    path = os.path.join(folder, "daemon.sock")
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(path)
+    server.listen(4)
+    server.settimeout(10)
+
+    def serve() -> None:
+        try:
+            while True:
+                conn, _ = server.accept()
+                conn.sendall(b"a daemon outside, with every capability")
+                conn.close()
+        except OSError:
+            pass
+
+    threading.Thread(target=serve, daemon=True).start()
+    try:
+        assert _connect(path).startswith("CONNECTED")  # (outside it can be reached)
+        assert path in bound_socket_paths()
+        out = run_isolated(_connect, {"path": path}, timeout_s=30)
+        assert out.ok, out
+        assert out.value == "ECONNREFUSED"
+    finally:
+        server.close()
+        os.unlink(path)
+        os.rmdir(folder)
+
+
+def test_bound_socket_paths_reads_proc_net_unix():
+    text = (
+        "Num       RefCount Protocol Flags    Type St Inode Path\n"
+        "0000000000000000: 00000002 00000000 00010000 0001 01 1234 /run/systemd/private\n"
+        "0000000000000000: 00000002 00000000 00000000 0001 03 1235 /run/systemd/private\n"
+        "0000000000000000: 00000002 00000000 00010000 0001 01 1236 @abstract\n"
+        "0000000000000000: 00000002 00000000 00000000 0002 01 1237\n"
+        "0000000000000000: 00000002 00000000 00010000 0001 01 1238 /tmp/a folder/with spaces.sock\n"
+    )
+    assert bound_socket_paths(text) == ["/run/systemd/private", "/tmp/a folder/with spaces.sock"]
