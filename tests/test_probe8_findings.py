@@ -12,6 +12,8 @@ import sys
 import tempfile
 import threading
 
+import pytest
+
 from engines.isolation.read_only_files import bound_socket_paths
 from engines.isolation.sandbox import run_isolated
 
@@ -131,3 +133,45 @@ def test_bound_socket_paths_reads_proc_net_unix():
         "0000000000000000: 00000002 00000000 00010000 0001 01 1238 /tmp/a folder/with spaces.sock\n"
     )
     assert bound_socket_paths(text) == ["/run/systemd/private", "/tmp/a folder/with spaces.sock"]
+
+
+def _aworld_agent(tmp_path, prompt: str, model: str, key: str = "sk-none") -> str:
+    path = tmp_path / "agent.yaml"
+    path.write_text(
+        "vars:\n"
+        "  K: ${AWORLD_PROBE8_SETTING}\n"
+        "  KEY: ${PROBE8_INVITED_KEY}\n"
+        "agents:\n"
+        "  probe-agent:\n"
+        "    config:\n"
+        f"      system_prompt: {prompt!r}\n"
+        f"      llm_model_name: {model!r}\n"
+        f"      llm_api_key: {key!r}\n"
+    )
+    return str(path)
+
+
+def test_finding3_aworld_form_vars_substitute_nothing_the_studio_would_not(tmp_path, monkeypatch):
+    """MEDIUM. An agent in AWorld's form is read by AWorld's loader, which substitutes every ``${NAME}`` anywhere
+    before the studio's invitation check saw the values: ``vars: {K: ${OPENAI_API_KEY}}`` with ``config:
+    {system_prompt: "Key is ${vars.K}"}`` showed the invited key in the check's rendered prompt, ``llm_model_name:
+    /nope/${vars.K}`` a variable never invited (an ``AWORLD_*`` setting) in the model folder's error. In a studio
+    AWorld now substitutes nothing: the reference reaches the check as written, refused outside ``api_key`` and
+    ``llm_base_url``, substituted there only when invited."""
+    pytest.importorskip("aworld.config.agent_loader")
+    from engines.agents.agent_spec import load_agent
+    from engines.env_values.env_invitation import INVITED_ENV
+    from engines.results.check_result import CheckError
+
+    monkeypatch.setenv(INVITED_ENV, "PROBE8_INVITED_KEY")
+    monkeypatch.setenv("PROBE8_INVITED_KEY", "sk-invited-probe8-value")
+    monkeypatch.setenv("AWORLD_PROBE8_SETTING", "uninvited-probe8-value")
+    model = os.path.join(os.path.dirname(__file__), "..", "assets", "models", "tiny-letters")
+    for prompt, model_path in (("Key is ${vars.KEY}", model), ("hi", "/nope/${vars.K}"), ("Key is ${vars.K}", model)):
+        with pytest.raises(CheckError) as e:
+            load_agent(_aworld_agent(tmp_path, prompt, model_path))
+        assert "probe8-value" not in str(e.value)
+        assert "is not substituted" in str(e.value) or "never in text it shows" in str(e.value)
+    spec = load_agent(_aworld_agent(tmp_path, "hi", model, key="${vars.KEY}"))  # where keys go, invited: substituted
+    assert spec.api_key == "sk-invited-probe8-value"
+    assert "probe8-value" not in spec.system_prompt
