@@ -175,3 +175,72 @@ def test_finding3_aworld_form_vars_substitute_nothing_the_studio_would_not(tmp_p
     spec = load_agent(_aworld_agent(tmp_path, "hi", model, key="${vars.KEY}"))  # where keys go, invited: substituted
     assert spec.api_key == "sk-invited-probe8-value"
     assert "probe8-value" not in spec.system_prompt
+
+
+def _start_a_process_and_wait(marker: str, seconds: float) -> int:
+    """In one isolated call (a run, say): a process it executes (dumpable again after ``execve``, no capability),
+    holding a value in its environment; the call waits while another tries it."""
+    import subprocess
+
+    child = subprocess.Popen(
+        [sys.executable, "-c", f"import time; time.sleep({seconds})"], env={"PROBE8_VALUE": marker, "PATH": "/usr/bin"}
+    )
+    child.wait()
+    return child.pid
+
+
+def _reach(pid: int) -> dict[str, str]:
+    """In another isolated call (a check): what it gets of ``pid``."""
+    import ctypes
+
+    out = {}
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            out["environ"] = f.read().decode(errors="replace")
+    except OSError as e:
+        out["environ"] = errno.errorcode.get(e.errno, str(e.errno))
+    try:
+        os.close(os.open(f"/proc/{pid}/mem", os.O_RDWR))
+        out["mem"] = "OPENED"
+    except OSError as e:
+        out["mem"] = errno.errorcode.get(e.errno, str(e.errno))
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p]
+    seized = libc.ptrace(0x4206, pid, None, None) == 0  # PTRACE_SEIZE: does not stop it; the exit detaches
+    out["ptrace"] = "ATTACHED" if seized else errno.errorcode.get(ctypes.get_errno(), "?")
+    return out
+
+
+@root_only
+def test_finding4_one_call_cannot_reach_the_processes_another_call_executes():
+    """MEDIUM. Every process user code executes is dumpable again (``execve`` resets it) and holds no capability, as
+    every other call's user code: one isolated call (a check's reward, 60 s, nothing writable) attached with ptrace
+    to, and opened ``/proc/<pid>/mem`` read-write of, a process another call (a run: its environment, its writable
+    folders, its hours) had started, and read its ``environ``. Now each call is in a user namespace of its own: the
+    kernel asks ``CAP_SYS_PTRACE`` in the target's namespace, which no call holds."""
+    from engines.isolation.sandbox import IsolatedCall
+
+    marker = f"probe8-victim-{os.getpid()}"
+    victim = IsolatedCall(_start_a_process_and_wait, {"marker": marker, "seconds": 12}, timeout_s=40)
+    try:
+        pid = None
+        for _ in range(100):
+            for name in os.listdir("/proc"):
+                if name.isdigit():
+                    try:
+                        with open(f"/proc/{name}/environ", "rb") as f:  # (this test holds every capability)
+                            if marker.encode() in f.read():
+                                pid = int(name)
+                    except OSError:
+                        pass
+            if pid:
+                break
+            threading.Event().wait(0.1)
+        assert pid, "the victim process did not start"
+        out = run_isolated(_reach, {"pid": pid}, timeout_s=30)
+        assert out.ok, out
+        assert marker not in out.value["environ"]
+        assert out.value["mem"] == "EACCES" and out.value["ptrace"] == "EPERM", out.value
+    finally:
+        victim.stop()
+        victim.wait()
