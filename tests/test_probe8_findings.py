@@ -244,3 +244,69 @@ def test_finding4_one_call_cannot_reach_the_processes_another_call_executes():
     finally:
         victim.stop()
         victim.wait()
+
+
+def _signal_and_connect(target: int, abstract: str) -> dict[str, str]:
+    """In the isolated call: signal 0 to ``target`` (a process outside), connect to the abstract socket ``abstract``
+    bound outside; and the same within its own tree (a child it started, a socket it bound)."""
+    import signal
+    import subprocess
+
+    def attempt(fn) -> str:
+        try:
+            fn()
+            return "DONE"
+        except OSError as e:
+            return errno.errorcode.get(e.errno, str(e.errno))
+
+    def connect(name: str) -> None:
+        s = socket.socket(socket.AF_UNIX)
+        s.settimeout(5)
+        try:
+            s.connect("\0" + name)
+        finally:
+            s.close()
+
+    own = socket.socket(socket.AF_UNIX)
+    own.bind(f"\0{abstract}-inside")
+    own.listen(1)
+    child = subprocess.Popen(["sleep", "30"])
+    out = {
+        "signal outside": attempt(lambda: os.kill(target, 0)),
+        "abstract socket outside": attempt(lambda: connect(abstract)),
+        "signal its child": attempt(lambda: os.kill(child.pid, signal.SIGTERM)),
+        "its own abstract socket": attempt(lambda: connect(f"{abstract}-inside")),
+    }
+    child.wait()
+    own.close()
+    return out
+
+
+def test_finding5_user_code_neither_signals_nor_reaches_abstract_sockets_outside_its_tree():
+    """MEDIUM (a documented limit until now). User code keeps its uid, and the kernel lets a process signal every
+    process of its uid and connect to any abstract Unix socket (``@name``: no file, which no mount hides): a reward
+    could stop or kill the studio (SIGSTOP froze it), its check worker or another run, and talk to a root daemon's
+    abstract socket (containerd's shims, CVE-2020-15257). Now a Landlock domain scopes both to the user code's own
+    tree (kernels with Landlock ABI 6: 6.12 on); within it, nothing changes."""
+    from engines.isolation.scoped import scope_to_own_tree  # noqa: F401 - the module the fix is in
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    if libc.syscall(444, None, ctypes.c_size_t(0), ctypes.c_uint32(1)) < 6:
+        pytest.skip("Landlock with scopes (ABI 6) is not in this kernel")
+    name = f"aworld-probe8-{os.getpid()}"
+    server = socket.socket(socket.AF_UNIX)
+    server.bind("\0" + name)
+    server.listen(4)
+    try:
+        out = run_isolated(_signal_and_connect, {"target": os.getpid(), "abstract": name}, timeout_s=30)
+        assert out.ok, out
+        assert out.value == {
+            "signal outside": "EPERM",
+            "abstract socket outside": "EPERM",
+            "signal its child": "DONE",
+            "its own abstract socket": "DONE",
+        }
+    finally:
+        server.close()

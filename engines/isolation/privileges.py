@@ -36,6 +36,7 @@ from contextlib import contextmanager
 from typing import Iterable, Iterator
 
 from .no_siblings import forbid_clone_parent
+from .scoped import scope_to_own_tree
 
 PR_SET_PDEATHSIG = 1
 PR_SET_DUMPABLE = 4
@@ -127,8 +128,11 @@ def drop_privileges(writable: Iterable[str | os.PathLike] | None = None, temp_fo
         problems.append("capset: not in libc")
     if not _prctl(PR_SET_NO_NEW_PRIVS, 1):
         problems.append("no_new_privs")
-    elif (why := forbid_clone_parent()) is not None:  # (needs no_new_privs) no process outside the killed tree
-        problems.append(why)
+    else:
+        if (why := forbid_clone_parent()) is not None:  # (needs no_new_privs) no process outside the killed tree
+            problems.append(why)
+        if (why := scope_to_own_tree()) is not None:  # (needs no_new_privs) no signal, no abstract socket outside
+            problems.append(why)
     if not make_undumpable():
         problems.append("dumpable")
     return problems
