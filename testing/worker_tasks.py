@@ -26,9 +26,11 @@ def start_then_crash(argv: list[str]) -> None:
     os.kill(os.getpid(), signal.SIGKILL)
 
 
-def kill_worker() -> None:
-    """Kill the worker this call runs in: the zygote, the oldest ancestor running aworld_gui.worker.zygote (the
-    call's supervisor is a fork of it, with the same command line)."""
+def kill_worker(marker: str) -> None:
+    """Name the worker this call runs in — the zygote, the oldest ancestor running aworld_gui.worker.zygote (the
+    call's supervisor is a fork of it, with the same command line) — in the file ``marker``, then wait to die with it.
+    A call cannot kill its worker itself: user code signals only its own tree (engines/isolation/scoped.py); the test
+    reads the file and kills it (``kill_named_workers``)."""
 
     def parent(pid: int) -> int:
         with open(f"/proc/{pid}/stat") as f:
@@ -45,8 +47,27 @@ def kill_worker() -> None:
         pid = parent(pid)
     if zygote is None:
         raise RuntimeError("no zygote above this call")
-    os.kill(zygote, signal.SIGKILL)
+    with open(marker + ".tmp", "w") as f:
+        f.write(str(zygote))
+    os.rename(marker + ".tmp", marker)
     time.sleep(30)
+
+
+def kill_named_workers(marker: str, times: int, stop) -> int:
+    """In the test's process: each time a ``kill_worker`` call names its worker in ``marker``, SIGKILL it, until
+    ``times`` were killed or ``stop`` (an Event) is set; returns how many were."""
+    killed = 0
+    while killed < times and not stop.is_set():
+        try:
+            with open(marker) as f:
+                pid = int(f.read())
+        except (OSError, ValueError):
+            time.sleep(0.05)
+            continue
+        os.unlink(marker)
+        os.kill(pid, signal.SIGKILL)
+        killed += 1
+    return killed
 
 
 TASKS = {"echo": echo, "sleep": sleep, "crash": crash, "start_then_crash": start_then_crash, "kill_worker": kill_worker}

@@ -87,11 +87,25 @@ def test_a_worker_dead_but_not_yet_reaped_is_not_sent_the_retry(worker):
     assert worker._proc is not dead and worker.restarts == restarts + 1
 
 
-def test_a_call_whose_worker_dies_twice_fails_after_one_retry(worker):
+def test_a_call_whose_worker_dies_twice_fails_after_one_retry(worker, tmp_path):
+    """The call's worker is killed while it runs, and again when the call is retried on the restarted one (by this
+    process: the call itself cannot signal its worker, engines/isolation/scoped.py)."""
+    import threading
+
+    from testing.worker_tasks import kill_named_workers
+
+    marker = str(tmp_path / "worker-pid")
+    stop, killed = threading.Event(), []
+    killer = threading.Thread(target=lambda: killed.append(kill_named_workers(marker, 2, stop)), daemon=True)
+    killer.start()
     restarts = worker.restarts
-    with pytest.raises(WorkerError) as e:
-        worker.call("kill_worker", timeout_s=20)
-    assert e.value.kind == "crash" and "the check worker died" in str(e.value)
+    try:
+        with pytest.raises(WorkerError) as e:
+            worker.call("kill_worker", marker=marker, timeout_s=20)
+    finally:
+        stop.set()
+        killer.join(10)
+    assert killed == [2] and e.value.kind == "crash" and "the check worker died" in str(e.value)
     assert worker.call("echo", w=4) == {"w": 4}
     assert worker.restarts == restarts + 2  # the call was sent twice, then the next call restarted it again
 

@@ -124,7 +124,8 @@ def load_aworld_yaml(path: Path, data: dict) -> tuple[dict[str, Any], dict[str, 
     except ImportError:
         return None
     try:
-        with _aworld_quiet():  # AWorld logs each ${VAR} it substitutes, with its value: a secret would leak
+        # AWorld logs each ${VAR} it substitutes, with its value: a secret would leak; in a studio it substitutes none
+        with _aworld_quiet(), _no_aworld_substitution():
             agents = load_agents_from_yaml(str(path))
     except Exception as e:  # noqa: BLE001 - AWorld's loader raises what it raises
         return (
@@ -172,6 +173,38 @@ def load_aworld_yaml(path: Path, data: dict) -> tuple[dict[str, Any], dict[str, 
             f"{len(agents)} agents defined; training '{name}' (the first). Others: {', '.join(list(agents)[1:])}"
         )
     return flat, origins, warnings
+
+
+@contextlib.contextmanager
+def _no_aworld_substitution() -> Iterator[None]:
+    """In a studio (:func:`~engines.env_values.env_invitation.invited`), AWorld's loader and Agent substitute no
+    ``${VAR}`` for the block: every one is left as written, for :func:`engines.agents.agent_spec.load_agent` to allow
+    only where secrets and endpoints go, and only when invited. AWorld's own substitution takes any name, anywhere —
+    the eighth probe had ``vars: {K: ${OPENAI_API_KEY}}`` and ``config: {system_prompt: "Key is ${vars.K}"}`` show the
+    invited key in the rendered prompt, and a ``${NAME}`` not invited (an ``AWORLD_*`` setting) in the model path's
+    error, past the invitation's check (which saw the values only once AWorld had substituted them)."""
+    from ..env_values.env_invitation import invited
+
+    if invited() is None:
+        yield
+        return
+    import importlib
+
+    kept = []
+    for name in ("aworld.config.agent_loader", "aworld.core.agent.base"):
+        module = importlib.import_module(name)
+        if hasattr(module, "replace_env_variables"):
+            kept.append((module, module.replace_env_variables))
+            module.replace_env_variables = _as_written
+    try:
+        yield
+    finally:
+        for module, fn in kept:
+            module.replace_env_variables = fn
+
+
+def _as_written(config: Any) -> Any:
+    return config
 
 
 def _warn_later(data: dict, message: str) -> bool:

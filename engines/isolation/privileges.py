@@ -36,6 +36,7 @@ from contextlib import contextmanager
 from typing import Iterable, Iterator
 
 from .no_siblings import forbid_clone_parent
+from .scoped import scope_to_own_tree
 
 PR_SET_PDEATHSIG = 1
 PR_SET_DUMPABLE = 4
@@ -44,6 +45,7 @@ PR_SET_NO_NEW_PRIVS = 38
 PR_CAP_AMBIENT = 47
 PR_CAP_AMBIENT_CLEAR_ALL = 4
 _LINUX_CAPABILITY_VERSION_3 = 0x20080522
+CLONE_NEWUSER = 0x10000000
 
 
 class _CapHeader(ctypes.Structure):
@@ -108,6 +110,8 @@ def drop_privileges(writable: Iterable[str | os.PathLike] | None = None, temp_fo
         problems += confine_writes(writable, temp_folder, scratch=scratch_caches())
         if temp_folder:
             use_temp_folder(temp_folder, before)
+    if (why := own_user_namespace()) is not None:
+        problems.append(why)
     if not first_when_memory_runs_out():
         problems.append("oom_score_adj")
     for cap in range(_last_cap() + 1):  # needs CAP_SETPCAP: first, while we still hold it
@@ -124,11 +128,40 @@ def drop_privileges(writable: Iterable[str | os.PathLike] | None = None, temp_fo
         problems.append("capset: not in libc")
     if not _prctl(PR_SET_NO_NEW_PRIVS, 1):
         problems.append("no_new_privs")
-    elif (why := forbid_clone_parent()) is not None:  # (needs no_new_privs) no process outside the killed tree
-        problems.append(why)
+    else:
+        if (why := forbid_clone_parent()) is not None:  # (needs no_new_privs) no process outside the killed tree
+            problems.append(why)
+        if (why := scope_to_own_tree()) is not None:  # (needs no_new_privs) no signal, no abstract socket outside
+            problems.append(why)
     if not make_undumpable():
         problems.append("dumpable")
     return problems
+
+
+def own_user_namespace() -> str | None:
+    """This process (and what it starts) in a user namespace of its own, its uid and gid mapped to themselves: the
+    same files, the same uid, but the kernel's ptrace check no longer lets another tree of user code at it. Without
+    it every process user code executes (dumpable again after ``execve``, holding no capability, of the same uid) was
+    open to every other call's ``ptrace``, ``/proc/<pid>/mem`` (read and write) and ``/proc/<pid>/environ``: the
+    eighth probe's check attached to a process a run had started, whose environment, folders and lifetime are the
+    run's. Across sibling namespaces the check asks ``CAP_SYS_PTRACE`` in the target's, which neither holds. None
+    when done, else why not (a threaded process cannot; the kernel may forbid user namespaces)."""
+    libc = _libc()
+    if libc is None:
+        return None
+    uid, gid = os.geteuid(), os.getegid()
+    try:
+        if libc.unshare(CLONE_NEWUSER) != 0:
+            return f"user namespace: {os.strerror(ctypes.get_errno())} (other user code may ptrace what this one execs)"
+    except AttributeError:
+        return "user namespace: unshare is not in libc"
+    try:  # (setgroups first: a gid map needs it denied where CAP_SETGID is not held in the parent namespace)
+        for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
+            with open(f"/proc/self/{name}", "w") as f:
+                f.write(text)
+    except OSError as e:
+        return f"user namespace: {e}"
+    return None
 
 
 @contextmanager

@@ -13,7 +13,10 @@ capabilities. So a process about to run user code, while it still holds ``CAP_SY
 * a *scratch* folder is a fresh, private, empty folder bound over a cache folder that libraries write into
   (``datasets``' cache): writes there land in the call's own throw-away copy, never in the machine's cache;
 * then every other mount (``/`` first) is remounted read-only (``MS_BIND|MS_REMOUNT|MS_RDONLY``); the kernel's
-  own file systems (``/proc``, ``/sys``, ``/dev``) are left as they are.
+  own file systems (``/proc``, ``/sys``, ``/dev``) are left as they are, but for the kernel's settings, the block
+  devices and ``/dev`` itself (its nodes stay usable; ``/dev/shm`` and ``/dev/pts`` stay writable);
+* every Unix socket bound to a path outside those folders gets ``/dev/null`` in its place: a read-only mount does not
+  stop a ``connect()``, and the daemons listening there (systemd, Docker, tmux) trust uid 0 by its number.
 
 The capabilities go right after (:func:`~engines.isolation.privileges.drop_privileges`): a process without
 ``CAP_SYS_ADMIN`` can neither remount nor leave the namespace, and whatever it starts inherits it. A write
@@ -25,6 +28,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import re
 import stat
 import sys
 import tempfile
@@ -258,6 +262,8 @@ def confine_writes(
         problems += _remount_read_only(to_make_read_only(mounts(), [*keep, *scratch_points]))
         problems += _read_only_knobs()
         problems += _hide_devices()
+        problems += _read_only_dev()
+        problems += hide_sockets([*keep, *scratch_points])
     except OSError as e:
         problems.append(str(e))
     return problems
@@ -315,4 +321,74 @@ def _hide_devices(dev: str = "/dev") -> list[str]:
                     _mount("/dev/null", e.path, MS_BIND)
                 except OSError as err:
                     problems.append(str(err))
+    return problems
+
+
+def _read_only_dev(dev: str = "/dev") -> list[str]:
+    """``/dev`` itself read-only (its submounts — ``/dev/shm``, ``/dev/pts``, ``/dev/mqueue`` — as they are; a device
+    node opens as before: a read-only mount says nothing of a device). Left writable, it is the machine's own folder
+    (devtmpfs has one instance): the eighth probe's reward replaced a device node with a regular file of its own, for
+    every process on the machine (``/dev/null`` so: what anyone writes there, user code reads), and made files and
+    links there. ``/dev/shm`` where it is no mount of its own is bound onto itself first (torch's shared memory)."""
+    mine = [m for m in mounts() if m.point == dev]
+    if not mine:
+        return []
+    points = {m.point for m in mounts()}
+    problems = []
+    shm = os.path.join(dev, "shm")
+    if shm not in points and os.path.isdir(shm) and not os.path.islink(shm):
+        try:
+            _mount(shm, shm, MS_BIND)
+        except OSError as e:
+            problems.append(str(e))
+    return problems + _remount_read_only(mine[-1:])
+
+
+#: Unix sockets user code still reaches when the process runs in a Ray job (its own cluster's: the job connects to it)
+_RAY_SESSION_SOCKET = re.compile(r"/session_[^/]+/sockets/")
+#: set in a Ray cluster job's environment (engines.cluster.job_main.IN_RAY_JOB)
+_IN_RAY_JOB = "AWORLD_IN_RAY_JOB"
+#: the GPU driver's own daemons (persistence, MPS), which CUDA in user code may need
+_DRIVER_SOCKETS = ("/run/nvidia-persistenced/", "/var/run/nvidia-persistenced/", "/tmp/nvidia-mps/")
+
+
+def bound_socket_paths(text: str | None = None) -> list[str]:
+    """The paths Unix sockets are bound to (``/proc/net/unix``'s last column, those that start with ``/``)."""
+    if text is None:
+        try:
+            with open("/proc/net/unix") as f:
+                text = f.read()
+        except OSError:
+            return []
+    out = []
+    for line in text.splitlines()[1:]:
+        fields = line.split(None, 7)
+        if len(fields) == 8 and fields[7].startswith("/") and fields[7] not in out:
+            out.append(fields[7])
+    return out
+
+
+def hide_sockets(writable: Iterable[str], text: str | None = None) -> list[str]:
+    """``/dev/null`` bound over every Unix socket bound to a path (but those in ``writable``, the GPU driver's and,
+    in a Ray job, its cluster's): root's daemons accept uid 0 by its number — the eighth probe's reward, with no
+    capability, in its read-only namespace, connected to a socket of a process outside that holds every one
+    (systemd's ``/run/systemd/private``, ``docker.sock`` or root's tmux server run what they are asked). A socket
+    bound after the call started is not hidden."""
+    writable = list(writable)
+    in_ray_job = bool(os.environ.get(_IN_RAY_JOB))
+    problems = []
+    for path in bound_socket_paths(text):
+        if _beneath(path, writable) or path.startswith(_DRIVER_SOCKETS):
+            continue
+        if in_ray_job and _RAY_SESSION_SOCKET.search(path):
+            continue
+        try:
+            if not stat.S_ISSOCK(os.lstat(path).st_mode):  # (a socket's file removed since, or another file there now)
+                continue
+        except OSError:
+            continue
+        try:
+            _mount("/dev/null", path, MS_BIND)
+        except OSError as e:
+            problems.append(f"{path}: {e}")
     return problems
