@@ -288,13 +288,15 @@ def test_finding5_user_code_neither_signals_nor_reaches_abstract_sockets_outside
     could stop or kill the studio (SIGSTOP froze it), its check worker or another run, and talk to a root daemon's
     abstract socket (containerd's shims, CVE-2020-15257). Now a Landlock domain scopes both to the user code's own
     tree (kernels with Landlock ABI 6: 6.12 on); within it, nothing changes."""
-    from engines.isolation.scoped import scope_to_own_tree  # noqa: F401 - the module the fix is in
+    from engines.isolation.scoped import SCOPES_ABI, scope_to_own_tree
     import ctypes
 
     libc = ctypes.CDLL(None, use_errno=True)
     libc.syscall.restype = ctypes.c_long
-    if libc.syscall(444, None, ctypes.c_size_t(0), ctypes.c_uint32(1)) < 6:
-        pytest.skip("Landlock with scopes (ABI 6) is not in this kernel")
+    scoped = libc.syscall(444, None, ctypes.c_size_t(0), ctypes.c_uint32(1)) >= SCOPES_ABI
+    if not scoped:  # an older kernel: the sandbox says why (here, where it restricts nothing) and the limit stands
+        assert scope_to_own_tree().startswith("landlock scopes: ")
+    refused = "EPERM" if scoped else "DONE"
     name = f"aworld-probe8-{os.getpid()}"
     server = socket.socket(socket.AF_UNIX)
     server.bind("\0" + name)
@@ -303,8 +305,8 @@ def test_finding5_user_code_neither_signals_nor_reaches_abstract_sockets_outside
         out = run_isolated(_signal_and_connect, {"target": os.getpid(), "abstract": name}, timeout_s=30)
         assert out.ok, out
         assert out.value == {
-            "signal outside": "EPERM",
-            "abstract socket outside": "EPERM",
+            "signal outside": refused,
+            "abstract socket outside": refused,
             "signal its child": "DONE",
             "its own abstract socket": "DONE",
         }
