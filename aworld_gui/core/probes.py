@@ -12,7 +12,6 @@ import hashlib
 import json
 import os
 import re
-import stat
 import threading
 import time
 import uuid
@@ -21,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from engines.isolation.user_env import referenced_names, server_names
+from engines.runs.no_links import open_no_link
 
 from ..worker.check_worker import WorkerError
 from . import inputs as inp
@@ -83,16 +83,11 @@ class ProbeJob:
         """What the probe last said it was doing (the worker's call writes it, in the runs folder user code may write
         too): a plain file's first bytes, read without following a link or waiting — a FIFO put in its place held the
         studio's thread in ``open`` for as long as no one wrote into it."""
-        try:
-            fd = os.open(self.progress_file, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        try:  # the runs folder's one reader of a small file: no link, no pipe, never waited on
+            with open_no_link(self.progress_file) as f:
+                return f.read(300).decode("utf-8", errors="replace").strip() or None
         except OSError:
             return None
-        try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                return None
-            return os.read(fd, 300).decode("utf-8", errors="replace").strip() or None
-        finally:
-            os.close(fd)
 
     @property
     def elapsed_s(self) -> float:
