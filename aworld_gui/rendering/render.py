@@ -5,7 +5,6 @@ Everything user-provided is escaped here (``esc``); these functions return strin
 
 from __future__ import annotations
 
-import html
 import json
 import math
 import re
@@ -15,8 +14,9 @@ from typing import Any, Iterable
 from engines.runs.rundir import FAILED, FINISHED, QUEUED, RUNNING, STOPPED, STOPPING
 
 from . import engine_text
-from .i18n import ESCAPED_MARKER_HEAD, _
+from .i18n import _
 from .progress import Progress
+from .templates import escaped
 
 CHECK_LABEL = {"ok": _("OK"), "warning": _("Warning"), "error": _("Error"), "checking": _("Checking…"), "idle": "—"}
 RUN_LABEL = {
@@ -28,7 +28,6 @@ RUN_LABEL = {
     FAILED: _("Failed"),
     "unknown": _("Unknown"),  # what the studio shows for a status without a state (no run writes it)
 }
-_MARKER = re.compile(r'(__i18n__\{"__type__": "translation_metadata", "key": "t[0-9a-f]{12}"\})')
 
 
 def visible_text(text: str) -> str:
@@ -40,21 +39,8 @@ def visible_text(text: str) -> str:
 
 
 def esc(value: Any) -> str:
-    """HTML-escaped text, for a text node or an attribute's value. Gradio's translation markers in it
-    (aworld_gui/rendering/i18n.py) are kept whole but for their quotes, written ``&quot;``, and their head (so Gradio,
-    which reads a value's first marker as JSON, leaves it to the page): the page reads them back as the marker
-    (static/i18n_markers.js translates it, in text and in title/aria-label/placeholder; i18n.localize takes both
-    forms). Kept raw, a marker's quote closed the attribute it stood in, and a run's status.json whose
-    state was a marker followed by ``onanimationstart=…`` ran script in the logged-in page (issue 41, fifth probe)."""
-    text = "" if value is None else str(value)
-    if "__i18n__" not in text:
-        return html.escape(text, quote=True)
-    return "".join(
-        part.replace('"', "&quot;").replace("__i18n__", ESCAPED_MARKER_HEAD, 1)
-        if i % 2
-        else html.escape(part, quote=True)
-        for i, part in enumerate(_MARKER.split(text))
-    )
+    """HTML-escaped text (templates.escaped as a string): for the views not yet written as templates (issue 46)."""
+    return str(escaped(value))
 
 
 def engine_html(text: str | None) -> str:
