@@ -1,5 +1,6 @@
-"""The studio in English and Chinese through Gradio's own i18n: every string given to ``_()`` has its
-Chinese; the Monitor's stream (which bypasses Gradio) is translated for the page's language."""
+"""The studio in English and Chinese through Gradio's own i18n: the Chinese catalog (a gettext .po) is well formed,
+every string given to ``_()`` has its Chinese there and every entry there is used; the Monitor's stream (which
+bypasses Gradio) is translated for the page's language."""
 
 from __future__ import annotations
 
@@ -8,17 +9,31 @@ import re
 from html import unescape
 from pathlib import Path
 
+import jinja2.ext
+from babel.messages.pofile import read_po
+
 from aworld_gui.rendering import engine_text
-from aworld_gui.rendering.i18n import _, key, localize, translations
-from aworld_gui.rendering.i18n_zh import ZH
+from aworld_gui.rendering.i18n import CATALOG, _, catalog, key, localize, translations
+from aworld_gui.rendering.templates import environment
 
 GUI = Path(__file__).resolve().parent.parent / "aworld_gui"
 
 
+def template_strings(source: str) -> list[tuple[int, str]]:
+    """The literals a Jinja template (aworld_gui/templates/) passes to ``_()``, with their lines: Jinja's own
+    extraction over the template as the studio's environment parses it."""
+    found = jinja2.ext.extract_from_ast(environment().parse(source), gettext_functions=("_",))
+    return [(line, text) for line, _name, text in found if isinstance(text, str)]
+
+
 def ui_strings() -> dict[str, str]:
-    """Every literal passed to ``_()`` (or to ``headers()``, a Dataframe's headers) in the studio's code, with where
-    it is."""
+    """Every literal passed to ``_()`` (or to ``headers()``, a Dataframe's headers) in the studio's code and its
+    templates, with where it is; the diagnoses' words, engine_text's templates and fixed words, the engines' texts."""
     found = {}
+    for path in sorted((GUI / "templates").rglob("*")):
+        if path.is_file() and path.suffix != ".md":
+            for line, text in template_strings(path.read_text(encoding="utf-8")):
+                found.setdefault(text, f"templates/{path.name}:{line}")
     for path in sorted(GUI.rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("_", "headers"):
@@ -52,19 +67,47 @@ def engine_texts() -> dict[str, str]:
     return {k: v for k, v in out.items() if v}
 
 
+def test_the_catalog_is_a_well_formed_po_file():
+    """What every translator's tool reads: Babel parses it strictly, one entry per msgid (a second entry with the same
+    msgid is merged away by readers, its Chinese lost), none fuzzy or empty (gettext shows those in English), and the
+    studio's table is exactly its entries."""
+    with CATALOG.open("rb") as f:
+        po = read_po(f, abort_invalid=True)
+    entries = [m for m in po if m.id]
+    assert len(entries) > 600 and dict(po.mime_headers)["Language"] == "zh" and po.charset == "utf-8"
+    written = re.findall(r'^msgid "', CATALOG.read_text(encoding="utf-8"), flags=re.M)
+    assert len(written) - 1 == len(entries), "a msgid appears twice in the catalog"  # - 1: the header's
+    assert [m.id for m in entries if m.fuzzy or not m.string or not isinstance(m.id, str)] == []
+    assert catalog() == {m.id: m.string for m in entries}
+    assert catalog()["Launch training"] == "开始训练"
+
+
 def test_every_ui_string_has_its_chinese():
     strings = ui_strings()
     assert len(strings) > 150
-    missing = {text: where for text, where in strings.items() if text not in ZH}
-    assert missing == {}, f"add these to aworld_gui/rendering/i18n_zh.py: {missing}"
-    assert all(ZH[t].strip() and ZH[t] != t for t in strings if t not in ("OK", "CLI", "logits"))
-    unused = sorted(set(ZH) - set(strings))
-    assert unused == [], f"entries no code uses: {unused}"
+    zh = catalog()
+    missing = {text: where for text, where in strings.items() if text not in zh}
+    assert missing == {}, f"add these to {CATALOG.relative_to(GUI.parent)}: {missing}"
+    assert all(zh[t].strip() and zh[t] != t for t in strings if t not in ("OK", "CLI", "logits"))
+
+
+def test_every_catalog_entry_is_used():
+    """An entry no code shows (a string changed or removed from the code) is dead weight a translator keeps
+    maintaining: remove it from the catalog."""
+    unused = sorted(set(catalog()) - set(ui_strings()))
+    assert unused == [], f"entries no code uses, remove them from {CATALOG.relative_to(GUI.parent)}: {unused}"
+
+
+def test_a_templates_strings_are_found():
+    """The finder reads the templates' ``_()`` literals (aworld_gui/templates/, as the views move to Jinja), not
+    only the Python code's."""
+    source = '{% macro x(v) %}<b>{{ _("Step") }}</b> {{ v }}{% endmacro %}\n{{ _("Reward · latest") }} {{ _(v) }}'
+    assert template_strings(source) == [(1, "Step"), (2, "Reward · latest")]
 
 
 def test_keys_are_unique_and_both_languages_complete():
     tables = translations()
-    assert len({key(t) for t in ZH}) == len(ZH)
+    assert len({key(t) for t in catalog()}) == len(catalog())
     assert set(tables["en"]) == set(tables["zh"])
     assert (
         tables["en"][key("Launch training")] == "Launch training" and tables["zh"][key("Launch training")] == "开始训练"

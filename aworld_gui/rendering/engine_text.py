@@ -5,7 +5,7 @@ them through ``_()`` like its own strings: a fixed text of an engine (an engine'
 a diagnosis's words) by :func:`known`, and a check's summary, which carries values (names, counts, paths), by
 :func:`message`: the message is cut into its parts (``"; "``, ``" — "``) and each part matched whole against
 :data:`TEMPLATES`, whose words go through ``_()`` while the values they capture stay as written. A part no template
-matches is shown as the engine wrote it. Every word here has its Chinese in ``i18n_zh`` (tests/test_i18n.py).
+matches is shown as the engine wrote it. Every word here has its Chinese in the studio's catalog (``i18n.catalog``; tests/test_i18n.py).
 
 Template syntax: ``[words]`` is translated (``[a|b]``: either one, translated), ``{}`` is a value kept as written,
 everything else is matched and kept literally; what stands between backticks is a command, a path or a variable
@@ -20,8 +20,7 @@ import re
 
 from engines.runs.causes import Cause
 
-from .i18n import _
-from .i18n_zh import ZH
+from .i18n import _, catalog
 
 #: whole messages, tried before a message is cut into parts
 WHOLE = [
@@ -153,7 +152,7 @@ def _compiled(template: str) -> tuple[re.Pattern, tuple[tuple[str, bool], ...]]:
 
 
 def words() -> list[str]:
-    """Every word of the templates (what i18n_zh must translate)."""
+    """Every word of the templates (what the catalog must translate)."""
     return list(
         dict.fromkeys(
             [
@@ -216,7 +215,7 @@ def message(text: str | None) -> str:
 def known(text: str | None):
     """A fixed text of an engine (a description, a setting's help): marked for translation when it has its
     Chinese, else as written (a plugin engine's own words)."""
-    return _(text) if text and text in ZH else (text or "")
+    return _(text) if text and text in catalog() else (text or "")
 
 
 __all__ = ["FIXED", "TEMPLATES", "WHOLE", "known", "message", "pieces", "words"]

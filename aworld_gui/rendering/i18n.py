@@ -9,6 +9,9 @@ translated here (:func:`localize`) for the language the page reports.
 What engines say (check results, failure causes, their messages with file names and keys) stays English in the
 CLI and the logs; the studio shows it through engine_text.py (its words through ``_()``, its values as written).
 A Dataframe's headers are markers as text (:func:`headers`).
+
+The Chinese is a gettext catalog, ``aworld_gui/locale/zh/LC_MESSAGES/studio.po`` (msgid: the English, msgstr: the
+Chinese; any translator's tool reads it), which Babel reads once when the tables are first needed (:func:`catalog`).
 """
 
 from __future__ import annotations
@@ -16,13 +19,15 @@ from __future__ import annotations
 import functools
 import hashlib
 import re
+from pathlib import Path
 
 import gradio as gr
+from babel.messages.pofile import read_po
 from gradio.i18n import I18n, I18nData
 
-from .i18n_zh import ZH
-
 LOCALES = ("en", "zh")
+#: the Chinese catalog (gettext's layout: <locale>/LC_MESSAGES/<domain>.po)
+CATALOG = Path(__file__).parents[1] / "locale" / "zh" / "LC_MESSAGES" / "studio.po"
 #: each of LOCALES as Gradio's language picker names it (static/language.js offers only these)
 PICKER_CODES = {"en": "en", "zh": "zh-CN"}
 #: a marker whose translation is the page's current language (the Monitor's stream is localized with it)
@@ -41,16 +46,26 @@ def key(text: str) -> str:
 
 
 def _(text: str) -> I18nData:
-    """The translation marker of an English UI string (it must be in the Chinese table, i18n_zh.ZH)."""
+    """The translation marker of an English UI string (it must be in the Chinese catalog, :data:`CATALOG`)."""
     return I18nData(key(text))
+
+
+@functools.cache
+def catalog() -> dict[str, str]:
+    """The Chinese of each English text: :data:`CATALOG`'s translated entries (a fuzzy or empty one is untranslated,
+    as gettext reads it). Read once; read it, never change it. A malformed catalog is an error, not a silent gap."""
+    with CATALOG.open("rb") as f:
+        po = read_po(f, locale="zh", domain="studio", abort_invalid=True)
+    return {m.id: m.string for m in po if m.id and isinstance(m.id, str) and m.string and not m.fuzzy}
 
 
 @functools.cache
 def translations() -> dict[str, dict[str, str]]:
     """Both languages' tables, keyed by marker key (built once: the Monitor's stream localizes every tick;
     read them, never change them)."""
-    en = {key(t): t for t in ZH}
-    zh = {key(t): z for t, z in ZH.items()}
+    zh_of = catalog()
+    en = {key(t): t for t in zh_of}
+    zh = {key(t): z for t, z in zh_of.items()}
     en[key(LOCALE_TEXT)], zh[key(LOCALE_TEXT)] = "en", "zh"
     return {"en": en, "zh": zh}
 
@@ -82,7 +97,6 @@ def markers_js(tabs: dict[str, str] | None = None) -> str:
     first marker of a string) and keeps the tabs' labels in the page's language: static/i18n_markers.js with
     both languages' tables. ``tabs`` maps each ``gr.Tab``'s elem_id to its English label."""
     import json
-    from pathlib import Path
 
     js = (Path(__file__).parents[1] / "static" / "i18n_markers.js").read_text(encoding="utf-8")
     tab_keys = {f"{elem_id}-button": key(text) for elem_id, text in (tabs or {}).items()}
@@ -95,7 +109,6 @@ def language_js() -> str:
     """The page's script that opens it in the language last picked on this browser, else the nearest of LOCALES,
     and has the picker in Settings offer only LOCALES (static/language.js; run with the title's js_on_load)."""
     import json
-    from pathlib import Path
 
     js = (Path(__file__).parents[1] / "static" / "language.js").read_text(encoding="utf-8")
     return js.replace("__AW_LANGUAGES__", json.dumps([PICKER_CODES[locale] for locale in LOCALES]))
@@ -123,7 +136,9 @@ def locale_probe() -> str:
 __all__ = [
     "LOCALES",
     "Markdown",
+    "CATALOG",
     "_",
+    "catalog",
     "headers",
     "i18n",
     "key",
