@@ -22,15 +22,16 @@ from testing.waiting import wait_for
 ROOT = Path(__file__).resolve().parent.parent
 CONFIG = {
     "max_steps": 12,
-    "save_steps": 5,
+    "save_steps": 7,
     "prompts_per_step": 4,
     "num_generations": 4,
     "learning_rate": 0.002,
     "eval_steps": 100,
     "samples_per_step": 2,
 }
-#: the letters reward, holding its run once that run has logged step 7 (after its checkpoint at step 5) while a file
-#: ``hold`` beside it names the runs folder: a run to kill mid-step at a known place, on any machine
+#: the letters reward, holding its run once that run has logged step 9 (after its checkpoint at step 7, in its second
+#: epoch: 24 prompts, 4 a step) while a file ``hold`` beside it names the runs folder: a run to kill mid-step at a known
+#: place, on any machine
 HELD_REWARD = '''
 import json
 import time
@@ -39,10 +40,10 @@ from pathlib import Path
 HOLD = Path(__file__).with_name("hold")
 
 
-def _past_step_7() -> bool:
+def _past_step_9() -> bool:
     runs = Path(HOLD.read_text().strip())
     return any(
-        json.loads(line).get("step", 0) >= 7 for m in runs.glob("*/metrics.jsonl") for line in m.read_text().splitlines()
+        json.loads(line).get("step", 0) >= 9 for m in runs.glob("*/metrics.jsonl") for line in m.read_text().splitlines()
     )
 
 
@@ -57,7 +58,7 @@ def letter_reward(completion: str, answer: str, **kwargs) -> float:
     Returns:
         1.0 for the expected letter, 0.2 for another capital letter, 0.0 otherwise.
     """
-    while HOLD.exists() and _past_step_7():
+    while HOLD.exists() and _past_step_9():
         time.sleep(0.05)
     text = (completion or "").lstrip()
     if not text:
@@ -90,8 +91,21 @@ def prompts(run: RunDir) -> list[tuple[int, str]]:
     return [(s["step"], json.dumps(s["prompt"])) for s in run.read_jsonl("samples.jsonl")]
 
 
+def processes_of(folder: Path) -> list[str]:
+    """The command lines of the processes that name ``folder`` (a run's ranks name its run directory)."""
+    import psutil
+
+    found = []
+    for p in psutil.process_iter(["cmdline"]):
+        cmdline = " ".join(p.info["cmdline"] or [])
+        if str(folder) in cmdline:
+            found.append(cmdline)
+    return found
+
+
 def killed_and_uninterrupted(base: Path, demo: dict, config: dict) -> tuple[RunDir, RunDir]:
-    """Run A trained 12 steps uninterrupted; run B, the same spec, SIGKILLed in step 8 (its checkpoint at 5)."""
+    """Run A trained 12 steps uninterrupted; run B, the same spec, SIGKILLed in step 10 (its checkpoint at 7) with
+    its whole process group — and nothing of it left running (a rank of a run of several processes included)."""
     reward, config_file = base / "held_reward.py", base / "config.yaml"
     reward.write_text(HELD_REWARD)
     config_file.write_text(yaml.safe_dump(config))
@@ -107,13 +121,16 @@ def killed_and_uninterrupted(base: Path, demo: dict, config: dict) -> tuple[RunD
     )
     try:
         wait_for(
-            lambda: any(7 in steps(r) for r in list_run_dirs(base / "b")) or proc.poll() is not None,
+            lambda: any(9 in steps(r) for r in list_run_dirs(base / "b")) or proc.poll() is not None,
             300,
-            "run B held in step 8",
+            "run B held in step 10",
         )
         assert proc.poll() is None, "run B ended before it was held"
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(30)
+        # a rank runs in a session of its own (torch's elastic agent): it dies with its launcher (engines/trl/
+        # rank_main.py), else it trained on in run B's directory beside the resume
+        wait_for(lambda: not processes_of(base / "b"), 30, "every process of run B gone")
     finally:
         (base / "hold").unlink(missing_ok=True)
         if proc.poll() is None:
@@ -134,42 +151,63 @@ def demo_paths():
     return {"agent": d.AGENT, "train": d.TRAIN, "test": d.TEST}
 
 
-def test_a_killed_lora_run_resumes_step_for_step_too(tmp_path, demo_paths):
-    """The same with LoRA: the adapters, their optimizer state and the RNG come back from the checkpoint."""
-    a, b = killed_and_uninterrupted(tmp_path, demo_paths, {**CONFIG, "use_peft": True})
+def test_a_killed_two_process_lora_run_resumes_step_for_step_too(tmp_path, demo_paths):
+    """The same with LoRA on two processes (3 steps an epoch: checkpoint-7 is in the third): the adapters and their
+    optimizer state, each rank's RNG and its shard of every step's prompts come back from the checkpoint — bit for bit
+    (CPU, gloo's sum of two ranks' gradients is the same sum each time). Before: the ranks of the killed run trained
+    on beside the resume; the resume failed (Transformers loads the optimizer's state onto Accelerate's ``cpu:0``,
+    which torch refuses); then it trained the resumed steps on another epoch's prompts (TRL's sampler)."""
+    a, b = killed_and_uninterrupted(tmp_path, demo_paths, {**CONFIG, "use_peft": True, "num_processes": 2})
     done = cli("resume", str(b.path))
     assert done.returncode == 0, done.stderr[-3000:]
-    assert b.read_status()["state"] == "finished" and a.read_status()["peft"] is True
+    status = b.read_status()
+    assert status["state"] == "finished" and status["world_size"] == 2 and a.read_status()["peft"] is True
+    assert status["resumed_from"] == "checkpoint-7" and sorted(steps(b)) == list(range(1, 13))
     for step in range(1, 13):
         assert (steps(b)[step]["loss"], steps(b)[step]["reward"]) == (steps(a)[step]["loss"], steps(a)[step]["reward"])
     assert prompts(b) == prompts(a)
 
 
+def test_torch_still_refuses_the_device_transformers_loads_a_cpu_rank_s_checkpoint_onto():
+    """engines/trl/build.resumable_on_cpu_ranks works around torch.load refusing ``map_location=cpu:0`` (the device
+    Accelerate gives a CPU rank, which Transformers passes when several processes train): when this fails, torch
+    takes it and the workaround can go."""
+    import io
+
+    import torch
+
+    buffer = io.BytesIO()
+    torch.save({"exp_avg": torch.zeros(2)}, buffer)
+    buffer.seek(0)
+    with pytest.raises(RuntimeError, match=r"don't know how to restore data location .*cpu:0"):
+        torch.load(buffer, map_location=torch.device("cpu", 0), weights_only=True)
+
+
 def test_a_killed_run_resumes_in_its_own_directory_step_for_step_as_if_never_killed(runs):
-    """Run B, killed in step 8, resumes from checkpoint-5 in the same directory: its steps 6-12 train on the same
-    prompts and log the same loss and reward as run A's, bit for bit (CPU, one process, TRL's resume restoring the
-    weights, optimizer, scheduler, RNG states and the data position); the dead attempt's steps 6-7 are kept aside,
+    """Run B, killed in step 10, resumes from checkpoint-7 (in its second epoch) in the same directory: its steps 8-12
+    train on the same prompts and log the same loss and reward as run A's, bit for bit (CPU, one process, TRL's resume restoring the
+    weights, optimizer, scheduler, RNG states and the data position); the dead attempt's steps 8-9 are kept aside,
     not mixed in; the status counts the attempt and the events say what was resumed and why."""
     a, b = runs
-    assert effective_status(b)["state"] == "failed" and [p.name for p in b.checkpoints()] == ["checkpoint-5"]
+    assert effective_status(b)["state"] == "failed" and [p.name for p in b.checkpoints()] == ["checkpoint-7"]
     done = cli("resume", str(b.path))
     assert done.returncode == 0, done.stderr[-3000:]
-    assert "resuming" in done.stderr and "from checkpoint-5 (step 5 of 12), attempt 2" in done.stderr
+    assert "resuming" in done.stderr and "from checkpoint-7 (step 7 of 12), attempt 2" in done.stderr
     assert [r.run_id for r in list_run_dirs(b.path.parent)] == [b.run_id]  # the same run, no new one
     status = b.read_status()
     assert status["state"] == "finished" and status["step"] == 12
-    assert status["attempt"] == 2 and status["resumed_from"] == "checkpoint-5" and not status.get("lost")
+    assert status["attempt"] == 2 and status["resumed_from"] == "checkpoint-7" and not status.get("lost")
     assert sorted(steps(b)) == list(range(1, 13))
     for step in range(1, 13):
         assert (steps(b)[step]["loss"], steps(b)[step]["reward"]) == (steps(a)[step]["loss"], steps(a)[step]["reward"])
     assert prompts(b) == prompts(a)  # no prompt seen twice or skipped
     aside = RunDir(b.path / "attempts" / "1")
-    assert sorted(steps(aside)) == [6, 7] and {s["step"] for s in aside.read_jsonl("samples.jsonl")} == {6, 7}
+    assert sorted(steps(aside)) == [8, 9] and {s["step"] for s in aside.read_jsonl("samples.jsonl")} == {8, 9}
     [resumed] = [e for e in b.read_jsonl("events.jsonl") if e["event"] == "resumed"]
-    assert resumed["checkpoint"] == "checkpoint-5" and resumed["step"] == 5 and resumed["attempt"] == 2
+    assert resumed["checkpoint"] == "checkpoint-7" and resumed["step"] == 7 and resumed["attempt"] == 2
     assert resumed["after"] == "failed" and resumed["cause"] == "killed"
     spec = b.read_spec()
-    assert spec["resume"] == {"checkpoint": "checkpoint-5", "attempt": 2} and spec["config"] == a.read_spec()["config"]
+    assert spec["resume"] == {"checkpoint": "checkpoint-7", "attempt": 2} and spec["config"] == a.read_spec()["config"]
 
 
 def test_a_finished_run_trains_further_only_when_asked_and_what_cannot_resume_says_why(runs, tmp_path):
@@ -187,7 +225,7 @@ def test_a_finished_run_trains_further_only_when_asked_and_what_cannot_resume_sa
     refused(a.path, r"--max-steps 12 is not past checkpoint-12's step 12", max_steps=12)
     refused(
         a.path,
-        r"checkpoint-3 of run .* is not one of its checkpoints — resume from one of: checkpoint-10, checkpoint-12",
+        r"checkpoint-3 of run .* is not one of its checkpoints — resume from one of: checkpoint-7, checkpoint-12",
         checkpoint="checkpoint-3",
     )
     assert (a.path / "run.yaml").read_text() == before[0] and (a.path / "metrics.jsonl").read_text() == before[2]

@@ -38,6 +38,8 @@ def is_main_rank() -> bool:
 def build_trainer(p: TrainerInputs, tracker_names: list[str]) -> tuple[Any, RunDirCallback]:
     from trl import GRPOTrainer, SFTTrainer
 
+    from .epoch_sampler import use_epoch_seeded_sampler
+
     from ..runs import trackers
 
     cfg, run, agent = p.cfg, p.run, p.agent
@@ -81,6 +83,7 @@ def build_trainer(p: TrainerInputs, tracker_names: list[str]) -> tuple[Any, RunD
         # whole prompt groups with TRL's own advantages (callbacks.SampleRecorder); TRL 1.16's scoring step
         recorder.group_size = trainer.num_generations
         trainer._generate_and_score_completions = recorder.wrap_scoring(trainer._generate_and_score_completions)
+        use_epoch_seeded_sampler(trainer)  # a resumed run's prompts are the uninterrupted run's (epoch_sampler.py)
     else:
         callback = RunDirCallback(run, None, evaluate, cfg["eval_steps"], tracker_names=tracker_names, best=best)
         trainer = SFTTrainer(
@@ -91,4 +94,17 @@ def build_trainer(p: TrainerInputs, tracker_names: list[str]) -> tuple[Any, RunD
             callbacks=[callback],
             **extra,
         )
+    resumable_on_cpu_ranks(trainer.args)
     return trainer, callback
+
+
+def resumable_on_cpu_ranks(args: Any) -> None:
+    """Transformers 5.10 loads a checkpoint's optimizer state with ``map_location=args.device`` when several processes
+    train, and Accelerate's device for a CPU rank is ``cpu:0``, a location ``torch.load`` refuses ("don't know how to
+    restore data location of torch.storage.UntypedStorage (tagged with cpu:0)"): a run of several CPU processes could
+    not resume. On CPU the device is plain ``cpu`` — the same memory. tests/test_resume.py checks that torch still
+    refuses ``cpu:0`` (remove this when it stops) and that two processes resume step for step."""
+    import torch
+
+    if args.device.type == "cpu" and args.device.index is not None:
+        args.__dict__["_setup_devices"] = torch.device("cpu")  # TrainingArguments.device's cached value

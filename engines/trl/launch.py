@@ -25,6 +25,7 @@ from typing import Any
 
 from ..results.check_result import CheckError
 from ..isolation import server_env
+from ..isolation.privileges import set_parent_death_signal
 from ..isolation.processes import free_port
 from ..runs.causes import Cause
 from ..runs.rundir import FINISHED, STOPPED
@@ -118,7 +119,11 @@ def command(run_dir: str, cfg: dict[str, Any], world: int, mixed_precision: str)
         args = resolve_accelerate_config_argument(["--accelerate_config", cfg["distributed"], *args])
     elif world > 1:
         args.append("--multi_gpu")
-    return [sys.executable, "-m", "accelerate.commands.launch", *args, "-m", "engines.trl.rank_main", run_dir]
+    return [sys.executable, "-m", LAUNCHER, *args, "-m", "engines.trl.rank_main", run_dir]
+
+
+#: the module that starts the ranks (Accelerate's launcher, torch's elastic agent in its process): each rank's parent
+LAUNCHER = "accelerate.commands.launch"
 
 
 class RankFailure(RuntimeError):
@@ -144,7 +149,15 @@ def run_ranks(cfg: dict[str, Any], run: Any, world: int) -> str:
     sys.stdout.flush()
     sys.stderr.flush()
     try:
-        proc = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, start_new_session=False)
+        # the launcher dies with this process (SIGKILLed too: a run process killed alone left its ranks training in
+        # the run directory, which a resume then shared with them); each rank dies with the launcher (rank_main)
+        proc = subprocess.Popen(
+            cmd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            start_new_session=False,
+            preexec_fn=lambda: set_parent_death_signal(signal.SIGKILL),
+        )
         try:
             while proc.poll() is None:
                 time.sleep(0.5)

@@ -14,14 +14,33 @@ import signal
 import sys
 import traceback
 
+from pathlib import Path
+
 from ..isolation import server_env
+from ..isolation.privileges import set_parent_death_signal
 from ..core.prepare import trainer_from_run_dir
 from ..runs.rundir import RunDir
 from ..core.standard import failure_cause
-from .launch import RANK_FAILED
+from .launch import LAUNCHER, RANK_FAILED
+
+
+def die_with_the_launcher() -> None:
+    """End with the launcher that started this rank: SIGKILLed by the kernel when it ends, and gone at once if it
+    ended already (this rank then belongs to init or a subreaper). A rank is started in a session of its own (torch's
+    elastic agent), so a kill of the run's process group does not reach it: without this, the ranks of a killed run
+    trained on in its run directory — beside the resumed run."""
+    set_parent_death_signal(signal.SIGKILL)
+    try:
+        parent = Path(f"/proc/{os.getppid()}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        parent = []
+    if LAUNCHER.encode() not in parent:
+        print(f"rank {os.environ.get('RANK', '?')}: its launcher is gone; ending", file=sys.stderr)
+        os._exit(1)
 
 
 def main(argv: list[str] | None = None) -> int:
+    die_with_the_launcher()
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) != 1:
         print("usage: accelerate launch ... -m engines.trl.rank_main <run_dir>", file=sys.stderr)
