@@ -58,20 +58,29 @@ def make_trainer(tmp_path, **overrides):
     return AgentTrainer(**kw)
 
 
-def test_grpo_trains_the_letters_demo_and_writes_the_run_directory(tmp_path):
-    trainer = make_trainer(tmp_path)
+def test_grpo_trains_the_letters_demo_with_ms_swifts_own_reward_beside_ours_and_writes_the_run_directory(tmp_path):
+    """One run shows both (each was a run of its own): the letters demo trains on swift and keeps the run-dir contract,
+    and ms-swift's own reward (``swift:format``, weighted) trains beside ours under its own name."""
+    trainer = make_trainer(tmp_path, reward_func=[REWARD, {"ref": "swift:format", "weight": 0.5}])
     results = {r.module: r for r in trainer.check_results}
     assert "template qwen" in results["config"].message and "parser accepted it" in results["config"].message
     assert results["dataset"].details["rendered_prompt"].startswith("<|im_start|>system\nReply with one capital")
+    check = results["reward"]
+    assert check.status == "ok" and check.message.endswith("; ms-swift's own: swift:format×0.5"), check
+    assert check.details["swift_plugin"]["reward_funcs"] == ["aworld_letter_reward", "format"]
+    dry = check.details["swift_dry_run"]["values"]  # run by ms-swift: a letter is not <think>..</think><answer>..
+    assert dry["format"] == [0.0] * len(dry["aworld_letter_reward"]) and 1.0 in dry["aworld_letter_reward"]
     assert trainer.train() == "finished"
     run = trainer.train_processor.run
     status = run.read_status()
     assert status["state"] == "finished" and status["step"] == 3 and status["total_steps"] == 3
     rows = [r for r in run.read_jsonl("metrics.jsonl") if "loss" in r and "reward" in r]
     assert [r["step"] for r in rows] == [1, 2, 3]
-    for r in rows:  # canonical names next to ms-swift's own keys
+    for r in rows:  # canonical names next to ms-swift's own keys; ms-swift logs each reward under its class
         assert {"loss", "reward", "reward_std", "lr", "learning_rate", "completion_length", "kl", "time"} <= r.keys()
         assert r["rewards/letter_reward"] == r["rewards/letter_reward/mean"] and 0.0 <= r["reward"] <= 1.0
+        assert r["rewards/Format"] == 0.0  # the total is the weighted sum
+        assert r["reward"] == pytest.approx(r["rewards/letter_reward"] + 0.5 * r["rewards/Format"], abs=1e-6)
     # the test split, scored every save_steps (ms-swift's eval_steps default) and at the end
     assert [r["step"] for r in run.read_jsonl("metrics.jsonl") if "eval/reward" in r] == [2, 3]
     samples = run.read_jsonl("samples.jsonl")
@@ -82,7 +91,9 @@ def test_grpo_trains_the_letters_demo_and_writes_the_run_directory(tmp_path):
         assert sum(map(len, groups)) == sum(s["step"] == step for s in samples)
     s = samples[0]
     assert s["prompt"][0] == {"role": "system", "content": "Reply with one capital letter."}
-    assert set(s["rewards"]) == {"letter_reward"} and s["reward"] == s["rewards"]["letter_reward"]
+    for s in samples:
+        assert set(s["rewards"]) == {"letter_reward", "Format"}
+        assert s["reward"] == pytest.approx(s["rewards"]["letter_reward"] + 0.5 * s["rewards"]["Format"])
     events = [e["event"] for e in run.read_jsonl("events.jsonl")]
     assert events[0] == "started" and events[-1] == "finished" and events.count("checkpoint") == 2
     assert [p.name for p in run.checkpoints()] == ["checkpoint-2", "checkpoint-3"]
@@ -94,6 +105,7 @@ def test_grpo_trains_the_letters_demo_and_writes_the_run_directory(tmp_path):
     assert [e.step for e in tb.Scalars("train/reward")] == [1, 2, 3]
     spec = run.read_spec()
     assert spec["engine"] == "swift" and spec["config"]["max_steps"] == 3
+    assert spec["reward"][1:] == [{"ref": "swift:format", "weight": 0.5}]
     command = (run.path / "swift" / "command.sh").read_text()
     # ms-swift's rlhf script itself: what `swift.cli.main rlhf` would start as a second interpreter
     assert "/swift/cli/rlhf.py " in command and "swift.cli.main" not in command
@@ -177,27 +189,6 @@ def test_a_reward_that_raises_fails_the_run_with_cause_reward_error(tmp_path):
     assert status["state"] == "failed" and status["cause"] == "reward error", status
     failed = [e for e in run.read_jsonl("events.jsonl") if e["event"] == "failed"][-1]
     assert "ZeroDivisionError: the judge went away" in failed["message"]
-
-
-def test_ms_swifts_own_reward_trains_beside_ours_under_its_own_name(tmp_path):
-    trainer = make_trainer(tmp_path, reward_func=[REWARD, {"ref": "swift:format", "weight": 0.5}], test_dataset=None)
-    check = {r.module: r for r in trainer.check_results}["reward"]
-    assert check.status == "ok" and check.message.endswith("; ms-swift's own: swift:format×0.5"), check
-    assert check.details["swift_plugin"]["reward_funcs"] == ["aworld_letter_reward", "format"]
-    dry = check.details["swift_dry_run"]["values"]  # run by ms-swift: a letter is not <think>..</think><answer>..
-    assert dry["format"] == [0.0] * len(dry["aworld_letter_reward"]) and 1.0 in dry["aworld_letter_reward"]
-    assert trainer.train() == "finished"
-    run = trainer.train_processor.run
-    assert run.read_spec()["reward"][1:] == [{"ref": "swift:format", "weight": 0.5}]
-    rows = [r for r in run.read_jsonl("metrics.jsonl") if "reward" in r and "loss" in r]
-    assert [r["step"] for r in rows] == [1, 2, 3]
-    for r in rows:  # ms-swift logs each reward under its class; the total is the weighted sum
-        assert r["rewards/Format"] == 0.0
-        assert r["reward"] == pytest.approx(r["rewards/letter_reward"] + 0.5 * r["rewards/Format"], abs=1e-6)
-    samples = run.read_jsonl("samples.jsonl")
-    assert samples and all(set(s["rewards"]) == {"letter_reward", "Format"} for s in samples)
-    for s in samples:
-        assert s["reward"] == pytest.approx(s["rewards"]["letter_reward"] + 0.5 * s["rewards"]["Format"])
 
 
 def test_a_misspelled_ms_swift_reward_gets_did_you_mean_before_any_process_starts(tmp_path):
