@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -280,3 +281,69 @@ def test_the_studio_shows_a_resumed_run_s_curve_joined_at_its_checkpoint(tmp_pat
     run.append_metrics(6, {"loss": 0.5, "reward": 0.9})
     state.refresh(force=True)
     assert state.series["reward"].points()[0] == [1, 2, 3, 4, 5, 6]
+
+
+def test_a_resume_into_a_folder_that_refuses_writes_or_onto_another_model_says_why_and_changes_nothing(runs, tmp_path):
+    """Issue 45's bad input: a run whose run.yaml now names a model of another shape than its checkpoints were trained
+    from (Transformers failed at the load, after the run had been rearranged for the resume); a run whose folder
+    refuses the resume's writes — left read-only (immutable, where ``chattr`` works: as root, chmod stops nothing), or
+    failing halfway (``attempts`` a file where the rows set aside go) — was a raw PermissionError, with run.yaml and
+    status.json already saying "resumed". Each is a CheckError saying what to do, the run as it was."""
+    from testing import letters_demo
+
+    a, _b = runs
+    copy = RunDir(shutil.copytree(a.path, tmp_path / "runs" / a.run_id))
+    end = copy.read_status()["step"] + 2
+    names = ("run.yaml", "status.json", "metrics.jsonl", "samples.jsonl", "events.jsonl")
+
+    def files() -> dict[str, bytes]:
+        return {name: (copy.path / name).read_bytes() for name in names}
+
+    other = Path(shutil.copytree(Path(letters_demo.MODEL), tmp_path / "other-model"))
+    config = json.loads((other / "config.json").read_text())
+    layers = config["num_hidden_layers"]
+    (other / "config.json").write_text(json.dumps({**config, "num_hidden_layers": layers + 1}))
+    spec_text = (copy.path / "run.yaml").read_text()
+    spec = yaml.safe_load(spec_text)
+    spec["agent"]["model"] = str(other)
+    (copy.path / "run.yaml").write_text(yaml.safe_dump(spec))
+    before = files()
+    with pytest.raises(
+        CheckError, match=rf"was trained from another model than the run's .*num_hidden_layers {layers} →"
+    ):
+        prepare_resume(copy.path, max_steps=end)
+    assert files() == before
+    (copy.path / "run.yaml").write_text(spec_text)
+
+    before = files()
+    if _chattr_works(tmp_path):
+        subprocess.run(["chattr", "-R", "+i", str(copy.path)], check=True)
+        try:
+            with pytest.raises(CheckError, match=r"its folder refuses writes .* make .* writable"):
+                prepare_resume(copy.path, max_steps=end)
+        finally:
+            subprocess.run(["chattr", "-R", "-i", str(copy.path)], check=True)
+        assert files() == before
+    (copy.path / "attempts").write_text("")  # the rows after the older checkpoint go to attempts/<n>/: refused
+    with pytest.raises(CheckError, match=r"its folder refuses writes \((NotADirectoryError|FileExistsError)"):
+        prepare_resume(copy.path, checkpoint=copy.checkpoints()[0].name, max_steps=end)
+    assert files() == before  # run.yaml and status.json put back; nothing set aside
+
+
+def _chattr_works(folder: Path) -> bool:
+    """Whether ``chattr +i`` makes a file refuse writes here (as root, where chmod refuses nothing)."""
+    probe = folder / "chattr-probe"
+    probe.write_text("x")
+    try:
+        if subprocess.run(["chattr", "+i", str(probe)], capture_output=True).returncode != 0:
+            return False
+    except FileNotFoundError:
+        return False
+    try:
+        with open(probe, "a") as f:
+            f.write("y")
+        return False
+    except PermissionError:
+        return True
+    finally:
+        subprocess.run(["chattr", "-i", str(probe)], check=True)

@@ -24,6 +24,7 @@ and its ``trainer.total_training_steps`` when ``max_steps`` was raised (engines/
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -41,6 +42,8 @@ from ..runs.rundir import (
     METRICS_FILE,
     QUEUED,
     SAMPLES_FILE,
+    SPEC_FILE,
+    STATUS_FILE,
     STOP_FILE,
     STOPPED,
     RunDir,
@@ -85,6 +88,42 @@ def prepare_resume(run_dir: str | Path, checkpoint: str = LATEST, max_steps: int
         resume["max_steps"] = int(max_steps)
     spec["resume"] = {k: resume[k] for k in ("checkpoint", "attempt", "max_steps") if k in resume}
     spec["resumes"] = [*(spec.get("resumes") or []), resume]
+    with _put_back_if_refused(run):
+        _mark_resumed(run, spec, folder, step, attempt, total, state, cause)
+    return {"run_id": run.run_id, "checkpoint": folder.name, "step": step, "attempt": attempt, "max_steps": total}
+
+
+@contextlib.contextmanager
+def _put_back_if_refused(run: RunDir):
+    """A write the run's folder refuses (left read-only, a full disk, a file made immutable) is a CheckError saying
+    which, with run.yaml and status.json put back as they were (rows set aside stay whole in ``attempts/``)."""
+    saved = {name: _raw(run.path / name) for name in (SPEC_FILE, STATUS_FILE)}
+    try:
+        yield
+    except OSError as e:
+        for name, text in saved.items():
+            if text is not None:
+                try:
+                    atomic_write_text(run.path / name, text)
+                except OSError:
+                    pass  # refused as the first write was: it is as it was
+        raise CheckError(
+            "run",
+            f"run {run.run_id} cannot be resumed: its folder refuses writes ({type(e).__name__}: {e})",
+            f"make {run.path} writable (and free some space), then resume again",
+        ) from e
+
+
+def _raw(path: Path) -> str | None:
+    try:
+        with open_no_link(path, text=True) as f:
+            return f.read()
+    except OSError:
+        return None
+
+
+def _mark_resumed(run: RunDir, spec: dict, folder: Path, step: int, attempt: int, total: int, state, cause) -> None:
+    """The writes of a resume: run.yaml, the stop request gone, the status, the later rows set aside, the event."""
     run.write_spec(spec)
     _forget_the_stop_request(run)
     # the attempt counted before the rows are set aside: a reader that finds them gone finds the new attempt too
@@ -112,7 +151,6 @@ def prepare_resume(run_dir: str | Path, checkpoint: str = LATEST, max_steps: int
         kept_aside=kept_aside,
         message=f"resumed from {folder.name} (step {step}), attempt {attempt}",
     )
-    return {"run_id": run.run_id, "checkpoint": folder.name, "step": step, "attempt": attempt, "max_steps": total}
 
 
 def resumable(run_dir: str | Path) -> bool:
@@ -245,7 +283,10 @@ def _same_model(spec: dict[str, Any], folder: Path) -> None:
     """A checkpoint loads only into the model it was trained from: one whose saved config says another shape (the
     run's model changed in its run.yaml, or replaced on disk) is refused, naming what differs."""
     model = (spec.get("agent") or {}).get("model") if isinstance(spec.get("agent"), dict) else None
-    differ = shape_mismatch(folder.joinpath(*VERL_MODEL_CONFIG), model)
+    saved = folder.joinpath(*VERL_MODEL_CONFIG)
+    if not saved.is_file():  # trl's and ms-swift's checkpoints: the model's config.json at the top (a full model)
+        saved = folder / "config.json"
+    differ = shape_mismatch(saved, model)
     if differ:
         raise CheckError(
             "checkpoint",
