@@ -28,12 +28,13 @@ def header(page, attribute: str) -> str:
 
 
 def killed_run(runs, base, demo):
-    """A run of the letters demo in the studio's runs folder, its trainer SIGKILLed in step 8 (its checkpoint at 5)."""
+    """A run of the letters demo in the studio's runs folder, its trainer SIGKILLed in step 10 (its checkpoint at 7),
+    and the hold that held it: held again while the file is there (:func:`hold`)."""
     reward, config = base / "held_reward.py", base / "config.yaml"
     reward.write_text(HELD_REWARD)
     config.write_text(yaml.safe_dump(CONFIG))
-    (base / "hold").write_text(str(runs))
     before = {r.run_id for r in list_run_dirs(runs)}
+    hold(base, runs, before)
     proc = subprocess.Popen(
         [sys.executable, "-m", "engines", *train_args(demo, reward, config, runs)],
         cwd=ROOT,
@@ -43,7 +44,7 @@ def killed_run(runs, base, demo):
     )
     try:
         mine = lambda: [r for r in list_run_dirs(runs) if r.run_id not in before]  # noqa: E731
-        wait_for(lambda: (mine() and 7 in steps(mine()[0])) or proc.poll() is not None, 300, "the run held in step 8")
+        wait_for(lambda: (mine() and 9 in steps(mine()[0])) or proc.poll() is not None, 300, "the run held in step 10")
         assert proc.poll() is None, "the run ended before it was held"
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(30)
@@ -52,6 +53,11 @@ def killed_run(runs, base, demo):
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
     return mine()[0]
+
+
+def hold(base, runs, others) -> None:
+    """Hold the runs of ``runs`` but ``others`` in step 10 (test_resume.HELD_REWARD) until ``base/hold`` is removed."""
+    (base / "hold").write_text("\n".join([str(runs), *others]))
 
 
 def monitor_on(browser, url: str, locale: str, run_id: str):

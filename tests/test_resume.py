@@ -31,8 +31,8 @@ CONFIG = {
     "samples_per_step": 2,
 }
 #: the letters reward, holding its run once that run has logged step 9 (after its checkpoint at step 7, in its second
-#: epoch: 24 prompts, 4 a step) while a file ``hold`` beside it names the runs folder: a run to kill mid-step at a known
-#: place, on any machine
+#: epoch: 24 prompts, 4 a step) while a file ``hold`` beside it names the run's folder (the runs folder's runs but those
+#: the file lists after it, the runs that were there before): a run to kill mid-step at a known place, on any machine
 HELD_REWARD = '''
 import json
 import time
@@ -42,9 +42,12 @@ HOLD = Path(__file__).with_name("hold")
 
 
 def _past_step_9() -> bool:
-    runs = Path(HOLD.read_text().strip())
+    runs, *others = HOLD.read_text().splitlines()
     return any(
-        json.loads(line).get("step", 0) >= 9 for m in runs.glob("*/metrics.jsonl") for line in m.read_text().splitlines()
+        json.loads(line).get("step", 0) >= 9
+        for m in Path(runs).glob("*/metrics.jsonl")
+        if m.parent.name not in others
+        for line in m.read_text().splitlines()
     )
 
 
