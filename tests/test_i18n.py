@@ -25,6 +25,8 @@ def ui_strings() -> dict[str, str]:
                 for arg in node.args if node.func.id == "headers" else node.args[:1]:
                     if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
                         found.setdefault(arg.value, f"{path.name}:{node.lineno}")
+    for path, text, line in template_strings():
+        found.setdefault(text, f"{path}:{line}")
     from engines.diagnostics.advice import ADVICE  # the diagnoses' words, which the Monitor passes to _()
 
     for code, advice in ADVICE.items():
@@ -35,6 +37,30 @@ def ui_strings() -> dict[str, str]:
     for name, text in engine_texts().items():
         found.setdefault(text, name)
     return found
+
+
+def template_strings() -> list[tuple[str, str, int]]:
+    """Every literal passed to ``_()`` in the templates (aworld_gui/templates/), as Jinja2 parses them: (template,
+    text, line)."""
+    from jinja2 import nodes
+
+    from aworld_gui.rendering.templates import environment
+
+    found = []
+    for path in sorted((GUI / "templates").rglob("*.html")):
+        tree = environment().parse(path.read_text(encoding="utf-8"))
+        for call in tree.find_all(nodes.Call):
+            if isinstance(call.node, nodes.Name) and call.node.name == "_" and call.args:
+                arg = call.args[0]
+                if isinstance(arg, nodes.Const) and isinstance(arg.value, str):
+                    found.append((str(path.relative_to(GUI)), arg.value, call.lineno))
+    return found
+
+
+def test_the_templates_strings_are_found():
+    """A template's ``_("...")`` counts as the studio's code using that string (test_every_ui_string_has_its_chinese)."""
+    texts = {text for _path, text, _line in template_strings()}
+    assert {"checked in", "No run selected", "Probe", "parallel coordinates"} <= texts
 
 
 def engine_texts() -> dict[str, str]:
