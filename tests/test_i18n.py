@@ -52,6 +52,11 @@ def ui_strings() -> dict[str, str]:
     return found
 
 
+def test_the_templates_strings_are_found():
+    """A template's ``_("...")`` counts as the studio's code using that string (test_every_ui_string_has_its_chinese)."""
+    assert {"checked in", "No run selected", "Probe", "parallel coordinates"} <= ui_strings().keys()
+
+
 def engine_texts() -> dict[str, str]:
     """The fixed texts of this project's engines the studio shows through engine_text.known: each engine's
     description and its own settings' help (TRL's help of its fields is TRL's documentation, shown as written)."""

@@ -7,8 +7,13 @@ import math
 from dataclasses import dataclass, field
 from typing import Sequence
 
+from markupsafe import Markup
+
 from .i18n import _
-from .render import esc, fmt_num
+from .render import fmt_num
+from .templates import macro
+
+CHART = "render/chart.html"  # the chart's template (aworld_gui/templates/)
 
 W, H = 640, 250
 ML, MR, MT, MB = 68, 14, 10, 30  # plot margins: left (y title and labels), right, top, bottom (x labels)
@@ -81,13 +86,13 @@ def svg_chart(
     empty: str = _("waiting for the first logged step"),
     chart_id: str = "",
     width: int = W,
-) -> str:
+) -> Markup:
     """A complete chart: legend with latest values, then the SVG (axes, grid, lines). ``width`` is the
     drawing's width in SVG units (the chart scales to its box: give a wide box a wide drawing)."""
     keys = [ln for ln in lines if ln.legend and (ln.xs or ln.latest is not None)]  # a line not drawn (its
     lines = [ln for ln in lines if ln.xs]  # points averaged into another) keeps its legend entry and number
     if not lines:
-        return f'<div class="aw-chart aw-chart-empty" data-points="0"><div class="aw-muted">{esc(empty)}</div></div>'
+        return macro(CHART, "empty")(empty)
     xs_all = [x for ln in lines for x in ln.xs]
     ys_all = [y for ln in lines for y in ln.ys]
     x0, x1 = min(xs_all), max(xs_all)
@@ -105,52 +110,22 @@ def svg_chart(
     def sy(y: float) -> float:
         return MT + (1 - (y - y0) / (y1 - y0)) * ph
 
-    # single quotes around the label: a translation marker (aworld_gui/rendering/i18n.py) holds double quotes
-    parts = [f'<svg viewBox="0 0 {width} {H}" class="aw-svg" role="img" aria-label=\'{esc(y_title)} {_("by step")}\'>']
     ystep = nice_step(y1 - y0, 5)
-    for v in ticks(y0, y1, 5):
-        y = sy(v)
-        parts.append(
-            f'<line x1="{ML}" x2="{width - MR}" y1="{y:.1f}" y2="{y:.1f}" class="aw-grid"/>'
-            f'<text x="{ML - 6}" y="{y + 4:.1f}" class="aw-tick" text-anchor="end">{tick_label(v, ystep)}</text>'
-        )
+    yticks = [(f"{sy(v):.1f}", f"{sy(v) + 4:.1f}", tick_label(v, ystep)) for v in ticks(y0, y1, 5)]
     xstep = max(nice_step(x1 - x0, 6), 1.0)
-    for v in ticks(x0, x1, 6, min_step=1.0):
-        x = sx(v)
-        parts.append(
-            f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{MT}" y2="{H - MB}" class="aw-grid"/>'
-            f'<text x="{x:.1f}" y="{H - MB + 16}" class="aw-tick" text-anchor="middle">'
-            f"{tick_label(v, xstep)}</text>"
-        )
-    parts.append(f'<rect x="{ML}" y="{MT}" width="{pw}" height="{ph}" class="aw-frame"/>')
-    parts.append(f'<text x="{width - MR}" y="{H - 4}" class="aw-axis" text-anchor="end">{_("step")}</text>')
-    if y_title:  # along the y axis, left of its labels
-        mid = MT + ph / 2
-        parts.append(
-            f'<text x="12" y="{mid:.1f}" class="aw-axis" text-anchor="middle" transform="rotate(-90 12 {mid:.1f})">'
-            f"{esc(y_title)}</text>"
-        )
+    xticks = [(f"{sx(v):.1f}", tick_label(v, xstep)) for v in ticks(x0, x1, 6, min_step=1.0)]
+    drawn = []
     for ln in sorted(lines, key=lambda ln: ln.on_top):  # (stable: the others keep their order)
         pts = " ".join(f"{sx(x):.1f},{sy(y):.1f}" for x, y in zip(ln.xs, ln.ys))
-        parts.append(
-            f'<polyline points="{pts}" fill="none" stroke="{ln.color}" stroke-width="{ln.width}" '
-            f'stroke-opacity="{ln.opacity}" stroke-linejoin="round" stroke-linecap="round">'
-            f"<title>{esc(ln.name)}</title></polyline>"
-        )
+        marks = []
         if ln.markers or len(ln.xs) == 1:  # a line of one point draws nothing: its point is its mark
-            parts += [
-                f'<circle cx="{sx(x):.1f}" cy="{sy(y):.1f}" r="3" fill="{ln.color}">'
-                f"<title>{esc(ln.name)} @ {_('step')} {x:g}: {fmt_num(y)}</title></circle>"
-                for x, y in zip(ln.xs, ln.ys)
-            ]
-    parts.append("</svg>")
-    legend = "".join(
-        f'<span class="aw-key"><i style="background:{ln.color};opacity:{max(ln.opacity, 0.35)}"></i>{esc(ln.name)}'
-        f" <b>{fmt_num(ln.latest if ln.latest is not None else ln.ys[-1])}</b></span>"
+            marks = [(f"{sx(x):.1f}", f"{sy(y):.1f}", f"{x:g}", fmt_num(y)) for x, y in zip(ln.xs, ln.ys)]
+        drawn.append((pts, ln.color, ln.width, ln.opacity, ln.name, marks))
+    legend = [
+        (ln.color, max(ln.opacity, 0.35), ln.name, fmt_num(ln.latest if ln.latest is not None else ln.ys[-1]))
         for ln in keys
-    )
+    ]
+    frame = {"w": width, "h": H, "left": ML, "top": MT, "right": width - MR, "bottom": H - MB, "pw": pw, "ph": ph}
+    frame["mid"] = f"{MT + ph / 2:.1f}"  # the y title's place: along the y axis, left of its labels
     n = max(len(ln.xs) for ln in lines)
-    return (
-        f'<div class="aw-chart" data-chart="{esc(chart_id)}" data-points="{n}" data-last-step="{last_step:g}">'
-        f'<div class="aw-legend">{legend}</div>{"".join(parts)}</div>'
-    )
+    return macro(CHART, "svg_chart")(chart_id, n, f"{last_step:g}", frame, y_title, legend, yticks, xticks, drawn)

@@ -1,6 +1,9 @@
 """HTML fragments the tabs show: status badges, check panels, the run header, trajectories.
 
-Everything user-provided is escaped here (``esc``); these functions return strings only.
+The HTML is the templates' (aworld_gui/templates/render/: setup.html, monitor.html, macros.html), rendered with
+autoescape: every value is text there unless a template made it. These functions return ``Markup`` (a ``str``):
+embed one in a template as it is, or join several with ``Markup("").join`` — ``+`` with a plain ``str`` escapes
+that string.
 """
 
 from __future__ import annotations
@@ -11,12 +14,16 @@ import re
 import time
 from typing import Any, Iterable
 
+from markupsafe import Markup
+
 from engines.runs.rundir import FAILED, FINISHED, QUEUED, RUNNING, STOPPED, STOPPING
 
 from . import engine_text
 from .i18n import _
 from .progress import Progress
-from .templates import escaped
+from .templates import escaped, macro
+
+SETUP, MONITOR, MACROS = "render/setup.html", "render/monitor.html", "render/macros.html"
 
 CHECK_LABEL = {"ok": _("OK"), "warning": _("Warning"), "error": _("Error"), "checking": _("Checking…"), "idle": "—"}
 RUN_LABEL = {
@@ -43,26 +50,25 @@ def esc(value: Any) -> str:
     return str(escaped(value))
 
 
-def engine_html(text: str | None) -> str:
-    """An engine's message in the page's language (engine_text.message), escaped, its commands, paths and variables
-    in ``<code>``."""
+def engine_html(text: str | None) -> Markup:
+    """An engine's message in the page's language (engine_text.message), as text, its commands, paths and
+    variables in ``<code>``."""
     if not text or "__i18n__" in text:
-        return esc(text)
-    out: list[str] = []
+        return macro(MACROS, "engine")([(text or "", False)])
+    pieces: list[tuple[str, bool]] = []
     for piece, code in engine_text.pieces(text):
         if code and len(piece) > 1 and piece[0] == piece[-1] == "`":  # the engine's own backticks: the <code> says it
             piece = piece[1:-1]
-        if code and out and out[-1].endswith("</code>"):  # adjacent code pieces: one span
-            out[-1] = out[-1][: -len("</code>")] + esc(piece) + "</code>"
+        if code and pieces and pieces[-1][1]:  # adjacent code pieces: one span
+            pieces[-1] = (pieces[-1][0] + piece, True)
         else:
-            out.append(f"<code>{esc(piece)}</code>" if code else esc(piece))
-    return "".join(out)
+            pieces.append((piece, code))
+    return macro(MACROS, "engine")(pieces)
 
 
-def badge(status: str, label: str | None = None, elem: str = "") -> str:
+def badge(status: str, label: str | None = None, elem: str = "") -> Markup:
     text = label or CHECK_LABEL.get(status) or RUN_LABEL.get(status) or status
-    extra = f' data-testid="{esc(elem)}"' if elem else ""
-    return f'<span class="aw-badge aw-{esc(status)}"{extra} data-status="{esc(status)}">{esc(text)}</span>'
+    return macro(MACROS, "badge")(status, text, elem)
 
 
 # -- Setup ---------------------------------------------------------------------------------------
@@ -72,45 +78,35 @@ def checks_strip(
     checking: bool = False,
     seconds: float | None = None,
     check_id: str | None = None,
-) -> str:
+) -> Markup:
     """The row of module chips; ``data-check`` names the check it shows (a new one after every check)."""
     chips = []
     for module, title in titles.items():
         r = (results or {}).get(module) or {}
-        status = "checking" if checking and not r else (r.get("status") or "idle")
-        chips.append(
-            f'<div class="aw-chip" data-module="{esc(module)}" data-status="{esc(status)}">'
-            f'<span class="aw-dot aw-{esc(status)}"></span>{esc(title)}</div>'
-        )
-    tail = f'<span class="aw-muted">{_("checked in")} {seconds:.2f} s</span>' if seconds is not None else ""
-    return f'<div class="aw-strip" data-check="{esc(check_id or "")}">{"".join(chips)}{tail}</div>'
+        chips.append((module, "checking" if checking and not r else (r.get("status") or "idle"), title))
+    return macro(SETUP, "checks_strip")(chips, seconds, check_id or "")
 
 
-def module_status(module: str, title: str, result: dict | None, checking: bool = False) -> str:
+def _label(status: str) -> Any:
+    return CHECK_LABEL.get(status) or RUN_LABEL.get(status) or status
+
+
+def module_status(module: str, title: str, result: dict | None, checking: bool = False) -> Markup:
     """The header of a module card: title, badge, message, warnings."""
     if checking and not result:
-        return (
-            f'<div class="aw-mod" data-module="{esc(module)}" data-status="checking"><div class="aw-mod-head">'
-            f'<span class="aw-mod-title">{esc(title)}</span>{badge("checking", elem=f"badge-{module}")}</div></div>'
-        )
+        return macro(SETUP, "module_status")(module, title, "checking", _label("checking"), checking=True)
     r = result or {"status": "idle", "message": "", "warnings": []}
     details = r.get("details") or {}
     if details.get("studio_hint"):  # the fix as the studio offers it, not as Python would write it
         r = dict(r, message=f"{details.get('problem') or r.get('message', '')} — {details['studio_hint']}")
     status = r.get("status", "idle")
-    warnings = "".join(f"<li>{engine_html(w)}</li>" for w in r.get("warnings") or [])
-    warn_html = f'<ul class="aw-warnings">{warnings}</ul>' if warnings else ""
-    return (
-        f'<div class="aw-mod" data-module="{esc(module)}" data-status="{esc(status)}">'
-        f'<div class="aw-mod-head"><span class="aw-mod-title">{esc(title)}</span>'
-        f"{badge(status, elem=f'badge-{module}')}</div>"
-        f'<div class="aw-msg aw-msg-{esc(status)}">{engine_html(r.get("message"))}</div>{warn_html}</div>'
-    )
+    warnings = [engine_html(w) for w in r.get("warnings") or []]
+    return macro(SETUP, "module_status")(module, title, status, _label(status), engine_html(r.get("message")), warnings)
 
 
-def kv_table(rows: Iterable[tuple[str, Any]], cls: str = "aw-kv") -> str:
-    body = "".join(f"<tr><th>{esc(k)}</th><td>{v}</td></tr>" for k, v in rows)
-    return f'<table class="{cls}">{body}</table>'
+def kv_table(rows: Iterable[tuple[str, Any]], cls: str = "aw-kv") -> Markup:
+    """A key/value table: a key is text, a value text unless it is HTML (``Markup``)."""
+    return macro(SETUP, "kv_table")(list(rows), cls)
 
 
 def _param_type(prop: dict) -> str:
@@ -123,37 +119,17 @@ def _param_type(prop: dict) -> str:
     return kind + (" | null" if prop.get("nullable") else "")
 
 
-def tool_item(schema: dict, server: str | None = None) -> str:
+def tool_item(schema: dict, server: str | None = None) -> Markup:
     """One tool: its call signature (each parameter's description on hover), where it comes from
     (a Python function, or the MCP server that serves it) and its description."""
     fn = schema.get("function", {})
     params = fn.get("parameters", {}) or {}
     required = set(params.get("required") or [])
-    args = ", ".join(
-        f'<span class="aw-param" title="{esc(p.get("description", ""))}">{esc(n)}'
-        f"{'' if n in required else '?'}: {esc(_param_type(p))}</span>"
+    args = [
+        (n, p.get("description", ""), n not in required, _param_type(p))
         for n, p in (params.get("properties") or {}).items()
-    )
-    source = (
-        f'<span class="aw-src aw-src-mcp" data-testid="tool-server">MCP · {esc(server)}</span>'
-        if server
-        else '<span class="aw-src">Python</span>'
-    )
-    return (
-        f'<div class="aw-tool" data-tool="{esc(fn.get("name", "?"))}" data-server="{esc(server or "")}">'
-        f"<code>{esc(fn.get('name', '?'))}({args})</code> {source} "
-        f'<span class="aw-muted">{esc(fn.get("description", ""))}</span></div>'
-    )
-
-
-def _model_row(agent_model: str | None, config_model: str | None) -> str:
-    if not config_model or config_model == agent_model:
-        return f'<code data-testid="agent-model" data-source="agent">{esc(agent_model)}</code>'
-    return (
-        f'<code data-testid="agent-model" data-source="config">{esc(config_model)}</code> '
-        f'<span class="aw-muted">{_("the config’s model, trained instead of the agent’s:")} '
-        f"<code>{esc(agent_model)}</code></span>"
-    )
+    ]
+    return macro(SETUP, "tool_item")(fn.get("name", "?"), fn.get("description", ""), args, server)
 
 
 def agent_spec(
@@ -163,89 +139,30 @@ def agent_spec(
     mcp_servers: list[dict] | None = None,
     origins: dict[str, str] | None = None,
     config_model: str | None = None,
-) -> str:
+) -> Markup:
     """The parsed agent. ``tool_servers`` (tool name → MCP server) and ``mcp_servers`` (name, transport,
     target, tools) come from the agent check's details when the agent uses MCP servers. ``config_model``: the
     config's ``model``, which the run trains instead of the agent's (the card names the one trained)."""
     if not spec:
-        return f'<div class="aw-empty">{_("The parsed agent appears here once its YAML loads.")}</div>'
-    tools = schemas or []
+        return macro(SETUP, "agent_empty")()
     servers = tool_servers or {}
-    tool_html = "".join(tool_item(t, servers.get(t.get("function", {}).get("name"))) for t in tools) or (
-        ", ".join(f"<code>{esc(t)}</code>" for t in spec.get("tools") or [])
-        or f'<span class="aw-muted">{_("none")}</span>'
+    tools = [tool_item(t, servers.get(t.get("function", {}).get("name"))) for t in schemas or []]
+    prompt = spec.get("system_prompt")
+    sampling = f"temperature {spec.get('temperature')}, top_p {spec.get('top_p')}, max_tokens {spec.get('max_tokens')}"
+    return macro(SETUP, "agent_spec")(
+        spec, tools, mcp_servers, origins, config_model, "" if prompt is None else str(prompt), sampling
     )
+
+
+def engines_table(engines: list[dict], selected: str | None) -> Markup:
     rows = [
-        (_("name"), esc(spec.get("name"))),
-        (_("model"), _model_row(spec.get("model"), config_model)),
-        (_("system prompt"), f'<div class="aw-prompt">{esc(spec.get("system_prompt")) or _("none")}</div>'),
-        (_("tools"), tool_html),
+        (e["name"], e.get("available"), _reason(e.get("reason") or ""), engine_text.known(e.get("description")))
+        for e in engines
     ]
-    if mcp_servers:
-        rows.append(
-            (
-                _("MCP servers"),
-                "".join(
-                    f'<div class="aw-mcp-server" data-server="{esc(m.get("name"))}"><b>{esc(m.get("name"))}</b> '
-                    f'<span class="aw-src">{esc(m.get("transport"))}</span> <code>{esc(m.get("target"))}</code> '
-                    f'<span class="aw-muted">{len(m.get("tools") or [])} {_("tool(s) used")}</span>'
-                    + (
-                        f'<div class="aw-muted" data-testid="mcp-cwd">{_("working directory")}: <code>{esc(m["cwd"])}</code> '
-                        f"{esc(m.get('cwd_note') or '')}</div>"
-                        if m.get("cwd")
-                        else ""
-                    )
-                    + "</div>"
-                    for m in mcp_servers
-                ),
-            )
-        )
-    if origins:
-        rows.append(
-            (
-                _("from"),
-                "".join(
-                    f'<div class="aw-origin" data-key="{esc(k)}"><code>{esc(k)}</code> ← {esc(v)}</div>'
-                    for k, v in origins.items()
-                ),
-            )
-        )
-    rows += [
-        (
-            _("max turns"),
-            f'{esc(spec.get("max_steps"))} <span class="aw-muted">'
-            f"{_('model turns per rollout (tool calls add turns) — not the trainer’s steps')}</span>",
-        ),
-        (
-            _("sampling"),
-            esc(
-                f"temperature {spec.get('temperature')}, top_p {spec.get('top_p')}, max_tokens {spec.get('max_tokens')}"
-            ),
-        ),
-    ]
-    if spec.get("llm_base_url"):
-        rows.append((_("base url"), f"<code>{esc(spec['llm_base_url'])}</code>"))
-    if spec.get("api_key"):
-        rows.append(
-            (_("api key"), f'<code>{esc(spec["api_key"])}</code> <span class="aw-muted">({_("masked")})</span>')
-        )
-    return kv_table(rows)
+    return macro(SETUP, "engines_table")(rows, selected)
 
 
-def engines_table(engines: list[dict], selected: str | None) -> str:
-    rows = []
-    for e in engines:
-        ok = e.get("available")
-        sel = ' class="aw-selected"' if e["name"] == selected else ""
-        rows.append(
-            f"<tr{sel}><td><b>{esc(e['name'])}</b></td>"
-            f"<td>{badge('ok' if ok else 'error', _('available') if ok else _('unavailable'))}</td>"
-            f'<td>{_reason(e.get("reason") or "")}<div class="aw-muted">{esc(engine_text.known(e.get("description")))}</div></td></tr>'
-        )
-    return f'<table class="aw-table aw-engines"><tbody>{"".join(rows)}</tbody></table>'
-
-
-def _reason(text: str, limit: int = 90) -> str:
+def _reason(text: str, limit: int = 90) -> Markup:
     """A long unavailability reason folds into a <details> after its first part (up to its first "; " or " — ",
     so each part is read whole in the page's language), else after its last word within ``limit``."""
     if len(text) <= limit:
@@ -253,54 +170,40 @@ def _reason(text: str, limit: int = 90) -> str:
     sep = re.search(r"; | — ", text)
     cut, after = (sep.start(), sep.end()) if sep and sep.start() <= limit else (text.rfind(" ", 0, limit), None)
     first, rest = text[:cut], text[after:] if after else text[cut:].lstrip()
-    return f"<details><summary>{engine_html(first)} …</summary>{engine_html(rest)}</details>"
+    return macro(SETUP, "folded")(engine_html(first), engine_html(rest))
 
 
-def prompt_block(prompt: dict | None) -> str:
+def prompt_block(prompt: dict | None) -> Markup:
     if not prompt:
-        return ""
+        return Markup("")
     if prompt.get("error"):
-        return f'<div class="aw-empty">{esc(prompt["error"])}</div>'
-    meta = []
-    if prompt.get("tokens") is not None:
-        meta.append(f"{prompt['tokens']} {_('tokens')}")
-    if prompt.get("source"):
-        meta.append(f"{_('rendered by the engine, exactly as training sees it')} ({esc(prompt['source'])})")
-    if prompt.get("note"):
-        meta.append(esc(prompt["note"]))
-    return (
-        f'<div class="aw-rendered-head">{_("First training prompt")} <span class="aw-muted">· {" · ".join(meta)}</span></div>'
-        f'<pre class="aw-rendered" data-testid="rendered-prompt">{esc(prompt.get("text", ""))}</pre>'
-    )
+        return macro(SETUP, "prompt_block")(prompt["error"], [], "")
+    meta = [("tokens", prompt["tokens"])] if prompt.get("tokens") is not None else []
+    meta += [(what, prompt[what]) for what in ("source", "note") if prompt.get(what)]
+    return macro(SETUP, "prompt_block")(None, meta, prompt.get("text", ""))
 
 
-def memory_estimate(memory: dict | None, config_status: str | None = None) -> str:
+def memory_estimate(memory: dict | None, config_status: str | None = None) -> Markup:
     """The config check's memory estimate: total against the machine, and the parts."""
     if not memory:
         if config_status in ("ok", "warning"):  # checked, and this engine estimates nothing before launch
             note = _("This engine gives no memory estimate before launch.")
         else:
             note = _("The memory estimate appears here once the config checks.") if config_status != "error" else ""
-        return f'<div class="aw-muted" data-testid="memory-estimate" data-status="none">{esc(note)}</div>'
+        return macro(SETUP, "memory_none")(note)
     status = memory.get("status") or "ok"
-    parts = memory.get("parts") or {}
-    chips = "".join(
-        f'<span class="aw-part" data-part="{esc(k)}"><b>{esc(engine_text.known(k.replace("_", " ")))}</b> {fmt_bytes(v)}</span>'
-        for k, v in parts.items()
-        if v
-    )
+    parts = [
+        (k, engine_text.known(k.replace("_", " ")), fmt_bytes(v)) for k, v in (memory.get("parts") or {}).items() if v
+    ]
     label = {"ok": _("fits"), "warning": _("near the limit"), "error": _("does not fit")}.get(status, status)
-    params = ""
-    if memory.get("total_params"):
-        params = (
-            f'<div class="aw-muted">{fmt_count(memory.get("trainable_params"))} {_("trainable of")} '
-            f"{fmt_count(memory.get('total_params'))} {_('parameters')}</div>"
-        )
-    return (
-        f'<div class="aw-memory" data-testid="memory-estimate" data-status="{esc(status)}" '
-        f'data-gb="{(memory.get("per_process") or 0) / 2**30:.3f}">'
-        f"<div><b>{_('Memory estimate')}</b> {badge(status, label)} {esc(engine_text.message(memory.get('summary')))}</div>"
-        f'<div class="aw-parts">{chips}</div>{params}</div>'
+    return macro(SETUP, "memory_estimate")(
+        status,
+        label,
+        (memory.get("per_process") or 0) / 2**30,
+        engine_text.message(memory.get("summary")),
+        parts,
+        fmt_count(memory.get("trainable_params")),
+        fmt_count(memory.get("total_params")) if memory.get("total_params") else None,
     )
 
 
@@ -334,14 +237,15 @@ def format_duration(seconds: float | None) -> str:
     return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
 
 
-def fmt_num(v: Any, digits: int = 3) -> str:
+def fmt_num(v: Any, digits: int = 3) -> Markup:
+    """A figure as the page shows it (HTML: a value that is not a number is shown as the text it is)."""
     if v is None:
-        return "—"
-    if isinstance(v, float):
-        if v != 0 and (abs(v) < 1e-3 or abs(v) >= 1e5):
-            return f"{v:.2e}"
-        return f"{v:.{digits}f}"
-    return esc(v)
+        text = "—"
+    elif isinstance(v, float):
+        text = f"{v:.2e}" if v != 0 and (abs(v) < 1e-3 or abs(v) >= 1e5) else f"{v:.{digits}f}"
+    else:
+        text = v
+    return macro(MACROS, "text")(text)
 
 
 def run_header(
@@ -357,7 +261,7 @@ def run_header(
     attrs: dict[str, str] | None = None,
     run_label: dict | None = None,
     diagnoses: str = "",
-) -> str:
+) -> Markup:
     state = progress.state
     pct = 0.0
     if progress.total:
@@ -372,94 +276,54 @@ def run_header(
         for x in [(run_label or {}).get("name"), spec.get("engine"), model, (spec.get("config") or {}).get("mode")]
         if x
     )
-    stats = [
-        (
-            _("Step"),
-            f'<span data-testid="stat-step">{progress.step}</span>'
-            + (f' <span class="aw-muted">/ {progress.total}</span>' if progress.total else ""),
-        ),
-        (_("Elapsed"), format_duration(progress.elapsed_s)),
-        (_("ETA"), format_duration(progress.eta_s) if state == RUNNING else "—"),
-        (_("Speed"), f"{progress.steps_per_s:.2f} {_('steps/s')}" if progress.steps_per_s else "—"),
-        (_("Reward · latest"), f'<span data-testid="stat-reward">{fmt_num(latest.get("reward"))}</span>'),
-        (_("Loss · latest"), f'<span data-testid="stat-loss">{fmt_num(latest.get("loss"), 4)}</span>'),
+    figures = {
+        "elapsed": format_duration(progress.elapsed_s),
+        "eta": format_duration(progress.eta_s) if state == RUNNING else "—",
+        "reward": fmt_num(latest.get("reward")),
+        "loss": fmt_num(latest.get("loss"), 4),
+        "eval_reward": fmt_num(latest.get("eval/reward")) if "eval/reward" in latest else None,
+        "trainable": fmt_count(status.get("trainable_params")),
+        "total": fmt_count(status.get("total_params")),
+        "processes": int(status["world_size"]) if (status.get("world_size") or 1) > 1 else None,
+    }
+    share = 100.0 * (status.get("trainable_params") or 0) / status["total_params"] if status.get("total_params") else 0
+    trackers = [
+        (name, url, str(url).startswith(("http://", "https://")))
+        for name, url in (status.get("trackers") or {}).items()
     ]
-    if "eval/reward" in latest:
-        stats.append((_("Eval reward"), fmt_num(latest.get("eval/reward"))))
-    if status.get("total_params"):
-        share = 100.0 * (status.get("trainable_params") or 0) / status["total_params"]
-        stats.append(
-            (
-                _("Trainable params"),
-                f'<span data-testid="stat-params" data-trainable='
-                f'"{status.get("trainable_params")}" data-total="{status["total_params"]}">'
-                f"{fmt_count(status.get('trainable_params'))} / {fmt_count(status['total_params'])}</span>"
-                f'<div class="aw-muted aw-stat-sub">{share:.1f} %{" · LoRA" if status.get("peft") else ""}'
-                f"</div>",
-            )
-        )
-    if (status.get("world_size") or 1) > 1:
-        stats.append((_("Processes"), f'<span data-testid="stat-processes">{int(status["world_size"])}</span>'))
-    stat_html = "".join(
-        f'<div class="aw-stat"><div class="aw-stat-k">{k}</div><div class="aw-stat-v">{v}</div></div>' for k, v in stats
-    )
-    fail_html = ""
     if failure:
-        fail_html = (
-            f'<div class="aw-failure" data-testid="failure"><b>{_("Failed — cause:")} {engine_html(failure["cause"])}</b>'
-            f"<div>{engine_html(failure['message'])}</div>"
-            f'<div class="aw-muted">{_("The log tail below shows the last lines the run printed.")}</div></div>'
-        )
-    note = f'<div class="aw-note">{esc(queue_note)}</div>' if queue_note else ""
-    links = status.get("trackers") or {}
-    if links:
-        note += (
-            '<div class="aw-trackers" data-testid="trackers">'
-            + " · ".join(
-                f"{esc(name)}: "
-                + (
-                    f'<a href="{esc(url)}" target="_blank" rel="noopener">{esc(url)}</a>'
-                    if str(url).startswith(("http://", "https://"))
-                    else f"<code>{esc(url)}</code>"
-                )
-                for name, url in links.items()
-            )
-            + "</div>"
-        )
-    note += cluster_note(status)
-    extra = "".join(f' data-{k}="{esc(v)}"' for k, v in (attrs or {}).items())
-    return (
-        f'<div class="aw-run" data-testid="run-header" data-state="{esc(state)}" data-run="{esc(run_id)}" '
-        f'data-step="{progress.step}" data-reward-points="{reward_points}"{extra}>'
-        f'<div class="aw-run-top"><div><div class="aw-run-id">{esc(run_id)}</div>'
-        f'<div class="aw-muted">{esc(subtitle)}</div></div>'
-        f"{badge(state, label, elem='run-state')}</div>"
-        f'<div class="aw-msg aw-msg-warn" data-testid="studio-unreachable" hidden>'
-        f"{_('Studio unreachable — runs keep training. The figures here are the last ones received; they resume by themselves when the studio is back.')}</div>"
-        f'<div class="aw-progress"><div class="aw-bar aw-bar-{esc(state)}" style="width:{pct:.1f}%"></div></div>'
-        f'<div class="aw-stats">{stat_html}</div>{note}{fail_html}{diagnoses}</div>'
+        failure = {"cause": engine_html(failure["cause"]), "message": engine_html(failure["message"])}
+    return macro(MONITOR, "run_header")(
+        run_id,
+        progress,
+        label,
+        subtitle,
+        pct,
+        figures,
+        status,
+        share,
+        failure,
+        queue_note,
+        trackers,
+        cluster_note(status),
+        attrs or {},
+        reward_points,
+        # HTML the Monitor's diagnoses panel made (tabs/diagnoses_panel.py escapes its values); Markup as it is
+        Markup(diagnoses),
     )
 
 
-def cluster_note(status: dict) -> str:
+def cluster_note(status: dict) -> Markup:
     """Where a run on a Ray cluster trains and keeps its checkpoints (docs/CLUSTER.md)."""
     if not status.get("ray_address") or not status.get("ray_job_id"):
-        return ""
-    where = status.get("ray_run_dir")
-    return (
-        f'<div class="aw-note" data-testid="cluster-note">{_("On the Ray cluster")} <code>{esc(status["ray_address"])}'
-        f"</code> · {_('job')} <code>{esc(status['ray_job_id'])}</code> ({esc(status.get('ray_job_status') or '')})"
-        + (f" · {_('checkpoints there in')} <code>{esc(where)}</code>" if where else "")
-        + "</div>"
+        return Markup("")
+    return macro(MONITOR, "cluster_note")(
+        status["ray_address"], status["ray_job_id"], status.get("ray_job_status") or "", status.get("ray_run_dir")
     )
 
 
-def no_run() -> str:
-    return (
-        '<div class="aw-run aw-empty-run" data-testid="run-header" data-state="none">'
-        f'<div class="aw-run-id">{_("No run selected")}</div>'
-        f'<div class="aw-muted">{_("Launch one from Setup, or pick a run above. Runs keep training when this page or the studio closes; they are all listed under Runs.")}</div></div>'
-    )
+def no_run() -> Markup:
+    return macro(MONITOR, "no_run")()
 
 
 def _content(m: Any) -> str:
@@ -501,7 +365,7 @@ EVENT_LABEL = {
 }
 
 
-def trajectory(sample: dict) -> str:
+def trajectory(sample: dict) -> Markup:
     """One rollout: the prompt, each turn (tool calls and results included), every reward's value."""
     msgs = _messages(sample.get("prompt"), "user") + _messages(sample.get("completion"), "assistant")
     msgs = [m for m in msgs if m.get("role") != "system"]  # the agent's system prompt: shown in Setup
@@ -509,76 +373,48 @@ def trajectory(sample: dict) -> str:
     for m in msgs:
         role = m.get("role", "assistant")
         content = _content(m)
-        body = (
-            esc(content)
-            if content.strip()
-            else (f'<i class="aw-muted">{esc(visible_text(content))}</i>' if content else "")
-        )
-        calls = ""
+        calls = []
         for tc in m.get("tool_calls") or []:
             fn = tc.get("function", tc) if isinstance(tc, dict) else {}
             args = fn.get("arguments")
             if not isinstance(args, str):
                 args = json.dumps(args, ensure_ascii=False)
-            calls += (
-                f'<div class="aw-toolcall">⚙ <code>{esc(fn.get("name", "?"))}({esc(args)})</code>'
-                f"{_server_label(tc.get('server') if isinstance(tc, dict) else None)}</div>"
-            )
-        name = f' <span class="aw-muted">{esc(m.get("name"))}</span>' if m.get("name") else ""
-        name += _server_label(m.get("server"))
+            calls.append((fn.get("name", "?"), args, tc.get("server") if isinstance(tc, dict) else None))
         turns.append(
-            f'<div class="aw-turn aw-role-{esc(role)}"><div class="aw-role">{esc(ROLE_LABEL.get(role, role))}{name}</div>'
-            f'<div class="aw-content">{body or f"<i class=aw-muted>{esc(visible_text(content))}</i>"}</div>{calls}</div>'
+            {
+                "role": role,
+                "label": ROLE_LABEL.get(role, role),
+                "name": m.get("name"),
+                "server": m.get("server"),
+                "content": content,
+                "blank": visible_text(content),
+                "calls": calls,
+            }
         )
-    rewards = sample.get("rewards") or {}
-    chips = "".join(f'<span class="aw-rchip">{esc(k)} <b>{fmt_num(v, 2)}</b></span>' for k, v in rewards.items())
-    total = sample.get("reward")
-    answer = sample.get("answer")
-    step = sample.get("step")
-    head = '<div class="aw-sample-head">'
-    if step is not None:
-        head += f"<span>{_('step')} {esc(step)}</span>"
-    if answer is not None:
-        head += f"<span>{_('expected')} <code>{esc(answer)}</code></span>"
-    head += f'<span class="aw-total">{_("reward")} <b>{fmt_num(total, 2)}</b></span>{chips}</div>'
-    return f'<div class="aw-sample">{head}{"".join(turns)}</div>'
-
-
-def _server_label(server: Any) -> str:
-    """An MCP tool call or result names the server it went to (Python tool calls carry none)."""
-    return f' <span class="aw-src aw-src-mcp" data-testid="call-server">MCP · {esc(server)}</span>' if server else ""
-
-
-def launch_note(run_id: str, queued: bool) -> str:
-    """What Launch answers: the run, then what became of it (the id after "… when the running job ends" read as
-    the job's name: the newcomer's walkthrough)."""
-    note = _("queued — it starts when the running job ends") if queued else _("started")
-    return (
-        f'<div class="aw-msg"><code>{esc(run_id)}</code> {badge("queued" if queued else "running", note)} — '
-        f"{_('training runs in its own process; closing this page does not stop it.')}</div>"
+    rewards = [(k, fmt_num(v, 2)) for k, v in (sample.get("rewards") or {}).items()]
+    return macro(MONITOR, "trajectory")(
+        turns, sample.get("step"), sample.get("answer"), fmt_num(sample.get("reward"), 2), rewards
     )
 
 
-def samples_html(samples: list[dict], limit: int = 6) -> str:
-    if not samples:
-        return f'<div class="aw-empty">{_("Sample trajectories appear here as the run writes them.")}</div>'
-    return '<div class="aw-samples">' + "".join(trajectory(s) for s in list(samples)[-limit:][::-1]) + "</div>"
+def launch_note(run_id: str, queued: bool) -> Markup:
+    """What Launch answers: the run, then what became of it (the id after "… when the running job ends" read as
+    the job's name: the newcomer's walkthrough)."""
+    return macro(MONITOR, "launch_note")(run_id, queued)
 
 
-def events_html(events: list[dict], limit: int = 8) -> str:
+def samples_html(samples: list[dict], limit: int = 6) -> Markup:
+    return macro(MONITOR, "samples")([trajectory(s) for s in list(samples)[-limit:][::-1]])
+
+
+def events_html(events: list[dict], limit: int = 8) -> Markup:
     rows = []
     for e in list(events)[-limit:][::-1]:
         t = time.strftime("%H:%M:%S", time.localtime(e.get("time", 0)))
         extra = {k: v for k, v in e.items() if k not in ("time", "event", "traceback", "message")}
         # numbers as everywhere else on the page (a best checkpoint's value=0.30000000000000004 was shown whole)
-        detail = esc(", ".join(f"{k}={fmt_num(v, 4) if isinstance(v, float) else v}" for k, v in extra.items())[:200])
-        if e.get("message"):  # an engine's words: in the page's language where they are known (engine_text)
-            detail = engine_html(str(e["message"])[:300]) + (f" · {detail}" if detail else "")
-        rows.append(
-            f'<tr><td class="aw-muted aw-event-time">{t}</td>'
-            f'<td class="aw-event-name"><b>{esc(EVENT_LABEL.get(e.get("event"), e.get("event")))}</b></td>'
-            f'<td class="aw-event-detail">{detail}</td></tr>'
-        )
-    if not rows:
-        return ""
-    return f'<table class="aw-table aw-events"><tbody>{"".join(rows)}</tbody></table>'
+        detail = ", ".join(f"{k}={fmt_num(v, 4) if isinstance(v, float) else v}" for k, v in extra.items())[:200]
+        # an engine's words: in the page's language where they are known (engine_text)
+        message = engine_html(str(e["message"])[:300]) if e.get("message") else None
+        rows.append((t, EVENT_LABEL.get(e.get("event"), e.get("event")), message, detail))
+    return macro(MONITOR, "events")(rows)

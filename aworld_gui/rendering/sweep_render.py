@@ -7,9 +7,13 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from markupsafe import Markup
+
 from .charts import H, MB, ML, MR, MT, PALETTE, tick_label, ticks
-from .i18n import _
-from .render import badge, esc
+from .render import badge
+from .templates import macro
+
+SWEEPS = "render/sweeps.html"  # the view's templates (aworld_gui/templates/)
 
 W = 420
 STATE_COLOR = {
@@ -27,22 +31,12 @@ def fmt(v: Any) -> str:
     return "" if v is None else str(v)
 
 
-def headline(d: dict[str, Any]) -> str:
-    obj = d.get("objective") or {}
+def headline(d: dict[str, Any]) -> Markup:
     done = sum(1 for t in d["trials"] if t.get("state") in ("complete", "pruned", "failed"))
     best = d.get("best")
-    best_text = (
-        f"{_('best')}: <b>{esc(fmt(best['value']))}</b> ({_('trial')} {best['number']}, "
-        f"{esc(', '.join(f'{k}={fmt(v)}' for k, v in best['params'].items()))})"
-        if best
-        else _("no complete trial yet")
-    )
-    return (
-        f'<div class="aw-msg" id="sweep-headline" data-state="{esc(d["state"])}">{badge(d["state"])} '
-        f"<b>{esc(d['name'])}</b> · {done}/{esc(d.get('trials_planned'))} {_('trials')} · "
-        f"{esc(obj.get('metric'))} ({esc(obj.get('direction'))}) · {esc(d.get('sampler'))} · "
-        f"{_('pruner')} {esc(d.get('pruner'))}<br>{best_text}</div>"
-    )
+    if best:
+        best = (fmt(best["value"]), best["number"], ", ".join(f"{k}={fmt(v)}" for k, v in best["params"].items()))
+    return macro(SWEEPS, "headline")(d, badge(d["state"]), done, best)
 
 
 def table(d: dict[str, Any]) -> tuple[list[str], list[list]]:
@@ -75,7 +69,7 @@ def _scale(lo: float, hi: float, log: bool):
 TICK_CHAR_W, TICK_GAP = 7.2, 6.0
 
 
-def scatter(trials: list[dict], param: str, metric: str) -> str:
+def scatter(trials: list[dict], param: str, metric: str) -> Markup:
     """The objective (y) of each trial against one param's value (x); a log axis when every value is
     positive and they span more than a factor 20; text values (a categorical param) evenly spaced."""
     points = [
@@ -84,10 +78,7 @@ def scatter(trials: list[dict], param: str, metric: str) -> str:
         if t.get("value") is not None and param in t.get("params", {})
     ]
     if not points:
-        return (
-            f'<div class="aw-chart aw-chart-empty" data-points="0" data-param="{esc(param)}">'
-            f'<div class="aw-muted">{esc(param)}: {_("no trial value yet")}</div></div>'
-        )
+        return macro(SWEEPS, "scatter_empty")(param)
     numeric = all(isinstance(x, (int, float)) and not isinstance(x, bool) for x, _v, _s in points)
     cats = [] if numeric else sorted({str(x) for x, _v, _s in points})
     xs = [float(x) if numeric else cats.index(str(x)) for x, _v, _s in points]
@@ -106,40 +97,33 @@ def scatter(trials: list[dict], param: str, metric: str) -> str:
     def sy(y: float) -> float:
         return MT + (1 - (y - y0) / (y1 - y0)) * ph
 
-    parts = [f'<svg viewBox="0 0 {W} {H}" class="aw-svg" role="img" aria-label=\'{esc(metric)} / {esc(param)}\'>']
     step = (y1 - y0) / 4
-    for yv in ticks(y0, y1, 4):
-        parts.append(
-            f'<line x1="{ML}" x2="{W - MR}" y1="{sy(yv):.1f}" y2="{sy(yv):.1f}" class="aw-grid"/>'
-            f'<text x="{ML - 6}" y="{sy(yv) + 4:.1f}" text-anchor="end" class="aw-tick">'
-            f"{esc(tick_label(yv, step))}</text>"
-        )
+    yticks = [(f"{sy(yv):.1f}", f"{sy(yv) + 4:.1f}", tick_label(yv, step)) for yv in ticks(y0, y1, 4)]
     labels = (
         [(c, i) for i, c in enumerate(cats)]
         if not numeric
         else [(fmt(v), v) for v in sorted(set(float(x) for x, _v, _s in points))][:8]
     )
+    xlabels = []
     right = -math.inf  # where the last label drawn ends: a value too close to it is not labelled (its point's
     for text, xv in labels:  # title says it) — two trials' close learning rates printed over each other
         x, half = sx(xv), len(text) * TICK_CHAR_W / 2
         if x - half < right + TICK_GAP:
             continue
         right = x + half
-        parts.append(f'<text x="{x:.1f}" y="{H - MB + 16}" text-anchor="middle" class="aw-tick">{esc(text)}</text>')
-    for (x, v, state), xv in zip(points, xs):
-        color = STATE_COLOR.get(state or "", PALETTE[2])
-        parts.append(
-            f'<circle cx="{sx(xv):.1f}" cy="{sy(v):.1f}" r="5" fill="{color}" data-state="{esc(state)}">'
-            f"<title>{esc(param)}={esc(fmt(x))} → {esc(fmt(v))} ({esc(state)})</title></circle>"
+        xlabels.append((f"{x:.1f}", text))
+    dots = [
+        (
+            f"{sx(xv):.1f}",
+            f"{sy(v):.1f}",
+            STATE_COLOR.get(state or "", PALETTE[2]),
+            state,
+            f"{param}={fmt(x)} → {fmt(v)} ({'' if state is None else state})",
         )
-    parts.append(
-        f'<text x="{ML + pw / 2:.1f}" y="{H - 4}" text-anchor="middle" class="aw-tick">{esc(param)}'
-        f"{' (log)' if log else ''}</text></svg>"
-    )
-    return (
-        f'<div class="aw-chart" data-points="{len(points)}" data-param="{esc(param)}">'
-        f'<div class="aw-muted">{esc(metric)} · {esc(param)}</div>{"".join(parts)}</div>'
-    )
+        for (x, v, state), xv in zip(points, xs)
+    ]
+    frame = {"w": W, "h": H, "left": ML, "right": W - MR, "bottom": H - MB, "middle": f"{ML + pw / 2:.1f}"}
+    return macro(SWEEPS, "scatter")(param, metric, frame, yticks, xlabels, dots, log)
 
 
 def _axis(values: list[Any]):
@@ -165,13 +149,13 @@ def _axis(values: list[Any]):
     )
 
 
-def parallel_coordinates(trials: list[dict], params: list[str], metric: str, best: int | None = None) -> str:
+def parallel_coordinates(trials: list[dict], params: list[str], metric: str, best: int | None = None) -> Markup:
     """Every trial as a line across one vertical axis per param and one for the objective (right): which settings
     go together with a good value. Lines coloured by value (low light, high dark), the best one on top and bold,
     trials without a value (pruned early, failed) dashed and grey."""
     lines = [t for t in trials if all(p in (t.get("params") or {}) for p in params)]
     if len(params) < 2 or len(lines) < 2:
-        return ""
+        return Markup("")
     axes = [*params, metric]
     values = [t.get("value") for t in lines if t.get("value") is not None]
     scales = [_axis([t["params"][p] for t in lines]) for p in params] + [_axis(values or [0.0])]
@@ -182,22 +166,13 @@ def parallel_coordinates(trials: list[dict], params: list[str], metric: str, bes
         return side + i * gap, top + (1 - scales[i][0](v)) * (h - top - bottom)
 
     v_lo, v_hi = (min(values), max(values)) if values else (0.0, 1.0)
-    # no translation marker inside the SVG: the page translates markers in text, not in escaped attributes
-    parts = [
-        f'<svg viewBox="0 0 {w} {h}" class="aw-svg" role="img" aria-label="{esc(metric)} / {esc(", ".join(params))}">'
-    ]
-    labels: list[str] = []  # drawn over the lines
+    axis_names, labels = [], []  # the labels: drawn over the lines
     for i, name in enumerate(axes):
         x = side + i * gap
-        parts.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{top}" y2="{h - bottom}" class="aw-grid"/>')
         for text, at in scales[i][1]:
-            y = top + (1 - at) * (h - top - bottom)
-            labels.append(  # a halo: the label stays legible over the lines that meet the axis there
-                f'<text x="{x - 5:.1f}" y="{y + 4:.1f}" text-anchor="end" class="aw-tick" paint-order="stroke" '
-                f'stroke="#fff" stroke-width="3">{esc(text)}</text>'
-            )
-        label = f"{name}{' (log)' if scales[i][2] else ''}"
-        parts.append(f'<text x="{x:.1f}" y="{h - 10}" text-anchor="middle" class="aw-tick">{esc(label)}</text>')
+            labels.append((f"{x - 5:.1f}", f"{top + (1 - at) * (h - top - bottom) + 4:.1f}", text))
+        axis_names.append((f"{x:.1f}", f"{name}{' (log)' if scales[i][2] else ''}"))
+    drawn = []
     ordered = sorted(lines, key=lambda t: (t.get("number") == best, t.get("value") is not None, t.get("value") or 0))
     for t in ordered:
         value = t.get("value")
@@ -205,44 +180,28 @@ def parallel_coordinates(trials: list[dict], params: list[str], metric: str, bes
         if value is not None:
             coords.append(point(len(params), value))
             share = (value - v_lo) / (v_hi - v_lo) if v_hi > v_lo else 1.0
-            style = f'stroke="{PALETTE[0]}" stroke-opacity="{0.25 + 0.75 * share:.2f}"'
+            style = [("stroke", PALETTE[0]), ("stroke-opacity", f"{0.25 + 0.75 * share:.2f}")]
         else:
-            style = 'stroke="#9ca3af" stroke-dasharray="4 3"'
+            style = [("stroke", "#9ca3af"), ("stroke-dasharray", "4 3")]
         is_best = t.get("number") == best
         path = " ".join(f"{x:.1f},{y:.1f}" for x, y in coords)
         settings = ", ".join(f"{p}={fmt(t['params'][p])}" for p in params)
-        parts.append(
-            f'<polyline points="{path}" fill="none" {style} stroke-width="{3 if is_best else 1.5}" '
-            f'data-trial="{t.get("number")}" data-state="{esc(t.get("state"))}"{" data-best" if is_best else ""}>'
-            f"<title>#{t.get('number')}: {esc(settings)} → {esc(fmt(value))}</title></polyline>"
-        )
-    parts += [*labels, "</svg>"]
-    return (
-        f'<div class="aw-chart" id="sweep-parallel" data-lines="{len(lines)}" data-axes="{len(axes)}">'
-        f'<div class="aw-muted">{_("parallel coordinates")} · {esc(metric)}</div>{"".join(parts)}</div>'
-    )
+        title = f"#{t.get('number')}: {settings} → {fmt(value)}"
+        drawn.append((path, style, 3 if is_best else 1.5, t.get("number"), t.get("state"), is_best, title))
+    # no translation marker inside the SVG (the template's only text there is the data's)
+    return macro(SWEEPS, "parallel")(metric, params, w, h, top, bottom, axis_names, labels, drawn)
 
 
-def charts(d: dict[str, Any]) -> str:
+def charts(d: dict[str, Any]) -> Markup:
     metric = (d.get("objective") or {}).get("metric", "")
     best = (d.get("best") or {}).get("number")
-    return (
-        parallel_coordinates(d["trials"], list(d["params"]), metric, best)
-        + '<div class="aw-sweep-charts" style="display:grid;grid-template-columns:repeat(auto-fill,minmax(360px,1fr));'
-        'gap:12px">' + "".join(scatter(d["trials"], p, metric) for p in d["params"]) + "</div>"
+    return macro(SWEEPS, "charts")(
+        parallel_coordinates(d["trials"], list(d["params"]), metric, best),
+        [scatter(d["trials"], p, metric) for p in d["params"]],
     )
 
 
-def importance_bars(values: dict[str, float] | None) -> str:
-    if not values:
-        return f'<div class="aw-muted" id="sweep-importances" data-n="0">{_("Parameter importances appear once 4 trials are complete.")}</div>'
-    top = max(values.values()) or 1.0
-    rows = "".join(
-        f'<div style="display:flex;gap:8px;align-items:center"><code style="min-width:140px">{esc(k)}</code>'
-        f'<div style="background:{PALETTE[0]};height:10px;width:{max(2, int(200 * v / top))}px"></div>'
-        f"<span>{v:.2f}</span></div>"
-        for k, v in values.items()
-    )
-    return (
-        f'<div id="sweep-importances" data-n="{len(values)}"><b>{_("Parameter importances (Optuna)")}</b>{rows}</div>'
-    )
+def importance_bars(values: dict[str, float] | None) -> Markup:
+    top = max((values or {}).values(), default=0.0) or 1.0
+    rows = [(k, max(2, int(200 * v / top)), f"{v:.2f}") for k, v in (values or {}).items()]
+    return macro(SWEEPS, "importances")(rows, PALETTE[0])

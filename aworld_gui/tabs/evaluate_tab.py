@@ -336,10 +336,12 @@ class EvaluateTab:
         status = effective_status(RunDir(path))
         state = status.get("state") or "queued"
         active = state in ACTIVE_STATES
-        progress = render.badge(
-            state,
-            str(render.RUN_LABEL.get(state, state))
-            + (f": {engine_text.message(status.get('cause'))}" if status.get("cause") else ""),
+        progress = str(  # Markup; what follows is added as HTML
+            render.badge(
+                state,
+                str(render.RUN_LABEL.get(state, state))
+                + (f": {engine_text.message(status.get('cause'))}" if status.get("cause") else ""),
+            )
         )
         if status.get("total_steps"):
             progress += (

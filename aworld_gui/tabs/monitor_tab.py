@@ -366,7 +366,9 @@ class MonitorTab:
                 '<div class="aw-chart-box"><div class="aw-chart-title">'
                 + render.esc(", ".join(picks))
                 + "</div>"
-                + svg_chart(custom_lines, _("value"), _("none of these metrics has values yet"), "custom", width=1320)
+                + str(
+                    svg_chart(custom_lines, _("value"), _("none of these metrics has values yet"), "custom", width=1320)
+                )
                 + "</div>"
             )
         return {

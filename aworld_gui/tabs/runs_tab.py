@@ -73,7 +73,7 @@ def table_rows(runs: list[dict]) -> list[list]:
         label = str(RUN_LABEL.get(r["state"], r["state"])) + (
             f": {engine_text.message(r['cause'])}" if r.get("cause") else ""
         )
-        state = badge(r["state"], label)
+        state = str(badge(r["state"], label))  # Markup; the notes below are added as HTML
         if r.get("queue"):
             state += f' <span class="aw-muted" data-testid="queue-note">{r["queue"]}</span>'
         if r.get("unreadable"):
