@@ -25,6 +25,8 @@ def ui_strings() -> dict[str, str]:
                 for arg in node.args if node.func.id == "headers" else node.args[:1]:
                     if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
                         found.setdefault(arg.value, f"{path.name}:{node.lineno}")
+    for name, text in template_strings():  # the templates' ``{{ _("...") }}``
+        found.setdefault(text, name)
     from engines.diagnostics.advice import ADVICE  # the diagnoses' words, which the Monitor passes to _()
 
     for code, advice in ADVICE.items():
@@ -35,6 +37,23 @@ def ui_strings() -> dict[str, str]:
     for name, text in engine_texts().items():
         found.setdefault(text, name)
     return found
+
+
+def template_strings() -> list[tuple[str, str]]:
+    """Every literal passed to ``_()`` in the templates (aworld_gui/templates/), read by Jinja2's own parser, with
+    where it is."""
+    from jinja2 import nodes
+
+    from aworld_gui.rendering.templates import environment
+
+    out = []
+    for path in sorted((GUI / "templates").rglob("*.html")):
+        tree = environment().parse(path.read_text(encoding="utf-8"))
+        for call in tree.find_all(nodes.Call):
+            if isinstance(call.node, nodes.Name) and call.node.name == "_" and call.args:
+                if isinstance(call.args[0], nodes.Const) and isinstance(call.args[0].value, str):
+                    out.append((f"templates/{path.relative_to(GUI / 'templates')}:{call.lineno}", call.args[0].value))
+    return out
 
 
 def engine_texts() -> dict[str, str]:
