@@ -8,6 +8,7 @@ from __future__ import annotations
 from html.parser import HTMLParser
 
 from aworld_gui.rendering import render
+from aworld_gui.rendering.templates import escaped
 from aworld_gui.rendering.i18n import _, localize
 from aworld_gui.tabs.runs_tab import table_rows
 
@@ -43,7 +44,7 @@ def test_a_marker_in_user_controlled_text_cannot_open_an_attribute():
     sinks = {
         "badge": render.badge(PAYLOAD, PAYLOAD),
         "runs table": "".join(str(cell) for cell in table_rows([row])[0]),
-        "attribute": f'<span title="{render.esc(PAYLOAD)}" data-x="{render.esc(PAYLOAD)}">{render.esc(PAYLOAD)}</span>',
+        "attribute": f'<span title="{escaped(PAYLOAD)}" data-x="{escaped(PAYLOAD)}">{escaped(PAYLOAD)}</span>',
     }
     for where, html in sinks.items():
         p = parsed(html)
@@ -51,4 +52,4 @@ def test_a_marker_in_user_controlled_text_cannot_open_an_attribute():
         assert any(MARKER in v for v in p.values), (where, html)  # the marker whole in the attribute's value
     # the page reads it back as a marker: translated in text and attributes alike
     shown = localize(sinks["attribute"], "zh")
-    assert "不可用" in shown and "__i18n__" not in shown and localize(render.esc(MARKER), "en") == "unavailable"
+    assert "不可用" in shown and "__i18n__" not in shown and localize(escaped(MARKER), "en") == "unavailable"

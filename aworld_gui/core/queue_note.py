@@ -7,40 +7,25 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..rendering import render
-from ..rendering.i18n import _
+from markupsafe import Markup
+
+from ..rendering.templates import macro
 
 
 def queue_facts(status: dict[str, Any]) -> tuple[int | None, list[str], str | None]:
-    """(place in line, 1 = next; the runs queued before it, first in line first; the run holding the slot),
-    the run ids escaped for HTML."""
+    """(place in line, 1 = next; the runs queued before it, first in line first; the run holding the slot), as
+    status.json says them (text: the template escapes them)."""
     if status.get("state") != "queued":
         return None, [], None
     pos = status.get("queue_position")
-    ahead = [render.esc(r) for r in status.get("queued_ahead") or []]
     holder = status.get("waiting_for")
-    return (int(pos) if pos else None), ahead, (render.esc(holder) if holder else None)
+    return (int(pos) if pos else None), [str(r) for r in status.get("queued_ahead") or []], (holder or None)
 
 
-def queue_note(status: dict[str, Any], short: bool = False) -> str:
+def queue_note(status: dict[str, Any], short: bool = False) -> Markup | str:
     """HTML: ``#2 in line · waits for run X`` (``short``, the Runs table), or the Monitor's sentence around the
-    same words; "" when the run is not queued or has not said its place yet."""
+    same words (templates/core/queue_note.html); "" when the run is not queued or has not said its place yet."""
     pos, ahead, holder = queue_facts(status)
     if pos is None:
         return ""
-    if ahead:
-        what = (
-            f"{_('run')} {ahead[0]}"
-            if len(ahead) == 1
-            else f"{len(ahead)} {_('runs queued before it (first:')} {ahead[0]})"
-        )
-        if holder and holder not in ahead:
-            what += f"; {_('run')} {holder} {_('holds the training slot')}"
-    elif holder:
-        what = f"{_('run')} {holder}, {_('which holds the machine’s training slot')}"
-    else:
-        what = _("the machine’s training slot to be free")
-    line = f"#{pos} {_('in line')} · {_('waits for')} {what}"  # the Runs table's words, in the Monitor too
-    if short:
-        return line
-    return f"{_('Queued')} — {line}. {_('It starts by itself when its turn comes — closing this page does not affect it.')}"
+    return macro("core/queue_note.html", "note")(pos, ahead, str(holder) if holder else None, short)

@@ -32,9 +32,9 @@ CATALOG = Path(__file__).parents[1] / "locale" / "zh" / "LC_MESSAGES" / "studio.
 PICKER_CODES = {"en": "en", "zh": "zh-CN"}
 #: a marker whose translation is the page's current language (the Monitor's stream is localized with it)
 LOCALE_TEXT = "__locale__"
-#: the head of a marker as render.esc writes it in HTML (the page reads ``__i18n__``; Gradio does not see a marker)
+#: the head of a marker as templates.escaped writes it in HTML (the page reads ``__i18n__``; Gradio does not see a marker)
 ESCAPED_MARKER_HEAD = "__i18n&#95;_"
-#: a marker as Gradio writes it, or as HTML escaping writes it (render.esc)
+#: a marker as Gradio writes it, or as HTML escaping writes it (templates.escaped)
 _MARKER = re.compile(
     r'__i18n(?:__|&#95;_)(\{(?:"|&quot;)__type__(?:"|&quot;): (?:"|&quot;)translation_metadata(?:"|&quot;), '
     r'(?:"|&quot;)key(?:"|&quot;): (?:"|&quot;)(t[0-9a-f]{12})(?:"|&quot;)\})'

@@ -21,7 +21,7 @@ from engines.runs.rundir import FAILED, FINISHED, QUEUED, RUNNING, STOPPED, STOP
 from . import engine_text
 from .i18n import _
 from .progress import Progress
-from .templates import escaped, macro
+from .templates import macro
 
 SETUP, MONITOR, MACROS = "render/setup.html", "render/monitor.html", "render/macros.html"
 
@@ -43,11 +43,6 @@ def visible_text(text: str) -> str:
     if text.strip():
         return text
     return f"({_('whitespace')} {text!r})" if text else str(_("(empty)"))
-
-
-def esc(value: Any) -> str:
-    """HTML-escaped text (templates.escaped as a string): for the views not yet written as templates (issue 46)."""
-    return str(escaped(value))
 
 
 def engine_html(text: str | None) -> Markup:

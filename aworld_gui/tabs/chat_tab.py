@@ -13,7 +13,7 @@ from typing import Any
 import gradio as gr
 
 from ..rendering.i18n import Markdown, _
-from ..rendering import render
+from ..rendering.templates import macro
 from ..core.chat_client import ChatError, ChatService
 from ..core.studio import Studio
 
@@ -75,11 +75,7 @@ def context_note(event: dict) -> str:
     dropped = int(event.get("dropped") or 0)
     if not dropped:
         return ""
-    gone = _("earliest turn(s) no longer fit the model's context")
-    return (
-        f' <span class="aw-msg aw-msg-warn" data-testid="chat-dropped" data-dropped="{dropped}">— '
-        f"{dropped} {gone} ({event.get('limit')} {_('tokens')}): {_('it saw the last')} {event.get('kept')}</span>"
-    )
+    return str(macro("tabs/chat.html", "context")(dropped, event.get("limit"), event.get("kept")))
 
 
 class ChatTab:
@@ -230,7 +226,7 @@ class ChatTab:
         history.append(dict(user))
         reply = {"role": "assistant", "content": ""}
         history.append(reply)
-        status = f'<span class="aw-muted">{render.esc(model)} · {render.esc(run_id)}</span>'  # no word: both languages
+        status = str(macro("tabs/chat.html", "status")(model, run_id))  # a str: the notes below are added to it
         restarted, restarts_before, context, raw = None, self.service.restarts, "", ""
         yield history, status + f' <span class="aw-muted">— {_("loading the model…")}</span>', conversation, None
         try:
@@ -291,10 +287,9 @@ class ChatTab:
             ]
             if restarted is None and self.service.restarts > restarts_before:  # it stopped, then failed to load
                 restarted = self.service.last_cause
-            note = f" ({_('restarted after:')} {render.esc(restarted)})" if restarted else ""
             yield (
                 history,
-                f'<div class="aw-msg aw-msg-error" data-testid="chat-error">{render.esc(e)}{note}</div>',
+                macro("tabs/chat.html", "error")(e, restarted),
                 conversation,
                 False,
             )

@@ -13,7 +13,8 @@ from __future__ import annotations
 import gradio as gr
 import yaml
 
-from ..rendering import engine_text, render
+from ..rendering import engine_text
+from ..rendering.templates import macro
 from . import config_form
 from .config_form import set_yaml_key
 from ..rendering.i18n import _
@@ -45,45 +46,27 @@ def settings_table(fields: list[dict], query: str, overrides: dict) -> str:
     mode = overrides.get("mode") or next((f.get("default") for f in fields if f["name"] == "mode"), None)
     shown = [f for f in fields if applies(f, mode) and matches(f, query)]
     total = sum(1 for f in fields if applies(f, mode))
-    rows = []
-    for f in shown[:MAX_ROWS]:
-        name = f["name"]
-        set_here = name in overrides
-        value = (
-            render.esc(yaml.safe_dump(overrides[name], default_flow_style=True).strip().removesuffix("...").strip())
-            if set_here
-            else ""
-        )
-        default = render.esc(f.get("default"))
-        helps = render.esc(engine_text.known(f.get("help")))
-        if f.get("trl_help"):
-            helps += f'<div class="aw-muted">TRL: {render.esc(f["trl_help"])}</div>'
-        if f.get("alias_of"):
-            helps += f'<div class="aw-muted">{ALIAS_OF} <code>{render.esc(f["alias_of"])}</code></div>'
-        if f.get("choices"):
-            helps += f'<div class="aw-muted">{_("one of:")} {render.esc(", ".join(map(str, f["choices"][:40])))}</div>'
-        rows.append(
-            f'<tr data-name="{render.esc(name)}"{" class=aw-set" if set_here else ""}>'
-            f'<td><code>{render.esc(name)}</code><div class="aw-muted">{render.esc(f.get("source") or "")}'
-            f"</div></td><td>{render.esc(f.get('type'))}</td><td><code>{default}</code></td>"
-            f'<td>{"<code>" + value + "</code>" if set_here else ""}</td><td class="aw-help">{helps}</td></tr>'
-        )
-    more = f" ({_('first')} {MAX_ROWS})" if len(shown) > MAX_ROWS else ""
-    head = (
-        f'<div class="aw-muted" data-testid="settings-count" data-shown="{len(shown)}" data-total="{total}">'
-        f"{len(shown)} / {total} {_('settings for mode')} {render.esc(mode)}{more}</div>"
-    )
-    return (
-        head + '<div class="aw-settings-scroll"><table class="aw-table aw-settings"><colgroup>'
-        '<col style="width:27%"><col style="width:11%"><col style="width:11%"><col style="width:11%"><col>'
-        f"</colgroup><thead><tr><th>{_('setting')}</th><th>{_('type')}</th><th>{_('default')}</th>"
-        f"<th>{_('set to')}</th><th>{_('what it does')}</th></tr></thead><tbody>"
-        + "".join(rows)
-        + "</tbody></table></div>"
-    )
+    rows = [
+        {
+            "name": f["name"],
+            "set_here": f["name"] in overrides,
+            "value": _yaml_value(overrides[f["name"]]) if f["name"] in overrides else "",
+            "default": f.get("default"),
+            "type": f.get("type"),
+            "source": f.get("source") or "",
+            "help": engine_text.known(f.get("help")),
+            "trl_help": f.get("trl_help"),
+            "alias_of": f.get("alias_of"),
+            "choices": ", ".join(map(str, f["choices"][:40])) if f.get("choices") else "",
+        }
+        for f in shown[:MAX_ROWS]
+    ]
+    return macro("tabs/config_editor.html", "settings")(rows, len(shown), total, mode, MAX_ROWS)
 
 
-ALIAS_OF = _("alias of TRL's")
+def _yaml_value(value) -> str:
+    """A setting's value as its YAML line writes it."""
+    return yaml.safe_dump(value, default_flow_style=True).strip().removesuffix("...").strip()
 
 
 class ConfigEditor:
@@ -152,10 +135,10 @@ class ConfigEditor:
         try:
             parsed = yaml.safe_load(value) if (value or "").strip() else None
         except yaml.YAMLError as e:
-            return (None, f'<div class="aw-msg aw-msg-error">The value is not YAML: {render.esc(e)}</div>', gr.update())
+            return None, macro("tabs/config_editor.html", "not_yaml")(e), gr.update()
         if parsed is None:
             return None, '<div class="aw-msg aw-msg-error">Type a value (or press Remove).</div>', gr.update()
-        note = f'<div class="aw-msg">Set <code>{render.esc(name)}</code>: checked at once (the card status).</div>'
+        note = macro("tabs/config_editor.html", "was_set")(name)
         return (
             config_form.yaml_edit(name, parsed),
             note,
@@ -167,7 +150,7 @@ class ConfigEditor:
             return None, "", gr.update()
         return (
             config_form.yaml_edit(name, None),
-            f'<div class="aw-msg">Removed <code>{render.esc(name)}</code>.</div>',
+            macro("tabs/config_editor.html", "removed")(name),
             self._picked(engine, name, set_yaml_key(config_text, name, None)),
         )
 

@@ -25,7 +25,6 @@ shows changes (:func:`form_slots`, a State each: config_form_render.py), and num
 from __future__ import annotations
 
 import hashlib
-import html
 import json
 import math
 from dataclasses import asdict, dataclass, field
@@ -37,6 +36,7 @@ from engines.files.yaml_input import try_load_yaml
 
 from ..rendering import engine_text
 from ..rendering.i18n import _
+from ..rendering.templates import macro
 
 KEEP = {"__type__": "update"}  # a page step's output that leaves its component as it is
 AGENT_MODEL = "(the agent's model)"
@@ -484,8 +484,7 @@ def slot_mark(
         "shown": json.dumps(value, default=str),
         "box": box or "",
     }
-    data = " ".join(f'data-{k}="{html.escape(v, quote=True)}"' for k, v in attrs.items())
-    return f'<span data-testid="form-fields" {data} hidden></span>'
+    return macro("tabs/config_form.html", "slot_mark")(list(attrs.items()))
 
 
 #: the page step after a server's :func:`yaml_edit`: inputs (the edit, the overrides YAML), output the YAML

@@ -9,8 +9,9 @@ from typing import Any
 import gradio as gr
 
 from ..core.studio import Studio
-from ..rendering import engine_text, render
+from ..rendering import engine_text
 from ..rendering.i18n import _MARKER, _
+from ..rendering.templates import macro
 from . import config_form
 
 
@@ -203,8 +204,6 @@ def _form_state(view: config_form.FormView, text: str, fields: str) -> str:
         note = _("Fields marked • are set in the overrides YAML; the others show their effective value.")
     else:
         note = _("Checking… fields marked • are set in the overrides YAML; the others show the last check's values.")
-    return (
-        f'<div class="aw-muted aw-form-state" data-testid="form-state" data-valid="{int(view.valid)}" '
-        f'data-current="{int(view.current)}" data-engine="{render.esc(view.engine)}" '
-        f'data-spec="{config_form.spec_id(text)}" data-fields="{fields}">{note}</div>'
+    return macro("tabs/config_form.html", "form_state")(
+        int(view.valid), int(view.current), view.engine, config_form.spec_id(text), fields, note
     )

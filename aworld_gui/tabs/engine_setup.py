@@ -19,12 +19,14 @@ from typing import Any, Callable
 
 import gradio as gr
 import psutil
+from markupsafe import Markup
 
 from engines.isolation.processes import spawn_detached
 from engines.runs.json_lines import last_json_line
 
 from ..rendering import render
 from ..rendering.i18n import _
+from ..rendering.templates import macro
 
 SETUP_DIR = ".engine-setup"
 RUNNING, DONE, FAILED = "running", "done", "failed"
@@ -81,21 +83,13 @@ class EngineSetups:
 def progress_html(engine: str, state: dict[str, Any] | None, reason: str = "") -> str:
     """What the panel shows: why the engine is unavailable, or how its setup is going."""
     if state is None:
-        return (
-            f'<div class="aw-setup" data-state="idle"><b>{render.esc(engine)}</b> '
-            f'{_("needs an environment of its own:")} {render.engine_html(reason)}<div class="aw-muted">'
-            f"{_('The button runs')} <code>python -m engines setup {render.esc(engine)}</code> "
-            f"{_('in the background (about 2 GB, a few minutes); you can keep working meanwhile.')}</div></div>"
-        )
+        return macro("tabs/engine_setup.html", "idle")(engine, Markup(render.engine_html(reason)))  # render's HTML
     status = state.get("state", RUNNING)
     pct = 100.0 * float(state.get("fraction") or (1.0 if status == DONE else 0.0))
     bar = {"running": "running", "done": "finished", "failed": "failed"}.get(status, "running")
     label = {"running": _("setting up"), "done": _("ready"), "failed": _("setup failed")}.get(status, status)
-    return (
-        f'<div class="aw-setup" data-state="{render.esc(status)}" data-fraction="{pct:.0f}">'
-        f'{render.badge(bar, label)} <span class="aw-msg">{render.esc(state.get("message", ""))}</span>'
-        f'<div class="aw-progress"><div class="aw-bar aw-bar-{bar}" style="width:{pct:.1f}%"></div></div></div>'
-    )
+    badge = Markup(render.badge(bar, label))  # render.badge's HTML
+    return macro("tabs/engine_setup.html", "progress")(status, pct, badge, state.get("message", ""), bar)
 
 
 class EngineSetupPanel:

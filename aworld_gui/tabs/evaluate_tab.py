@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import gradio as gr
+from markupsafe import Markup
 
 from engines.runs.rundir import ACTIVE_STATES, RunDir
 
@@ -18,6 +19,7 @@ from ..rendering.i18n import Markdown, _, headers
 from ..core import inputs as inp
 from ..rendering import engine_text, render
 from ..core.studio import Studio
+from ..rendering.templates import macro
 
 RUN_DATASET = "(the run's test set)"
 #: the dataset picker's first choice: the run's own test set (value RUN_DATASET), named in the page's language
@@ -27,6 +29,7 @@ FILTERS = ["all samples", "models disagree", "a model failed"]
 #: the table's filters (values FILTERS), named in the page's language
 FILTER_CHOICES = list(zip([_("all samples"), _("models disagree"), _("a model failed")], FILTERS))
 TICK_S = 1.0
+ERROR = macro("tabs/common.html", "error")
 
 
 @dataclass
@@ -64,6 +67,11 @@ def model_label(model: str) -> str:
     return str(_("base")) if model == "base" else model
 
 
+def _view(name: str):
+    """A macro of templates/tabs/evaluate.html."""
+    return macro("tabs/evaluate.html", name)
+
+
 def read_predictions(eval_dir: str | Path) -> list[dict]:
     return RunDir(eval_dir).read_jsonl("predictions.jsonl")
 
@@ -72,7 +80,7 @@ def summary_html(metrics: dict[str, dict]) -> str:
     """One column per model: mean reward, each reward term, pass@k, tool calls, samples, and seconds: loading the
     model, generating and scoring, the whole."""
     if not metrics:
-        return f'<div class="aw-muted">{_("No results yet.")}</div>'
+        return _view("summary")([], [])
     models = list(metrics)
     keys: list[str] = []
     for m in models:
@@ -84,20 +92,10 @@ def summary_html(metrics: dict[str, dict]) -> str:
         + [k for k in ("tool_calls", "samples", "prompts", "load_seconds", "generate_seconds", "seconds") if k in keys]
     )
     best = max(models, key=lambda m: metrics[m].get("reward") or 0.0)
-    head = "".join(
-        f"<th{' class=aw-best' if m == best and len(models) > 1 else ''}>{render.esc(model_label(m))}</th>"
-        for m in models
-    )
-    rows = "".join(
-        f"<tr><th>{render.esc(k)}</th>"
-        + "".join(f"<td>{render.fmt_num(metrics[m].get(k))}</td>" for m in models)
-        + "</tr>"
-        for k in order
-    )
-    return (
-        f'<table class="aw-table aw-eval-summary" data-testid="eval-summary"><thead><tr><th></th>{head}</tr>'
-        f"</thead><tbody>{rows}</tbody></table>"
-    )
+    head = [(model_label(m), m == best and len(models) > 1) for m in models]
+    # render.fmt_num's HTML (a number, or the value escaped)
+    rows = [(k, [Markup(render.fmt_num(metrics[m].get(k))) for m in models]) for k in order]
+    return _view("summary")(head, rows)
 
 
 def sample_rows(predictions: list[dict], which: str = FILTERS[0], threshold: float = 1.0) -> tuple[list, list[str]]:
@@ -138,15 +136,8 @@ def trajectories_html(predictions: list[dict], index: int, sample: int = 0) -> s
                 "rewards": p.get("rewards"),
                 "reward": p.get("reward"),
             }
-            parts.append(
-                f'<div class="aw-eval-side"><div class="aw-section-title">{render.esc(model_label(p["model"]))}</div>'
-                f"{render.trajectory(shown)}</div>"
-            )
-    return (
-        f'<div class="aw-eval-sides">{"".join(parts)}</div>'
-        if parts
-        else f'<div class="aw-muted">{_("Pick a row of the table to see its trajectories.")}</div>'
-    )
+            parts.append((model_label(p["model"]), Markup(render.trajectory(shown))))  # render.trajectory's HTML
+    return _view("trajectories")(parts)
 
 
 class EvaluateTab:
@@ -294,7 +285,7 @@ class EvaluateTab:
         try:
             entries = None if (not rewards or rewards.strip() == RUN_REWARD) else inp.parse_reward_text(rewards)
         except ValueError as e:
-            return f'<div class="aw-msg aw-msg-error">{render.esc(e)}</div>', gr.update(), gr.update()
+            return ERROR(e), gr.update(), gr.update()
         res = self.studio.launch_eval(
             run_id,
             list(models or []),
@@ -306,14 +297,13 @@ class EvaluateTab:
         )
         if not res.get("ok"):
             return (
-                f'<div class="aw-msg aw-msg-error">{_("Evaluation refused:")} {render.esc(res.get("error"))}</div>',
+                ERROR(res.get("error"), _("Evaluation refused:")),
                 gr.update(),
                 gr.update(),
             )
         evals = self.studio.evaluations(run_id)
         return (
-            f'<div class="aw-msg">{render.badge("running", _("started"))} <code>{render.esc(res["eval_id"])}</code> '
-            f"— {_('it runs in its own process; closing this page does not stop it.')}</div>",
+            _view("started")(Markup(render.badge("running", _("started"))), res["eval_id"]),  # render.badge's HTML
             gr.update(choices=self._eval_choices(evals), value=res["eval_id"]),
             gr.Timer(active=True),
         )
@@ -325,7 +315,7 @@ class EvaluateTab:
             path = self.studio.eval_path(run_id, eval_id)
         except ValueError as e:
             return (
-                f'<div class="aw-msg aw-msg-error">{render.esc(e)}</div>',
+                ERROR(e),
                 summary_html({}),
                 None,
                 gr.Timer(active=False),
@@ -336,27 +326,26 @@ class EvaluateTab:
         status = effective_status(RunDir(path))
         state = status.get("state") or "queued"
         active = state in ACTIVE_STATES
-        progress = str(  # Markup; what follows is added as HTML
-            render.badge(
-                state,
-                str(render.RUN_LABEL.get(state, state))
-                + (f": {engine_text.message(status.get('cause'))}" if status.get("cause") else ""),
-            )
+        badge = render.badge(  # render.badge's HTML
+            state,
+            str(render.RUN_LABEL.get(state, state))
+            + (f": {engine_text.message(status.get('cause'))}" if status.get("cause") else ""),
         )
-        if status.get("total_steps"):
-            progress += (
-                f' <span class="aw-muted">{status.get("step") or 0}/{status["total_steps"]} {_("samples")}'
-                f"{' · ' + render.esc(status['model']) if status.get('model') and active else ''}</span>"
-            )
-        if status.get("error"):
-            progress += f'<div class="aw-msg aw-msg-error">{render.esc(status["error"])}</div>'
+        shown = _view("state")(
+            state,
+            Markup(badge),
+            status.get("step") or 0,
+            status.get("total_steps"),
+            status.get("model") if active else None,
+            status.get("error"),
+        )
         predictions = read_predictions(path)
         rows, columns = sample_rows(predictions, which)
         import pandas as pd
 
         table = pd.DataFrame(rows, columns=columns) if rows else pd.DataFrame({str(_("sample")): []})
         return (
-            f'<span data-testid="eval-state" data-state="{render.esc(state)}">{progress}</span>',
+            shown,
             summary_html(read_metrics(path)),
             table,
             gr.Timer(active=active),

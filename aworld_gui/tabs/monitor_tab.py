@@ -29,12 +29,14 @@ from pathlib import Path
 from typing import Any
 
 import gradio as gr
+from markupsafe import Markup
 
 from engines.runs.rundir import EVAL_REWARD, EVAL_TRAIN_REWARD, LOSS, QUEUED, REWARD
 
 from ..rendering import engine_text, glossary, render
 from ..rendering.i18n import Markdown, _, localize
 from ..rendering.charts import PALETTE, Line, svg_chart
+from ..rendering.templates import macro
 from .groups_panel import GroupsPanel
 from .diagnoses_panel import CLONE_ELEM, SETTING_ELEM, diagnoses_html
 from ..core.queue_note import queue_note
@@ -203,7 +205,7 @@ class MonitorTab:
         if st is None:
             return render.no_run()
         if not isinstance(st, RunState):
-            return f'<div class="aw-run"><div class="aw-msg aw-msg-error">{render.esc(st)}</div></div>'
+            return macro("tabs/monitor.html", "failed")(st)
         st.refresh()
         return self.header_html(run_id, st, secrets.token_hex(4), picks or [], float(smoothing or 0.0))
 
@@ -362,15 +364,8 @@ class MonitorTab:
                 custom_lines.append(Line(name, xs, ys, PALETTE[i % len(PALETTE)], latest=s.last_y))
         custom = ""
         if picks:
-            custom = (
-                '<div class="aw-chart-box"><div class="aw-chart-title">'
-                + render.esc(", ".join(picks))
-                + "</div>"
-                + str(
-                    svg_chart(custom_lines, _("value"), _("none of these metrics has values yet"), "custom", width=1320)
-                )
-                + "</div>"
-            )
+            chart = svg_chart(custom_lines, _("value"), _("none of these metrics has values yet"), "custom", width=1320)
+            custom = macro("tabs/monitor.html", "custom_chart")(", ".join(picks), Markup(chart))  # charts.py's SVG
         return {
             "reward": svg_chart(reward, _("reward"), chart_id="reward"),
             "loss": svg_chart(loss, _("loss"), chart_id="loss"),

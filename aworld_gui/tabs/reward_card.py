@@ -12,7 +12,7 @@ from typing import Any
 from ..core import inputs as inp
 from ..rendering import engine_text
 from ..rendering.i18n import _, headers
-from ..rendering.render import esc
+from ..rendering.templates import macro
 
 
 #: the reward preview's own columns (Dataframe headers: see i18n.headers)
@@ -64,12 +64,16 @@ def label_for(key: str, docs: dict[str, tuple[str, str]]) -> str:
 _LISTS = re.compile(r"(?:list\[\d+\] of )*")
 
 
-def shape_html(shape: str) -> str:
-    """An argument's shape as engines/rewards/calling.shape writes it (``list[2] of {role, content}``): its types
-    and keys as code, each "of" of its leading lists in the page's language."""
+def shape_parts(shape: str) -> list[str]:
+    """An argument's shape as engines/rewards/calling.shape writes it (``list[2] of {role, content}``): its leading
+    lists' types, then the rest."""
     lists = _LISTS.match(shape).group(0)
-    parts = [*lists.split(" of ")[:-1], shape[len(lists) :]]
-    return f" {_('of')} ".join(f"<code>{esc(p)}</code>" for p in parts)
+    return [*lists.split(" of ")[:-1], shape[len(lists) :]]
+
+
+def shape_html(shape: str) -> str:
+    """An argument's shape: its types and keys as code, each "of" of its leading lists in the page's language."""
+    return macro("tabs/reward_calls.html", "shape")(shape_parts(shape))
 
 
 def calls_html(result: dict[str, Any] | None) -> str:
@@ -77,52 +81,19 @@ def calls_html(result: dict[str, Any] | None) -> str:
     calls = ((result or {}).get("details") or {}).get("calls") or {}
     logged_all = calls.get("_logged") or {}
     terms = {k: v for k, v in calls.items() if not k.startswith("_")}
-    if not terms:
-        return (
-            '<div class="aw-empty" data-testid="reward-calls">'
-            f"{_('What each reward receives and returns on the sample rows appears here after the check.')}</div>"
-        )
     template = ((result or {}).get("details") or {}).get("completion_template")
-    rows = []
-    for name, call in terms.items():
-        args = (
-            "".join(
-                f'<div><code>{esc(k)}</code> <span class="aw-muted">{shape_html(v)}</span></div>'
-                for k, v in (call.get("args") or {}).items()
-            )
-            or f'<span class="aw-muted">{_("not called")}</span>'
-        )
-        returned = call.get("returned") or []
-        shown = "".join(f"<div><code>{esc(r)}</code></div>" for r in returned[:6])
-        if len(returned) > 6:
-            shown += f'<div class="aw-muted">… {len(returned) - 6} {_("more")}</div>'
-        logged = "".join(f"<div><code>{esc(k)}</code> {esc(v)}</div>" for k, v in (call.get("logged") or {}).items())
-        rows.append(
-            f'<tr data-term="{esc(name)}"><td><b>{esc(name)}</b><div class="aw-muted">'
-            f"{esc(engine_text.known(call.get('style', '')))} {_('convention')}</div></td><td>{args}</td>"
-            f"<td>{shown or '—'}{logged}</td></tr>"
-        )
-    note = (
-        f'<div class="aw-muted">{_("Sample completions written as")} <code>{esc(template)}</code> '
-        f"{_('(the format these rewards expect).')}</div>"
-        if template
-        else ""
-    )
-    extra = ""
-    if logged_all:
-        extra = (
-            f'<div class="aw-muted">{_("Logged:")} '
-            + ", ".join(f"<code>{esc(k)}</code>" for k in logged_all)
-            + "</div>"
-        )
-    return (
-        f'<div class="aw-reward-calls" data-testid="reward-calls">'
-        f'<div class="aw-muted"><b>{_("What each reward received and returned")}</b> '
-        f"{_('on the sample rows (reference and wrong completions, in the call its framework makes).')}</div>{note}"
-        f'<table class="aw-table"><thead><tr><th>{_("reward")}</th><th>{_("received")}</th>'
-        f"<th>{_('returned')}</th></tr></thead>"
-        f"<tbody>{''.join(rows)}</tbody></table>{extra}</div>"
-    )
+    shown = [
+        {
+            "name": name,
+            "style": engine_text.known(call.get("style", "")),
+            "args": [(k, shape_parts(v)) for k, v in (call.get("args") or {}).items()],
+            "returned": (call.get("returned") or [])[:6],
+            "more": max(len(call.get("returned") or []) - 6, 0),
+            "logged": list((call.get("logged") or {}).items()),
+        }
+        for name, call in terms.items()
+    ]
+    return macro("tabs/reward_calls.html", "calls")(shown, template, list(logged_all))
 
 
 def reward_preview_frame(result: dict):

@@ -9,12 +9,14 @@ from dataclasses import dataclass
 from typing import Any
 
 import gradio as gr
+from markupsafe import Markup
 
 from engines.runs.rundir import ACTIVE_STATES, RunDir
 
 from ..rendering.charts import PALETTE, Line, svg_chart
 from ..rendering import engine_text
-from ..rendering.render import RUN_LABEL, badge, esc
+from ..rendering.render import RUN_LABEL, badge
+from ..rendering.templates import macro
 from ..core.run_cache import Series
 from ..rendering.i18n import Markdown, _, headers
 from ..core.studio import Studio
@@ -64,6 +66,11 @@ class RunsUI:
     label_btn: Any = None
 
 
+def _view(name: str):
+    """A macro of templates/tabs/runs.html."""
+    return macro("tabs/runs.html", name)
+
+
 def table_rows(runs: list[dict]) -> list[list]:
     rows = []
     for r in runs:
@@ -73,14 +80,9 @@ def table_rows(runs: list[dict]) -> list[list]:
         label = str(RUN_LABEL.get(r["state"], r["state"])) + (
             f": {engine_text.message(r['cause'])}" if r.get("cause") else ""
         )
-        state = str(badge(r["state"], label))  # Markup; the notes below are added as HTML
-        if r.get("queue"):
-            state += f' <span class="aw-muted" data-testid="queue-note">{r["queue"]}</span>'
-        if r.get("unreadable"):
-            state += f' <span class="aw-warning" data-testid="unreadable-note">{esc(r["unreadable"])}</span>'
-        name = f"<b>{esc(r.get('name') or '')}</b>" + (
-            f'<div class="aw-muted">{esc(r["note"])}</div>' if r.get("note") else ""
-        )
+        # render.badge's HTML; the queue note is core/queue_note's (a Markup: a str is text)
+        state = str(_view("state_cell")(Markup(badge(r["state"], label)), r.get("queue"), r.get("unreadable")))
+        name = str(_view("name_cell")(r.get("name") or "", r.get("note")))
         rows.append([r["run_id"], name, state, r["engine"], r.get("model") or "", started, progress, reward])
     return rows
 
@@ -386,11 +388,7 @@ class RunsTab:
         return f"{_('Saved the name and note of')} **{run_id}**: “{label['name'] or '—'}”."
 
     def empty_note(self) -> str:
-        return (
-            f'<div class="aw-empty"><b>{_("No runs yet.")}</b> {_("Launch one from Setup, or from a shell:")} '
-            f"<code>aworld-train train … --run-path {esc(self.studio.runs_dir)}</code> — "
-            f"{_('every run under this folder shows up here, also after a restart.')}</div>"
-        )
+        return _view("empty_note")(self.studio.runs_dir)
 
     def _checkpoints(self, run_id) -> list[str]:
         try:
@@ -474,7 +472,7 @@ class RunsTab:
         except ValueError as e:
             return f"**{e}**"
         if not res.get("ok"):
-            return f"**{_('Not resumed:')}** {esc(engine_text.message(res.get('error')))}"
+            return f"**{_('Not resumed:')}** {macro('tabs/common.html', 'text')(engine_text.message(res.get('error')))}"
         said = _("is queued and resumes, when the machine is free, from") if res.get("queued") else _("resumes from")
         return f"**{res['run_id']}** {said} `{res['checkpoint']}` ({_('step')} {res['step']}) · {_('attempt')} {res['attempt']}"
 
@@ -522,23 +520,8 @@ class RunsTab:
             evals = self.studio.evaluations(run_id) if run_id else []
         except ValueError:
             evals = []
-        if not evals:
-            return f'<div class="aw-muted">{_("No evaluations of this run yet (Evaluate tab).")}</div>'
-        rows = "".join(
-            f"<tr><td><code>{esc(e['eval_id'])}</code></td><td>{badge(e['state'] or 'queued')}</td>"
-            f"<td>{esc(e['dataset'])}</td><td>"
-            + " · ".join(
-                f"{esc(m)} <b>{e['rewards'][m]:.3f}</b>" if e["rewards"].get(m) is not None else esc(m)
-                for m in e["models"]
-            )
-            + "</td></tr>"
-            for e in evals
-        )
-        return (
-            f'<div class="aw-section-title">{_("Evaluations")}</div><table class="aw-table" data-testid="run-evals">'
-            f"<tr><th>{_('evaluation')}</th><th>{_('state')}</th><th>{_('dataset')}</th>"
-            f"<th>{_('models · mean reward')}</th></tr>{rows}</table>"
-        )
+        shown = [{**e, "badge": Markup(badge(e["state"] or "queued"))} for e in evals]  # render.badge's HTML
+        return _view("evaluations")(shown)
 
     def on_checkpoint(self, run_id, name):
         return self._file_of(self.studio.checkpoint_zip, run_id, name, _("Checkpoint archive"), "", "")

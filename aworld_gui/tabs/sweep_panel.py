@@ -15,11 +15,12 @@ from typing import Any, Callable
 import gradio as gr
 
 from ..rendering.i18n import Markdown, _, headers
-from ..rendering.render import esc
+from ..rendering.templates import macro
 from ..core.sweep_core import SweepsCore, sweep_doc
 from ..rendering import sweep_render
 
 SWEEPS_TICK_S = 3.0
+ERROR = macro("tabs/common.html", "error")
 EXAMPLE_PARAMS = """\
 # each setting: a range {low, high, log, step} or a list of values (a categorical choice)
 learning_rate: {low: 1.0e-4, high: 1.0e-2, log: true}
@@ -123,13 +124,12 @@ class SweepPanel:
         try:
             doc = sweep_doc(trials, sampler, pruner, metric, direction, params, name)
         except Exception as e:  # noqa: BLE001 - the params YAML: said plainly, never raised
-            return f'<div class="aw-msg aw-msg-error">{_("Sweep refused:")} {esc(e)}</div>', gr.update()
+            return ERROR(e, _("Sweep refused:")), gr.update()
         res = self.core.launch(si, doc)
         if not res.get("ok"):
-            return f'<div class="aw-msg aw-msg-error">{_("Sweep refused:")} {esc(res.get("error"))}</div>', gr.update()
+            return ERROR(res.get("error"), _("Sweep refused:")), gr.update()
         return (
-            f'<div class="aw-msg">{_("Sweep started:")} <code>{esc(res["sweep_id"])}</code> — '
-            f"{_('its driver runs in its own process; closing this page does not stop it.')}</div>",
+            macro("tabs/sweep.html", "started")(res["sweep_id"]),
             gr.update(choices=self.core.sweep_ids(), value=res["sweep_id"]),
         )
 
@@ -184,7 +184,7 @@ class SweepsTab:
         try:
             d = self.core.detail(sweep_id)
         except ValueError as e:
-            return f'<div class="aw-msg aw-msg-error">{esc(e)}</div>', gr.update(value=[]), "", "", None
+            return ERROR(e), gr.update(value=[]), "", "", None
         columns, rows = sweep_render.table(d)
         imp = self._importances(sweep_id, d)
         best = (d.get("best") or {}).get("run_id")

@@ -7,10 +7,12 @@ import os
 from typing import Any
 
 import gradio as gr
+from markupsafe import Markup
 
 from ..rendering.i18n import _, i18n, language_js, locale_probe, markers_js
 from . import gradio_patches
 from ..rendering import render
+from ..rendering.templates import macro
 from ..tabs.chat_tab import ChatTab, outbox_js
 from .client_api import build_api
 from ..tabs.evaluate_tab import EvaluateTab
@@ -67,6 +69,24 @@ OPEN_MONITOR_JS = open_monitor_js("0", "awLoadAnswered")  # since the page opene
 OPEN_MONITOR_AFTER_LAUNCH_JS = open_monitor_js("window.awLaunchAt || 0", "awLaunchAnswered")  # since Launch
 
 
+def title_html(runs_dir: str | os.PathLike) -> str:
+    """The page's title, with the runs folder (i18n.locale_probe's fixed HTML first)."""
+    return macro("web/page.html", "title")(Markup(locale_probe()), TITLE, str(runs_dir))
+
+
+def launch_refused(error: Any) -> str:
+    """Setup's message when the studio refused a launch."""
+    return macro("tabs/common.html", "error")(error, _("Launch refused:"))
+
+
+def diagnosis_clone_note(run_id: str, setting: str | None, msg: str) -> str:
+    """Setup's message after a diagnosis's Clone into Setup: the run and the setting to change first, or why it was
+    not cloned (``msg``, the Runs tab's clone's Markdown: ``**error**``)."""
+    if str(msg).startswith("**"):
+        return macro("tabs/common.html", "text")(str(msg).strip("*"))
+    return macro("web/page.html", "cloned")(run_id, setting)
+
+
 def build_app(runs_dir: str | os.PathLike = "runs", studio: Studio | None = None) -> gr.Blocks:
     studio = studio or Studio(runs_dir)
     studio.start()
@@ -77,10 +97,7 @@ def build_app(runs_dir: str | os.PathLike = "runs", studio: Studio | None = None
     with gr.Blocks(title=TITLE, analytics_enabled=False) as demo:
         # the locale probe first: Gradio translates the first marker of a string, markers_js the rest
         gr.HTML(
-            f'{locale_probe()}<div class="aw-title"><h1>{TITLE}</h1><span class="aw-sub">'
-            f"{_('bring an agent, data and a reward · check every module · train in the background · watch it learn')}"
-            f'</span><span class="aw-sub aw-runs" title="{render.esc(studio.runs_dir)}">{_("runs:")} '
-            f"<code>{render.esc(studio.runs_dir)}</code></span></div>",
+            title_html(studio.runs_dir),
             js_on_load="\n".join([markers_js(TABS), language_js(), TAB_CHOICE_JS, outbox_js()]),
         )
         with gr.Tabs(selected="setup", elem_id="tabs") as tabs:
@@ -118,8 +135,7 @@ def build_app(runs_dir: str | os.PathLike = "runs", studio: Studio | None = None
             si = collect(*values)
             res = studio.launch(si)
             if not res.get("ok"):
-                msg = f'<div class="aw-msg aw-msg-error">{_("Launch refused:")} {render.esc(res.get("error"))}</div>'
-                return msg, gr.update(), False
+                return launch_refused(res.get("error")), gr.update(), False
             msg = render.launch_note(res["run_id"], bool(res.get("queued")))
             # the Monitor on the launched run, queued or not: a queued one says its place in line and what it waits
             # for, and is shown training when its turn comes (it stayed on the run before it, finished, until a pick)
@@ -167,10 +183,7 @@ def build_app(runs_dir: str | os.PathLike = "runs", studio: Studio | None = None
         # a diagnosis's "Clone into Setup" in the Monitor: the same clone, naming the setting to change
         def clone_for_diagnosis(run_id, setting):
             *updates, msg, timer = clone(run_id)
-            if str(msg).startswith("**"):  # not cloned: the error, in Setup's message
-                return [*updates, render.esc(str(msg).strip("*")), timer]
-            first = f" — {_('Change first:')} <code>{render.esc(setting)}</code>" if setting else ""
-            return [*updates, f"{_('Cloned into Setup:')} <b>{render.esc(run_id)}</b>{first}", timer]
+            return [*updates, diagnosis_clone_note(run_id, setting, msg), timer]
 
         setup.then_check(
             mui.clone_btn.click(
