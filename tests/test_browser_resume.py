@@ -1,5 +1,6 @@
 """Resume in the studio (issue 45): a run whose trainer was killed shows Resume in the Monitor; pressed, the run goes on
-in the same run, on the same curve, from its checkpoint — in English and in Chinese."""
+in the same run, on the same curve, from its checkpoint — in English and in Chinese; a page reloaded while the resumed
+run trains opens the Monitor on it."""
 
 from __future__ import annotations
 
@@ -60,6 +61,12 @@ def hold(base, runs, others) -> None:
     (base / "hold").write_text("\n".join([str(runs), *others]))
 
 
+def resumed_at(run, step: int) -> bool:
+    """Whether the run's second attempt trains and has logged ``step`` (it is held in the next one, :func:`hold`)."""
+    status = run.read_status()
+    return status.get("attempt") == 2 and status.get("state") == "running" and step in steps(run)
+
+
 def monitor_on(browser, url: str, locale: str, run_id: str):
     """A page in ``locale`` with the Monitor on ``run_id``."""
     page = browser.new_context(locale=locale, viewport={"width": 1440, "height": 1000}).new_page()
@@ -86,7 +93,20 @@ def test_a_killed_run_is_resumed_from_the_monitor_and_goes_on_on_the_same_curve(
         page.close()
         page = monitor_on(browser, studio.url, "en-US", run.run_id)
         assert page.inner_text("#resume-btn").strip() == "Resume"
+        others = {r.run_id for r in list_run_dirs(studio.runs_dir)} - {run.run_id}
+        hold(tmp_path, studio.runs_dir, others)  # the resumed attempt held in step 10: a reload while it trains
         page.click("#resume-btn")
+        # the resumed attempt's own step 9 (the killed one's header said step 9 too, so that alone waits for nothing:
+        # a reload then came while the resume was still queued, and rightly opened Setup)
+        wait_for(lambda: resumed_at(run, 9), 180, "the resumed run training at step 9")
+        wait_for(lambda: header(page, "data-state") == "running", 60, "the resumed run shown training")
+        page.reload()  # the page opens on the live run, the same curve: steps 1-7 of the first attempt, 8-9 resumed
+        wait_for(lambda: header(page, "data-run") == run.run_id, 60, "the reloaded page on the resumed run")
+        wait_for(lambda: "resumed" in page.inner_text("#events"), 60, "the resume among the reloaded page's events")
+        assert header(page, "data-state") == "running" and header(page, "data-step") == "9"
+        assert sorted(steps(run)) == list(range(1, 10))  # the dead attempt's 8-9 set aside, the resumed 8-9 in
+        page.screenshot(path=str(SHOTS / "17-monitor-resumed-reloaded.png"), full_page=True)
+        (tmp_path / "hold").unlink()
         wait_for(lambda: header(page, "data-state") == "finished", 180, "the resumed run finished")
         assert header(page, "data-step") == "12" and header(page, "data-run") == run.run_id
         wait_for(lambda: not page.is_visible("#resume-btn"), 30, "no Resume for a run at its end")
