@@ -8,9 +8,11 @@ from __future__ import annotations
 import functools
 import json
 import os
+import re
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import gradio as gr
 import pytest
@@ -175,3 +177,28 @@ def check_an_app():
         assert took < patches.QUEUE_IDLE_S, f"5 calls took {took:.2f} s: the queue was not woken by them"
     finally:
         demo.close()
+
+
+CANVAS_COMPONENTS = (
+    "ImageEditor",
+    "Sketchpad",
+    "Paint",
+    "Model3D",
+    "Audio",
+    "Video",
+    "Plot",
+    "LinePlot",
+    "ScatterPlot",
+    "BarPlot",
+)
+
+
+def test_the_studio_has_no_component_that_draws_on_a_canvas():
+    """The frame guard cancels a frame loop that changes no DOM; a canvas animation changes none either
+    (static/frame_guard.js). Adding one of these components means switching the guard off for it."""
+    root = Path(patches.__file__).resolve().parents[1]
+    pattern = re.compile(r"\bgr\.(" + "|".join(CANVAS_COMPONENTS) + r")\(")
+    found = [
+        f"{p.relative_to(root)}: {m.group(0)}" for p in root.rglob("*.py") for m in pattern.finditer(p.read_text())
+    ]
+    assert found == []

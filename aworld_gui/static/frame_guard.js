@@ -8,7 +8,9 @@
 // Once the page has not changed for QUIET_MS, the guard asks for frames itself; requests made by others
 // on each of LOOP_FRAMES frames in a row (~0.25 s) while the page still does not change are a loop that
 // draws nothing, and the guard cancels them. A shown timer changes the page 10 times a second (its tenths)
-// and is left alone; a page with no such loop costs the guard one frame after each change.
+// and is left alone; a page with no such loop costs the guard one frame after each change. Its limit: a
+// loop that draws on a <canvas> changes no DOM either and would be cancelled — the studio has none (no
+// ImageEditor, Model3D or canvas plot); one that adds such a component must switch the guard off there.
 (() => {
   if (window.aworldFrameGuard) return;
   const QUIET_MS = 300;
