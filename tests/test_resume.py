@@ -350,3 +350,29 @@ def _chattr_works(folder: Path) -> bool:
         return True
     finally:
         subprocess.run(["chattr", "-i", str(probe)], check=True)
+
+
+def test_a_resumed_run_s_clock_and_speed_are_its_own_attempt_s(tmp_path):
+    """The walkthrough (issue 42, F2/F3): a resumed run waiting in the queue showed a running clock (the first
+    attempt's start, ticking), and once training its speed counted the time it was dead (0.12 steps/s for a run doing
+    0.5): the clock waits for the attempt's start, and the speed is over this attempt's rows."""
+    from aworld_gui.core.run_cache import RunState
+
+    run = RunDir.create(tmp_path / "runs", "trl")
+    run.write_spec({"engine": "trl", "config": {"max_steps": 40}})
+    for step in range(1, 8):  # the first attempt: a step a second from t=1000
+        run.append_metrics(step, {"loss": 0.1, "reward": 0.5}, when=1000.0 + step)
+    (run.checkpoints_dir / "checkpoint-5").mkdir(parents=True)
+    (run.checkpoints_dir / "checkpoint-5" / "trainer_state.json").write_text(json.dumps({"global_step": 5}))
+    run.write_status(state="failed", cause="killed", step=7, started=1000.0, ended=1008.0)
+    prepare_resume(run.path)
+    state = RunState(run.path)
+    state.refresh(force=True)
+    assert state.progress().state == "queued" and state.progress().elapsed_s is None  # no clock while it waits
+    resumed_at = 5000.0  # an hour later: dead, then queued
+    run.write_status(state="running", started=resumed_at, pid=os.getpid())
+    for step in range(6, 16):  # the second attempt: two steps a second
+        run.append_metrics(step, {"loss": 0.1, "reward": 0.5}, when=resumed_at + (step - 5) / 2)
+    state.refresh(force=True)
+    progress = state.progress()
+    assert progress.steps_per_s == pytest.approx(2.0) and progress.eta_s == pytest.approx((40 - 15) / 2.0), progress

@@ -21,7 +21,16 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from engines.runs.no_links import open_no_link
-from engines.runs.rundir import ACTIVE_STATES, EVENTS_FILE, LOG_FILE, METRICS_FILE, RUNNING, SAMPLES_FILE, RunDir
+from engines.runs.rundir import (
+    ACTIVE_STATES,
+    EVENTS_FILE,
+    LOG_FILE,
+    METRICS_FILE,
+    QUEUED,
+    RUNNING,
+    SAMPLES_FILE,
+    RunDir,
+)
 from engines.runs.json_lines import JsonlTail, TextTail
 from engines.diagnostics.reading import fold as fold_diagnoses
 from engines.runs.causes import Cause
@@ -389,9 +398,9 @@ class RunState:
         st = self.status
         step = max(int(st.get("step") or 0), self.last_step)
         total = st.get("total_steps")
-        started = st.get("started")
+        started = st.get("started")  # this attempt's start (a resume starts the clock again)
         end = st.get("ended") or st.get("finished") or None
-        if started:
+        if started and self.state != QUEUED:  # a queued run (a resumed one too) has no clock running yet
             stop_at = (
                 end
                 if (end and not self.active)
@@ -404,8 +413,9 @@ class RunState:
         summary = None if self.active else self.closing_summary()
         if summary is not None:  # an ended run: what its process measured over the steps it trained
             rate = summary.get("steps_per_second")
-        elif len(self._rate) >= 2:
-            (t0, s0), (t1, s1) = self._rate[0], self._rate[-1]
+        elif len(rows := [(t, s) for t, s in self._rate if not started or t >= float(started)]) >= 2:
+            # this attempt's rows only: a resumed run's earlier rows were written before the time it was dead
+            (t0, s0), (t1, s1) = rows[0], rows[-1]
             # a rate over less than a second is no measurement: rows written at once (a replayed or imported
             # metrics file) gave a finished 12-step run 10122 steps/s
             if t1 - t0 >= MIN_RATE_SPAN_S and s1 > s0:
