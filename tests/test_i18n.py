@@ -261,7 +261,7 @@ def test_a_failed_runs_cause_and_a_lost_processs_message_are_shown_in_chinese():
     from aworld_gui.rendering import render
     from aworld_gui.rendering.render import engine_html
 
-    for text in [*CAUSES, LOST_ERROR]:
+    for text in [*CAUSES, LOST_ERROR, "resumed from checkpoint-25 (step 25), attempt 2"]:  # and a resume's event
         assert localize(engine_text.message(text), "en") == text
         assert english_runs(localize(engine_text.message(text), "zh")) == [], text
         assert text not in localize(engine_html(text), "zh")

@@ -31,6 +31,8 @@ WHOLE = [
     "[the training process is gone without a final status (killed, or the machine restarted)]",
     # a queued run's event (engines/runs/lifecycle.py)
     "[waiting for the running job to finish]",
+    # a resumed run's event (engines/core/resume.py)
+    "[resumed from] {} ([step] {}), [attempt] {}",
 ]
 #: one part of a message each (engines/agents/agent_spec.py, data.py, rewards/dry_run.py, fit/memory_estimate.py,
 #: the engines' availability, core/checks.py)
