@@ -661,3 +661,25 @@ def test_a_run_of_one_step_shows_its_point_and_a_longer_one_its_line_only():
     assert 'data-points="1"' in one and one.count("<circle") == 1 and " 1: 0.500</title></circle>" in one
     more = svg_chart([Line("reward", [1, 2, 3], [0.1, 0.2, 0.3], "#123456")], "reward")
     assert more.count("<circle") == 0 and "<polyline" in more
+
+
+def test_a_stop_request_says_its_kill_limit_in_a_sentence_in_both_languages(tmp_path):
+    """The walkthrough (issue 42, F14): the note read "… killed if it has not stopped this many seconds after the
+    request: 30" — the number now stands in the sentence, in English and in Chinese."""
+    import psutil
+
+    from aworld_gui.rendering.i18n import localize
+
+    studio, _fns, tab = monitor_app(tmp_path)
+    try:
+        me = psutil.Process()
+        run = RunDir.create(studio.runs_dir, "fake")
+        run.write_spec({"engine": "fake", "run_id": run.run_id})
+        run.write_status(state="running", pid=me.pid, pid_create_time=me.create_time(), step=2, total_steps=9)
+        run.request_stop("the user")
+        html = tab.show(run.run_id, [], 0.6)
+        limit = f"{studio.stop_timeout_s:.0f}"
+        assert f"If it has not stopped within {limit} seconds of the request, it is killed." in localize(html, "en")
+        assert f"若请求后 {limit} 秒内仍未停止,将被强制终止。" in localize(html, "zh")
+    finally:
+        studio.close()

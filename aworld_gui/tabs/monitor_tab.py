@@ -322,8 +322,8 @@ class MonitorTab:
         elif st.run.stop_requested() and st.active:
             note = (
                 f"{_('Stop requested: the run stops at its next step boundary and saves a checkpoint.')} "
-                f"{_('It is killed if it has not stopped this many seconds after the request:')} "
-                f"{self.studio.stop_timeout_s:.0f}"
+                f"{_('If it has not stopped within')} {self.studio.stop_timeout_s:.0f} "
+                f"{_('seconds of the request, it is killed.')}"
             )
         reward = st.series.get(REWARD)
         attrs = {
