@@ -186,7 +186,10 @@ def test_a_field_left_as_it_was_shown_changes_nothing(page):
     """A click in and out of a field: one the YAML does not set pinned its effective value into the YAML; one it sets
     wrote its line again. Neither changes the YAML now; a value typed over the shown one still does, and so does one
     typed back to the shown value after an edit the render has not caught up with (the YAML sets the key then)."""
-    field = lambda key, ftype, shown, value, text: call(page, "fieldEdit", key, ftype, shown, None, value, text)  # noqa: E731
+
+    def field(key, ftype, shown, value, text):
+        return call(page, "fieldEdit", key, ftype, shown, None, value, text)
+
     assert field("max_completion_length", "int", "256", "256", TEXT) == KEEP  # not set: effective kept out
     assert field("learning_rate", "float", "0.001", "0.001", TEXT) == KEEP  # set: its line as it is
     assert yaml.safe_load(field("max_completion_length", "int", "256", "300", TEXT))["max_completion_length"] == 300
@@ -228,6 +231,8 @@ def test_a_slot_s_edit_reads_its_key_type_and_shown_value_from_its_mark(page):
         ("generation_kwargs", "top_k: 5", {"top_k": 5}),
         ("mode", "sft", "sft"),
         ("note", "'x # y'", "x # y"),
+        ("lora_target_modules", str([f"proj_{i}" for i in range(30)]), [f"proj_{i}" for i in range(30)]),  # one line
+        ("my key: x", "1", 1),  # a name typed into the picker that YAML must quote
         ("max_steps", None, None),  # Remove
     ],
 )
@@ -242,6 +247,9 @@ def test_a_line_the_server_renders_goes_into_the_yaml_the_page_has_then(page, ke
     assert after.get(key) == value and (key in after) == (value is not None)
     assert {k: v for k, v in after.items() if k != key} == {k: v for k, v in yaml.safe_load(text).items() if k != key}
     assert got.startswith("# Demo config\n") and "# tuned" in got  # the comments kept
+    assert len(got.splitlines()) == len(text.splitlines()) + (key not in text) - (key in text and value is None) - (
+        2 * (key == "lora_target_modules")
+    )  # one line for the key's, its block value gone
     assert call(page, "applyEdit", None, text) == KEEP  # an error: no edit
     assert editor.on_set(key, "[unclosed")[0] is None and editor.on_set("", "1")[0] is None
 

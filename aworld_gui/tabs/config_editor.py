@@ -23,11 +23,8 @@ MAX_ROWS = 400
 
 
 def _overrides(text: str) -> dict:
-    try:
-        data = yaml.safe_load(text or "")
-    except yaml.YAMLError:
-        return {}
-    return data if isinstance(data, dict) else {}
+    """What the YAML sets, as the form reads it (the shared safe loader); nothing when it does not parse."""
+    return config_form.parse_overrides(text) or {}
 
 
 def applies(field: dict, mode: str | None) -> bool:
@@ -135,7 +132,7 @@ class ConfigEditor:
             return None, macro("tabs/config_editor.html", "not_yaml")(e)
         if parsed is None:
             return None, '<div class="aw-msg aw-msg-error">Type a value (or press Remove).</div>'
-        line = f"{name}: {config_form.yaml_value(parsed)}"
+        line = f"{config_form.yaml_value(name)}: {config_form.yaml_value(parsed)}"  # a name typed in: quoted if need be
         return {"key": name, "line": line}, macro("tabs/config_editor.html", "was_set")(name)
 
     def on_remove(self, name: str):

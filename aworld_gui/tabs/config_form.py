@@ -225,8 +225,8 @@ def slots_id(slots: list[dict | None]) -> str:
 
 
 def yaml_value(value: Any) -> str:
-    """A value as one line of YAML."""
-    return yaml.safe_dump(value, default_flow_style=True).strip().removesuffix("...").strip()
+    """A value as one line of YAML (however long: PyYAML breaks lines at 80 characters by default)."""
+    return yaml.safe_dump(value, default_flow_style=True, width=math.inf).strip().removesuffix("...").strip()
 
 
 # -- edits of the spec: made in the page (static/yaml_edit.js) ---------------------------------------------
