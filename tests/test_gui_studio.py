@@ -13,7 +13,6 @@ import yaml
 
 from aworld_gui.core import inputs as inp
 from aworld_gui.core.run_cache import RunCache
-from aworld_gui.tabs.config_form import set_yaml_key
 from aworld_gui.core.studio import Studio
 from engines.core.modules import Modules
 from engines.runs.rundir import RunDir
@@ -273,7 +272,7 @@ def test_uploaded_agent_paths_are_resolved(tmp_path):
     assert yaml.safe_load(open(path))["model"] == str((inp.ASSETS / "models" / "tiny-letters").resolve())
 
 
-def test_reward_text_and_config_yaml_helpers():
+def test_reward_text_helpers():
     uploaded = {"my_reward.py": "/runs/.uploads/abc/my_reward.py"}
     assert inp.parse_reward_text("exact_match@2, my_reward.py:score@0.5\n/abs/r.py:f", uploaded) == [
         {"name": "exact_match", "weight": 2.0},
@@ -282,17 +281,6 @@ def test_reward_text_and_config_yaml_helpers():
     ]
     with pytest.raises(ValueError):
         inp.parse_reward_text("exact_match@lots")
-    text = "# comment\nlearning_rate: 0.001  # tuned\nmax_steps: 300\n"
-    out = set_yaml_key(text, "max_steps", 5000)
-    assert "# comment" in out and yaml.safe_load(out) == {"learning_rate": 0.001, "max_steps": 5000}
-    assert yaml.safe_load(set_yaml_key(out, "beta", 0.04))["beta"] == 0.04
-    assert "max_steps" not in set_yaml_key(out, "max_steps", None)
-    block = "lora_target_modules:\n  - q_proj\n  - v_proj\nbeta: 0.04\n"  # a block value goes with its key
-    assert yaml.safe_load(set_yaml_key(block, "lora_target_modules", ["k_proj"])) == {
-        "lora_target_modules": ["k_proj"],
-        "beta": 0.04,
-    }
-    assert set_yaml_key(block, "lora_target_modules", None) == "beta: 0.04\n"
 
 
 def test_an_upload_problem_keeps_its_module_in_error_and_launch_refused(tmp_path):
@@ -360,52 +348,22 @@ def test_runs_carry_a_name_and_a_note_that_can_be_changed(studio, tmp_path, demo
     assert "winner" in listing.splitlines()[1] and listing.splitlines()[0].split()[:3] == ["run", "name", "state"]
 
 
-def test_each_engine_keeps_its_own_config_overrides(studio):
-    """Switching the engine to verl used to keep the trl demo's overrides (unknown keys to verl). The switch is made
-    in the page (config_form.SWITCH_ENGINE_JS, held to switch_engine in tests/test_browser_config_form.py)."""
-    from aworld_gui.tabs.config_form import fresh_memory, switch_engine
+def test_the_engine_note_says_what_an_engine_picked_did_to_the_overrides(studio):
+    """Each engine keeps its own overrides: the switch is made in the page (static/yaml_edit.js), and the memories
+    here are those it makes (tests/test_browser_config_form.py: the same ones); the note is the server's."""
     from aworld_gui.rendering.i18n import localize
     from aworld_gui.tabs.setup_tab import SetupTab
 
-    tab = SetupTab(studio)
-    trl_text = "learning_rate: 0.001\nbeta: 0.04\n"
-    text, memory = switch_engine(fresh_memory("trl"), "verl", trl_text, "trl")
-    assert text == "" and memory == {"engine": "verl", "previous": "trl", "texts": {"trl": trl_text}, "demo": False}
-    note = localize(tab.engine_note(memory, text), "en")
-    assert "trl" in note and "kept aside" in note and "starts from its defaults" in note
-    text, memory = switch_engine(memory, "trl", "total_steps: 3\n", "trl")
-    assert text == trl_text and memory == {"engine": "trl", "previous": "verl", "texts": {"verl": "total_steps: 3\n"}}
-    assert "earlier overrides" in localize(tab.engine_note(memory, text), "en")
-    again, memory = switch_engine(memory, "trl", trl_text, "trl")  # the same engine again: nothing moves
-    assert (
-        again == trl_text and memory["texts"] == {"verl": "total_steps: 3\n"} and tab.engine_note(memory, again) == ""
-    )
-
-
-def test_an_engine_picked_on_the_untouched_demo_starts_from_its_own_demo_config(studio):
-    """swift picked on the demo's trl config trained on ms-swift's defaults and stayed flat at 0.05 (issue 32 §4):
-    the demo config as shipped is swapped for swift's own; an edited one is not (swift's keys are its own), and
-    each engine's text comes back as it was left."""
-    from aworld_gui.core import inputs as inp
-    from aworld_gui.rendering.i18n import localize
-    from aworld_gui.tabs.config_form import fresh_memory, switch_engine
-    from aworld_gui.tabs.setup_tab import SetupTab
-
-    tab, demos = SetupTab(studio), inp.engine_demo_configs()
-    assert set(demos) == {"trl", "swift"} and "tuner_type: full" in demos["swift"]
-    text, memory = switch_engine(fresh_memory("trl"), "swift", demos["trl"], "trl", demos)
-    assert text == demos["swift"] and memory["demo"] is True
-    assert "own config for the demo" in localize(tab.engine_note(memory, text), "en")
-    edited = text.replace("beta: 0.04", "beta: 0.1")
-    text, memory = switch_engine(memory, "trl", edited, "trl", demos)
-    assert text == demos["trl"] and "earlier overrides" in localize(tab.engine_note(memory, text), "en")
-    text, memory = switch_engine(memory, "swift", text, "trl", demos)  # swift's edited text comes back
-    assert text == edited
-    verl, memory = switch_engine(memory, "verl", text, "trl", demos)  # no demo config of its own
-    assert verl == "" and memory["demo"] is False
-    mine = demos["trl"].replace("max_steps: 400", "max_steps: 30")
-    text, memory = switch_engine(fresh_memory("trl"), "swift", mine, "trl", demos)
-    assert text == "" and "starts from its defaults" in localize(tab.engine_note(memory, text), "en")
+    note = lambda memory, text: localize(SetupTab(studio).engine_note(memory, text), "en")  # noqa: E731
+    trl = "learning_rate: 0.001\nbeta: 0.04\n"
+    said = note({"engine": "verl", "previous": "trl", "texts": {"trl": trl}, "demo": False}, "")
+    assert "**trl**" in said and "kept aside" in said and "**verl** starts from its defaults" in said
+    said = note({"engine": "trl", "previous": "verl", "texts": {"verl": "total_steps: 3\n"}}, trl)
+    assert "**verl**" in said and "**trl** starts from its earlier overrides" in said
+    said = note({"engine": "swift", "previous": "trl", "texts": {"trl": trl}, "demo": True}, "tuner_type: full\n")
+    assert "**swift** starts from its own config for the demo" in said
+    assert note({"engine": "trl", "previous": "trl", "texts": {"verl": ""}}, trl) == ""  # the same engine again
+    assert note({"engine": "trl", "previous": "trl", "texts": {}}, trl) == note(None, trl) == ""
 
 
 FIELDS = [

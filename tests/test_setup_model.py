@@ -1,9 +1,10 @@
 """Model-based test of the Setup's config, without a browser: random seeded sequences of 8 user steps run through
-the Setup's own functions (the form's edits and the engine switch as the page makes them — their page twins are
-held to these in tests/test_browser_config_form.py —, the preset and clone handlers, the model picker, the reward
-upload, the check, Launch's preparation), and after every step every view equals the model (testing/setup_model.py):
-the overrides YAML, the form rendered from it, the model picker; after a real check the form's other fields and the
-effective config; after Launch's preparation run.yaml.
+the Setup's own functions (the preset and clone handlers, the model picker, the reward upload, the check, Launch's
+preparation), and after every step every view equals the model (testing/setup_model.py): the overrides YAML, the
+form rendered from it, the model picker; after a real check the form's other fields and the effective config; after
+Launch's preparation run.yaml. The edits the page makes of the YAML text (a field's, an engine picked: the one
+implementation is aworld_gui/static/yaml_edit.js, unit-tested in tests/test_browser_config_form.py and run in the
+studio by tests/test_browser_setup_model.py) are modelled here on the values: the YAML parsed, the key set, dumped.
 
 ``AWORLD_SETUP_SEQUENCES=5000`` runs a longer search by hand (default 200)."""
 
@@ -82,22 +83,28 @@ class Logic:
             name="",
             note="",
         )
-        self.memory, self.checked, self.docs = config_form.fresh_memory(demo.engine), None, {}
+        self.put_aside: dict[str, str] = {}  # each engine's text, put aside when another engine is picked
+        self.checked, self.docs = None, {}
 
     @property
     def text(self) -> str:
         return self.values["config_text"]
 
-    def edit(self, key, value):  # a field's edit (config_form.edit_js's twin)
-        self.values["config_text"] = config_form.set_yaml_key(self.text, key, value)
+    def edit(self, key, value):  # a field's edit, on the values (the page edits the key's line: yaml_edit.js)
+        data = yaml.safe_load(self.text) or {}
+        if value is None:
+            data.pop(key, None)
+        else:
+            data[key] = value
+        self.values["config_text"] = yaml.safe_dump(data, sort_keys=False) if data else ""
 
     def view(self) -> config_form.FormView:
         return config_form.form_view(self.studio.engine_info(self.values["engine"]), self.text, self.checked)
 
-    def switch(self, engine):  # an engine picked (config_form.SWITCH_ENGINE_JS's twin)
-        self.values["config_text"], self.memory = config_form.switch_engine(
-            self.memory, engine, self.text, inp.DEMO_ENGINE, inp.engine_demo_configs()
-        )
+    def switch(self, engine):  # an engine picked: this one's text put aside, its own back (no demo config for verl)
+        assert engine in self.put_aside or engine not in inp.engine_demo_configs()  # else its demo config could come
+        self.put_aside[self.values["engine"]] = self.text
+        self.values["config_text"] = self.put_aside.pop(engine, "")
         self.values["engine"] = engine
 
     def put(self, updates: list):  # a Setup put in whole (SetupTab.show_inputs, as the page applies it)
@@ -115,7 +122,8 @@ class Logic:
             "name",
             "note",
         ]
-        shown, self.memory = updates[: len(names)], updates[len(names)]  # then the notes about the inputs
+        shown, memory = updates[: len(names)], updates[len(names)]  # then the notes about the inputs
+        self.put_aside = dict(memory["texts"])  # what other engines had is forgotten
         for name, u in zip(names, shown):
             self.values[name] = u.get("value") if isinstance(u, dict) and u.get("__type__") == "update" else u
 

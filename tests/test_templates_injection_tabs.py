@@ -197,9 +197,9 @@ def sinks(p: str, tmp: Path) -> dict[str, object]:
     out["settings table"] = config_editor.settings_table([field], "", {p: p, "mode": p})
     editor = config_editor.ConfigEditor.__new__(config_editor.ConfigEditor)
     editor.studio = NS(engine_info=lambda _e: {"fields": [field]})
-    out["setting not YAML"] = editor.on_set("trl", p, f"[{p}", "")[1]
-    out["setting set"] = editor.on_set("trl", p, json.dumps(p), "")[1]
-    out["setting removed"] = editor.on_remove("trl", p, "")[1]
+    out["setting not YAML"] = editor.on_set(p, f"[{p}")[1]
+    out["setting set"] = editor.on_set(p, json.dumps(p))[1]
+    out["setting removed"] = editor.on_remove(p)[1]
     view = config_form.FormView(engine=p, valid=True, fields=[], model=p, current=False)
     out["form state"] = config_form_render._form_state(view, p, p)
     out["form slot mark"] = config_form.slot_mark(1, {p: p}, p, p, p, p)

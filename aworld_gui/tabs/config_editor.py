@@ -16,7 +16,6 @@ import yaml
 from ..rendering import engine_text
 from ..rendering.templates import macro
 from . import config_form
-from .config_form import set_yaml_key
 from ..rendering.i18n import _
 from ..core.studio import Studio
 
@@ -24,11 +23,8 @@ MAX_ROWS = 400
 
 
 def _overrides(text: str) -> dict:
-    try:
-        data = yaml.safe_load(text or "")
-    except yaml.YAMLError:
-        return {}
-    return data if isinstance(data, dict) else {}
+    """What the YAML sets, as the form reads it (the shared safe loader); nothing when it does not parse."""
+    return config_form.parse_overrides(text) or {}
 
 
 def applies(field: dict, mode: str | None) -> bool:
@@ -50,7 +46,7 @@ def settings_table(fields: list[dict], query: str, overrides: dict) -> str:
         {
             "name": f["name"],
             "set_here": f["name"] in overrides,
-            "value": _yaml_value(overrides[f["name"]]) if f["name"] in overrides else "",
+            "value": config_form.yaml_value(overrides[f["name"]]) if f["name"] in overrides else "",
             "default": f.get("default"),
             "type": f.get("type"),
             "source": f.get("source") or "",
@@ -62,11 +58,6 @@ def settings_table(fields: list[dict], query: str, overrides: dict) -> str:
         for f in shown[:MAX_ROWS]
     ]
     return macro("tabs/config_editor.html", "settings")(rows, len(shown), total, mode, MAX_ROWS)
-
-
-def _yaml_value(value) -> str:
-    """A setting's value as its YAML line writes it."""
-    return yaml.safe_dump(value, default_flow_style=True).strip().removesuffix("...").strip()
 
 
 class ConfigEditor:
@@ -118,69 +109,60 @@ class ConfigEditor:
             return gr.update(), ""
         overrides = _overrides(config_text)
         current = overrides.get(name, f.get("default"))
-        text = (
-            ""
-            if current is None
-            else yaml.safe_dump(current, default_flow_style=True).strip().removesuffix("...").strip()
+        return gr.update(value="" if current is None else config_form.yaml_value(current)), settings_table(
+            [f], "", overrides
         )
-        return gr.update(value=text), settings_table([f], "", overrides)
 
-    def _picked(self, engine: str, name: str, config_text: str) -> str:
+    def on_change(self, engine: str, query: str, name: str, config_text: str):
+        """The YAML changed (a key set or removed here, or anywhere else): the table and the picked setting's row
+        from the text as the page has it now."""
         f = next((x for x in self.fields(engine) if x["name"] == name), None)
-        return settings_table([f], "", _overrides(config_text)) if f is not None else ""
+        overrides = _overrides(config_text)
+        return settings_table(self.fields(engine), query, overrides), (
+            settings_table([f], "", overrides) if f is not None else ""
+        )
 
-    def on_set(self, engine: str, name: str, value: str, config_text: str):
+    def on_set(self, name: str, value: str):
+        """Set: the key's line, rendered here (PyYAML), for the page to put into its YAML (static/yaml_edit.js)."""
         if not name:
-            return None, '<div class="aw-msg aw-msg-error">Pick a setting first.</div>', gr.update()
+            return None, '<div class="aw-msg aw-msg-error">Pick a setting first.</div>'
         try:
             parsed = yaml.safe_load(value) if (value or "").strip() else None
         except yaml.YAMLError as e:
-            return None, macro("tabs/config_editor.html", "not_yaml")(e), gr.update()
+            return None, macro("tabs/config_editor.html", "not_yaml")(e)
         if parsed is None:
-            return None, '<div class="aw-msg aw-msg-error">Type a value (or press Remove).</div>', gr.update()
-        note = macro("tabs/config_editor.html", "was_set")(name)
-        return (
-            config_form.yaml_edit(name, parsed),
-            note,
-            self._picked(engine, name, set_yaml_key(config_text, name, parsed)),
-        )
+            return None, '<div class="aw-msg aw-msg-error">Type a value (or press Remove).</div>'
+        line = f"{config_form.yaml_value(name)}: {config_form.yaml_value(parsed)}"  # a name typed in: quoted if need be
+        return {"key": name, "line": line}, macro("tabs/config_editor.html", "was_set")(name)
 
-    def on_remove(self, engine: str, name: str, config_text: str):
+    def on_remove(self, name: str):
         if not name:
-            return None, "", gr.update()
-        return (
-            config_form.yaml_edit(name, None),
-            macro("tabs/config_editor.html", "removed")(name),
-            self._picked(engine, name, set_yaml_key(config_text, name, None)),
-        )
+            return None, ""
+        return {"key": name, "line": None}, macro("tabs/config_editor.html", "removed")(name)
 
     # -- wiring ------------------------------------------------------------------------------------
     def load_outputs(self) -> list:
         return [self.setting, self.table]
 
     def wire(self, engine, config_yaml) -> None:
-        """Set / Remove edit the overrides YAML (the page puts the server's line in: config_form.APPLY_EDIT_JS);
-        the checks follow the YAML's change (setup_tab.py)."""
+        """Set / Remove edit the overrides YAML (the page puts the server's line in: static/yaml_edit.js); the
+        table, the picked setting's row and the checks (setup_tab.py) follow the YAML's change."""
         private = dict(api_visibility="private", show_progress="hidden")
         self.search.input(
             self.on_table, [engine, self.search, config_yaml], [self.table], trigger_mode="always_last", **private
         )
         config_yaml.change(
-            self.on_table, [engine, self.search, config_yaml], [self.table], trigger_mode="always_last", **private
+            self.on_change,
+            [engine, self.search, self.setting, config_yaml],
+            [self.table, self.help],
+            trigger_mode="always_last",
+            **private,
         )
         engine.change(self.on_load, [engine, config_yaml], self.load_outputs(), **private)
         self.setting.input(self.on_pick, [engine, self.setting, config_yaml], [self.value, self.help], **private)
         for event in (
-            self.set_btn.click(
-                self.on_set,
-                [engine, self.setting, self.value, config_yaml],
-                [self.edit, self.msg, self.help],
-                **private,
-            ),
-            self.remove_btn.click(
-                self.on_remove, [engine, self.setting, config_yaml], [self.edit, self.msg, self.help], **private
-            ),
+            self.set_btn.click(self.on_set, [self.setting, self.value], [self.edit, self.msg], **private),
+            self.remove_btn.click(self.on_remove, [self.setting], [self.edit, self.msg], **private),
         ):
-            event.then(
-                None, [self.edit, config_yaml], [config_yaml], js=config_form.APPLY_EDIT_JS, queue=False, **private
-            )
+            js = "(edit, text) => window.awYaml.applyEdit(edit, text)"
+            event.then(None, [self.edit, config_yaml], [config_yaml], js=js, queue=False, **private)

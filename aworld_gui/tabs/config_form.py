@@ -9,13 +9,12 @@ control edits it and nothing else, and every other view is computed from it:
 - the check, the effective config, the memory estimate, the CLI command and, at Launch, ``run.yaml``: all take the
   YAML as their input.
 
-**Edits.** A field's edit sets its key in the YAML *in the page* (:func:`edit_js`), when the field is left (or
-Enter is pressed; a box or a choice at once), so an edit is never a round trip behind the page. The settings
-editor's Set / Remove ask the server for the key's line (:func:`yaml_edit`, rendered by PyYAML) and the page puts
-it into the YAML as it is then (:data:`APPLY_EDIT_JS`). An engine picked swaps each engine's own overrides in the
-page (:data:`SWITCH_ENGINE_JS`). The page and the server share the line rules (:func:`set_yaml_line` /
-``_SET_LINE_JS``, :func:`switch_engine` / ``SWITCH_ENGINE_JS``; tests/test_browser_config_form.py holds each pair
-to the same results).
+**Edits.** Every edit of the YAML is made *in the page*, on the text it holds then, by one script:
+static/yaml_edit.js (``window.awYaml``; its tests: tests/test_browser_config_form.py). A field's edit sets its key
+when the field is left (or Enter is pressed; a box or a choice at once), reading the slot's :func:`slot_mark`; the
+settings editor's Set / Remove have the server render the key's line (config_editor.py) and the page puts it in;
+an engine picked swaps each engine's own overrides (:func:`switch_engine_js`). So an edit is never a round trip
+behind the page, and the server never predicts the text: what it shows is derived from the text the page sends.
 
 **Why typing is not overwritten.** An update puts its field's value back, so a field is updated only when what it
 shows changes (:func:`form_slots`, a State each: config_form_render.py), and numbers are typed into text boxes
@@ -27,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+from pathlib import Path
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -38,7 +38,6 @@ from ..rendering import engine_text
 from ..rendering.i18n import _
 from ..rendering.templates import macro
 
-KEEP = {"__type__": "update"}  # a page step's output that leaves its component as it is
 AGENT_MODEL = "(the agent's model)"
 _BAD = object()
 
@@ -226,256 +225,34 @@ def slots_id(slots: list[dict | None]) -> str:
 
 
 def yaml_value(value: Any) -> str:
-    """A value as one line of YAML."""
-    return yaml.safe_dump(value, default_flow_style=True).strip().removesuffix("...").strip()
+    """A value as one line of YAML (however long: PyYAML breaks lines at 80 characters by default)."""
+    return yaml.safe_dump(value, default_flow_style=True, width=math.inf).strip().removesuffix("...").strip()
 
 
-def switch_engine(
-    memory: dict | None, engine: str, text: str, default_engine: str, demos: dict[str, str] | None = None
-) -> tuple[str, dict]:
-    """Another engine picked: each engine keeps its own overrides (one engine's keys mean nothing to another), so
-    the last engine's are put aside and this one's come back. An engine picked for the first time starts from its
-    defaults, or from its own demo config (``demos``: engine → text) when the last engine's overrides are that
-    engine's demo config as shipped (``demo`` in the memory then). (text, memory); the page's twin is
-    :data:`SWITCH_ENGINE_JS`."""
-    memory = memory if isinstance(memory, dict) and isinstance(memory.get("texts"), dict) else {}
-    previous = memory.get("engine") or default_engine
-    if previous == engine:
-        return text or "", dict(memory, engine=engine, previous=previous, texts=dict(memory.get("texts") or {}))
-    texts = dict(memory.get("texts") or {})
-    texts[previous] = text or ""
-    if engine in texts:
-        return texts.pop(engine), {"engine": engine, "previous": previous, "texts": texts}
-    demos = demos or {}
-    demo = engine in demos and previous in demos and (text or "").strip() == demos[previous].strip()
-    return (demos[engine] if demo else ""), {"engine": engine, "previous": previous, "texts": texts, "demo": demo}
-
-
+# -- edits of the spec: made in the page (static/yaml_edit.js) ---------------------------------------------
 def fresh_memory(engine: str) -> dict:
     """The engines' memory for a Setup put in place whole (a preset, a clone): what other engines had is forgotten."""
     return {"engine": engine, "previous": engine, "texts": {}}
 
 
-#: switch_engine in the page: inputs (engine, the overrides YAML, the memory), outputs (the YAML, the memory)
-SWITCH_ENGINE_JS = """
-(engine, text, memory) => {
-  const m = memory && typeof memory.texts === "object" && memory.texts ? memory : {};
-  const previous = m.engine || DEFAULT;
-  const texts = Object.assign({}, m.texts || {});
-  if (previous === engine) return [KEEP, Object.assign({}, m, {engine, previous, texts})];
-  texts[previous] = text || "";
-  if (Object.prototype.hasOwnProperty.call(texts, engine)) {
-    const next = texts[engine];
-    delete texts[engine];
-    return [next, {engine, previous, texts}];
-  }
-  const demos = DEMOS;
-  const has = e => Object.prototype.hasOwnProperty.call(demos, e);
-  const demo = has(engine) && has(previous) && (text || "").trim() === demos[previous].trim();
-  return [demo ? demos[engine] : "", {engine, previous, texts, demo}];
-}
-"""
-
-
 def switch_engine_js(default_engine: str, demos: dict[str, str] | None = None) -> str:
-    return (
-        SWITCH_ENGINE_JS.replace("DEFAULT", json.dumps(default_engine))
-        .replace("KEEP", json.dumps(KEEP))
-        .replace("DEMOS", json.dumps(demos or {}))
-    )
+    """The page step of an engine picked (static/yaml_edit.js, ``switchEngine``): inputs (the engine, the overrides
+    YAML, the memory), outputs (the YAML, the memory); ``demos``: each engine's demo config text."""
+    args = ", ".join(json.dumps(a) for a in (default_engine, demos or {}))
+    return f"(engine, text, memory) => window.awYaml.switchEngine(engine, text, memory, {args})"
 
 
-# -- edits of the spec ---------------------------------------------------------------------------------------
-def yaml_line(key: str, value: Any) -> str | None:
-    """``key: value`` as PyYAML writes it (flow style: one line for a list or a mapping); None for None."""
-    if value is None:
-        return None
-    return yaml.safe_dump({key: value}, default_flow_style=True, sort_keys=False).strip()[1:-1].strip()
-
-
-def comment_at(line: str) -> int:
-    """Where ``line``'s comment starts (a ``#`` at the start or after a space, outside quotes), or -1."""
-    quote = None
-    i = 0
-    while i < len(line):
-        c = line[i]
-        if quote:
-            if c == "\\" and quote == '"':
-                i += 1
-            elif c == quote:
-                quote = None
-        elif c in "\"'":
-            quote = c
-        elif c == "#" and (i == 0 or line[i - 1].isspace()):
-            return i
-        i += 1
-    return -1
-
-
-def set_yaml_line(text: str, key: str, line: str | None) -> str:
-    """The overrides YAML with the top-level ``key``'s line replaced by ``line`` (appended if the key is not there;
-    removed for None), other lines kept as they are and the replaced line's comment kept at its column. A block
-    value under the key (indented or ``-`` lines) goes with it; blank lines at the end go (one newline ends it)."""
-    lines = (text or "").splitlines()
-    while lines and not lines[-1].strip():
-        lines.pop()
-    out, done, in_block = [], False, False
-    for old in lines:
-        if in_block and old.startswith((" ", "\t", "-")):
-            continue  # the replaced key's block value
-        in_block = False
-        bare = old.split("#", 1)[0]
-        if not old.startswith((" ", "\t", "-")) and bare.split(":", 1)[0].strip() == key and ":" in bare:
-            if line is not None and not done:
-                at = comment_at(old)
-                out.append(line if at < 0 else line + " " * max(1, at - len(line)) + old[at:])
-            done = in_block = True
-            continue
-        out.append(old)
-    if not done and line is not None:
-        out.append(line)
-    return "\n".join(out) + "\n"
-
-
-def set_yaml_key(text: str, key: str, value: Any) -> str:
-    """Set one top-level key in the overrides YAML (:func:`set_yaml_line`); a value of None removes the key."""
-    return set_yaml_line(text, key, yaml_line(key, value))
-
-
-def yaml_edit(key: str, value: Any) -> dict:
-    """An edit of one key for the page to make (:data:`APPLY_EDIT_JS`)."""
-    return {"key": key, "line": yaml_line(key, value)}
-
-
-#: in the page: (line, key) → whether ``line`` is ``key``'s top-level line (set_yaml_line's test)
-_KEY_LINE_JS = """
-(l, key) => !(l.startsWith(" ") || l.startsWith("\\t") || l.startsWith("-"))
-  && l.split("#")[0].includes(":") && l.split("#")[0].split(":")[0].trim() === key
-"""
-
-#: set_yaml_line in the page: (text, key, line) → text, or KEEP when the text would not change
-_SET_LINE_JS = """
-(text, key, line) => {
-  const lines = (text || "").split(/\\r?\\n/);
-  while (lines.length && lines[lines.length - 1].trim() === "") lines.pop();
-  const indented = l => l.startsWith(" ") || l.startsWith("\\t") || l.startsWith("-");
-  const keyLine = KEY_LINE;
-  const commentAt = l => {  // config_form.comment_at
-    let quote = null;
-    for (let i = 0; i < l.length; i++) {
-      const c = l[i];
-      if (quote) { if (c === "\\\\" && quote === '"') i++; else if (c === quote) quote = null; }
-      else if (c === '"' || c === "'") quote = c;
-      else if (c === "#" && (i === 0 || /\\s/.test(l[i - 1]))) return i;
-    }
-    return -1;
-  };
-  const out = [];
-  let done = false, inBlock = false;
-  for (const old of lines) {
-    if (inBlock && indented(old)) continue;
-    inBlock = false;
-    if (keyLine(old, key)) {
-      if (line !== null && !done) {
-        const at = commentAt(old);
-        out.push(at < 0 ? line : line + " ".repeat(Math.max(1, at - line.length)) + old.slice(at));
-      }
-      done = inBlock = true;
-      continue;
-    }
-    out.push(old);
-  }
-  if (!done && line !== null) out.push(line);
-  const next = out.join("\\n") + "\\n";
-  return next.replace(/\\n+$/, "") === (text || "").replace(/\\n+$/, "") ? KEEP : next;
-}
-""".replace("KEEP", json.dumps(KEEP)).replace("KEY_LINE", _KEY_LINE_JS.strip())
-
-#: yaml_line in the page for a form field's value: (key, type, value) → line or null. A number field's text is read
-#: as a number (its box is a text box: see config_form_render._value). A float keeps a dot (PyYAML
-#: reads ``1e-05`` as a string), an int field's number is rounded (as Gradio's Number is), a string is plain when
-#: it is a name or a path YAML reads back as that string, else double-quoted (JSON's quoting is YAML's); null, NaN,
-#: an empty string and the model picker's "(the agent's model)" give null (the key goes).
-_LINE_JS = """
-(key, type, value) => {
-  if ((type === "int" || type === "float") && typeof value === "string") {
-    const t = value.trim(), n = Number(t);
-    value = t === "" ? null : Number.isFinite(n) ? n : t;  // not a number: written as typed, the check says so
-  }
-  if (typeof value === "boolean") return key + ": " + value;
-  if (typeof value === "number" && Number.isFinite(value)) {
-    if (type === "int") return key + ": " + Math.round(value);
-    if (Number.isInteger(value) && type !== "float") return key + ": " + value;
-    const [mant, exp] = String(value).split("e");
-    return key + ": " + (mant.includes(".") ? mant : mant + ".0") + (exp === undefined ? "" : "e" + exp);
-  }
-  if (typeof value === "string" && value !== "" && value !== AGENT_MODEL) {
-    const plain = /^[A-Za-z_][A-Za-z0-9_.\\/-]*$/.test(value) && !/^(y|n|yes|no|on|off|true|false|null)$/i.test(value);
-    return key + ": " + (plain ? value : JSON.stringify(value));
-  }
-  return null;
-}
-""".replace("AGENT_MODEL", json.dumps(AGENT_MODEL))
-
-
-#: in the page: (key, type, value, text) → the overrides YAML with ``key`` set to ``value`` (removed for an emptied
-#: field), or KEEP when that changes nothing
-_EDIT_JS = f"""
-(key, ftype, value, text) => ({_SET_LINE_JS.strip()})(text, key, ({_LINE_JS.strip()})(key, ftype, value))
-"""
-
-#: in the page: (key, type, shown, box, value, text) → a field's edit (:func:`field_edit_js`)
-_FIELD_EDIT_JS = f"""
-(key, ftype, shown, box, value, text) => {{
-  const set = (text || "").split(/\\r?\\n/).some(l => ({_KEY_LINE_JS.strip()})(l, key));
-  if (!set && value === shown) return {json.dumps(KEEP)};  // an effective value left as it was shown
-  const next = ({_EDIT_JS.strip()})(key, ftype, value, text);
-  const emptied = value === null || value === undefined || value === "" || Number.isNaN(value);
-  if (box && shown !== null && shown !== "" && emptied && next && next.__type__ === "update") setTimeout(() => {{
-    const el = document.querySelector(box);
-    if (el && el.value === "") {{ el.value = String(shown); el.dispatchEvent(new Event("input", {{bubbles: true}})); }}
-  }}, 0);
-  return next;
-}}
-"""
-
-
-def edit_js(key: str, ftype: str | None) -> str:
-    """The page step of a form field's edit: inputs (the field's value, the overrides YAML), output the overrides
-    YAML with ``key`` set (or removed, for an emptied field)."""
-    return f"(value, text) => ({_EDIT_JS.strip()})({json.dumps(key)}, {json.dumps(ftype)}, value, text)"
-
-
-def field_edit_js(key: str, ftype: str | None, shown: Any, box: str | None = None) -> str:
-    """:func:`edit_js` for a field that shows ``shown`` (output: the overrides YAML). A field the YAML does not set,
-    left as it showed, changes nothing (a click in and out pinned its effective value in the YAML); one it sets,
-    left as it is, writes the same line (its comment kept), which changes nothing either. A number or text field
-    emptied whose key the YAML does not set changes no spec, so nothing updates it: its box (``box``, a selector)
-    shows ``shown``, its effective value, again — not an empty box the run would not use. (Gradio does not put back
-    a value it believes the field still has, so the box is given it as if typed.)"""
-    args = ", ".join(json.dumps(a) for a in (key, ftype, shown, box))
-    return f"(value, text) => ({_FIELD_EDIT_JS.strip()})({args}, value, text)"
-
-
-def slot_edit_js(slot: int) -> str:
-    """:func:`field_edit_js` for whatever field form slot ``slot`` shows now: its key, type, the value it was given
-    and its box are read from the slot's mark (:func:`slot_mark`), which changes with the field in one update."""
-    mark = json.dumps(f'[data-testid="form-fields"][data-slot="{slot}"]')
-    return f"""
-(value, text) => {{
-  const m = document.querySelector({mark});
-  if (!m || !m.dataset.key) return {json.dumps(KEEP)};
-  const d = m.dataset;
-  return ({_FIELD_EDIT_JS.strip()})(d.key, JSON.parse(d.type), JSON.parse(d.shown), d.box || null, value, text);
-}}
-"""
+def yaml_edit_js() -> str:
+    """The page's script that makes every edit of the overrides YAML (static/yaml_edit.js; run with the title's
+    js_on_load)."""
+    return (Path(__file__).parents[1] / "static" / "yaml_edit.js").read_text(encoding="utf-8")
 
 
 def slot_mark(
     slot: int, shown: dict | None, key: str = "", ftype: str | None = None, value: Any = None, box: str | None = None
 ) -> str:
     """Form slot ``slot``'s mark, a hidden element updated with its field: what the slot shows (``data-fields``, as
-    the state line names it: tests compare the two) and what its edit needs (:func:`slot_edit_js`)."""
+    the state line names it: tests compare the two) and what its edit needs (static/yaml_edit.js, ``slotEdit``)."""
     attrs = {
         "slot": str(slot),
         "fields": fields_id(shown) if shown is not None else "-",  # as slots_id names an empty slot
@@ -485,9 +262,3 @@ def slot_mark(
         "box": box or "",
     }
     return macro("tabs/config_form.html", "slot_mark")(list(attrs.items()))
-
-
-#: the page step after a server's :func:`yaml_edit`: inputs (the edit, the overrides YAML), output the YAML
-APPLY_EDIT_JS = f"""
-(edit, text) => edit && edit.key ? ({_SET_LINE_JS.strip()})(text, edit.key, edit.line ?? null) : {json.dumps(KEEP)}
-"""

@@ -167,7 +167,7 @@ def _props(update: dict) -> dict:
 def _value(f: config_form.FieldView) -> Any:
     """What a field's component is given: a number as YAML writes it (1.0e-05), in a text box (gr.Number writes its
     parsed value back into the box a moment after each keystroke, and a key typed meanwhile lands in that: 0.002
-    typed quickly became 20, 7 times in 30 here; the edit reads the text as a number, config_form._LINE_JS, and the
+    typed quickly became 20, 7 times in 30 here; the edit reads the text as a number, static/yaml_edit.js, and the
     check validates it with the engine's own config); a value that is not one (a typo) as the YAML has it."""
     if f.kind == "number":
         return "" if f.value is None else f.value if isinstance(f.value, str) else config_form.yaml_value(f.value)
@@ -177,12 +177,12 @@ def _value(f: config_form.FieldView) -> Any:
 def _edits(comp, slot: int, config_yaml, at_once: bool) -> None:
     """A field's edit, made in the page: a box or a choice at once, a number or a text when the user leaves it
     or presses Enter (an edit per keystroke would update the field being typed into); what the slot shows is
-    read from its mark (config_form.slot_edit_js)."""
+    read from its mark (static/yaml_edit.js, ``slotEdit``)."""
     kw = dict(
         fn=None,
         inputs=[comp, config_yaml],
         outputs=[config_yaml],
-        js=config_form.slot_edit_js(slot),
+        js=f"(value, text) => window.awYaml.slotEdit({slot}, value, text)",
         queue=False,
         api_visibility="private",
         show_progress="hidden",

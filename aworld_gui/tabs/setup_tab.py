@@ -582,7 +582,7 @@ class SetupTab:
 
     # -- engine & config -------------------------------------------------------------------------------
     def engine_note(self, memory: dict, config_text: str) -> str:
-        """What an engine picked did to the overrides (config_form.switch_engine, made in the page)."""
+        """What an engine picked did to the overrides (made in the page: static/yaml_edit.js, ``switchEngine``)."""
         memory = memory or {}
         previous, engine = memory.get("previous"), memory.get("engine")
         if not previous or previous == engine:

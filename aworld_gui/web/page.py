@@ -14,6 +14,7 @@ from . import gradio_patches
 from ..rendering import render
 from ..rendering.templates import macro
 from ..tabs.chat_tab import ChatTab, outbox_js
+from ..tabs.config_form import yaml_edit_js
 from .client_api import build_api
 from ..tabs.evaluate_tab import EvaluateTab
 from ..tabs.monitor_tab import MonitorTab
@@ -98,7 +99,7 @@ def build_app(runs_dir: str | os.PathLike = "runs", studio: Studio | None = None
         # the locale probe first: Gradio translates the first marker of a string, markers_js the rest
         gr.HTML(
             title_html(studio.runs_dir),
-            js_on_load="\n".join([markers_js(TABS), language_js(), TAB_CHOICE_JS, outbox_js()]),
+            js_on_load="\n".join([markers_js(TABS), language_js(), TAB_CHOICE_JS, outbox_js(), yaml_edit_js()]),
         )
         with gr.Tabs(selected="setup", elem_id="tabs") as tabs:
             with gr.Tab(_("Setup"), id="setup", elem_id="tab-setup") as setup_tab:
