@@ -182,9 +182,8 @@ def test_presets_load_a_whole_setup_and_save_the_current_one(page, app):
 
 
 def test_an_idle_page_does_not_wake_the_machine_every_frame(page, tmp_path):
-    """Gradio 6 leaves a 60-per-second animation-frame loop running on a loaded page (docs/UPSTREAM.md,
-    Gradio 2): the frame guard in the page's head (gradio_patches.head) cancels it and an idle page asks
-    for no frames."""
+    """Gradio 6 leaves a 60-per-second animation-frame loop running on a loaded page
+    (aworld_gui/web/gradio_patches.py): served patched, the loop ends and an idle page asks for no frames."""
     import json
 
     wait_for(lambda: all_green(page), 120, "the first check of the demo")  # nothing pending any more
@@ -196,7 +195,7 @@ def test_an_idle_page_does_not_wake_the_machine_every_frame(page, tmp_path):
     events = json.loads(trace.read_text())
     events = events["traceEvents"] if isinstance(events, dict) else events
     frames = sum(1 for e in events if e.get("name") == "FireAnimationFrame")
-    assert frames <= 1, f"{frames} animation frames in 3 s on an idle page (stock Gradio's loop: ~180)"
+    assert frames <= 1, f"{frames} animation frames in 3 s on an idle page (Gradio's unpatched loop: ~180)"
 
 
 def test_a_bad_dataset_upload_shows_its_error_and_disables_launch(page, tmp_path):

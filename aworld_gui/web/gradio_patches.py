@@ -1,29 +1,22 @@
 """Every patch of Gradio's and uvicorn's internals, in one place: what each changes and why is in
-docs/STUDIO.md ("Idle page", "Light process"). In short, a studio that shares its machine with
-training must not wake that machine when nothing happens. Each patch names the upstream issue it works
-around (docs/UPSTREAM.md: the issue text and its minimal reproduction, unfiled where no upstream issue
-was found), and tests/test_gradio_patches.py and tests/test_browser_frame_guard.py each have a test that
-shows the upstream behaviour on the installed Gradio with the patch off: when one fails, upstream no
-longer needs that patch — remove it.
+docs/STUDIO.md ("Why the studio patches Gradio"). In short, a studio that shares its machine with
+training must not wake that machine when nothing happens:
 
-* ``queue`` (docs/UPSTREAM.md, Gradio 1) — Gradio's queue loop looks for new events every
-  ``sleep_when_free`` (1 ms) and its progress loop every 10 ms: an idle app's event loop turns ~1700
-  times a second. Here the queue loop sleeps until an event is pushed or a job ends (``QUEUE_IDLE_S``
-  at most) and the progress loop looks once a second.
-* ``server_tick`` (docs/UPSTREAM.md, uvicorn 1) — uvicorn's server loop wakes every 0.1 s (to refresh
-  the ``Date`` header and look at its exit flag); here once a second.
-* ``frame_guard`` (docs/UPSTREAM.md, Gradio 2) — Gradio's StatusTracker leaves a 60-per-second
-  animation-frame loop running on a loaded page (the page's own loading tracker, removed while
-  pending). The page gets a script, through Gradio's ``head`` option, that cancels the frames of a loop
-  that changes nothing on the page (static/frame_guard.js); Gradio's bundle is served as it is.
+* ``queue`` — Gradio's queue loop looks for new events every ``sleep_when_free`` (1 ms) and its
+  progress loop every 10 ms. Here the queue loop sleeps until an event is pushed or a job ends
+  (``QUEUE_IDLE_S`` at most) and the progress loop looks once a second.
+* ``server_tick`` — uvicorn's server loop wakes every 0.1 s (to refresh the ``Date`` header and
+  look at its exit flag); here once a second.
+* ``status_tracker`` — Gradio's StatusTracker script leaves a 60-per-second animation-frame loop
+  running on a loaded page; it is served patched so the loop ends once its status is not pending,
+  and its frames come at most once a ``THROTTLE_MS`` while it is.
 
-:func:`apply` installs the server-side ones, once, before the app is launched; :func:`head` is the
-frame guard's ``launch(head=...)``. ``AWORLD_STUDIO_PATCHES`` switches them: ``0`` turns every patch
-off (the studio then behaves as stock Gradio does), a list of names (``queue,frame_guard``) keeps only
-those. Each server-side patch first checks that the code it replaces is the code it was written against
-(:func:`problems`); a mismatch leaves that patch out with a warning, and tests/test_gradio_patches.py
-fails on it, so a Gradio upgrade cannot silently undo them. Gradio is pinned to the tested minor version
-(:data:`TESTED_GRADIO`) in requirements.txt.
+:func:`apply` installs them all, once, before the app is launched, and returns the routes to serve
+ahead of Gradio's own. ``AWORLD_STUDIO_PATCHES=0`` turns every patch off (the studio then behaves
+as stock Gradio does). Each patch first checks that the code it replaces is the code it was written
+against (:func:`problems`); a mismatch leaves that patch out with a warning, and
+tests/test_gradio_patches.py fails on it, so a Gradio upgrade cannot silently undo them. Gradio is
+pinned to the tested minor version (:data:`TESTED_GRADIO`) in requirements.txt.
 """
 
 from __future__ import annotations
@@ -32,40 +25,30 @@ import asyncio
 import inspect
 import logging
 import os
+import re
 import weakref
 from pathlib import Path
 
 log = logging.getLogger(__name__)
 
 SWITCH_ENV = "AWORLD_STUDIO_PATCHES"
-PATCHES = ("queue", "server_tick", "frame_guard")
 TESTED_GRADIO = "6.31"
 
+QUEUE_POLL_S = 0.1  # the queue loop's sleep if it cannot be woken: not felt next to a click's round trip
 QUEUE_IDLE_S = 2.0  # the queue loop's sleep when it is woken by a push or a finished job (a value of its own)
 PROGRESS_POLL_S = 1.0  # nothing here reports progress through the queue (no gr.Progress)
 SERVER_TICK_S = 1.0  # uvicorn: Date header once a second as before; exit seen within 1 s
 UVICORN_TICK_S = 0.1  # what uvicorn's own main loop sleeps
+THROTTLE_MS = 1000  # StatusTracker frames while a status is pending
 
 _installed: set[str] = set()
 
 
-def enabled(name: str | None = None) -> bool:
-    """Whether patch ``name`` (any patch, when None) is switched on by ``AWORLD_STUDIO_PATCHES``: unset or
-    ``1`` all, ``0`` none, else the comma-separated names listed."""
-    value = os.environ.get(SWITCH_ENV, "1").strip().lower()
-    if value in ("", "1", "true", "yes", "on"):
-        return True
-    if value in ("0", "false", "no", "off"):
-        return False
-    names = {n.strip() for n in value.split(",")}
-    return bool(names & set(PATCHES)) if name is None else name in names
+def enabled() -> bool:
+    return os.environ.get(SWITCH_ENV, "1").strip().lower() not in ("0", "false", "no", "off")
 
 
 # -- the queue ---------------------------------------------------------------------------------------
-# Upstream: gradio-app/gradio, unfiled (no issue found; docs/UPSTREAM.md "Gradio 1: an idle queue polls
-# every millisecond"). Gradio 6.31's Queue.start_processing sleeps sleep_when_free (1 ms) when there is
-# nothing to do, start_progress_updates 10 ms; neither is an option of queue(). Still needed:
-# test_stock_gradio_still_polls_its_idle_queue.
 class WakeableSleep:
     """Stands in for ``asyncio`` inside ``gradio.queueing``: ``sleep(QUEUE_IDLE_S)`` — only the
     queue loop's idle sleep has that length — ends as soon as :meth:`wake` is called; everything
@@ -155,10 +138,6 @@ def patch_queue(demo) -> WakeableSleep | None:
 
 
 # -- uvicorn's tick ----------------------------------------------------------------------------------
-# Upstream: Kludex/uvicorn (encode/uvicorn), unfiled (docs/UPSTREAM.md "uvicorn 1: the server wakes 10
-# times a second"); the nearest is Kludex/uvicorn#2625, which is about the same 0.1 s tick, for
-# --timeout-notify. uvicorn 0.54's Server.main_loop sleeps 0.1 s and has no setting for it. Still
-# needed: test_stock_uvicorn_still_ticks_ten_times_a_second.
 def server_tick_problems() -> list[str]:
     import uvicorn
     from gradio.http_server import Server
@@ -193,30 +172,75 @@ def patch_server_tick() -> None:
     Server.main_loop = main_loop
 
 
-# -- the frame guard -------------------------------------------------------------------------------
-# Upstream: gradio-app/gradio, unfiled (docs/UPSTREAM.md "Gradio 2: a StatusTracker removed while pending
-# keeps its animation-frame loop"): js/statustracker/static/index.svelte's run() re-requests a frame while
-# _timer is set and only the status effect clears it, so the SPA's loading tracker ({#if loader_status ===
-# "pending"} in js/spa/src/Index.svelte) leaks the loop on every page load. Still needed:
-# tests/test_browser_frame_guard.py::test_stock_gradio_still_leaves_a_frame_loop_on_an_idle_page.
-FRAME_GUARD_JS = Path(__file__).resolve().parents[1] / "static" / "frame_guard.js"
+# -- the StatusTracker script --------------------------------------------------------------------------
+RAF = re.compile(r"typeof window<`u`\?window\.requestAnimationFrame:")
+RAF_THROTTLED = f"typeof window<`u`?(f=>setTimeout(()=>window.requestAnimationFrame(f),{THROTTLE_MS})):"
+# The elapsed-time loop, ``function ze(){me(()=>{F(Pe,(performance.now()-w(de))/1e3),W&&ze()})}``, goes
+# on while its flag ``W`` is set; the tracker's status effect (``o.status===`pending`?Ve():…``) clears
+# it, but a tracker whose status turns complete without that effect running keeps ticking for ever.
+LOOP = re.compile(
+    r"(function (\w+)\(\)\{\w+\(\(\)=>\{\w+\(\w+,\(performance\.now\(\)-\w+\(\w+\)\)/1e3\),)"
+    r"(\w+)&&\2\(\)\}\)\}"
+)
+STATUS = re.compile(r"(\w+)\.status===`pending`\?\w+\(\):")
 
 
-def head() -> str:
-    """What the page's ``<head>`` gets (``launch(head=...)``): the frame guard's script, or nothing when
-    the patch is switched off. It rewrites none of Gradio's code: it cancels animation frames that a loop
-    asks for while the page does not change (static/frame_guard.js says how)."""
-    if not enabled("frame_guard"):
-        return ""
-    return "<script>\n" + FRAME_GUARD_JS.read_text(encoding="utf-8") + "</script>"
+def patch_status_tracker_js(text: str) -> str | None:
+    """Gradio's StatusTracker chunk with its elapsed-time loop ended once the status is no longer
+    pending (the flag cleared, so the next pending status starts it again) and its frames slowed to
+    one every ``THROTTLE_MS``; None if the chunk lacks any of the patterns."""
+    loop = LOOP.search(text)
+    status = STATUS.search(text, loop.end()) if loop else None  # the same component's status effect
+    if not (loop and status and RAF.search(text)):
+        return None
+    head, fn, flag = loop.groups()
+    ended = f"{head}{flag}&&({status.group(1)}.status===`pending`?{fn}():{flag}=!1)}})}}"
+    text = text[: loop.start()] + ended + text[loop.end() :]
+    return RAF.sub(RAF_THROTTLED, text, count=1)
+
+
+def status_tracker_assets() -> list[Path]:
+    import gradio
+
+    return sorted((Path(gradio.__file__).parent / "templates" / "frontend" / "assets").glob("statustracker-*.js"))
+
+
+def patched_status_tracker() -> tuple[str, str] | None:
+    """(asset file name, patched JavaScript) of Gradio's StatusTracker chunk, or None."""
+    for path in status_tracker_assets():
+        patched = patch_status_tracker_js(path.read_text(encoding="utf-8"))
+        if patched is not None:
+            return path.name, patched
+    return None
+
+
+def status_tracker_problems() -> list[str]:
+    assets = status_tracker_assets()
+    if not assets:
+        return ["Gradio ships no statustracker-*.js asset"]
+    if patched_status_tracker() is None:
+        return [f"{', '.join(p.name for p in assets)} no longer has the frame loop this patch ends"]
+    return []
+
+
+def status_tracker_route():
+    from starlette.responses import Response
+    from starlette.routing import Route
+
+    name, body = patched_status_tracker()
+
+    async def serve(request):
+        return Response(body, media_type="text/javascript", headers={"Cache-Control": "no-cache"})
+
+    return Route(f"/assets/{name}", serve, methods=["GET"])
 
 
 # -- all of them -----------------------------------------------------------------------------------------
-CHECKS = {"queue": queue_problems, "server_tick": server_tick_problems}
+CHECKS = {"queue": queue_problems, "server_tick": server_tick_problems, "status_tracker": status_tracker_problems}
 
 
 def problems() -> dict[str, list[str]]:
-    """What stops each server-side patch from applying to the installed Gradio/uvicorn ({} when all apply)."""
+    """What stops each patch from applying to the installed Gradio/uvicorn ({} when all apply)."""
     import gradio
 
     out = {name: found for name, check in CHECKS.items() if (found := check())}
@@ -225,18 +249,22 @@ def problems() -> dict[str, list[str]]:
     return out
 
 
-def apply(demo) -> None:
-    """Install the server-side patches switched on for ``demo`` (after ``demo.queue()``, before
-    ``demo.launch()``; the frame guard goes in through :func:`head`). Leaves out (with a warning) a
-    patch whose target changed."""
+def apply(demo) -> list:
+    """Install every patch for ``demo`` (after ``demo.queue()``, before ``demo.launch()``); returns the
+    routes to serve ahead of Gradio's own (``launch(app_kwargs={"routes": ...})``). Does nothing when
+    switched off; leaves out (with a warning) a patch whose target changed."""
     if not enabled():
         log.info("Gradio patches switched off (%s=0)", SWITCH_ENV)
-        return
+        return []
     found = problems()
     for name, issues in found.items():
         log.warning("Gradio patch '%s' left out: %s", name, "; ".join(issues))
-    if enabled("queue") and "queue" not in found:
+    routes = []
+    if "queue" not in found:
         patch_queue(demo)
-    if enabled("server_tick") and "server_tick" not in found:
+    if "server_tick" not in found:
         patch_server_tick()
         _installed.add("server_tick")
+    if "status_tracker" not in found:
+        routes.append(status_tracker_route())
+    return routes

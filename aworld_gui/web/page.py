@@ -232,9 +232,8 @@ def build_app(runs_dir: str | os.PathLike = "runs", studio: Studio | None = None
         )
     demo.queue(default_concurrency_limit=4)
     demo.studio = studio  # type: ignore[attr-defined]
-    gradio_patches.apply(demo)
-    # routes served ahead of Gradio's own: the Monitor's stream
-    demo.aworld_routes = [monitor.streams.route()]  # type: ignore[attr-defined]
+    # routes served ahead of Gradio's own: the Monitor's stream, and what the patches serve
+    demo.aworld_routes = [monitor.streams.route(), *gradio_patches.apply(demo)]  # type: ignore[attr-defined]
     return demo
 
 
@@ -242,7 +241,7 @@ def launch_kwargs(demo: gr.Blocks, allowed_hosts: list[str] | None = None) -> di
     """What ``demo.launch`` needs besides the address: the look (Gradio 6 takes theme and css at
     launch), the studio's own routes, ahead of Gradio's, no other site's page let in (origin_gate.py: ``allowed_hosts``
     the operator's names), no body bigger than it carries (body_cap.py), login throttling (login_throttle.py), no file served through a link (file_route_guard.py)
-    the translations (i18n.py) and the frame guard (gradio_patches.head)."""
+    and the translations (i18n.py)."""
     from starlette.middleware import Middleware
 
     from .body_cap import BodyCap
@@ -256,7 +255,6 @@ def launch_kwargs(demo: gr.Blocks, allowed_hosts: list[str] | None = None) -> di
         "theme": theme(),
         "css": CSS,
         "i18n": i18n(),
-        "head": gradio_patches.head(),
         "app_kwargs": {
             "routes": list(demo.aworld_routes),
             "middleware": [
