@@ -21,16 +21,18 @@ sys.path.insert(0, os.path.dirname(__file__))
 from test_read_only_files import root_only  # noqa: E402
 
 
+def attempt(fn) -> str:
+    """``fn()`` in the isolated call: "DONE", or the errno name it failed with."""
+    try:
+        fn()
+        return "DONE"
+    except OSError as e:
+        return errno.errorcode.get(e.errno, str(e.errno))
+
+
 def _touch_dev(node: str) -> dict[str, str]:
     """In the isolated call: replace ``node`` (a device node made outside) with a regular file, make a file, a folder
     and a link in /dev; each attempt's errno name or what it did. /dev/null and /dev/shm stay usable."""
-
-    def attempt(fn) -> str:
-        try:
-            fn()
-            return "DONE"
-        except OSError as e:
-            return errno.errorcode.get(e.errno, str(e.errno))
 
     def replace() -> None:
         os.unlink(node)
@@ -251,13 +253,6 @@ def _signal_and_connect(target: int, abstract: str) -> dict[str, str]:
     bound outside; and the same within its own tree (a child it started, a socket it bound)."""
     import signal
     import subprocess
-
-    def attempt(fn) -> str:
-        try:
-            fn()
-            return "DONE"
-        except OSError as e:
-            return errno.errorcode.get(e.errno, str(e.errno))
 
     def connect(name: str) -> None:
         s = socket.socket(socket.AF_UNIX)

@@ -292,6 +292,7 @@ def test_a_resume_into_a_folder_that_refuses_writes_or_onto_another_model_says_w
     refuses the resume's writes — left read-only (immutable, where ``chattr`` works: as root, chmod stops nothing), or
     failing halfway (``attempts`` a file where the rows set aside go) — was a raw PermissionError, with run.yaml and
     status.json already saying "resumed". Each is a CheckError saying what to do, the run as it was."""
+    from test_unwritable_run_dir import _chattr_works
     from testing import letters_demo
 
     a, _b = runs
@@ -331,48 +332,3 @@ def test_a_resume_into_a_folder_that_refuses_writes_or_onto_another_model_says_w
     with pytest.raises(CheckError, match=r"its folder refuses writes \((NotADirectoryError|FileExistsError)"):
         prepare_resume(copy.path, checkpoint=copy.checkpoints()[0].name, max_steps=end)
     assert files() == before  # run.yaml and status.json put back; nothing set aside
-
-
-def _chattr_works(folder: Path) -> bool:
-    """Whether ``chattr +i`` makes a file refuse writes here (as root, where chmod refuses nothing)."""
-    probe = folder / "chattr-probe"
-    probe.write_text("x")
-    try:
-        if subprocess.run(["chattr", "+i", str(probe)], capture_output=True).returncode != 0:
-            return False
-    except FileNotFoundError:
-        return False
-    try:
-        with open(probe, "a") as f:
-            f.write("y")
-        return False
-    except PermissionError:
-        return True
-    finally:
-        subprocess.run(["chattr", "-i", str(probe)], check=True)
-
-
-def test_a_resumed_run_s_clock_and_speed_are_its_own_attempt_s(tmp_path):
-    """The walkthrough (issue 42, F2/F3): a resumed run waiting in the queue showed a running clock (the first
-    attempt's start, ticking), and once training its speed counted the time it was dead (0.12 steps/s for a run doing
-    0.5): the clock waits for the attempt's start, and the speed is over this attempt's rows."""
-    from aworld_gui.core.run_cache import RunState
-
-    run = RunDir.create(tmp_path / "runs", "trl")
-    run.write_spec({"engine": "trl", "config": {"max_steps": 40}})
-    for step in range(1, 8):  # the first attempt: a step a second from t=1000
-        run.append_metrics(step, {"loss": 0.1, "reward": 0.5}, when=1000.0 + step)
-    (run.checkpoints_dir / "checkpoint-5").mkdir(parents=True)
-    (run.checkpoints_dir / "checkpoint-5" / "trainer_state.json").write_text(json.dumps({"global_step": 5}))
-    run.write_status(state="failed", cause="killed", step=7, started=1000.0, ended=1008.0)
-    prepare_resume(run.path)
-    state = RunState(run.path)
-    state.refresh(force=True)
-    assert state.progress().state == "queued" and state.progress().elapsed_s is None  # no clock while it waits
-    resumed_at = 5000.0  # an hour later: dead, then queued
-    run.write_status(state="running", started=resumed_at, pid=os.getpid())
-    for step in range(6, 16):  # the second attempt: two steps a second
-        run.append_metrics(step, {"loss": 0.1, "reward": 0.5}, when=resumed_at + (step - 5) / 2)
-    state.refresh(force=True)
-    progress = state.progress()
-    assert progress.steps_per_s == pytest.approx(2.0) and progress.eta_s == pytest.approx((40 - 15) / 2.0), progress
