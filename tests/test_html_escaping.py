@@ -53,3 +53,24 @@ def test_a_marker_in_user_controlled_text_cannot_open_an_attribute():
     # the page reads it back as a marker: translated in text and attributes alike
     shown = localize(sinks["attribute"], "zh")
     assert "不可用" in shown and "__i18n__" not in shown and localize(escaped(MARKER), "en") == "unavailable"
+
+
+def test_no_file_of_the_studio_escapes_by_hand():
+    """Issue 46: HTML comes from the templates (aworld_gui/templates/), every value escaped by rendering/templates.py
+    alone — no other file of the studio calls an escape helper (render.esc, html.escape, markupsafe's escape) or makes
+    Markup of an f-string, and no template marks a value safe or turns autoescape off."""
+    import re
+    from pathlib import Path
+
+    gui = Path(render.__file__).resolve().parent.parent
+    hand = re.compile(r"\besc\(|html\.escape|markupsafe\.escape|(?<!re\.)\bescape\(|Markup\(f|import html\b")
+    files = [p for p in sorted(gui.rglob("*.py")) if p != gui / "rendering" / "templates.py"]
+    assert len(files) > 50
+    for path in files:
+        found = hand.findall(path.read_text(encoding="utf-8"))
+        assert not found, (path, found)
+    html = sorted((gui / "templates").rglob("*.html"))
+    assert len(html) >= 15
+    for path in html:
+        text = path.read_text(encoding="utf-8")
+        assert "|safe" not in text.replace(" ", "") and "autoescape false" not in text, path
